@@ -1,0 +1,39 @@
+# One place for the dtypes and the node struct shared by all kernels.
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
+
+ctypedef float float32_t
+ctypedef double float64_t
+ctypedef Py_ssize_t intp_t
+
+# Two float32 feature values closer than this are treated as equal by the split
+# search (the same tolerance as scikit-learn's exact splitter, in float32 arithmetic).
+cdef const float32_t FEATURE_THRESHOLD = 1e-7
+
+# Nodes whose weighted residual variance is at or below this are not split
+# (scikit-learn's EPSILON = np.finfo(np.float64).eps).
+cdef const float64_t IMPURITY_EPSILON = 2.220446049250313e-16
+
+# A Newton step denominator below this makes the leaf value 0 (paper eq. 1 with a
+# zero denominator; the same guard as scikit-learn's ``_safe_divide``).
+cdef const float64_t HESSIAN_EPSILON = 1e-150
+
+ctypedef struct node_t:
+    # One node of a regression tree, stored flat; children are indices relative
+    # to the first node of the same tree. A leaf has feature == -1.
+    float64_t value            # leaf: gamma_j of paper eq. (1); inner node: 0
+    float64_t threshold        # go left when x <= threshold (float64 midpoint)
+    float64_t improvement      # weighted squared-error decrease of the split
+    float64_t weighted_n       # sum of sample weights of in-bag samples in the node
+    int64_t n_samples          # number of in-bag samples in the node
+    int32_t feature            # split feature, -1 for a leaf
+    int32_t left               # left child index (tree-relative), -1 for a leaf
+    int32_t right              # right child index (tree-relative), -1 for a leaf
+    float32_t threshold32      # largest float32 <= threshold: same decisions on float32 x
+    uint8_t missing_go_left    # 1 if NaN goes left at this split
+    uint8_t depth              # depth of the node (root = 0)
+
+ctypedef struct row_stat_t:
+    # Per-row statistics gathered by the split scan, refreshed after every tree.
+    float64_t wr               # sample weight x residual (paper: r = y - p)
+    float64_t wr2              # sample weight x residual^2 (node impurity)
+    float64_t w                # sample weight

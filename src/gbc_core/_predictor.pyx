@@ -1,0 +1,217 @@
+"""Batch traversal of all trees (paper Algorithm 2), GIL released.
+
+Trees of depth <= MAX_COMPLETE_DEPTH are stored padded to complete binary trees so
+that a row descends by index arithmetic (``j = 2 j + 1 + go_right``) with no
+data-dependent branch; deeper trees use the plain node arrays. Rows are processed in
+blocks, all trees per block, so a block of X is read from memory once.
+
+Decisions use float32 thresholds (the largest float32 not above the float64 split
+threshold) on float32 inputs, which gives exactly the decisions of ``x <= threshold``
+in float64, and leaf contributions are added in tree order, as in training, so
+predictions on the training rows are bit-identical to the training scores.
+"""
+cimport cython
+from cython.parallel cimport prange
+from libc.math cimport INFINITY
+
+import numpy as np
+
+from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t
+
+cdef int MAX_DEPTH_COMPLETE = 10
+MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
+cdef intp_t BLOCK = 128
+
+
+def tree_depths(const node_t[::1] nodes, const int64_t[::1] tree_offsets):
+    """Depth of each tree (a lone leaf has depth 0)."""
+    cdef intp_t t, j, n_trees = tree_offsets.shape[0] - 1
+    depths = np.zeros(n_trees, dtype=np.int32)
+    cdef int32_t[::1] d = depths
+    for t in range(n_trees):
+        for j in range(tree_offsets[t], tree_offsets[t + 1]):
+            if nodes[j].depth > d[t]:
+                d[t] = nodes[j].depth
+    return depths
+
+
+cdef void _fill_complete(
+    const node_t* tree, int32_t node, intp_t pos, int level, int depth,
+    int32_t* feature, float32_t* threshold, uint8_t* missing_left,
+    float64_t* leaf_value, const float64_t* scaled_value,
+) noexcept nogil:
+    """Copy the subtree at ``node`` into heap position ``pos`` of a complete tree."""
+    cdef intp_t n_inner = (<intp_t>1 << depth) - 1
+    cdef intp_t first, count, k
+    if level == depth:
+        leaf_value[pos - n_inner] = scaled_value[node]
+        return
+    if tree[node].feature < 0:
+        # A leaf above the last level: pad with splits that always go left, and give
+        # every leaf below it the leaf's value.
+        feature[pos] = 0
+        threshold[pos] = INFINITY
+        missing_left[pos] = 1
+        _fill_complete(tree, node, 2 * pos + 1, level + 1, depth,
+                       feature, threshold, missing_left, leaf_value, scaled_value)
+        _fill_complete(tree, node, 2 * pos + 2, level + 1, depth,
+                       feature, threshold, missing_left, leaf_value, scaled_value)
+        return
+    feature[pos] = tree[node].feature
+    threshold[pos] = tree[node].threshold32
+    missing_left[pos] = tree[node].missing_go_left
+    _fill_complete(tree, tree[node].left, 2 * pos + 1, level + 1, depth,
+                   feature, threshold, missing_left, leaf_value, scaled_value)
+    _fill_complete(tree, tree[node].right, 2 * pos + 2, level + 1, depth,
+                   feature, threshold, missing_left, leaf_value, scaled_value)
+
+
+@cython.final
+cdef class Predictor:
+    """Flat, read-only form of an ensemble for fast batch prediction.
+
+    Parameters
+    ----------
+    nodes : NODE_DTYPE array
+        The nodes of all trees, concatenated (validated by the caller).
+    tree_offsets : int64 array of shape (n_trees + 1,)
+    learning_rate : float
+        eta; leaf contributions are ``learning_rate * nodes['value']``.
+    n_features : int
+    """
+    cdef:
+        readonly intp_t n_trees
+        readonly intp_t n_features
+        node_t[::1] nodes
+        int64_t[::1] tree_offsets
+        float64_t[::1] scaled_value
+        int32_t[::1] depth
+        int64_t[::1] inner_offset
+        int64_t[::1] leaf_offset
+        int32_t[::1] c_feature
+        float32_t[::1] c_threshold
+        uint8_t[::1] c_missing_left
+        float64_t[::1] c_leaf
+
+    def __init__(self, nodes, tree_offsets, double learning_rate, intp_t n_features):
+        self.nodes = np.ascontiguousarray(nodes)
+        self.tree_offsets = np.ascontiguousarray(tree_offsets, dtype=np.int64)
+        self.n_trees = self.tree_offsets.shape[0] - 1
+        self.n_features = n_features
+        values = np.asarray(nodes)["value"]
+        # eta * gamma_j computed once, the same float64 product as in training.
+        self.scaled_value = np.ascontiguousarray(learning_rate * values, dtype=np.float64)
+        depths = tree_depths(self.nodes, self.tree_offsets)
+        self.depth = depths
+        complete = depths <= MAX_COMPLETE_DEPTH
+        n_inner = np.where(complete, (1 << np.minimum(depths, MAX_COMPLETE_DEPTH)) - 1, 0)
+        n_leaf = np.where(complete, n_inner + 1, 0)
+        self.inner_offset = np.concatenate([[0], np.cumsum(n_inner)]).astype(np.int64)
+        self.leaf_offset = np.concatenate([[0], np.cumsum(n_leaf)]).astype(np.int64)
+        self.c_feature = np.zeros(max(1, self.inner_offset[self.n_trees]), dtype=np.int32)
+        self.c_threshold = np.zeros(max(1, self.inner_offset[self.n_trees]), dtype=np.float32)
+        self.c_missing_left = np.zeros(max(1, self.inner_offset[self.n_trees]), dtype=np.uint8)
+        self.c_leaf = np.zeros(max(1, self.leaf_offset[self.n_trees]), dtype=np.float64)
+        cdef intp_t t
+        for t in range(self.n_trees):
+            if self.depth[t] <= MAX_COMPLETE_DEPTH:
+                _fill_complete(
+                    &self.nodes[self.tree_offsets[t]], 0, 0, 0, self.depth[t],
+                    &self.c_feature[self.inner_offset[t]],
+                    &self.c_threshold[self.inner_offset[t]],
+                    &self.c_missing_left[self.inner_offset[t]],
+                    &self.c_leaf[self.leaf_offset[t]],
+                    &self.scaled_value[self.tree_offsets[t]],
+                )
+
+    def predict_raw(self, const float32_t[:, ::1] X, float64_t[::1] out,
+                    intp_t tree_start=0, intp_t tree_stop=-1, int n_threads=1):
+        """Add the contributions of trees ``tree_start .. tree_stop-1`` to ``out``.
+
+        Parameters
+        ----------
+        X : float32 array of shape (n_samples, n_features), C order
+        out : float64 array of shape (n_samples,)
+            Raw scores, updated in place (start from F0).
+        tree_start, tree_stop : int
+            Range of trees (``tree_stop=-1``: up to the last tree).
+        n_threads : int
+        """
+        if tree_stop < 0 or tree_stop > self.n_trees:
+            tree_stop = self.n_trees
+        if X.shape[1] != self.n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the model expects {self.n_features}")
+        if out.shape[0] != X.shape[0]:
+            raise ValueError("out must have one entry per row of X")
+        cdef intp_t n = X.shape[0]
+        cdef intp_t n_blocks = (n + BLOCK - 1) // BLOCK
+        cdef intp_t b
+        if n * (tree_stop - tree_start) < 20000:
+            n_threads = 1
+        with nogil:
+            for b in prange(n_blocks, schedule="static", num_threads=max(1, n_threads)):
+                self._predict_block(X, out, b * BLOCK, min((b + 1) * BLOCK, n),
+                                    tree_start, tree_stop)
+
+    cdef void _predict_block(self, const float32_t[:, ::1] X, float64_t[::1] out,
+                             intp_t row_start, intp_t row_stop,
+                             intp_t tree_start, intp_t tree_stop) noexcept nogil:
+        cdef intp_t t, i, j, level, depth, base
+        cdef const int32_t* feature
+        cdef const float32_t* threshold
+        cdef const uint8_t* missing_left
+        cdef const float64_t* leaf
+        cdef const node_t* tree
+        cdef float32_t x
+        cdef bint go_right
+        for t in range(tree_start, tree_stop):
+            depth = self.depth[t]
+            if depth <= MAX_DEPTH_COMPLETE:
+                feature = &self.c_feature[self.inner_offset[t]]
+                threshold = &self.c_threshold[self.inner_offset[t]]
+                missing_left = &self.c_missing_left[self.inner_offset[t]]
+                leaf = &self.c_leaf[self.leaf_offset[t]]
+                base = (<intp_t>1 << depth) - 1
+                for i in range(row_start, row_stop):
+                    j = 0
+                    for level in range(depth):
+                        x = X[i, feature[j]]
+                        go_right = (x > threshold[j]) | ((x != x) & (not missing_left[j]))
+                        j = 2 * j + 1 + go_right
+                    out[i] += leaf[j - base]
+            else:
+                tree = &self.nodes[self.tree_offsets[t]]
+                for i in range(row_start, row_stop):
+                    j = 0
+                    while tree[j].feature >= 0:
+                        x = X[i, tree[j].feature]
+                        if x != x:
+                            go_right = not tree[j].missing_go_left
+                        else:
+                            go_right = x > tree[j].threshold32
+                        j = tree[j].right if go_right else tree[j].left
+                    out[i] += self.scaled_value[self.tree_offsets[t] + j]
+
+    def apply(self, const float32_t[:, ::1] X):
+        """Leaf index (tree-relative node id) of every row in every tree."""
+        cdef intp_t n = X.shape[0], t, i, j
+        leaves = np.zeros((n, self.n_trees), dtype=np.int32)
+        cdef int32_t[:, ::1] out = leaves
+        cdef const node_t* tree
+        cdef float32_t x
+        cdef bint go_right
+        with nogil:
+            for t in range(self.n_trees):
+                tree = &self.nodes[self.tree_offsets[t]]
+                for i in range(n):
+                    j = 0
+                    while tree[j].feature >= 0:
+                        x = X[i, tree[j].feature]
+                        if x != x:
+                            go_right = not tree[j].missing_go_left
+                        else:
+                            go_right = x > tree[j].threshold32
+                        j = tree[j].right if go_right else tree[j].left
+                    out[i, t] = <int32_t>j
+        return leaves

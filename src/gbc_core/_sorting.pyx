@@ -1,0 +1,122 @@
+"""Sort every feature once per fit (stable LSD radix sort on float32 keys)."""
+cimport cython
+from cython.parallel cimport prange, threadid
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
+
+from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t
+
+
+cdef inline uint32_t _sort_key(float32_t v) noexcept nogil:
+    """Map a float32 to a uint32 whose unsigned order is the numeric order.
+
+    NaN maps to the largest key (missing values sort last) and -0.0 to the key of +0.0.
+    """
+    cdef uint32_t bits
+    if v != v:
+        return 0xFFFFFFFFu
+    if v == 0:
+        v = 0
+    memcpy(&bits, &v, 4)
+    if bits & 0x80000000u:
+        return ~bits
+    return bits | 0x80000000u
+
+
+cdef int _sort_one_feature(
+    const float32_t* column,
+    intp_t n,
+    int32_t* order_out,
+    float32_t* values_out,
+    uint32_t* keys_a,
+    uint32_t* keys_b,
+    int32_t* idx_a,
+    int32_t* idx_b,
+) noexcept nogil:
+    """Stable radix sort of one column; returns the number of non-NaN values."""
+    cdef intp_t i, pos
+    cdef int shift, digit
+    cdef intp_t counts[256]
+    cdef uint32_t* ktmp
+    cdef int32_t* itmp
+    cdef intp_t n_missing = 0
+    for i in range(n):
+        keys_a[i] = _sort_key(column[i])
+        idx_a[i] = <int32_t>i
+        if column[i] != column[i]:
+            n_missing += 1
+    for shift in range(0, 32, 8):
+        memset(counts, 0, sizeof(counts))
+        for i in range(n):
+            counts[(keys_a[i] >> shift) & 0xFF] += 1
+        # Skip a pass whose digit is the same for every key.
+        if counts[(keys_a[0] >> shift) & 0xFF] == n:
+            continue
+        pos = 0
+        for digit in range(256):
+            pos += counts[digit]
+            counts[digit] = pos - counts[digit]
+        for i in range(n):
+            digit = (keys_a[i] >> shift) & 0xFF
+            keys_b[counts[digit]] = keys_a[i]
+            idx_b[counts[digit]] = idx_a[i]
+            counts[digit] += 1
+        ktmp = keys_a; keys_a = keys_b; keys_b = ktmp
+        itmp = idx_a; idx_a = idx_b; idx_b = itmp
+    for i in range(n):
+        order_out[i] = idx_a[i]
+        values_out[i] = column[idx_a[i]]
+    return <int>(n - n_missing)
+
+
+@cython.boundscheck(False)
+def presort_features(
+    const float32_t[::1, :] X,
+    int32_t[:, ::1] order,
+    float32_t[:, ::1] sorted_values,
+    int64_t[::1] n_nonmissing,
+    int n_threads,
+):
+    """Sort each column of ``X`` (Fortran order) once.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), Fortran order
+    order : int32 array of shape (n_features, n_samples), output
+        Row indices of each feature in ascending order of value (ties keep row
+        order, NaN last).
+    sorted_values : float32 array of shape (n_features, n_samples), output
+        ``X[order[f], f]``.
+    n_nonmissing : int64 array of shape (n_features,), output
+        Number of non-NaN values of each feature.
+    n_threads : int
+        OpenMP threads.
+    """
+    cdef intp_t n = X.shape[0]
+    cdef intp_t d = X.shape[1]
+    cdef intp_t f
+    cdef int tid
+    cdef intp_t stride = n if n > 0 else 1
+    if n == 0 or d == 0:
+        return
+    if n > 2147483647:
+        raise ValueError("at most 2**31 - 1 samples are supported")
+    n_threads = max(1, min(n_threads, d))
+    cdef uint32_t* keys = <uint32_t*>malloc(2 * n_threads * stride * sizeof(uint32_t))
+    cdef int32_t* idx = <int32_t*>malloc(2 * n_threads * stride * sizeof(int32_t))
+    if keys == NULL or idx == NULL:
+        free(keys)
+        free(idx)
+        raise MemoryError(f"cannot allocate sort buffers for {n} samples")
+    try:
+        with nogil:
+            for f in prange(d, schedule="static", num_threads=n_threads):
+                tid = threadid()
+                n_nonmissing[f] = _sort_one_feature(
+                    &X[0, f], n, &order[f, 0], &sorted_values[f, 0],
+                    keys + 2 * tid * stride, keys + (2 * tid + 1) * stride,
+                    idx + 2 * tid * stride, idx + (2 * tid + 1) * stride,
+                )
+    finally:
+        free(keys)
+        free(idx)

@@ -1,0 +1,547 @@
+"""Exact (sorted-feature) split search and level-wise growth of one regression tree.
+
+Every feature is sorted once per fit (``_sorting.presort_features``). A tree is then
+grown level by level: for each level, one pass over each feature's sorted order
+accumulates the left-hand statistics of every node of the level at once, so a level
+costs O(n_samples x n_features) whatever the number of nodes. Features are scanned in
+parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
+split of a node is the maximum over features under a total order (gain, then lowest
+feature index, then lowest threshold), so the result does not depend on the number
+of threads.
+
+The criterion is the squared error of the residuals r = y - p (paper, Algorithm 1,
+line 7: "train a regression tree to fit r"), written in the Friedman form used by
+scikit-learn:
+
+    proxy = (S_R W_L - S_L W_R)^2 / (W_L W_R)
+
+with S the weighted residual sums and W the weight sums of the two children; it is
+W times the decrease of the weighted squared error, so it ranks splits identically.
+"""
+cimport cython
+from cython.parallel cimport prange, threadid
+from libc.math cimport INFINITY, isinf, nextafterf
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset
+
+import numpy as np
+
+from ._common cimport (
+    float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t,
+    node_t, row_stat_t, FEATURE_THRESHOLD, IMPURITY_EPSILON,
+)
+from ._common import NODE_DTYPE
+
+
+ctypedef struct side_t:
+    # Sufficient statistics of a set of samples.
+    int64_t n
+    float64_t w
+    float64_t s      # sum of w * r
+    float64_t s2     # sum of w * r^2
+
+
+ctypedef struct split_t:
+    # Best split found so far for one node.
+    float64_t proxy
+    float64_t threshold
+    side_t left              # statistics of the left child (missing values included
+                             # when they go left)
+    int32_t feature          # -1: nothing found
+    uint8_t missing_go_left
+
+
+ctypedef struct scan_t:
+    # State of one node while one feature is scanned.
+    side_t acc               # non-missing samples seen so far (they go left)
+    side_t miss              # samples whose value is missing for this feature
+    split_t best
+    float32_t last_value
+
+
+ctypedef struct slot_t:
+    # A node of the level being split.
+    side_t total
+    int32_t node             # index of the node in the tree buffer
+    uint8_t splittable
+
+
+cdef inline void _side_add(side_t* a, const row_stat_t* r) noexcept nogil:
+    a.n += 1
+    a.w += r.w
+    a.s += r.wr
+    a.s2 += r.wr2
+
+
+cdef inline void _side_zero(side_t* a) noexcept nogil:
+    a.n = 0
+    a.w = 0.0
+    a.s = 0.0
+    a.s2 = 0.0
+
+
+cdef inline float64_t _impurity(const side_t* a) noexcept nogil:
+    """Weighted variance of the residuals (scikit-learn's MSE node impurity)."""
+    cdef float64_t mean
+    if a.w <= 0.0:
+        return 0.0
+    mean = a.s / a.w
+    return a.s2 / a.w - mean * mean
+
+
+cdef inline void _try_split(
+    split_t* best,
+    const side_t* total,
+    const side_t* left,
+    float64_t threshold,
+    uint8_t missing_go_left,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+) noexcept nogil:
+    """Keep the split if it is valid and strictly better than ``best``."""
+    cdef float64_t w_right, s_right, diff, proxy
+    cdef int64_t n_right = total.n - left.n
+    if left.n < min_samples_leaf or n_right < min_samples_leaf:
+        return
+    w_right = total.w - left.w
+    if left.w <= 0.0 or w_right <= 0.0 or left.w < min_weight_leaf or w_right < min_weight_leaf:
+        return
+    s_right = total.s - left.s
+    diff = s_right * left.w - left.s * w_right
+    proxy = diff * diff / (left.w * w_right)
+    if proxy > best.proxy:
+        best.proxy = proxy
+        best.threshold = threshold
+        best.left = left[0]
+        best.missing_go_left = missing_go_left
+
+
+cdef inline void _consider(
+    scan_t* st,
+    const side_t* total,
+    float64_t threshold,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+) noexcept nogil:
+    """Evaluate "x <= threshold goes left", with missing values sent right, then left."""
+    cdef side_t with_missing
+    cdef uint8_t default_left
+    if st.miss.n == 0:
+        # No missing value seen in training: NaN follows the larger child.
+        default_left = st.acc.n >= total.n - st.acc.n
+        _try_split(&st.best, total, &st.acc, threshold, default_left,
+                   min_samples_leaf, min_weight_leaf)
+        return
+    _try_split(&st.best, total, &st.acc, threshold, 0, min_samples_leaf, min_weight_leaf)
+    with_missing.n = st.acc.n + st.miss.n
+    with_missing.w = st.acc.w + st.miss.w
+    with_missing.s = st.acc.s + st.miss.s
+    with_missing.s2 = st.acc.s2 + st.miss.s2
+    _try_split(&st.best, total, &with_missing, threshold, 1, min_samples_leaf, min_weight_leaf)
+
+
+cdef inline float64_t _midpoint(float32_t lo, float32_t hi) noexcept nogil:
+    """Threshold between two consecutive distinct values, as scikit-learn computes it."""
+    cdef float64_t t = lo / 2.0 + hi / 2.0
+    if t == hi or isinf(t):
+        t = lo
+    return t
+
+
+cdef inline float32_t _float32_at_most(float64_t t) noexcept nogil:
+    """Largest float32 <= t, so that float32 ``x <= t32`` iff ``x <= t``."""
+    cdef float32_t t32 = <float32_t>t
+    if <float64_t>t32 > t:
+        t32 = nextafterf(t32, -INFINITY)
+    return t32
+
+
+ctypedef unsigned long long uint64_t_t
+
+
+cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
+    cdef uint64_t_t z
+    state[0] += 0x9E3779B97F4A7C15ULL
+    z = state[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+
+@cython.final
+cdef class TreeGrower:
+    """Grow regression trees on pre-sorted features, reusing its buffers across trees.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), Fortran order
+    order, sorted_values, n_nonmissing : arrays from ``presort_features``
+    max_depth : int
+        Maximum depth; -1 for no limit.
+    min_samples_split, min_samples_leaf : int
+    min_weight_leaf : float
+    max_features : int
+        Features drawn at random for each node (``n_features`` for all).
+    n_threads : int
+    """
+    cdef:
+        const float32_t[::1, :] X
+        const int32_t[:, ::1] order
+        const float32_t[:, ::1] sorted_values
+        const int64_t[::1] n_nonmissing
+        intp_t n_samples
+        intp_t n_features
+        int n_threads
+        int max_depth
+        int64_t min_samples_split
+        int64_t min_samples_leaf
+        float64_t min_weight_leaf
+        intp_t max_features
+        readonly int32_t[::1] node_of_row
+        int32_t[::1] slot_of_row
+        node_t* nodes
+        intp_t node_capacity
+        readonly intp_t n_nodes
+        slot_t* slots
+        intp_t slot_capacity
+        scan_t* scan
+        split_t* thread_best
+        uint8_t* allowed
+        int32_t* perm
+
+    def __cinit__(self):
+        self.nodes = NULL
+        self.slots = NULL
+        self.scan = NULL
+        self.thread_best = NULL
+        self.allowed = NULL
+        self.perm = NULL
+        self.node_capacity = 0
+        self.slot_capacity = 0
+
+    def __init__(self, const float32_t[::1, :] X, const int32_t[:, ::1] order,
+                 const float32_t[:, ::1] sorted_values, const int64_t[::1] n_nonmissing,
+                 int max_depth, int64_t min_samples_split, int64_t min_samples_leaf,
+                 float64_t min_weight_leaf, intp_t max_features, int n_threads):
+        self.X = X
+        self.order = order
+        self.sorted_values = sorted_values
+        self.n_nonmissing = n_nonmissing
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1]
+        self.max_depth = max_depth
+        self.min_samples_split = max(min_samples_split, 2)
+        self.min_samples_leaf = max(min_samples_leaf, 1)
+        self.min_weight_leaf = min_weight_leaf
+        self.max_features = max(1, min(max_features, self.n_features))
+        self.n_threads = max(1, n_threads)
+        self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
+        self.slot_of_row = np.zeros(self.n_samples, dtype=np.int32)
+        self.perm = <int32_t*>malloc(max(1, self.n_features) * sizeof(int32_t))
+        if self.perm == NULL:
+            raise MemoryError()
+        # A first guess; both buffers grow (per level, never per node) when needed.
+        cdef intp_t slots = 1 << min(max_depth if max_depth > 0 else 10, 10)
+        self._reserve_slots(min(slots, max(self.n_samples, 1)))
+        self._reserve_nodes(min(2 * slots + 1, 2 * max(self.n_samples, 1) + 1))
+
+    def __dealloc__(self):
+        free(self.nodes)
+        free(self.slots)
+        free(self.scan)
+        free(self.thread_best)
+        free(self.allowed)
+        free(self.perm)
+
+    cdef int _reserve_nodes(self, intp_t capacity) except -1:
+        cdef node_t* p
+        if capacity <= self.node_capacity:
+            return 0
+        p = <node_t*>realloc(self.nodes, capacity * sizeof(node_t))
+        if p == NULL:
+            raise MemoryError(f"cannot allocate a tree of {capacity} nodes")
+        self.nodes = p
+        self.node_capacity = capacity
+        return 0
+
+    cdef int _reserve_slots(self, intp_t capacity) except -1:
+        cdef slot_t* s
+        cdef scan_t* sc
+        cdef split_t* tb
+        cdef uint8_t* al
+        if capacity <= self.slot_capacity:
+            return 0
+        s = <slot_t*>realloc(self.slots, 2 * capacity * sizeof(slot_t))
+        if s == NULL:
+            raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
+        self.slots = s
+        sc = <scan_t*>realloc(self.scan, self.n_threads * capacity * sizeof(scan_t))
+        if sc == NULL:
+            raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
+        self.scan = sc
+        tb = <split_t*>realloc(self.thread_best, self.n_threads * capacity * sizeof(split_t))
+        if tb == NULL:
+            raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
+        self.thread_best = tb
+        if self.max_features < self.n_features:
+            al = <uint8_t*>realloc(self.allowed, capacity * self.n_features * sizeof(uint8_t))
+            if al == NULL:
+                raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
+            self.allowed = al
+        self.slot_capacity = capacity
+        return 0
+
+    def nodes_array(self):
+        """Copy of the nodes of the last grown tree as a structured array (NODE_DTYPE)."""
+        out = np.empty(self.n_nodes, dtype=NODE_DTYPE)
+        cdef node_t[::1] view = out
+        cdef intp_t i
+        for i in range(self.n_nodes):
+            view[i] = self.nodes[i]
+        return out
+
+    def set_leaf_values(self, const float64_t[::1] values):
+        """Overwrite the ``value`` of every node of the last grown tree."""
+        cdef intp_t i
+        if values.shape[0] != self.n_nodes:
+            raise ValueError("values must have one entry per node")
+        for i in range(self.n_nodes):
+            self.nodes[i].value = values[i]
+
+    cdef void _init_node(self, intp_t i, const side_t* stats, int depth) noexcept nogil:
+        cdef node_t* nd = &self.nodes[i]
+        nd.value = stats.s / stats.w if stats.w > 0 else 0.0
+        nd.threshold = 0.0
+        nd.threshold32 = 0.0
+        nd.improvement = 0.0
+        nd.weighted_n = stats.w
+        nd.n_samples = stats.n
+        nd.feature = -1
+        nd.left = -1
+        nd.right = -1
+        nd.missing_go_left = 0
+        nd.depth = <uint8_t>min(depth, 255)
+
+    def grow(self, const row_stat_t[::1] row_stats, const uint8_t[::1] sample_mask,
+             unsigned long long seed=0):
+        """Grow one tree on the current row statistics.
+
+        Parameters
+        ----------
+        row_stats : ROW_STAT_DTYPE array of shape (n_samples,)
+            w*r, w*r^2 and w of each row (r the residual of paper Algorithm 1, line 5).
+        sample_mask : uint8 array of shape (n_samples,) or None
+            1 for in-bag rows (stochastic boosting); None uses every row.
+        seed : int
+            Seed of the per-node feature draws when ``max_features < n_features``.
+
+        Returns
+        -------
+        n_nodes : int
+            Number of nodes; ``node_of_row`` then holds the leaf of every row.
+        """
+        cdef intp_t i, n = self.n_samples
+        cdef side_t root
+        cdef int depth = 0
+        cdef intp_t n_slots, n_split, level_first_child
+        _side_zero(&root)
+        for i in range(n):
+            self.node_of_row[i] = 0
+            if sample_mask is None or sample_mask[i]:
+                self.slot_of_row[i] = 0
+                _side_add(&root, &row_stats[i])
+            else:
+                self.slot_of_row[i] = -1
+        self._init_node(0, &root, 0)
+        self.n_nodes = 1
+        self.slots[0].total = root
+        self.slots[0].node = 0
+        n_slots = 1
+        while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
+            if not self._mark_splittable(n_slots):
+                break
+            self._reserve_nodes(self.n_nodes + 2 * n_slots)
+            self._reserve_slots(2 * n_slots)
+            if self.max_features < self.n_features:
+                self._draw_features(n_slots, seed, depth)
+            with nogil:
+                self._find_splits(row_stats, n_slots)
+                level_first_child = self.n_nodes
+                n_split = self._apply_splits(n_slots, depth)
+                if n_split > 0:
+                    self._partition(level_first_child)
+            n_slots = 2 * n_split
+            depth += 1
+        return self.n_nodes
+
+    cdef bint _mark_splittable(self, intp_t n_slots):
+        cdef intp_t s
+        cdef bint any_ = False
+        cdef slot_t* sl
+        for s in range(n_slots):
+            sl = &self.slots[s]
+            sl.splittable = (
+                sl.total.n >= self.min_samples_split
+                and sl.total.n >= 2 * self.min_samples_leaf
+                and sl.total.w >= 2 * self.min_weight_leaf
+                and _impurity(&sl.total) > IMPURITY_EPSILON
+            )
+            any_ = any_ or sl.splittable
+        return any_
+
+    cdef void _draw_features(self, intp_t n_slots, unsigned long long seed, int depth):
+        """Draw ``max_features`` features for every node of the level (seeded by node)."""
+        cdef intp_t s, j, k, d = self.n_features
+        cdef int32_t tmp
+        cdef uint64_t_t state
+        for s in range(n_slots):
+            state = seed ^ (<uint64_t_t>(self.slots[s].node + 1) * 0x632BE59BD9B4E019ULL)
+            for j in range(d):
+                self.perm[j] = <int32_t>j
+                self.allowed[s * d + j] = 0
+            for j in range(self.max_features):
+                k = j + <intp_t>(_splitmix64(&state) % <uint64_t_t>(d - j))
+                tmp = self.perm[j]; self.perm[j] = self.perm[k]; self.perm[k] = tmp
+                self.allowed[s * d + self.perm[j]] = 1
+
+    cdef void _find_splits(self, const row_stat_t[::1] row_stats, intp_t n_slots) noexcept nogil:
+        cdef intp_t f, k, s, n_valid, row
+        cdef int tid, t
+        cdef int n_threads = <int>min(<intp_t>self.n_threads, self.n_features)
+        cdef scan_t* states
+        cdef scan_t* st
+        cdef split_t* tb
+        cdef split_t* b
+        cdef float32_t v
+        cdef const int32_t* order_f
+        cdef const float32_t* values_f
+        cdef bint restrict = self.max_features < self.n_features
+        cdef int32_t slot
+        # Small inputs do not pay the thread start-up cost.
+        if self.n_samples * self.n_features < 20000:
+            n_threads = 1
+        for t in range(n_threads):
+            for s in range(n_slots):
+                self.thread_best[t * self.slot_capacity + s].proxy = -INFINITY
+                self.thread_best[t * self.slot_capacity + s].feature = -1
+        for f in prange(self.n_features, schedule="static", num_threads=n_threads):
+            tid = threadid()
+            states = self.scan + tid * self.slot_capacity
+            tb = self.thread_best + tid * self.slot_capacity
+            for s in range(n_slots):
+                _side_zero(&states[s].acc)
+                _side_zero(&states[s].miss)
+                states[s].best.proxy = -INFINITY
+                states[s].best.feature = -1
+                states[s].last_value = 0
+            order_f = &self.order[f, 0]
+            values_f = &self.sorted_values[f, 0]
+            n_valid = self.n_nonmissing[f]
+            # Missing values (sorted last) first: their totals are needed to send
+            # them to either side of every candidate threshold.
+            for k in range(n_valid, self.n_samples):
+                row = order_f[k]
+                slot = self.slot_of_row[row]
+                if slot >= 0:
+                    _side_add(&states[slot].miss, &row_stats[row])
+            for k in range(n_valid):
+                row = order_f[k]
+                slot = self.slot_of_row[row]
+                if slot < 0:
+                    continue
+                st = &states[slot]
+                v = values_f[k]
+                if st.acc.n > 0 and v > st.last_value + FEATURE_THRESHOLD:
+                    if self.slots[slot].splittable and (
+                            not restrict or self.allowed[slot * self.n_features + f]):
+                        _consider(st, &self.slots[slot].total, _midpoint(st.last_value, v),
+                                  self.min_samples_leaf, self.min_weight_leaf)
+                _side_add(&st.acc, &row_stats[row])
+                st.last_value = v
+            for s in range(n_slots):
+                st = &states[s]
+                if not self.slots[s].splittable or (
+                        restrict and not self.allowed[s * self.n_features + f]):
+                    continue
+                if st.miss.n > 0 and st.acc.n > 0:
+                    # Every non-missing value left, every missing value right.
+                    _try_split(&st.best, &self.slots[s].total, &st.acc, INFINITY, 0,
+                               self.min_samples_leaf, self.min_weight_leaf)
+                # Features are visited in increasing order by each thread, so strict
+                # ">" keeps the lowest feature index among equal gains.
+                if st.best.proxy > tb[s].proxy:
+                    tb[s] = st.best
+                    tb[s].feature = <int32_t>f
+        # Deterministic reduction over threads: largest gain, then lowest feature.
+        for t in range(1, n_threads):
+            for s in range(n_slots):
+                b = &self.thread_best[t * self.slot_capacity + s]
+                if b.feature < 0:
+                    continue
+                if (b.proxy > self.thread_best[s].proxy or (
+                        b.proxy == self.thread_best[s].proxy
+                        and b.feature < self.thread_best[s].feature)):
+                    self.thread_best[s] = b[0]
+
+    cdef intp_t _apply_splits(self, intp_t n_slots, int depth) noexcept nogil:
+        """Turn the best split of each node into two children; return how many split."""
+        cdef intp_t s, n_split = 0
+        cdef split_t* b
+        cdef node_t* nd
+        cdef side_t right
+        cdef slot_t* next_slots = self.slots + self.slot_capacity
+        cdef intp_t left_id
+        for s in range(n_slots):
+            b = &self.thread_best[s]
+            if not self.slots[s].splittable or b.feature < 0:
+                continue
+            nd = &self.nodes[self.slots[s].node]
+            left_id = self.n_nodes
+            nd.feature = b.feature
+            nd.threshold = b.threshold
+            nd.threshold32 = _float32_at_most(b.threshold)
+            nd.missing_go_left = b.missing_go_left
+            nd.improvement = b.proxy / self.slots[s].total.w
+            nd.left = <int32_t>left_id
+            nd.right = <int32_t>(left_id + 1)
+            right.n = self.slots[s].total.n - b.left.n
+            right.w = self.slots[s].total.w - b.left.w
+            right.s = self.slots[s].total.s - b.left.s
+            right.s2 = self.slots[s].total.s2 - b.left.s2
+            self._init_node(left_id, &b.left, depth + 1)
+            self._init_node(left_id + 1, &right, depth + 1)
+            next_slots[2 * n_split].total = b.left
+            next_slots[2 * n_split].node = <int32_t>left_id
+            next_slots[2 * n_split + 1].total = right
+            next_slots[2 * n_split + 1].node = <int32_t>(left_id + 1)
+            self.n_nodes += 2
+            n_split += 1
+        # The children become the slots of the next level.
+        for s in range(2 * n_split):
+            self.slots[s] = next_slots[s]
+        return n_split
+
+    cdef void _partition(self, intp_t level_first_child) noexcept nogil:
+        """Move every row of a node split at this level to its child."""
+        cdef intp_t i
+        cdef int32_t node, child
+        cdef node_t* nd
+        cdef float32_t x
+        cdef bint go_left
+        cdef int n_threads = self.n_threads if self.n_samples > 50000 else 1
+        for i in prange(self.n_samples, schedule="static", num_threads=n_threads):
+            node = self.node_of_row[i]
+            nd = &self.nodes[node]
+            if nd.feature < 0:
+                self.slot_of_row[i] = -1
+                continue
+            x = self.X[i, nd.feature]
+            if x != x:
+                go_left = nd.missing_go_left
+            else:
+                go_left = x <= nd.threshold32
+            child = nd.left if go_left else nd.right
+            self.node_of_row[i] = child
+            if self.slot_of_row[i] >= 0:
+                self.slot_of_row[i] = <int32_t>(child - level_first_child)

@@ -1,0 +1,169 @@
+"""Input checks of the Python layer (NumPy only; scikit-learn is not required)."""
+
+import numbers
+
+import numpy as np
+
+
+def _is_sparse(X):
+    return hasattr(X, "tocsr") or hasattr(X, "toarray") and hasattr(X, "nnz")
+
+
+def feature_names_of(X):
+    """Column names of a DataFrame-like ``X`` if they are all strings, else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "shape"):
+        return None
+    names = [c for c in columns]
+    if len(names) and all(isinstance(c, str) for c in names):
+        return np.asarray(names, dtype=object)
+    return None
+
+
+def _to_numpy(X, name):
+    if _is_sparse(X):
+        raise TypeError(
+            f"{name} is a sparse matrix; sparse input is not supported, "
+            f"pass a dense array (e.g. {name}.toarray())"
+        )
+    if hasattr(X, "to_numpy") and hasattr(X, "columns"):
+        # pandas / polars DataFrame: avoid object arrays for numeric columns.
+        try:
+            return X.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{name} has non-numeric columns; every feature must be numeric: {exc}"
+            ) from None
+    try:
+        return np.asarray(X)
+    except Exception as exc:  # noqa: BLE001 - ragged lists and alike
+        raise ValueError(f"{name} cannot be converted to a 2-D numeric array: {exc}") from None
+
+
+def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
+    """Return ``X`` as a 2-D finite-or-NaN array of ``dtype`` in ``order``.
+
+    Raises
+    ------
+    TypeError
+        For sparse or complex input.
+    ValueError
+        For non-numeric, empty or non-2-D input, or NaN when ``allow_nan`` is False.
+    """
+    arr = _to_numpy(X, name)
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} has complex values; only real numbers are supported")
+    if arr.dtype.kind in "OUSV":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{name} must be numeric; could not convert to float: {exc}"
+            ) from None
+    elif arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} has unsupported dtype {arr.dtype}; expected numbers")
+    if arr.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_features), got a 1-D array; reshape "
+            f"with {name}.reshape(-1, 1) for one feature or {name}.reshape(1, -1) for one row"
+        )
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got {arr.ndim}-D")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} has 0 samples (shape {arr.shape}); at least 1 is required")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {arr.shape}); at least 1 is required")
+    if arr.dtype.kind == "f" and not allow_nan and np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.asarray(arr, dtype=dtype, order=order)
+    return out
+
+
+def check_target(y, n_samples):
+    """Validate binary labels; return (classes, y01 as float64)."""
+    if _is_sparse(y):
+        raise TypeError("y is a sparse matrix; pass a 1-D array of labels")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        import warnings
+
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; using y.ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,), got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"X and y have inconsistent numbers of samples: X has {n_samples}, "
+            f"y has {y.shape[0]}"
+        )
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity; every label must be a finite value")
+    if y.dtype.kind == "c":
+        raise ValueError("y has complex values; labels must be numbers, strings or bools")
+    if y.dtype.kind == "O":
+        kinds = {type(v) for v in y}
+        if any(v is None for v in y):
+            raise ValueError("y contains None; every sample needs a label")
+        floats = [v for v in y if isinstance(v, float)]
+        if floats and not np.isfinite(np.asarray(floats)).all():
+            raise ValueError("y contains NaN or infinity; every label must be a finite value")
+        if len({str in k.__mro__ for k in kinds}) > 1:
+            raise TypeError(
+                "y mixes strings and numbers; labels must all be of one type "
+                f"(got {sorted(k.__name__ for k in kinds)})"
+            )
+    try:
+        classes, encoded = np.unique(y, return_inverse=True)
+    except TypeError as exc:
+        raise TypeError(f"y has labels that cannot be compared: {exc}") from None
+    if y.dtype.kind == "f" and classes.size > 2 and np.any(classes != np.round(classes)):
+        raise ValueError(
+            "Unknown label type: y looks continuous (regression target); "
+            "GradientBoostingClassifier needs class labels"
+        )
+    if classes.size < 2:
+        raise ValueError(
+            f"y has only one class ({classes[0]!r}); binary classification needs two"
+        )
+    if classes.size > 2:
+        raise ValueError(
+            f"y has {classes.size} classes; gbc-core supports binary classification "
+            "only (multiclass is not implemented yet)"
+        )
+    return classes, encoded.astype(np.float64).ravel()
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Validate weights: 1-D, finite, non-negative, not all zero; return float64 or None."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, float(sample_weight))
+    w = np.asarray(sample_weight)
+    if w.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must be numeric, got dtype {w.dtype}")
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.ndim != 1 or w.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight must have shape ({n_samples},), got {w.shape}"
+        )
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity")
+    if (w < 0).any():
+        raise ValueError("sample_weight contains negative values; weights must be >= 0")
+    if not (w > 0).any():
+        raise ValueError("sample_weight is zero for every sample; at least one must be > 0")
+    return w
+
+
+try:  # use scikit-learn's warning class when it is installed, so its checks see it
+    from sklearn.exceptions import DataConversionWarning
+except ImportError:  # pragma: no cover - scikit-learn is optional
+
+    class DataConversionWarning(UserWarning):
+        """A conversion of the input changed its shape or type."""
