@@ -1,0 +1,67 @@
+"""Evaluation metrics (NumPy only)."""
+
+import numpy as np
+
+from . import _leaves
+
+
+def log_loss(y_true, proba, sample_weight=None, eps=None):
+    """Weighted mean log-loss of probabilities ``proba`` of the positive class.
+
+    Parameters
+    ----------
+    y_true : array-like of {0, 1}
+    proba : array-like of probabilities in [0, 1]
+    sample_weight : array-like, default=None
+    eps : float, default=None
+        Clip probabilities to ``[eps, 1 - eps]`` (default: float64 machine epsilon).
+    """
+    y = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(proba, dtype=np.float64)
+    eps = np.finfo(np.float64).eps if eps is None else eps
+    p = np.clip(p, eps, 1 - eps)
+    losses = -(y * np.log(p) + (1 - y) * np.log1p(-p))
+    return float(np.average(losses, weights=sample_weight))
+
+
+def log_loss_from_raw(y_true, raw, sample_weight=None):
+    """Weighted mean log-loss computed stably from raw scores F (no clipping needed)."""
+    y = np.ascontiguousarray(y_true, dtype=np.float64)
+    f = np.ascontiguousarray(raw, dtype=np.float64)
+    w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+    return float(_leaves.weighted_log_loss(y, f, w))
+
+
+def roc_auc(y_true, score, sample_weight=None):
+    """Area under the ROC curve (ties get half credit), optionally weighted."""
+    y = np.asarray(y_true).astype(bool)
+    s = np.asarray(score, dtype=np.float64)
+    w = np.ones(y.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    if y.all() or not y.any():
+        raise ValueError("roc_auc needs both classes in y_true")
+    order = np.argsort(s, kind="mergesort")
+    s, y, w = s[order], y[order], w[order]
+    # Group tied scores.
+    bounds = np.flatnonzero(np.diff(s)) + 1
+    starts = np.concatenate([[0], bounds])
+    pos = np.add.reduceat(np.where(y, w, 0.0), starts)
+    neg = np.add.reduceat(np.where(~y, w, 0.0), starts)
+    neg_below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
+    auc = np.sum(pos * (neg_below + 0.5 * neg))
+    return float(auc / (pos.sum() * neg.sum()))
+
+
+def accuracy(y_true, y_pred, sample_weight=None):
+    """Weighted fraction of correct predictions."""
+    return float(np.average(np.asarray(y_true) == np.asarray(y_pred), weights=sample_weight))
+
+
+def confusion_matrix(y_true, y_pred, labels):
+    """Counts ``C[i, j]`` of samples of class ``labels[i]`` predicted as ``labels[j]``."""
+    y_true = np.asarray(y_true)
+    y_pred = np.asarray(y_pred)
+    out = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    for i, a in enumerate(labels):
+        for j, b in enumerate(labels):
+            out[i, j] = int(np.sum((y_true == a) & (y_pred == b)))
+    return out
