@@ -10,11 +10,17 @@ from ._version import __version__
 from ._classifier import GradientBoostingClassifier, NotFittedError
 from ._math import newton_leaf_values
 from ._config import show_config
+from ._model_io import ModelFormatError
+from ._model_io import load_model as load
+from ._model_io import model_from_bytes as from_bytes
 
 __all__ = [
     "GradientBoostingClassifier",
     "NotFittedError",
     "newton_leaf_values",
     "show_config",
+    "ModelFormatError",
+    "load",
+    "from_bytes",
     "__version__",
 ]

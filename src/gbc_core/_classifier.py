@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from . import _leaves, _openmp
+from . import _leaves, _model_io, _openmp
 from ._common import NODE_DTYPE, ROW_STAT_DTYPE
 from ._predictor import Predictor
 from ._sorting import presort_features
@@ -612,10 +612,33 @@ class GradientBoostingClassifier(_Mixin, _Base):
         self._check_fitted()
         return [t.copy() for t in _split_trees(self._nodes, self._tree_offsets)]
 
+    # ------------------------------------------------------------ persistence
+    def save(self, path):
+        """Save the fitted model to ``path`` (atomically) in the gbc-core model format.
+
+        The format is versioned data, not code (see ``docs/model_format.md``); read
+        it back with :func:`gbc_core.load`. ``path`` may also be a binary file object.
+        """
+        _model_io.save_model(self, path)
+
+    def to_bytes(self):
+        """The fitted model as ``bytes`` in the gbc-core model format."""
+        return _model_io.model_to_bytes(self)
+
+    @classmethod
+    def from_bytes(cls, data):
+        """Rebuild a model from :meth:`to_bytes` output, validating every field.
+
+        Raises :class:`gbc_core.ModelFormatError` for corrupt or invalid data.
+        """
+        return _model_io.model_from_bytes(data, cls)
+
     def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_predictor_cache", None)
-        return state
+        # A fitted model pickles (and deep-copies) as the bytes of the model format.
+        return _model_io.get_state(self)
+
+    def __setstate__(self, state):
+        _model_io.set_state(self, state)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
