@@ -1,0 +1,223 @@
+"""Each Cython kernel against a naive NumPy implementation on random inputs."""
+
+import numpy as np
+import pytest
+
+from gbc_core import GradientBoostingClassifier, newton_leaf_values
+from gbc_core._common import NODE_DTYPE, ROW_STAT_DTYPE
+from gbc_core import _leaves
+from gbc_core._predictor import Predictor
+from gbc_core._sorting import presort_features
+from gbc_core._splitter import TreeGrower
+
+
+def _presort(X, n_threads=2):
+    Xf = np.asfortranarray(X, dtype=np.float32)
+    n, d = Xf.shape
+    order = np.empty((d, n), dtype=np.int32)
+    values = np.empty((d, n), dtype=np.float32)
+    nnm = np.empty(d, dtype=np.int64)
+    presort_features(Xf, order, values, nnm, n_threads)
+    return Xf, order, values, nnm
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_presort_matches_stable_argsort(seed):
+    rng = np.random.default_rng(seed)
+    n, d = 1000, 6
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:, 1] = np.round(X[:, 1])              # many ties
+    X[rng.uniform(size=n) < 0.1, 2] = np.nan  # missing values
+    X[:, 3] = rng.choice([-0.0, 0.0, 1.0, -np.inf, np.inf], size=n)
+    X[:, 4] *= 1e30
+    Xf, order, values, nnm = _presort(X)
+    for f in range(d):
+        col = Xf[:, f].copy()
+        col[col == 0] = 0.0  # -0.0 and +0.0 are one value
+        expected = np.argsort(col, kind="stable")  # NaN last, ties in row order
+        np.testing.assert_array_equal(order[f], expected)
+        np.testing.assert_array_equal(values[f], Xf[expected, f])
+        assert nnm[f] == np.count_nonzero(~np.isnan(X[:, f]))
+
+
+def _row_stats(r, w):
+    rs = np.empty(r.shape[0], dtype=ROW_STAT_DTYPE)
+    rs["wr"] = w * r
+    rs["wr2"] = w * r * r
+    rs["w"] = w
+    return rs
+
+
+def _best_split_naive(X, r, w, rows, min_leaf=1):
+    """Brute force: max over features and thresholds of the weighted SSE decrease."""
+    best = (-np.inf, None, None)
+    Xr, rr, wr = X[rows], r[rows], w[rows]
+    W, S = wr.sum(), (wr * rr).sum()
+    for f in range(X.shape[1]):
+        vals = np.unique(Xr[:, f])
+        for lo, hi in zip(vals[:-1], vals[1:]):
+            if hi <= np.float32(lo) + np.float32(1e-7):
+                continue
+            t = float(lo) / 2.0 + float(hi) / 2.0
+            if t == float(hi):
+                t = float(lo)
+            left = Xr[:, f] <= t
+            if left.sum() < min_leaf or (~left).sum() < min_leaf:
+                continue
+            WL, SL = wr[left].sum(), (wr[left] * rr[left]).sum()
+            WR, SR = W - WL, S - SL
+            gain = SL**2 / WL + SR**2 / WR - S**2 / W
+            if gain > best[0] * (1 + 1e-12) + 1e-15:
+                best = (gain, f, t)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_grower_splits_have_maximal_gain(seed, weighted):
+    rng = np.random.default_rng(seed)
+    n, d = 60, 4
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[:, 1] = np.round(X[:, 1] * 2) / 2  # ties
+    r = rng.normal(size=n)
+    w = rng.uniform(0.2, 3.0, size=n) if weighted else np.ones(n)
+    Xf, order, values, nnm = _presort(X)
+    grower = TreeGrower(Xf, order, values, nnm, 3, 2, 2, 0.0, d, 2)
+    grower.grow(_row_stats(r, w), None, 0)
+    nodes = grower.nodes_array()
+    # Walk the tree, recomputing the rows of every node.
+    stack = [(0, np.arange(n))]
+    n_checked = 0
+    while stack:
+        j, rows = stack.pop()
+        nd = nodes[j]
+        assert nd["n_samples"] == rows.size
+        np.testing.assert_allclose(nd["weighted_n"], w[rows].sum())
+        if nd["feature"] < 0:
+            continue
+        gain, f, t = _best_split_naive(Xf, r, w, rows, min_leaf=2)
+        np.testing.assert_allclose(nd["improvement"], gain, rtol=1e-9, atol=1e-12)
+        assert nd["feature"] == f and nd["threshold"] == t  # tie-break: lowest f, lowest t
+        left = Xf[rows, nd["feature"]] <= nd["threshold"]
+        stack += [(nd["left"], rows[left]), (nd["right"], rows[~left])]
+        n_checked += 1
+    assert n_checked >= 3
+    # Every row ends in the leaf the tree sends it to.
+    pred = Predictor(nodes, np.array([0, nodes.shape[0]]), 1.0, d)
+    np.testing.assert_array_equal(pred.apply(np.ascontiguousarray(Xf))[:, 0], grower.node_of_row)
+
+
+def test_grower_respects_min_samples_and_depth():
+    rng = np.random.default_rng(3)
+    n, d = 500, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    r = rng.normal(size=n)
+    Xf, order, values, nnm = _presort(X)
+    for depth, mss, msl in [(1, 2, 1), (4, 50, 1), (5, 2, 40), (None, 2, 30)]:
+        grower = TreeGrower(Xf, order, values, nnm, -1 if depth is None else depth, mss, msl,
+                            0.0, d, 1)
+        grower.grow(_row_stats(r, np.ones(n)), None, 0)
+        nodes = grower.nodes_array()
+        leaves = nodes[nodes["feature"] < 0]
+        inner = nodes[nodes["feature"] >= 0]
+        assert (leaves["n_samples"] >= msl).all()
+        assert (inner["n_samples"] >= mss).all()
+        if depth is not None:
+            assert nodes["depth"].max() <= depth
+        assert leaves["n_samples"].sum() == n
+
+
+def test_newton_leaf_values_matches_numpy():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n = rng.integers(1, 300)
+        p = rng.uniform(size=n)
+        y = (rng.uniform(size=n) < 0.5).astype(float)
+        r = y - p
+        leaf = rng.integers(0, 7, size=n)
+        w = rng.uniform(0, 2, size=n)
+        for weights in (None, w):
+            ww = np.ones(n) if weights is None else weights
+            gamma = newton_leaf_values(r, p, leaf, weights)
+            assert gamma.shape == (leaf.max() + 1,)
+            for j in range(leaf.max() + 1):
+                m = leaf == j
+                den = (ww[m] * p[m] * (1 - p[m])).sum()
+                expected = 0.0 if den == 0 else (ww[m] * r[m]).sum() / den
+                assert gamma[j] == pytest.approx(expected, rel=1e-12, abs=1e-300)
+
+
+def test_newton_leaf_values_zero_denominator_gives_zero():
+    # p = 1 exactly: p (1 - p) = 0, so gamma = 0 (no possible improvement).
+    gamma = newton_leaf_values([0.0, 0.0, 0.5], [1.0, 1.0, 0.5], [0, 0, 1])
+    assert gamma[0] == 0.0
+    assert gamma[1] == pytest.approx(2.0)
+    # A leaf id without samples gets 0.
+    assert newton_leaf_values([0.5], [0.5], [2]).tolist() == [0.0, 0.0, 2.0]
+
+
+def test_boosting_update_matches_numpy():
+    rng = np.random.default_rng(1)
+    n = 70000  # several reduction chunks
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    w = rng.uniform(0.5, 2, size=n)
+    raw = rng.normal(size=n)
+    prob, residual = np.empty(n), np.empty(n)
+    rs = np.empty(n, dtype=ROW_STAT_DTYPE)
+    _leaves.init_state(y, w, raw, prob, residual, rs)
+    np.testing.assert_allclose(prob, 1 / (1 + np.exp(-raw)), rtol=1e-14)
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    nodes["left"], nodes["right"] = [1, -1, -1], [2, -1, -1]
+    leaf = rng.integers(1, 3, size=n).astype(np.int32)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8)
+    raw0, p0, r0 = raw.copy(), prob.copy(), residual.copy()
+    loss = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, prob, residual, rs, 2)
+    inb = mask.astype(bool)
+    for j in (1, 2):
+        m = (leaf == j) & inb
+        g = (w[m] * r0[m]).sum() / (w[m] * p0[m] * (1 - p0[m])).sum()
+        assert nodes["value"][j] == pytest.approx(g, rel=1e-10)
+    expected_raw = raw0 + 0.1 * nodes["value"][leaf]
+    np.testing.assert_allclose(raw, expected_raw, rtol=1e-14)
+    np.testing.assert_allclose(prob, 1 / (1 + np.exp(-expected_raw)), rtol=1e-14)
+    np.testing.assert_allclose(residual, y - prob, rtol=1e-14)
+    np.testing.assert_allclose(rs["wr"], w * residual, rtol=1e-14)
+    p = 1 / (1 + np.exp(-expected_raw))
+    ll = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert loss == pytest.approx(np.average(ll[inb], weights=w[inb]), rel=1e-12)
+
+
+def _naive_predict(trees, lr, X, init=0.0):
+    out = np.full(X.shape[0], init)
+    for tree in trees:
+        for i in range(X.shape[0]):
+            j = 0
+            while tree["feature"][j] >= 0:
+                x = X[i, tree["feature"][j]]
+                if np.isnan(x):
+                    left = bool(tree["missing_go_left"][j])
+                else:
+                    left = float(x) <= tree["threshold"][j]
+                j = tree["left"][j] if left else tree["right"][j]
+            out[i] += lr * tree["value"][j]
+    return out
+
+
+@pytest.mark.parametrize("max_depth", [1, 3, 12])
+def test_predictor_matches_naive_traversal(max_depth):
+    rng = np.random.default_rng(max_depth)
+    n, d = 3000, 5
+    X = rng.normal(size=(n, d))
+    y = ((X[:, 0] + np.sin(3 * X[:, 1]) + rng.normal(scale=0.5, size=n)) > 0).astype(int)
+    X[rng.uniform(size=(n, d)) < 0.05] = np.nan
+    model = GradientBoostingClassifier(n_estimators=15, max_depth=max_depth,
+                                       min_samples_leaf=3).fit(X, y)
+    X_test = rng.normal(size=(500, d))
+    X_test[rng.uniform(size=X_test.shape) < 0.1] = np.nan
+    X_test[:5] = X[:5]
+    X32 = X_test.astype(np.float32)
+    expected = _naive_predict(model.trees(), 0.1, X32, model.init_raw_)
+    np.testing.assert_allclose(model.decision_function(X_test), expected, rtol=1e-12, atol=1e-12)
+    if max_depth == 12:
+        assert max(t["depth"].max() for t in model.trees()) > 10  # generic traversal used
