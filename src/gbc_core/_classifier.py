@@ -109,6 +109,8 @@ class GradientBoostingClassifier(_Mixin, _Base):
         Minimum samples a node needs to be split (a float is a fraction of n_samples).
     min_samples_leaf : int or float, default=1
         Minimum samples in each leaf (a float is a fraction of n_samples).
+    min_weight_fraction_leaf : float, default=0.0
+        Minimum fraction of the total sample weight in each leaf, in [0, 0.5].
     subsample : float, default=1.0
         Fraction of rows drawn without replacement for each tree (stochastic gradient
         boosting); leaf values and the training loss use the in-bag rows.
@@ -166,6 +168,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
         max_depth=3,
         min_samples_split=2,
         min_samples_leaf=1,
+        min_weight_fraction_leaf=0.0,
         subsample=1.0,
         max_features=None,
         init="zero",
@@ -183,6 +186,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
         self.subsample = subsample
         self.max_features = max_features
         self.init = init
@@ -220,6 +224,8 @@ class GradientBoostingClassifier(_Mixin, _Base):
         else:
             raise ValueError(f"min_samples_leaf must be an int >= 1 or a float in (0, 1), got {msl!r}")
         subsample = _check_real("subsample", self.subsample, 0.0, 1.0, low_open=True)
+        min_weight_fraction_leaf = _check_real(
+            "min_weight_fraction_leaf", self.min_weight_fraction_leaf, 0.0, 0.5)
         mf = self.max_features
         if mf is None:
             max_features = n_features
@@ -255,6 +261,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
             n_estimators=n_estimators, learning_rate=learning_rate, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
             subsample=subsample, max_features=max_features, verbose=verbose,
+            min_weight_fraction_leaf=min_weight_fraction_leaf,
             n_iter_no_change=n_iter_no_change, validation_fraction=validation_fraction,
             tol=tol, n_threads=n_threads,
         )
@@ -400,7 +407,9 @@ class GradientBoostingClassifier(_Mixin, _Base):
         grower = TreeGrower(
             X, order, sorted_values, n_nonmissing,
             -1 if p["max_depth"] is None else p["max_depth"],
-            p["min_samples_split"], p["min_samples_leaf"], 0.0, p["max_features"], n_threads,
+            p["min_samples_split"], p["min_samples_leaf"],
+            p["min_weight_fraction_leaf"] * (float(n_samples) if w is None else float(w.sum())),
+            p["max_features"], n_threads,
         )
 
         warm = self._is_fitted()
@@ -484,7 +493,8 @@ class GradientBoostingClassifier(_Mixin, _Base):
             nodes[start: start + tree.shape[0]] = tree
         self._nodes = nodes
         self.n_estimators_ = len(trees)
-        self._predictor_cache = None
+        self._predictor_cache = Predictor(self._nodes, self._tree_offsets,
+                                          float(self.learning_rate), self.n_features_in_)
 
     # ----------------------------------------------------------------- predict
     def _predictor(self):
@@ -643,6 +653,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.classifier_tags.multi_class = False
         return tags
 
     def _more_tags(self):  # scikit-learn < 1.6

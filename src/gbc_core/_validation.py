@@ -52,27 +52,32 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
     """
     arr = _to_numpy(X, name)
     if arr.dtype.kind == "c":
-        raise TypeError(f"{name} has complex values; only real numbers are supported")
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers")
     if arr.dtype.kind in "OUSV":
         try:
             arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"{name} must be numeric; could not convert to float: {exc}"
-            ) from None
+        except TypeError as exc:
+            raise TypeError(f"{name} must be numeric; {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{name} must be numeric; could not convert to float: {exc}") from None
     elif arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} has unsupported dtype {arr.dtype}; expected numbers")
     if arr.ndim == 1:
         raise ValueError(
-            f"{name} must be 2-D (n_samples, n_features), got a 1-D array; reshape "
-            f"with {name}.reshape(-1, 1) for one feature or {name}.reshape(1, -1) for one row"
+            f"{name} must be 2-D (n_samples, n_features), got a 1-D array. Reshape your "
+            f"data with {name}.reshape(-1, 1) for one feature or {name}.reshape(1, -1) "
+            "for one row"
         )
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_features), got {arr.ndim}-D")
     if arr.shape[0] == 0:
-        raise ValueError(f"{name} has 0 samples (shape {arr.shape}); at least 1 is required")
+        raise ValueError(
+            f"{name} has 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
     if arr.shape[1] == 0:
-        raise ValueError(f"{name} has 0 features (shape {arr.shape}); at least 1 is required")
+        raise ValueError(
+            f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
     if arr.dtype.kind == "f" and not allow_nan and np.isnan(arr).any():
         raise ValueError(f"{name} contains NaN")
     with np.errstate(over="ignore", invalid="ignore"):
@@ -82,6 +87,10 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
 
 def check_target(y, n_samples):
     """Validate binary labels; return (classes, y01 as float64)."""
+    if y is None:
+        raise ValueError(
+            "GradientBoostingClassifier requires y to be passed, but the target y is None"
+        )
     if _is_sparse(y):
         raise TypeError("y is a sparse matrix; pass a 1-D array of labels")
     y = np.asarray(y)
@@ -132,8 +141,8 @@ def check_target(y, n_samples):
         )
     if classes.size > 2:
         raise ValueError(
-            f"y has {classes.size} classes; gbc-core supports binary classification "
-            "only (multiclass is not implemented yet)"
+            "Only binary classification is supported. The type of the target is "
+            f"multiclass: y has {classes.size} classes (multiclass is not implemented yet)"
         )
     return classes, encoded.astype(np.float64).ravel()
 
