@@ -1,0 +1,598 @@
+"""The batch commands behind ``gbc-core train | predict | evaluate | inspect``.
+
+Each ``run_*`` function takes the parsed command-line arguments and returns the exit
+code; user errors are raised as :class:`~gbc_core._tabular.DataError` with a one-line
+message (the command line prints it without a traceback).
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from ._tabular import (
+    LIBSVM_LABEL,
+    AtomicOutput,
+    DataError,
+    detect_format,
+    one_line,
+    open_data,
+    output_format,
+    require_pyarrow,
+)
+
+DEFAULT_CHUNK_ROWS = 100_000
+
+
+# ------------------------------------------------------------------- helpers
+class Progress:
+    """Rows done and rows/s on stderr, redrawn in place; silent when disabled."""
+
+    def __init__(self, enabled, total=None, label="scored", stream=None, interval=0.25):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.total = total
+        self.label = label
+        self.interval = interval
+        self.done = 0
+        self.start = time.perf_counter()
+        self._last = 0.0
+
+    @staticmethod
+    def wanted(quiet, stream=None):
+        stream = stream or sys.stderr
+        if quiet:
+            return False
+        try:
+            return stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def _draw(self, final=False):
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        rate = self.done / elapsed
+        pct = ""
+        if self.total:
+            pct = f" {100.0 * self.done / self.total:5.1f}% of {self.total:,}"
+        line = f"\r{self.label} {self.done:,} rows{pct}  {rate:,.0f} rows/s  {elapsed:6.1f}s"
+        self.stream.write(line + ("\n" if final else ""))
+        self.stream.flush()
+
+    def update(self, n):
+        self.done += n
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last >= self.interval:
+            self._last = now
+            self._draw()
+
+    def close(self):
+        if self.enabled:
+            self._draw(final=True)
+
+
+def load_model_file(path):
+    """Load a model file; every failure is a one-line DataError."""
+    from ._model_io import ModelFormatError, load_model
+
+    path = str(path)
+    if not os.path.exists(path):
+        raise DataError(f"model file not found: {path}")
+    if os.path.isdir(path):
+        raise DataError(f"{path} is a directory, not a model file")
+    try:
+        return load_model(path)
+    except ModelFormatError as exc:
+        raise DataError(f"{path} is not a valid gbc-core model: {one_line(exc)}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read model file {path}: {exc.strerror or exc}") from None
+
+
+def _model_header(path):
+    """The JSON header of a model file (format version, library version...)."""
+    from ._model_io import _parse
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    header, _ = _parse(data)
+    return header, len(data)
+
+
+class _NamedFrame:
+    """Just enough of a DataFrame for ``fit`` to record the feature names."""
+
+    def __init__(self, X, names):
+        self._X = X
+        self.columns = list(names)
+        self.shape = X.shape
+
+    def to_numpy(self, dtype=None):
+        return self._X if dtype is None else np.asarray(self._X, dtype=dtype)
+
+
+def _fmt_for(path, explicit, fallback=None):
+    """Format of ``path``: ``explicit``, else its extension, else ``fallback``."""
+    if explicit:
+        return detect_format(path, explicit)
+    try:
+        return detect_format(path)
+    except DataError:
+        if fallback:
+            return fallback
+        raise
+
+
+def _open(args, path, fmt, n_features=None):
+    return open_data(path, fmt, delimiter=getattr(args, "delimiter", None),
+                     header=not getattr(args, "no_header", False), n_features=n_features)
+
+
+def _labels_from_column(table, name, path):
+    """Target labels of a pyarrow column: no nulls/NaN; strings stay strings."""
+    col = table.column(name)
+    if col.null_count:
+        raise DataError(f"target column {name!r} of {path} has {col.null_count} missing "
+                        "value(s); every row needs a label")
+    y = col.to_numpy(zero_copy_only=False)
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise DataError(f"target column {name!r} of {path} has NaN or infinite values; "
+                        "every row needs a label")
+    if y.dtype.kind == "f" and y.size and np.all(y == np.round(y)):
+        y = y.astype(np.int64)
+    return y
+
+
+def _read_training_table(args, path, fmt, features=None):
+    """(X float32, y, feature names) from a CSV/Parquet file."""
+    data = _open(args, path, fmt)
+    target = args.target
+    if not target:
+        raise DataError(f"--target COL is required for {fmt.upper()} data ({path}); "
+                        f"columns: {', '.join(data.columns[:10])}"
+                        f"{' ...' if len(data.columns) > 10 else ''}")
+    if target not in data.columns:
+        raise DataError(f"target column {target!r} not found in {path}; columns: "
+                        f"{', '.join(data.columns[:10])}{' ...' if len(data.columns) > 10 else ''}")
+    if features is None:
+        drop = list(args.drop or [])
+        unknown = [c for c in drop if c not in data.columns]
+        if unknown:
+            raise DataError(f"--drop column(s) {unknown} not found in {path}")
+        features = [c for c in data.columns if c != target and c not in set(drop)]
+        if not features:
+            raise DataError(f"{path} has no feature columns besides the target {target!r}")
+    else:
+        missing = [c for c in features if c not in data.columns]
+        if missing:
+            raise DataError(f"feature column {missing[0]!r} (used in training) is missing "
+                            f"from {path}")
+    table = data.read(list(features) + [target], float_columns=features)
+    if table.num_rows == 0:
+        raise DataError(f"{path} has no data rows")
+    y = _labels_from_column(table, target, path)
+    X = data.features(table, features)
+    return X, y, features
+
+
+def _read_training_libsvm(args, path, n_features):
+    data = _open(args, path, "libsvm", n_features=n_features)
+    X, y = data.read_all()
+    return X, y
+
+
+def _match_labels(y, classes, name, path):
+    """``y`` comparable with ``classes`` (coercing '1' <-> 1 where needed)."""
+    known = np.isin(y, classes)
+    if not known.all() and y.size:
+        alt = None
+        if classes.dtype.kind in "OUS" and y.dtype.kind in "biuf":
+            alt = y.astype(str).astype(object)
+        elif classes.dtype.kind in "biuf" and y.dtype.kind in "OUS":
+            try:
+                alt = y.astype(np.float64)
+            except ValueError:
+                alt = None
+        if alt is not None and np.isin(alt, classes).all():
+            return alt
+        bad = np.unique(np.asarray(y[~known]).astype(str))[:5].tolist()
+        raise DataError(f"target column {name!r} of {path} has labels {bad} the model has "
+                        f"not seen; its classes are {classes.tolist()}")
+    return y
+
+
+# -------------------------------------------------------------------- train
+def _estimator_params(args):
+    params = dict(
+        n_estimators=args.n_estimators, learning_rate=args.learning_rate,
+        max_depth=args.max_depth, min_samples_split=args.min_samples_split,
+        min_samples_leaf=args.min_samples_leaf, subsample=args.subsample,
+        max_features=args.max_features, init=args.init, random_state=args.random_state,
+        n_jobs=args.n_jobs, n_iter_no_change=args.n_iter_no_change,
+        validation_fraction=args.validation_fraction, tol=args.tol,
+        class_weight=args.class_weight, verbose=args.verbose,
+    )
+    return params
+
+
+def run_train(args):
+    from ._classifier import GradientBoostingClassifier
+    from .metrics import accuracy, log_loss_from_raw, roc_auc
+
+    out = str(args.output)
+    fmt = _fmt_for(args.data, args.format)
+    # Fail on an unwritable output before the (possibly long) fit.
+    AtomicOutput(out).abort()
+    t0 = time.perf_counter()
+    if fmt == "libsvm":
+        if args.target and args.target != LIBSVM_LABEL:
+            raise DataError(f"LIBSVM data has no column {args.target!r}: the target is the "
+                            f"label (omit --target or pass --target {LIBSVM_LABEL})")
+        X, y = _read_training_libsvm(args, args.data, args.n_features)
+        names = None
+    else:
+        if args.n_features is not None:
+            raise DataError("--n-features applies to LIBSVM data only")
+        X, y, names = _read_training_table(args, args.data, fmt)
+    read_s = time.perf_counter() - t0
+
+    eval_set = None
+    if args.eval:
+        efmt = _fmt_for(args.eval, args.eval_format, fallback=args.format)
+        if (efmt == "libsvm") != (fmt == "libsvm"):
+            raise DataError("--eval data must be LIBSVM exactly when the training data is")
+        if efmt == "libsvm":
+            Xv, yv = _read_training_libsvm(args, args.eval, X.shape[1])
+        else:
+            Xv, yv, _ = _read_training_table(args, args.eval, efmt, features=names)
+        eval_set = (Xv, yv)
+
+    model = GradientBoostingClassifier(**_estimator_params(args))
+    t0 = time.perf_counter()
+    try:
+        model.fit(X if names is None else _NamedFrame(X, names), y, eval_set=eval_set)
+    except (ValueError, TypeError) as exc:
+        raise DataError(f"cannot train on {args.data}: {one_line(exc)}") from None
+    fit_s = time.perf_counter() - t0
+    model.save(out)
+
+    say = print if not args.quiet else (lambda *a, **k: None)
+    say(f"trained on {X.shape[0]:,} rows x {X.shape[1]} features of {args.data} "
+        f"(read {read_s:.2f}s, fit {fit_s:.2f}s)")
+    say(f"classes {model.classes_.tolist()} (positive: {model.classes_.tolist()[1]!r}); "
+        f"{model.n_estimators_} trees; training log-loss {model.train_score_[-1]:.5f}")
+    if model.best_iteration_ is not None:
+        say(f"early stopping kept the best iteration: {model.best_iteration_} trees")
+    if eval_set is not None:
+        Xv, yv = eval_set
+        raw = model.decision_function(Xv)
+        yv = _match_labels(np.asarray(yv), model.classes_, "label", args.eval)
+        y01 = (yv == model.classes_[1]).astype(np.float64)
+        parts = [f"log-loss {log_loss_from_raw(y01, raw):.5f}"]
+        if 0 < y01.sum() < y01.size:
+            parts.append(f"AUC {roc_auc(y01, raw):.5f}")
+        parts.append(f"accuracy {accuracy(yv, model.classes_[(raw > 0).astype(np.intp)]):.5f}")
+        say(f"eval ({args.eval}, {Xv.shape[0]:,} rows): " + ", ".join(parts))
+    say(f"model written to {out}")
+    return 0
+
+
+# ------------------------------------------------------------------ predict
+def resolve_features(model, data, keep=(), drop=(), target=None):
+    """Column names of the model's features in a CSV/Parquet file, in model order."""
+    names = getattr(model, "feature_names_in_", None)
+    n = model.n_features_in_
+    if names is not None:
+        names = [str(s) for s in names]
+        missing = [c for c in names if c not in data.columns]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise DataError(f"feature {missing[0]!r} required by the model is missing from "
+                            f"{data.path}{more}")
+        return names
+    generic = [f"f{j}" for j in range(n)]
+    if all(c in data.columns for c in generic):
+        return generic
+    excluded = set(keep) | set(drop) | ({target} if target else set())
+    candidates = [c for c in data.columns if c not in excluded]
+    if len(candidates) != n:
+        raise DataError(
+            f"the model has no feature names and expects {n} features (columns f0..f{n - 1} "
+            f"or exactly {n} columns besides --keep/--drop/--target); {data.path} has "
+            f"{len(candidates)} such columns")
+    return candidates
+
+
+def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features=None):
+    """Chunks of ``data`` with the model's features as X, and the ``keep`` columns."""
+    if data.kind == "libsvm":
+        nf = model.n_features_in_
+        if n_features is not None and n_features != nf:
+            raise DataError(f"--n-features {n_features} differs from the model's {nf} features")
+        bad = [k for k in keep if k != LIBSVM_LABEL]
+        if bad:
+            raise DataError(f"LIBSVM data has no column {bad[0]!r} (only {LIBSVM_LABEL!r})")
+        return data.iter_chunks(nf, list(keep), chunk_rows)
+    missing = [k for k in keep if k not in data.columns]
+    if missing:
+        raise DataError(f"column {missing[0]!r} (--keep/--target) not found in {data.path}")
+    features = resolve_features(model, data, keep, drop, target)
+    return data.iter_chunks(features, list(keep), chunk_rows)
+
+
+def _local_scores(model, chunks):
+    for chunk in chunks:
+        yield chunk, model.decision_function(chunk.X)
+
+
+def _arrow(pa, values):
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    return pa.array(values)
+
+
+def run_predict(args):
+    from ._classifier import _proba_from_raw
+
+    model = load_model_file(args.model)
+    if args.n_jobs is not None:
+        model.n_jobs = args.n_jobs
+    fmt = _fmt_for(args.data, args.format)
+    data = _open(args, args.data, fmt)
+    out_fmt = output_format(args.output, args.output_format)
+    pa = require_pyarrow("Writing scores (Parquet or CSV)")
+    if os.path.abspath(args.output) == os.path.abspath(args.data):
+        raise DataError("the output path is the input file; choose another -o")
+    keep = list(dict.fromkeys(args.keep or []))
+    want_label = bool(args.label)
+    want_proba = bool(args.proba) or not want_label
+    clash = [k for k in keep if k in (("proba",) if want_proba else ()) +
+             (("label",) if want_label else ())]
+    if clash:
+        raise DataError(f"--keep column {clash[0]!r} has the name of an output column")
+    chunk_rows = args.chunk_rows
+    if chunk_rows < 1:
+        raise DataError("--chunk-rows must be >= 1")
+    chunks = _iter_chunks(model, data, keep, chunk_rows, drop=args.drop or [],
+                          n_features=args.n_features)
+    progress = Progress(Progress.wanted(args.quiet), total=data.num_rows)
+    out = AtomicOutput(args.output, out_fmt)
+    try:
+        if args.dask:
+            from .dask import score_chunks
+
+            scored = score_chunks(args.dask, model, chunks, n_jobs=args.n_jobs)
+        else:
+            scored = _local_scores(model, chunks)
+        classes = model.classes_
+        n_rows = 0
+        for chunk, raw in scored:
+            arrays, names = [], []
+            for k in keep:
+                arrays.append(_arrow(pa, chunk.columns[k]))
+                names.append(k)
+            if want_proba:
+                arrays.append(pa.array(_proba_from_raw(raw)[:, 1]))
+                names.append("proba")
+            if want_label:
+                arrays.append(pa.array(classes[(raw > 0).astype(np.intp)]))
+                names.append("label")
+            out.write_table(pa.Table.from_arrays(arrays, names=names))
+            n_rows += chunk.n_rows
+            progress.update(chunk.n_rows)
+        schema = None
+        if n_rows == 0:
+            fields = [pa.field(k, pa.string()) for k in keep]
+            if want_proba:
+                fields.append(pa.field("proba", pa.float64()))
+            if want_label:
+                fields.append(pa.field("label", pa.array(classes).type))
+            schema = pa.schema(fields)
+        out.commit(empty_schema=schema)
+    except BaseException:
+        out.abort()
+        raise
+    progress.close()
+    if not args.quiet and progress.enabled:
+        print(f"wrote {n_rows:,} rows to {args.output}", file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------- evaluate
+def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_features=None):
+    """Metrics of ``model`` on ``data`` (streamed); returns a dict."""
+    from .metrics import accuracy, confusion_matrix, log_loss_from_raw, roc_auc
+
+    if data.kind == "libsvm":
+        if target and target != LIBSVM_LABEL:
+            raise DataError(f"LIBSVM data has no column {target!r}: the target is the label")
+        target = LIBSVM_LABEL
+    elif not target:
+        raise DataError(f"--target COL is required for {data.fmt.upper()} data")
+    elif target not in data.columns:
+        raise DataError(f"target column {target!r} not found in {data.path}")
+    chunks = _iter_chunks(model, data, [target], chunk_rows, drop=drop, target=target,
+                          n_features=n_features)
+    progress = Progress(Progress.wanted(quiet), total=data.num_rows, label="evaluated")
+    raws, ys = [], []
+    for chunk, raw in _local_scores(model, chunks):
+        col = chunk.columns[target]
+        if not isinstance(col, np.ndarray):
+            if col.null_count:
+                raise DataError(f"target column {target!r} of {data.path} has missing "
+                                "values; every row needs a label")
+            col = col.to_numpy(zero_copy_only=False)
+        if col.dtype.kind == "f" and not np.isfinite(col).all():
+            raise DataError(f"target column {target!r} of {data.path} has NaN values; "
+                            "every row needs a label")
+        raws.append(raw)
+        ys.append(col)
+        progress.update(chunk.n_rows)
+    progress.close()
+    if not raws:
+        raise DataError(f"{data.path} has no data rows")
+    raw = np.concatenate(raws)
+    y = np.concatenate(ys)
+    if y.dtype.kind == "f" and np.all(y == np.round(y)):
+        y = y.astype(np.int64)
+    classes = model.classes_
+    y = _match_labels(y, classes, target, data.path)
+    y01 = (y == classes[1]).astype(np.float64)
+    pred = classes[(raw > 0).astype(np.intp)]
+    both = 0 < y01.sum() < y01.size
+    cm = confusion_matrix(y, pred, classes)
+    return {
+        "data": str(data.path),
+        "n_rows": int(y.shape[0]),
+        "classes": [c.item() if hasattr(c, "item") else c for c in classes],
+        "log_loss": log_loss_from_raw(y01, raw),
+        "roc_auc": roc_auc(y01, raw) if both else None,
+        "accuracy": accuracy(y, pred),
+        "confusion_matrix": cm.tolist(),
+    }
+
+
+def run_evaluate(args):
+    model = load_model_file(args.model)
+    if args.n_jobs is not None:
+        model.n_jobs = args.n_jobs
+    fmt = _fmt_for(args.data, args.format)
+    data = _open(args, args.data, fmt)
+    if args.chunk_rows < 1:
+        raise DataError("--chunk-rows must be >= 1")
+    res = evaluate_model(model, data, args.target, args.chunk_rows, drop=args.drop or [],
+                         quiet=args.quiet or args.json, n_features=args.n_features)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    print(f"{res['data']}: {res['n_rows']:,} rows")
+    print(f"log-loss  {res['log_loss']:.6f}")
+    auc = res["roc_auc"]
+    print(f"ROC AUC   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
+    print(f"accuracy  {res['accuracy']:.6f}")
+    labels = [str(c) for c in res["classes"]]
+    w = max(8, *(len(s) for s in labels)) + 2
+    print("confusion matrix (rows: true, columns: predicted)")
+    print(" " * w + "".join(f"{s:>{w}}" for s in labels))
+    for s, row in zip(labels, res["confusion_matrix"]):
+        print(f"{s:>{w}}" + "".join(f"{v:>{w}}" for v in row))
+    return 0
+
+
+# ------------------------------------------------------------------ inspect
+def _feature_label(j, names):
+    return names[j] if names is not None else f"f{j}"
+
+
+def draw_tree(tree, names=None, learning_rate=None):
+    """A tree (structured node array) drawn as indented text, one node per line."""
+    lines = []
+
+    def node_text(i):
+        nd = tree[i]
+        if nd["feature"] < 0:
+            extra = ""
+            if learning_rate is not None:
+                extra = f" (adds {learning_rate * nd['value']:+.6g} to F)"
+            return f"[{i}] leaf value={nd['value']:.6g}{extra}  n={int(nd['n_samples'])}"
+        miss = "left" if nd["missing_go_left"] else "right"
+        return (f"[{i}] {_feature_label(int(nd['feature']), names)} <= "
+                f"{nd['threshold']:.6g}  n={int(nd['n_samples'])}  (missing -> {miss})")
+
+    stack = [(0, "", "", True)]
+    while stack:
+        i, prefix, tag, root = stack.pop()
+        connector = "" if root else tag
+        lines.append(prefix + connector + node_text(i))
+        nd = tree[i]
+        if nd["feature"] >= 0:
+            child_prefix = prefix if root else prefix + ("|   " if tag == "|-- " else "    ")
+            # left (condition true) first, then right
+            stack.append((int(nd["right"]), child_prefix, "`-- ", False))
+            stack.append((int(nd["left"]), child_prefix, "|-- ", False))
+    return "\n".join(lines)
+
+
+def inspect_model(path, top=10):
+    model = load_model_file(path)
+    header, size = _model_header(path)
+    trees = model.trees()
+    names = getattr(model, "feature_names_in_", None)
+    names = None if names is None else [str(s) for s in names]
+    imp = model.feature_importances_
+    order = np.argsort(-imp, kind="stable")
+    n_nodes = [t.shape[0] for t in trees]
+    n_leaves = [int((t["feature"] < 0).sum()) for t in trees]
+    depths = [int(t["depth"].max()) if t.shape[0] else 0 for t in trees]
+    return model, {
+        "path": str(path),
+        "size_bytes": size,
+        "format_version": header.get("format_version"),
+        "library_version": header.get("library_version"),
+        "classes": [c.item() if hasattr(c, "item") else c for c in model.classes_],
+        "positive_class": model.classes_[1].item() if hasattr(model.classes_[1], "item")
+        else model.classes_[1],
+        "n_features": int(model.n_features_in_),
+        "feature_names": names,
+        "n_trees": int(model.n_estimators_),
+        "n_nodes": int(sum(n_nodes)),
+        "n_leaves": int(sum(n_leaves)),
+        "max_depth_seen": max(depths) if depths else 0,
+        "learning_rate": float(model.learning_rate),
+        "init_raw": float(model.init_raw_),
+        "best_iteration": model.best_iteration_,
+        "params": {k: v for k, v in model.get_params().items()
+                   if v is None or isinstance(v, (int, float, str, bool))},
+        "importances": [
+            {"feature": _feature_label(int(j), names), "index": int(j),
+             "importance": float(imp[j])}
+            for j in order[: (len(order) if top is None else top)] if imp[j] > 0
+        ],
+    }
+
+
+def run_inspect(args):
+    model, info = inspect_model(args.model, top=None if args.json else args.top)
+    if args.tree is not None:
+        k = args.tree
+        n = info["n_trees"]
+        if not -n <= k < n:
+            raise DataError(f"--tree {k} is out of range: the model has {n} trees (0..{n - 1})")
+        tree = model.trees()[k]
+        if args.json:
+            print(json.dumps({name: tree[name].tolist() for name in tree.dtype.names}))
+            return 0
+        print(f"tree {k % n} of {n}: {tree.shape[0]} nodes, "
+              f"{int((tree['feature'] < 0).sum())} leaves; x <= threshold goes to the "
+              "first (|--) child")
+        print(draw_tree(tree, info["feature_names"], info["learning_rate"]))
+        return 0
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    print(f"model      {info['path']} ({info['size_bytes']:,} bytes, format version "
+          f"{info['format_version']}, written by gbc-core {info['library_version']})")
+    print(f"classes    {info['classes']} (positive class: {info['positive_class']!r})")
+    names = info["feature_names"]
+    if names is None:
+        print(f"features   {info['n_features']} (no names: f0..f{info['n_features'] - 1}, "
+              "by position)")
+    else:
+        shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+        print(f"features   {info['n_features']}: {shown}")
+    print(f"trees      {info['n_trees']} ({info['n_nodes']:,} nodes, {info['n_leaves']:,} "
+          f"leaves, depth <= {info['max_depth_seen']}), learning rate "
+          f"{info['learning_rate']:g}, F0 = {info['init_raw']:g}")
+    if info["best_iteration"] is not None:
+        print(f"early stopping: best iteration {info['best_iteration']}")
+    if info["importances"]:
+        print(f"importances (top {len(info['importances'])}):")
+        w = max(len(d["feature"]) for d in info["importances"])
+        for d in info["importances"]:
+            bar = "#" * int(round(40 * d["importance"]))
+            print(f"  {d['feature']:<{w}}  {d['importance']:.4f}  {bar}")
+    else:
+        print("importances: all zero (no splits)")
+    return 0

@@ -1,0 +1,545 @@
+"""Data files for the batch commands: CSV, Parquet and LIBSVM/svmlight text.
+
+CSV and Parquet are read and written with pyarrow (the optional ``gbc-core[io]``
+extra, imported lazily); LIBSVM text is read by a small chunked reader of our own
+(NumPy only). Every reader can stream: ``iter_chunks`` yields bounded blocks of rows
+in file order, so scoring a file needs memory proportional to the chunk size only.
+"""
+
+import gzip
+import os
+import re
+import tempfile
+
+import numpy as np
+
+__all__ = [
+    "DataError",
+    "open_data",
+    "detect_format",
+    "output_format",
+    "AtomicOutput",
+    "parse_libsvm_lines",
+]
+
+#: Formats by file extension; ``.train``/``.test`` and other names need ``--format``.
+EXTENSIONS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".svm": "libsvm",
+    ".libsvm": "libsvm",
+    ".svmlight": "libsvm",
+}
+FORMATS = ("csv", "tsv", "parquet", "libsvm")
+_FORMAT_ALIASES = {"svmlight": "libsvm", "svm": "libsvm", "pq": "parquet"}
+
+#: Name of the label column of a LIBSVM file.
+LIBSVM_LABEL = "label"
+
+
+class DataError(ValueError):
+    """A data or output file cannot be used; the message names the problem."""
+
+
+def one_line(text):
+    """Collapse a (possibly multi-line) message to one line."""
+    return " ".join(str(text).split())
+
+
+def require_pyarrow(what="CSV and Parquet files"):
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.compute  # noqa: F401
+    except ImportError:
+        raise DataError(
+            f'{what} need pyarrow, which is not installed: pip install "gbc-core[io]"'
+        ) from None
+    import pyarrow as pa
+
+    return pa
+
+
+# --------------------------------------------------------------------- formats
+def _strip_gz(path):
+    name = os.path.basename(str(path)).lower()
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def detect_format(path, fmt=None):
+    """The format of ``path``: ``fmt`` if given, else from the file extension."""
+    if fmt:
+        fmt = _FORMAT_ALIASES.get(fmt.lower(), fmt.lower())
+        if fmt not in FORMATS:
+            raise DataError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        return fmt
+    ext = os.path.splitext(_strip_gz(path))[1]
+    if ext in EXTENSIONS:
+        return EXTENSIONS[ext]
+    hint = " (e.g. --format libsvm for LIBSVM text)" if ext in (
+        ".train", ".test", ".txt", ".data") else ""
+    raise DataError(
+        f"cannot tell the format of {str(path)!r} from its extension {ext or '(none)'!r}; "
+        f"pass --format {{{','.join(FORMATS)}}}{hint}"
+    )
+
+
+def output_format(path, fmt=None):
+    """Format of an output file: parquet or csv (by extension or ``fmt``)."""
+    if fmt:
+        fmt = _FORMAT_ALIASES.get(fmt.lower(), fmt.lower())
+    else:
+        ext = os.path.splitext(str(path).lower())[1]
+        fmt = EXTENSIONS.get(ext)
+    if fmt not in ("parquet", "csv", "tsv"):
+        raise DataError(
+            f"cannot write scores as {fmt or os.path.splitext(str(path))[1] or 'a file without extension'}"
+            f" ({str(path)!r}); use a .parquet or .csv output or --output-format parquet|csv"
+        )
+    return fmt
+
+
+def _check_readable(path):
+    path = str(path)
+    if not os.path.exists(path):
+        raise DataError(f"file not found: {path}")
+    if os.path.isdir(path):
+        raise DataError(f"{path} is a directory, not a data file")
+    if not os.access(path, os.R_OK):
+        raise DataError(f"cannot read {path}: permission denied")
+
+
+def open_data(path, fmt=None, *, delimiter=None, header=True, n_features=None):
+    """Open a data file for reading; returns a ``TableData`` or ``LibsvmData``."""
+    fmt = detect_format(path, fmt)
+    _check_readable(path)
+    if fmt == "libsvm":
+        return LibsvmData(path, n_features=n_features)
+    return TableData(path, fmt, delimiter=delimiter, header=header)
+
+
+# ------------------------------------------------------------------- chunks
+class Chunk:
+    """A block of rows: ``X`` (float32, C order) plus the columns asked for."""
+
+    __slots__ = ("X", "columns", "n_rows")
+
+    def __init__(self, X, columns, n_rows):
+        self.X = X
+        self.columns = columns  # name -> pyarrow Array or numpy array
+        self.n_rows = n_rows
+
+
+def _arrow_to_float(col, name, pa, pc):
+    """A numeric/boolean pyarrow column as float64 NumPy (nulls -> NaN)."""
+    t = col.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_null(t) or pa.types.is_decimal(t)):
+        raise DataError(
+            f"feature column {name!r} is not numeric (type {t}); every feature must be a "
+            f"number (drop it with --drop {name})"
+        )
+    if not pa.types.is_float64(t):
+        col = pc.cast(col, pa.float64())
+    if col.null_count:
+        col = pc.fill_null(col, float("nan"))
+    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _features_from_arrow(batch, names, pa, pc):
+    n = batch.num_rows
+    X = np.empty((n, len(names)), dtype=np.float32)
+    for j, name in enumerate(names):
+        X[:, j] = _arrow_to_float(batch.column(name), name, pa, pc)
+    return X
+
+
+_CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
+
+
+class TableData:
+    """CSV or Parquet file read through pyarrow."""
+
+    kind = "table"
+
+    def __init__(self, path, fmt, delimiter=None, header=True):
+        self.pa = require_pyarrow()
+        import pyarrow.compute as pc
+
+        self.pc = pc
+        self.path = str(path)
+        self.fmt = fmt
+        self.header = header
+        self.delimiter = delimiter or ("\t" if fmt == "tsv" else ",")
+        self.num_rows = None
+        self._parquet = None
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                self._parquet = pq.ParquetFile(self.path)
+                self.columns = list(self._parquet.schema_arrow.names)
+                self.num_rows = self._parquet.metadata.num_rows
+            else:
+                reader = self._open_csv(1 << 20, None, None)
+                self.columns = list(reader.schema.names)
+                reader.close()
+        except DataError:
+            raise
+        except (self.pa.ArrowException, OSError, ValueError) as exc:
+            raise DataError(f"cannot read {self.path} as {fmt.upper()}: {one_line(exc)}") from None
+        if len(set(self.columns)) != len(self.columns):
+            dup = sorted({c for c in self.columns if self.columns.count(c) > 1})
+            raise DataError(f"{self.path} has duplicate column names: {dup[:5]}")
+
+    # -- CSV helpers
+    def _open_csv(self, block_size, include, float_columns):
+        import pyarrow.csv as pacsv
+
+        ropts = pacsv.ReadOptions(block_size=int(block_size))
+        if not self.header:
+            ropts.column_names = self._headerless_names()
+        copts = pacsv.ConvertOptions()
+        if include is not None:
+            copts.include_columns = list(include)
+        if float_columns:
+            copts.column_types = {c: self.pa.float64() for c in float_columns}
+        popts = pacsv.ParseOptions(delimiter=self.delimiter)
+        return pacsv.open_csv(self.path, read_options=ropts, parse_options=popts,
+                              convert_options=copts)
+
+    def _headerless_names(self):
+        """Names col0, col1, ... of a file without a header line (``--no-header``)."""
+        if getattr(self, "_names_nohdr", None) is None:
+            opener = gzip.open if self.path.lower().endswith(".gz") else open
+            with opener(self.path, "rb") as fh:
+                first = fh.readline().decode("utf-8", "replace").rstrip("\r\n")
+            n = len(first.split(self.delimiter)) if first else 1
+            self._names_nohdr = [f"col{i}" for i in range(n)]
+        return self._names_nohdr
+
+    def _csv_block_size(self, chunk_rows):
+        """Bytes per CSV block so that a block holds about ``chunk_rows`` rows."""
+        opener = gzip.open if self.path.lower().endswith(".gz") else open
+        with opener(self.path, "rb") as fh:
+            sample = fh.read(1 << 20)
+        n_lines = max(1, sample.count(b"\n"))
+        per_row = max(1.0, len(sample) / n_lines)
+        return int(min(max(per_row * chunk_rows, 1 << 16), 1 << 30))
+
+    def _translate(self, exc, float_columns):
+        msg = one_line(exc)
+        m = _CSV_COLUMN_RE.search(msg)
+        if m and float_columns is not None:
+            idx = int(m.group(1))
+            if 0 <= idx < len(self.columns):
+                col = self.columns[idx]
+                if col in float_columns:
+                    return DataError(
+                        f"feature column {col!r} of {self.path} is not numeric: {msg} "
+                        f"(drop it with --drop {col})"
+                    )
+        return DataError(f"cannot read {self.path} as {self.fmt.upper()}: {msg}")
+
+    def check_columns(self, names, role):
+        missing = [n for n in names if n not in self.columns]
+        if missing:
+            shown = ", ".join(repr(m) for m in missing[:5])
+            more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+            raise DataError(f"{role} {shown}{more} not found in {self.path}")
+
+    # -- reading
+    def read(self, columns, float_columns):
+        """The whole file (columns ``columns``) as a pyarrow Table."""
+        self.check_columns(columns, "column")
+        columns = list(dict.fromkeys(columns))
+        try:
+            if self.fmt == "parquet":
+                return self._parquet.read(columns=columns)
+            import pyarrow.csv as pacsv
+
+            ropts = pacsv.ReadOptions()
+            if not self.header:
+                ropts.column_names = self._headerless_names()
+            copts = pacsv.ConvertOptions(
+                include_columns=columns,
+                column_types={c: self.pa.float64() for c in float_columns},
+            )
+            popts = pacsv.ParseOptions(delimiter=self.delimiter)
+            return pacsv.read_csv(self.path, read_options=ropts, parse_options=popts,
+                                  convert_options=copts)
+        except DataError:
+            raise
+        except (self.pa.ArrowException, OSError, ValueError) as exc:
+            raise self._translate(exc, float_columns) from None
+
+    def features(self, table, names):
+        return _features_from_arrow(table, names, self.pa, self.pc)
+
+    def column_numpy(self, table, name):
+        return table.column(name).to_numpy(zero_copy_only=False)
+
+    def iter_chunks(self, feature_names, keep, chunk_rows):
+        """Yield ``Chunk`` objects of about ``chunk_rows`` rows, in file order."""
+        self.check_columns(list(feature_names) + list(keep), "column")
+        wanted = list(dict.fromkeys(list(feature_names) + list(keep)))
+        floats = [c for c in feature_names if c not in set(keep)]
+        try:
+            if self.fmt == "parquet":
+                batches = self._parquet.iter_batches(batch_size=chunk_rows, columns=wanted,
+                                                     use_threads=True)
+            else:
+                batches = self._open_csv(self._csv_block_size(chunk_rows), wanted, floats)
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                X = _features_from_arrow(batch, feature_names, self.pa, self.pc)
+                cols = {k: batch.column(k) for k in keep}
+                yield Chunk(X, cols, batch.num_rows)
+        except DataError:
+            raise
+        except (self.pa.ArrowException, OSError, ValueError) as exc:
+            raise self._translate(exc, floats) from None
+
+
+# ------------------------------------------------------------------- LIBSVM
+def _floats(text):
+    """All whitespace-separated numbers of ``text`` as float64."""
+    try:
+        return np.fromstring(text, sep=" ")  # C speed; raises on a bad token
+    except (AttributeError, ValueError, DeprecationWarning):
+        return np.array([float(t) for t in text.split()], dtype=np.float64)
+
+
+def _libsvm_line_error(lines, first_line_no, path, n_features):
+    """Find the first malformed line and return a DataError naming it."""
+    for k, line in enumerate(lines):
+        line = line.split("#", 1)[0]
+        toks = line.split()
+        if not toks:
+            continue
+        where = f"{path}: line {first_line_no + k}"
+        try:
+            float(toks[0])
+        except ValueError:
+            return DataError(f"{where}: the label {toks[0]!r} is not a number (LIBSVM: "
+                             "'label index:value ...')")
+        for tok in toks[1:]:
+            idx, sep, val = tok.partition(":")
+            if not sep:
+                return DataError(f"{where}: token {tok!r} is not 'index:value'")
+            if idx == "qid":
+                return DataError(f"{where}: 'qid:' ranking groups are not supported")
+            try:
+                i = int(idx)
+                float(val)
+            except ValueError:
+                return DataError(f"{where}: token {tok!r} is not 'index:value' with an "
+                                 "integer index and a numeric value")
+            if i < 1:
+                return DataError(f"{where}: feature index {i} < 1 (LIBSVM indices are 1-based)")
+            if n_features is not None and i > n_features:
+                return DataError(
+                    f"{where}: feature index {i} is beyond the model's {n_features} features"
+                    " (train with --n-features to reserve more)")
+    return DataError(f"{path}: lines {first_line_no}-{first_line_no + len(lines) - 1} "
+                     "are not valid LIBSVM ('label index:value ...')")
+
+
+def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1):
+    """Parse LIBSVM text lines.
+
+    Returns ``(labels, row, col, value)``: float64 labels of the non-empty lines and
+    the sparse entries (0-based column indices). Empty lines and ``#`` comments are
+    skipped. ``n_features`` (when given) bounds the 1-based indices.
+    """
+    text_lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else ln
+                  for ln in lines]
+    if any("#" in ln for ln in text_lines):
+        text_lines = [ln.split("#", 1)[0] for ln in text_lines]
+    kept = [ln for ln in text_lines if ln.strip()]
+    if not kept:
+        empty = np.empty(0, dtype=np.float64)
+        return empty, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), empty
+    counts = np.fromiter((ln.count(":") for ln in kept), dtype=np.int64, count=len(kept))
+    expected = len(kept) + 2 * int(counts.sum())
+    try:
+        vals = _floats(" ".join(kept).replace(":", " "))
+    except ValueError:
+        vals = None
+    if vals is None or vals.shape[0] != expected:
+        raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
+    per_line = 1 + 2 * counts
+    starts = np.zeros(len(kept), dtype=np.int64)
+    np.cumsum(per_line[:-1], out=starts[1:])
+    labels = vals[starts]
+    is_pair = np.ones(expected, dtype=bool)
+    is_pair[starts] = False
+    pairs = vals[is_pair].reshape(-1, 2)
+    idx = pairs[:, 0]
+    col = idx.astype(np.int64)
+    bad = (col != idx) | (col < 1)
+    if n_features is not None:
+        bad |= col > n_features
+    if bad.any() or not np.isfinite(labels).all():
+        raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
+    row = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
+    return labels, row, col - 1, pairs[:, 1]
+
+
+def densify(n_rows, row, col, value, n_features):
+    X = np.zeros((n_rows, n_features), dtype=np.float32)
+    X[row, col] = value
+    return X
+
+
+def libsvm_labels(labels):
+    """LIBSVM labels as int64 when they are all integers, else float64."""
+    if labels.size and np.all(labels == np.round(labels)) and np.abs(labels).max() < 2**53:
+        return labels.astype(np.int64)
+    return labels
+
+
+class LibsvmData:
+    """LIBSVM/svmlight text (``label index:value ...``, 1-based indices)."""
+
+    kind = "libsvm"
+    fmt = "libsvm"
+
+    def __init__(self, path, n_features=None):
+        self.path = str(path)
+        self.n_features = n_features
+        self.columns = None
+        self.num_rows = None
+
+    def _open(self):
+        if self.path.lower().endswith(".gz"):
+            return gzip.open(self.path, "rb")
+        return open(self.path, "rb")
+
+    def iter_parsed(self, chunk_rows, n_features):
+        """Yield ``(labels, row, col, value, n_rows)`` per block of lines."""
+        import itertools
+
+        line_no = 1
+        try:
+            with self._open() as fh:
+                while True:
+                    lines = list(itertools.islice(fh, chunk_rows))
+                    if not lines:
+                        break
+                    labels, row, col, value = parse_libsvm_lines(
+                        lines, n_features, path=self.path, first_line_no=line_no)
+                    line_no += len(lines)
+                    if labels.shape[0]:
+                        yield labels, row, col, value, labels.shape[0]
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise DataError(f"cannot read {self.path}: {one_line(exc)}") from None
+
+    def read_all(self, chunk_rows=100_000):
+        """The whole file: ``(X float32, labels)``, width ``n_features`` or the max index."""
+        labels, rows, cols, vals = [], [], [], []
+        n = 0
+        for lab, row, col, value, k in self.iter_parsed(chunk_rows, self.n_features):
+            labels.append(lab)
+            rows.append(row + n)
+            cols.append(col)
+            vals.append(value)
+            n += k
+        if n == 0:
+            raise DataError(f"{self.path} has no data rows")
+        col = np.concatenate(cols)
+        n_features = self.n_features
+        if n_features is None:
+            n_features = int(col.max()) + 1 if col.size else 1
+        X = densify(n, np.concatenate(rows), col, np.concatenate(vals), n_features)
+        return X, libsvm_labels(np.concatenate(labels))
+
+    def iter_chunks(self, n_features, keep, chunk_rows):
+        for labels, row, col, value, k in self.iter_parsed(chunk_rows, n_features):
+            cols = {}
+            for name in keep:
+                cols[name] = libsvm_labels(labels)
+            yield Chunk(densify(k, row, col, value, n_features), cols, k)
+
+
+# ------------------------------------------------------------------- output
+class AtomicOutput:
+    """Write a file through a temporary file in the same directory, renamed at the end.
+
+    A failed or interrupted run removes the temporary file, leaving any existing file
+    at ``path`` untouched.
+    """
+
+    def __init__(self, path, fmt=None):
+        self.path = os.path.abspath(str(path))
+        self.fmt = fmt
+        directory = os.path.dirname(self.path)
+        if os.path.isdir(self.path):
+            raise DataError(f"cannot write {path}: it is a directory")
+        if not os.path.isdir(directory):
+            raise DataError(f"cannot write {path}: directory {directory} does not exist")
+        try:
+            fd, self.tmp = tempfile.mkstemp(
+                dir=directory, prefix="." + os.path.basename(self.path) + ".", suffix=".tmp")
+        except OSError as exc:
+            raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+        os.close(fd)
+        self._writer = None
+        self._sink = None
+        self.closed = False
+
+    # raw bytes (model files)
+    def write_bytes(self, data):
+        with open(self.tmp, "wb") as fh:
+            fh.write(data)
+
+    # tables
+    def write_table(self, table):
+        pa = require_pyarrow("Writing scores")
+        if self._writer is None:
+            if self.fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                self._writer = pq.ParquetWriter(self.tmp, table.schema)
+            else:
+                import pyarrow.csv as pacsv
+
+                self._sink = pa.OSFile(self.tmp, "wb")
+                opts = pacsv.WriteOptions(delimiter="\t" if self.fmt == "tsv" else ",")
+                self._writer = pacsv.CSVWriter(self._sink, table.schema, write_options=opts)
+        self._writer.write_table(table)
+
+    def _close_writer(self):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    def commit(self, empty_schema=None):
+        """Finish: close the writer and rename the temporary file to ``path``."""
+        if self._writer is None and empty_schema is not None:
+            self.write_table(empty_schema.empty_table())
+        self._close_writer()
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self.tmp, 0o666 & ~umask)
+        os.replace(self.tmp, self.path)
+        self.closed = True
+
+    def abort(self):
+        if self.closed:
+            return
+        try:
+            self._close_writer()
+        except Exception:  # noqa: BLE001 - the run already failed
+            pass
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+        self.closed = True
+
