@@ -422,6 +422,15 @@ def _serialize(model):
         except _Unrepresentable:
             params[key] = {"unrepresentable": type(value).__name__}
             unrepresentable[key] = value
+    # The loader checks the decoded parameters; do the same now, so that a saved file
+    # always loads (e.g. after an invalid ``set_params`` on a fitted model).
+    check = type(model)()
+    check.set_params(**{k: (None if v is _UNSET else v) for k, v in (
+        (k, _decode_value(v, k)) for k, v in params.items())})
+    try:
+        _check_params(check, n_features)
+    except ModelFormatError as exc:
+        raise ValueError(f"cannot save the model: {exc}") from None
     feature_names = getattr(model, "feature_names_in_", None)
     if feature_names is not None:
         feature_names = list(feature_names)
@@ -701,16 +710,16 @@ def _decode_params(header, cls):
 def _check_params(model, n_features):
     rs = model.random_state
     if rs is not None and not (_is_int(rs) and rs >= 0):
-        _fail(f"invalid hyper-parameter in the model file: random_state={rs!r}")
+        _fail(f"invalid hyper-parameter: random_state={rs!r}")
     nj = model.n_jobs
     limit = max(1024, os.cpu_count() or 1)
     if nj is not None and _is_int(nj) and abs(nj) > limit:
-        _fail(f"invalid hyper-parameter in the model file: n_jobs={nj} (|n_jobs| must "
+        _fail(f"invalid hyper-parameter: n_jobs={nj} (|n_jobs| must "
               f"be <= {limit})")
     try:
         model._validate_params(2, n_features)
     except (ValueError, TypeError) as exc:
-        _fail(f"invalid hyper-parameter in the model file: {exc}")
+        _fail(f"invalid hyper-parameter: {exc}")
 
 
 def model_from_bytes(data, cls=None):
