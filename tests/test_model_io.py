@@ -1,0 +1,816 @@
+"""Model persistence: the versioned format, its validation, atomic saves, pickling.
+
+The corrupt-file tests run the loader in a subprocess, so a crash (rather than a
+``ModelFormatError``) fails the test instead of the test run. The helpers below
+parse and rebuild files from the specification (``docs/model_format.md``), not
+through the library's writer.
+"""
+
+import copy
+import hashlib
+import io
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gbc_core
+from gbc_core import GradientBoostingClassifier, ModelFormatError
+from gbc_core import _model_io
+from gbc_core._common import NODE_DTYPE
+from gbc_core.paper import paper_example
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MAGIC = b"\x89GBC\r\n\x1a\n"
+
+
+# ------------------------------------------------------------ spec-level helpers
+def split(blob):
+    """(version, header dict, payload bytes) of a well-formed file."""
+    magic, version, hlen = struct.unpack_from("<8sII", blob, 0)
+    assert magic == MAGIC
+    header = json.loads(blob[16: 16 + hlen])
+    start = (16 + hlen + 7) // 8 * 8
+    return version, header, blob[start: len(blob) - 32]
+
+
+def arrays_of(blob):
+    _, header, payload = split(blob)
+    return {d["name"]: np.frombuffer(payload, dtype=d["dtype"], count=d["length"],
+                                     offset=d["offset"]).copy()
+            for d in header["arrays"]}
+
+
+def assemble(header, payload, version=1, magic=MAGIC, checksum=True):
+    text = json.dumps(header, separators=(",", ":")).encode()
+    return assemble_raw(text, payload, version, magic, checksum)
+
+
+def assemble_raw(text, payload, version=1, magic=MAGIC, checksum=True):
+    head = struct.pack("<8sII", magic, version, len(text)) + text
+    head += b"\0" * (-len(head) % 8)
+    body = head + bytes(payload)
+    digest = hashlib.sha256(body).digest() if checksum else b"\0" * 32
+    return body + digest
+
+
+def rewrite(blob, arrays=None, edit=None, version=1, checksum=True):
+    """Rebuild ``blob`` with replaced arrays (canonical layout) and an edited header.
+
+    ``arrays`` maps names to new arrays (any length; descriptors follow, and
+    ``payload_size`` too); ``edit(header)`` then changes the header in place.
+    """
+    _, header, _ = split(blob)
+    current = arrays_of(blob)
+    current.update(arrays or {})
+    payload, descs = bytearray(), []
+    for d in header["arrays"]:
+        arr = np.ascontiguousarray(current[d["name"]], dtype=d["dtype"])
+        payload += b"\0" * (-len(payload) % 8)
+        descs.append(dict(d, length=int(arr.shape[0]), offset=len(payload),
+                          nbytes=arr.nbytes))
+        payload += arr.tobytes()
+    payload += b"\0" * (-len(payload) % 8)
+    header["arrays"] = descs
+    header["payload_size"] = len(payload)
+    if edit is not None:
+        edit(header)
+    return assemble(header, payload, version=version, checksum=checksum)
+
+
+def with_column(blob, column, index, value):
+    col = arrays_of(blob)["nodes." + column]
+    col[index] = value
+    return rewrite(blob, {"nodes." + column: col})
+
+
+def header_edit(blob, **changes):
+    def edit(h):
+        h.update(changes)
+    return rewrite(blob, edit=edit)
+
+
+def recompute_checksum(blob):
+    blob = bytes(blob)
+    return blob[:-32] + hashlib.sha256(blob[:-32]).digest()
+
+
+# --------------------------------------------------------------------- models
+def _fit_nan_model(labels=("neg", "pos"), **params):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    miss = rng.random(300) < 0.3
+    y = np.where(miss | (X[:, 1] > 0.4), labels[1], labels[0])
+    X[miss, 0] = np.nan
+    X[rng.random(X.shape) < 0.05] = np.nan
+    kw = dict(n_estimators=8, max_depth=4, random_state=0)
+    kw.update(params)
+    return GradientBoostingClassifier(**kw).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def nan_model():
+    return _fit_nan_model(n_iter_no_change=3, class_weight={"pos": 2.0},
+                          max_features=3, subsample=0.9)
+
+
+@pytest.fixture(scope="module")
+def paper_model():
+    return paper_example()[0]
+
+
+def _assert_same_model(a, b, X):
+    assert type(a) is type(b)
+    assert a.get_params() == b.get_params()
+    assert a.classes_.dtype == b.classes_.dtype
+    assert a.classes_.tolist() == b.classes_.tolist()
+    assert a.n_features_in_ == b.n_features_in_
+    assert a.n_estimators_ == b.n_estimators_
+    assert a.init_raw_ == b.init_raw_
+    assert a.best_iteration_ == b.best_iteration_
+    np.testing.assert_array_equal(a.train_score_, b.train_score_)
+    assert hasattr(a, "validation_score_") == hasattr(b, "validation_score_")
+    if hasattr(a, "validation_score_"):
+        np.testing.assert_array_equal(a.validation_score_, b.validation_score_)
+    assert hasattr(a, "feature_names_in_") == hasattr(b, "feature_names_in_")
+    if hasattr(a, "feature_names_in_"):
+        assert a.feature_names_in_.tolist() == b.feature_names_in_.tolist()
+    np.testing.assert_array_equal(a._tree_offsets, b._tree_offsets)
+    for name in NODE_DTYPE.names:
+        assert a._nodes[name].tobytes() == b._nodes[name].tobytes(), name
+    # Predictions bit for bit.
+    assert a.decision_function(X).tobytes() == b.decision_function(X).tobytes()
+    assert a.predict_proba(X).tobytes() == b.predict_proba(X).tobytes()
+    assert a.predict(X).tolist() == b.predict(X).tolist()
+    np.testing.assert_array_equal(a.apply(X), b.apply(X))
+    np.testing.assert_array_equal(a.feature_importances_, b.feature_importances_)
+
+
+# ----------------------------------------------------------------- round trips
+def test_error_class_is_exported():
+    assert issubclass(gbc_core.ModelFormatError, ValueError)
+    assert gbc_core.load is _model_io.load_model
+    assert {"ModelFormatError", "load", "from_bytes"} <= set(gbc_core.__all__)
+
+
+def test_node_layout_matches_format_columns():
+    assert set(NODE_DTYPE.names) == {name for name, _ in _model_io.NODE_COLUMNS}
+    for name, dt in _model_io.NODE_COLUMNS:
+        assert NODE_DTYPE[name].kind == np.dtype(dt).kind
+        assert NODE_DTYPE[name].itemsize == np.dtype(dt).itemsize
+
+
+def test_save_load_round_trip(tmp_path, nan_model, paper_model):
+    model, X = nan_model
+    assert np.isinf(model._nodes["threshold"]).any()  # "missing only" splits
+    assert model.best_iteration_ is not None and hasattr(model, "validation_score_")
+    path = tmp_path / "model.gbc"
+    model.save(path)
+    assert path.read_bytes()[:8] == MAGIC
+    _assert_same_model(model, gbc_core.load(path), X)
+    model.save(str(path))  # str paths, and overwriting
+    _assert_same_model(model, gbc_core.load(str(path)), X)
+    assert [p.name for p in tmp_path.iterdir()] == ["model.gbc"]  # no temp file left
+
+    paper_model.save(path)
+    grid = np.array([[0.0], [1.4], [3.5], [5.25], [9.0], [np.nan]])
+    _assert_same_model(paper_model, gbc_core.load(path), grid)
+
+
+def test_bytes_round_trip(nan_model):
+    model, X = nan_model
+    data = model.to_bytes()
+    assert isinstance(data, bytes)
+    _assert_same_model(model, gbc_core.from_bytes(data), X)
+    _assert_same_model(model, GradientBoostingClassifier.from_bytes(bytearray(data)), X)
+    _assert_same_model(model, gbc_core.from_bytes(memoryview(data)), X)
+    assert gbc_core.from_bytes(data).to_bytes() == data  # deterministic
+
+
+def test_file_objects(nan_model):
+    model, X = nan_model
+    buf = io.BytesIO()
+    model.save(buf)
+    buf.seek(0)
+    _assert_same_model(model, gbc_core.load(buf), X)
+    with pytest.raises(TypeError, match="binary"):
+        gbc_core.load(io.StringIO("text"))
+
+
+def test_subclass_from_bytes(paper_model):
+    class MyGBC(GradientBoostingClassifier):
+        pass
+
+    loaded = MyGBC.from_bytes(paper_model.to_bytes())
+    assert type(loaded) is MyGBC
+    assert loaded.predict([[2.0]]).tolist() == paper_model.predict([[2.0]]).tolist()
+
+
+def test_feature_names_and_string_labels_round_trip():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(rng.normal(size=(120, 3)), columns=["a", "b", "é ünïcode"])
+    y = np.where(df["a"] + df["é ünïcode"] > 0, "yes", "no")
+    model = GradientBoostingClassifier(n_estimators=5, random_state=1).fit(df, y)
+    loaded = gbc_core.from_bytes(model.to_bytes())
+    _assert_same_model(model, loaded, df)
+    # Columns given in another order are matched by name, as for the original.
+    shuffled = df[["é ünïcode", "a", "b"]]
+    assert loaded.predict(shuffled).tolist() == model.predict(df).tolist()
+
+
+@pytest.mark.parametrize("classes", [
+    np.array([0, 1]),
+    np.array([-3, 7], dtype=np.int8),
+    np.array([0, 2**64 - 1], dtype=np.uint64),
+    np.array([-0.5, 2.25], dtype=np.float32),
+    np.array([0.1, 1e300]),
+    np.array([False, True]),
+    np.array(["", "longer label"]),
+    np.array([b"n", b"\xffy"]),
+    np.array(["ham", "spam"], dtype=object),
+    np.array([1, "one"], dtype=object),
+    np.array([2.5, True], dtype=object),
+], ids=lambda c: f"{c.dtype}-{c.tolist()!r}")
+def test_class_labels_round_trip(paper_model, classes):
+    model = copy.copy(paper_model)
+    model.classes_ = classes
+    loaded = gbc_core.from_bytes(model.to_bytes())
+    assert loaded.classes_.dtype == classes.dtype
+    assert [type(v) for v in loaded.classes_.tolist()] == [type(v) for v in classes.tolist()]
+    assert loaded.classes_.tolist() == classes.tolist()
+
+
+def test_unsupported_labels_refuse_to_save(paper_model):
+    model = copy.copy(paper_model)
+    model.classes_ = np.array(["2020-01-01", "2021-01-01"], dtype="datetime64[D]")
+    with pytest.raises(ValueError, match="dtype"):
+        model.to_bytes()
+    # ... but the model still pickles (as its plain attributes).
+    again = pickle.loads(pickle.dumps(model))
+    assert again.classes_.tolist() == model.classes_.tolist()
+
+
+def test_params_round_trip(paper_model):
+    model = copy.copy(paper_model)
+    model.set_params(class_weight={0: 1.0, 1: 2.5}, max_features=0.5, min_samples_leaf=0.1,
+                     random_state=12, n_jobs=-1, warm_start=True, max_depth=None)
+    loaded = gbc_core.from_bytes(model.to_bytes())
+    assert loaded.get_params() == model.get_params()
+    assert type(loaded.class_weight) is dict and list(loaded.class_weight) == [0, 1]
+
+
+def test_unrepresentable_param_warns_and_loads_as_none(paper_model):
+    model = copy.copy(paper_model)
+    model.set_params(random_state=np.random.RandomState(0))
+    with pytest.warns(UserWarning, match="random_state"):
+        data = model.to_bytes()
+    assert gbc_core.from_bytes(data).random_state is None
+
+
+def test_invalid_params_refuse_to_save(paper_model):
+    model = copy.copy(paper_model)
+    model.set_params(subsample=5.0)
+    with pytest.raises(ValueError, match="subsample"):
+        model.to_bytes()
+
+
+def test_unfitted_model_cannot_be_saved(tmp_path):
+    with pytest.raises(gbc_core.NotFittedError):
+        GradientBoostingClassifier().save(tmp_path / "m.gbc")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_forward_compatible_additions(paper_model):
+    """Unknown header keys and arrays are ignored; unknown params warn."""
+    blob = paper_model.to_bytes()
+    _, header, payload = split(blob)
+    payload = bytearray(payload) + np.arange(3, dtype="<f8").tobytes()
+    header["arrays"].append({"name": "future.thing", "dtype": "<f8", "length": 3,
+                             "offset": header["payload_size"], "nbytes": 24})
+    header["payload_size"] = len(payload)
+    header["future_key"] = {"anything": [1, 2]}
+    header["params"]["future_param"] = 3
+    with pytest.warns(UserWarning, match="future_param"):
+        loaded = gbc_core.from_bytes(assemble(header, payload))
+    assert loaded.decision_function([[4.0]]).tolist() == \
+        paper_model.decision_function([[4.0]]).tolist()
+    # Parameters missing from a file take their defaults.
+    del header["params"]["verbose"]
+    with pytest.warns(UserWarning):
+        assert gbc_core.from_bytes(assemble(header, payload)).verbose == 0
+
+
+# ---------------------------------------------------------- pickle and copies
+def test_pickle_and_deepcopy_use_the_format(nan_model):
+    model, X = nan_model
+    state = model.__getstate__()
+    assert state["gbc_core_model"][:8] == MAGIC
+    assert state["params"] == {} and state["attributes"] == {}
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        _assert_same_model(model, pickle.loads(pickle.dumps(model, protocol)), X)
+    _assert_same_model(model, copy.deepcopy(model), X)
+    _assert_same_model(model, copy.copy(model), X)
+
+
+def test_joblib(tmp_path, nan_model):
+    joblib = pytest.importorskip("joblib")
+    model, X = nan_model
+    joblib.dump(model, tmp_path / "m.joblib")
+    _assert_same_model(model, joblib.load(tmp_path / "m.joblib"), X)
+
+
+def test_pickle_keeps_what_the_format_cannot(paper_model):
+    model = copy.copy(paper_model)
+    model.set_params(random_state=np.random.RandomState(5))
+    model.user_note = {"trained_by": "ci"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pickling does not warn
+        again = pickle.loads(pickle.dumps(model))
+    assert isinstance(again.random_state, np.random.RandomState)
+    assert again.random_state.randint(1000) == np.random.RandomState(5).randint(1000)
+    assert again.user_note == {"trained_by": "ci"}
+
+
+def test_pickle_unfitted_and_plain_state():
+    est = GradientBoostingClassifier(n_estimators=7, class_weight="balanced")
+    again = pickle.loads(pickle.dumps(est))
+    assert again.get_params() == est.get_params()
+    assert not hasattr(again, "_nodes")
+    # A plain ``__dict__`` state (as pickled before the format existed) still loads.
+    model, _ = paper_example()
+    state = {k: v for k, v in model.__dict__.items() if k != "_predictor_cache"}
+    fresh = GradientBoostingClassifier.__new__(GradientBoostingClassifier)
+    fresh.__setstate__(dict(state, _sklearn_version="1.0"))
+    assert fresh.predict_proba([[7.0]]).tolist() == model.predict_proba([[7.0]]).tolist()
+
+
+def test_pickle_of_a_corrupt_state_raises(paper_model):
+    state = paper_model.__getstate__()
+    data = bytearray(state["gbc_core_model"])
+    data[100] ^= 1
+    fresh = GradientBoostingClassifier.__new__(GradientBoostingClassifier)
+    with pytest.raises(ModelFormatError, match="checksum"):
+        fresh.__setstate__(dict(state, gbc_core_model=bytes(data)))
+
+
+# ----------------------------------------------------------------- atomic save
+def _boom(*args, **kwargs):
+    raise OSError("disk full (simulated)")
+
+
+@pytest.mark.parametrize("where", ["write", "fsync", "replace", "serialize"])
+def test_failed_save_leaves_old_file_intact(tmp_path, monkeypatch, paper_model, nan_model,
+                                            where):
+    path = tmp_path / "model.gbc"
+    paper_model.save(path)
+    old = path.read_bytes()
+    model = nan_model[0]
+    if where == "write":
+        real_write, calls = os.write, []
+
+        def half_then_fail(fd, data):  # write a first part, then fail
+            if calls:
+                raise OSError("disk full (simulated)")
+            calls.append(1)
+            return real_write(fd, data[: len(data) // 2])
+
+        monkeypatch.setattr(_model_io, "_os_write", half_then_fail)
+    elif where == "fsync":
+        monkeypatch.setattr(_model_io.os, "fsync", _boom)
+    elif where == "replace":
+        monkeypatch.setattr(_model_io.os, "replace", _boom)
+    else:
+        model = copy.copy(model)
+        model.classes_ = np.array([0, 1], dtype="timedelta64[s]")
+    with pytest.raises((OSError, ValueError)):
+        model.save(path)
+    monkeypatch.undo()
+    assert path.read_bytes() == old
+    assert [p.name for p in tmp_path.iterdir()] == ["model.gbc"]
+    assert gbc_core.load(path).n_estimators_ == 3
+
+
+def test_failed_save_creates_no_file(tmp_path, monkeypatch, paper_model):
+    monkeypatch.setattr(_model_io.os, "fsync", _boom)
+    with pytest.raises(OSError):
+        paper_model.save(tmp_path / "new.gbc")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_save_keeps_file_mode(tmp_path, paper_model):
+    path = tmp_path / "m.gbc"
+    paper_model.save(path)
+    assert path.stat().st_mode & 0o077 != 0o077  # not world-writable by default
+    os.chmod(path, 0o640)
+    paper_model.save(path)
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+# ------------------------------------------------------- backward compatibility
+@pytest.mark.parametrize("name", ["paper", "strings_names", "missing"])
+def test_committed_fixtures_predict_exactly(name):
+    expected = np.load(FIXTURES / "expected_predictions.npz", allow_pickle=False)
+    model = gbc_core.load(FIXTURES / f"{name}.gbc")
+    X = expected[f"{name}.X"]
+    if getattr(model, "feature_names_in_", None) is not None:
+        pd = pytest.importorskip("pandas")
+        X = pd.DataFrame(X, columns=list(model.feature_names_in_))
+    raw = model.decision_function(X)
+    assert raw.tobytes() == expected[f"{name}.raw"].tobytes()  # bit-identical
+    np.testing.assert_allclose(model.predict_proba(X), expected[f"{name}.proba"],
+                               rtol=1e-15, atol=0)
+    assert model.predict(X).tolist() == expected[f"{name}.labels"].tolist()
+
+
+def test_fixtures_cover_the_interesting_cases():
+    paper = gbc_core.load(FIXTURES / "paper.gbc")
+    assert paper.classes_.tolist() == [0, 1]
+    named = gbc_core.load(FIXTURES / "strings_names.gbc")
+    assert named.classes_.dtype.kind == "U" and named.feature_names_in_ is not None
+    assert named.best_iteration_ is not None and named.validation_score_.size > 0
+    missing = gbc_core.load(FIXTURES / "missing.gbc")
+    nodes = missing._nodes
+    inner = nodes["feature"] >= 0
+    assert np.isinf(nodes["threshold"][inner]).any()
+    assert set(nodes["missing_go_left"][inner].tolist()) == {0, 1}
+    assert nodes["depth"].max() > 10  # beyond the predictor's complete-tree layout
+
+
+# ------------------------------------------------- corrupt and malicious files
+_RUNNER = textwrap.dedent("""
+    import json, sys, traceback, warnings
+    import numpy as np
+    import gbc_core
+    warnings.simplefilter("ignore")  # e.g. a flipped bit renaming a parameter
+    directory = sys.argv[1]
+    X = np.load(directory + "/X.npy")
+    ends = np.load(directory + "/ends.npy")
+    with open(directory + "/blobs.bin", "rb") as fh:
+        everything = fh.read()
+    for i in range(ends.shape[0]):
+        data = everything[(ends[i - 1] if i else 0): ends[i]]
+        try:
+            model = gbc_core.from_bytes(data)
+        except gbc_core.ModelFormatError as exc:
+            out = {"status": "error", "msg": str(exc)}
+        except BaseException as exc:
+            out = {"status": "other", "msg": traceback.format_exc()}
+        else:
+            try:  # a model that loads must also predict without trouble
+                d = model.n_features_in_
+                Xm = X[:, :d] if X.shape[1] >= d else np.zeros((X.shape[0], d))
+                model.decision_function(Xm)
+                model.predict_proba(Xm)
+                model.apply(Xm)
+                for _ in model.staged_decision_function(Xm[:5]):
+                    pass
+                model.feature_importances_
+                out = {"status": "loaded", "msg": ""}
+            except BaseException:
+                out = {"status": "other", "msg": traceback.format_exc()}
+        print(json.dumps(out), flush=True)
+""")
+
+
+def run_loader(directory, blobs, X):
+    """Load every blob in a fresh interpreter; return one result dict per blob."""
+    np.save(directory / "X.npy", np.ascontiguousarray(X, dtype=np.float64))
+    np.save(directory / "ends.npy", np.cumsum([len(b) for b in blobs], dtype=np.int64))
+    (directory / "blobs.bin").write_bytes(b"".join(bytes(b) for b in blobs))
+    proc = subprocess.run([sys.executable, "-c", _RUNNER, str(directory)],
+                          capture_output=True, text=True, timeout=300)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, (
+        f"the loader crashed (exit code {proc.returncode}) on blob {len(lines)}:\n"
+        f"{proc.stderr[-3000:]}"
+    )
+    results = [json.loads(line) for line in lines]
+    assert len(results) == len(blobs)
+    others = [(i, r["msg"]) for i, r in enumerate(results) if r["status"] == "other"]
+    assert not others, f"unexpected exceptions: {others[:3]}"
+    return results
+
+
+def _probe_X():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 6)) * 3
+    X[rng.random(X.shape) < 0.25] = np.nan
+    return X
+
+
+def _truncations(blob, rng, n_payload=150):
+    """Every prefix up to the end of the header, and random longer ones."""
+    hlen = struct.unpack_from("<I", blob, 12)[0]
+    header_end = (16 + hlen + 7) // 8 * 8
+    cuts = list(range(header_end + 1))
+    cuts += sorted(rng.choice(np.arange(header_end + 1, len(blob)), n_payload, replace=False))
+    return [blob[:c] for c in cuts]
+
+
+def _bit_flips(blob, rng, n=400, n_header=200):
+    """(stale, fixed): random single-bit flips, with the checksum kept / recomputed."""
+    stale, fixed = [], []
+    for bit in rng.integers(0, len(blob) * 8, size=n):
+        data = bytearray(blob)
+        data[bit // 8] ^= 1 << (bit % 8)
+        stale.append(bytes(data))
+        if bit // 8 < len(blob) - 32:
+            fixed.append(recompute_checksum(data))
+    # More valid-checksum flips in the header, where most break something.
+    hlen = struct.unpack_from("<I", blob, 12)[0]
+    for bit in rng.integers(16 * 8, (16 + hlen) * 8, size=n_header):
+        data = bytearray(blob)
+        data[bit // 8] ^= 1 << (bit % 8)
+        fixed.append(recompute_checksum(data))
+    return stale, fixed
+
+
+@pytest.fixture(scope="module")
+def corrupt_results(tmp_path_factory, paper_model, nan_model):
+    """All corrupted inputs, loaded in one subprocess: {group: [(blob info, result)]}."""
+    rng = np.random.default_rng(0)
+    paper_blob, nan_blob = paper_model.to_bytes(), nan_model[0].to_bytes()
+    groups = {"truncated": _truncations(paper_blob, rng) + _truncations(nan_blob, rng)}
+    groups["stale"], groups["fixed"] = _bit_flips(nan_blob, rng)
+    crafted = _crafted_cases(paper_blob, nan_blob)
+    groups["crafted"] = [blob for _, blob, _ in crafted]
+    blobs = [b for group in groups.values() for b in group]
+    results = iter(run_loader(tmp_path_factory.mktemp("corrupt"), blobs, _probe_X()))
+    out = {name: [next(results) for _ in group] for name, group in groups.items()}
+    out["crafted_cases"] = crafted
+    return out
+
+
+def test_truncated_files_are_rejected(corrupt_results):
+    results = corrupt_results["truncated"]
+    assert len(results) > 1000
+    assert all(r["status"] == "error" for r in results)
+
+
+def test_random_bit_flips(corrupt_results):
+    assert all(r["status"] == "error" for r in corrupt_results["stale"])
+    fixed = corrupt_results["fixed"]
+    n_errors = sum(r["status"] == "error" for r in fixed)
+    # Validation beyond the checksum rejects many of them (the rest change a value
+    # into another valid one: a leaf value, a score, a label character ...), and
+    # those that load also predict (checked in the subprocess).
+    assert n_errors > len(fixed) // 4
+    assert not any("checksum" in r["msg"] for r in fixed)
+
+
+def _crafted_cases(paper_blob, nan_blob):
+    """(name, blob, expected message fragment) for hand-made invalid files."""
+    cases = []
+
+    def add(name, blob, fragment):
+        cases.append((name, bytes(blob), fragment))
+
+    version, header, payload = split(paper_blob)
+    body = paper_blob[:-32]
+    # Envelope.
+    add("empty", b"", "truncated")
+    add("magic only", MAGIC, "truncated")
+    add("wrong magic", b"PK\x03\x04" + paper_blob[4:], "magic")
+    add("text-mode mangled magic", paper_blob.replace(b"\r\n", b"\n", 1), "magic")
+    add("future version", recompute_checksum(paper_blob[:8] + struct.pack("<I", 2)
+                                             + paper_blob[12:]), "newer")
+    add("future version, stale checksum", paper_blob[:8] + struct.pack("<I", 99)
+        + paper_blob[12:], "newer")
+    add("version 0", recompute_checksum(paper_blob[:8] + struct.pack("<I", 0)
+                                        + paper_blob[12:]), "version")
+    add("huge header length", paper_blob[:12] + struct.pack("<I", 0xFFFFFFFF)
+        + paper_blob[16:], "header length")
+    add("header length past the end", paper_blob[:12] + struct.pack("<I", len(paper_blob))
+        + paper_blob[16:], "truncated")
+    add("stale checksum", body[:-1] + bytes([body[-1] ^ 1]) + paper_blob[-32:], "checksum")
+    add("zeroed checksum", body + b"\0" * 32, "checksum")
+    add("extra trailing bytes", recompute_checksum(paper_blob + b"\0" * 8), "payload_size")
+    # Header syntax.
+    add("header not JSON", assemble_raw(b"{not json", payload), "JSON")
+    add("header not UTF-8", assemble_raw(b'{"a":"\xff"}', payload), "JSON")
+    add("header is a list", assemble_raw(b"[1,2]", payload), "object")
+    add("deeply nested header", assemble_raw(b"[" * 100000 + b"]" * 100000, payload), "JSON")
+    add("NaN literal", assemble_raw(json.dumps(dict(header, init_raw=float("nan")))
+                                    .encode(), payload), "NaN")
+    compact = json.dumps(header, separators=(",", ":")).encode()
+    add("overflowing number", assemble_raw(compact.replace(b'"init_raw":0.0',
+                                                           b'"init_raw":1e999'), payload),
+        "init_raw")
+    add("repeated key", assemble_raw(b'{"format":"gbc-core-model",' + json.dumps(header)
+                                     .encode()[1:], payload), "repeats")
+    add("wrong format name", header_edit(paper_blob, format="other"), "format")
+    add("format_version mismatch", header_edit(paper_blob, format_version=2), "format_version")
+    add("wrong estimator", header_edit(paper_blob, estimator="os.system"), "estimator")
+    add("payload_size lies", header_edit(paper_blob, payload_size=10**12), "payload_size")
+    # Scalars.
+    for key, value, frag in [
+        ("n_features", 0, "n_features"), ("n_features", -1, "n_features"),
+        ("n_features", 2**40, "n_features"), ("n_features", "1", "n_features"),
+        ("n_features", True, "n_features"), ("n_trees", 2, "tree_offsets"),
+        ("n_trees", -1, "n_trees"), ("n_nodes", 8, "n_nodes"), ("n_nodes", 2**62, "n_nodes"),
+        ("init_raw", 1e999, "Infinity"), ("init_raw", "0", "init_raw"),
+        ("init_raw", None, "init_raw"), ("learning_rate", 0, "learning_rate"),
+        ("learning_rate", -0.1, "learning_rate"), ("learning_rate", 0.2, "learning_rate"),
+        ("best_iteration", -1, "best_iteration"), ("best_iteration", 1.5, "best_iteration"),
+        ("feature_names", ["a", "b"], "feature_names"), ("feature_names", [3], "feature_names"),
+        ("feature_names", "x", "feature_names"), ("library_version", 1, "library_version"),
+        ("arrays", {}, "arrays"), ("params", [], "params"),
+    ]:
+        add(f"{key}={value!r}", header_edit(paper_blob, **{key: value}), frag)
+    # Classes.
+    for classes, frag in [
+        ({"dtype": "<i8", "values": [0, 1, 2]}, "exactly 2"),
+        ({"dtype": "<i8", "values": [1, 1]}, "distinct"),
+        ({"dtype": "<f8", "values": [0, -0.0]}, "distinct"),
+        ({"dtype": "<i8", "values": [0]}, "exactly 2"),
+        ({"dtype": "<M8[ns]", "values": [0, 1]}, "dtype"),
+        ({"dtype": ">i8", "values": [0, 1]}, "dtype"),
+        ({"dtype": "|i1", "values": [0, 300]}, "range"),
+        ({"dtype": "<i8", "values": [0, 1.5]}, "integers"),
+        ({"dtype": "|b1", "values": [0, 1]}, "bool"),
+        ({"dtype": "<U99999999", "values": ["a", "b"]}, "width"),
+        ({"dtype": "<U2", "values": ["a", "bcd"]}, "at most 2"),
+        ({"dtype": "|O", "values": ["a", 1]}, "types"),
+        ({"dtype": "|O", "values": ["a", "1"], "types": ["str", "float"]}, "type"),
+        ({"dtype": "|O", "values": ["a", 1.5], "types": ["str", "int"]}, "type"),
+        ({"dtype": "|O", "values": ["a", 1], "types": ["str", "code"]}, "type"),
+        ({"dtype": "|O", "values": ["a", "a"], "types": ["str", "str"]}, "distinct"),
+        ([0, 1], "object"),
+    ]:
+        add(f"classes={classes!r}", header_edit(paper_blob, classes=classes), frag)
+    # Parameters.
+    for name, value, frag in [
+        ("n_jobs", 10**7, "n_jobs"), ("n_jobs", 0, "n_jobs"), ("max_depth", "deep", "max_depth"),
+        ("subsample", {"float": "nan"}, "subsample"), ("learning_rate", 0.5, "learning_rate"),
+        ("random_state", -4, "random_state"), ("random_state", {"code": "x"}, "parameter"),
+        ("class_weight", {"dict": [[[1], 2.0]]}, "hashable"), ("tol", {"float": "bad"}, "tol"),
+        ("init", "x" * 10, "init"),
+    ]:
+        def edit(h, name=name, value=value):
+            h["params"][name] = value
+        add(f"param {name}={value!r}", rewrite(paper_blob, edit=edit), frag)
+
+    # Array descriptors.
+    def edit_desc(index, **changes):
+        def edit(h):
+            h["arrays"][index].update(changes)
+        return rewrite(paper_blob, edit=edit)
+
+    add("array length huge", edit_desc(1, length=2**40), "within")
+    add("array length huge, nbytes matching", edit_desc(1, length=2**40, nbytes=2**43),
+        "within")
+    add("array nbytes mismatch", edit_desc(1, nbytes=16), "nbytes")
+    add("array offset past payload", edit_desc(2, offset=10**6), "within")
+    add("array ends past payload", edit_desc(12, offset=header["payload_size"] - 8), "past")
+    add("array negative offset", edit_desc(2, offset=-8), "within")
+    add("arrays overlap", edit_desc(2, offset=0), "overlap")
+    add("big-endian dtype", edit_desc(1, dtype=">f8"), "dtype")
+    add("object dtype", edit_desc(1, dtype="|O"), "dtype")
+    add("float length", edit_desc(1, length=3.0), "integers")
+    add("array described twice", rewrite(paper_blob, edit=lambda h: h["arrays"].append(
+        dict(h["arrays"][0]))), "twice")
+    add("missing array", rewrite(paper_blob, edit=lambda h: h["arrays"].pop(6)), "lacks")
+    add("short node column", rewrite(paper_blob, {"nodes.left": np.array([1, -1], "<i4")}),
+        "n_nodes")
+
+    # Tree structure (paper: 3 stumps of 3 nodes; n_features = 1).
+    def tweak(column, index, value):
+        return with_column(paper_blob, column, index, value)
+
+    add("offsets not monotone", rewrite(paper_blob, {"tree_offsets": np.array([0, 6, 3, 9])}),
+        "increasing")
+    add("empty tree", rewrite(paper_blob, {"tree_offsets": np.array([0, 3, 3, 9])}),
+        "increasing")
+    add("offsets start at 1", rewrite(paper_blob, {"tree_offsets": np.array([1, 3, 6, 9])}),
+        "start at 0")
+    add("offsets end early", rewrite(paper_blob, {"tree_offsets": np.array([0, 3, 6, 8])}),
+        "end at")
+    add("offsets end late", rewrite(paper_blob, {"tree_offsets": np.array([0, 3, 6, 2**40])}),
+        "end at")
+    add("left child == tree size", tweak("left", 0, 3), "forward")
+    add("left child huge", tweak("left", 0, 2**31 - 1), "forward")
+    add("left child negative", tweak("left", 0, -5), "forward")
+    add("right child -1 on inner node", tweak("right", 3, -1), "forward")
+    add("self loop", tweak("left", 0, 0), "forward")
+    add("leaf with a child", tweak("left", 1, 2), "leaf")
+    add("left == right", tweak("right", 0, 1), "same node")
+    add("feature == n_features", tweak("feature", 0, 1), "out of range")
+    add("feature huge", tweak("feature", 3, 2**31 - 1), "out of range")
+    add("feature -2", tweak("feature", 0, -2), "invalid")
+    add("inner node without children", tweak("feature", 1, 0), "forward")
+    add("NaN threshold", tweak("threshold", 0, np.nan), "threshold")
+    add("-inf threshold", tweak("threshold", 3, -np.inf), "threshold")
+    add("+inf threshold, stale threshold32", tweak("threshold", 0, np.inf), "threshold32")
+    add("threshold32 too large", tweak("threshold32", 0, np.nextafter(np.float32(3.5),
+                                                                       np.float32(9))),
+        "threshold32")
+    add("threshold32 NaN", tweak("threshold32", 6, np.nan), "threshold32")
+    add("NaN leaf value", tweak("value", 1, np.nan), "value")
+    add("inf leaf value", tweak("value", 8, np.inf), "value")
+    add("NaN improvement", tweak("improvement", 0, np.nan), "improvement")
+    add("-inf weighted_n", tweak("weighted_n", 2, -np.inf), "weighted_n")
+    add("negative n_samples", tweak("n_samples", 2, -1), "n_samples")
+    add("missing_go_left 2", tweak("missing_go_left", 0, 2), "missing_go_left")
+    add("root depth 1", tweak("depth", 0, 1), "depth")
+    add("leaf depth 2", tweak("depth", 5, 2), "depth")
+    add("leaf depth 0", tweak("depth", 7, 0), "depth")
+    # Crafted 5-node trees (one tree, feature 0 everywhere) with a wrong shape.
+    five = dict(value=np.zeros(5), threshold=np.full(5, 1.0), improvement=np.zeros(5),
+                weighted_n=np.zeros(5), n_samples=np.zeros(5, "<i8"),
+                threshold32=np.full(5, 1.0, "<f4"), missing_go_left=np.zeros(5, "u1"))
+
+    def tree5(feature, left, right, depth):
+        return rewrite(paper_blob, dict(
+            {"nodes." + k: v for k, v in five.items()},
+            **{"nodes.feature": np.array(feature), "nodes.left": np.array(left),
+               "nodes.right": np.array(right), "nodes.depth": np.array(depth),
+               "tree_offsets": np.array([0, 5])}),
+            edit=lambda h: h.update(n_trees=1, n_nodes=5))
+
+    add("valid 5-node tree (control)", tree5([0, 0, -1, -1, -1], [1, 3, -1, -1, -1],
+                                             [2, 4, -1, -1, -1], [0, 1, 1, 2, 2]), None)
+    add("cycle back to the root", tree5([0, 0, -1, -1, -1], [1, 3, -1, -1, -1],
+                                        [2, 0, -1, -1, -1], [0, 1, 1, 2, 2]), "forward")
+    add("cycle between siblings", tree5([0, 0, 0, -1, -1], [1, 2, 1, -1, -1],
+                                        [3, 4, 4, -1, -1], [0, 1, 2, 1, 2]), "forward")
+    add("shared child (DAG)", tree5([0, 0, 0, -1, -1], [1, 3, 3, -1, -1],
+                                    [2, 4, 4, -1, -1], [0, 1, 1, 2, 2]), "child of 2")
+    add("unreachable nodes", tree5([0, -1, -1, -1, -1], [1, -1, -1, -1, -1],
+                                   [2, -1, -1, -1, -1], [0, 1, 1, 1, 1]), "child of 0")
+    add("shallow depth claim (complete layout)", tree5(
+        [0, 0, -1, -1, -1], [1, 3, -1, -1, -1], [2, 4, -1, -1, -1], [0, 1, 1, 1, 1]),
+        "depth")
+
+    # The NaN-model: deep trees and +inf thresholds; tamper inside a deep tree.
+    deep = arrays_of(nan_blob)
+    inner = np.flatnonzero(deep["nodes.feature"] >= 0)
+    last_inner = int(inner[-1])
+    t = int(np.searchsorted(deep["tree_offsets"], last_inner, side="right") - 1)
+    root = int(deep["tree_offsets"][t])
+    left = deep["nodes.left"].copy()
+    left[last_inner] = last_inner - root  # points to itself
+    add("deep self loop", rewrite(nan_blob, {"nodes.left": left}), "forward")
+    right = deep["nodes.right"].copy()
+    right[last_inner] = 0  # back to the root of its tree
+    add("deep cycle to root", rewrite(nan_blob, {"nodes.right": right}), "forward")
+    feat = deep["nodes.feature"].copy()
+    feat[last_inner] = 4
+    add("deep feature out of range", rewrite(nan_blob, {"nodes.feature": feat}),
+        "out of range")
+    return cases
+
+
+def test_crafted_invalid_files(corrupt_results):
+    problems = []
+    for (name, _, fragment), result in zip(corrupt_results["crafted_cases"],
+                                           corrupt_results["crafted"]):
+        if fragment is None:
+            if result["status"] != "loaded":
+                problems.append(f"{name}: should load, got {result['msg']}")
+        elif result["status"] != "error":
+            problems.append(f"{name}: loaded, should raise ModelFormatError")
+        elif fragment.lower() not in result["msg"].lower():
+            problems.append(f"{name}: message {result['msg']!r} lacks {fragment!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_errors_in_process(paper_model):
+    blob = paper_model.to_bytes()
+    with pytest.raises(ModelFormatError, match="newer"):
+        gbc_core.from_bytes(blob[:8] + struct.pack("<I", 7) + blob[12:])
+    with pytest.raises(ModelFormatError, match="checksum"):
+        gbc_core.from_bytes(blob[:-1] + bytes([blob[-1] ^ 0x80]))
+    with pytest.raises(ValueError):  # ModelFormatError is a ValueError
+        gbc_core.from_bytes(blob[:100])
+    with pytest.raises(TypeError):
+        gbc_core.from_bytes("not bytes")
+
+
+def test_huge_claims_do_not_allocate(paper_model):
+    """Lengths are checked against the actual data before anything is allocated."""
+    import tracemalloc
+
+    blob = paper_model.to_bytes()
+
+    def edit(h):
+        h["arrays"][1].update(length=2**33, nbytes=2**36)
+        h["n_nodes"] = 2**33
+    bad = rewrite(blob, edit=edit)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFormatError):
+            gbc_core.from_bytes(bad)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 * 2**20
