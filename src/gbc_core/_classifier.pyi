@@ -1,0 +1,86 @@
+# Type stubs for the public estimator. Kept small on purpose: the constructor
+# matches the runtime signature (a test checks this), the main methods are typed,
+# and anything not listed here resolves to ``Any`` through ``__getattr__``.
+from collections.abc import Iterator, Mapping
+from os import PathLike
+from typing import IO, Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from typing_extensions import Self
+
+class NotFittedError(ValueError, AttributeError): ...
+
+class GradientBoostingClassifier:
+    n_estimators: int
+    learning_rate: float
+    max_depth: int | None
+    min_samples_split: int | float
+    min_samples_leaf: int | float
+    min_weight_fraction_leaf: float
+    subsample: float
+    max_features: int | float | Literal["sqrt", "log2"] | None
+    init: Literal["zero", "prior"]
+    random_state: int | np.random.RandomState | np.random.Generator | None
+    n_jobs: int | None
+    verbose: int
+    validation_fraction: float
+    n_iter_no_change: int | None
+    tol: float
+    warm_start: bool
+    class_weight: Mapping[Any, float] | Literal["balanced"] | None
+
+    classes_: NDArray[Any]
+    n_features_in_: int
+    feature_names_in_: NDArray[np.object_]
+    n_estimators_: int
+    train_score_: NDArray[np.float64]
+    validation_score_: NDArray[np.float64]
+    best_iteration_: int | None
+    init_raw_: float
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int | None = 3,
+        min_samples_split: int | float = 2,
+        min_samples_leaf: int | float = 1,
+        min_weight_fraction_leaf: float = 0.0,
+        subsample: float = 1.0,
+        max_features: int | float | Literal["sqrt", "log2"] | None = None,
+        init: Literal["zero", "prior"] = "zero",
+        random_state: int | np.random.RandomState | np.random.Generator | None = None,
+        n_jobs: int | None = None,
+        verbose: int = 0,
+        validation_fraction: float = 0.1,
+        n_iter_no_change: int | None = None,
+        tol: float = 1e-4,
+        warm_start: bool = False,
+        class_weight: Mapping[Any, float] | Literal["balanced"] | None = None,
+    ) -> None: ...
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+        eval_set: tuple[ArrayLike, ArrayLike] | tuple[ArrayLike, ArrayLike, ArrayLike] | None = None,
+    ) -> Self: ...
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.float64]: ...
+    def predict(self, X: ArrayLike) -> NDArray[Any]: ...
+    def staged_decision_function(self, X: ArrayLike) -> Iterator[NDArray[np.float64]]: ...
+    def staged_predict_proba(self, X: ArrayLike) -> Iterator[NDArray[np.float64]]: ...
+    def staged_predict(self, X: ArrayLike) -> Iterator[NDArray[Any]]: ...
+    def apply(self, X: ArrayLike) -> NDArray[np.intp]: ...
+    @property
+    def feature_importances_(self) -> NDArray[np.float64]: ...
+    def trees(self) -> list[NDArray[np.void]]: ...
+    def save(self, path: str | PathLike[str] | IO[bytes]) -> None: ...
+    def to_bytes(self) -> bytes: ...
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray) -> Self: ...
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float: ...
+    def get_params(self, deep: bool = True) -> dict[str, Any]: ...
+    def set_params(self, **params: Any) -> Self: ...
+    def __getattr__(self, name: str) -> Any: ...

@@ -1,0 +1,10 @@
+from typing import TextIO, TypedDict
+
+class _ConfigInfo(TypedDict):
+    version: str
+    openmp: bool
+    threads: int
+    python: str
+    numpy: str
+
+def show_config(file: TextIO | None = None) -> _ConfigInfo: ...

@@ -1,0 +1,104 @@
+"""The installed package: build configuration, typing files and stubs that tell the truth.
+
+``GBC_CORE_EXPECT_OPENMP`` (set by the wheel builds and .ci/build_checks.sh) makes the
+OpenMP state a hard expectation: "1" for release wheels, "0" for the sequential build.
+"""
+
+import ast
+import inspect
+import io
+import os
+from importlib import import_module, resources
+
+import pytest
+
+import gbc_core
+
+STUBBED_MODULES = ["_classifier", "_config", "_math", "_model_io"]
+
+
+def _stub_tree(module):
+    text = resources.files("gbc_core").joinpath(f"{module}.pyi").read_text(encoding="utf-8")
+    return ast.parse(text)
+
+
+def test_show_config_reports_version_openmp_and_threads():
+    out = io.StringIO()
+    info = gbc_core.show_config(file=out)
+    assert info["version"] == gbc_core.__version__
+    assert isinstance(info["openmp"], bool)
+    assert isinstance(info["threads"], int) and info["threads"] >= 1
+    text = out.getvalue()
+    assert f"version: {gbc_core.__version__}" in text
+    assert f"openmp: {info['openmp']}" in text
+    if not info["openmp"]:
+        assert info["threads"] == 1
+
+
+@pytest.mark.skipif(os.environ.get("GBC_CORE_EXPECT_OPENMP") not in ("0", "1"),
+                    reason="GBC_CORE_EXPECT_OPENMP not set")
+def test_openmp_as_expected_by_the_build():
+    expect = os.environ["GBC_CORE_EXPECT_OPENMP"] == "1"
+    assert gbc_core.show_config(file=io.StringIO())["openmp"] is expect
+
+
+def test_version_is_single_sourced():
+    from gbc_core._version import __version__
+
+    assert gbc_core.__version__ == __version__
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        installed = version("gbc-core")
+    except PackageNotFoundError:  # running from a source tree
+        pytest.skip("gbc-core is not installed")
+    assert installed == __version__
+
+
+def test_typing_files_are_installed():
+    files = resources.files("gbc_core")
+    assert files.joinpath("py.typed").is_file()
+    for module in STUBBED_MODULES:
+        assert files.joinpath(f"{module}.pyi").is_file(), module
+
+
+@pytest.mark.parametrize("module", STUBBED_MODULES)
+def test_stubs_only_declare_names_that_exist(module):
+    runtime = import_module(f"gbc_core.{module}")
+    for node in _stub_tree(module).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+            assert hasattr(runtime, node.name), f"{module}.pyi declares missing {node.name}"
+        if isinstance(node, ast.ClassDef) and hasattr(runtime, node.name):
+            cls = getattr(runtime, node.name)
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
+                    assert hasattr(cls, item.name), f"{node.name}.{item.name} is stubbed but missing"
+
+
+def test_public_names_resolve_through_stubs():
+    """Every name in ``gbc_core.__all__`` imported from a stubbed module is declared there."""
+    for name in gbc_core.__all__:
+        obj = getattr(gbc_core, name)
+        module = getattr(obj, "__module__", "")
+        short = module.rsplit(".", 1)[-1]
+        if module.startswith("gbc_core.") and short in STUBBED_MODULES:
+            declared = {n.name for n in _stub_tree(short).body
+                        if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            if "__getattr__" in declared:  # a partial stub: other names are Any
+                continue
+            assert obj.__name__ in declared, f"{name} ({module}) is not in {short}.pyi"
+
+
+def test_constructor_stub_matches_the_runtime_signature():
+    """Keep ``_classifier.pyi`` in step: a new or renamed hyper-parameter must be stubbed."""
+    cls_node = next(n for n in _stub_tree("_classifier").body
+                    if isinstance(n, ast.ClassDef) and n.name == "GradientBoostingClassifier")
+    init = next(n for n in cls_node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    args = init.args.args[1:]
+    stub = {a.arg: ast.literal_eval(d) for a, d in zip(args, init.args.defaults)}
+    runtime = {
+        name: p.default
+        for name, p in inspect.signature(gbc_core.GradientBoostingClassifier.__init__).parameters.items()
+        if name != "self"
+    }
+    assert list(stub) == list(runtime), "update src/gbc_core/_classifier.pyi"
+    assert stub == runtime, "update the defaults in src/gbc_core/_classifier.pyi"
