@@ -200,7 +200,7 @@ class TableData:
         ropts = pacsv.ReadOptions(block_size=int(block_size))
         if not self.header:
             ropts.column_names = self._headerless_names()
-        copts = pacsv.ConvertOptions()
+        copts = pacsv.ConvertOptions(strings_can_be_null=True)
         if include is not None:
             copts.include_columns = list(include)
         if float_columns:
@@ -263,7 +263,7 @@ class TableData:
             if not self.header:
                 ropts.column_names = self._headerless_names()
             copts = pacsv.ConvertOptions(
-                include_columns=columns,
+                include_columns=columns, strings_can_be_null=True,
                 column_types={c: self.pa.float64() for c in float_columns},
             )
             popts = pacsv.ParseOptions(delimiter=self.delimiter)

@@ -71,7 +71,8 @@ def _auto_n_jobs(workers_on_host):
     try:
         from distributed import get_worker
 
-        threads = max(1, int(get_worker().state.nthreads))
+        worker = get_worker()
+        threads = max(1, int(getattr(worker, "nthreads", None) or worker.state.nthreads))
     except Exception:  # noqa: BLE001 - not on a distributed worker
         threads = max(1, threads)
     return max(1, _cpu_count() // (max(1, workers_on_host) * threads))
@@ -155,8 +156,12 @@ def workers_per_host(client):
     """``{host: number of workers}`` of a distributed client's cluster."""
     if client is None:
         return {}
+    try:
+        info = client.scheduler_info(n_workers=-1)  # all workers (newer distributed)
+    except TypeError:
+        info = client.scheduler_info()
     counts = {}
-    for addr in client.scheduler_info(n_workers=-1)["workers"]:
+    for addr in info["workers"]:
         host = addr.rsplit(":", 1)[0].split("://")[-1]
         counts[host] = counts.get(host, 0) + 1
     return counts
