@@ -43,7 +43,6 @@ def test_presort_matches_stable_argsort(seed):
 def _row_stats(r, w):
     rs = np.empty(r.shape[0], dtype=ROW_STAT_DTYPE)
     rs["wr"] = w * r
-    rs["wr2"] = w * r * r
     rs["w"] = w
     return rs
 
@@ -74,7 +73,10 @@ def _best_split_naive(X, r, w, rows, min_leaf=1):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("weighted", [False, True])
-def test_grower_splits_have_maximal_gain(seed, weighted):
+@pytest.mark.parametrize("fast_path", [False, True])
+def test_grower_splits_have_maximal_gain(seed, weighted, fast_path):
+    """Both scans: the general one and the one for data without missing values and
+    with positive weights."""
     rng = np.random.default_rng(seed)
     n, d = 60, 4
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -82,8 +84,8 @@ def test_grower_splits_have_maximal_gain(seed, weighted):
     r = rng.normal(size=n)
     w = rng.uniform(0.2, 3.0, size=n) if weighted else np.ones(n)
     Xf, order, values, nnm = _presort(X)
-    grower = TreeGrower(Xf, order, values, nnm, 3, 2, 2, 0.0, d, 2)
-    grower.grow(_row_stats(r, w), None, 0)
+    grower = TreeGrower(Xf, order, values, nnm, 3, 2, 2, 0.0, d, 2, fast_path)
+    grower.grow(_row_stats(r, w), r, None, 0)
     nodes = grower.nodes_array()
     # Walk the tree, recomputing the rows of every node.
     stack = [(0, np.arange(n))]
@@ -116,7 +118,7 @@ def test_grower_respects_min_samples_and_depth():
     for depth, mss, msl in [(1, 2, 1), (4, 50, 1), (5, 2, 40), (None, 2, 30)]:
         grower = TreeGrower(Xf, order, values, nnm, -1 if depth is None else depth, mss, msl,
                             0.0, d, 1)
-        grower.grow(_row_stats(r, np.ones(n)), None, 0)
+        grower.grow(_row_stats(r, np.ones(n)), r, None, 0)
         nodes = grower.nodes_array()
         leaves = nodes[nodes["feature"] < 0]
         inner = nodes[nodes["feature"] >= 0]

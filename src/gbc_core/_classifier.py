@@ -409,7 +409,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
             -1 if p["max_depth"] is None else p["max_depth"],
             p["min_samples_split"], p["min_samples_leaf"],
             p["min_weight_fraction_leaf"] * (float(n_samples) if w is None else float(w.sum())),
-            p["max_features"], n_threads,
+            p["max_features"], n_threads, w is None or bool((w > 0).all()),
         )
 
         warm = self._is_fitted()
@@ -449,7 +449,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
                 mask = np.zeros(n_samples, dtype=np.uint8)
                 mask[rng.choice(n_samples, n_inbag, replace=False)] = 1
             seed = int(rng.integers(0, 2**63 - 1)) if p["max_features"] < n_features else 0
-            grower.grow(row_stats, mask, seed)
+            grower.grow(row_stats, residual, mask, seed)
             nodes = grower.nodes_array()
             loss = _leaves.boosting_update(
                 nodes, grower.node_of_row, mask, y, w, lr, raw, prob, residual,

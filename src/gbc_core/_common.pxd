@@ -35,5 +35,4 @@ ctypedef struct node_t:
 ctypedef struct row_stat_t:
     # Per-row statistics gathered by the split scan, refreshed after every tree.
     float64_t wr               # sample weight x residual (paper: r = y - p)
-    float64_t wr2              # sample weight x residual^2 (node impurity)
     float64_t w                # sample weight

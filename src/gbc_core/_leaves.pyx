@@ -144,7 +144,6 @@ def boosting_update(
                     r = y[i] - p
                     residual[i] = r
                     row_stats[i].wr = w * r
-                    row_stats[i].wr2 = w * r * r
                     row_stats[i].w = w
                     if sample_mask is None or sample_mask[i]:
                         chunk_loss = chunk_loss + w * log_loss_term(y[i], f)
@@ -179,7 +178,6 @@ def init_state(
             r = y[i] - p
             residual[i] = r
             row_stats[i].wr = w * r
-            row_stats[i].wr2 = w * r * r
             row_stats[i].w = w
 
 

@@ -24,6 +24,7 @@ from libc.math cimport INFINITY, isinf, nextafterf
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
 
+
 import numpy as np
 
 from ._common cimport (
@@ -31,6 +32,25 @@ from ._common cimport (
     node_t, row_stat_t, FEATURE_THRESHOLD, IMPURITY_EPSILON,
 )
 from ._common import NODE_DTYPE
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define GBC_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #elif defined(_MSC_VER)
+    #include <xmmintrin.h>
+    #define GBC_PREFETCH(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
+    #else
+    #define GBC_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void GBC_PREFETCH(const void* p) noexcept nogil
+
+# How many sorted positions ahead the scan prefetches the rows it will gather.
+cdef intp_t PREFETCH_DISTANCE = 24
+# Rows per chunk of the partition pass; fixed, so that the per-child sums of
+# squares are added in the same order for any number of threads.
+cdef intp_t CHUNK = 8192
 
 
 ctypedef struct side_t:
@@ -42,13 +62,16 @@ ctypedef struct side_t:
 
 
 ctypedef struct split_t:
-    # Best split found so far for one node.
+    # Best split found so far for one node. The threshold is derived from the two
+    # values around it only once the node's best split is known.
     float64_t proxy
-    float64_t threshold
     side_t left              # statistics of the left child (missing values included
                              # when they go left)
+    float32_t lo             # largest value going left
+    float32_t hi             # smallest non-missing value going right
     int32_t feature          # -1: nothing found
-    uint8_t missing_go_left
+    uint8_t missing_go_left  # MISSING_RIGHT, MISSING_LEFT or MISSING_TO_LARGER
+    uint8_t all_left         # 1: every non-missing value goes left (threshold +inf)
 
 
 ctypedef struct scan_t:
@@ -56,6 +79,9 @@ ctypedef struct scan_t:
     side_t acc               # non-missing samples seen so far (they go left)
     side_t miss              # samples whose value is missing for this feature
     split_t best
+    int64_t total_n          # node totals, copied here for the hot loop; total_n = 0
+    float64_t total_w        # marks a node that must not be split on this feature
+    float64_t total_s
     float32_t last_value
 
 
@@ -67,10 +93,10 @@ ctypedef struct slot_t:
 
 
 cdef inline void _side_add(side_t* a, const row_stat_t* r) noexcept nogil:
+    # s2 is not accumulated by the scan: the partition pass computes it per child.
     a.n += 1
     a.w += r.w
     a.s += r.wr
-    a.s2 += r.wr2
 
 
 cdef inline void _side_zero(side_t* a) noexcept nogil:
@@ -89,17 +115,24 @@ cdef inline float64_t _impurity(const side_t* a) noexcept nogil:
     return a.s2 / a.w - mean * mean
 
 
+cdef enum:
+    MISSING_RIGHT = 0
+    MISSING_LEFT = 1
+    MISSING_TO_LARGER = 2    # no missing value in the node: NaN follows the larger child
+
+
 cdef inline void _try_split(
     split_t* best,
     const side_t* total,
     const side_t* left,
-    float64_t threshold,
+    float32_t lo,
+    float32_t hi,
     uint8_t missing_go_left,
     int64_t min_samples_leaf,
     float64_t min_weight_leaf,
 ) noexcept nogil:
     """Keep the split if it is valid and strictly better than ``best``."""
-    cdef float64_t w_right, s_right, diff, proxy
+    cdef float64_t w_right, s_right, diff, den, proxy
     cdef int64_t n_right = total.n - left.n
     if left.n < min_samples_leaf or n_right < min_samples_leaf:
         return
@@ -108,36 +141,55 @@ cdef inline void _try_split(
         return
     s_right = total.s - left.s
     diff = s_right * left.w - left.s * w_right
-    proxy = diff * diff / (left.w * w_right)
+    den = left.w * w_right
+    # Cheap conservative test first: it only skips splits that cannot be better, so
+    # the decision is that of the exact comparison below.
+    if diff * diff < best.proxy * den * (1.0 - 1e-12):
+        return
+    proxy = diff * diff / den
     if proxy > best.proxy:
         best.proxy = proxy
-        best.threshold = threshold
+        best.lo = lo
+        best.hi = hi
+        best.all_left = 0
         best.left = left[0]
         best.missing_go_left = missing_go_left
+
+
+cdef inline bint _try_split_improves(
+    split_t* best,
+    const side_t* total,
+    const side_t* left,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+) noexcept nogil:
+    """The split "every non-missing value left, every missing value right"."""
+    cdef float64_t before = best.proxy
+    _try_split(best, total, left, 0, 0, MISSING_RIGHT, min_samples_leaf, min_weight_leaf)
+    return best.proxy != before
 
 
 cdef inline void _consider(
     scan_t* st,
     const side_t* total,
-    float64_t threshold,
+    float32_t lo,
+    float32_t hi,
     int64_t min_samples_leaf,
     float64_t min_weight_leaf,
 ) noexcept nogil:
-    """Evaluate "x <= threshold goes left", with missing values sent right, then left."""
+    """Evaluate "x <= (lo + hi) / 2 goes left", missing values sent right, then left."""
     cdef side_t with_missing
-    cdef uint8_t default_left
     if st.miss.n == 0:
-        # No missing value seen in training: NaN follows the larger child.
-        default_left = st.acc.n >= total.n - st.acc.n
-        _try_split(&st.best, total, &st.acc, threshold, default_left,
+        _try_split(&st.best, total, &st.acc, lo, hi, MISSING_TO_LARGER,
                    min_samples_leaf, min_weight_leaf)
         return
-    _try_split(&st.best, total, &st.acc, threshold, 0, min_samples_leaf, min_weight_leaf)
+    _try_split(&st.best, total, &st.acc, lo, hi, MISSING_RIGHT, min_samples_leaf,
+               min_weight_leaf)
     with_missing.n = st.acc.n + st.miss.n
     with_missing.w = st.acc.w + st.miss.w
     with_missing.s = st.acc.s + st.miss.s
-    with_missing.s2 = st.acc.s2 + st.miss.s2
-    _try_split(&st.best, total, &with_missing, threshold, 1, min_samples_leaf, min_weight_leaf)
+    _try_split(&st.best, total, &with_missing, lo, hi, MISSING_LEFT, min_samples_leaf,
+               min_weight_leaf)
 
 
 cdef inline float64_t _midpoint(float32_t lo, float32_t hi) noexcept nogil:
@@ -169,6 +221,66 @@ cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
 
 
 
+cdef inline void _scan_fast(
+    scan_t* states,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const int32_t* slot_of_row,
+    const row_stat_t* row_stats,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """The scan of one feature without missing values, zero weights or a minimum
+    leaf weight: the common case, with the fewest instructions per sample.
+
+    For each sample in increasing order of the feature, the split between the node's
+    previous value and this one is evaluated (squared-error proxy, strict ">" so the
+    lowest threshold wins ties), then the sample joins the node's left statistics.
+    """
+    cdef intp_t k, row, stop
+    cdef int32_t slot
+    cdef scan_t* st
+    cdef float32_t v
+    cdef int64_t n_left
+    cdef float64_t w_left, s_left, w_right, diff, den, proxy
+    cdef const row_stat_t* rs
+    stop = n_valid - PREFETCH_DISTANCE
+    k = 0
+    while k < n_valid:
+        if k < stop:
+            row = order_f[k + PREFETCH_DISTANCE]
+            GBC_PREFETCH(&slot_of_row[row])
+            GBC_PREFETCH(&row_stats[row])
+        row = order_f[k]
+        slot = slot_of_row[row]
+        if slot >= 0:
+            st = &states[slot]
+            v = values_f[k]
+            n_left = st.acc.n
+            if (v > st.last_value + FEATURE_THRESHOLD and n_left >= min_samples_leaf
+                    and st.total_n - n_left >= min_samples_leaf):
+                w_left = st.acc.w
+                s_left = st.acc.s
+                w_right = st.total_w - w_left
+                diff = (st.total_s - s_left) * w_left - s_left * w_right
+                den = w_left * w_right
+                if diff * diff >= st.best.proxy * den * (1.0 - 1e-12):
+                    proxy = diff * diff / den
+                    if proxy > st.best.proxy:
+                        st.best.proxy = proxy
+                        st.best.lo = st.last_value
+                        st.best.hi = v
+                        st.best.left = st.acc
+                        st.best.missing_go_left = MISSING_TO_LARGER
+                        st.best.all_left = 0
+            rs = &row_stats[row]
+            st.acc.n = n_left + 1
+            st.acc.w += rs.w
+            st.acc.s += rs.wr
+            st.last_value = v
+        k += 1
+
+
 @cython.final
 cdef class TreeGrower:
     """Grow regression trees on pre-sorted features, reusing its buffers across trees.
@@ -197,6 +309,7 @@ cdef class TreeGrower:
         int64_t min_samples_split
         int64_t min_samples_leaf
         float64_t min_weight_leaf
+        bint positive_weights
         intp_t max_features
         readonly int32_t[::1] node_of_row
         int32_t[::1] slot_of_row
@@ -209,6 +322,8 @@ cdef class TreeGrower:
         split_t* thread_best
         uint8_t* allowed
         int32_t* perm
+        float64_t* partial
+        intp_t partial_capacity
 
     def __cinit__(self):
         self.nodes = NULL
@@ -217,13 +332,16 @@ cdef class TreeGrower:
         self.thread_best = NULL
         self.allowed = NULL
         self.perm = NULL
+        self.partial = NULL
+        self.partial_capacity = 0
         self.node_capacity = 0
         self.slot_capacity = 0
 
     def __init__(self, const float32_t[::1, :] X, const int32_t[:, ::1] order,
                  const float32_t[:, ::1] sorted_values, const int64_t[::1] n_nonmissing,
                  int max_depth, int64_t min_samples_split, int64_t min_samples_leaf,
-                 float64_t min_weight_leaf, intp_t max_features, int n_threads):
+                 float64_t min_weight_leaf, intp_t max_features, int n_threads,
+                 bint positive_weights=False):
         self.X = X
         self.order = order
         self.sorted_values = sorted_values
@@ -234,6 +352,7 @@ cdef class TreeGrower:
         self.min_samples_split = max(min_samples_split, 2)
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.min_weight_leaf = min_weight_leaf
+        self.positive_weights = positive_weights
         self.max_features = max(1, min(max_features, self.n_features))
         self.n_threads = max(1, n_threads)
         self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
@@ -253,6 +372,18 @@ cdef class TreeGrower:
         free(self.thread_best)
         free(self.allowed)
         free(self.perm)
+        free(self.partial)
+
+    cdef int _reserve_partial(self, intp_t capacity) except -1:
+        cdef float64_t* p
+        if capacity <= self.partial_capacity:
+            return 0
+        p = <float64_t*>realloc(self.partial, capacity * sizeof(float64_t))
+        if p == NULL:
+            raise MemoryError(f"cannot allocate {capacity} partial sums")
+        self.partial = p
+        self.partial_capacity = capacity
+        return 0
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         cdef node_t* p
@@ -323,14 +454,16 @@ cdef class TreeGrower:
         nd.missing_go_left = 0
         nd.depth = <uint8_t>min(depth, 255)
 
-    def grow(self, const row_stat_t[::1] row_stats, const uint8_t[::1] sample_mask,
-             unsigned long long seed=0):
+    def grow(self, const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+             const uint8_t[::1] sample_mask, unsigned long long seed=0):
         """Grow one tree on the current row statistics.
 
         Parameters
         ----------
         row_stats : ROW_STAT_DTYPE array of shape (n_samples,)
-            w*r, w*r^2 and w of each row (r the residual of paper Algorithm 1, line 5).
+            w*r and w of each row (r the residual of paper Algorithm 1, line 5).
+        residual : float64 array of shape (n_samples,)
+            r itself (for the sums of w*r^2 of the impurity test).
         sample_mask : uint8 array of shape (n_samples,) or None
             1 for in-bag rows (stochastic boosting); None uses every row.
         seed : int
@@ -344,13 +477,15 @@ cdef class TreeGrower:
         cdef intp_t i, n = self.n_samples
         cdef side_t root
         cdef int depth = 0
-        cdef intp_t n_slots, n_split, level_first_child
+        cdef intp_t n_slots, n_split, level_first_child, n_chunks
+        cdef bint chunked
         _side_zero(&root)
         for i in range(n):
             self.node_of_row[i] = 0
             if sample_mask is None or sample_mask[i]:
                 self.slot_of_row[i] = 0
                 _side_add(&root, &row_stats[i])
+                root.s2 += row_stats[i].w * residual[i] * residual[i]
             else:
                 self.slot_of_row[i] = -1
         self._init_node(0, &root, 0)
@@ -365,12 +500,16 @@ cdef class TreeGrower:
             self._reserve_slots(2 * n_slots)
             if self.max_features < self.n_features:
                 self._draw_features(n_slots, seed, depth)
+            n_chunks = (n + CHUNK - 1) // CHUNK
+            chunked = n_chunks * 2 * n_slots <= (1 << 22)
+            self._reserve_partial(n_chunks * 2 * n_slots if chunked else 2 * n_slots)
             with nogil:
                 self._find_splits(row_stats, n_slots)
                 level_first_child = self.n_nodes
                 n_split = self._apply_splits(n_slots, depth)
                 if n_split > 0:
-                    self._partition(level_first_child)
+                    self._partition(level_first_child, 2 * n_split, row_stats, residual,
+                                    chunked)
             n_slots = 2 * n_split
             depth += 1
         return self.n_nodes
@@ -435,17 +574,32 @@ cdef class TreeGrower:
                 states[s].best.proxy = -INFINITY
                 states[s].best.feature = -1
                 states[s].last_value = 0
+                states[s].total_w = self.slots[s].total.w
+                states[s].total_s = self.slots[s].total.s
+                if self.slots[s].splittable and (
+                        not restrict or self.allowed[s * self.n_features + f]):
+                    states[s].total_n = self.slots[s].total.n
+                else:
+                    states[s].total_n = 0
             order_f = &self.order[f, 0]
             values_f = &self.sorted_values[f, 0]
             n_valid = self.n_nonmissing[f]
+            if n_valid == self.n_samples and self.positive_weights and self.min_weight_leaf <= 0:
+                _scan_fast(states, order_f, values_f, n_valid, &self.slot_of_row[0],
+                           &row_stats[0], self.min_samples_leaf)
+                n_valid = -1  # done
             # Missing values (sorted last) first: their totals are needed to send
             # them to either side of every candidate threshold.
-            for k in range(n_valid, self.n_samples):
+            for k in range(max(n_valid, 0), self.n_samples if n_valid >= 0 else 0):
                 row = order_f[k]
                 slot = self.slot_of_row[row]
                 if slot >= 0:
                     _side_add(&states[slot].miss, &row_stats[row])
-            for k in range(n_valid):
+            for k in range(max(n_valid, 0)):
+                if k + PREFETCH_DISTANCE < n_valid:
+                    row = order_f[k + PREFETCH_DISTANCE]
+                    GBC_PREFETCH(&self.slot_of_row[row])
+                    GBC_PREFETCH(&row_stats[row])
                 row = order_f[k]
                 slot = self.slot_of_row[row]
                 if slot < 0:
@@ -455,7 +609,7 @@ cdef class TreeGrower:
                 if st.acc.n > 0 and v > st.last_value + FEATURE_THRESHOLD:
                     if self.slots[slot].splittable and (
                             not restrict or self.allowed[slot * self.n_features + f]):
-                        _consider(st, &self.slots[slot].total, _midpoint(st.last_value, v),
+                        _consider(st, &self.slots[slot].total, st.last_value, v,
                                   self.min_samples_leaf, self.min_weight_leaf)
                 _side_add(&st.acc, &row_stats[row])
                 st.last_value = v
@@ -466,8 +620,9 @@ cdef class TreeGrower:
                     continue
                 if st.miss.n > 0 and st.acc.n > 0:
                     # Every non-missing value left, every missing value right.
-                    _try_split(&st.best, &self.slots[s].total, &st.acc, INFINITY, 0,
-                               self.min_samples_leaf, self.min_weight_leaf)
+                    if _try_split_improves(&st.best, &self.slots[s].total, &st.acc,
+                                           self.min_samples_leaf, self.min_weight_leaf):
+                        st.best.all_left = 1
                 # Features are visited in increasing order by each thread, so strict
                 # ">" keeps the lowest feature index among equal gains.
                 if st.best.proxy > tb[s].proxy:
@@ -499,16 +654,19 @@ cdef class TreeGrower:
             nd = &self.nodes[self.slots[s].node]
             left_id = self.n_nodes
             nd.feature = b.feature
-            nd.threshold = b.threshold
-            nd.threshold32 = _float32_at_most(b.threshold)
-            nd.missing_go_left = b.missing_go_left
+            nd.threshold = INFINITY if b.all_left else _midpoint(b.lo, b.hi)
+            nd.threshold32 = _float32_at_most(nd.threshold)
+            if b.missing_go_left == MISSING_TO_LARGER:
+                nd.missing_go_left = b.left.n >= self.slots[s].total.n - b.left.n
+            else:
+                nd.missing_go_left = b.missing_go_left
             nd.improvement = b.proxy / self.slots[s].total.w
             nd.left = <int32_t>left_id
             nd.right = <int32_t>(left_id + 1)
             right.n = self.slots[s].total.n - b.left.n
             right.w = self.slots[s].total.w - b.left.w
             right.s = self.slots[s].total.s - b.left.s
-            right.s2 = self.slots[s].total.s2 - b.left.s2
+            right.s2 = 0.0  # set by the partition pass
             self._init_node(left_id, &b.left, depth + 1)
             self._init_node(left_id + 1, &right, depth + 1)
             next_slots[2 * n_split].total = b.left
@@ -522,15 +680,49 @@ cdef class TreeGrower:
             self.slots[s] = next_slots[s]
         return n_split
 
-    cdef void _partition(self, intp_t level_first_child) noexcept nogil:
-        """Move every row of a node split at this level to its child."""
-        cdef intp_t i
-        cdef int32_t node, child
+    cdef void _partition(self, intp_t level_first_child, intp_t n_next,
+                         const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                         bint chunked) noexcept nogil:
+        """Move every row of a node split at this level to its child, and sum
+        w * r^2 per child (for the impurity test of the next level).
+
+        Rows are taken in fixed chunks whose partial sums are added in chunk order,
+        so the sums do not depend on the number of threads.
+        """
+        cdef intp_t c, i, s, n = self.n_samples
+        cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+        cdef int n_threads = self.n_threads if n > 50000 else 1
+        cdef float64_t total
+        if chunked:
+            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+                self._partition_chunk(c, level_first_child, n_next, row_stats, residual,
+                                      self.partial + c * n_next)
+            for s in range(n_next):
+                total = 0.0
+                for c in range(n_chunks):
+                    total = total + self.partial[c * n_next + s]
+                self.slots[s].total.s2 = total
+        else:
+            for s in range(n_next):
+                self.slots[s].total.s2 = 0.0
+            for c in range(n_chunks):
+                self._partition_chunk(c, level_first_child, n_next, row_stats, residual,
+                                      self.partial)
+                for s in range(n_next):
+                    self.slots[s].total.s2 = self.slots[s].total.s2 + self.partial[s]
+
+    cdef void _partition_chunk(self, intp_t c, intp_t level_first_child, intp_t n_next,
+                               const row_stat_t[::1] row_stats,
+                               const float64_t[::1] residual,
+                               float64_t* partial) noexcept nogil:
+        cdef intp_t i, s
+        cdef int32_t node, child, slot
         cdef node_t* nd
         cdef float32_t x
         cdef bint go_left
-        cdef int n_threads = self.n_threads if self.n_samples > 50000 else 1
-        for i in prange(self.n_samples, schedule="static", num_threads=n_threads):
+        for s in range(n_next):
+            partial[s] = 0.0
+        for i in range(c * CHUNK, min((c + 1) * CHUNK, self.n_samples)):
             node = self.node_of_row[i]
             nd = &self.nodes[node]
             if nd.feature < 0:
@@ -544,4 +736,6 @@ cdef class TreeGrower:
             child = nd.left if go_left else nd.right
             self.node_of_row[i] = child
             if self.slot_of_row[i] >= 0:
-                self.slot_of_row[i] = <int32_t>(child - level_first_child)
+                slot = <int32_t>(child - level_first_child)
+                self.slot_of_row[i] = slot
+                partial[slot] += row_stats[i].w * residual[i] * residual[i]
