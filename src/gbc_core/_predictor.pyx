@@ -21,6 +21,8 @@ from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, n
 cdef int MAX_DEPTH_COMPLETE = 10
 MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
 cdef intp_t BLOCK = 128
+cdef enum:
+    LANES = 8
 
 
 def tree_depths(const node_t[::1] nodes, const int64_t[::1] tree_offsets):
@@ -165,6 +167,8 @@ cdef class Predictor:
         cdef const node_t* tree
         cdef float32_t x
         cdef bint go_right
+        cdef intp_t u
+        cdef intp_t lane[8]
         for t in range(tree_start, tree_stop):
             depth = self.depth[t]
             if depth <= MAX_DEPTH_COMPLETE:
@@ -173,13 +177,29 @@ cdef class Predictor:
                 missing_left = &self.c_missing_left[self.inner_offset[t]]
                 leaf = &self.c_leaf[self.leaf_offset[t]]
                 base = (<intp_t>1 << depth) - 1
-                for i in range(row_start, row_stop):
+                i = row_start
+                # Eight rows descend side by side: eight independent chains of loads
+                # keep the core busy while each waits for its feature value.
+                while i + LANES <= row_stop:
+                    for u in range(LANES):
+                        lane[u] = 0
+                    for level in range(depth):
+                        for u in range(LANES):
+                            j = lane[u]
+                            x = X[i + u, feature[j]]
+                            go_right = (x > threshold[j]) | ((x != x) & (not missing_left[j]))
+                            lane[u] = 2 * j + 1 + go_right
+                    for u in range(LANES):
+                        out[i + u] += leaf[lane[u] - base]
+                    i += LANES
+                while i < row_stop:
                     j = 0
                     for level in range(depth):
                         x = X[i, feature[j]]
                         go_right = (x > threshold[j]) | ((x != x) & (not missing_left[j]))
                         j = 2 * j + 1 + go_right
                     out[i] += leaf[j - base]
+                    i += 1
             else:
                 tree = &self.nodes[self.tree_offsets[t]]
                 for i in range(row_start, row_stop):
