@@ -157,6 +157,27 @@ def _features_from_arrow(batch, names, pa, pc):
 
 _CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
 
+#: Bytes per block of the streaming CSV reader (which reads up to 32 blocks ahead).
+CSV_BLOCK_SIZE = 1 << 20
+
+
+def _rebatch(batches, chunk_rows, pa):
+    """Tables of exactly ``chunk_rows`` rows (the last may be shorter), in order."""
+    pending, n = [], 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        n += batch.num_rows
+        while n >= chunk_rows:
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, chunk_rows)
+            rest = table.slice(chunk_rows)
+            pending = [b for b in rest.to_batches() if b.num_rows]
+            n = rest.num_rows
+    if n:
+        yield pa.Table.from_batches(pending)
+
 
 class TableData:
     """CSV or Parquet file read through pyarrow."""
@@ -178,7 +199,9 @@ class TableData:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                self._parquet = pq.ParquetFile(self.path)
+                # pre_buffer=False: with pre-buffering, iter_batches keeps the column
+                # chunks already read, so memory would grow with the file size.
+                self._parquet = pq.ParquetFile(self.path, pre_buffer=False)
                 self.columns = list(self._parquet.schema_arrow.names)
                 self.num_rows = self._parquet.metadata.num_rows
             else:
@@ -218,15 +241,6 @@ class TableData:
             n = len(first.split(self.delimiter)) if first else 1
             self._names_nohdr = [f"col{i}" for i in range(n)]
         return self._names_nohdr
-
-    def _csv_block_size(self, chunk_rows):
-        """Bytes per CSV block so that a block holds about ``chunk_rows`` rows."""
-        opener = gzip.open if self.path.lower().endswith(".gz") else open
-        with opener(self.path, "rb") as fh:
-            sample = fh.read(1 << 20)
-        n_lines = max(1, sample.count(b"\n"))
-        per_row = max(1.0, len(sample) / n_lines)
-        return int(min(max(per_row * chunk_rows, 1 << 16), 1 << 30))
 
     def _translate(self, exc, float_columns):
         msg = one_line(exc)
@@ -290,7 +304,10 @@ class TableData:
                 batches = self._parquet.iter_batches(batch_size=chunk_rows, columns=wanted,
                                                      use_threads=True)
             else:
-                batches = self._open_csv(self._csv_block_size(chunk_rows), wanted, floats)
+                # Small blocks, re-batched to chunk_rows: pyarrow's streaming CSV reader
+                # reads up to 32 blocks ahead, so its memory is 32 x the block size.
+                batches = _rebatch(self._open_csv(CSV_BLOCK_SIZE, wanted, floats),
+                                   chunk_rows, self.pa)
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
@@ -401,6 +418,10 @@ def libsvm_labels(labels):
     return labels
 
 
+#: Lines parsed at a time by the LIBSVM reader.
+LIBSVM_SUB_BLOCK = 8192
+
+
 class LibsvmData:
     """LIBSVM/svmlight text (``label index:value ...``, 1-based indices)."""
 
@@ -457,11 +478,34 @@ class LibsvmData:
         return X, libsvm_labels(np.concatenate(labels))
 
     def iter_chunks(self, n_features, keep, chunk_rows):
-        for labels, row, col, value, k in self.iter_parsed(chunk_rows, n_features):
-            cols = {}
-            for name in keep:
-                cols[name] = libsvm_labels(labels)
-            yield Chunk(densify(k, row, col, value, n_features), cols, k)
+        """Dense chunks of ``chunk_rows`` rows; lines are parsed in small sub-blocks
+        written straight into the chunk, so memory stays near the chunk's own size."""
+        X = labels = None
+        filled = 0
+
+        def emit(n):
+            lab = libsvm_labels(labels[:n])
+            return Chunk(X[:n], {name: lab for name in keep}, n)
+
+        for lab, row, col, value, k in self.iter_parsed(min(chunk_rows, LIBSVM_SUB_BLOCK),
+                                                        n_features):
+            pos = 0
+            while pos < k:
+                if X is None:
+                    X = np.zeros((chunk_rows, n_features), dtype=np.float32)
+                    labels = np.empty(chunk_rows, dtype=np.float64)
+                    filled = 0
+                take = min(k - pos, chunk_rows - filled)
+                lo, hi = np.searchsorted(row, [pos, pos + take])
+                X[filled + row[lo:hi] - pos, col[lo:hi]] = value[lo:hi]
+                labels[filled: filled + take] = lab[pos: pos + take]
+                filled += take
+                pos += take
+                if filled == chunk_rows:
+                    yield emit(filled)
+                    X = labels = None
+        if X is not None and filled:
+            yield emit(filled)
 
 
 # ------------------------------------------------------------------- output
@@ -499,6 +543,7 @@ class AtomicOutput:
     def write_table(self, table):
         pa = require_pyarrow("Writing scores")
         if self._writer is None:
+            self._schema = table.schema
             if self.fmt == "parquet":
                 import pyarrow.parquet as pq
 
@@ -509,6 +554,12 @@ class AtomicOutput:
                 self._sink = pa.OSFile(self.tmp, "wb")
                 opts = pacsv.WriteOptions(delimiter="\t" if self.fmt == "tsv" else ",")
                 self._writer = pacsv.CSVWriter(self._sink, table.schema, write_options=opts)
+        elif not table.schema.equals(self._schema):
+            try:  # e.g. LIBSVM labels that are integers in one chunk, not in the next
+                table = table.cast(self._schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+                raise DataError(f"the output columns changed type between chunks: "
+                                f"{one_line(exc)}") from None
         self._writer.write_table(table)
 
     def _close_writer(self):
