@@ -136,7 +136,12 @@ class GradientBoostingClassifier(_Mixin, _Base):
         Minimum improvement of the validation loss for early stopping.
     warm_start : bool, default=False
         Add trees to the fitted model instead of starting again when ``fit`` is
-        called with a larger ``n_estimators``.
+        called with a larger ``n_estimators``. On the same data, fitting 50 trees and
+        warm-starting to 100 gives bit-identical trees to fitting 100 at once, also
+        with ``subsample < 1``, ``max_features`` and early stopping: iteration m draws
+        from a stream seeded by (seed, m), and the seed of the first fit is kept
+        (with ``random_state=None`` too; a model loaded from a file derives it from
+        ``random_state`` again).
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied with ``sample_weight``.
 
@@ -151,10 +156,13 @@ class GradientBoostingClassifier(_Mixin, _Base):
         Number of trees kept.
     train_score_ : ndarray of shape (n_estimators_,)
         Weighted training log-loss (in-bag rows) after each iteration.
-    validation_score_ : ndarray
-        Validation log-loss after each iteration (when early stopping is used).
+    validation_score_ : ndarray of shape (n_iterations,)
+        Weighted validation log-loss after each iteration run (when there is
+        validation data: ``eval_set`` or ``n_iter_no_change``), including the
+        iterations after ``best_iteration_`` that early stopping discarded.
     best_iteration_ : int or None
-        Number of trees at the best validation loss (early stopping), else None.
+        With early stopping, the number of trees kept: the iteration of the last
+        improvement of the validation loss by more than ``tol``. Else None.
     init_raw_ : float
         F0.
     feature_importances_ : ndarray of shape (n_features_in_,)
@@ -280,7 +288,8 @@ class GradientBoostingClassifier(_Mixin, _Base):
             Non-negative finite weights, not all zero.
         eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), default=None
             Validation data for early stopping and ``validation_score_``; replaces the
-            internal ``validation_fraction`` split.
+            internal ``validation_fraction`` split. ``class_weight`` applies to these
+            rows too.
 
         Returns
         -------
@@ -292,10 +301,13 @@ class GradientBoostingClassifier(_Mixin, _Base):
         classes, y01 = check_target(y, n_samples)
         w = check_sample_weight(sample_weight, n_samples)
         p = self._validate_params(n_samples, n_features)
-        w = self._apply_class_weight(classes, y01, w)
+        w, class_factors = self._apply_class_weight(classes, y01, w)
 
         if self.warm_start and self._is_fitted():
-            if n_features != self.n_features_in_ or not np.array_equal(classes, self.classes_):
+            old_names = getattr(self, "feature_names_in_", None)
+            if (n_features != self.n_features_in_ or not np.array_equal(classes, self.classes_)
+                    or (names is not None and old_names is not None
+                        and not np.array_equal(names, old_names))):
                 raise ValueError(
                     "warm_start: X and y must have the features and classes of the first fit"
                 )
@@ -315,13 +327,19 @@ class GradientBoostingClassifier(_Mixin, _Base):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
 
-        rng_seed = _seed_from(self.random_state)
+        # One seed per model: a warm start goes on with the seed of the first fit, and
+        # each iteration draws from its own stream (seed, iteration), so adding trees
+        # later gives the trees a single fit would have grown.
+        rng_seed = getattr(self, "_rng_seed", None)
+        if rng_seed is None:
+            rng_seed = _seed_from(self.random_state)
+        self._rng_seed = rng_seed
         rng = np.random.default_rng(rng_seed)
 
         # Early-stopping data: an explicit eval_set, or a stratified hold-out.
         X_val = y_val = w_val = None
         if eval_set is not None:
-            X_val, y_val, w_val = self._check_eval_set(eval_set, n_features)
+            X_val, y_val, w_val = self._check_eval_set(eval_set, n_features, class_factors)
         elif p["n_iter_no_change"] is not None:
             train_idx, val_idx = _stratified_split(y01, p["validation_fraction"], rng)
             X_val = np.ascontiguousarray(Xa[val_idx])
@@ -334,13 +352,14 @@ class GradientBoostingClassifier(_Mixin, _Base):
             if w is not None and not (w > 0).any():
                 raise ValueError("the training part after the validation split has zero weight")
 
-        self._fit_boosting(Xa, y01, w, p, rng, X_val, y_val, w_val)
+        self._fit_boosting(Xa, y01, w, p, rng_seed, X_val, y_val, w_val)
         return self
 
     def _apply_class_weight(self, classes, y01, w):
+        """(w x class weight of each row, per-class factors or None)."""
         cw = self.class_weight
         if cw is None:
-            return w
+            return w, None
         base = np.ones_like(y01) if w is None else w
         if cw == "balanced":
             counts = np.bincount(y01.astype(np.intp), minlength=2).astype(np.float64)
@@ -355,12 +374,13 @@ class GradientBoostingClassifier(_Mixin, _Base):
         out = base * per_class[y01.astype(np.intp)]
         if not (out > 0).any():
             raise ValueError("sample_weight x class_weight is zero for every sample")
-        return np.ascontiguousarray(out)
+        return np.ascontiguousarray(out), per_class
 
-    def _check_eval_set(self, eval_set, n_features):
+    def _check_eval_set(self, eval_set, n_features, class_factors=None):
         if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
             raise ValueError("eval_set must be a tuple (X_val, y_val) or (X_val, y_val, w_val)")
-        Xv = check_features(eval_set[0], "eval_set X", dtype=np.float32, order="C")
+        Xv = check_features(self._align_columns(eval_set[0], "eval_set X"), "eval_set X",
+                            dtype=np.float32, order="C")
         if Xv.shape[1] != n_features:
             raise ValueError(
                 f"eval_set X has {Xv.shape[1]} features, but X has {n_features}"
@@ -375,12 +395,19 @@ class GradientBoostingClassifier(_Mixin, _Base):
         wv = None
         if len(eval_set) == 3 and eval_set[2] is not None:
             wv = check_sample_weight(eval_set[2], Xv.shape[0])
+        if class_factors is not None:
+            # The class weights apply to the validation rows too (as to the hold-out of
+            # validation_fraction): the validation loss is the loss being minimised.
+            wv = (1.0 if wv is None else wv) * class_factors[yv01.astype(np.intp)]
+            if not (wv > 0).any():
+                raise ValueError("eval_set: sample_weight x class_weight is zero for every sample")
+            wv = np.ascontiguousarray(wv, dtype=np.float64)
         return Xv, yv01, wv
 
     def _reset_model(self):
         for attr in ("_nodes", "_tree_offsets", "_predictor_cache", "train_score_",
                      "validation_score_", "best_iteration_", "init_raw_", "n_estimators_",
-                     "_fit_state"):
+                     "_fit_state", "_rng_seed"):
             if hasattr(self, attr):
                 delattr(self, attr)
 
@@ -397,7 +424,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
             return 0.0
         return float(np.log(pos / neg))
 
-    def _fit_boosting(self, X, y, w, p, rng, X_val, y_val, w_val):
+    def _fit_boosting(self, X, y, w, p, rng_seed, X_val, y_val, w_val):
         n_samples, n_features = X.shape
         n_threads = p["n_threads"]
         order = np.empty((n_features, n_samples), dtype=np.int32)
@@ -409,7 +436,8 @@ class GradientBoostingClassifier(_Mixin, _Base):
             -1 if p["max_depth"] is None else p["max_depth"],
             p["min_samples_split"], p["min_samples_leaf"],
             p["min_weight_fraction_leaf"] * (float(n_samples) if w is None else float(w.sum())),
-            p["max_features"], n_threads, w is None or bool((w > 0).all()),
+            p["max_features"], n_threads,
+            w is None or bool((w > 0).all() and (w.astype(np.float32) == w).all()),
         )
 
         warm = self._is_fitted()
@@ -418,11 +446,10 @@ class GradientBoostingClassifier(_Mixin, _Base):
             raw = self._raw_scores(np.ascontiguousarray(X), n_threads)
             trees = _split_trees(self._nodes, self._tree_offsets)
             train_score = list(self.train_score_)
-            val_score = list(getattr(self, "validation_score_", []))
         else:
             init_raw = self._initial_raw(y, w)
             raw = np.full(n_samples, init_raw, dtype=np.float64)
-            trees, train_score, val_score = [], [], []
+            trees, train_score = [], []
         self.init_raw_ = init_raw
         prob = np.empty(n_samples, dtype=np.float64)
         residual = np.empty(n_samples, dtype=np.float64)
@@ -430,20 +457,35 @@ class GradientBoostingClassifier(_Mixin, _Base):
         _leaves.init_state(y, w, raw, prob, residual, row_stats)
 
         raw_val = None
+        val_score = []
         if X_val is not None:
             raw_val = np.full(X_val.shape[0], init_raw, dtype=np.float64)
             if warm:
-                raw_val = self._raw_scores(X_val, n_threads)
+                # The validation loss of each tree already fitted, on this validation
+                # set (the same additions as in a single fit), so that validation_score_
+                # stays aligned with the trees and early stopping resumes its state.
+                pred = self._predictor()
+                for t in range(len(trees)):
+                    pred.predict_raw(X_val, raw_val, t, t + 1, n_threads)
+                    val_score.append(_leaves.weighted_log_loss(y_val, raw_val, w_val))
         best_loss, best_n, since_best = np.inf, len(trees), 0
-        if val_score:
-            best_n = int(np.argmin(val_score)) + 1
-            best_loss = val_score[best_n - 1]
+        for i, vloss in enumerate(val_score):
+            if vloss + p["tol"] < best_loss:
+                best_loss, best_n, since_best = vloss, i + 1, 0
+            else:
+                since_best += 1
         lr = p["learning_rate"]
         n_inbag = max(1, int(p["subsample"] * n_samples))
         start = time.perf_counter()
         if p["verbose"]:
             print(f"{'Iter':>6} {'Train Loss':>12} {'Valid Loss':>12} {'Elapsed':>10}")
         for m in range(len(trees), p["n_estimators"]):
+            if (p["n_iter_no_change"] is not None and raw_val is not None
+                    and since_best >= p["n_iter_no_change"]):
+                break
+            # Iteration m draws from its own stream: the same whether the model is
+            # fitted at once or grown by warm starts.
+            rng = np.random.default_rng([rng_seed, m])
             mask = None
             if p["subsample"] < 1.0:
                 mask = np.zeros(n_samples, dtype=np.uint8)
@@ -471,9 +513,6 @@ class GradientBoostingClassifier(_Mixin, _Base):
             if p["verbose"]:
                 print(f"{m + 1:>6} {loss:12.4f} {msg_val or '':>12} "
                       f"{time.perf_counter() - start:9.2f}s", flush=True)
-            if (p["n_iter_no_change"] is not None and raw_val is not None
-                    and since_best >= p["n_iter_no_change"]):
-                break
         if raw_val is not None and p["n_iter_no_change"] is not None:
             # Keep the best iteration.
             trees = trees[:best_n]
@@ -512,20 +551,27 @@ class GradientBoostingClassifier(_Mixin, _Base):
                 "with appropriate arguments before using this estimator."
             )
 
-    def _check_predict_X(self, X):
-        self._check_fitted()
+    def _align_columns(self, X, what="X"):
+        """A DataFrame with the fitted feature names, in another order: reordered by
+        name; missing, unknown or repeated names: ValueError. Anything else as is."""
         names = getattr(self, "feature_names_in_", None)
         given = feature_names_of(X)
-        if names is not None and given is not None:
-            if not np.array_equal(given, names):
-                missing = [n for n in names if n not in set(given)]
-                if missing:
-                    raise ValueError(
-                        f"X is missing feature(s) seen at fit time: {missing[:10]!r}"
-                    )
-                X = X[list(names)]  # same columns in another order: reorder by name
-        elif names is None and given is not None and hasattr(self, "_warn_names"):
-            pass
+        if names is None or given is None or np.array_equal(given, names):
+            return X
+        known, seen = set(names), set(given)
+        missing = [n for n in names if n not in seen]
+        if missing:
+            raise ValueError(f"{what} is missing feature(s) seen at fit time: {missing[:10]!r}")
+        unknown = [n for n in given if n not in known]
+        if unknown:
+            raise ValueError(f"{what} has feature(s) not seen at fit time: {unknown[:10]!r}")
+        if len(seen) != len(given):
+            raise ValueError(f"{what} has repeated column names")
+        return X[list(names)]  # same columns in another order: reorder by name
+
+    def _check_predict_X(self, X):
+        self._check_fitted()
+        X = self._align_columns(X)
         Xa = check_features(X, "X", dtype=np.float32, order="C")
         if Xa.shape[1] != self.n_features_in_:
             raise ValueError(
