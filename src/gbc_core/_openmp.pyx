@@ -35,8 +35,19 @@ def effective_n_threads(n_jobs):
     value is used as given; a negative value counts back from the number of CPUs as in
     joblib (``-1`` is all CPUs). Without OpenMP the result is always 1.
     """
-    if n_jobs is not None and (isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs == 0):
-        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+    if n_jobs is not None:
+        try:
+            valid = not isinstance(n_jobs, bool) and int(n_jobs) == n_jobs and n_jobs != 0
+        except (TypeError, ValueError, OverflowError):  # "2", NaN, inf, [1], ...
+            valid = False
+        if not valid:
+            raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+        # Thousands of OpenMP threads exhaust the process/thread limits and crash
+        # the runtime (a segfault, not an exception); the model loader uses the
+        # same limit.
+        limit = max(1024, os.cpu_count() or 1)
+        if abs(int(n_jobs)) > limit:
+            raise ValueError(f"n_jobs={n_jobs!r} is too large: |n_jobs| must be <= {limit}")
     if not GBC_CORE_OPENMP_ENABLED:
         return 1
     if n_jobs is None:
