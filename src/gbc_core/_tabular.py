@@ -132,7 +132,7 @@ class Chunk:
 
 
 def _arrow_to_float(col, name, pa, pc):
-    """A numeric/boolean pyarrow column as float64 NumPy (nulls -> NaN)."""
+    """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN)."""
     t = col.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_null(t) or pa.types.is_decimal(t)):
@@ -140,19 +140,22 @@ def _arrow_to_float(col, name, pa, pc):
             f"feature column {name!r} is not numeric (type {t}); every feature must be a "
             f"number (drop it with --drop {name})"
         )
-    if not pa.types.is_float64(t):
+    if not (pa.types.is_float64(t) or pa.types.is_float32(t)):
         col = pc.cast(col, pa.float64())
     if col.null_count:
         col = pc.fill_null(col, float("nan"))
-    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+    # float32 stays float32 (exact); float64 is rounded to float32 by the caller, as
+    # the estimator does for in-memory arrays.
+    return col.to_numpy(zero_copy_only=False)
 
 
 def _features_from_arrow(batch, names, pa, pc):
-    n = batch.num_rows
-    X = np.empty((n, len(names)), dtype=np.float32)
+    # Fill feature-major, then one transposing copy: much faster than strided
+    # column writes into a row-major array.
+    cols = np.empty((len(names), batch.num_rows), dtype=np.float32)
     for j, name in enumerate(names):
-        X[:, j] = _arrow_to_float(batch.column(name), name, pa, pc)
-    return X
+        cols[j] = _arrow_to_float(batch.column(name), name, pa, pc)
+    return np.ascontiguousarray(cols.T)
 
 
 _CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
