@@ -329,11 +329,13 @@ class GradientBoostingClassifier(_Mixin, _Base):
 
         # One seed per model: a warm start goes on with the seed of the first fit, and
         # each iteration draws from its own stream (seed, iteration), so adding trees
-        # later gives the trees a single fit would have grown.
+        # later gives the trees a single fit would have grown. An integer random_state
+        # is the seed; any other is drawn from once and the seed kept.
         rng_seed = getattr(self, "_rng_seed", None)
         if rng_seed is None:
             rng_seed = _seed_from(self.random_state)
-        self._rng_seed = rng_seed
+            if not isinstance(self.random_state, numbers.Integral):
+                self._rng_seed = rng_seed
         rng = np.random.default_rng(rng_seed)
 
         # Early-stopping data: an explicit eval_set, or a stratified hold-out.
@@ -552,21 +554,21 @@ class GradientBoostingClassifier(_Mixin, _Base):
             )
 
     def _align_columns(self, X, what="X"):
-        """A DataFrame with the fitted feature names, in another order: reordered by
-        name; missing, unknown or repeated names: ValueError. Anything else as is."""
+        """A DataFrame of a model fitted with feature names: its columns selected by
+        name (any order, other columns ignored); a missing or repeated feature name is
+        a ValueError. Anything else as is."""
         names = getattr(self, "feature_names_in_", None)
         given = feature_names_of(X)
         if names is None or given is None or np.array_equal(given, names):
             return X
-        known, seen = set(names), set(given)
+        seen = set(given)
         missing = [n for n in names if n not in seen]
         if missing:
             raise ValueError(f"{what} is missing feature(s) seen at fit time: {missing[:10]!r}")
-        unknown = [n for n in given if n not in known]
-        if unknown:
-            raise ValueError(f"{what} has feature(s) not seen at fit time: {unknown[:10]!r}")
-        if len(seen) != len(given):
-            raise ValueError(f"{what} has repeated column names")
+        known = set(names)
+        repeated = sorted({n for n in given if n in known and list(given).count(n) > 1})
+        if repeated:
+            raise ValueError(f"{what} has repeated feature column(s): {repeated[:10]!r}")
         return X[list(names)]  # same columns in another order: reorder by name
 
     def _check_predict_X(self, X):

@@ -20,6 +20,18 @@ def feature_names_of(X):
     return None
 
 
+def _polars_to_numpy(X, name):
+    """A polars DataFrame of numeric or boolean columns as float64, null as NaN."""
+    import polars as pl
+
+    bad = [c for c, dt in X.schema.items() if not (dt.is_numeric() or dt == pl.Boolean)]
+    if bad:
+        raise ValueError(
+            f"{name} has non-numeric columns; every feature must be numeric: {bad[:10]!r}"
+        )
+    return X.cast(pl.Float64).to_numpy()
+
+
 def _to_numpy(X, name):
     if _is_sparse(X):
         raise TypeError(
@@ -27,7 +39,9 @@ def _to_numpy(X, name):
             f"pass a dense array (e.g. {name}.toarray())"
         )
     if hasattr(X, "to_numpy") and hasattr(X, "columns"):
-        # pandas / polars DataFrame: avoid object arrays for numeric columns.
+        if type(X).__module__.split(".")[0] == "polars":
+            return _polars_to_numpy(X, name)
+        # pandas DataFrame: avoid object arrays for numeric columns.
         try:
             return X.to_numpy(dtype=np.float64)
         except (TypeError, ValueError) as exc:
