@@ -22,6 +22,7 @@ from ._validation import (
     check_sample_weight,
     check_target,
     feature_names_of,
+    scale_weights,
 )
 
 try:  # scikit-learn is optional: use its base classes when it is installed.
@@ -373,6 +374,9 @@ class GradientBoostingClassifier(_Mixin, _Base):
             per_class = np.array([float(cw.get(c, 1.0)) for c in classes.tolist()])
             if not np.isfinite(per_class).all() or (per_class < 0).any():
                 raise ValueError("class_weight values must be finite and >= 0")
+        # Powers of two (exact: the model does not depend on the scale of the weights)
+        # keep the product finite for any finite weights.
+        base, per_class = scale_weights(base), scale_weights(per_class)
         out = base * per_class[y01.astype(np.intp)]
         if not (out > 0).any():
             raise ValueError("sample_weight x class_weight is zero for every sample")
@@ -400,7 +404,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
         if class_factors is not None:
             # The class weights apply to the validation rows too (as to the hold-out of
             # validation_fraction): the validation loss is the loss being minimised.
-            wv = (1.0 if wv is None else wv) * class_factors[yv01.astype(np.intp)]
+            wv = (1.0 if wv is None else scale_weights(wv)) * class_factors[yv01.astype(np.intp)]
             if not (wv > 0).any():
                 raise ValueError("eval_set: sample_weight x class_weight is zero for every sample")
             wv = np.ascontiguousarray(wv, dtype=np.float64)
@@ -429,6 +433,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
     def _fit_boosting(self, X, y, w, p, rng_seed, X_val, y_val, w_val):
         n_samples, n_features = X.shape
         n_threads = p["n_threads"]
+        w, w_val = scale_weights(w), scale_weights(w_val)
         order = np.empty((n_features, n_samples), dtype=np.int32)
         sorted_values = np.empty((n_features, n_samples), dtype=np.float32)
         n_nonmissing = np.empty(n_features, dtype=np.int64)
@@ -477,6 +482,10 @@ class GradientBoostingClassifier(_Mixin, _Base):
             else:
                 since_best += 1
         lr = p["learning_rate"]
+        # |F(x)| <= |F0| + the sum over the trees of eta x the tree's largest |leaf
+        # value|, for any x. Kept under RAW_SCORE_LIMIT, no raw score can overflow (an
+        # inf - inf would be a NaN probability).
+        raw_bound = abs(init_raw) + sum(lr * float(np.abs(t["value"]).max()) for t in trees)
         n_inbag = max(1, int(p["subsample"] * n_samples))
         start = time.perf_counter()
         if p["verbose"]:
@@ -499,6 +508,13 @@ class GradientBoostingClassifier(_Mixin, _Base):
                 nodes, grower.node_of_row, mask, y, w, lr, raw, prob, residual,
                 row_stats, n_threads,
             )
+            raw_bound += lr * float(np.abs(nodes["value"]).max())
+            if not raw_bound <= _model_io.RAW_SCORE_LIMIT:
+                raise ValueError(
+                    f"learning_rate={lr!r} is too large for this data: after {m + 1} "
+                    f"tree(s) the raw scores F(x) could exceed {_model_io.RAW_SCORE_LIMIT:.0e} "
+                    "and overflow; use a smaller learning_rate"
+                )
             trees.append(nodes)
             train_score.append(loss)
             msg_val = ""

@@ -63,6 +63,10 @@ NODE_COLUMNS = (
 _ARRAY_DTYPES = {"tree_offsets": "<i8", "train_score": "<f8", "validation_score": "<f8"}
 _ARRAY_DTYPES.update({"nodes." + name: dt for name, dt in NODE_COLUMNS})
 _OPTIONAL_ARRAYS = {"validation_score"}
+#: A model keeps |F0| + sum over trees of learning_rate x max |leaf value| at most
+#: this (the trainer refuses to go further, the loader refuses such files), so that
+#: no raw score can overflow to infinity.
+RAW_SCORE_LIMIT = 1e300
 
 # Attributes a fitted model keeps in the format (the rest of ``__dict__`` is params
 # and, for pickling only, anything else a user or a later version attached).
@@ -761,6 +765,15 @@ def model_from_bytes(data, cls=None):
                   f"{n_nodes}")
         cols[name] = col
     validate_trees(cols, offsets, n_features)
+    if n_trees:
+        # The bound of |F(x)| over every x the trainer keeps (an overflowing raw
+        # score would make inf - inf = NaN probabilities).
+        with np.errstate(over="ignore"):
+            per_tree = np.maximum.reduceat(np.abs(cols["value"]), offsets[:-1])
+            bound = abs(init_raw) + learning_rate * float(np.sum(per_tree))
+        if not bound <= RAW_SCORE_LIMIT:
+            _fail(f"the raw scores can overflow: |init_raw| + learning_rate x the largest "
+                  f"|leaf value| of each tree is {bound!r} > {RAW_SCORE_LIMIT:.0e}")
 
     model = cls()
     try:

@@ -107,7 +107,10 @@ def check_target(y, n_samples):
         )
     if _is_sparse(y):
         raise TypeError("y is a sparse matrix; pass a 1-D array of labels")
-    y = np.asarray(y)
+    try:
+        y = np.asarray(y)
+    except (TypeError, ValueError) as exc:  # ragged lists and alike
+        raise ValueError(f"y cannot be converted to a 1-D array of labels: {exc}") from None
     if y.ndim == 2 and y.shape[1] == 1:
         import warnings
 
@@ -182,6 +185,31 @@ def check_sample_weight(sample_weight, n_samples):
     if not (w > 0).any():
         raise ValueError("sample_weight is zero for every sample; at least one must be > 0")
     return w
+
+
+#: Weights whose largest value lies outside [2**-64, 2**64] are rescaled (see below).
+WEIGHT_RANGE = (2.0 ** -64, 2.0 ** 64)
+
+
+def scale_weights(w):
+    """``w`` times the power of two that brings its largest value into [0.5, 1), when
+    that value lies outside ``WEIGHT_RANGE``; else ``w`` itself (None: None).
+
+    The kernels add weights and multiply sums of weights (the split gain is of the
+    order of the total weight to the fourth power): huge weights overflow to inf/NaN
+    gains and leaf values, tiny ones put every Newton denominator under its 1e-150
+    guard so that no tree learns anything. Scaling by a power of two is exact, so the
+    model is the one of the unscaled weights (leaf values, splits and scores are
+    invariant to the scale of the weights); only the ``weighted_n`` and
+    ``improvement`` node statistics carry the factor.
+    """
+    if w is None:
+        return None
+    top = float(np.max(w))
+    if WEIGHT_RANGE[0] <= top <= WEIGHT_RANGE[1] or not np.isfinite(top) or top <= 0:
+        return w
+    exponent = np.frexp(top)[1]
+    return np.ascontiguousarray(np.ldexp(w, -exponent))
 
 
 try:  # use scikit-learn's warning class when it is installed, so its checks see it
