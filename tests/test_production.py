@@ -233,9 +233,10 @@ def test_infinities_are_ordinary_values():
 
 
 def test_minus_infinity_splits_save_and_load():
-    """Known kernel bug, fails until the split search is fixed: a split whose left side is only -inf gets the
-    threshold -inf, which the model format rejects ("finite or +inf"): to_bytes fails.
-    The threshold should be finite, e.g. -DBL_MAX (x <= -DBL_MAX only for -inf)."""
+    """Known kernel bug, fails until the split search is fixed: a split whose left
+    side is only -inf gets the threshold -inf, which the model format rejects ("finite
+    or +inf"): to_bytes fails. The threshold should be finite, e.g. -DBL_MAX
+    (x <= -DBL_MAX only for -inf)."""
     rng = np.random.default_rng(4)
     n = 300
     x = rng.normal(size=n)
@@ -250,8 +251,9 @@ def test_minus_infinity_splits_save_and_load():
 
 
 def test_feature_of_only_minus_and_plus_infinity():
-    """Known kernel bug, fails until the split search is fixed: a node whose split feature has only the values
-    -inf and +inf gets the midpoint -inf/2 + inf/2 = NaN as threshold. Training then
+    """Known kernel bug, fails until the split search is fixed: a node whose split
+    feature has only the values -inf and +inf gets the midpoint -inf/2 + inf/2 = NaN
+    as threshold. Training then
     sends every row right (x <= NaN is false) while the predictor sends every row
     left (x > NaN is false): the split is useless and predictions disagree with the
     training scores."""
