@@ -129,6 +129,8 @@ def check_target(y, n_samples):
         )
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity; every label must be a finite value")
+    if y.dtype.kind in "mM" and np.isnat(y).any():
+        raise ValueError("y contains NaT (a missing label); every sample needs a label")
     if y.dtype.kind == "c":
         raise ValueError("y has complex values; labels must be numbers, strings or bools")
     if y.dtype.kind == "O":
