@@ -167,8 +167,16 @@ cdef class Predictor:
         cdef const node_t* tree
         cdef float32_t x
         cdef bint go_right
-        cdef intp_t u
+        cdef intp_t u, f
         cdef intp_t lane[8]
+        cdef const float32_t* row_ptr[8]
+        cdef bint block_has_nan = False
+        # Most blocks hold no missing value: they take a path with one comparison
+        # per level.
+        for i in range(row_start, row_stop):
+            for f in range(X.shape[1]):
+                if X[i, f] != X[i, f]:
+                    block_has_nan = True
         for t in range(tree_start, tree_stop):
             depth = self.depth[t]
             if depth <= MAX_DEPTH_COMPLETE:
@@ -180,6 +188,17 @@ cdef class Predictor:
                 i = row_start
                 # Eight rows descend side by side: eight independent chains of loads
                 # keep the core busy while each waits for its feature value.
+                while not block_has_nan and i + LANES <= row_stop:
+                    for u in range(LANES):
+                        lane[u] = 0
+                        row_ptr[u] = &X[i + u, 0]
+                    for level in range(depth):
+                        for u in range(LANES):
+                            j = lane[u]
+                            lane[u] = 2 * j + 1 + (row_ptr[u][feature[j]] > threshold[j])
+                    for u in range(LANES):
+                        out[i + u] += leaf[lane[u] - base]
+                    i += LANES
                 while i + LANES <= row_stop:
                     for u in range(LANES):
                         lane[u] = 0

@@ -20,6 +20,7 @@ W times the decrease of the weighted squared error, so it ranks splits identical
 """
 cimport cython
 from cython.parallel cimport prange, threadid
+from libc.float cimport DBL_MAX
 from libc.math cimport INFINITY, isinf, nextafterf
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset
@@ -200,8 +201,15 @@ cdef inline void _consider(
 
 
 cdef inline float64_t _midpoint(float32_t lo, float32_t hi) noexcept nogil:
-    """Threshold between two consecutive distinct values, as scikit-learn computes it."""
-    cdef float64_t t = lo / 2.0 + hi / 2.0
+    """Threshold between two consecutive distinct values, as scikit-learn computes it.
+
+    With lo = -inf (an ordinary value here) the threshold is -DBL_MAX: only -inf goes
+    left, and the threshold stays finite.
+    """
+    cdef float64_t t
+    if isinf(lo):
+        return -DBL_MAX
+    t = lo / 2.0 + hi / 2.0
     if t == hi or isinf(t):
         t = lo
     return t
