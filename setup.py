@@ -79,6 +79,9 @@ def build_extensions():
             "program; install an OpenMP runtime (libgomp / libomp) or unset the variable."
         )
     compile_args, link_args = openmp if openmp is not None else ([], [])
+    print("gbc-core: OpenMP "
+          + (f"on ({' '.join(compile_args + link_args)})" if openmp else "off: sequential kernels"),
+          file=sys.stderr)
     if sys.platform != "win32":
         compile_args = compile_args + ["-O3"]
         if debug:
