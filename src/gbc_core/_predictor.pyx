@@ -68,6 +68,21 @@ cdef void _fill_complete(
                    feature, threshold, missing_left, leaf_value, scaled_value)
 
 
+cdef inline intp_t _leaf_of(const node_t* tree, const float32_t* row) noexcept nogil:
+    """Node index of the leaf a row reaches in a tree stored as plain nodes."""
+    cdef intp_t j = 0
+    cdef float32_t x
+    cdef bint go_right
+    while tree[j].feature >= 0:
+        x = row[tree[j].feature]
+        if x != x:
+            go_right = not tree[j].missing_go_left
+        else:
+            go_right = x > tree[j].threshold32
+        j = tree[j].right if go_right else tree[j].left
+    return j
+
+
 @cython.final
 cdef class Predictor:
     """Flat, read-only form of an ensemble for fast batch prediction.
@@ -222,14 +237,7 @@ cdef class Predictor:
             else:
                 tree = &self.nodes[self.tree_offsets[t]]
                 for i in range(row_start, row_stop):
-                    j = 0
-                    while tree[j].feature >= 0:
-                        x = X[i, tree[j].feature]
-                        if x != x:
-                            go_right = not tree[j].missing_go_left
-                        else:
-                            go_right = x > tree[j].threshold32
-                        j = tree[j].right if go_right else tree[j].left
+                    j = _leaf_of(tree, &X[i, 0])
                     out[i] += self.scaled_value[self.tree_offsets[t] + j]
 
     def apply(self, const float32_t[:, ::1] X):
@@ -237,20 +245,11 @@ cdef class Predictor:
         cdef intp_t n = X.shape[0], t, i, j
         leaves = np.zeros((n, self.n_trees), dtype=np.int32)
         cdef int32_t[:, ::1] out = leaves
-        cdef const node_t* tree
-        cdef float32_t x
-        cdef bint go_right
+        if X.shape[1] != self.n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the model expects {self.n_features}")
         with nogil:
             for t in range(self.n_trees):
-                tree = &self.nodes[self.tree_offsets[t]]
                 for i in range(n):
-                    j = 0
-                    while tree[j].feature >= 0:
-                        x = X[i, tree[j].feature]
-                        if x != x:
-                            go_right = not tree[j].missing_go_left
-                        else:
-                            go_right = x > tree[j].threshold32
-                        j = tree[j].right if go_right else tree[j].left
-                    out[i, t] = <int32_t>j
+                    out[i, t] = <int32_t>_leaf_of(&self.nodes[self.tree_offsets[t]], &X[i, 0])
         return leaves

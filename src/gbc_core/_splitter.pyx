@@ -343,6 +343,14 @@ cdef inline void _scan_root(
     st.last_value = last
 
 
+cdef void* _grow(void* buffer, intp_t count, size_t item_size, str what) except NULL:
+    """realloc ``buffer`` to ``count`` items, or raise MemoryError naming ``what``."""
+    cdef void* p = realloc(buffer, max(count, 1) * item_size)
+    if p == NULL:
+        raise MemoryError(f"cannot allocate {count} {what} ({count * item_size} bytes)")
+    return p
+
+
 @cython.final
 cdef class TreeGrower:
     """Grow regression trees on pre-sorted features, reusing its buffers across trees.
@@ -445,51 +453,29 @@ cdef class TreeGrower:
         free(self.partial)
 
     cdef int _reserve_partial(self, intp_t capacity) except -1:
-        cdef float64_t* p
-        if capacity <= self.partial_capacity:
-            return 0
-        p = <float64_t*>realloc(self.partial, capacity * sizeof(float64_t))
-        if p == NULL:
-            raise MemoryError(f"cannot allocate {capacity} partial sums")
-        self.partial = p
-        self.partial_capacity = capacity
+        if capacity > self.partial_capacity:
+            self.partial = <float64_t*>_grow(self.partial, capacity, sizeof(float64_t),
+                                             "partial sums")
+            self.partial_capacity = capacity
         return 0
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
-        cdef node_t* p
-        if capacity <= self.node_capacity:
-            return 0
-        p = <node_t*>realloc(self.nodes, capacity * sizeof(node_t))
-        if p == NULL:
-            raise MemoryError(f"cannot allocate a tree of {capacity} nodes")
-        self.nodes = p
-        self.node_capacity = capacity
+        if capacity > self.node_capacity:
+            self.nodes = <node_t*>_grow(self.nodes, capacity, sizeof(node_t), "tree nodes")
+            self.node_capacity = capacity
         return 0
 
     cdef int _reserve_slots(self, intp_t capacity) except -1:
-        cdef slot_t* s
-        cdef scan_t* sc
-        cdef split_t* tb
-        cdef uint8_t* al
         if capacity <= self.slot_capacity:
             return 0
-        s = <slot_t*>realloc(self.slots, 2 * capacity * sizeof(slot_t))
-        if s == NULL:
-            raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
-        self.slots = s
-        sc = <scan_t*>realloc(self.scan, self.n_threads * capacity * sizeof(scan_t))
-        if sc == NULL:
-            raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
-        self.scan = sc
-        tb = <split_t*>realloc(self.thread_best, self.n_threads * capacity * sizeof(split_t))
-        if tb == NULL:
-            raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
-        self.thread_best = tb
+        self.slots = <slot_t*>_grow(self.slots, 2 * capacity, sizeof(slot_t), "split buffers")
+        self.scan = <scan_t*>_grow(self.scan, self.n_threads * capacity, sizeof(scan_t),
+                                   "split buffers")
+        self.thread_best = <split_t*>_grow(self.thread_best, self.n_threads * capacity,
+                                           sizeof(split_t), "split buffers")
         if self.max_features < self.n_features:
-            al = <uint8_t*>realloc(self.allowed, capacity * self.n_features * sizeof(uint8_t))
-            if al == NULL:
-                raise MemoryError(f"cannot allocate split buffers for {capacity} nodes")
-            self.allowed = al
+            self.allowed = <uint8_t*>_grow(self.allowed, capacity * self.n_features,
+                                           sizeof(uint8_t), "feature draws")
         self.slot_capacity = capacity
         return 0
 
