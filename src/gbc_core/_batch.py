@@ -230,6 +230,8 @@ def run_train(args):
         if args.target and args.target != LIBSVM_LABEL:
             raise DataError(f"LIBSVM data has no column {args.target!r}: the target is the "
                             f"label (omit --target or pass --target {LIBSVM_LABEL})")
+        if args.drop:
+            raise DataError("--drop applies to CSV/Parquet data (LIBSVM columns are indices)")
         X, y = _read_training_libsvm(args, args.data, args.n_features)
         names = None
     else:
