@@ -7,6 +7,7 @@ traversal of paper Algorithm 2).
 """
 
 import numbers
+import sys
 import time
 import warnings
 
@@ -25,26 +26,31 @@ from ._validation import (
     scale_weights,
 )
 
-try:  # scikit-learn is optional: use its base classes when it is installed.
-    from sklearn.base import BaseEstimator as _Base
-    from sklearn.base import ClassifierMixin as _Mixin
-
-    _HAVE_SKLEARN = True
-except ImportError:  # pragma: no cover - exercised in the numpy-only install
-    _HAVE_SKLEARN = False
-    from ._base import BaseEstimator as _Base
-    from ._base import ClassifierMixin as _Mixin
+# scikit-learn is not imported here (it is optional, and importing it costs seconds
+# at every start of a batch job): the base classes follow its conventions, and the
+# scikit-learn tags are built only when scikit-learn asks for them.
+from ._base import BaseEstimator as _Base
+from ._base import ClassifierMixin as _Mixin
 
 
 class NotFittedError(ValueError, AttributeError):
     """The estimator is used before ``fit``."""
 
 
-if _HAVE_SKLEARN:  # let scikit-learn's ``check_is_fitted`` callers catch ours too
-    from sklearn.exceptions import NotFittedError as _SkNotFitted
+_not_fitted_for_sklearn = None
 
-    class NotFittedError(_SkNotFitted):  # noqa: F811
-        """The estimator is used before ``fit``."""
+
+def _not_fitted_error_class():
+    """``NotFittedError``, also a scikit-learn ``NotFittedError`` when scikit-learn is
+    loaded (so that its callers catch it); scikit-learn is never imported for this."""
+    global _not_fitted_for_sklearn
+    sk = sys.modules.get("sklearn.exceptions")
+    if sk is None:
+        return NotFittedError
+    if _not_fitted_for_sklearn is None:
+        _not_fitted_for_sklearn = type("NotFittedError", (NotFittedError, sk.NotFittedError),
+                                       {"__module__": __name__})
+    return _not_fitted_for_sklearn
 
 
 def _check_int(name, value, low, allow_none=False):
@@ -564,7 +570,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
 
     def _check_fitted(self):
         if not self._is_fitted():
-            raise NotFittedError(
+            raise _not_fitted_error_class()(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' "
                 "with appropriate arguments before using this estimator."
             )
@@ -715,10 +721,15 @@ class GradientBoostingClassifier(_Mixin, _Base):
         _model_io.set_state(self, state)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.classifier_tags.multi_class = False
-        return tags
+        # Called by scikit-learn (>= 1.6) only, so it is importable here.
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+
+        return Tags(
+            estimator_type="classifier",
+            target_tags=TargetTags(required=True),
+            classifier_tags=ClassifierTags(multi_class=False),
+            input_tags=InputTags(allow_nan=True),
+        )
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"allow_nan": True, "binary_only": True}

@@ -1,6 +1,7 @@
 """Input checks of the Python layer (NumPy only; scikit-learn is not required)."""
 
 import numbers
+import sys
 
 import numpy as np
 
@@ -116,7 +117,7 @@ def check_target(y, n_samples):
 
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; using y.ravel().",
-            DataConversionWarning,
+            _conversion_warning_class(),
             stacklevel=3,
         )
         y = y.ravel()
@@ -214,9 +215,12 @@ def scale_weights(w):
     return np.ascontiguousarray(np.ldexp(w, -exponent))
 
 
-try:  # use scikit-learn's warning class when it is installed, so its checks see it
-    from sklearn.exceptions import DataConversionWarning
-except ImportError:  # pragma: no cover - scikit-learn is optional
+class DataConversionWarning(UserWarning):
+    """A conversion of the input changed its shape or type."""
 
-    class DataConversionWarning(UserWarning):
-        """A conversion of the input changed its shape or type."""
+
+def _conversion_warning_class():
+    """scikit-learn's DataConversionWarning when scikit-learn is already loaded (so its
+    checks recognise it), else ours; scikit-learn is never imported for this."""
+    sk = sys.modules.get("sklearn.exceptions")
+    return getattr(sk, "DataConversionWarning", DataConversionWarning)
