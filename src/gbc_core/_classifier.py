@@ -681,8 +681,11 @@ class GradientBoostingClassifier(_Mixin, _Base):
             per_tree = np.zeros(self.n_features_in_, dtype=np.float64)
             np.add.at(per_tree, inner["feature"], inner["improvement"])
             root_w = tree["weighted_n"][0]
-            total += per_tree / root_w if root_w > 0 else per_tree
+            with np.errstate(over="ignore"):
+                total += per_tree / root_w if root_w > 0 else per_tree
             n_relevant += 1
+        if not np.isfinite(total).all():  # absurd statistics (a hand-edited model file)
+            total = np.isinf(total).astype(np.float64)
         if n_relevant == 0 or total.sum() <= 0:
             return np.zeros(self.n_features_in_, dtype=np.float64)
         return total / total.sum()

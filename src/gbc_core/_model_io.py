@@ -381,6 +381,11 @@ def validate_trees(cols, offsets, n_features):
         if bad.any():
             i = _first(bad)
             _fail(f"{where(i)}: {name} must be finite, got {cols[name][i]!r}")
+    for name in ("improvement", "weighted_n"):  # sums of squares and of weights
+        bad = cols[name] < 0
+        if bad.any():
+            i = _first(bad)
+            _fail(f"{where(i)}: {name} must be >= 0, got {cols[name][i]!r}")
     threshold = cols["threshold"]
     bad = np.isnan(threshold) | (threshold == -np.inf)
     if bad.any():
