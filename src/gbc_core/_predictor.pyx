@@ -125,10 +125,12 @@ cdef class Predictor:
         n_leaf = np.where(complete, n_inner + 1, 0)
         self.inner_offset = np.concatenate([[0], np.cumsum(n_inner)]).astype(np.int64)
         self.leaf_offset = np.concatenate([[0], np.cumsum(n_leaf)]).astype(np.int64)
-        self.c_feature = np.zeros(max(1, self.inner_offset[self.n_trees]), dtype=np.int32)
-        self.c_threshold = np.zeros(max(1, self.inner_offset[self.n_trees]), dtype=np.float32)
-        self.c_missing_left = np.zeros(max(1, self.inner_offset[self.n_trees]), dtype=np.uint8)
-        self.c_leaf = np.zeros(max(1, self.leaf_offset[self.n_trees]), dtype=np.float64)
+        # One spare entry: a trailing tree with no inner node (or no complete layout)
+        # takes &c_*[total], which must be a valid index for the bounds-checked build.
+        self.c_feature = np.zeros(self.inner_offset[self.n_trees] + 1, dtype=np.int32)
+        self.c_threshold = np.zeros(self.inner_offset[self.n_trees] + 1, dtype=np.float32)
+        self.c_missing_left = np.zeros(self.inner_offset[self.n_trees] + 1, dtype=np.uint8)
+        self.c_leaf = np.zeros(self.leaf_offset[self.n_trees] + 1, dtype=np.float64)
         cdef intp_t t
         for t in range(self.n_trees):
             if self.depth[t] <= MAX_COMPLETE_DEPTH:
