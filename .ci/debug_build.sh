@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Debug build: the extension modules compiled with Cython's bounds checks,
+# wrap-around and initialised-memoryview checks on (GBC_CORE_DEBUG=1, see setup.py),
+# installed as a wheel into a temporary directory, and the kernel-heavy part of the
+# test suite run against that installed copy from outside the source tree. An
+# out-of-bounds index in a kernel then raises IndexError (or, inside a `noexcept`
+# nogil function, reports it through sys.unraisablehook, which pytest turns into an
+# error with -W error::pytest.PytestUnraisableExceptionWarning) instead of silently
+# reading or corrupting memory.
+#
+# Usage: bash .ci/debug_build.sh [extra pytest args]   (from anywhere; needs a C compiler)
+# Uses the active Python (${PYTHON:-python}) and its installed test dependencies
+# (.ci/run's virtual environment: the `test` extra); the wheel is built in an
+# isolated build environment, installed with --target into the work directory and
+# put first on PYTHONPATH, and the script checks that the tests import it.
+#
+# What runs: tests/ minus test_cli.py, test_dask.py and test_tabular.py (file
+# formats, subprocesses and a Dask cluster: Python code, and minutes of run time)
+# and minus the tests marked `slow` (timing-sensitive: a debug kernel is several
+# times slower). Set GBC_CORE_KEEP_DEBUG_BUILD=1 to keep the work directory.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PY="${PYTHON:-python}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gbc-core-debug.XXXXXX")"
+if [ "${GBC_CORE_KEEP_DEBUG_BUILD:-0}" = "1" ]; then
+    echo "debug build: keeping $WORK"
+else
+    trap 'rm -rf "$WORK"' EXIT
+fi
+START=$SECONDS
+
+# A snapshot of the source tree (tracked and untracked-but-not-ignored files): no
+# stale generated C or shared objects from an in-place build.
+mkdir -p "$WORK/src"
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$ROOT" ls-files -co --exclude-standard -z \
+        | (cd "$ROOT" && xargs -0 -r sh -c 'for f; do [ -f "$f" ] && printf "%s\0" "$f"; done' sh) \
+        | (cd "$ROOT" && tar --null -T - -cf -) | tar -xf - -C "$WORK/src"
+else
+    tar -C "$ROOT" --exclude=./.git --exclude='./.venv*' --exclude=./build \
+        --exclude=./dist --exclude='*.so' --exclude='*.c' -cf - . | tar -xf - -C "$WORK/src"
+fi
+
+echo ">>> debug build: GBC_CORE_DEBUG=1 pip wheel"
+# pip builds a local directory in place, so the generated C stays in $WORK/src.
+GBC_CORE_DEBUG=1 "$PY" -m pip wheel --disable-pip-version-check --progress-bar off \
+    --no-deps --wheel-dir "$WORK/dist" "$WORK/src" >"$WORK/build.log" 2>&1 \
+    || { tail -n 60 "$WORK/build.log"; echo "debug build: the build failed"; exit 1; }
+WHEEL="$(ls "$WORK"/dist/*.whl)"
+
+# 1. The generated C has Cython's bounds checks: each kernel module that indexes
+#    memoryviews calls __Pyx_RaiseBufferIndexError (a release build has none).
+for mod in _splitter _leaves _predictor; do
+    c="$WORK/src/src/gbc_core/$mod.c"
+    [ -f "$c" ] || { echo "debug build: $mod.c was not generated in place"; exit 1; }
+    n="$(grep -c '__Pyx_RaiseBufferIndexError' "$c" || true)"
+    if [ "$n" -eq 0 ]; then
+        echo "debug build: $mod.c has no bounds checks: GBC_CORE_DEBUG=1 had no effect"
+        exit 1
+    fi
+    echo "    $mod.c: $n bounds-check sites"
+done
+
+"$PY" -m pip install --disable-pip-version-check --no-deps --target "$WORK/site" "$WHEEL" \
+    >"$WORK/install.log" 2>&1 || { tail -n 40 "$WORK/install.log"; exit 1; }
+export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
+
+# 2. The installed debug copy is the one imported, and its checks fire: a model
+#    whose split feature index is past the end of X (which the loader would refuse)
+#    makes the predictor index X out of bounds.
+mkdir -p "$WORK/run"
+cd "$WORK/run"
+"$PY" - "$WORK/site" <<'EOF'
+import os, sys
+import numpy as np
+import gbc_core
+site = os.path.realpath(sys.argv[1])
+where = os.path.realpath(gbc_core.__file__)
+assert where.startswith(site + os.sep), f"imported {where}, not the debug build in {site}"
+X = np.linspace(-1, 1, 40)[:, None]
+y = (X[:, 0] > 0).astype(int)
+model = gbc_core.GradientBoostingClassifier(n_estimators=2, max_depth=1).fit(X, y)
+model._nodes["feature"][model._nodes["feature"] >= 0] = 7   # X has 1 column
+model._predictor_cache = None
+reported = []
+sys.unraisablehook = lambda u: reported.append(u.exc_value)
+X[0, 0] = np.nan  # rows with a missing value take the memoryview-indexed paths
+try:
+    model.decision_function(X)
+except IndexError as exc:
+    reported.append(exc)
+assert any(isinstance(e, IndexError) and "Out of bounds" in str(e) for e in reported), (
+    f"no bounds-check error for an out-of-range feature index: {reported!r}")
+print(f"    {where.replace(site, '<debug site>')}: out-of-range index -> "
+      f"{type(reported[0]).__name__}: {reported[0]}")
+EOF
+
+# 3. The tests, from a copy outside the source tree, against the installed copy.
+cp -R "$WORK/src/tests" "$WORK/run/tests"
+cp "$WORK/src/pyproject.toml" "$WORK/run/"   # the pytest configuration (markers)
+echo ">>> debug build: pytest (bounds checks on)"
+"$PY" -m pytest -q -p no:cacheprovider -m "not slow" \
+    -W error::pytest.PytestUnraisableExceptionWarning \
+    --ignore=tests/test_cli.py --ignore=tests/test_dask.py --ignore=tests/test_tabular.py \
+    "$@" tests
+echo "debug build: passed ($((SECONDS - START)) s)"

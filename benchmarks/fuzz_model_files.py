@@ -1,0 +1,371 @@
+"""Model-file fuzzing, the long version: tens of thousands of corrupted model files.
+
+The CI part is ``tests/test_model_io.py`` (every truncation of the header, a few
+hundred bit flips, ~150 hand-crafted invalid files). This script draws many more
+cases from several valid models (stumps, deep trees with missing values, string
+labels and feature names, early stopping, many features) and loads each one in a
+worker process (so that a crash is caught and reported with the offending file):
+
+  truncate     the file cut at every byte offset of its header (for as many models
+               as a quarter of the cases allows) and at random offsets must be rejected
+  stale-flip   1-8 random bits flipped, checksum left as it was      must be rejected
+  flip         1-8 random bits flipped, checksum recomputed          may load
+  overwrite    a random run of bytes overwritten, checksum fixed     may load
+  json         a character of the header JSON changed, checksum fixed may load
+  child        a child index set out of range (past the tree, -2 .. -2**31,
+               2**31 - 1)                                            must be rejected
+  cycle        a child pointed back at its node or an ancestor       must be rejected
+  feature      a split feature set to n_features .. 2**31 - 1 or < -1 must be rejected
+  nonfinite    a leaf value NaN/+-inf, a threshold NaN/-inf          must be rejected
+  length       an array descriptor's length/offset/nbytes out of range must be rejected
+  count        n_trees/n_nodes off by one, n_features 0/negative/huge must be rejected
+  splice       the header of one model with the payload of another  may load
+
+"must be rejected": loading raises ``gbc_core.ModelFormatError``. "may load": it
+raises ModelFormatError, or it loads and then predicts finite probabilities in
+[0, 1] (predict_proba, apply, staged predictions, importances) on rows with missing
+values. Anything else is a failure: another exception, a crash of the worker (the
+file is saved to --out), a case running longer than --timeout seconds (a hang), or
+a must-reject file that loads.
+
+    python benchmarks/fuzz_model_files.py                      # 20,000 cases, seed 0
+    python benchmarks/fuzz_model_files.py --cases 100000 --seed 7 --out crashes/
+
+Prints the counts per kind and exits with status 1 if anything failed.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import Counter, defaultdict
+
+import numpy as np
+
+MAGIC = b"\x89GBC\r\n\x1a\n"
+MUST_REJECT = {"truncate", "stale-flip", "child", "cycle", "feature", "nonfinite",
+               "length", "count"}
+KINDS = ["truncate", "stale-flip", "flip", "overwrite", "json", "child", "cycle", "feature",
+         "nonfinite", "length", "count", "splice"]
+
+WORKER = textwrap.dedent("""
+    import json, sys, traceback, warnings
+    import numpy as np
+    import gbc_core
+    warnings.simplefilter("ignore")
+    path, start = sys.argv[1], int(sys.argv[2])
+    ends = np.load(path + ".ends.npy")
+    X = np.load(path + ".X.npy")
+    with open(path, "rb") as fh:
+        everything = fh.read()
+    for i in range(start, ends.shape[0]):
+        data = everything[(ends[i - 1] if i else 0): ends[i]]
+        try:
+            model = gbc_core.from_bytes(data)
+        except gbc_core.ModelFormatError:
+            status, msg = "rejected", ""
+        except BaseException:
+            status, msg = "other", traceback.format_exc()[-1500:]
+        else:
+            try:
+                d = model.n_features_in_
+                Xm = X[:, :d] if X.shape[1] >= d else np.zeros((X.shape[0], d))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", RuntimeWarning)
+                    P = model.predict_proba(Xm)
+                    assert np.isfinite(P).all() and ((P >= 0) & (P <= 1)).all(), "probabilities"
+                    model.apply(Xm)
+                    for _ in model.staged_decision_function(Xm[:3]):
+                        pass
+                    assert np.isfinite(model.feature_importances_).all(), "importances"
+                status, msg = "loaded", ""
+            except BaseException:
+                status, msg = "bad-model", traceback.format_exc()[-1500:]
+        print(json.dumps([i, status, msg]), flush=True)
+""")
+
+
+# ------------------------------------------------------------------ the format
+def split(blob):
+    _, version, hlen = struct.unpack_from("<8sII", blob, 0)
+    header = json.loads(blob[16: 16 + hlen])
+    start = (16 + hlen + 7) // 8 * 8
+    return header, bytearray(blob[start: len(blob) - 32]), hlen
+
+
+def assemble(header, payload, version=1, text=None):
+    text = json.dumps(header, separators=(",", ":")).encode() if text is None else text
+    head = struct.pack("<8sII", MAGIC, version, len(text)) + text
+    head += b"\0" * (-len(head) % 8)
+    body = head + bytes(payload)
+    return body + hashlib.sha256(body).digest()
+
+
+def fix_checksum(blob):
+    blob = bytes(blob)
+    return blob[:-32] + hashlib.sha256(blob[:-32]).digest()
+
+
+def column(header, payload, name):
+    d = next(a for a in header["arrays"] if a["name"] == name)
+    return np.frombuffer(payload, dtype=d["dtype"], count=d["length"], offset=d["offset"])
+
+
+def set_value(header, payload, name, index, value):
+    d = next(a for a in header["arrays"] if a["name"] == name)
+    arr = np.frombuffer(payload, dtype=d["dtype"], count=d["length"], offset=d["offset"])
+    dtype = np.dtype(d["dtype"])
+    raw = np.array([value]).astype(dtype) if dtype.kind == "f" else np.array(
+        [value], dtype=np.int64).astype(dtype)
+    off = d["offset"] + index * dtype.itemsize
+    payload[off: off + dtype.itemsize] = raw.tobytes()
+    assert arr.shape[0] == d["length"]
+
+
+# ------------------------------------------------------------------ the models
+def valid_models(seed):
+    """Model files of several shapes, and probe rows for the loaded models."""
+    from gbc_core import GradientBoostingClassifier as GBC
+
+    rng = np.random.default_rng(seed)
+    models = []
+    X = rng.normal(size=(600, 6))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    Xn = X.copy()
+    Xn[rng.uniform(size=X.shape) < 0.2] = np.nan
+    models.append(GBC(n_estimators=3, max_depth=1, learning_rate=0.5).fit(X[:, :1], y))
+    models.append(GBC(n_estimators=6, max_depth=None, min_samples_leaf=2,
+                      random_state=1).fit(Xn, y))  # deep trees, NaN directions
+    models.append(GBC(n_estimators=10, max_depth=3, n_iter_no_change=3,
+                      validation_fraction=0.2, random_state=2).fit(Xn, np.where(y, "pos", "neg")))
+    try:
+        import pandas as pd
+
+        df = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
+        models.append(GBC(n_estimators=4, max_depth=4, subsample=0.7, max_features="sqrt",
+                          random_state=3, init="prior").fit(df, y))
+    except ImportError:
+        pass
+    Xw = rng.normal(size=(300, 40))
+    models.append(GBC(n_estimators=5, max_depth=5, random_state=4).fit(
+        Xw, (Xw[:, 7] > 0.3).astype(int)))
+    models.append(GBC(n_estimators=1, max_depth=2).fit(X, y))
+    probe = np.vstack([Xn[:30], np.full((2, 6), np.nan)])
+    probe = np.hstack([probe, rng.normal(size=(32, 34))])  # up to 40 features
+    return [m.to_bytes() for m in models], probe
+
+
+# ------------------------------------------------------------------- mutations
+def mutate(kind, blob, others, rng):
+    """One corrupted file of ``kind`` from ``blob``."""
+    header, payload, hlen = split(blob)
+    n = len(blob)
+    if kind == "truncate":
+        return blob[: int(rng.integers(0, n))]
+    if kind in ("stale-flip", "flip"):
+        data = bytearray(blob)
+        for bit in rng.integers(0, n * 8, size=int(rng.integers(1, 9))):
+            data[bit // 8] ^= 1 << (bit % 8)
+        return bytes(data) if kind == "stale-flip" else fix_checksum(data)
+    if kind == "overwrite":
+        data = bytearray(blob)
+        start = int(rng.integers(0, n - 32))
+        length = int(min(rng.integers(1, 64), n - 32 - start))
+        data[start: start + length] = rng.integers(0, 256, size=length, dtype=np.uint8).tobytes()
+        return fix_checksum(data)
+    if kind == "json":
+        text = bytearray(blob[16: 16 + hlen])
+        pos = int(rng.integers(0, len(text)))
+        text[pos] = int(rng.choice(list(b'{}[]",:0123456789-.eE ntfrxa\\')))
+        return assemble(None, payload, text=bytes(text))
+    if kind == "splice":
+        h2, p2, _ = split(others[int(rng.integers(0, len(others)))])
+        return assemble(header, p2) if rng.uniform() < 0.5 else assemble(h2, payload)
+
+    offsets = column(header, payload, "tree_offsets").astype(np.int64)
+    feature = column(header, payload, "nodes.feature")
+    inner = np.flatnonzero(feature >= 0)
+    if kind == "count":
+        key = str(rng.choice(["n_trees", "n_nodes", "n_features"]))
+        if key == "n_features":
+            header[key] = rng.choice([0, -1, -2**31, 2**40, 1.5, "2", None, True])
+            header[key] = header[key].item() if hasattr(header[key], "item") else header[key]
+        else:
+            header[key] = int(header[key]) + int(rng.choice([-1, 1, 2**31]))
+        return assemble(header, payload)
+    if kind == "length":
+        d = header["arrays"][int(rng.integers(0, len(header["arrays"])))]
+        field = str(rng.choice(["length", "offset", "nbytes"]))
+        choices = {"length": [d["length"] + 1, 2**40, -1, d["length"] * 2 + 8],
+                   "offset": [header["payload_size"], -8, 2**62, header["payload_size"] - 8 + 1],
+                   "nbytes": [d["nbytes"] + 8, d["nbytes"] - 1, -8, 2**50]}[field]
+        new = int(rng.choice(choices))
+        if new == d[field]:
+            new = -1
+        d[field] = new
+        return assemble(header, payload)
+    if kind == "nonfinite" or inner.size == 0:
+        leaf = np.flatnonzero(feature < 0)
+        if inner.size and rng.uniform() < 0.5:
+            set_value(header, payload, "nodes.threshold", int(rng.choice(inner)),
+                      float(rng.choice([np.nan, -np.inf])))
+        else:
+            set_value(header, payload, "nodes.value", int(rng.choice(leaf)),
+                      float(rng.choice([np.nan, np.inf, -np.inf])))
+        return assemble(header, payload)
+    node = int(rng.choice(inner))
+    t = int(np.searchsorted(offsets, node, side="right") - 1)
+    root, size = int(offsets[t]), int(offsets[t + 1] - offsets[t])
+    local = node - root
+    side = "nodes.left" if rng.uniform() < 0.5 else "nodes.right"
+    if kind == "child":
+        value = int(rng.choice([size, size + int(rng.integers(0, 1000)), 2**31 - 1, -2,
+                                -int(rng.integers(2, 2**31))]))
+        set_value(header, payload, side, node, value)
+    elif kind == "cycle":
+        # the node itself or an ancestor: a loop on the path from the root
+        left = column(header, payload, "nodes.left")
+        right = column(header, payload, "nodes.right")
+        parent = {}
+        for k in range(size):
+            if left[root + k] >= 0:
+                parent[int(left[root + k])] = k
+                parent[int(right[root + k])] = k
+        path, j = [local], local
+        while j in parent and len(path) <= size:
+            j = parent[j]
+            path.append(j)
+        set_value(header, payload, side, node, int(rng.choice(path)))
+    elif kind == "feature":
+        n_features = int(header["n_features"])
+        value = int(rng.choice([n_features, n_features + int(rng.integers(1, 1000)), 2**31 - 1,
+                                -2, -int(rng.integers(2, 2**31))]))
+        set_value(header, payload, "nodes.feature", node, value)
+    return assemble(header, payload)
+
+
+def cases(n_cases, seed):
+    rng = np.random.default_rng(seed)
+    blobs, probe = valid_models(seed)
+    out = []
+    for blob in blobs:  # every truncation of each header, up to a quarter of the cases
+        hlen = struct.unpack_from("<I", blob, 12)[0]
+        out += [("truncate", blob[:c]) for c in range((16 + hlen + 7) // 8 * 8 + 1)]
+    out = out[: n_cases // 4]
+    while len(out) < n_cases:
+        kind = KINDS[int(rng.integers(0, len(KINDS)))]
+        blob = blobs[int(rng.integers(0, len(blobs)))]
+        out.append((kind, mutate(kind, blob, blobs, rng)))
+    return out, probe
+
+
+# ---------------------------------------------------------------------- running
+def run(all_cases, probe, timeout, out_dir, batch=5000):
+    results = [None] * len(all_cases)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for b0 in range(0, len(all_cases), batch):
+            chunk = all_cases[b0: b0 + batch]
+            path = os.path.join(tmp, "batch.bin")
+            with open(path, "wb") as fh:
+                fh.write(b"".join(blob for _, blob in chunk))
+            np.save(path + ".ends.npy", np.cumsum([len(b) for _, b in chunk], dtype=np.int64))
+            np.save(path + ".X.npy", probe)
+            start = 0
+            while start < len(chunk):
+                start = _run_worker(path, start, chunk, b0, results, failures, timeout, out_dir)
+            done = b0 + len(chunk)
+            print(f"  {done}/{len(all_cases)} cases", file=sys.stderr, flush=True)
+    return results, failures
+
+
+def _run_worker(path, start, chunk, b0, results, failures, timeout, out_dir):
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, path, str(start)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    i = start
+    buf = b""
+    deadline = time.monotonic() + timeout + 30  # start-up
+    while i < len(chunk):
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            proc.kill()
+            proc.communicate()
+            _failure(failures, results, b0 + i, chunk[i], "hang", f"over {timeout} s", out_dir)
+            return i + 1
+        data = os.read(proc.stdout.fileno(), 1 << 16)
+        if not data:  # the worker died
+            _, err = proc.communicate()
+            _failure(failures, results, b0 + i, chunk[i], "crash",
+                     f"exit code {proc.returncode}: {err.decode(errors='replace')[-1500:]}",
+                     out_dir)
+            return i + 1
+        buf += data
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            idx, status, msg = json.loads(line)
+            kind = chunk[idx][0]
+            results[b0 + idx] = (kind, status)
+            if status in ("other", "bad-model") or (status == "loaded" and kind in MUST_REJECT):
+                _failure(failures, results, b0 + idx, chunk[idx],
+                         "loaded" if status == "loaded" else status, msg, out_dir)
+            i = idx + 1
+        deadline = time.monotonic() + timeout
+    proc.wait()
+    return i
+
+
+def _failure(failures, results, index, case, status, msg, out_dir):
+    kind, blob = case
+    results[index] = (kind, status)
+    name = None
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        name = os.path.join(out_dir, f"case{index}-{kind}-{status}.gbc")
+        with open(name, "wb") as fh:
+            fh.write(blob)
+    failures.append((index, kind, status, msg, name))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=20000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=20.0,
+                    help="seconds one case may take before it counts as a hang")
+    ap.add_argument("--out", default=None, help="directory for the files that failed")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    all_cases, probe = cases(args.cases, args.seed)
+    print(f"{len(all_cases)} cases (seed {args.seed}) generated in "
+          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    results, failures = run(all_cases, probe, args.timeout, args.out)
+    table = defaultdict(Counter)
+    for kind, status in results:
+        table[kind][status] += 1
+    statuses = ["rejected", "loaded", "other", "bad-model", "crash", "hang"]
+    print(f"{'kind':<11} {'cases':>7} " + " ".join(f"{s:>9}" for s in statuses)
+          + "   (must be rejected)")
+    for kind in KINDS:
+        c = table[kind]
+        print(f"{kind:<11} {sum(c.values()):>7} " + " ".join(f"{c[s]:>9}" for s in statuses)
+              + ("   yes" if kind in MUST_REJECT else ""))
+    total = Counter()
+    for c in table.values():
+        total.update(c)
+    print(f"{'total':<11} {sum(total.values()):>7} " + " ".join(f"{total[s]:>9}" for s in statuses))
+    print(f"{len(failures)} failure(s) in {time.perf_counter() - t0:.0f} s")
+    for index, kind, status, msg, name in failures[:20]:
+        print(f"  case {index} ({kind}): {status} {name or ''}\n    "
+              + msg.strip().replace("\n", "\n    ")[-800:])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
