@@ -238,7 +238,7 @@ def test_absurd_n_jobs_is_a_value_error(n_jobs):
 def test_exception_in_the_middle_of_a_fit_frees_everything(monkeypatch):
     """A kernel failing at iteration k: the error propagates, nothing leaks, the
     estimator is not left half-fitted, and the next fit is exactly a clean one."""
-    X, y = make_continuous(n_samples=1500, n_features=6, seed=15)
+    X, y = make_continuous(n_samples=1000, n_features=5, seed=15)
     ref = GBC(n_estimators=6, max_depth=4, random_state=0).fit(X, y)
     real = _leaves.boosting_update
     calls = {"n": 0}
@@ -264,7 +264,7 @@ def test_exception_in_the_middle_of_a_fit_frees_everything(monkeypatch):
     rss0 = _rss()
     tracemalloc.start()
     snap0 = tracemalloc.take_snapshot()
-    for _ in range(100):
+    for _ in range(60):
         one()
     gc.collect()
     grown = _traced_growth(snap0)
@@ -286,7 +286,7 @@ def test_keyboard_interrupt_during_fit_frees_everything():
     """KeyboardInterrupt raised by a timer at random points of fits (between and
     around the kernel calls): RSS stays flat, a warm-started model keeps its trees,
     and a fit afterwards is exactly a clean one."""
-    X, y = make_continuous(n_samples=6000, n_features=6, seed=16)
+    X, y = make_continuous(n_samples=3000, n_features=5, seed=16)
     params = dict(n_estimators=12, max_depth=4, random_state=0)
     ref = GBC(**params).fit(X, y)
     t0 = time.perf_counter()
@@ -317,7 +317,7 @@ def test_keyboard_interrupt_during_fit_frees_everything():
             one(GBC(**params))
         gc.collect()
         rss0 = _rss()
-        for i in range(24):
+        for i in range(20):
             one(GBC(**params))
             if i % 4 == 0:
                 warm.set_params(n_estimators=12)
@@ -330,7 +330,7 @@ def test_keyboard_interrupt_during_fit_frees_everything():
         rss_growth = _rss() - rss0
     finally:
         signal.signal(signal.SIGALRM, old)
-    assert interrupted >= 12, interrupted
+    assert interrupted >= 10, interrupted
     assert rss_growth < 24 * 2**20, f"RSS grew by {rss_growth / 2**20:.1f} MiB"
     np.testing.assert_array_equal(GBC(**params).fit(X, y).decision_function(X),
                                   ref.decision_function(X))
@@ -428,6 +428,7 @@ def test_allocation_failures_raise_memory_error():
 
 
 # --------------------------------------------------------------------- leaks
+@pytest.mark.slow
 def test_fit_predict_save_load_loop_does_not_leak(tmp_path):
     """300 rounds of fit, predict, save and load on small data: RSS (native
     memory: the kernels' malloc'd buffers) and traced Python memory stay flat."""
@@ -437,14 +438,18 @@ def test_fit_predict_save_load_loop_does_not_leak(tmp_path):
     path = tmp_path / "m.gbc"
 
     def one(i):
-        # every other fit with the default threads (OpenMP regions), the rest with one
+        # every 8th fit with the default threads (OpenMP regions), the rest with one
         model = GBC(n_estimators=5, max_depth=4, subsample=0.8, max_features=0.7,
-                    random_state=i % 3, n_jobs=None if i % 2 else 1)
+                    random_state=i % 3, n_jobs=None if i % 8 == 0 else 1)
         model.fit(X, y, sample_weight=w)
         model.predict_proba(X)
         model.apply(X[:50])
-        model.save(path)
-        gbc_core.load(path).decision_function(X)
+        if i % 10 == 0:  # through a file (atomic write, fsync) now and then
+            model.save(path)
+            again = gbc_core.load(path)
+        else:
+            again = gbc_core.from_bytes(model.to_bytes())
+        again.decision_function(X)
 
     for i in range(30):  # warm-up: caches, arenas, lazily imported modules
         one(i)
