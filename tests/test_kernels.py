@@ -225,3 +225,35 @@ def test_predictor_matches_naive_traversal(max_depth):
     np.testing.assert_allclose(model.decision_function(X_test), expected, rtol=1e-12, atol=1e-12)
     if max_depth == 12:
         assert max(t["depth"].max() for t in model.trees()) > 10  # generic traversal used
+
+
+def test_threads_give_bit_identical_trees_and_updates():
+    """Sizes above the thresholds where the kernels use several threads."""
+    rng = np.random.default_rng(7)
+    n, d = 40000, 30  # 1.2M values per level: the scan runs in parallel
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    X[rng.uniform(size=(n, d)) < 0.02] = np.nan
+    r = rng.normal(size=n)
+    trees = []
+    for n_threads in (1, 2):
+        Xf, order, values, nnm = _presort(X, n_threads)
+        grower = TreeGrower(Xf, order, values, nnm, 4, 2, 1, 0.0, d, n_threads, False)
+        grower.grow(_row_stats(r, np.ones(n)), r, None, 0)
+        trees.append(grower.nodes_array().tobytes())
+    assert trees[0] == trees[1]
+
+    n = 210000  # the fused update and the partition run in parallel
+    y = (rng.uniform(size=n) < 0.5).astype(float)
+    leaf = rng.integers(1, 3, size=n).astype(np.int32)
+    results = []
+    for n_threads in (1, 2):
+        raw = np.linspace(-3, 3, n)
+        prob, residual = np.empty(n), np.empty(n)
+        rs = np.empty(n, dtype=ROW_STAT_DTYPE)
+        _leaves.init_state(y, None, raw, prob, residual, rs)
+        nodes = np.zeros(3, dtype=NODE_DTYPE)
+        nodes["feature"] = [0, -1, -1]
+        loss = _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob, residual,
+                                       rs, n_threads)
+        results.append((loss, raw.tobytes(), nodes.tobytes()))
+    assert results[0] == results[1]

@@ -128,7 +128,7 @@ def boosting_update(
                 # Re-use the numerator buffer for the scaled step eta * gamma_j.
                 num[j] = learning_rate * nodes[j].value
             step = num
-            if n < 50000:
+            if n < 200000:  # too short to pay for a parallel region
                 n_threads = 1
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
                 start = c * CHUNK

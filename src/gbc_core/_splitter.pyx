@@ -52,6 +52,9 @@ cdef intp_t PREFETCH_DISTANCE = 24
 # Rows per chunk of the partition pass; fixed, so that the per-child sums of
 # squares are added in the same order for any number of threads.
 cdef intp_t CHUNK = 8192
+# Below these sizes a level runs on one thread (see _find_splits).
+cdef intp_t MIN_PARALLEL_SCAN = 1000000
+cdef intp_t MIN_PARALLEL_ROWS = 200000
 
 
 ctypedef struct side_t:
@@ -616,8 +619,10 @@ cdef class TreeGrower:
         cdef const float32_t* values_f
         cdef bint restrict = self.max_features < self.n_features
         cdef int32_t slot
-        # Small inputs do not pay the thread start-up cost.
-        if self.n_samples * self.n_features < 20000:
+        # A level's scan must be long enough (about a millisecond per thread) to pay
+        # for the start-up and the closing barrier of a parallel region, which on a
+        # busy machine can cost a scheduler time slice.
+        if self.n_samples * self.n_features < MIN_PARALLEL_SCAN:
             n_threads = 1
         for t in range(n_threads):
             for s in range(n_slots):
@@ -754,7 +759,7 @@ cdef class TreeGrower:
         """
         cdef intp_t c, i, s, n = self.n_samples
         cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-        cdef int n_threads = self.n_threads if n > 50000 else 1
+        cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
         cdef float64_t total
         if chunked:
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
