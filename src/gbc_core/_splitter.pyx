@@ -501,6 +501,7 @@ cdef class TreeGrower:
 
     cdef void _init_node(self, intp_t i, const side_t* stats, int depth) noexcept nogil:
         cdef node_t* nd = &self.nodes[i]
+        memset(nd, 0, sizeof(node_t))  # padding bytes too: a node's bytes are deterministic
         nd.value = stats.s / stats.w if stats.w > 0 else 0.0
         nd.threshold = 0.0
         nd.threshold32 = 0.0
