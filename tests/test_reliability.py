@@ -23,6 +23,7 @@ See docs/reliability.md.
 import gc
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -81,7 +82,7 @@ def test_api_fuzz(tmp_path):
     tail = (proc.stdout + proc.stderr)[-6000:]
     assert proc.returncode == 0, (
         f"API fuzz failed (exit code {proc.returncode}); last case: {_last_case(last)}\n{tail}")
-    assert " passed" in proc.stdout and "failed" not in proc.stdout, tail
+    assert re.search(r"\b5 passed\b", proc.stdout), tail  # the five fuzz properties
 
 
 def _last_case(path):
@@ -282,6 +283,7 @@ def _traced_growth(snapshot):
     return sum(d.size_diff for d in diff)
 
 
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs SIGALRM timers")
 def test_keyboard_interrupt_during_fit_frees_everything():
     """KeyboardInterrupt raised by a timer at random points of fits (between and
     around the kernel calls): RSS stays flat, a warm-started model keeps its trees,
