@@ -19,6 +19,7 @@ with S the weighted residual sums and W the weight sums of the two children; it 
 W times the decrease of the weighted squared error, so it ranks splits identically.
 """
 cimport cython
+from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange, threadid
 from libc.float cimport DBL_MAX
 from libc.math cimport INFINITY, isinf, nextafterf
@@ -574,6 +575,8 @@ cdef class TreeGrower:
                     self._partition(level_first_child, 2 * n_split, row_stats, residual,
                                     chunked)
             n_slots = 2 * n_split
+            # Ctrl-C (or any pending signal) stops a fit between two levels.
+            PyErr_CheckSignals()
             depth += 1
         return self.n_nodes
 
