@@ -395,7 +395,10 @@ def test_interrupted_run_leaves_no_partial_output(tmp_path, trained):
         proc = subprocess.Popen(
             [sys.executable, "-m", "gbc_core", "predict", str(trained), "big.parquet", "-o",
              "out.parquet", "--keep", "id", "--chunk-rows", "10"],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # A shell running this suite in the background ignores SIGINT, and the
+            # child would inherit that: give the child the default disposition back.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             # The temporary output exists once scoring has started (a Parquet writer
