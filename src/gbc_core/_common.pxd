@@ -5,17 +5,24 @@ ctypedef float float32_t
 ctypedef double float64_t
 ctypedef Py_ssize_t intp_t
 
-# Two float32 feature values closer than this are treated as equal by the split
-# search (the same tolerance as scikit-learn's exact splitter, in float32 arithmetic).
-cdef const float32_t FEATURE_THRESHOLD = 1e-7
-
-# Nodes whose weighted residual variance is at or below this are not split
-# (scikit-learn's EPSILON = np.finfo(np.float64).eps).
-cdef const float64_t IMPURITY_EPSILON = 2.220446049250313e-16
-
-# A Newton step denominator below this makes the leaf value 0 (paper eq. 1 with a
-# zero denominator; the same guard as scikit-learn's ``_safe_divide``).
-cdef const float64_t HESSIAN_EPSILON = 1e-150
+# Compile-time constants (C macros, so the hot loops see literals, not the address
+# of another module's variable).
+cdef extern from *:
+    """
+    #define GBC_FEATURE_THRESHOLD 1e-7f
+    #define GBC_IMPURITY_EPSILON 2.220446049250313e-16
+    #define GBC_HESSIAN_EPSILON 1e-150
+    """
+    # Two float32 feature values closer than this are treated as equal by the split
+    # search (the same tolerance as scikit-learn's exact splitter, in float32
+    # arithmetic).
+    const float32_t FEATURE_THRESHOLD "GBC_FEATURE_THRESHOLD"
+    # Nodes whose weighted residual variance is at or below this are not split
+    # (scikit-learn's EPSILON = np.finfo(np.float64).eps).
+    const float64_t IMPURITY_EPSILON "GBC_IMPURITY_EPSILON"
+    # A Newton step denominator below this makes the leaf value 0 (paper eq. 1 with a
+    # zero denominator; the same guard as scikit-learn's ``_safe_divide``).
+    const float64_t HESSIAN_EPSILON "GBC_HESSIAN_EPSILON"
 
 ctypedef struct node_t:
     # One node of a regression tree, stored flat; children are indices relative

@@ -12,7 +12,8 @@ from ._common cimport (
 
 # Rows per chunk of the parallel reductions. Fixed, so that sums are formed in the
 # same order whatever the number of threads (bit-identical results for any n_jobs).
-cdef intp_t CHUNK = 8192
+cdef enum:
+    CHUNK = 8192
 
 
 cdef inline float64_t expit(float64_t f) noexcept nogil:
@@ -30,6 +31,19 @@ cdef inline float64_t log_loss_term(float64_t y, float64_t f) noexcept nogil:
     if f > 0:
         return f + log1p(exp(-f)) - y * f
     return log1p(exp(f)) - y * f
+
+
+cdef inline float64_t expit_and_loss(float64_t y, float64_t f, float64_t* loss) noexcept nogil:
+    """sigma(f) and log_loss_term(y, f) from one exponential (the same values, bit for
+    bit, as ``expit`` and ``log_loss_term``: both use e = exp(-|f|))."""
+    cdef float64_t e = exp(-fabs(f))
+    if f > 0:
+        loss[0] = f + log1p(e) - y * f
+    else:
+        loss[0] = log1p(e) - y * f
+    if f >= 0:
+        return 1.0 / (1.0 + e)
+    return e / (1.0 + e)
 
 
 cdef int newton_sums(
@@ -106,7 +120,7 @@ def boosting_update(
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0]
     cdef intp_t j, i, c, start, stop
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t w, f, p, r, chunk_loss, chunk_weight, total_loss = 0.0, total_weight = 0.0
+    cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight, total_loss = 0.0, total_weight = 0.0
     cdef float64_t* num = <float64_t*>malloc(2 * n_nodes * sizeof(float64_t))
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     cdef float64_t* step = NULL
@@ -139,14 +153,15 @@ def boosting_update(
                     w = 1.0 if sample_weight is None else sample_weight[i]
                     f = raw[i] + step[leaf_of_row[i]]
                     raw[i] = f
-                    p = expit(f)
+                    loss = 0.0  # assigned in the loop body: private to each thread
+                    p = expit_and_loss(y[i], f, &loss)
                     prob[i] = p
                     r = y[i] - p
                     residual[i] = r
                     row_stats[i].wr = w * r
                     row_stats[i].w = w
                     if sample_mask is None or sample_mask[i]:
-                        chunk_loss = chunk_loss + w * log_loss_term(y[i], f)
+                        chunk_loss = chunk_loss + w * loss
                         chunk_weight = chunk_weight + w
                 partial[2 * c] = chunk_loss
                 partial[2 * c + 1] = chunk_weight

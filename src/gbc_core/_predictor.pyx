@@ -18,11 +18,11 @@ import numpy as np
 
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t
 
-cdef int MAX_DEPTH_COMPLETE = 10
-MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
-cdef intp_t BLOCK = 128
 cdef enum:
+    MAX_DEPTH_COMPLETE = 10
+    BLOCK = 128
     LANES = 8
+MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
 
 
 def tree_depths(const node_t[::1] nodes, const int64_t[::1] tree_offsets):

@@ -48,14 +48,43 @@ cdef extern from *:
     """
     void GBC_PREFETCH(const void* p) noexcept nogil
 
-# How many sorted positions ahead the scan prefetches the rows it will gather.
-cdef intp_t PREFETCH_DISTANCE = 24
-# Rows per chunk of the partition pass; fixed, so that the per-child sums of
-# squares are added in the same order for any number of threads.
-cdef intp_t CHUNK = 8192
-# Below these sizes a level runs on one thread (see _find_splits).
-cdef intp_t MIN_PARALLEL_SCAN = 1000000
-cdef intp_t MIN_PARALLEL_ROWS = 200000
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* Buffers that the scan reads at random: on Linux, 2 MiB aligned and marked for
+       transparent huge pages, which spares most TLB misses of the gather once they
+       exceed the cache (a hint: without huge pages it is ordinary memory). */
+    static void* gbc_alloc_random_access(size_t size) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        const size_t align = (size_t)2 << 20;
+        void* p = NULL;
+        if (size >= align) {
+            size_t rounded = (size + align - 1) / align * align;
+            if (posix_memalign(&p, align, rounded) != 0) return NULL;
+            madvise(p, rounded, MADV_HUGEPAGE);
+            return p;
+        }
+    #endif
+        return malloc(size ? size : 1);
+    }
+    """
+    void* gbc_alloc_random_access(size_t size) noexcept nogil
+
+cdef enum:
+    # How many sorted positions ahead the scan prefetches the rows it will gather.
+    PREFETCH_DISTANCE = 24
+    # Rows per chunk of the partition pass; fixed, so that the per-child sums of
+    # squares are added in the same order for any number of threads.
+    CHUNK = 8192
+    # Below these sizes a level runs on one thread (see _find_splits).
+    MIN_PARALLEL_SCAN = 1000000
+    MIN_PARALLEL_ROWS = 200000
+
+
+ctypedef unsigned long long uint64_t_t
 
 
 ctypedef struct side_t:
@@ -87,6 +116,8 @@ ctypedef struct scan_t:
     int64_t total_n          # node totals, copied here for the hot loop; total_n = 0
     float64_t total_w        # marks a node that must not be split on this feature
     float64_t total_s
+    uint64_t_t n_span        # total_n - 2 min_samples_leaf + 1 (0: no split allowed)
+    float64_t best_bound     # best.proxy (1 - 1e-12): the cheap test's bound
     float32_t last_value
 
 
@@ -227,9 +258,6 @@ cdef inline float32_t _float32_at_most(float64_t t) noexcept nogil:
     return t32
 
 
-ctypedef unsigned long long uint64_t_t
-
-
 cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
     cdef uint64_t_t z
     state[0] += 0x9E3779B97F4A7C15ULL
@@ -247,6 +275,7 @@ cdef inline void _scan_fast(
     intp_t n_valid,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
+    bint unit_weights,
 ) noexcept nogil:
     """The scan of one feature without missing values, zero or non-float32 weights
     or a minimum leaf weight: the common case, with the fewest instructions and a
@@ -255,8 +284,9 @@ cdef inline void _scan_fast(
     For each sample in increasing order of the feature, the split between the node's
     previous value and this one is evaluated (squared-error proxy, strict ">" so the
     lowest threshold wins ties), then the sample joins the node's left statistics.
+    With unit weights the left weight is the left count, and is not accumulated.
     """
-    cdef intp_t k, row, stop
+    cdef intp_t k, stop
     cdef int32_t slot
     cdef scan_t* st
     cdef float32_t v
@@ -264,37 +294,47 @@ cdef inline void _scan_fast(
     cdef float64_t w_left, s_left, w_right, diff, den, proxy
     cdef const packed_row_t* rs
     stop = n_valid - PREFETCH_DISTANCE
-    k = 0
-    while k < n_valid:
+    for k in range(n_valid):
         if k < stop:
             GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
         rs = &rows[order_f[k]]
         slot = rs.slot
-        if slot >= 0:
-            st = &states[slot]
-            v = values_f[k]
-            n_left = st.acc.n
-            if (v > st.last_value + FEATURE_THRESHOLD and n_left >= min_samples_leaf
-                    and st.total_n - n_left >= min_samples_leaf):
-                w_left = st.acc.w
-                s_left = st.acc.s
-                w_right = st.total_w - w_left
-                diff = (st.total_s - s_left) * w_left - s_left * w_right
-                den = w_left * w_right
-                if diff * diff >= st.best.proxy * den * (1.0 - 1e-12):
-                    proxy = diff * diff / den
-                    if proxy > st.best.proxy:
-                        st.best.proxy = proxy
-                        st.best.lo = st.last_value
-                        st.best.hi = v
-                        st.best.left = st.acc
-                        st.best.missing_go_left = MISSING_TO_LARGER
-                        st.best.all_left = 0
-            st.acc.n = n_left + 1
-            st.acc.w += rs.w
-            st.acc.s += rs.wr
-            st.last_value = v
-        k += 1
+        if slot < 0:
+            continue
+        st = &states[slot]
+        v = values_f[k]
+        n_left = st.acc.n
+        s_left = st.acc.s
+        w_left = <float64_t>n_left if unit_weights else st.acc.w
+        # Paper Algorithm 1, line 7: the squared-error proxy of the split. The cheap
+        # bound test comes first since it rejects almost every position; the others
+        # are: a new distinct value, and n_left in [min_samples_leaf, total_n -
+        # min_samples_leaf] as one unsigned comparison (n_span is 0 for a node that
+        # is not split on this feature). With n_left = 0 or n_right = 0, den = 0 and
+        # the position fails one of the tests (the bound test is NaN for -inf).
+        w_right = st.total_w - w_left
+        diff = (st.total_s - s_left) * w_left - s_left * w_right
+        den = w_left * w_right
+        if (diff * diff >= st.best_bound * den
+                and v > st.last_value + FEATURE_THRESHOLD
+                and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
+            proxy = diff * diff / den
+            if proxy > st.best.proxy:
+                st.best.proxy = proxy
+                st.best_bound = proxy * (1.0 - 1e-12)
+                st.best.lo = st.last_value
+                st.best.hi = v
+                st.best.left.n = n_left
+                st.best.left.w = w_left
+                st.best.left.s = s_left
+                st.best.left.s2 = 0.0
+                st.best.missing_go_left = MISSING_TO_LARGER
+                st.best.all_left = 0
+        st.acc.n = n_left + 1
+        if not unit_weights:
+            st.acc.w = w_left + rs.w
+        st.acc.s = s_left + rs.wr
+        st.last_value = v
 
 
 cdef inline void _scan_root(
@@ -302,44 +342,52 @@ cdef inline void _scan_root(
     const int32_t* order_f,
     const float32_t* values_f,
     intp_t n_valid,
+    const float64_t* row_wr,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
+    bint unit_weights,
 ) noexcept nogil:
     """``_scan_fast`` for a root that holds every row: no node lookup per sample,
-    and the running sums stay in registers."""
+    the running sums stay in registers, and with unit weights only w * r (8 bytes
+    per row) is gathered."""
     cdef intp_t k, row, stop = n_valid - PREFETCH_DISTANCE
     cdef float32_t v, last = 0
     cdef int64_t n_left = 0, total_n = st.total_n
     cdef float64_t w_left = 0.0, s_left = 0.0, w_right, diff, den, proxy
     cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
-    cdef const packed_row_t* rs
     for k in range(n_valid):
         if k < stop:
-            GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
+            if unit_weights:
+                GBC_PREFETCH(&row_wr[order_f[k + PREFETCH_DISTANCE]])
+            else:
+                GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
         row = order_f[k]
         v = values_f[k]
-        if (v > last + FEATURE_THRESHOLD and n_left >= min_samples_leaf
-                and total_n - n_left >= min_samples_leaf):
-            w_right = total_w - w_left
-            diff = (total_s - s_left) * w_left - s_left * w_right
-            den = w_left * w_right
-            if diff * diff >= best * den * (1.0 - 1e-12):
-                proxy = diff * diff / den
-                if proxy > best:
-                    best = proxy
-                    st.best.proxy = proxy
-                    st.best.lo = last
-                    st.best.hi = v
-                    st.best.left.n = n_left
-                    st.best.left.w = w_left
-                    st.best.left.s = s_left
-                    st.best.left.s2 = 0.0
-                    st.best.missing_go_left = MISSING_TO_LARGER
-                    st.best.all_left = 0
-        rs = &rows[row]
+        # The same tests as in ``_scan_fast``, the cheap bound test first.
+        w_right = total_w - w_left
+        diff = (total_s - s_left) * w_left - s_left * w_right
+        den = w_left * w_right
+        if (diff * diff >= best * den * (1.0 - 1e-12) and v > last + FEATURE_THRESHOLD
+                and n_left >= min_samples_leaf and total_n - n_left >= min_samples_leaf):
+            proxy = diff * diff / den
+            if proxy > best:
+                best = proxy
+                st.best.proxy = proxy
+                st.best.lo = last
+                st.best.hi = v
+                st.best.left.n = n_left
+                st.best.left.w = w_left
+                st.best.left.s = s_left
+                st.best.left.s2 = 0.0
+                st.best.missing_go_left = MISSING_TO_LARGER
+                st.best.all_left = 0
         n_left += 1
-        w_left += rs.w
-        s_left += rs.wr
+        if unit_weights:
+            w_left += 1.0
+            s_left += row_wr[row]
+        else:
+            w_left += rows[row].w
+            s_left += rows[row].wr
         last = v
     st.acc.n = n_left
     st.acc.w = w_left
@@ -391,6 +439,8 @@ cdef class TreeGrower:
         intp_t max_features
         readonly int32_t[::1] node_of_row
         packed_row_t* rows
+        float64_t* row_wr        # rows[i].wr alone: what the unweighted root scan gathers
+        bint unit_weights        # every sample weight is 1
         node_t* nodes
         intp_t node_capacity
         readonly intp_t n_nodes
@@ -411,6 +461,7 @@ cdef class TreeGrower:
         self.allowed = NULL
         self.perm = NULL
         self.rows = NULL
+        self.row_wr = NULL
         self.partial = NULL
         self.partial_capacity = 0
         self.node_capacity = 0
@@ -435,9 +486,14 @@ cdef class TreeGrower:
         self.max_features = max(1, min(max_features, self.n_features))
         self.n_threads = max(1, n_threads)
         self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
-        self.rows = <packed_row_t*>malloc(max(1, self.n_samples) * sizeof(packed_row_t))
+        self.rows = <packed_row_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(packed_row_t))
         if self.rows == NULL:
             raise MemoryError(f"cannot allocate row records for {self.n_samples} samples")
+        self.row_wr = <float64_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(float64_t))
+        if self.row_wr == NULL:
+            raise MemoryError(f"cannot allocate row sums for {self.n_samples} samples")
         self.perm = <int32_t*>malloc(max(1, self.n_features) * sizeof(int32_t))
         if self.perm == NULL:
             raise MemoryError()
@@ -454,6 +510,7 @@ cdef class TreeGrower:
         free(self.allowed)
         free(self.perm)
         free(self.rows)
+        free(self.row_wr)
         free(self.partial)
 
     cdef int _reserve_partial(self, intp_t capacity) except -1:
@@ -542,9 +599,12 @@ cdef class TreeGrower:
         cdef bint chunked
         _side_zero(&root)
         self.all_rows_in_root = sample_mask is None
+        self.unit_weights = True
         for i in range(n):
             self.node_of_row[i] = 0
             self.rows[i].wr = row_stats[i].wr
+            self.row_wr[i] = row_stats[i].wr
+            self.unit_weights = self.unit_weights and row_stats[i].w == 1.0
             self.rows[i].w = <float32_t>row_stats[i].w
             if sample_mask is None or sample_mask[i]:
                 self.rows[i].slot = 0
@@ -639,7 +699,10 @@ cdef class TreeGrower:
             for s in range(n_slots):
                 _side_zero(&states[s].acc)
                 _side_zero(&states[s].miss)
-                states[s].best.proxy = -INFINITY
+                # Only a split strictly better than the best of the features this
+                # thread has already scanned can change the result: starting from
+                # that gain keeps the result and skips most exact evaluations.
+                states[s].best.proxy = tb[s].proxy
                 states[s].best.feature = -1
                 states[s].last_value = 0
                 states[s].total_w = self.slots[s].total.w
@@ -649,16 +712,28 @@ cdef class TreeGrower:
                     states[s].total_n = self.slots[s].total.n
                 else:
                     states[s].total_n = 0
+                states[s].n_span = <uint64_t_t>max(
+                    states[s].total_n - 2 * self.min_samples_leaf + 1, 0)
+                states[s].best_bound = states[s].best.proxy * (1.0 - 1e-12)
             order_f = &self.order[f, 0]
             values_f = &self.sorted_values[f, 0]
             n_valid = self.n_nonmissing[f]
             if n_valid == self.n_samples and self.positive_weights and self.min_weight_leaf <= 0:
                 if n_slots == 1 and self.all_rows_in_root:
-                    _scan_root(states, order_f, values_f, n_valid, self.rows,
-                               self.min_samples_leaf)
+                    if self.unit_weights:
+                        _scan_root(states, order_f, values_f, n_valid, self.row_wr,
+                                   self.rows, self.min_samples_leaf, True)
+                    else:
+                        _scan_root(states, order_f, values_f, n_valid, self.row_wr,
+                                   self.rows, self.min_samples_leaf, False)
+                elif self.unit_weights:
+                    _scan_fast(states, order_f, values_f, n_valid, self.rows,
+                               self.min_samples_leaf, True)
+                    for s in range(n_slots):
+                        states[s].acc.w = <float64_t>states[s].acc.n
                 else:
                     _scan_fast(states, order_f, values_f, n_valid, self.rows,
-                               self.min_samples_leaf)
+                               self.min_samples_leaf, False)
                 n_valid = -1  # done
             # Missing values (sorted last) first: their totals are needed to send
             # them to either side of every candidate threshold.
