@@ -54,14 +54,15 @@ cdef extern from *:
     #if defined(__linux__)
     #include <sys/mman.h>
     #endif
-    /* Buffers that the scan reads at random: on Linux, 2 MiB aligned and marked for
-       transparent huge pages, which spares most TLB misses of the gather once they
-       exceed the cache (a hint: without huge pages it is ordinary memory). */
+    /* Buffers that the scan reads at random: on Linux, when larger than the reach of
+       the second-level TLB with 4 KiB pages (about 6 MiB), 2 MiB aligned and marked
+       for transparent huge pages, which spares most TLB misses of the gather (a hint:
+       without huge pages it is ordinary memory). Smaller buffers gain nothing. */
     static void* gbc_alloc_random_access(size_t size) {
     #if defined(__linux__) && defined(MADV_HUGEPAGE)
         const size_t align = (size_t)2 << 20;
         void* p = NULL;
-        if (size >= align) {
+        if (size >= 4 * align) {
             size_t rounded = (size + align - 1) / align * align;
             if (posix_memalign(&p, align, rounded) != 0) return NULL;
             madvise(p, rounded, MADV_HUGEPAGE);
