@@ -227,6 +227,63 @@ def test_predictor_matches_naive_traversal(max_depth):
         assert max(t["depth"].max() for t in model.trees()) > 10  # generic traversal used
 
 
+@pytest.mark.parametrize("max_depth", [1, 2, 3])
+def test_column_wise_prediction_matches_naive_traversal_bit_for_bit(max_depth):
+    """NaN-free blocks of shallow trees take the column-wise kernel (every split tested
+    for a whole block of rows): same leaves, same sums in the same order as walking
+    each tree, also next to blocks with missing values and for a last partial block."""
+    rng = np.random.default_rng(10 + max_depth)
+    n, d = 4000, 6
+    X = rng.normal(size=(n, d))
+    y = ((X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.5, size=n)) > 0).astype(int)
+    X[rng.uniform(size=(n, d)) < 0.02] = np.nan
+    model = GradientBoostingClassifier(n_estimators=25, max_depth=max_depth,
+                                       min_samples_leaf=150).fit(X, y)
+    depths = [int(t["depth"].max()) for t in model.trees()]
+    assert max(depths) == max_depth
+    X_test = rng.normal(size=(1000, d))        # 7 full blocks of 128 rows + 104 rows
+    X_test[3, 1] = np.nan                      # block 0 holds a missing value
+    X_test[300, :] = [np.inf, -np.inf, 0.0, 1e30, -1e30, 0.5]  # infinite, not missing
+    X32 = X_test.astype(np.float32)
+    expected = _naive_predict(model.trees(), 0.1, X32, model.init_raw_)
+    np.testing.assert_array_equal(model.decision_function(X_test), expected)
+    # The whole ensemble at once and tree by tree give the same sums.
+    staged = list(model.staged_decision_function(X_test))[-1]
+    np.testing.assert_array_equal(staged, expected)
+
+
+def test_column_wise_prediction_with_shallower_and_single_leaf_trees():
+    """Trees of depth 0 (one leaf), 1, 2 and 3 in one model, through both paths."""
+    rng = np.random.default_rng(5)
+    n, d = 3000, 4
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=3, max_depth=3).fit(X, y)
+    offsets = model._tree_offsets
+    trees = [model._nodes[offsets[t]:offsets[t + 1]] for t in range(3)]
+    # The model's trees with a lone leaf and a depth-1 tree in front.
+    leaf = np.zeros(1, dtype=NODE_DTYPE)
+    leaf["feature"], leaf["left"], leaf["right"], leaf["value"] = -1, -1, -1, 0.7
+    stump = np.zeros(3, dtype=NODE_DTYPE)
+    stump["feature"] = [2, -1, -1]
+    stump["left"] = [1, -1, -1]
+    stump["right"] = [2, -1, -1]
+    stump["threshold"] = [0.25, 0, 0]
+    stump["threshold32"] = [np.float32(0.25), 0, 0]
+    stump["value"] = [0, -1.5, 2.5]
+    stump["depth"] = [0, 1, 1]
+    all_trees = [leaf, stump] + list(trees)
+    offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in all_trees])]).astype(np.int64)
+    nodes = np.empty(offsets[-1], dtype=NODE_DTYPE)  # (concatenate drops the C padding)
+    for t, tree in enumerate(all_trees):
+        nodes[offsets[t]:offsets[t + 1]] = tree
+    pred = Predictor(nodes, offsets, 0.1, d)
+    X_test = rng.normal(size=(700, d)).astype(np.float32)
+    out = np.zeros(700)
+    pred.predict_raw(X_test, out, 0, -1, 2)
+    np.testing.assert_array_equal(out, _naive_predict(all_trees, 0.1, X_test))
+
+
 def test_threads_give_bit_identical_trees_and_updates():
     """Sizes above the thresholds where the kernels use several threads."""
     rng = np.random.default_rng(7)

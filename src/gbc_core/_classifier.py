@@ -634,8 +634,9 @@ class GradientBoostingClassifier(_Mixin, _Base):
         -------
         ndarray of shape (n_samples, 2)
         """
-        raw = self.decision_function(X)
-        return _proba_from_raw(raw)
+        Xa = self._check_predict_X(X)
+        n_threads = _openmp.effective_n_threads(self.n_jobs)
+        return _proba_from_raw(self._raw_scores(Xa, n_threads), n_threads)
 
     def predict(self, X):
         """Predicted labels: ``classes_[1]`` where p > 0.5, else ``classes_[0]``."""
@@ -742,12 +743,9 @@ def _split_trees(nodes, offsets):
     return [nodes[offsets[i]: offsets[i + 1]] for i in range(len(offsets) - 1)]
 
 
-def _proba_from_raw(raw):
+def _proba_from_raw(raw, n_threads=1):
     proba = np.empty((raw.shape[0], 2), dtype=np.float64)
-    p1 = np.empty(raw.shape[0], dtype=np.float64)
-    _leaves.expit_array(np.ascontiguousarray(raw, dtype=np.float64), p1)
-    proba[:, 1] = p1
-    proba[:, 0] = 1.0 - p1
+    _leaves.proba_from_raw(np.ascontiguousarray(raw, dtype=np.float64), proba, n_threads)
     return proba
 
 

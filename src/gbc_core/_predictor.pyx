@@ -3,7 +3,11 @@
 Trees of depth <= MAX_COMPLETE_DEPTH are stored padded to complete binary trees so
 that a row descends by index arithmetic (``j = 2 j + 1 + go_right``) with no
 data-dependent branch; deeper trees use the plain node arrays. Rows are processed in
-blocks, all trees per block, so a block of X is read from memory once.
+blocks, all trees per block, so a block of X is read from memory once. A block
+without missing values is also transposed once, and trees of depth <= 3 are then
+evaluated column-wise: every split of the tree is tested for all rows of the block in
+branch-free loops that the compiler vectorises, and each row's leaf is selected from
+the test bits (``_leaves_by_columns``).
 
 Decisions use float32 thresholds (the largest float32 not above the float64 split
 threshold) on float32 inputs, which gives exactly the decisions of ``x <= threshold``
@@ -11,8 +15,9 @@ in float64, and leaf contributions are added in tree order, as in training, so
 predictions on the training rows are bit-identical to the training scores.
 """
 cimport cython
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
+from libc.stdlib cimport malloc, free
 
 import numpy as np
 
@@ -22,6 +27,13 @@ cdef enum:
     MAX_DEPTH_COMPLETE = 10
     BLOCK = 128
     LANES = 8
+    # Trees this shallow are evaluated column-wise on NaN-free blocks: every split
+    # of the tree is tested for the whole block (branch-free loops the compiler
+    # vectorises), then each row's leaf is picked from the bits.
+    MAX_DEPTH_COLUMNS = 3
+    # Largest transposed block, in floats per thread (features x BLOCK); wider data
+    # keeps the row-wise path.
+    MAX_COLUMN_FLOATS = 1 << 18
 MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
 
 
@@ -81,6 +93,77 @@ cdef inline intp_t _leaf_of(const node_t* tree, const float32_t* row) noexcept n
             go_right = x > tree[j].threshold32
         j = tree[j].right if go_right else tree[j].left
     return j
+
+
+cdef inline void _leaves_by_columns(
+    const float32_t* columns,
+    const int32_t* feature,
+    const float32_t* threshold,
+    int depth,
+    int32_t* leaf_index,
+) noexcept nogil:
+    """Leaf (0 .. 2**depth - 1) of each of the BLOCK rows of a NaN-free block, for a
+    complete tree of depth <= 3 (heap layout: node j has children 2j+1 and 2j+2).
+
+    ``columns[f * BLOCK + i]`` is feature f of row i. Every split of the tree is
+    tested for every row, ``go_right = x > threshold`` as in the row-wise path, and
+    each level's bit is selected from its level's tests by the bits above it, with
+    bitwise operations only, so that each loop has no branch and vectorises. The
+    tests are kept as masks (-1 for "go right", 0 for "go left").
+    """
+    cdef intp_t i
+    cdef int32_t b0, b1, c1, c2, c3, c4, c5, c6, lo, hi
+    cdef const float32_t* x0
+    cdef const float32_t* x1
+    cdef const float32_t* x2
+    cdef const float32_t* x3
+    cdef const float32_t* x4
+    cdef const float32_t* x5
+    cdef const float32_t* x6
+    cdef float32_t t0, t1, t2, t3, t4, t5, t6
+    if depth == 0:
+        for i in range(BLOCK):
+            leaf_index[i] = 0
+        return
+    x0 = columns + feature[0] * BLOCK
+    t0 = threshold[0]
+    if depth == 1:
+        for i in range(BLOCK):
+            leaf_index[i] = (-(x0[i] > t0)) & 1
+        return
+    x1 = columns + feature[1] * BLOCK
+    x2 = columns + feature[2] * BLOCK
+    t1 = threshold[1]
+    t2 = threshold[2]
+    if depth == 2:
+        for i in range(BLOCK):
+            b0 = -(x0[i] > t0)
+            c1 = -(x1[i] > t1)
+            c2 = -(x2[i] > t2)
+            # b1 = c2 if b0 else c1
+            b1 = c1 ^ ((c1 ^ c2) & b0)
+            leaf_index[i] = (b0 & 2) | (b1 & 1)
+        return
+    x3 = columns + feature[3] * BLOCK
+    x4 = columns + feature[4] * BLOCK
+    x5 = columns + feature[5] * BLOCK
+    x6 = columns + feature[6] * BLOCK
+    t3 = threshold[3]
+    t4 = threshold[4]
+    t5 = threshold[5]
+    t6 = threshold[6]
+    for i in range(BLOCK):
+        b0 = -(x0[i] > t0)
+        c1 = -(x1[i] > t1)
+        c2 = -(x2[i] > t2)
+        c3 = -(x3[i] > t3)
+        c4 = -(x4[i] > t4)
+        c5 = -(x5[i] > t5)
+        c6 = -(x6[i] > t6)
+        b1 = c1 ^ ((c1 ^ c2) & b0)
+        lo = c3 ^ ((c3 ^ c4) & b1)       # node 3 or 4 (left subtree of the root)
+        hi = c5 ^ ((c5 ^ c6) & b1)       # node 5 or 6 (right subtree)
+        leaf_index[i] = (b0 & 4) | (b1 & 2) | ((lo ^ ((lo ^ hi) & b0)) & 1)
 
 
 @cython.final
@@ -165,17 +248,32 @@ cdef class Predictor:
             raise ValueError("out must have one entry per row of X")
         cdef intp_t n = X.shape[0]
         cdef intp_t n_blocks = (n + BLOCK - 1) // BLOCK
-        cdef intp_t b
+        cdef intp_t b, t
+        cdef intp_t column_floats = self.n_features * BLOCK
+        cdef bint any_shallow = False
+        cdef float32_t* columns = NULL
         if n * (tree_stop - tree_start) < 20000:
             n_threads = 1
-        with nogil:
-            for b in prange(n_blocks, schedule="static", num_threads=max(1, n_threads)):
-                self._predict_block(X, out, b * BLOCK, min((b + 1) * BLOCK, n),
-                                    tree_start, tree_stop)
+        n_threads = max(1, n_threads)
+        for t in range(tree_start, tree_stop):
+            any_shallow = any_shallow or self.depth[t] <= MAX_DEPTH_COLUMNS
+        if any_shallow and n >= BLOCK and column_floats <= MAX_COLUMN_FLOATS:
+            # One transposed block per thread, allocated once per call (a failed
+            # allocation only means the row-wise path).
+            columns = <float32_t*>malloc(n_threads * column_floats * sizeof(float32_t))
+        try:
+            with nogil:
+                for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+                    self._predict_block(
+                        X, out, b * BLOCK, min((b + 1) * BLOCK, n), tree_start, tree_stop,
+                        columns + threadid() * column_floats if columns != NULL else NULL)
+        finally:
+            free(columns)
 
     cdef void _predict_block(self, const float32_t[:, ::1] X, float64_t[::1] out,
                              intp_t row_start, intp_t row_stop,
-                             intp_t tree_start, intp_t tree_stop) noexcept nogil:
+                             intp_t tree_start, intp_t tree_stop,
+                             float32_t* columns) noexcept nogil:
         cdef intp_t t, i, j, level, depth, base
         cdef const int32_t* feature
         cdef const float32_t* threshold
@@ -188,15 +286,32 @@ cdef class Predictor:
         cdef intp_t lane[8]
         cdef const float32_t* row_ptr[8]
         cdef bint block_has_nan = False
+        cdef intp_t m = row_stop - row_start
+        cdef int32_t leaf_index[BLOCK]
+        cdef float64_t* out_block
         # Most blocks hold no missing value: they take a path with one comparison
         # per level.
         for i in range(row_start, row_stop):
             for f in range(X.shape[1]):
                 if X[i, f] != X[i, f]:
                     block_has_nan = True
+        if block_has_nan or m < BLOCK:
+            columns = NULL
+        if columns != NULL:
+            for i in range(m):
+                for f in range(X.shape[1]):
+                    columns[f * BLOCK + i] = X[row_start + i, f]
         for t in range(tree_start, tree_stop):
             depth = self.depth[t]
-            if depth <= MAX_DEPTH_COMPLETE:
+            if columns != NULL and depth <= MAX_DEPTH_COLUMNS:
+                base = self.inner_offset[t]
+                _leaves_by_columns(columns, &self.c_feature[base], &self.c_threshold[base],
+                                   <int>depth, leaf_index)
+                leaf = &self.c_leaf[self.leaf_offset[t]]
+                out_block = &out[row_start]
+                for i in range(BLOCK):
+                    out_block[i] += leaf[leaf_index[i]]
+            elif depth <= MAX_DEPTH_COMPLETE:
                 feature = &self.c_feature[self.inner_offset[t]]
                 threshold = &self.c_threshold[self.inner_offset[t]]
                 missing_left = &self.c_missing_left[self.inner_offset[t]]
