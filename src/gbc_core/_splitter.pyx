@@ -76,7 +76,7 @@ cdef extern from *:
 
 cdef enum:
     # How many sorted positions ahead the scan prefetches the rows it will gather.
-    PREFETCH_DISTANCE = 24
+    PREFETCH_DISTANCE = 48
     # Rows per chunk of the partition pass; fixed, so that the per-child sums of
     # squares are added in the same order for any number of threads.
     CHUNK = 8192
