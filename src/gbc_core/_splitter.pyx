@@ -722,7 +722,12 @@ cdef class TreeGrower:
             for s in range(n_slots):
                 self.thread_best[t * self.slot_capacity + s].proxy = -INFINITY
                 self.thread_best[t * self.slot_capacity + s].feature = -1
-        for f in prange(self.n_features, schedule="static", num_threads=n_threads):
+        # Features are handed out one at a time (their costs differ: a feature whose
+        # gains keep improving takes the exact path more often). Each thread still
+        # sees its features in increasing order, which the tie rule below relies on,
+        # and the reduction over threads does not depend on who scanned what.
+        for f in prange(self.n_features, schedule="dynamic", chunksize=1,
+                        num_threads=n_threads):
             tid = threadid()
             states = self.scan + tid * self.slot_capacity
             tb = self.thread_best + tid * self.slot_capacity
