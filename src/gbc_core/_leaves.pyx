@@ -213,13 +213,17 @@ def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_thread
     """out[:, 1] = sigma(raw) and out[:, 0] = 1 - out[:, 1] (paper eq. 3), in one pass."""
     cdef intp_t i, n = raw.shape[0]
     cdef float64_t p
-    if n < 200000:  # too short to pay for a parallel region
-        n_threads = 1
     with nogil:
-        for i in prange(n, schedule="static", num_threads=max(1, n_threads)):
-            p = expit(raw[i])
-            out[i, 1] = p
-            out[i, 0] = 1.0 - p
+        if n < 200000 or n_threads <= 1:  # too short to pay for a parallel region
+            for i in range(n):
+                p = expit(raw[i])
+                out[i, 1] = p
+                out[i, 0] = 1.0 - p
+        else:
+            for i in prange(n, schedule="static", num_threads=n_threads):
+                p = expit(raw[i])
+                out[i, 1] = p
+                out[i, 0] = 1.0 - p
 
 
 def expit_array(const float64_t[::1] raw, float64_t[::1] out):

@@ -58,6 +58,14 @@ def require_pyarrow(what="CSV and Parquet files"):
         ) from None
     import pyarrow as pa
 
+    # pyarrow imports pandas (when installed) on its first conversion from or to
+    # NumPy, inside code that loses a KeyboardInterrupt raised during that import:
+    # a Ctrl-C or SIGTERM arriving then would be ignored and the run would go on.
+    # Importing it here, before any output is opened, closes that window.
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
     return pa
 
 
