@@ -288,6 +288,8 @@ cdef class Predictor:
         cdef bint block_has_nan = False
         cdef intp_t m = row_stop - row_start
         cdef int32_t leaf_index[BLOCK]
+        cdef int32_t leaf_index_next[BLOCK]
+        cdef const float64_t* leaf_next
         cdef float64_t* out_block
         # Most blocks hold no missing value: they take a path with one comparison
         # per level.
@@ -301,7 +303,8 @@ cdef class Predictor:
             for i in range(m):
                 for f in range(X.shape[1]):
                     columns[f * BLOCK + i] = X[row_start + i, f]
-        for t in range(tree_start, tree_stop):
+        t = tree_start
+        while t < tree_stop:
             depth = self.depth[t]
             if columns != NULL and depth <= MAX_DEPTH_COLUMNS:
                 base = self.inner_offset[t]
@@ -309,6 +312,19 @@ cdef class Predictor:
                                    <int>depth, leaf_index)
                 leaf = &self.c_leaf[self.leaf_offset[t]]
                 out_block = &out[row_start]
+                if t + 1 < tree_stop and self.depth[t + 1] <= MAX_DEPTH_COLUMNS:
+                    # Two trees per pass over the block: the same two additions, in
+                    # tree order, with one load and store of each score.
+                    base = self.inner_offset[t + 1]
+                    _leaves_by_columns(columns, &self.c_feature[base],
+                                       &self.c_threshold[base], <int>self.depth[t + 1],
+                                       leaf_index_next)
+                    leaf_next = &self.c_leaf[self.leaf_offset[t + 1]]
+                    for i in range(BLOCK):
+                        out_block[i] = (out_block[i] + leaf[leaf_index[i]]
+                                        + leaf_next[leaf_index_next[i]])
+                    t += 2
+                    continue
                 for i in range(BLOCK):
                     out_block[i] += leaf[leaf_index[i]]
             elif depth <= MAX_DEPTH_COMPLETE:
@@ -356,6 +372,7 @@ cdef class Predictor:
                 for i in range(row_start, row_stop):
                     j = _leaf_of(tree, &X[i, 0])
                     out[i] += self.scaled_value[self.tree_offsets[t] + j]
+            t += 1
 
     def apply(self, const float32_t[:, ::1] X):
         """Leaf index (tree-relative node id) of every row in every tree."""
