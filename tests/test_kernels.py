@@ -111,6 +111,49 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path):
     np.testing.assert_array_equal(pred.apply(np.ascontiguousarray(Xf))[:, 0], grower.node_of_row)
 
 
+def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
+    """Unweighted levels of fewer than 255 nodes gather a byte-sized node per row;
+    wider levels fall back to the 16-byte records: splits are exact on both."""
+    rng = np.random.default_rng(11)
+    n, d = 8000, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    Xd = X.astype(np.float64)
+    r = np.sin(7 * Xd[:, 0]) + np.sin(7 * Xd[:, 1]) + np.sin(7 * Xd[:, 2])
+    r += 0.1 * rng.normal(size=n)
+    w = np.ones(n)
+    Xf, order, values, nnm = _presort(X)
+    grower = TreeGrower(Xf, order, values, nnm, 11, 2, 3, 0.0, d, 2, True)
+    grower.grow(_row_stats(r, w), r, None, 0)
+    nodes = grower.nodes_array()
+    width = np.bincount(nodes["depth"])  # nodes per level: the slots of its scan
+    assert 2 < width[8] < 255 <= width[9]  # level 8: byte path; level 9: records
+    stack = [(0, np.arange(n))]
+    n_checked = 0
+    while stack:
+        j, rows = stack.pop()
+        nd = nodes[j]
+        assert nd["n_samples"] == rows.size
+        if nd["feature"] < 0:
+            # Every such node of 6 rows or more has a split of positive gain.
+            assert not (nd["depth"] in (8, 9) and rows.size >= 6)
+            continue
+        left = Xf[rows, nd["feature"]] <= nd["threshold"]
+        if nd["depth"] in (8, 9):
+            # Nodes of a few rows hold splits whose gains tie to the last bits, where
+            # the order of the sums picks the winner: check the gain, not which.
+            gain, _, _ = _best_split_naive(Xf, r, w, rows, min_leaf=3)
+            S, SL = r[rows].sum(), r[rows][left].sum()
+            ours = SL**2 / left.sum() + (S - SL) ** 2 / (~left).sum() - S**2 / rows.size
+            np.testing.assert_allclose([nd["improvement"], ours], gain, rtol=1e-9, atol=1e-12)
+            assert min(left.sum(), (~left).sum()) >= 3
+            n_checked += 1
+        stack += [(nd["left"], rows[left]), (nd["right"], rows[~left])]
+    assert n_checked > 255
+    np.testing.assert_array_equal(
+        Predictor(nodes, np.array([0, nodes.shape[0]]), 1.0, d).apply(
+            np.ascontiguousarray(Xf))[:, 0], grower.node_of_row)
+
+
 def test_grower_respects_min_samples_and_depth():
     rng = np.random.default_rng(3)
     n, d = 500, 3
