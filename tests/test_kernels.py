@@ -71,6 +71,28 @@ def _best_split_naive(X, r, w, rows, min_leaf=1):
     return best
 
 
+def _walk(nodes, Xf):
+    """Each node of a grown tree with the rows that reach it (and, for an inner
+    node, which of them go left), recomputed from the splits; checks the counts and
+    that every row ends in the leaf the tree sends it to."""
+    n, d = Xf.shape
+    stack = [(0, np.arange(n))]
+    while stack:
+        j, rows = stack.pop()
+        nd = nodes[j]
+        assert nd["n_samples"] == rows.size
+        left = None
+        if nd["feature"] >= 0:
+            left = Xf[rows, nd["feature"]] <= nd["threshold"]
+            stack += [(nd["left"], rows[left]), (nd["right"], rows[~left])]
+        yield nd, rows, left
+
+
+def _leaf_of_every_row(nodes, Xf):
+    pred = Predictor(nodes, np.array([0, nodes.shape[0]]), 1.0, Xf.shape[1])
+    return pred.apply(np.ascontiguousarray(Xf))[:, 0]
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("fast_path", [False, True])
@@ -89,26 +111,17 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path):
     grower = TreeGrower(Xf, order, values, nnm, 3, 2, 2, 0.0, d, 2, fast_path)
     grower.grow(_row_stats(r, w), r, None, 0)
     nodes = grower.nodes_array()
-    # Walk the tree, recomputing the rows of every node.
-    stack = [(0, np.arange(n))]
     n_checked = 0
-    while stack:
-        j, rows = stack.pop()
-        nd = nodes[j]
-        assert nd["n_samples"] == rows.size
+    for nd, rows, left in _walk(nodes, Xf):
         np.testing.assert_allclose(nd["weighted_n"], w[rows].sum())
-        if nd["feature"] < 0:
+        if left is None:
             continue
         gain, f, t = _best_split_naive(Xf, r, w, rows, min_leaf=2)
         np.testing.assert_allclose(nd["improvement"], gain, rtol=1e-9, atol=1e-12)
         assert nd["feature"] == f and nd["threshold"] == t  # tie-break: lowest f, lowest t
-        left = Xf[rows, nd["feature"]] <= nd["threshold"]
-        stack += [(nd["left"], rows[left]), (nd["right"], rows[~left])]
         n_checked += 1
     assert n_checked >= 3
-    # Every row ends in the leaf the tree sends it to.
-    pred = Predictor(nodes, np.array([0, nodes.shape[0]]), 1.0, d)
-    np.testing.assert_array_equal(pred.apply(np.ascontiguousarray(Xf))[:, 0], grower.node_of_row)
+    np.testing.assert_array_equal(_leaf_of_every_row(nodes, Xf), grower.node_of_row)
 
 
 def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
@@ -127,17 +140,12 @@ def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
     nodes = grower.nodes_array()
     width = np.bincount(nodes["depth"])  # nodes per level: the slots of its scan
     assert 2 < width[8] < 255 <= width[9]  # level 8: byte path; level 9: records
-    stack = [(0, np.arange(n))]
     n_checked = 0
-    while stack:
-        j, rows = stack.pop()
-        nd = nodes[j]
-        assert nd["n_samples"] == rows.size
-        if nd["feature"] < 0:
+    for nd, rows, left in _walk(nodes, Xf):
+        if left is None:
             # Every such node of 6 rows or more has a split of positive gain.
             assert not (nd["depth"] in (8, 9) and rows.size >= 6)
             continue
-        left = Xf[rows, nd["feature"]] <= nd["threshold"]
         if nd["depth"] in (8, 9):
             # Nodes of a few rows hold splits whose gains tie to the last bits, where
             # the order of the sums picks the winner: check the gain, not which.
@@ -147,11 +155,8 @@ def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
             np.testing.assert_allclose([nd["improvement"], ours], gain, rtol=1e-9, atol=1e-12)
             assert min(left.sum(), (~left).sum()) >= 3
             n_checked += 1
-        stack += [(nd["left"], rows[left]), (nd["right"], rows[~left])]
     assert n_checked > 255
-    np.testing.assert_array_equal(
-        Predictor(nodes, np.array([0, nodes.shape[0]]), 1.0, d).apply(
-            np.ascontiguousarray(Xf))[:, 0], grower.node_of_row)
+    np.testing.assert_array_equal(_leaf_of_every_row(nodes, Xf), grower.node_of_row)
 
 
 def test_grower_respects_min_samples_and_depth():

@@ -274,6 +274,27 @@ cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
 
 
 
+cdef inline void _keep_split(
+    split_t* best,
+    float64_t proxy,
+    float32_t lo,
+    float32_t hi,
+    int64_t n_left,
+    float64_t w_left,
+    float64_t s_left,
+) noexcept nogil:
+    """Record a new best split of the fast scans (no missing value in the feature)."""
+    best.proxy = proxy
+    best.lo = lo
+    best.hi = hi
+    best.left.n = n_left
+    best.left.w = w_left
+    best.left.s = s_left
+    best.left.s2 = 0.0
+    best.missing_go_left = MISSING_TO_LARGER
+    best.all_left = 0
+
+
 cdef inline void _scan_fast(
     scan_t* states,
     const int32_t* order_f,
@@ -344,16 +365,8 @@ cdef inline void _scan_fast(
             last = values_f[st.last_pos]  # n_left >= 1: the node has a previous sample
             proxy = diff * diff / den
             if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
-                st.best.proxy = proxy
+                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
                 st.best_bound = proxy * (1.0 - 1e-12)
-                st.best.lo = last
-                st.best.hi = v
-                st.best.left.n = n_left
-                st.best.left.w = w_left
-                st.best.left.s = s_left
-                st.best.left.s2 = 0.0
-                st.best.missing_go_left = MISSING_TO_LARGER
-                st.best.all_left = 0
         st.acc.n = n_left + 1
         if unit_weights:
             st.acc.s = s_left + row_wr[row]
@@ -399,15 +412,7 @@ cdef inline void _scan_root(
             proxy = diff * diff / den
             if v > last + FEATURE_THRESHOLD and proxy > best:
                 best = proxy
-                st.best.proxy = proxy
-                st.best.lo = last
-                st.best.hi = v
-                st.best.left.n = n_left
-                st.best.left.w = w_left
-                st.best.left.s = s_left
-                st.best.left.s2 = 0.0
-                st.best.missing_go_left = MISSING_TO_LARGER
-                st.best.all_left = 0
+                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
         n_left += 1
         if unit_weights:
             w_left += 1.0
