@@ -89,18 +89,11 @@ tools() {
 }
 run "install the check tools" tools || { echo "cannot install the tools"; exit 1; }
 
-# A snapshot of the source tree (tracked and untracked-but-not-ignored files), so
-# the builds neither see stale generated files nor write into the work tree.
+# A snapshot of the source tree, so the builds neither see stale generated files nor
+# write into the work tree.
+. "$ROOT/.ci/snapshot.sh"
 snapshot() {
-    mkdir -p "$WORK/src"
-    if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        git -C "$ROOT" ls-files -co --exclude-standard -z \
-            | (cd "$ROOT" && xargs -0 -r sh -c 'for f; do [ -f "$f" ] && printf "%s\0" "$f"; done' sh) \
-            | (cd "$ROOT" && tar --null -T - -cf -) | tar -xf - -C "$WORK/src"
-    else
-        tar -C "$ROOT" --exclude=./.git --exclude='./.venv*' --exclude=./build \
-            --exclude=./dist --exclude='*.so' --exclude='*.c' -cf - . | tar -xf - -C "$WORK/src"
-    fi
+    copy_source_tree "$ROOT" "$WORK/src"
     test -f "$WORK/src/pyproject.toml"
     echo "RESULT: $(find "$WORK/src" -type f | wc -l) files"
 }

@@ -32,17 +32,10 @@ else
 fi
 START=$SECONDS
 
-# A snapshot of the source tree (tracked and untracked-but-not-ignored files): no
-# stale generated C or shared objects from an in-place build.
-mkdir -p "$WORK/src"
-if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$ROOT" ls-files -co --exclude-standard -z \
-        | (cd "$ROOT" && xargs -0 -r sh -c 'for f; do [ -f "$f" ] && printf "%s\0" "$f"; done' sh) \
-        | (cd "$ROOT" && tar --null -T - -cf -) | tar -xf - -C "$WORK/src"
-else
-    tar -C "$ROOT" --exclude=./.git --exclude='./.venv*' --exclude=./build \
-        --exclude=./dist --exclude='*.so' --exclude='*.c' -cf - . | tar -xf - -C "$WORK/src"
-fi
+# A snapshot of the source tree: no stale generated C or shared objects from an
+# in-place build.
+. "$ROOT/.ci/snapshot.sh"
+copy_source_tree "$ROOT" "$WORK/src"
 
 echo ">>> debug build: GBC_CORE_DEBUG=1 pip wheel"
 # pip builds a local directory in place, so the generated C stays in $WORK/src.
