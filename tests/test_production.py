@@ -9,7 +9,6 @@ agreement with scikit-learn on NaN-free data is in test_sklearn_agreement.py.
 import copy
 import pickle
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,7 +18,7 @@ import pytest
 from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core._classifier import _stratified_split
 
-from conftest import make_continuous
+from conftest import make_continuous, other_thread_progress
 
 
 # ----------------------------------------------------------------- helpers
@@ -708,32 +707,10 @@ def test_predict_releases_the_gil():
 
 
 def _other_thread_progress(work):
-    """Run ``work`` while a second Python thread counts. Return (progressed, seconds):
-    progressed when that thread kept going during the whole call (no gap longer than
-    half of it) and counted a lot. With the GIL held by ``work`` the counter stops
-    for the whole call."""
-    running, stop, stamps = threading.Event(), threading.Event(), []
-
-    def spin():
-        running.set()
-        n = 0
-        while not stop.is_set():
-            n += 1
-            if n % 1000 == 0:
-                stamps.append(time.perf_counter())
-
-    t = threading.Thread(target=spin)
-    t.start()
-    running.wait()
-    time.sleep(0.01)
-    start = time.perf_counter()
-    work()
-    end = time.perf_counter()
-    stop.set()
-    t.join()
-    inside = [s for s in stamps if start <= s <= end]
-    gaps = np.diff([start] + inside + [end])
-    return 1000 * len(inside) >= 20000 and gaps.max() < 0.5 * (end - start), end - start
+    """(progressed, seconds): progressed when a second Python thread kept going during
+    the whole call (no gap longer than half of it) and counted a lot."""
+    count, elapsed, gap = other_thread_progress(work)
+    return count >= 20000 and gap < 0.5 * elapsed, elapsed
 
 
 def test_the_gil_check_detects_a_call_holding_the_gil():

@@ -43,7 +43,7 @@ from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core import ModelFormatError, newton_leaf_values
 from gbc_core import _classifier, _leaves
 
-from conftest import make_continuous
+from conftest import make_continuous, other_thread_progress
 
 HERE = Path(__file__).resolve().parent
 FUZZ_API = HERE / "fuzz_api.py"
@@ -491,35 +491,12 @@ def test_fits_in_parallel_threads_equal_serial_fits():
             assert parallel == serial
 
 
-def _progress_during(work):
-    """(counts, seconds): how many times a second Python thread got to run during
-    ``work()``, and how long it took. With the GIL held throughout, the count is 0."""
-    stop, started, ticks = threading.Event(), threading.Event(), []
-
-    def spin():
-        started.set()
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-
-    t = threading.Thread(target=spin)
-    t.start()
-    started.wait()
-    t0 = time.perf_counter()
-    work()
-    t1 = time.perf_counter()
-    stop.set()
-    t.join()
-    inside = [s for s in ticks if t0 <= s <= t1]
-    return len(inside), t1 - t0, np.diff([t0] + inside + [t1]).max()
-
-
 def test_fit_releases_the_gil():
     """During a fit (presort, split search, leaf update: all GIL-free), another
     Python thread keeps running. (The same for predict is in test_production.py.)"""
     X, y = make_continuous(n_samples=60000, n_features=10, seed=27)
     X32 = np.asfortranarray(X, dtype=np.float32)
-    n, seconds, gap = _progress_during(
+    n, seconds, gap = other_thread_progress(
         lambda: GBC(n_estimators=60, max_depth=6, n_jobs=1).fit(X32, y))
     assert seconds > 0.2, seconds  # long enough for the measurement to mean something
     # The other thread ran throughout: at least every 50 ms, or 20% of the fit.
