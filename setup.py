@@ -24,6 +24,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = ["_common", "_openmp", "_sorting", "_splitter", "_leaves", "_predictor"]
+# Plain C headers of a module (the run-time selected AVX2 prediction kernel).
+HEADERS = {"_predictor": ["_simd.h"]}
 
 
 def _flag(name, default="0"):
@@ -95,7 +97,9 @@ def build_extensions():
         Extension(
             f"gbc_core.{name}",
             [f"src/gbc_core/{name}.pyx"],
-            include_dirs=[np.get_include()],
+            include_dirs=[np.get_include(), "src/gbc_core"],
+            # C headers included by the module (rebuild when they change).
+            depends=[f"src/gbc_core/{h}" for h in HEADERS.get(name, [])],
             define_macros=macros,
             extra_compile_args=compile_args,
             extra_link_args=link_args,

@@ -40,7 +40,7 @@ UNWANTED_SDIST = [
 ]
 # Not in a wheel: Cython sources, tests, build metadata.
 UNWANTED_WHEEL = [
-    "*.pyx", "*.pxd", "tests/*", "*/tests/*", "build/*", "*.egg-info/*", "*/conftest.py",
+    "*.pyx", "*.pxd", "*.h", "tests/*", "*/tests/*", "build/*", "*.egg-info/*", "*/conftest.py",
 ]
 OPENMP_RUNTIME = {
     "linux": rf"{PKG}\.libs/libgomp[-.][^/]*\.so[^/]*",
@@ -104,7 +104,7 @@ def check_sdist(path, src, version):
                 "MANIFEST.in", "CHANGELOG.md"}
     for f in src:
         if f.startswith(f"src/{PKG}/") and (
-            f.endswith((".py", ".pyi", ".pyx", ".pxd", ".gz")) or Path(f).name in ("py.typed", "NOTICE")
+            f.endswith((".py", ".pyi", ".pyx", ".pxd", ".h", ".gz")) or Path(f).name in ("py.typed", "NOTICE")
         ):
             required.add(f)
         elif f.startswith("tests/"):
@@ -184,7 +184,7 @@ def summarize(names):
             key = "tests (.py)" if n.startswith("tests/") else ".py files"
         elif ".dist-info/" in n or ".egg-info/" in n or n == "PKG-INFO":
             key = "metadata"
-        elif n.endswith((".pyx", ".pxd")):
+        elif n.endswith((".pyx", ".pxd", ".h")):
             key = "Cython sources"
         elif "/datasets/data/" in n:
             key = "package data"

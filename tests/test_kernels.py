@@ -1,11 +1,15 @@
 """Each Cython kernel against a naive NumPy implementation on random inputs."""
 
+import platform
+import sys
+
 import numpy as np
 import pytest
 
 from gbc_core import GradientBoostingClassifier, newton_leaf_values
 from gbc_core._common import NODE_DTYPE, ROW_STAT_DTYPE
 from gbc_core import _leaves
+from gbc_core import _predictor
 from gbc_core._predictor import Predictor
 from gbc_core._sorting import presort_features
 from gbc_core._splitter import TreeGrower
@@ -257,7 +261,7 @@ def _naive_predict(trees, lr, X, init=0.0):
 
 
 @pytest.mark.parametrize("max_depth", [1, 3, 12])
-def test_predictor_matches_naive_traversal(max_depth):
+def test_predictor_matches_naive_traversal(max_depth, prediction_kernel):
     rng = np.random.default_rng(max_depth)
     n, d = 3000, 5
     X = rng.normal(size=(n, d))
@@ -275,8 +279,37 @@ def test_predictor_matches_naive_traversal(max_depth):
         assert max(t["depth"].max() for t in model.trees()) > 10  # generic traversal used
 
 
+def _cpu_has_avx2():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return any(line.startswith("flags") and " avx2" in line for line in fh)
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=["avx2", "portable"])
+def prediction_kernel(request):
+    """Run a prediction test with the AVX2 kernel, then with the portable path."""
+    previous = _predictor._set_simd(request.param == "avx2")
+    try:
+        if _predictor.simd_kernel() != request.param:
+            pytest.skip("no AVX2 kernel on this CPU or platform (the portable path is tested)")
+        yield request.param
+    finally:
+        _predictor._set_simd(previous)
+
+
+def test_avx2_kernel_is_used_where_the_cpu_has_it():
+    """Linux on an x86-64 CPU with AVX2 (as in CI) must take the AVX2 kernel: a build
+    that silently lost it would still pass the equality tests."""
+    if not (sys.platform.startswith("linux") and platform.machine() == "x86_64"
+            and _cpu_has_avx2()):
+        pytest.skip("not an x86-64 Linux machine with AVX2")
+    assert _predictor.simd_kernel() == "avx2"
+
+
 @pytest.mark.parametrize("max_depth", [1, 2, 3])
-def test_column_wise_prediction_matches_naive_traversal_bit_for_bit(max_depth):
+def test_column_wise_prediction_matches_naive_traversal_bit_for_bit(max_depth, prediction_kernel):
     """NaN-free blocks of shallow trees take the column-wise kernel (every split tested
     for a whole block of rows): same leaves, same sums in the same order as walking
     each tree, also next to blocks with missing values and for a last partial block."""
@@ -300,7 +333,7 @@ def test_column_wise_prediction_matches_naive_traversal_bit_for_bit(max_depth):
     np.testing.assert_array_equal(staged, expected)
 
 
-def test_column_wise_prediction_with_shallower_and_single_leaf_trees():
+def test_column_wise_prediction_with_shallower_and_single_leaf_trees(prediction_kernel):
     """Trees of depth 0 (one leaf), 1, 2 and 3 in one model, through both paths."""
     rng = np.random.default_rng(5)
     n, d = 3000, 4
@@ -330,6 +363,32 @@ def test_column_wise_prediction_with_shallower_and_single_leaf_trees():
     out = np.zeros(700)
     pred.predict_raw(X_test, out, 0, -1, 2)
     np.testing.assert_array_equal(out, _naive_predict(all_trees, 0.1, X_test))
+
+
+def test_shallow_prediction_on_wide_data_matches_naive_traversal(prediction_kernel):
+    """Splits on features far apart in a wide block (the kernel reads each feature's
+    column of the transposed block), thresholds of both signs, infinities, a model of
+    more trees than a cache line of tables holds, and a tree range that starts and
+    stops inside the ensemble."""
+    rng = np.random.default_rng(21)
+    n, d = 2000, 300
+    X = rng.normal(size=(n, d))
+    y = ((X[:, 7] - X[:, 290] + X[:, 150] * X[:, 3]) > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=40, max_depth=3, learning_rate=0.3,
+                                       max_features=0.5, random_state=0).fit(X, y)
+    used = {int(f) for t in model.trees() for f in t["feature"] if f >= 0}
+    assert max(used) > 200 and min(used) < 50
+    X_test = rng.normal(size=(640, d)).astype(np.float32)
+    X_test[5, list(used)] = np.inf
+    X_test[6, list(used)] = -np.inf
+    trees = model.trees()
+    pred = model._predictor()
+    out = np.full(640, model.init_raw_)
+    pred.predict_raw(X_test, out, 0, -1, 2)
+    np.testing.assert_array_equal(out, _naive_predict(trees, 0.3, X_test, model.init_raw_))
+    out = np.zeros(640)
+    pred.predict_raw(X_test, out, 9, 31, 2)
+    np.testing.assert_array_equal(out, _naive_predict(trees[9:31], 0.3, X_test))
 
 
 def test_threads_give_bit_identical_trees_and_updates():

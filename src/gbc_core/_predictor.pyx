@@ -7,7 +7,10 @@ blocks, all trees per block, so a block of X is read from memory once. A block
 without missing values is also transposed once, and trees of depth <= 3 are then
 evaluated column-wise: every split of the tree is tested for all rows of the block in
 branch-free loops that the compiler vectorises, and each row's leaf is selected from
-the test bits (``_leaves_by_columns``).
+the test bits (``_leaves_by_columns``). When every tree of the range has depth <= 3
+and the CPU has AVX2, such a block goes instead to the kernel in ``_simd.h``
+(selected at run time; the wheels target the baseline instruction set), which looks
+up the leaf values with vector permutes and gives the same sums.
 
 Decisions use float32 thresholds (the largest float32 not above the float64 split
 threshold) on float32 inputs, which gives exactly the decisions of ``x <= threshold``
@@ -21,11 +24,22 @@ from libc.stdlib cimport malloc, free
 
 import numpy as np
 
-from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t
+from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t
+
+cdef extern from "_simd.h" nogil:
+    # Rows per block (shared with the AVX2 kernel, whose columns have this stride).
+    const int BLOCK "GBC_BLOCK"
+    # Entries per tree in the depth-3 tables of the AVX2 kernel.
+    const int TREE_STRIDE "GBC_TREE_STRIDE"
+    int avx2_available "gbc_avx2_available"()
+    void add_depth3_trees_avx2 "gbc_add_depth3_trees_avx2"(
+        const float32_t* columns, const int32_t* column_offset,
+        const float32_t* threshold, const uint32_t* leaf_low, const uint32_t* leaf_high,
+        intp_t n_trees, float64_t* out)
+    void split_double "gbc_split_double"(float64_t value, uint32_t* low, uint32_t* high)
 
 cdef enum:
     MAX_DEPTH_COMPLETE = 10
-    BLOCK = 128
     LANES = 8
     # Trees this shallow are evaluated column-wise on NaN-free blocks: every split
     # of the tree is tested for the whole block (branch-free loops the compiler
@@ -35,6 +49,24 @@ cdef enum:
     # keeps the row-wise path.
     MAX_COLUMN_FLOATS = 1 << 18
 MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
+
+# Whether predict_raw uses the AVX2 kernel for runs of trees of depth <= 3 on NaN-free
+# blocks: on when the CPU supports AVX2 (checked once, at import).
+cdef bint _simd_enabled = avx2_available() != 0
+
+
+def simd_kernel():
+    """Name of the vectorised prediction kernel in use: ``"avx2"`` or ``"portable"``."""
+    return "avx2" if _simd_enabled else "portable"
+
+
+def _set_simd(bint enabled):
+    """Turn the AVX2 kernel on or off (tests compare both paths); returns the previous
+    setting. It stays off on a CPU or platform without it."""
+    global _simd_enabled
+    previous = bool(_simd_enabled)
+    _simd_enabled = enabled and avx2_available() != 0
+    return previous
 
 
 def tree_depths(const node_t[::1] nodes, const int64_t[::1] tree_offsets):
@@ -192,6 +224,11 @@ cdef class Predictor:
         float32_t[::1] c_threshold
         uint8_t[::1] c_missing_left
         float64_t[::1] c_leaf
+        # Every tree of depth <= 3 padded to depth 3, for the AVX2 kernel (_simd.h).
+        int32_t[::1] d3_column_offset
+        float32_t[::1] d3_threshold
+        uint32_t[::1] d3_leaf_low
+        uint32_t[::1] d3_leaf_high
 
     def __init__(self, nodes, tree_offsets, double learning_rate, intp_t n_features):
         self.nodes = np.ascontiguousarray(nodes)
@@ -214,7 +251,27 @@ cdef class Predictor:
         self.c_threshold = np.zeros(self.inner_offset[self.n_trees] + 1, dtype=np.float32)
         self.c_missing_left = np.zeros(self.inner_offset[self.n_trees] + 1, dtype=np.uint8)
         self.c_leaf = np.zeros(self.leaf_offset[self.n_trees] + 1, dtype=np.float64)
-        cdef intp_t t
+        self.d3_column_offset = np.zeros(self.n_trees * TREE_STRIDE + 1, dtype=np.int32)
+        self.d3_threshold = np.zeros(self.n_trees * TREE_STRIDE + 1, dtype=np.float32)
+        self.d3_leaf_low = np.zeros(self.n_trees * TREE_STRIDE + 1, dtype=np.uint32)
+        self.d3_leaf_high = np.zeros(self.n_trees * TREE_STRIDE + 1, dtype=np.uint32)
+        cdef uint8_t[::1] unused_missing = np.zeros(TREE_STRIDE, dtype=np.uint8)
+        cdef float64_t[::1] leaf8 = np.zeros(TREE_STRIDE, dtype=np.float64)
+        cdef intp_t t, k
+        for t in range(self.n_trees):
+            if self.depth[t] <= MAX_DEPTH_COLUMNS:
+                _fill_complete(
+                    &self.nodes[self.tree_offsets[t]], 0, 0, 0, MAX_DEPTH_COLUMNS,
+                    &self.d3_column_offset[t * TREE_STRIDE],
+                    &self.d3_threshold[t * TREE_STRIDE],
+                    &unused_missing[0], &leaf8[0],
+                    &self.scaled_value[self.tree_offsets[t]],
+                )
+                for k in range(TREE_STRIDE):
+                    # Where the node's feature starts in a transposed block.
+                    self.d3_column_offset[t * TREE_STRIDE + k] *= BLOCK
+                    split_double(leaf8[k], &self.d3_leaf_low[t * TREE_STRIDE + k],
+                                 &self.d3_leaf_high[t * TREE_STRIDE + k])
         for t in range(self.n_trees):
             if self.depth[t] <= MAX_COMPLETE_DEPTH:
                 _fill_complete(
@@ -251,12 +308,16 @@ cdef class Predictor:
         cdef intp_t b, t
         cdef intp_t column_floats = self.n_features * BLOCK
         cdef bint any_shallow = False
+        cdef bint all_shallow = True
+        cdef bint use_simd
         cdef float32_t* columns = NULL
         if n * (tree_stop - tree_start) < 20000:
             n_threads = 1
         n_threads = max(1, n_threads)
         for t in range(tree_start, tree_stop):
             any_shallow = any_shallow or self.depth[t] <= MAX_DEPTH_COLUMNS
+            all_shallow = all_shallow and self.depth[t] <= MAX_DEPTH_COLUMNS
+        use_simd = _simd_enabled and all_shallow
         if any_shallow and n >= BLOCK and column_floats <= MAX_COLUMN_FLOATS:
             # One transposed block per thread, allocated once per call (a failed
             # allocation only means the row-wise path).
@@ -266,14 +327,15 @@ cdef class Predictor:
                 for b in prange(n_blocks, schedule="static", num_threads=n_threads):
                     self._predict_block(
                         X, out, b * BLOCK, min((b + 1) * BLOCK, n), tree_start, tree_stop,
-                        columns + threadid() * column_floats if columns != NULL else NULL)
+                        columns + threadid() * column_floats if columns != NULL else NULL,
+                        use_simd)
         finally:
             free(columns)
 
     cdef void _predict_block(self, const float32_t[:, ::1] X, float64_t[::1] out,
                              intp_t row_start, intp_t row_stop,
                              intp_t tree_start, intp_t tree_stop,
-                             float32_t* columns) noexcept nogil:
+                             float32_t* columns, bint use_simd) noexcept nogil:
         cdef intp_t t, i, j, level, depth, base
         cdef const int32_t* feature
         cdef const float32_t* threshold
@@ -291,18 +353,34 @@ cdef class Predictor:
         cdef int32_t leaf_index_next[BLOCK]
         cdef const float64_t* leaf_next
         cdef float64_t* out_block
+        cdef intp_t n_features = X.shape[1]
+        cdef intp_t n_values = m * n_features, n_missing = 0
+        cdef const float32_t* block_values = NULL
+        cdef const float32_t* row_values
         # Most blocks hold no missing value: they take a path with one comparison
-        # per level.
-        for i in range(row_start, row_stop):
-            for f in range(X.shape[1]):
-                if X[i, f] != X[i, f]:
-                    block_has_nan = True
-        if block_has_nan or m < BLOCK:
+        # per level. The block's rows are contiguous in X (C order): one flat count
+        # that the compiler vectorises.
+        if n_values > 0:
+            block_values = &X[row_start, 0]
+            for i in range(n_values):
+                n_missing += block_values[i] != block_values[i]
+        block_has_nan = n_missing > 0
+        if block_has_nan or m < BLOCK or n_values == 0:
             columns = NULL
         if columns != NULL:
             for i in range(m):
-                for f in range(X.shape[1]):
-                    columns[f * BLOCK + i] = X[row_start + i, f]
+                row_values = block_values + i * n_features
+                for f in range(n_features):
+                    columns[f * BLOCK + i] = row_values[f]
+            if use_simd:
+                # Every tree has depth <= 3: the AVX2 kernel (_simd.h).
+                add_depth3_trees_avx2(
+                    columns, &self.d3_column_offset[tree_start * TREE_STRIDE],
+                    &self.d3_threshold[tree_start * TREE_STRIDE],
+                    &self.d3_leaf_low[tree_start * TREE_STRIDE],
+                    &self.d3_leaf_high[tree_start * TREE_STRIDE],
+                    tree_stop - tree_start, &out[row_start])
+                return
         t = tree_start
         while t < tree_stop:
             depth = self.depth[t]
