@@ -28,7 +28,9 @@ def test_show_config_reports_version_openmp_and_threads():
     assert info["version"] == gbc_core.__version__
     assert isinstance(info["openmp"], bool)
     assert isinstance(info["threads"], int) and info["threads"] >= 1
+    assert info["predict_kernel"] in ("avx2", "portable")
     text = out.getvalue()
+    assert f"predict_kernel: {info['predict_kernel']}" in text
     assert f"version: {gbc_core.__version__}" in text
     assert f"openmp: {info['openmp']}" in text
     if not info["openmp"]:

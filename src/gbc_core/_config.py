@@ -2,17 +2,20 @@
 
 import sys
 
-from . import _openmp
+from . import _openmp, _predictor
 from ._version import __version__
 
 
 def show_config(file=None):
-    """Print the version, whether OpenMP is compiled in, and the default thread count.
+    """Print the version, whether OpenMP is compiled in, the default thread count and
+    the vectorised prediction kernel in use.
 
     Returns
     -------
     dict
-        ``{"version", "openmp", "threads", "python", "numpy"}``.
+        ``{"version", "openmp", "threads", "predict_kernel", "python", "numpy"}``;
+        ``predict_kernel`` is ``"avx2"`` on a CPU with AVX2 (x86-64, GCC or Clang
+        build), else ``"portable"``: both give the same predictions.
     """
     import numpy as np
 
@@ -20,6 +23,7 @@ def show_config(file=None):
         "version": __version__,
         "openmp": _openmp.openmp_enabled(),
         "threads": _openmp.max_threads(),
+        "predict_kernel": _predictor.simd_kernel(),
         "python": sys.version.split()[0],
         "numpy": np.__version__,
     }

@@ -4,6 +4,7 @@ class _ConfigInfo(TypedDict):
     version: str
     openmp: bool
     threads: int
+    predict_kernel: str
     python: str
     numpy: str
 

@@ -258,8 +258,11 @@ cdef class Predictor:
         cdef uint8_t[::1] unused_missing = np.zeros(TREE_STRIDE, dtype=np.uint8)
         cdef float64_t[::1] leaf8 = np.zeros(TREE_STRIDE, dtype=np.float64)
         cdef intp_t t, k
+        # Only data narrow enough for a transposed block uses these tables (and
+        # only then do the column offsets fit in int32).
+        cdef bint columns_possible = n_features * BLOCK <= MAX_COLUMN_FLOATS
         for t in range(self.n_trees):
-            if self.depth[t] <= MAX_DEPTH_COLUMNS:
+            if columns_possible and self.depth[t] <= MAX_DEPTH_COLUMNS:
                 _fill_complete(
                     &self.nodes[self.tree_offsets[t]], 0, 0, 0, MAX_DEPTH_COLUMNS,
                     &self.d3_column_offset[t * TREE_STRIDE],

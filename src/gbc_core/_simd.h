@@ -143,7 +143,7 @@ static void gbc_add_depth3_trees_avx2(const float *columns,
 #endif
 
 /* Split a float64 into its low and high 32-bit halves (the lookup tables' form). */
-static inline void gbc_split_double(double value, uint32_t *low, uint32_t *high)
+static void gbc_split_double(double value, uint32_t *low, uint32_t *high)
 {
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
