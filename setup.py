@@ -24,8 +24,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = ["_common", "_openmp", "_sorting", "_splitter", "_leaves", "_predictor"]
-# Plain C headers of a module (the run-time selected AVX2 prediction kernel).
-HEADERS = {"_predictor": ["_simd.h"]}
+# Plain C headers of a module (vector kernels written in C).
+HEADERS = {"_predictor": ["_simd.h"], "_splitter": ["_scan.h"]}
 
 
 def _flag(name, default="0"):

@@ -100,9 +100,11 @@ def _leaf_of_every_row(nodes, Xf):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("fast_path", [False, True])
-def test_grower_splits_have_maximal_gain(seed, weighted, fast_path):
+@pytest.mark.parametrize("min_leaf", [2, 5])
+def test_grower_splits_have_maximal_gain(seed, weighted, fast_path, min_leaf):
     """Both scans: the general one and the one for data without missing values and
-    with positive weights."""
+    with positive weights (with unit weights its root test runs two positions per
+    step: odd and even ranges, ends set by min_samples_leaf)."""
     rng = np.random.default_rng(seed)
     n, d = 60, 4
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -112,7 +114,7 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path):
     if fast_path:
         w = w.astype(np.float32).astype(np.float64)  # its precondition: float32 weights
     Xf, order, values, nnm = _presort(X)
-    grower = TreeGrower(Xf, order, values, nnm, 3, 2, 2, 0.0, d, 2, fast_path)
+    grower = TreeGrower(Xf, order, values, nnm, 3, 2, min_leaf, 0.0, d, 2, fast_path)
     grower.grow(_row_stats(r, w), r, None, 0)
     nodes = grower.nodes_array()
     n_checked = 0
@@ -120,7 +122,7 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path):
         np.testing.assert_allclose(nd["weighted_n"], w[rows].sum())
         if left is None:
             continue
-        gain, f, t = _best_split_naive(Xf, r, w, rows, min_leaf=2)
+        gain, f, t = _best_split_naive(Xf, r, w, rows, min_leaf=min_leaf)
         np.testing.assert_allclose(nd["improvement"], gain, rtol=1e-9, atol=1e-12)
         assert nd["feature"] == f and nd["threshold"] == t  # tie-break: lowest f, lowest t
         n_checked += 1

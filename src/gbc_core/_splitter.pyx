@@ -75,6 +75,12 @@ cdef extern from *:
     """
     void* gbc_alloc_random_access(size_t size) noexcept nogil
 
+cdef extern from "_scan.h" nogil:
+    intp_t root_scan_to_candidate "gbc_root_scan_to_candidate"(
+        const int32_t* order, const float64_t* row_wr, intp_t start, intp_t stop,
+        float64_t* s_left, float64_t total_w, float64_t total_s, float64_t bound,
+        intp_t prefetch_stop, intp_t distance)
+
 cdef enum:
     # How many sorted positions ahead the scan prefetches the rows it will gather.
     PREFETCH_DISTANCE = 48
@@ -394,6 +400,7 @@ cdef inline void _scan_root(
     cdef int64_t n_left = 0, total_n = st.total_n
     cdef float64_t w_left = 0.0, s_left = 0.0, w_right, diff, den, proxy
     cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
+    cdef float64_t best_bound = best * (1.0 - 1e-12)
     for k in range(n_valid):
         if k < stop:
             if unit_weights:
@@ -405,13 +412,14 @@ cdef inline void _scan_root(
         w_right = total_w - w_left
         diff = (total_s - s_left) * w_left - s_left * w_right
         den = w_left * w_right
-        if (diff * diff >= best * den * (1.0 - 1e-12)
+        if (diff * diff >= best_bound * den
                 and n_left >= min_samples_leaf and total_n - n_left >= min_samples_leaf):
             v = values_f[k]
             last = values_f[k - 1]
             proxy = diff * diff / den
             if v > last + FEATURE_THRESHOLD and proxy > best:
                 best = proxy
+                best_bound = proxy * (1.0 - 1e-12)
                 _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
         n_left += 1
         if unit_weights:
@@ -422,6 +430,55 @@ cdef inline void _scan_root(
             s_left += rows[row].wr
     st.acc.n = n_left
     st.acc.w = w_left
+    st.acc.s = s_left
+
+
+cdef inline void _scan_root_unit(
+    scan_t* st,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const float64_t* row_wr,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """``_scan_root`` with unit weights: the running sum and the cheap test run in
+    ``_scan.h`` (two positions per step) up to each position that passes the test,
+    and the exact decision is made here, as in ``_scan_root``, which it matches
+    split for split. Only positions with n_left in [min_samples_leaf, total_n -
+    min_samples_leaf] are tested (the others cannot hold a split)."""
+    cdef intp_t k, row, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
+    cdef float32_t v, last
+    cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
+    cdef float64_t best_bound = best * (1.0 - 1e-12)
+    cdef float64_t s_left = 0.0, w_left, w_right, diff, den, proxy
+    first = min(<intp_t>min_samples_leaf, n_valid)
+    stop = max(first, min(<intp_t>(st.total_n - min_samples_leaf + 1), n_valid))
+    for k in range(first):
+        s_left += row_wr[order_f[k]]
+    k = first
+    while True:
+        k = root_scan_to_candidate(order_f, row_wr, k, stop, &s_left, total_w, total_s,
+                                   best_bound, prefetch_stop, PREFETCH_DISTANCE)
+        if k >= stop:
+            break
+        # The exact decision of _scan_root at this position (n_left = w_left = k).
+        w_left = <float64_t>k
+        w_right = total_w - w_left
+        diff = (total_s - s_left) * w_left - s_left * w_right
+        den = w_left * w_right
+        v = values_f[k]
+        last = values_f[k - 1]
+        proxy = diff * diff / den
+        if v > last + FEATURE_THRESHOLD and proxy > best:
+            best = proxy
+            best_bound = proxy * (1.0 - 1e-12)
+            _keep_split(&st.best, proxy, last, v, k, w_left, s_left)
+        s_left += row_wr[order_f[k]]
+        k += 1
+    for k in range(stop, n_valid):
+        s_left += row_wr[order_f[k]]
+    st.acc.n = n_valid
+    st.acc.w = <float64_t>n_valid
     st.acc.s = s_left
 
 
@@ -763,8 +820,8 @@ cdef class TreeGrower:
             if n_valid == self.n_samples and self.positive_weights and self.min_weight_leaf <= 0:
                 if n_slots == 1 and self.all_rows_in_root:
                     if self.unit_weights:
-                        _scan_root(states, order_f, values_f, n_valid, self.row_wr,
-                                   self.rows, self.min_samples_leaf, True)
+                        _scan_root_unit(states, order_f, values_f, n_valid, self.row_wr,
+                                        self.min_samples_leaf)
                     else:
                         _scan_root(states, order_f, values_f, n_valid, self.row_wr,
                                    self.rows, self.min_samples_leaf, False)
