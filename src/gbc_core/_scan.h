@@ -28,6 +28,7 @@ typedef long long gbc_mask2 __attribute__((vector_size(16)));
 #define GBC_SCAN_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 3)
 #else
 #define GBC_HAVE_VECTOR_PAIRS 0
+#define GBC_SCAN_PREFETCH(p) ((void)0)
 #endif
 
 /* Scan sorted positions start .. stop-1 (row order[k] at position k; every row in
@@ -82,6 +83,60 @@ static intptr_t gbc_root_scan_to_candidate(const int32_t *order, const double *r
         s += row_wr[order[k]];
     }
     *s_left = s;
+    return stop;
+}
+
+/* The hot state of one node in the scan of a deeper level (unit weights): one
+ * cache line, found by a shift from the node's slot. */
+typedef struct {
+    double s_left;       /* sum of w * r of the node's samples seen so far */
+    double w_left;       /* their number (with unit weights, also their weight) */
+    double total_w;      /* the node's totals */
+    double total_s;
+    double bound;        /* best proxy so far x (1 - 1e-12); +inf: not split here */
+    intptr_t last_pos;   /* sorted position of the node's previous sample, -1: none */
+    double unused[2];
+} gbc_node_scan_t;
+
+/* Node byte of a row outside the nodes being split. */
+#define GBC_NO_NODE 255
+
+#define GBC_LEVEL_STEP(k)                                                         \
+    do {                                                                          \
+        const int32_t row_ = order[k];                                            \
+        const unsigned slot_ = row_node[row_];                                    \
+        if (slot_ != GBC_NO_NODE) {                                               \
+            gbc_node_scan_t *const node_ = nodes + slot_;                         \
+            const double s_ = node_->s_left, w_ = node_->w_left;                  \
+            const double w_right_ = node_->total_w - w_;                          \
+            const double diff_ = (node_->total_s - s_) * w_ - s_ * w_right_;      \
+            if (diff_ * diff_ >= node_->bound * (w_ * w_right_))                  \
+                return (k);                                                       \
+            node_->s_left = s_ + row_wr[row_];                                    \
+            node_->w_left = w_ + 1.0;                                             \
+            node_->last_pos = (k);                                                \
+        }                                                                         \
+    } while (0)
+
+/* The scan of one feature for every node of a deeper level (node of a row in
+ * row_node), positions start .. stop-1: each sample's split is tested, then the
+ * sample is added to its node. Stops at the first position whose split passes the
+ * cheap test, its node's state as before it; returns it, or stop. */
+static intptr_t gbc_level_scan_to_candidate(const int32_t *order, const double *row_wr,
+                                            const uint8_t *row_node, gbc_node_scan_t *nodes,
+                                            intptr_t start, intptr_t stop,
+                                            intptr_t prefetch_stop, intptr_t distance)
+{
+    intptr_t k = start;
+    const intptr_t with_prefetch = prefetch_stop < stop ? prefetch_stop : stop;
+    for (; k < with_prefetch; k++) {
+        const int32_t ahead = order[k + distance];
+        GBC_SCAN_PREFETCH(&row_wr[ahead]);
+        GBC_SCAN_PREFETCH(&row_node[ahead]);
+        GBC_LEVEL_STEP(k);
+    }
+    for (; k < stop; k++)
+        GBC_LEVEL_STEP(k);
     return stop;
 }
 

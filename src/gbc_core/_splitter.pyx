@@ -80,6 +80,20 @@ cdef extern from "_scan.h" nogil:
         const int32_t* order, const float64_t* row_wr, intp_t start, intp_t stop,
         float64_t* s_left, float64_t total_w, float64_t total_s, float64_t bound,
         intp_t prefetch_stop, intp_t distance)
+    ctypedef struct node_scan_t "gbc_node_scan_t":
+        float64_t s_left
+        float64_t w_left
+        float64_t total_w
+        float64_t total_s
+        float64_t bound
+        intp_t last_pos
+    # ``row_node`` of a row outside the nodes being split (so at most NO_NODE nodes
+    # per level take the byte-sized path).
+    const uint8_t NO_NODE "GBC_NO_NODE"
+    intp_t level_scan_to_candidate "gbc_level_scan_to_candidate"(
+        const int32_t* order, const float64_t* row_wr, const uint8_t* row_node,
+        node_scan_t* nodes, intp_t start, intp_t stop, intp_t prefetch_stop,
+        intp_t distance)
 
 cdef enum:
     # How many sorted positions ahead the scan prefetches the rows it will gather.
@@ -90,9 +104,6 @@ cdef enum:
     # Below these sizes a level runs on one thread (see _find_splits).
     MIN_PARALLEL_SCAN = 1000000
     MIN_PARALLEL_ROWS = 200000
-    # ``row_node`` of a row outside the nodes being split (so at most NO_NODE nodes
-    # per level take the byte-sized path).
-    NO_NODE = 255
 
 
 ctypedef unsigned long long uint64_t_t
@@ -307,22 +318,16 @@ cdef inline void _scan_fast(
     const float32_t* values_f,
     intp_t n_valid,
     const packed_row_t* rows,
-    const float64_t* row_wr,
-    const uint8_t* row_node,
     int64_t min_samples_leaf,
-    bint unit_weights,
 ) noexcept nogil:
     """The scan of one feature without missing values, zero or non-float32 weights
-    or a minimum leaf weight: the common case, with the fewest instructions and a
-    single gathered record per sample.
+    or a minimum leaf weight: the common case, with few instructions and a single
+    gathered 16-byte record per sample (with unit weights, ``_scan_level_unit``
+    does the same on 9 bytes per sample).
 
     For each sample in increasing order of the feature, the split between the node's
     previous value and this one is evaluated (squared-error proxy, strict ">" so the
     lowest threshold wins ties), then the sample joins the node's left statistics.
-    With unit weights the left weight is the left count, and is not accumulated,
-    and the scan gathers w * r (8 bytes) and the node (1 byte, NO_NODE for none)
-    from two arrays that together take about half the cache of the 16-byte
-    records (fewer than NO_NODE nodes per level).
     """
     cdef intp_t k, stop
     cdef int32_t slot
@@ -331,30 +336,20 @@ cdef inline void _scan_fast(
     cdef int64_t n_left
     cdef float64_t w_left, s_left, w_right, diff, den, proxy
     cdef const packed_row_t* rs
-    cdef intp_t row, ahead
+    cdef intp_t row
     stop = n_valid - PREFETCH_DISTANCE
     for k in range(n_valid):
         if k < stop:
-            ahead = order_f[k + PREFETCH_DISTANCE]
-            if unit_weights:
-                GBC_PREFETCH(&row_wr[ahead])
-                GBC_PREFETCH(&row_node[ahead])
-            else:
-                GBC_PREFETCH(&rows[ahead])
+            GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
         row = order_f[k]
-        if unit_weights:
-            slot = row_node[row]
-            if slot == NO_NODE:
-                continue
-        else:
-            rs = &rows[row]
-            slot = rs.slot
-            if slot < 0:
-                continue
+        rs = &rows[row]
+        slot = rs.slot
+        if slot < 0:
+            continue
         st = &states[slot]
         n_left = st.acc.n
         s_left = st.acc.s
-        w_left = <float64_t>n_left if unit_weights else st.acc.w
+        w_left = st.acc.w
         # Paper Algorithm 1, line 7: the squared-error proxy of the split. The cheap
         # bound test comes first since it rejects almost every position; then
         # n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
@@ -374,11 +369,8 @@ cdef inline void _scan_fast(
                 _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
                 st.best_bound = proxy * (1.0 - 1e-12)
         st.acc.n = n_left + 1
-        if unit_weights:
-            st.acc.s = s_left + row_wr[row]
-        else:
-            st.acc.w = w_left + rs.w
-            st.acc.s = s_left + rs.wr
+        st.acc.w = w_left + rs.w
+        st.acc.s = s_left + rs.wr
         st.last_pos = k
 
 
@@ -387,14 +379,12 @@ cdef inline void _scan_root(
     const int32_t* order_f,
     const float32_t* values_f,
     intp_t n_valid,
-    const float64_t* row_wr,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
-    bint unit_weights,
 ) noexcept nogil:
-    """``_scan_fast`` for a root that holds every row: no node lookup per sample,
-    the running sums stay in registers, and with unit weights only w * r (8 bytes
-    per row) is gathered."""
+    """``_scan_fast`` for a root that holds every row: no node lookup per sample and
+    the running sums stay in registers (weighted rows; ``_scan_root_unit`` for unit
+    weights)."""
     cdef intp_t k, row, stop = n_valid - PREFETCH_DISTANCE
     cdef float32_t v, last
     cdef int64_t n_left = 0, total_n = st.total_n
@@ -403,10 +393,7 @@ cdef inline void _scan_root(
     cdef float64_t best_bound = best * (1.0 - 1e-12)
     for k in range(n_valid):
         if k < stop:
-            if unit_weights:
-                GBC_PREFETCH(&row_wr[order_f[k + PREFETCH_DISTANCE]])
-            else:
-                GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
+            GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
         row = order_f[k]
         # The same tests as in ``_scan_fast``, in the same order; here n_left = k.
         w_right = total_w - w_left
@@ -422,12 +409,8 @@ cdef inline void _scan_root(
                 best_bound = proxy * (1.0 - 1e-12)
                 _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
         n_left += 1
-        if unit_weights:
-            w_left += 1.0
-            s_left += row_wr[row]
-        else:
-            w_left += rows[row].w
-            s_left += rows[row].wr
+        w_left += rows[row].w
+        s_left += rows[row].wr
     st.acc.n = n_left
     st.acc.w = w_left
     st.acc.s = s_left
@@ -480,6 +463,73 @@ cdef inline void _scan_root_unit(
     st.acc.n = n_valid
     st.acc.w = <float64_t>n_valid
     st.acc.s = s_left
+
+
+cdef inline void _scan_level_unit(
+    scan_t* states,
+    node_scan_t* node_scan,
+    intp_t n_slots,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const float64_t* row_wr,
+    const uint8_t* row_node,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """``_scan_fast`` with unit weights (fewer than NO_NODE nodes): the running sums
+    and the cheap test run in ``_scan.h`` on one cache line of state per node, up to
+    each position that passes the test, where the exact decision is made as in
+    ``_scan_fast``, which it matches split for split."""
+    cdef intp_t k = 0, s, row, prefetch_stop = n_valid - PREFETCH_DISTANCE
+    cdef int32_t slot
+    cdef scan_t* st
+    cdef node_scan_t* ns
+    cdef int64_t n_left
+    cdef float32_t v, last
+    cdef float64_t w_left, s_left, w_right, diff, den, proxy
+    for s in range(n_slots):
+        ns = &node_scan[s]
+        ns.s_left = 0.0
+        ns.w_left = 0.0
+        ns.total_w = states[s].total_w
+        ns.total_s = states[s].total_s
+        # A node not split on this feature never passes the test.
+        ns.bound = states[s].best_bound if states[s].n_span > 0 else INFINITY
+        ns.last_pos = -1
+    while True:
+        k = level_scan_to_candidate(order_f, row_wr, row_node, node_scan, k, n_valid,
+                                    prefetch_stop, PREFETCH_DISTANCE)
+        if k >= n_valid:
+            break
+        # The exact decision of _scan_fast at this position.
+        row = order_f[k]
+        slot = row_node[row]
+        st = &states[slot]
+        ns = &node_scan[slot]
+        w_left = ns.w_left
+        s_left = ns.s_left
+        n_left = <int64_t>w_left
+        w_right = st.total_w - w_left
+        diff = (st.total_s - s_left) * w_left - s_left * w_right
+        den = w_left * w_right
+        if (diff * diff >= st.best_bound * den
+                and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
+            v = values_f[k]
+            last = values_f[ns.last_pos]  # n_left >= 1: the node has a previous sample
+            proxy = diff * diff / den
+            if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
+                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
+                st.best_bound = proxy * (1.0 - 1e-12)
+                ns.bound = st.best_bound
+        ns.s_left = s_left + row_wr[row]
+        ns.w_left = w_left + 1.0
+        ns.last_pos = k
+        k += 1
+    for s in range(n_slots):
+        states[s].acc.n = <int64_t>node_scan[s].w_left
+        states[s].acc.w = node_scan[s].w_left
+        states[s].acc.s = node_scan[s].s_left
+        states[s].last_pos = node_scan[s].last_pos
 
 
 cdef void* _grow(void* buffer, intp_t count, size_t item_size, str what) except NULL:
@@ -536,6 +586,7 @@ cdef class TreeGrower:
         intp_t slot_capacity
         scan_t* scan
         split_t* thread_best
+        node_scan_t* node_scan   # per thread and node: hot state of the unit-weight scan
         uint8_t* allowed
         int32_t* perm
         float64_t* partial
@@ -546,6 +597,7 @@ cdef class TreeGrower:
         self.slots = NULL
         self.scan = NULL
         self.thread_best = NULL
+        self.node_scan = NULL
         self.allowed = NULL
         self.perm = NULL
         self.rows = NULL
@@ -597,6 +649,7 @@ cdef class TreeGrower:
         free(self.slots)
         free(self.scan)
         free(self.thread_best)
+        free(self.node_scan)
         free(self.allowed)
         free(self.perm)
         free(self.rows)
@@ -625,6 +678,8 @@ cdef class TreeGrower:
                                    "split buffers")
         self.thread_best = <split_t*>_grow(self.thread_best, self.n_threads * capacity,
                                            sizeof(split_t), "split buffers")
+        self.node_scan = <node_scan_t*>_grow(self.node_scan, self.n_threads * capacity,
+                                             sizeof(node_scan_t), "split buffers")
         if self.max_features < self.n_features:
             self.allowed = <uint8_t*>_grow(self.allowed, capacity * self.n_features,
                                            sizeof(uint8_t), "feature draws")
@@ -823,16 +878,15 @@ cdef class TreeGrower:
                         _scan_root_unit(states, order_f, values_f, n_valid, self.row_wr,
                                         self.min_samples_leaf)
                     else:
-                        _scan_root(states, order_f, values_f, n_valid, self.row_wr,
-                                   self.rows, self.min_samples_leaf, False)
+                        _scan_root(states, order_f, values_f, n_valid, self.rows,
+                                   self.min_samples_leaf)
                 elif self.unit_weights and n_slots < NO_NODE:
-                    _scan_fast(states, order_f, values_f, n_valid, self.rows, self.row_wr,
-                               self.row_node, self.min_samples_leaf, True)
-                    for s in range(n_slots):
-                        states[s].acc.w = <float64_t>states[s].acc.n
+                    _scan_level_unit(states, self.node_scan + tid * self.slot_capacity,
+                                     n_slots, order_f, values_f, n_valid, self.row_wr,
+                                     self.row_node, self.min_samples_leaf)
                 else:
-                    _scan_fast(states, order_f, values_f, n_valid, self.rows, self.row_wr,
-                               self.row_node, self.min_samples_leaf, False)
+                    _scan_fast(states, order_f, values_f, n_valid, self.rows,
+                               self.min_samples_leaf)
                 n_valid = -1  # done
             # Missing values (sorted last) first: their totals are needed to send
             # them to either side of every candidate threshold.
