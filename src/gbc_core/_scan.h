@@ -1,20 +1,19 @@
-/* The cheap test of the root split scan, two sorted positions per step.
+/* Inner loops of the split scan with unit sample weights (paper Algorithm 1, line 7:
+ * the squared-error split of the residuals r = y - p).
  *
- * At the root with unit sample weights, position k of a feature's sorted order has
- * n_left = w_left = k samples on the left and s_left = the sum of w * r over them
- * (paper Algorithm 1, line 7: the squared-error split of the residuals r = y - p).
- * The split before position k can only beat the best one so far (proxy `best`) if
+ * A feature's sorted order is scanned once per level. At position k, a node with
+ * n_left = w_left samples seen so far, whose w * r add up to s_left, can only beat
+ * the best split found so far (proxy `best`) if
  *
  *     diff^2 >= bound * den,   diff = (S - s_left) w_left - s_left w_right,
  *                              den = w_left w_right,  bound = best (1 - 1e-12),
  *
- * the Friedman proxy diff^2 / den without the division. Almost no position passes.
- * This loop adds up s_left in sorted order (the same additions, in the same order,
- * as a plain loop) and evaluates the test for two positions at once with two-lane
- * float64 vectors (SSE2 on x86-64, NEON on arm64; IEEE operations lane by lane, so
- * the same values as scalar code), halving the floating-point work per position.
- * It stops at the first position that passes; the caller makes the exact decision
- * there and resumes after it.
+ * the Friedman proxy diff^2 / den without the division (S, W: the node's totals,
+ * w_right = W - w_left). Almost no position passes. These loops add up the sums in
+ * sorted order (the same additions, in the same order, as a plain loop) and stop at
+ * the first position that passes; the caller (_splitter.pyx) makes the exact
+ * decision there and resumes after it. So they decide nothing themselves: they only
+ * make the common case cheap.
  */
 #ifndef GBC_SCAN_H
 #define GBC_SCAN_H
@@ -28,11 +27,20 @@ typedef long long gbc_mask2 __attribute__((vector_size(16)));
 #define GBC_SCAN_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 3)
 #else
 #define GBC_HAVE_VECTOR_PAIRS 0
+#if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#include <xmmintrin.h>
+#define GBC_SCAN_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#else
 #define GBC_SCAN_PREFETCH(p) ((void)0)
 #endif
+#endif
 
-/* Scan sorted positions start .. stop-1 (row order[k] at position k; every row in
- * the node, unit weights). `*s_left` holds the sum of row_wr over positions before
+/* The root (every row in one node, n_left = w_left = k at position k): the test is
+ * evaluated for two positions at once with two-lane float64 vectors (SSE2 on
+ * x86-64, NEON on arm64; IEEE operations lane by lane, the same values as scalar
+ * code), which halves the floating-point work per position.
+ *
+ * Scan sorted positions start .. stop-1 (row order[k] at position k). `*s_left` holds the sum of row_wr over positions before
  * `start`; on return it holds the sum over positions before the returned position,
  * which is the first k whose split passes the cheap test, or `stop`. The row sums
  * of positions up to `prefetch_stop` + `distance` are prefetched `distance` ahead. */
@@ -89,9 +97,13 @@ static intptr_t gbc_root_scan_to_candidate(const int32_t *order, const double *r
 /* The hot state of one node in the scan of a deeper level (unit weights): one
  * cache line, found by a shift from the node's slot. */
 typedef struct {
+    /* The two running sums are not adjacent: stored side by side, they invite the
+     * compiler to pair their updates in one vector, which costs more shuffles than
+     * it saves. */
     double s_left;       /* sum of w * r of the node's samples seen so far */
-    double w_left;       /* their number (with unit weights, also their weight) */
     double total_w;      /* the node's totals */
+    double w_left;       /* number of the node's samples seen so far (with unit
+                            weights, also their weight) */
     double total_s;
     double bound;        /* best proxy so far x (1 - 1e-12); +inf: not split here */
     intptr_t last_pos;   /* sorted position of the node's previous sample, -1: none */

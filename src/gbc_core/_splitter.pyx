@@ -82,8 +82,8 @@ cdef extern from "_scan.h" nogil:
         intp_t prefetch_stop, intp_t distance)
     ctypedef struct node_scan_t "gbc_node_scan_t":
         float64_t s_left
-        float64_t w_left
         float64_t total_w
+        float64_t w_left
         float64_t total_s
         float64_t bound
         intp_t last_pos
