@@ -504,6 +504,29 @@ def run_in_subprocess(library, workload, args):
 
 
 # --------------------------------------------------------------------- report
+def pool_rounds(rounds):
+    """One library's results of several rounds as one result: fit and predict times
+    pooled (medians over all of them), latency the median of the rounds' medians,
+    memory and quality from the first round (a fresh process each round, the same
+    data and model)."""
+    ok = [r for r in rounds if "fit_times" in r]
+    if len(ok) < len(rounds):
+        return next(r for r in rounds if "fit_times" not in r)
+    pooled = dict(ok[0])
+    pooled["rounds"] = len(ok)
+    pooled["fit_times"] = [t for r in ok for t in r["fit_times"]]
+    pooled["fit_s"] = statistics.median(pooled["fit_times"])
+    pooled["predict_times"] = [t for r in ok for t in r["predict_times"]]
+    pooled["predict_rows_per_s"] = pooled["predict_rows"] / statistics.median(
+        pooled["predict_times"])
+    pooled["latency_ms"] = statistics.median(r["latency_ms"] for r in ok)
+    for key in ("other_cpu_during_fit", "other_cpu_during_predict"):
+        values = [r[key] for r in ok if r.get(key) is not None]
+        pooled[key] = statistics.mean(values) if values else None
+    pooled["wall_s"] = sum(r.get("wall_s", 0.0) for r in ok)
+    return pooled
+
+
 def add_ratios(results):
     """Ratios against gbc-core; > 1 means gbc-core is faster."""
     ref = next((r for r in results if r["library"] == "gbc-core" and "fit_s" in r), None)
@@ -570,6 +593,11 @@ def parse_args(argv=None):
                         help=f"comma-separated subset of {', '.join(LIBRARIES)}")
     parser.add_argument("--repeats", type=int, default=3,
                         help="fits and batch predictions per library (median reported)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every library this many times, in turn (gbc-core, then "
+                             "each peer, then again), and pool the measurements: on a "
+                             "machine whose speed drifts, every library's median then "
+                             "spans the same periods (default: 1)")
     parser.add_argument("--skip-slow", action="store_true",
                         help="skip scikit-learn's GradientBoostingClassifier on 1m")
     parser.add_argument("--predict-rows", type=int, default=1_000_000,
@@ -592,6 +620,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
     return args
 
 
@@ -624,7 +654,9 @@ def main(argv=None):
     print(f"- load average at start: {', '.join(f'{x:.2f}' for x in info['load_average'])}")
     print(f"- n_jobs = {args.n_jobs} for every library (scikit-learn GBC is single-threaded; "
           "HistGradientBoosting uses all cores by default)")
-    print(f"- fit: median of {args.repeats} fits (scikit-learn GBC: 1 fit above "
+    rounds = (f" in each of {args.rounds} rounds (libraries in turn, pooled; "
+              "scikit-learn GBC: first round only)" if args.rounds > 1 else "")
+    print(f"- fit: median of {args.repeats} fits{rounds} (scikit-learn GBC: 1 fit above "
           f"{SLOW_ROWS:,} training rows); predict: median of {args.repeats} predict_proba "
           f"calls on >= {args.predict_rows:,} rows; latency: median of "
           f"{args.latency_calls} single-row predict_proba calls")
@@ -641,14 +673,24 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="gbc-bench-") as tmp:
         for name in workloads:
             workload = prepare_workload(name, args.data_dir, os.path.join(tmp, name))
+            runs = {library: [] for library in libraries}
+            for round_ in range(args.rounds):
+                for library in libraries:
+                    if library == "sklearn-gbc" and name == "1m" and args.skip_slow:
+                        continue
+                    if library == "sklearn-gbc" and round_ > 0:
+                        continue  # minutes per fit: one round is enough to rank it
+                    print(f"  running {library} on {name}"
+                          + (f" (round {round_ + 1} of {args.rounds})" if args.rounds > 1
+                             else "") + " ...", file=sys.stderr, flush=True)
+                    runs[library].append(run_in_subprocess(library, workload, args))
             results = []
             for library in libraries:
-                if library == "sklearn-gbc" and name == "1m" and args.skip_slow:
+                if not runs[library]:
                     results.append({"library": library,
                                     "skipped": "skipped on 1m (--skip-slow)"})
-                    continue
-                print(f"  running {library} on {name} ...", file=sys.stderr, flush=True)
-                results.append(run_in_subprocess(library, workload, args))
+                else:
+                    results.append(pool_rounds(runs[library]))
             add_ratios(results)
             print(markdown_table(workload, results) + "\n", flush=True)
             workload = {k: val for k, val in workload.items() if k != "dir"}
