@@ -312,6 +312,46 @@ cdef inline void _keep_split(
     best.all_left = 0
 
 
+cdef inline bint _decide(
+    scan_t* st,
+    int64_t n_left,
+    float64_t w_left,
+    float64_t s_left,
+    const float32_t* values_f,
+    intp_t k,
+    intp_t last_pos,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """The decision of the scans at sorted position ``k`` for the node ``st``, whose
+    samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
+    ``s_left``), the last of them at ``last_pos``: keep the split before ``k`` if it
+    is valid and strictly better. Returns True if it was kept.
+
+    Paper Algorithm 1, line 7: the squared-error proxy of the split. The cheap bound
+    test comes first since it rejects almost every position; then n_left in
+    [min_samples_leaf, total_n - min_samples_leaf] as one unsigned comparison (n_span
+    is 0 for a node that is not split on this feature; with n_left = 0 or n_right = 0,
+    den = 0 and one of the two tests fails, the bound test being NaN for -inf), and
+    only then, at the rare positions that pass both, a new distinct value: the values
+    are read there and not streamed.
+    """
+    cdef float64_t w_right = st.total_w - w_left
+    cdef float64_t diff = (st.total_s - s_left) * w_left - s_left * w_right
+    cdef float64_t den = w_left * w_right
+    cdef float64_t proxy
+    cdef float32_t v, last
+    if (diff * diff >= st.best_bound * den
+            and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
+        v = values_f[k]
+        last = values_f[last_pos]  # n_left >= 1: the node has a previous sample
+        proxy = diff * diff / den
+        if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
+            _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
+            st.best_bound = proxy * (1.0 - 1e-12)
+            return True
+    return False
+
+
 cdef inline void _scan_fast(
     scan_t* states,
     const int32_t* order_f,
@@ -332,9 +372,8 @@ cdef inline void _scan_fast(
     cdef intp_t k, stop
     cdef int32_t slot
     cdef scan_t* st
-    cdef float32_t v, last
     cdef int64_t n_left
-    cdef float64_t w_left, s_left, w_right, diff, den, proxy
+    cdef float64_t w_left, s_left
     cdef const packed_row_t* rs
     cdef intp_t row
     stop = n_valid - PREFETCH_DISTANCE
@@ -350,24 +389,7 @@ cdef inline void _scan_fast(
         n_left = st.acc.n
         s_left = st.acc.s
         w_left = st.acc.w
-        # Paper Algorithm 1, line 7: the squared-error proxy of the split. The cheap
-        # bound test comes first since it rejects almost every position; then
-        # n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
-        # comparison (n_span is 0 for a node that is not split on this feature; with
-        # n_left = 0 or n_right = 0, den = 0 and one of the two tests fails, the
-        # bound test being NaN for -inf), and only then, at the rare positions that
-        # pass both, a new distinct value: the values are read there and not streamed.
-        w_right = st.total_w - w_left
-        diff = (st.total_s - s_left) * w_left - s_left * w_right
-        den = w_left * w_right
-        if (diff * diff >= st.best_bound * den
-                and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
-            v = values_f[k]
-            last = values_f[st.last_pos]  # n_left >= 1: the node has a previous sample
-            proxy = diff * diff / den
-            if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
-                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
-                st.best_bound = proxy * (1.0 - 1e-12)
+        _decide(st, n_left, w_left, s_left, values_f, k, st.last_pos, min_samples_leaf)
         st.acc.n = n_left + 1
         st.acc.w = w_left + rs.w
         st.acc.s = s_left + rs.wr
@@ -484,9 +506,7 @@ cdef inline void _scan_level_unit(
     cdef int32_t slot
     cdef scan_t* st
     cdef node_scan_t* ns
-    cdef int64_t n_left
-    cdef float32_t v, last
-    cdef float64_t w_left, s_left, w_right, diff, den, proxy
+    cdef float64_t w_left, s_left
     for s in range(n_slots):
         ns = &node_scan[s]
         ns.s_left = 0.0
@@ -501,26 +521,16 @@ cdef inline void _scan_level_unit(
                                     prefetch_stop, PREFETCH_DISTANCE)
         if k >= n_valid:
             break
-        # The exact decision of _scan_fast at this position.
+        # The decision of _scan_fast at this position.
         row = order_f[k]
         slot = row_node[row]
         st = &states[slot]
         ns = &node_scan[slot]
         w_left = ns.w_left
         s_left = ns.s_left
-        n_left = <int64_t>w_left
-        w_right = st.total_w - w_left
-        diff = (st.total_s - s_left) * w_left - s_left * w_right
-        den = w_left * w_right
-        if (diff * diff >= st.best_bound * den
-                and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
-            v = values_f[k]
-            last = values_f[ns.last_pos]  # n_left >= 1: the node has a previous sample
-            proxy = diff * diff / den
-            if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
-                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
-                st.best_bound = proxy * (1.0 - 1e-12)
-                ns.bound = st.best_bound
+        if _decide(st, <int64_t>w_left, w_left, s_left, values_f, k, ns.last_pos,
+                   min_samples_leaf):
+            ns.bound = st.best_bound
         ns.s_left = s_left + row_wr[row]
         ns.w_left = w_left + 1.0
         ns.last_pos = k
