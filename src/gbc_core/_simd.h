@@ -39,7 +39,6 @@
 #endif
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define GBC_HAVE_AVX2_KERNEL 1
 #include <immintrin.h>
 
 static int gbc_avx2_available(void)
@@ -127,7 +126,6 @@ static void gbc_add_depth3_trees_avx2(const float *columns,
 }
 
 #else
-#define GBC_HAVE_AVX2_KERNEL 0
 
 static int gbc_avx2_available(void) { return 0; }
 

@@ -448,36 +448,24 @@ cdef inline void _scan_root_unit(
 ) noexcept nogil:
     """``_scan_root`` with unit weights: the running sum and the cheap test run in
     ``_scan.h`` (two positions per step) up to each position that passes the test,
-    and the exact decision is made here, as in ``_scan_root``, which it matches
-    split for split. Only positions with n_left in [min_samples_leaf, total_n -
+    where ``_decide`` makes the exact decision, matching ``_scan_root`` split for
+    split. Only positions with n_left in [min_samples_leaf, total_n -
     min_samples_leaf] are tested (the others cannot hold a split)."""
-    cdef intp_t k, row, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
-    cdef float32_t v, last
-    cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
-    cdef float64_t best_bound = best * (1.0 - 1e-12)
-    cdef float64_t s_left = 0.0, w_left, w_right, diff, den, proxy
+    cdef intp_t k, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
+    cdef float64_t s_left = 0.0
     first = min(<intp_t>min_samples_leaf, n_valid)
     stop = max(first, min(<intp_t>(st.total_n - min_samples_leaf + 1), n_valid))
     for k in range(first):
         s_left += row_wr[order_f[k]]
     k = first
     while True:
-        k = root_scan_to_candidate(order_f, row_wr, k, stop, &s_left, total_w, total_s,
-                                   best_bound, prefetch_stop, PREFETCH_DISTANCE)
+        k = root_scan_to_candidate(order_f, row_wr, k, stop, &s_left, st.total_w,
+                                   st.total_s, st.best_bound, prefetch_stop,
+                                   PREFETCH_DISTANCE)
         if k >= stop:
             break
-        # The exact decision of _scan_root at this position (n_left = w_left = k).
-        w_left = <float64_t>k
-        w_right = total_w - w_left
-        diff = (total_s - s_left) * w_left - s_left * w_right
-        den = w_left * w_right
-        v = values_f[k]
-        last = values_f[k - 1]
-        proxy = diff * diff / den
-        if v > last + FEATURE_THRESHOLD and proxy > best:
-            best = proxy
-            best_bound = proxy * (1.0 - 1e-12)
-            _keep_split(&st.best, proxy, last, v, k, w_left, s_left)
+        # The decision of the scans at this position (n_left = w_left = k).
+        _decide(st, k, <float64_t>k, s_left, values_f, k, k - 1, min_samples_leaf)
         s_left += row_wr[order_f[k]]
         k += 1
     for k in range(stop, n_valid):
