@@ -23,9 +23,18 @@ import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-MODULES = ["_common", "_openmp", "_sorting", "_splitter", "_leaves", "_predictor"]
+MODULES = [
+    "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter", "_grower",
+    "_leaves", "_predictor",
+]
+# Cython declarations shared by modules (rebuild every module when one changes).
+PXDS = ["_common", "_split_finder"]
 # Plain C headers of a module (vector kernels written in C).
-HEADERS = {"_predictor": ["_simd.h"], "_splitter": ["_scan.h"]}
+HEADERS = {
+    "_predictor": ["_simd.h"],
+    "_exact_splitter": ["_scan.h", "_criterion.h"],
+    "_grower": ["_criterion.h"],
+}
 
 
 def _flag(name, default="0"):
@@ -99,7 +108,8 @@ def build_extensions():
             [f"src/gbc_core/{name}.pyx"],
             include_dirs=[np.get_include(), "src/gbc_core"],
             # C headers included by the module (rebuild when they change).
-            depends=[f"src/gbc_core/{h}" for h in HEADERS.get(name, [])],
+            depends=[f"src/gbc_core/{h}" for h in HEADERS.get(name, [])]
+            + [f"src/gbc_core/{p}.pxd" for p in PXDS],
             define_macros=macros,
             extra_compile_args=compile_args,
             extra_link_args=link_args,

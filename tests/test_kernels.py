@@ -12,7 +12,8 @@ from gbc_core import _leaves
 from gbc_core import _predictor
 from gbc_core._predictor import Predictor
 from gbc_core._sorting import presort_features
-from gbc_core._splitter import TreeGrower
+from gbc_core._exact_splitter import ExactSplitFinder
+from gbc_core._grower import TreeGrower
 
 
 def _presort(X, n_threads=2):
@@ -114,7 +115,8 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path, min_leaf):
     if fast_path:
         w = w.astype(np.float32).astype(np.float64)  # its precondition: float32 weights
     Xf, order, values, nnm = _presort(X)
-    grower = TreeGrower(Xf, order, values, nnm, 3, 2, min_leaf, 0.0, d, 2, fast_path)
+    grower = TreeGrower(Xf, ExactSplitFinder(Xf, 2, lean_scans=fast_path), 3, 2, min_leaf,
+                        0.0, d, 2)
     grower.grow(_row_stats(r, w), r, None, 0)
     nodes = grower.nodes_array()
     n_checked = 0
@@ -141,7 +143,7 @@ def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
     r += 0.1 * rng.normal(size=n)
     w = np.ones(n)
     Xf, order, values, nnm = _presort(X)
-    grower = TreeGrower(Xf, order, values, nnm, 11, 2, 3, 0.0, d, 2, True)
+    grower = TreeGrower(Xf, ExactSplitFinder(Xf, 2), 11, 2, 3, 0.0, d, 2)
     grower.grow(_row_stats(r, w), r, None, 0)
     nodes = grower.nodes_array()
     width = np.bincount(nodes["depth"])  # nodes per level: the slots of its scan
@@ -172,8 +174,8 @@ def test_grower_respects_min_samples_and_depth():
     r = rng.normal(size=n)
     Xf, order, values, nnm = _presort(X)
     for depth, mss, msl in [(1, 2, 1), (4, 50, 1), (5, 2, 40), (None, 2, 30)]:
-        grower = TreeGrower(Xf, order, values, nnm, -1 if depth is None else depth, mss, msl,
-                            0.0, d, 1)
+        grower = TreeGrower(Xf, ExactSplitFinder(Xf, 1), -1 if depth is None else depth, mss,
+                            msl, 0.0, d, 1)
         grower.grow(_row_stats(r, np.ones(n)), r, None, 0)
         nodes = grower.nodes_array()
         leaves = nodes[nodes["feature"] < 0]
@@ -403,7 +405,8 @@ def test_threads_give_bit_identical_trees_and_updates():
     trees = []
     for n_threads in (1, 2):
         Xf, order, values, nnm = _presort(X, n_threads)
-        grower = TreeGrower(Xf, order, values, nnm, 4, 2, 1, 0.0, d, n_threads, False)
+        grower = TreeGrower(Xf, ExactSplitFinder(Xf, n_threads, lean_scans=False), 4, 2, 1,
+                            0.0, d, n_threads)
         grower.grow(_row_stats(r, np.ones(n)), r, None, 0)
         trees.append(grower.nodes_array().tobytes())
     assert trees[0] == trees[1]

@@ -16,8 +16,8 @@ import numpy as np
 from . import _leaves, _model_io, _openmp
 from ._common import NODE_DTYPE, ROW_STAT_DTYPE
 from ._predictor import Predictor
-from ._sorting import presort_features
-from ._splitter import TreeGrower
+from ._exact_splitter import ExactSplitFinder
+from ._grower import TreeGrower
 from ._validation import (
     check_features,
     check_sample_weight,
@@ -440,17 +440,12 @@ class GradientBoostingClassifier(_Mixin, _Base):
         n_samples, n_features = X.shape
         n_threads = p["n_threads"]
         w, w_val = scale_weights(w), scale_weights(w_val)
-        order = np.empty((n_features, n_samples), dtype=np.int32)
-        sorted_values = np.empty((n_features, n_samples), dtype=np.float32)
-        n_nonmissing = np.empty(n_features, dtype=np.int64)
-        presort_features(X, order, sorted_values, n_nonmissing, n_threads)
         grower = TreeGrower(
-            X, order, sorted_values, n_nonmissing,
+            X, ExactSplitFinder(X, n_threads),
             -1 if p["max_depth"] is None else p["max_depth"],
             p["min_samples_split"], p["min_samples_leaf"],
             p["min_weight_fraction_leaf"] * (float(n_samples) if w is None else float(w.sum())),
             p["max_features"], n_threads,
-            w is None or bool((w > 0).all() and (w.astype(np.float32) == w).all()),
         )
 
         warm = self._is_fitted()

@@ -1,24 +1,21 @@
-/* Inner loops of the split scan with unit sample weights (paper Algorithm 1, line 7:
- * the squared-error split of the residuals r = y - p).
+/* Inner loops of the exact split scan with unit sample weights (paper Algorithm 1,
+ * line 7: the squared-error split of the residuals r = y - p).
  *
  * A feature's sorted order is scanned once per level. At position k, a node with
  * n_left = w_left samples seen so far, whose w * r add up to s_left, can only beat
- * the best split found so far (proxy `best`) if
- *
- *     diff^2 >= bound * den,   diff = (S - s_left) w_left - s_left w_right,
- *                              den = w_left w_right,  bound = best (1 - 1e-12),
- *
- * the Friedman proxy diff^2 / den without the division (S, W: the node's totals,
- * w_right = W - w_left). Almost no position passes. These loops add up the sums in
- * sorted order (the same additions, in the same order, as a plain loop) and stop at
- * the first position that passes; the caller (_splitter.pyx) makes the exact
- * decision there and resumes after it. So they decide nothing themselves: they only
- * make the common case cheap.
+ * the best split found so far if it passes the cheap test of _criterion.h,
+ * GBC_MAY_BEAT(diff, den, bound), with the criterion's diff and den. Almost no
+ * position passes. These loops add up the sums in sorted order (the same additions,
+ * in the same order, as a plain loop) and stop at the first position that passes;
+ * the caller (_exact_splitter.pyx) makes the exact decision there and resumes after
+ * it. So they decide nothing themselves: they only make the common case cheap.
  */
 #ifndef GBC_SCAN_H
 #define GBC_SCAN_H
 
 #include <stdint.h>
+
+#include "_criterion.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define GBC_HAVE_VECTOR_PAIRS 1
@@ -64,10 +61,9 @@ static intptr_t gbc_root_scan_to_candidate(const int32_t *order, const double *r
         }
         const double s_next = s + row_wr[order[k]];
         const gbc_double2 sl = {s, s_next};
-        const gbc_double2 w_right = tw - w_left;
-        const gbc_double2 diff = (ts - sl) * w_left - sl * w_right;
-        const gbc_double2 den = w_left * w_right;
-        const gbc_mask2 pass = (diff * diff) >= (tb * den);
+        const gbc_double2 diff = GBC_SPLIT_DIFF(ts, tw, sl, w_left);
+        const gbc_double2 den = GBC_SPLIT_DEN(tw, w_left);
+        const gbc_mask2 pass = GBC_MAY_BEAT(diff, den, tb);
         if (pass[0] | pass[1]) {
             if (pass[0]) {
                 *s_left = s;
@@ -82,9 +78,8 @@ static intptr_t gbc_root_scan_to_candidate(const int32_t *order, const double *r
 #endif
     for (; k < stop; k++) {
         const double w_left1 = (double)k;
-        const double w_right1 = total_w - w_left1;
-        const double diff1 = (total_s - s) * w_left1 - s * w_right1;
-        if (diff1 * diff1 >= bound * (w_left1 * w_right1)) {
+        const double diff1 = GBC_SPLIT_DIFF(total_s, total_w, s, w_left1);
+        if (GBC_MAY_BEAT(diff1, GBC_SPLIT_DEN(total_w, w_left1), bound)) {
             *s_left = s;
             return k;
         }
@@ -120,9 +115,10 @@ typedef struct {
         if (slot_ != GBC_NO_NODE) {                                               \
             gbc_node_scan_t *const node_ = nodes + slot_;                         \
             const double s_ = node_->s_left, w_ = node_->w_left;                  \
-            const double w_right_ = node_->total_w - w_;                          \
-            const double diff_ = (node_->total_s - s_) * w_ - s_ * w_right_;      \
-            if (diff_ * diff_ >= node_->bound * (w_ * w_right_))                  \
+            const double diff_ = GBC_SPLIT_DIFF(node_->total_s, node_->total_w,   \
+                                                s_, w_);                          \
+            if (GBC_MAY_BEAT(diff_, GBC_SPLIT_DEN(node_->total_w, w_),            \
+                             node_->bound))                                       \
                 return (k);                                                       \
             node_->s_left = s_ + row_wr[row_];                                    \
             node_->w_left = w_ + 1.0;                                             \

@@ -1,0 +1,85 @@
+"""Same-run fit and predict times of two builds of gbc-core (before/after a change).
+
+Each build is a source tree whose extensions were built in place
+(``python setup.py build_ext --inplace``); the two are timed in alternating
+subprocesses, ``--rounds`` times each, on the same generated data, so that both
+medians span the same periods of a machine whose speed drifts.
+
+Usage::
+
+    python benchmarks/compare_builds.py BEFORE_DIR AFTER_DIR --rows 200000 --n-jobs 1,2
+
+prints, per workload and thread count, the median fit and predict seconds of each
+build and the ratio after / before (< 1: the change is faster).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+WORKER = r"""
+import json, sys, time
+import numpy as np
+import gbc_core
+from gbc_core import GradientBoostingClassifier
+rows, n_jobs, classes, depth, trees = (int(a) for a in sys.argv[1:6])
+rng = np.random.default_rng(0)
+X = rng.normal(size=(rows + 50000, 28)).astype(np.float32)
+logits = np.stack([X[:, 3 * k] - X[:, 3 * k + 1] * (X[:, 3 * k + 2] > 0) for k in range(classes)])
+if classes == 2:
+    y = (rng.uniform(size=X.shape[0]) < 1 / (1 + np.exp(-(logits[0] - logits[1])))).astype(int)
+else:
+    y = np.argmax(logits + rng.gumbel(size=logits.shape), axis=0)
+Xtr, ytr = X[:rows], y[:rows]
+Xte = np.ascontiguousarray(np.tile(X[rows:], (20, 1)))  # 1M rows
+model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs)
+t = time.perf_counter(); model.fit(Xtr, ytr); fit_s = time.perf_counter() - t
+model.predict_proba(Xte[:1000])
+t = time.perf_counter(); model.predict_proba(Xte); predict_s = time.perf_counter() - t
+print(json.dumps({"fit": fit_s, "predict": predict_s, "version": gbc_core.__version__}))
+"""
+
+
+def run(build, rows, n_jobs, classes, depth, trees):
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"))
+    out = subprocess.run([sys.executable, "-c", WORKER, str(rows), str(n_jobs), str(classes),
+                          str(depth), str(trees)], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before")
+    parser.add_argument("after")
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--n-jobs", default="1,2")
+    parser.add_argument("--classes", type=int, default=2)
+    parser.add_argument("--depth", type=int, default=3)
+    parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
+          f"depth {args.depth}; predict: 1M rows; {args.rounds} alternating rounds")
+    print("| n_jobs | fit s before | fit s after | ratio | predict s before | "
+          "predict s after | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n_jobs in (int(j) for j in args.n_jobs.split(",")):
+        times = {"before": [], "after": []}
+        for _ in range(args.rounds):
+            for key in ("before", "after"):
+                times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
+                                      args.depth, args.trees))
+        med = {k: {m: statistics.median(t[m] for t in v) for m in ("fit", "predict")}
+               for k, v in times.items()}
+        print(f"| {n_jobs} | {med['before']['fit']:.3f} | {med['after']['fit']:.3f} | "
+              f"{med['after']['fit'] / med['before']['fit']:.3f} | "
+              f"{med['before']['predict']:.3f} | {med['after']['predict']:.3f} | "
+              f"{med['after']['predict'] / med['before']['predict']:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,734 @@
+"""Exact split search on pre-sorted features (the ``SplitFinder`` of exact mode).
+
+Every feature is sorted once per fit (``_sorting.presort_features``). For a level of
+a tree, one pass over each feature's sorted order accumulates the left-hand
+statistics of every node of the level at once, so a level costs
+O(n_samples x n_features) whatever the number of nodes. Features are scanned in
+parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
+split of a node is the maximum over features under a total order (proxy, then
+lowest feature index, then lowest threshold), so the result does not depend on the
+number of threads.
+
+Splits are ranked by the squared-error criterion of ``_criterion.h`` (paper,
+Algorithm 1, line 7: "train a regression tree to fit r"). Thresholds are midpoints
+of two consecutive distinct float32 values of the node, as in scikit-learn.
+"""
+cimport cython
+from cython.parallel cimport prange, threadid
+from libc.float cimport DBL_MAX
+from libc.math cimport INFINITY, isinf
+from libc.stdlib cimport malloc, realloc, free
+
+import numpy as np
+
+from ._common cimport (
+    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t,
+    FEATURE_THRESHOLD,
+)
+from ._split_finder cimport (
+    SplitFinder, side_t, level_node_t, level_t, split_t,
+    MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
+)
+from ._sorting import presort_features
+
+cdef extern from "_criterion.h" nogil:
+    float64_t split_diff "gbc_split_diff"(float64_t total_s, float64_t total_w,
+                                          float64_t s_left, float64_t w_left)
+    float64_t split_den "gbc_split_den"(float64_t total_w, float64_t w_left)
+    float64_t split_proxy "gbc_split_proxy"(float64_t diff, float64_t den)
+    bint may_beat "gbc_may_beat"(float64_t diff, float64_t den, float64_t bound)
+    const float64_t BOUND_FACTOR "GBC_BOUND_FACTOR"
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define GBC_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
+    #elif defined(_MSC_VER)
+    #include <xmmintrin.h>
+    #define GBC_PREFETCH(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
+    #else
+    #define GBC_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void GBC_PREFETCH(const void* p) noexcept nogil
+
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* Buffers that the scan reads at random: on Linux, from 4 MiB on (most of the
+       second-level TLB's reach with 4 KiB pages, about 6 MiB, which the streamed
+       arrays share), 2 MiB aligned and marked for transparent huge pages, which
+       spares most TLB misses of the gather (a hint: without huge pages it is
+       ordinary memory). Smaller buffers gain nothing (measured at 200k rows). */
+    static void* gbc_alloc_random_access(size_t size) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        const size_t align = (size_t)2 << 20;
+        void* p = NULL;
+        if (size >= 2 * align) {
+            size_t rounded = (size + align - 1) / align * align;
+            if (posix_memalign(&p, align, rounded) != 0) return NULL;
+            madvise(p, rounded, MADV_HUGEPAGE);
+            return p;
+        }
+    #endif
+        return malloc(size ? size : 1);
+    }
+    """
+    void* gbc_alloc_random_access(size_t size) noexcept nogil
+
+cdef extern from "_scan.h" nogil:
+    intp_t root_scan_to_candidate "gbc_root_scan_to_candidate"(
+        const int32_t* order, const float64_t* row_wr, intp_t start, intp_t stop,
+        float64_t* s_left, float64_t total_w, float64_t total_s, float64_t bound,
+        intp_t prefetch_stop, intp_t distance)
+    ctypedef struct node_scan_t "gbc_node_scan_t":
+        float64_t s_left
+        float64_t total_w
+        float64_t w_left
+        float64_t total_s
+        float64_t bound
+        intp_t last_pos
+    # ``row_node`` of a row outside the nodes being split (so at most NO_NODE nodes
+    # per level take the byte-sized path).
+    const uint8_t NO_NODE "GBC_NO_NODE"
+    intp_t level_scan_to_candidate "gbc_level_scan_to_candidate"(
+        const int32_t* order, const float64_t* row_wr, const uint8_t* row_node,
+        node_scan_t* nodes, intp_t start, intp_t stop, intp_t prefetch_stop,
+        intp_t distance)
+
+cdef enum:
+    # How many sorted positions ahead the scan prefetches the rows it will gather.
+    PREFETCH_DISTANCE = 48
+    # Below this many values (rows x features) a level is scanned on one thread.
+    MIN_PARALLEL_SCAN = 1000000
+
+
+ctypedef unsigned long long uint64_t_t
+
+
+ctypedef struct candidate_t:
+    # Best split found so far for one node. The threshold is derived from the two
+    # values around it only once the node's best split is known.
+    float64_t proxy
+    side_t left              # statistics of the left child (missing values included
+                             # when they go left)
+    float32_t lo             # largest value going left
+    float32_t hi             # smallest non-missing value going right
+    int32_t feature          # -1: nothing found
+    uint8_t missing_go_left  # MISSING_RIGHT, MISSING_LEFT or MISSING_TO_LARGER
+    uint8_t all_left         # 1: every non-missing value goes left (threshold +inf)
+
+
+ctypedef struct scan_t:
+    # State of one node while one feature is scanned.
+    side_t acc               # non-missing samples seen so far (they go left)
+    side_t miss              # samples whose value is missing for this feature
+    candidate_t best
+    int64_t total_n          # node totals, copied here for the hot loop; total_n = 0
+    float64_t total_w        # marks a node that must not be split on this feature
+    float64_t total_s
+    uint64_t_t n_span        # total_n - 2 min_samples_leaf + 1 (0: no split allowed)
+    float64_t best_bound     # best.proxy x BOUND_FACTOR: the cheap test's bound
+    intp_t last_pos          # fast scan: sorted position of the node's previous sample
+    float32_t last_value     # other scans: the node's previous value
+
+
+ctypedef struct packed_row_t:
+    # What the scan gathers for a row, in one 16-byte record (one cache line).
+    float64_t wr             # w * r
+    int32_t slot             # node of the level being split (-1: none)
+    float32_t w              # the sample weight (exact in float32 on the fast path)
+
+
+cdef inline void _side_add(side_t* a, const row_stat_t* r) noexcept nogil:
+    a.n += 1
+    a.w += r.w
+    a.s += r.wr
+
+
+cdef inline void _side_zero(side_t* a) noexcept nogil:
+    a.n = 0
+    a.w = 0.0
+    a.s = 0.0
+
+
+cdef inline void _try_split(
+    candidate_t* best,
+    const side_t* total,
+    const side_t* left,
+    float32_t lo,
+    float32_t hi,
+    uint8_t missing_go_left,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+) noexcept nogil:
+    """Keep the split if it is valid and strictly better than ``best``."""
+    cdef float64_t w_right, diff, den, proxy
+    cdef int64_t n_right = total.n - left.n
+    if left.n < min_samples_leaf or n_right < min_samples_leaf:
+        return
+    w_right = total.w - left.w
+    if left.w <= 0.0 or w_right <= 0.0 or left.w < min_weight_leaf or w_right < min_weight_leaf:
+        return
+    diff = split_diff(total.s, total.w, left.s, left.w)
+    den = split_den(total.w, left.w)
+    # Cheap conservative test first: it only skips splits that cannot be better, so
+    # the decision is that of the exact comparison below.
+    if not may_beat(diff, den, best.proxy * BOUND_FACTOR):
+        return
+    proxy = split_proxy(diff, den)
+    if proxy > best.proxy:
+        best.proxy = proxy
+        best.lo = lo
+        best.hi = hi
+        best.all_left = 0
+        best.left = left[0]
+        best.missing_go_left = missing_go_left
+
+
+cdef inline bint _try_split_improves(
+    candidate_t* best,
+    const side_t* total,
+    const side_t* left,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+) noexcept nogil:
+    """The split "every non-missing value left, every missing value right"."""
+    cdef float64_t before = best.proxy
+    _try_split(best, total, left, 0, 0, MISSING_RIGHT, min_samples_leaf, min_weight_leaf)
+    return best.proxy != before
+
+
+cdef inline void _consider(
+    scan_t* st,
+    const side_t* total,
+    float32_t lo,
+    float32_t hi,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+) noexcept nogil:
+    """Evaluate "x <= (lo + hi) / 2 goes left", missing values sent right, then left."""
+    cdef side_t with_missing
+    if st.miss.n == 0:
+        _try_split(&st.best, total, &st.acc, lo, hi, MISSING_TO_LARGER,
+                   min_samples_leaf, min_weight_leaf)
+        return
+    _try_split(&st.best, total, &st.acc, lo, hi, MISSING_RIGHT, min_samples_leaf,
+               min_weight_leaf)
+    with_missing.n = st.acc.n + st.miss.n
+    with_missing.w = st.acc.w + st.miss.w
+    with_missing.s = st.acc.s + st.miss.s
+    _try_split(&st.best, total, &with_missing, lo, hi, MISSING_LEFT, min_samples_leaf,
+               min_weight_leaf)
+
+
+cdef inline float64_t _midpoint(float32_t lo, float32_t hi) noexcept nogil:
+    """Threshold between two consecutive distinct values, as scikit-learn computes it.
+
+    With lo = -inf (an ordinary value here) the threshold is -DBL_MAX: only -inf goes
+    left, and the threshold stays finite.
+    """
+    cdef float64_t t
+    if isinf(lo):
+        return -DBL_MAX
+    t = lo / 2.0 + hi / 2.0
+    if t == hi or isinf(t):
+        t = lo
+    return t
+
+
+cdef inline void _keep_split(
+    candidate_t* best,
+    float64_t proxy,
+    float32_t lo,
+    float32_t hi,
+    int64_t n_left,
+    float64_t w_left,
+    float64_t s_left,
+) noexcept nogil:
+    """Record a new best split of the fast scans (no missing value in the feature)."""
+    best.proxy = proxy
+    best.lo = lo
+    best.hi = hi
+    best.left.n = n_left
+    best.left.w = w_left
+    best.left.s = s_left
+    best.missing_go_left = MISSING_TO_LARGER
+    best.all_left = 0
+
+
+cdef inline bint _decide(
+    scan_t* st,
+    int64_t n_left,
+    float64_t w_left,
+    float64_t s_left,
+    const float32_t* values_f,
+    intp_t k,
+    intp_t last_pos,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """The decision of the scans at sorted position ``k`` for the node ``st``, whose
+    samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
+    ``s_left``), the last of them at ``last_pos``: keep the split before ``k`` if it
+    is valid and strictly better. Returns True if it was kept.
+
+    The cheap bound test comes first since it rejects almost every position; then
+    n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
+    comparison (n_span is 0 for a node that is not split on this feature; with
+    n_left = 0 or n_right = 0, den = 0 and one of the two tests fails, the bound test
+    being NaN for -inf), and only then, at the rare positions that pass both, a new
+    distinct value: the values are read there and not streamed.
+    """
+    cdef float64_t diff = split_diff(st.total_s, st.total_w, s_left, w_left)
+    cdef float64_t den = split_den(st.total_w, w_left)
+    cdef float64_t proxy
+    cdef float32_t v, last
+    if (may_beat(diff, den, st.best_bound)
+            and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
+        v = values_f[k]
+        last = values_f[last_pos]  # n_left >= 1: the node has a previous sample
+        proxy = split_proxy(diff, den)
+        if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
+            _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
+            st.best_bound = proxy * BOUND_FACTOR
+            return True
+    return False
+
+
+cdef inline void _scan_fast(
+    scan_t* states,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const packed_row_t* rows,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """The scan of one feature without missing values, zero or non-float32 weights
+    or a minimum leaf weight: the common case, with few instructions and a single
+    gathered 16-byte record per sample (with unit weights, ``_scan_level_unit``
+    does the same on 9 bytes per sample).
+
+    For each sample in increasing order of the feature, the split between the node's
+    previous value and this one is evaluated (strict ">" so the lowest threshold wins
+    ties), then the sample joins the node's left statistics.
+    """
+    cdef intp_t k, stop
+    cdef int32_t slot
+    cdef scan_t* st
+    cdef int64_t n_left
+    cdef float64_t w_left, s_left
+    cdef const packed_row_t* rs
+    cdef intp_t row
+    stop = n_valid - PREFETCH_DISTANCE
+    for k in range(n_valid):
+        if k < stop:
+            GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
+        row = order_f[k]
+        rs = &rows[row]
+        slot = rs.slot
+        if slot < 0:
+            continue
+        st = &states[slot]
+        n_left = st.acc.n
+        s_left = st.acc.s
+        w_left = st.acc.w
+        _decide(st, n_left, w_left, s_left, values_f, k, st.last_pos, min_samples_leaf)
+        st.acc.n = n_left + 1
+        st.acc.w = w_left + rs.w
+        st.acc.s = s_left + rs.wr
+        st.last_pos = k
+
+
+cdef inline void _scan_root(
+    scan_t* st,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const packed_row_t* rows,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """``_scan_fast`` for a root that holds every row: no node lookup per sample and
+    the running sums stay in registers (weighted rows; ``_scan_root_unit`` for unit
+    weights)."""
+    cdef intp_t k, row, stop = n_valid - PREFETCH_DISTANCE
+    cdef float32_t v, last
+    cdef int64_t n_left = 0, total_n = st.total_n
+    cdef float64_t w_left = 0.0, s_left = 0.0, diff, den, proxy
+    cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
+    cdef float64_t best_bound = best * BOUND_FACTOR
+    for k in range(n_valid):
+        if k < stop:
+            GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
+        row = order_f[k]
+        # The same tests as in ``_scan_fast``, in the same order; here n_left = k.
+        diff = split_diff(total_s, total_w, s_left, w_left)
+        den = split_den(total_w, w_left)
+        if (may_beat(diff, den, best_bound)
+                and n_left >= min_samples_leaf and total_n - n_left >= min_samples_leaf):
+            v = values_f[k]
+            last = values_f[k - 1]
+            proxy = split_proxy(diff, den)
+            if v > last + FEATURE_THRESHOLD and proxy > best:
+                best = proxy
+                best_bound = proxy * BOUND_FACTOR
+                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
+        n_left += 1
+        w_left += rows[row].w
+        s_left += rows[row].wr
+    st.acc.n = n_left
+    st.acc.w = w_left
+    st.acc.s = s_left
+
+
+cdef inline void _scan_root_unit(
+    scan_t* st,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const float64_t* row_wr,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """``_scan_root`` with unit weights: the running sum and the cheap test run in
+    ``_scan.h`` (two positions per step) up to each position that passes the test,
+    where ``_decide`` makes the exact decision, matching ``_scan_root`` split for
+    split. Only positions with n_left in [min_samples_leaf, total_n -
+    min_samples_leaf] are tested (the others cannot hold a split)."""
+    cdef intp_t k, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
+    cdef float64_t s_left = 0.0
+    first = min(<intp_t>min_samples_leaf, n_valid)
+    stop = max(first, min(<intp_t>(st.total_n - min_samples_leaf + 1), n_valid))
+    for k in range(first):
+        s_left += row_wr[order_f[k]]
+    k = first
+    while True:
+        k = root_scan_to_candidate(order_f, row_wr, k, stop, &s_left, st.total_w,
+                                   st.total_s, st.best_bound, prefetch_stop,
+                                   PREFETCH_DISTANCE)
+        if k >= stop:
+            break
+        # The decision of the scans at this position (n_left = w_left = k).
+        _decide(st, k, <float64_t>k, s_left, values_f, k, k - 1, min_samples_leaf)
+        s_left += row_wr[order_f[k]]
+        k += 1
+    for k in range(stop, n_valid):
+        s_left += row_wr[order_f[k]]
+    st.acc.n = n_valid
+    st.acc.w = <float64_t>n_valid
+    st.acc.s = s_left
+
+
+cdef inline void _scan_level_unit(
+    scan_t* states,
+    node_scan_t* node_scan,
+    intp_t n_slots,
+    const int32_t* order_f,
+    const float32_t* values_f,
+    intp_t n_valid,
+    const float64_t* row_wr,
+    const uint8_t* row_node,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """``_scan_fast`` with unit weights (fewer than NO_NODE nodes): the running sums
+    and the cheap test run in ``_scan.h`` on one cache line of state per node, up to
+    each position that passes the test, where the exact decision is made as in
+    ``_scan_fast``, which it matches split for split."""
+    cdef intp_t k = 0, s, row, prefetch_stop = n_valid - PREFETCH_DISTANCE
+    cdef int32_t slot
+    cdef scan_t* st
+    cdef node_scan_t* ns
+    cdef float64_t w_left, s_left
+    for s in range(n_slots):
+        ns = &node_scan[s]
+        ns.s_left = 0.0
+        ns.w_left = 0.0
+        ns.total_w = states[s].total_w
+        ns.total_s = states[s].total_s
+        # A node not split on this feature never passes the test.
+        ns.bound = states[s].best_bound if states[s].n_span > 0 else INFINITY
+        ns.last_pos = -1
+    while True:
+        k = level_scan_to_candidate(order_f, row_wr, row_node, node_scan, k, n_valid,
+                                    prefetch_stop, PREFETCH_DISTANCE)
+        if k >= n_valid:
+            break
+        # The decision of _scan_fast at this position.
+        row = order_f[k]
+        slot = row_node[row]
+        st = &states[slot]
+        ns = &node_scan[slot]
+        w_left = ns.w_left
+        s_left = ns.s_left
+        if _decide(st, <int64_t>w_left, w_left, s_left, values_f, k, ns.last_pos,
+                   min_samples_leaf):
+            ns.bound = st.best_bound
+        ns.s_left = s_left + row_wr[row]
+        ns.w_left = w_left + 1.0
+        ns.last_pos = k
+        k += 1
+    for s in range(n_slots):
+        states[s].acc.n = <int64_t>node_scan[s].w_left
+        states[s].acc.w = node_scan[s].w_left
+        states[s].acc.s = node_scan[s].s_left
+        states[s].last_pos = node_scan[s].last_pos
+
+
+cdef void* _grow(void* buffer, intp_t count, size_t item_size, str what) except NULL:
+    """realloc ``buffer`` to ``count`` items, or raise MemoryError naming ``what``."""
+    cdef void* p = realloc(buffer, max(count, 1) * item_size)
+    if p == NULL:
+        raise MemoryError(f"cannot allocate {count} {what} ({count * item_size} bytes)")
+    return p
+
+
+@cython.final
+cdef class ExactSplitFinder(SplitFinder):
+    """Exact split search: every distinct value of every feature is a candidate.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), Fortran order
+        Sorted once here, per feature (NaN last).
+    n_threads : int
+        Threads of the sort and of the scans.
+    lean_scans : bool, default=True
+        Use the lean scans where they apply (features without missing values,
+        positive float32 weights, no minimum leaf weight); False runs the general
+        scan everywhere (the tests compare the two: they find the same splits).
+    """
+    cdef:
+        const int32_t[:, ::1] order          # rows of each feature in sorted order
+        const float32_t[:, ::1] sorted_values
+        const int64_t[::1] n_nonmissing
+        bint positive_weights    # every weight > 0 and exactly a float32: lean scans
+        bint unit_weights        # every sample weight is 1
+        bint all_rows_in_root    # the tree's root holds every row (no subsample)
+        bint lean_scans          # False: the general scan only (tests)
+        const row_stat_t* row_stats  # of the current tree (start_tree)
+        packed_row_t* rows
+        float64_t* row_wr        # rows[i].wr alone: what the unweighted scans gather
+        uint8_t* row_node        # rows[i].slot as a byte (NO_NODE: none or too many)
+        intp_t capacity          # nodes per level the buffers below hold
+        scan_t* scan             # per thread and node: state of the feature scan
+        candidate_t* thread_best # per thread and node: best split so far
+        node_scan_t* node_scan   # per thread and node: hot state of the unit-weight scan
+        object _row_stats_ref    # keeps row_stats alive while row_stats points into it
+
+    def __cinit__(self):
+        self.rows = NULL
+        self.row_wr = NULL
+        self.row_node = NULL
+        self.scan = NULL
+        self.thread_best = NULL
+        self.node_scan = NULL
+        self.capacity = 0
+
+    def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True):
+        self.lean_scans = lean_scans
+        self.n_samples = X.shape[0]
+        self.n_features = X.shape[1]
+        self.n_threads = max(1, n_threads)
+        order = np.empty((self.n_features, self.n_samples), dtype=np.int32)
+        sorted_values = np.empty((self.n_features, self.n_samples), dtype=np.float32)
+        n_nonmissing = np.empty(self.n_features, dtype=np.int64)
+        presort_features(X, order, sorted_values, n_nonmissing, self.n_threads)
+        self.order = order
+        self.sorted_values = sorted_values
+        self.n_nonmissing = n_nonmissing
+        self.rows = <packed_row_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(packed_row_t))
+        if self.rows == NULL:
+            raise MemoryError(f"cannot allocate row records for {self.n_samples} samples")
+        self.row_wr = <float64_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(float64_t))
+        if self.row_wr == NULL:
+            raise MemoryError(f"cannot allocate row sums for {self.n_samples} samples")
+        self.row_node = <uint8_t*>_grow(NULL, self.n_samples, sizeof(uint8_t), "row nodes")
+
+    def __dealloc__(self):
+        free(self.rows)
+        free(self.row_wr)
+        free(self.row_node)
+        free(self.scan)
+        free(self.thread_best)
+        free(self.node_scan)
+
+    cdef int start_tree(self, const row_stat_t[::1] row_stats,
+                        const int32_t[::1] row_slot) except -1:
+        cdef intp_t i
+        cdef float64_t w
+        if row_stats.shape[0] != self.n_samples or row_slot.shape[0] != self.n_samples:
+            raise ValueError(f"row_stats and row_slot must have {self.n_samples} rows")
+        self._row_stats_ref = row_stats
+        self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
+        self.unit_weights = True
+        self.positive_weights = True
+        self.all_rows_in_root = True
+        for i in range(self.n_samples):
+            w = row_stats[i].w
+            self.rows[i].wr = row_stats[i].wr
+            self.row_wr[i] = row_stats[i].wr
+            self.rows[i].w = <float32_t>w
+            self.unit_weights = self.unit_weights and w == 1.0
+            self.positive_weights = (self.lean_scans and self.positive_weights and w > 0.0
+                                     and <float64_t>(<float32_t>w) == w)
+            self.all_rows_in_root = self.all_rows_in_root and row_slot[i] == 0
+        if self.n_samples > 0:
+            self.rows_moved(&row_slot[0], 0, self.n_samples)
+        return 0
+
+    cdef int reserve(self, intp_t n_nodes) except -1:
+        if n_nodes <= self.capacity:
+            return 0
+        self.scan = <scan_t*>_grow(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
+                                   "split buffers")
+        self.thread_best = <candidate_t*>_grow(self.thread_best, self.n_threads * n_nodes,
+                                               sizeof(candidate_t), "split buffers")
+        self.node_scan = <node_scan_t*>_grow(self.node_scan, self.n_threads * n_nodes,
+                                             sizeof(node_scan_t), "split buffers")
+        self.capacity = n_nodes
+        return 0
+
+    cdef void rows_moved(self, const int32_t* row_slot, intp_t start,
+                         intp_t stop) noexcept nogil:
+        cdef intp_t i
+        cdef int32_t slot
+        for i in range(start, stop):
+            slot = row_slot[i]
+            self.rows[i].slot = slot
+            self.row_node[i] = <uint8_t>slot if 0 <= slot < NO_NODE else NO_NODE
+
+    cdef void find_splits(self, const level_t* level, split_t* best) noexcept nogil:
+        cdef intp_t f, k, s, n_valid, row
+        cdef intp_t n_slots = level.n_nodes
+        cdef int tid, t
+        cdef int n_threads = <int>min(<intp_t>self.n_threads, self.n_features)
+        cdef scan_t* states
+        cdef scan_t* st
+        cdef candidate_t* tb
+        cdef candidate_t* b
+        cdef float32_t v
+        cdef const int32_t* order_f
+        cdef const float32_t* values_f
+        cdef const uint8_t* allowed = level.allowed
+        cdef const level_node_t* nodes = level.nodes
+        cdef const row_stat_t* row_stats = self.row_stats
+        cdef int64_t min_samples_leaf = level.min_samples_leaf
+        cdef float64_t min_weight_leaf = level.min_weight_leaf
+        cdef int32_t slot
+        # A level's scan must be long enough (about a millisecond per thread) to pay
+        # for the start-up and the closing barrier of a parallel region, which on a
+        # busy machine can cost a scheduler time slice.
+        if self.n_samples * self.n_features < MIN_PARALLEL_SCAN:
+            n_threads = 1
+        for t in range(n_threads):
+            for s in range(n_slots):
+                self.thread_best[t * self.capacity + s].proxy = -INFINITY
+                self.thread_best[t * self.capacity + s].feature = -1
+        # Features are handed out one at a time (their costs differ: a feature whose
+        # gains keep improving takes the exact path more often). Each thread still
+        # sees its features in increasing order, which the tie rule below relies on,
+        # and the reduction over threads does not depend on who scanned what.
+        for f in prange(self.n_features, schedule="dynamic", chunksize=1,
+                        num_threads=n_threads):
+            tid = threadid()
+            states = self.scan + tid * self.capacity
+            tb = self.thread_best + tid * self.capacity
+            for s in range(n_slots):
+                _side_zero(&states[s].acc)
+                _side_zero(&states[s].miss)
+                # Only a split strictly better than the best of the features this
+                # thread has already scanned can change the result: starting from
+                # that gain keeps the result and skips most exact evaluations.
+                states[s].best.proxy = tb[s].proxy
+                states[s].best.feature = -1
+                states[s].last_value = 0
+                states[s].last_pos = -1
+                states[s].total_w = nodes[s].total.w
+                states[s].total_s = nodes[s].total.s
+                if nodes[s].splittable and (
+                        allowed == NULL or allowed[s * self.n_features + f]):
+                    states[s].total_n = nodes[s].total.n
+                else:
+                    states[s].total_n = 0
+                states[s].n_span = <uint64_t_t>max(
+                    states[s].total_n - 2 * min_samples_leaf + 1, 0)
+                states[s].best_bound = states[s].best.proxy * BOUND_FACTOR
+            order_f = &self.order[f, 0]
+            values_f = &self.sorted_values[f, 0]
+            n_valid = self.n_nonmissing[f]
+            if n_valid == self.n_samples and self.positive_weights and min_weight_leaf <= 0:
+                if n_slots == 1 and self.all_rows_in_root:
+                    if self.unit_weights:
+                        _scan_root_unit(states, order_f, values_f, n_valid, self.row_wr,
+                                        min_samples_leaf)
+                    else:
+                        _scan_root(states, order_f, values_f, n_valid, self.rows,
+                                   min_samples_leaf)
+                elif self.unit_weights and n_slots < NO_NODE:
+                    _scan_level_unit(states, self.node_scan + tid * self.capacity,
+                                     n_slots, order_f, values_f, n_valid, self.row_wr,
+                                     self.row_node, min_samples_leaf)
+                else:
+                    _scan_fast(states, order_f, values_f, n_valid, self.rows,
+                               min_samples_leaf)
+                n_valid = -1  # done
+            # Missing values (sorted last) first: their totals are needed to send
+            # them to either side of every candidate threshold.
+            for k in range(max(n_valid, 0), self.n_samples if n_valid >= 0 else 0):
+                row = order_f[k]
+                slot = self.rows[row].slot
+                if slot >= 0:
+                    _side_add(&states[slot].miss, &row_stats[row])
+            for k in range(max(n_valid, 0)):
+                if k + PREFETCH_DISTANCE < n_valid:
+                    row = order_f[k + PREFETCH_DISTANCE]
+                    GBC_PREFETCH(&self.rows[row])
+                    GBC_PREFETCH(&row_stats[row])
+                row = order_f[k]
+                slot = self.rows[row].slot
+                if slot < 0:
+                    continue
+                st = &states[slot]
+                v = values_f[k]
+                if st.acc.n > 0 and v > st.last_value + FEATURE_THRESHOLD:
+                    if nodes[slot].splittable and (
+                            allowed == NULL or allowed[slot * self.n_features + f]):
+                        _consider(st, &nodes[slot].total, st.last_value, v,
+                                  min_samples_leaf, min_weight_leaf)
+                _side_add(&st.acc, &row_stats[row])
+                st.last_value = v
+            for s in range(n_slots):
+                st = &states[s]
+                if not nodes[s].splittable or (
+                        allowed != NULL and not allowed[s * self.n_features + f]):
+                    continue
+                if st.miss.n > 0 and st.acc.n > 0:
+                    # Every non-missing value left, every missing value right.
+                    if _try_split_improves(&st.best, &nodes[s].total, &st.acc,
+                                           min_samples_leaf, min_weight_leaf):
+                        st.best.all_left = 1
+                # Features are visited in increasing order by each thread, so strict
+                # ">" keeps the lowest feature index among equal gains.
+                if st.best.proxy > tb[s].proxy:
+                    tb[s] = st.best
+                    tb[s].feature = <int32_t>f
+        # Deterministic reduction over threads: largest gain, then lowest feature.
+        for t in range(1, n_threads):
+            for s in range(n_slots):
+                b = &self.thread_best[t * self.capacity + s]
+                if b.feature < 0:
+                    continue
+                if (b.proxy > self.thread_best[s].proxy or (
+                        b.proxy == self.thread_best[s].proxy
+                        and b.feature < self.thread_best[s].feature)):
+                    self.thread_best[s] = b[0]
+        for s in range(n_slots):
+            b = &self.thread_best[s]
+            best[s].proxy = b.proxy
+            best[s].left = b.left
+            best[s].feature = b.feature
+            best[s].threshold = INFINITY if b.all_left else _midpoint(b.lo, b.hi)
+            best[s].missing_go_left = b.missing_go_left
