@@ -61,9 +61,9 @@ done
     >"$WORK/install.log" 2>&1 || { tail -n 40 "$WORK/install.log"; exit 1; }
 export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 
-# 2. The installed debug copy is the one imported, and its checks fire: a model
-#    whose split feature index is past the end of X (which the loader would refuse)
-#    makes the predictor index X out of bounds.
+# 2. The installed debug copy is the one imported, and its checks fire: trees whose
+#    split feature index is past the end of X (which an Ensemble would refuse) make
+#    the predictor index X out of bounds.
 mkdir -p "$WORK/run"
 cd "$WORK/run"
 "$PY" - "$WORK/site" <<'EOF'
@@ -76,13 +76,16 @@ assert where.startswith(site + os.sep), f"imported {where}, not the debug build 
 X = np.linspace(-1, 1, 40)[:, None]
 y = (X[:, 0] > 0).astype(int)
 model = gbc_core.GradientBoostingClassifier(n_estimators=2, max_depth=1).fit(X, y)
-model._nodes["feature"][model._nodes["feature"] >= 0] = 7   # X has 1 column
-model._predictor_cache = None
+from gbc_core._predictor import Predictor  # the kernel, without the Ensemble's checks
+nodes = np.array(model.booster_.ensemble.nodes)
+nodes["feature"][nodes["feature"] >= 0] = 7   # X has 1 column
+predictor = Predictor(nodes, model.booster_.ensemble.tree_offsets, 0.1, 1, 1)
 reported = []
 sys.unraisablehook = lambda u: reported.append(u.exc_value)
-X[0, 0] = np.nan  # rows with a missing value take the memoryview-indexed paths
+X32 = np.ascontiguousarray(X, dtype=np.float32)
+X32[0, 0] = np.nan  # rows with a missing value take the memoryview-indexed paths
 try:
-    model.decision_function(X)
+    predictor.predict_raw(X32, np.zeros((40, 1)), 0, -1, 1)
 except IndexError as exc:
     reported.append(exc)
 assert any(isinstance(e, IndexError) and "Out of bounds" in str(e) for e in reported), (

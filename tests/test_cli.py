@@ -181,13 +181,13 @@ def test_evaluate_text_and_json(trained, capsys, monkeypatch):
 def test_inspect_and_tree_drawing(trained, capsys, monkeypatch):
     work = trained.parent
     text = ok(cli("inspect", trained, cwd=work)).stdout
-    assert "format version 1" in text
+    assert "format version 2" in text
     assert "['no', 'yes']" in text and "positive class: 'yes'" in text
     assert "features   5: x0, x1, x2, x3, x4" in text
     assert "trees      40" in text and "importances" in text
     info = json.loads(run_main(capsys, monkeypatch, work, "inspect", trained, "--json")[1])
     model = gbc_core.load(trained)
-    assert info["n_trees"] == 40 and info["format_version"] == 1
+    assert info["n_trees"] == info["n_iterations"] == 40 and info["format_version"] == 2
     imp = {d["feature"]: d["importance"] for d in info["importances"]}
     for j, name in enumerate(model.feature_names_in_):
         assert imp.get(name, 0.0) == pytest.approx(model.feature_importances_[j])
@@ -222,7 +222,7 @@ def test_libsvm_train_predict_and_feature_count(libsvm_files, tmp_path, capsys, 
     model = gbc_core.load(tmp_path / "ag.gbc")
     X_train, y_train = LibsvmData(train).read_all()
     assert model.n_features_in_ == X_train.shape[1]
-    assert not hasattr(model, "feature_names_in_")
+    assert model.feature_names_in_ is None
     ok(cli("predict", "ag.gbc", test, "--format", "libsvm", "-o", "ag.parquet",
            "--keep", "label", "--chunk-rows", "250", cwd=tmp_path))
     out = pq.read_table(tmp_path / "ag.parquet")

@@ -63,7 +63,7 @@ def test_dataframe_and_array_match_single_process(cluster, fitted):
     np.testing.assert_array_equal(gdask.predict_proba(model.to_bytes(), dX).compute(),
                                   ref_proba)
     np.testing.assert_array_equal(gdask.decision_function(model, dX).compute(),
-                                  model.decision_function(X))
+                                  model.booster_.decision_function(X))
     # Each worker process rebuilt the model once from its bytes and cached it.
     cached = client.run(lambda: list(__import__("gbc_core.dask", fromlist=["_"])._cache))
     assert len(cached) == 2

@@ -95,7 +95,7 @@ def _walk(nodes, Xf):
 
 def _leaf_of_every_row(nodes, Xf):
     pred = Predictor(nodes, np.array([0, nodes.shape[0]]), 1.0, Xf.shape[1])
-    return pred.apply(np.ascontiguousarray(Xf))[:, 0]
+    return pred.apply(np.ascontiguousarray(Xf))[:, 0, 0]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -344,8 +344,7 @@ def test_column_wise_prediction_with_shallower_and_single_leaf_trees(prediction_
     X = rng.normal(size=(n, d))
     y = (X[:, 0] > 0).astype(int)
     model = GradientBoostingClassifier(n_estimators=3, max_depth=3).fit(X, y)
-    offsets = model._tree_offsets
-    trees = [model._nodes[offsets[t]:offsets[t + 1]] for t in range(3)]
+    trees = model.trees()
     # The model's trees with a lone leaf and a depth-1 tree in front.
     leaf = np.zeros(1, dtype=NODE_DTYPE)
     leaf["feature"], leaf["left"], leaf["right"], leaf["value"] = -1, -1, -1, 0.7
@@ -364,9 +363,9 @@ def test_column_wise_prediction_with_shallower_and_single_leaf_trees(prediction_
         nodes[offsets[t]:offsets[t + 1]] = tree
     pred = Predictor(nodes, offsets, 0.1, d)
     X_test = rng.normal(size=(700, d)).astype(np.float32)
-    out = np.zeros(700)
+    out = np.zeros((700, 1))
     pred.predict_raw(X_test, out, 0, -1, 2)
-    np.testing.assert_array_equal(out, _naive_predict(all_trees, 0.1, X_test))
+    np.testing.assert_array_equal(out[:, 0], _naive_predict(all_trees, 0.1, X_test))
 
 
 def test_shallow_prediction_on_wide_data_matches_naive_traversal(prediction_kernel):
@@ -386,13 +385,12 @@ def test_shallow_prediction_on_wide_data_matches_naive_traversal(prediction_kern
     X_test[5, list(used)] = np.inf
     X_test[6, list(used)] = -np.inf
     trees = model.trees()
-    pred = model._predictor()
-    out = np.full(640, model.init_raw_)
-    pred.predict_raw(X_test, out, 0, -1, 2)
-    np.testing.assert_array_equal(out, _naive_predict(trees, 0.3, X_test, model.init_raw_))
-    out = np.zeros(640)
-    pred.predict_raw(X_test, out, 9, 31, 2)
-    np.testing.assert_array_equal(out, _naive_predict(trees[9:31], 0.3, X_test))
+    ensemble = model.booster_.ensemble
+    np.testing.assert_array_equal(ensemble.predict_raw(X_test, n_jobs=2)[:, 0],
+                                  _naive_predict(trees, 0.3, X_test, model.init_raw_))
+    out = np.zeros((640, 1))
+    ensemble.add_raw(X_test, out, 9, 31, 2)
+    np.testing.assert_array_equal(out[:, 0], _naive_predict(trees[9:31], 0.3, X_test))
 
 
 def test_threads_give_bit_identical_trees_and_updates():

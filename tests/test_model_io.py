@@ -49,12 +49,12 @@ def arrays_of(blob):
             for d in header["arrays"]}
 
 
-def assemble(header, payload, version=1, magic=MAGIC, checksum=True):
+def assemble(header, payload, version=2, magic=MAGIC, checksum=True):
     text = json.dumps(header, separators=(",", ":")).encode()
     return assemble_raw(text, payload, version, magic, checksum)
 
 
-def assemble_raw(text, payload, version=1, magic=MAGIC, checksum=True):
+def assemble_raw(text, payload, version=2, magic=MAGIC, checksum=True):
     head = struct.pack("<8sII", magic, version, len(text)) + text
     head += b"\0" * (-len(head) % 8)
     body = head + bytes(payload)
@@ -62,13 +62,13 @@ def assemble_raw(text, payload, version=1, magic=MAGIC, checksum=True):
     return body + digest
 
 
-def rewrite(blob, arrays=None, edit=None, version=1, checksum=True):
+def rewrite(blob, arrays=None, edit=None, checksum=True):
     """Rebuild ``blob`` with replaced arrays (canonical layout) and an edited header.
 
     ``arrays`` maps names to new arrays (any length; descriptors follow, and
     ``payload_size`` too); ``edit(header)`` then changes the header in place.
     """
-    _, header, _ = split(blob)
+    version, header, _ = split(blob)
     current = arrays_of(blob)
     current.update(arrays or {})
     payload, descs = bytearray(), []
@@ -124,28 +124,48 @@ def nan_model():
 
 @pytest.fixture(scope="module")
 def paper_model():
+    """The appendix model (a Booster)."""
     return paper_example()[0]
 
 
+@pytest.fixture
+def paper_estimator(paper_model):
+    """The appendix model as an estimator (its own copy)."""
+    return GradientBoostingClassifier.from_bytes(paper_model.to_bytes())
+
+
+def _params(model):
+    return model.get_params() if hasattr(model, "get_params") else model.params
+
+
+def _booster(model):
+    return getattr(model, "booster_", model)
+
+
 def _assert_same_model(a, b, X):
-    assert type(a) is type(b)
-    assert a.get_params() == b.get_params()
+    """The same fitted model, bit for bit (estimators or boosters, in any pairing)."""
+    assert type(a) is type(b) or {type(a), type(b)} == {GradientBoostingClassifier,
+                                                         gbc_core.Booster}
+    assert _params(a) == _params(b)
     assert a.classes_.dtype == b.classes_.dtype
     assert a.classes_.tolist() == b.classes_.tolist()
     assert a.n_features_in_ == b.n_features_in_
+    a, b = _booster(a), _booster(b)
     assert a.n_estimators_ == b.n_estimators_
-    assert a.init_raw_ == b.init_raw_
+    np.testing.assert_array_equal(a.init_raw_, b.init_raw_)
     assert a.best_iteration_ == b.best_iteration_
-    np.testing.assert_array_equal(a.train_score_, b.train_score_)
-    assert hasattr(a, "validation_score_") == hasattr(b, "validation_score_")
-    if hasattr(a, "validation_score_"):
-        np.testing.assert_array_equal(a.validation_score_, b.validation_score_)
-    assert hasattr(a, "feature_names_in_") == hasattr(b, "feature_names_in_")
-    if hasattr(a, "feature_names_in_"):
+    assert a.max_features_ == b.max_features_
+    for name in ("train_score_", "validation_score_", "oob_scores_", "oob_improvement_"):
+        assert (getattr(a, name) is None) == (getattr(b, name) is None), name
+        if getattr(a, name) is not None:
+            assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    assert (a.feature_names_in_ is None) == (b.feature_names_in_ is None)
+    if a.feature_names_in_ is not None:
         assert a.feature_names_in_.tolist() == b.feature_names_in_.tolist()
-    np.testing.assert_array_equal(a._tree_offsets, b._tree_offsets)
+    assert a.learning_rate == b.learning_rate
+    np.testing.assert_array_equal(a.ensemble.tree_offsets, b.ensemble.tree_offsets)
     for name in NODE_DTYPE.names:
-        assert a._nodes[name].tobytes() == b._nodes[name].tobytes(), name
+        assert a.ensemble.nodes[name].tobytes() == b.ensemble.nodes[name].tobytes(), name
     # Predictions bit for bit.
     assert a.decision_function(X).tobytes() == b.decision_function(X).tobytes()
     assert a.predict_proba(X).tobytes() == b.predict_proba(X).tobytes()
@@ -157,8 +177,8 @@ def _assert_same_model(a, b, X):
 # ----------------------------------------------------------------- round trips
 def test_error_class_is_exported():
     assert issubclass(gbc_core.ModelFormatError, ValueError)
-    assert gbc_core.load is _model_io.load_model
-    assert {"ModelFormatError", "load", "from_bytes"} <= set(gbc_core.__all__)
+    assert gbc_core.ModelFormatError is _model_io.ModelFormatError
+    assert {"ModelFormatError", "load", "from_bytes", "Booster"} <= set(gbc_core.__all__)
 
 
 def test_node_layout_matches_format_columns():
@@ -170,12 +190,16 @@ def test_node_layout_matches_format_columns():
 
 def test_save_load_round_trip(tmp_path, nan_model, paper_model):
     model, X = nan_model
-    assert np.isinf(model._nodes["threshold"]).any()  # "missing only" splits
+    assert np.isinf(model.booster_.ensemble.nodes["threshold"]).any()  # "missing only" splits
     assert model.best_iteration_ is not None and hasattr(model, "validation_score_")
+    assert hasattr(model, "oob_scores_")
     path = tmp_path / "model.gbc"
     model.save(path)
     assert path.read_bytes()[:8] == MAGIC
-    _assert_same_model(model, gbc_core.load(path), X)
+    loaded = gbc_core.load(path)
+    assert isinstance(loaded, gbc_core.Booster)  # no scikit-learn needed to load
+    _assert_same_model(model, loaded, X)
+    _assert_same_model(model, GradientBoostingClassifier.load(path), X)
     model.save(str(path))  # str paths, and overwriting
     _assert_same_model(model, gbc_core.load(str(path)), X)
     assert [p.name for p in tmp_path.iterdir()] == ["model.gbc"]  # no temp file left
@@ -203,12 +227,20 @@ def test_file_objects(nan_model):
     _assert_same_model(model, gbc_core.load(buf), X)
     with pytest.raises(TypeError, match="binary"):
         gbc_core.load(io.StringIO("text"))
+    # A file object is read no further than the model: what follows stays unread.
+    buf = io.BytesIO(model.to_bytes() + b"next record")
+    _assert_same_model(model, gbc_core.load(buf), X)
+    assert buf.read() == b"next record"
 
 
 def test_subclass_from_bytes(paper_model):
     class MyGBC(GradientBoostingClassifier):
         pass
 
+    class MyBooster(gbc_core.Booster):
+        pass
+
+    assert type(MyBooster.from_bytes(paper_model.to_bytes())) is MyBooster
     loaded = MyGBC.from_bytes(paper_model.to_bytes())
     assert type(loaded) is MyGBC
     assert loaded.predict([[2.0]]).tolist() == paper_model.predict([[2.0]]).tolist()
@@ -254,30 +286,40 @@ def test_unsupported_labels_refuse_to_save(paper_model):
     model.classes_ = np.array(["2020-01-01", "2021-01-01"], dtype="datetime64[D]")
     with pytest.raises(ValueError, match="dtype"):
         model.to_bytes()
-    # ... but the model still pickles (as its plain attributes).
-    again = pickle.loads(pickle.dumps(model))
-    assert again.classes_.tolist() == model.classes_.tolist()
 
 
-def test_params_round_trip(paper_model):
-    model = copy.copy(paper_model)
+@pytest.mark.parametrize("labels", [
+    np.array(["2020-01-01", "2021-01-01"] * 20, dtype="datetime64[D]"),
+    np.array([1, 2] * 20, dtype="timedelta64[s]"),
+    np.array([__import__("decimal").Decimal("1.5"), __import__("decimal").Decimal(2)] * 20,
+             dtype=object),
+], ids=["datetime64", "timedelta64", "Decimal"])
+def test_labels_the_format_cannot_store_are_refused_at_fit(labels):
+    X = np.arange(80, dtype=float).reshape(40, 2)
+    with pytest.raises(ValueError, match="cannot be stored in a model file"):
+        GradientBoostingClassifier(n_estimators=2).fit(X, labels)
+
+
+def test_params_round_trip(paper_estimator):
+    model = paper_estimator
     model.set_params(class_weight={0: 1.0, 1: 2.5}, max_features=0.5, min_samples_leaf=0.1,
                      random_state=12, n_jobs=-1, warm_start=True, max_depth=None)
-    loaded = gbc_core.from_bytes(model.to_bytes())
+    loaded = GradientBoostingClassifier.from_bytes(model.to_bytes())
     assert loaded.get_params() == model.get_params()
     assert type(loaded.class_weight) is dict and list(loaded.class_weight) == [0, 1]
+    assert gbc_core.from_bytes(model.to_bytes()).params == model.get_params()
 
 
-def test_unrepresentable_param_warns_and_loads_as_none(paper_model):
-    model = copy.copy(paper_model)
+def test_unrepresentable_param_warns_and_loads_as_none(paper_estimator):
+    model = paper_estimator
     model.set_params(random_state=np.random.RandomState(0))
     with pytest.warns(UserWarning, match="random_state"):
         data = model.to_bytes()
-    assert gbc_core.from_bytes(data).random_state is None
+    assert GradientBoostingClassifier.from_bytes(data).random_state is None
 
 
-def test_invalid_params_refuse_to_save(paper_model):
-    model = copy.copy(paper_model)
+def test_invalid_params_refuse_to_save(paper_estimator):
+    model = paper_estimator
     model.set_params(subsample=5.0)
     with pytest.raises(ValueError, match="subsample"):
         model.to_bytes()
@@ -304,9 +346,10 @@ def test_forward_compatible_additions(paper_model):
     assert loaded.decision_function([[4.0]]).tolist() == \
         paper_model.decision_function([[4.0]]).tolist()
     # Parameters missing from a file take their defaults.
-    del header["params"]["verbose"]
+    del header["params"]["max_depth"]
     with pytest.warns(UserWarning):
-        assert gbc_core.from_bytes(assemble(header, payload)).verbose == 0
+        estimator = GradientBoostingClassifier.from_bytes(assemble(header, payload))
+    assert estimator.max_depth == 3
 
 
 # ---------------------------------------------------------- pickle and copies
@@ -328,8 +371,8 @@ def test_joblib(tmp_path, nan_model):
     _assert_same_model(model, joblib.load(tmp_path / "m.joblib"), X)
 
 
-def test_pickle_keeps_what_the_format_cannot(paper_model):
-    model = copy.copy(paper_model)
+def test_pickle_keeps_what_the_format_cannot(paper_estimator):
+    model = paper_estimator
     model.set_params(random_state=np.random.RandomState(5))
     model.user_note = {"trained_by": "ci"}
     with warnings.catch_warnings():
@@ -340,21 +383,21 @@ def test_pickle_keeps_what_the_format_cannot(paper_model):
     assert again.user_note == {"trained_by": "ci"}
 
 
-def test_pickle_unfitted_and_plain_state():
+def test_pickle_unfitted_state():
     est = GradientBoostingClassifier(n_estimators=7, class_weight="balanced")
     again = pickle.loads(pickle.dumps(est))
     assert again.get_params() == est.get_params()
-    assert not hasattr(again, "_nodes")
-    # A plain ``__dict__`` state (as pickled before the format existed) still loads.
-    model, _ = paper_example()
-    state = {k: v for k, v in model.__dict__.items() if k != "_predictor_cache"}
-    fresh = GradientBoostingClassifier.__new__(GradientBoostingClassifier)
-    fresh.__setstate__(dict(state, _sklearn_version="1.0"))
-    assert fresh.predict_proba([[7.0]]).tolist() == model.predict_proba([[7.0]]).tolist()
+    assert not hasattr(again, "booster_") and not hasattr(again, "classes_")
 
 
-def test_pickle_of_a_corrupt_state_raises(paper_model):
-    state = paper_model.__getstate__()
+def test_booster_pickles_as_the_format(paper_model):
+    assert paper_model.__getstate__()["gbc_core_model"] == paper_model.to_bytes()
+    again = pickle.loads(pickle.dumps(paper_model))
+    _assert_same_model(paper_model, again, np.array([[0.0], [4.0], [np.nan]]))
+
+
+def test_pickle_of_a_corrupt_state_raises(paper_estimator):
+    state = paper_estimator.__getstate__()
     data = bytearray(state["gbc_core_model"])
     data[100] ^= 1
     fresh = GradientBoostingClassifier.__new__(GradientBoostingClassifier)
@@ -389,7 +432,7 @@ def test_failed_save_leaves_old_file_intact(tmp_path, monkeypatch, paper_model, 
     elif where == "replace":
         monkeypatch.setattr(_model_io.os, "replace", _boom)
     else:
-        model = copy.copy(model)
+        model = copy.copy(model.booster_)
         model.classes_ = np.array([0, 1], dtype="timedelta64[s]")
     with pytest.raises((OSError, ValueError)):
         model.save(path)
@@ -439,7 +482,7 @@ def test_fixtures_cover_the_interesting_cases():
     assert named.classes_.dtype.kind == "U" and named.feature_names_in_ is not None
     assert named.best_iteration_ is not None and named.validation_score_.size > 0
     missing = gbc_core.load(FIXTURES / "missing.gbc")
-    nodes = missing._nodes
+    nodes = missing.ensemble.nodes
     inner = nodes["feature"] >= 0
     assert np.isinf(nodes["threshold"][inner]).any()
     assert set(nodes["missing_go_left"][inner].tolist()) == {0, 1}
@@ -582,7 +625,7 @@ def _crafted_cases(paper_blob, nan_blob):
     add("magic only", MAGIC, "truncated")
     add("wrong magic", b"PK\x03\x04" + paper_blob[4:], "magic")
     add("text-mode mangled magic", paper_blob.replace(b"\r\n", b"\n", 1), "magic")
-    add("future version", recompute_checksum(paper_blob[:8] + struct.pack("<I", 2)
+    add("future version", recompute_checksum(paper_blob[:8] + struct.pack("<I", 3)
                                              + paper_blob[12:]), "newer")
     add("future version, stale checksum", paper_blob[:8] + struct.pack("<I", 99)
         + paper_blob[12:], "newer")
@@ -603,13 +646,14 @@ def _crafted_cases(paper_blob, nan_blob):
     add("NaN literal", assemble_raw(json.dumps(dict(header, init_raw=float("nan")))
                                     .encode(), payload), "NaN")
     compact = json.dumps(header, separators=(",", ":")).encode()
-    add("overflowing number", assemble_raw(compact.replace(b'"init_raw":0.0',
-                                                           b'"init_raw":1e999'), payload),
+    assert b'"init_raw":[0.0]' in compact
+    add("overflowing number", assemble_raw(compact.replace(b'"init_raw":[0.0]',
+                                                           b'"init_raw":[1e999]'), payload),
         "init_raw")
     add("repeated key", assemble_raw(b'{"format":"gbc-core-model",' + json.dumps(header)
                                      .encode()[1:], payload), "repeats")
     add("wrong format name", header_edit(paper_blob, format="other"), "format")
-    add("format_version mismatch", header_edit(paper_blob, format_version=2), "format_version")
+    add("format_version mismatch", header_edit(paper_blob, format_version=1), "format_version")
     add("wrong estimator", header_edit(paper_blob, estimator="os.system"), "estimator")
     add("payload_size lies", header_edit(paper_blob, payload_size=10**12), "payload_size")
     # Scalars.
@@ -619,8 +663,13 @@ def _crafted_cases(paper_blob, nan_blob):
         ("n_features", True, "n_features"), ("n_trees", 2, "tree_offsets"),
         ("n_trees", -1, "n_trees"), ("n_nodes", 8, "n_nodes"), ("n_nodes", 2**62, "n_nodes"),
         ("init_raw", 1e999, "Infinity"), ("init_raw", "0", "init_raw"),
-        ("init_raw", None, "init_raw"), ("learning_rate", 0, "learning_rate"),
-        ("learning_rate", -0.1, "learning_rate"), ("learning_rate", 0.2, "learning_rate"),
+        ("init_raw", None, "init_raw"), ("init_raw", 0.0, "init_raw"),
+        ("init_raw", [0.0, 0.0], "init_raw"), ("init_raw", ["0"], "init_raw"),
+        ("learning_rate", 0, "learning_rate"), ("learning_rate", -0.1, "learning_rate"),
+        ("n_outputs", 0, "n_outputs"), ("n_outputs", 2, "n_outputs"),
+        ("n_outputs", True, "n_outputs"), ("n_outputs", None, "n_outputs"),
+        ("n_outputs", 3, "init_raw"), ("max_features", 0, "max_features"),
+        ("max_features", 2, "max_features"), ("max_features", 1.0, "max_features"),
         ("best_iteration", -1, "best_iteration"), ("best_iteration", 1.5, "best_iteration"),
         ("feature_names", ["a", "b"], "feature_names"), ("feature_names", [3], "feature_names"),
         ("feature_names", "x", "feature_names"), ("library_version", 1, "library_version"),
@@ -629,10 +678,10 @@ def _crafted_cases(paper_blob, nan_blob):
         add(f"{key}={value!r}", header_edit(paper_blob, **{key: value}), frag)
     # Classes.
     for classes, frag in [
-        ({"dtype": "<i8", "values": [0, 1, 2]}, "exactly 2"),
+        ({"dtype": "<i8", "values": [0, 1, 2]}, "2 class labels"),
         ({"dtype": "<i8", "values": [1, 1]}, "distinct"),
         ({"dtype": "<f8", "values": [0, -0.0]}, "distinct"),
-        ({"dtype": "<i8", "values": [0]}, "exactly 2"),
+        ({"dtype": "<i8", "values": [0]}, "2 class labels"),
         ({"dtype": "<M8[ns]", "values": [0, 1]}, "dtype"),
         ({"dtype": ">i8", "values": [0, 1]}, "dtype"),
         ({"dtype": "|i1", "values": [0, 300]}, "range"),
@@ -651,7 +700,8 @@ def _crafted_cases(paper_blob, nan_blob):
     # Parameters.
     for name, value, frag in [
         ("n_jobs", 10**7, "n_jobs"), ("n_jobs", 0, "n_jobs"), ("max_depth", "deep", "max_depth"),
-        ("subsample", {"float": "nan"}, "subsample"), ("learning_rate", 0.5, "learning_rate"),
+        ("subsample", {"float": "nan"}, "subsample"), ("learning_rate", -0.5, "learning_rate"),
+        ("loss", "exponential", "loss"), ("warm_start", 1, "warm_start"),
         ("random_state", -4, "random_state"), ("random_state", {"code": "x"}, "parameter"),
         ("class_weight", {"dict": [[[1], 2.0]]}, "hashable"), ("tol", {"float": "bad"}, "tol"),
         ("init", "x" * 10, "init"),
@@ -682,6 +732,26 @@ def _crafted_cases(paper_blob, nan_blob):
     add("missing array", rewrite(paper_blob, edit=lambda h: h["arrays"].pop(6)), "lacks")
     add("short node column", rewrite(paper_blob, {"nodes.left": np.array([1, -1], "<i4")}),
         "n_nodes")
+    add("train_score of another length", rewrite(paper_blob, {"train_score": np.zeros(5)}),
+        "train_score")
+    add("no train_score (control)", rewrite(paper_blob, edit=lambda h: h["arrays"].pop(12)),
+        None)
+    nan_header = split(nan_blob)[1]
+    names = [d["name"] for d in nan_header["arrays"]]
+    assert "oob_scores" in names and "oob_improvement" in names
+    add("oob_scores without oob_improvement", rewrite(
+        nan_blob, edit=lambda h: h["arrays"].pop(names.index("oob_improvement"))),
+        "come together")
+    add("oob_scores of another length", rewrite(nan_blob, {"oob_scores": np.zeros(1)}),
+        "oob_scores")
+    # Version 1 files (the committed fixtures are version 1): header and parameters
+    # hold the learning rate twice, and the two must agree.
+    v1_blob = (FIXTURES / "paper.gbc").read_bytes()
+    assert split(v1_blob)[0] == 1
+    add("version 1 (control)", v1_blob, None)
+    add("version 1, learning rates disagree", header_edit(v1_blob, learning_rate=0.2),
+        "learning_rate")
+    add("version 1, init_raw list", header_edit(v1_blob, init_raw=[0.0]), "init_raw")
 
     # Tree structure (paper: 3 stumps of 3 nodes; n_features = 1).
     def tweak(column, index, value):
@@ -734,7 +804,7 @@ def _crafted_cases(paper_blob, nan_blob):
             {"nodes." + k: v for k, v in five.items()},
             **{"nodes.feature": np.array(feature), "nodes.left": np.array(left),
                "nodes.right": np.array(right), "nodes.depth": np.array(depth),
-               "tree_offsets": np.array([0, 5])}),
+               "tree_offsets": np.array([0, 5]), "train_score": np.zeros(1)}),
             edit=lambda h: h.update(n_trees=1, n_nodes=5))
 
     add("valid 5-node tree (control)", tree5([0, 0, -1, -1, -1], [1, 3, -1, -1, -1],
@@ -814,3 +884,91 @@ def test_huge_claims_do_not_allocate(paper_model):
     finally:
         tracemalloc.stop()
     assert peak < 10 * 2**20
+
+
+# ------------------------------------------------------ reading what is declared
+def test_a_big_file_that_is_not_a_model_is_rejected_from_its_first_bytes(tmp_path):
+    """The prelude is checked first: a large CSV is not read to its end."""
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"a,b,c\n" + b"1,2,3\n" * 2_000_000)  # 12 MB
+    reads = []
+
+    class CountingFile(io.FileIO):
+        def read(self, n=-1):
+            data = super().read(n)
+            reads.append(len(data))
+            return data
+
+    with CountingFile(path, "rb") as fh, pytest.raises(ModelFormatError, match="magic"):
+        gbc_core.load(fh)
+    assert sum(reads) <= 16
+    with pytest.raises(ModelFormatError, match="magic"):
+        gbc_core.load(path)
+    with pytest.raises(ModelFormatError, match="magic"):
+        gbc_core.read_model_header(path)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="a POSIX character device")
+def test_an_endless_device_is_rejected_at_once():
+    with pytest.raises(ModelFormatError, match="magic"):
+        gbc_core.load("/dev/zero")
+
+
+def test_a_file_longer_or_shorter_than_its_header_declares(tmp_path, paper_model):
+    blob = paper_model.to_bytes()
+    path = tmp_path / "m.gbc"
+    path.write_bytes(blob + b"\0" * 8)
+    with pytest.raises(ModelFormatError, match="declares"):
+        gbc_core.load(path)
+    path.write_bytes(blob[:-5])
+    with pytest.raises(ModelFormatError, match="declares"):
+        gbc_core.load(path)
+    # A header that claims a huge payload: nothing that large is read or allocated.
+    version, header, payload = split(blob)
+    header["payload_size"] = 2**50
+    path.write_bytes(assemble(header, payload))
+    with pytest.raises(ModelFormatError, match="declares"):
+        gbc_core.load(path)
+    with pytest.raises(ModelFormatError, match="truncated|declares"):
+        gbc_core.load(io.BytesIO(assemble(header, payload)))
+
+
+def test_read_model_header_reads_the_header_only(tmp_path, nan_model):
+    model, _ = nan_model
+    path = tmp_path / "m.gbc"
+    model.save(path)
+    header = gbc_core.read_model_header(path)
+    assert header["format_version"] == 2 and header["n_outputs"] == 1
+    assert header["classes"]["values"] == ["neg", "pos"]
+    # A damaged payload does not matter to it (the loader rejects the file).
+    data = bytearray(path.read_bytes())
+    data[-40] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert gbc_core.read_model_header(path) == header
+    with pytest.raises(ModelFormatError, match="checksum"):
+        gbc_core.load(path)
+
+
+# ------------------------------------------------------------------ multiclass
+def test_multiclass_round_trip(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 5))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.array(["cat", "dog", "emu", "fox"])[np.argmax(X[:, :4] + rng.normal(size=(400, 4)),
+                                                        axis=1)]
+    model = GradientBoostingClassifier(n_estimators=6, max_depth=3, subsample=0.8,
+                                       init="prior", random_state=0).fit(X, y)
+    path = tmp_path / "m.gbc"
+    model.save(path)
+    header = gbc_core.read_model_header(path)
+    assert header["n_outputs"] == 4 and len(header["init_raw"]) == 4
+    assert header["n_trees"] == 24
+    loaded = gbc_core.load(path)
+    _assert_same_model(model, loaded, X)
+    assert loaded.decision_function(X).shape == (400, 4)
+    again = GradientBoostingClassifier.load(path)
+    np.testing.assert_array_equal(again.predict_proba(X), model.predict_proba(X))
+    # A file whose classes do not match its outputs is refused.
+    bad = header_edit(path.read_bytes(), classes={"dtype": "<U3", "values": ["cat", "dog"]})
+    with pytest.raises(ModelFormatError, match="4 class labels"):
+        gbc_core.from_bytes(bad)

@@ -14,7 +14,8 @@ import pytest
 
 import gbc_core
 
-STUBBED_MODULES = ["_classifier", "_config", "_math", "_model_io"]
+STUBBED_MODULES = ["__init__", "_booster", "_boosting", "_classifier", "_config", "_ensemble",
+                   "_loss", "_math", "_model_io"]
 
 
 def _stub_tree(module):

@@ -109,7 +109,7 @@ def test_nan_default_direction_is_the_side_of_larger_gain(positive_when_missing)
     assert root["improvement"] == pytest.approx(best[0], rel=1e-10)
 
     # At predict time NaN rows follow the learned direction.
-    leaves = model.apply(np.array([[np.nan, 0.0], [-5.0, 0.0], [5.0, 0.0]]))[:, 0]
+    leaves = model.apply(np.array([[np.nan, 0.0], [-5.0, 0.0], [5.0, 0.0]]))[:, 0, 0]
     expected_leaf = root["left"] if root["missing_go_left"] else root["right"]
     assert leaves[0] == expected_leaf
     assert set(leaves[1:]) == {root["left"], root["right"]}
@@ -244,7 +244,7 @@ def test_minus_infinity_splits_save_and_load():
     y[:60] = 1
     X = np.column_stack([x, rng.normal(size=n)])
     model = GBC(n_estimators=5, max_depth=2).fit(X, y)
-    assert (model._nodes["threshold"] > -np.inf).all()
+    assert (model.booster_.ensemble.nodes["threshold"] > -np.inf).all()
     again = GBC.from_bytes(model.to_bytes())
     np.testing.assert_array_equal(again.decision_function(X), model.decision_function(X))
 
@@ -261,7 +261,7 @@ def test_feature_of_only_minus_and_plus_infinity():
     y = (rng.uniform(size=n) < 0.5).astype(int)
     X = np.column_stack([np.where(y == 1, np.inf, -np.inf), rng.normal(size=n)])
     model = GBC(n_estimators=10, max_depth=1, learning_rate=0.5).fit(X, y)
-    assert not np.isnan(model._nodes["threshold"]).any()
+    assert not np.isnan(model.booster_.ensemble.nodes["threshold"]).any()
     proba = model.predict_proba(X)[:, 1]
     assert (proba[y == 1] > 0.9).all() and (proba[y == 0] < 0.1).all()
     assert model.train_score_[-1] == pytest.approx(_log_loss(y, model.decision_function(X)))
@@ -279,7 +279,7 @@ def test_integer_weights_equal_duplicated_rows():
     weighted = GBC(n_estimators=8, max_depth=3, learning_rate=0.3).fit(X, y, sample_weight=w)
     dup = GBC(n_estimators=8, max_depth=3, learning_rate=0.3).fit(
         np.repeat(X, w, axis=0), np.repeat(y, w))
-    leaves_w, leaves_d = weighted.apply(X), dup.apply(X)
+    leaves_w, leaves_d = weighted.apply(X)[:, :, 0], dup.apply(X)[:, :, 0]
     n_same = 0
     for m, (a, b) in enumerate(zip(weighted.trees(), dup.trees())):
         # One leaf of one model <-> one leaf of the other (a tie may swap children).
@@ -292,7 +292,7 @@ def test_integer_weights_equal_duplicated_rows():
         np.testing.assert_allclose(np.sort(a["improvement"]), np.sort(b["improvement"]),
                                    rtol=1e-9)
         n_same += np.sum((a["feature"] == b["feature"]) & (a["threshold"] == b["threshold"]))
-    assert n_same >= 0.95 * weighted._nodes.shape[0]
+    assert n_same >= 0.95 * weighted.booster_.ensemble.nodes.shape[0]
     np.testing.assert_allclose(weighted.decision_function(X), dup.decision_function(X),
                                rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(weighted.train_score_, dup.train_score_, rtol=1e-10)
@@ -308,7 +308,7 @@ def test_weighted_leaf_values_and_train_score_against_numpy():
         X, y, sample_weight=w)
     assert model.init_raw_ == pytest.approx(np.log(np.dot(w, y) / np.dot(w, 1 - y)))
     staged = _staged_raw(model, X)
-    leaves = model.apply(X)
+    leaves = model.apply(X)[:, :, 0]
     for m, tree in enumerate(model.trees()):
         p = _sigmoid(staged[m])
         for j in np.flatnonzero(tree["feature"] < 0):
@@ -326,13 +326,13 @@ def test_class_weight_balanced_equals_explicit_weights():
     sw = np.random.default_rng(6).uniform(0.5, 1.5, size=n)
     bal = GBC(n_estimators=6, class_weight="balanced").fit(X, y, sample_weight=sw)
     ref = GBC(n_estimators=6).fit(X, y, sample_weight=sw * explicit)
-    np.testing.assert_array_equal(bal._nodes, ref._nodes)
+    np.testing.assert_array_equal(bal.booster_.ensemble.nodes, ref.booster_.ensemble.nodes)
     np.testing.assert_array_equal(bal.train_score_, ref.train_score_)
     # A dict, on string labels, is the same as multiplying the sample weights.
     labels = np.array(["ham", "spam"])[y]
     d = GBC(n_estimators=6, class_weight={"spam": 3.0}).fit(X, labels, sample_weight=sw)
     ref = GBC(n_estimators=6).fit(X, labels, sample_weight=sw * np.where(y == 1, 3.0, 1.0))
-    np.testing.assert_array_equal(d._nodes, ref._nodes)
+    np.testing.assert_array_equal(d.booster_.ensemble.nodes, ref.booster_.ensemble.nodes)
 
 
 def test_class_weight_applies_to_the_validation_rows():
@@ -403,7 +403,7 @@ def test_early_stopping_with_eval_set_keeps_the_best_iteration():
                                rtol=1e-12)
     # ... and the model kept is the model of best_iteration_ trees.
     plain = GBC(**{**params, "n_estimators": best}).fit(X, y)
-    np.testing.assert_array_equal(plain._nodes, model._nodes)
+    np.testing.assert_array_equal(plain.booster_.ensemble.nodes, model.booster_.ensemble.nodes)
     np.testing.assert_array_equal(plain.decision_function(Xv), model.decision_function(Xv))
 
 
@@ -426,7 +426,7 @@ def test_validation_fraction_is_a_weighted_stratified_hold_out():
     params = dict(n_estimators=60, learning_rate=0.5, random_state=7, class_weight="balanced")
     model = GBC(n_iter_no_change=4, validation_fraction=0.2, **params).fit(
         X, y, sample_weight=w)
-    train_idx, val_idx = _stratified_split(y.astype(float), 0.2, np.random.default_rng(7))
+    train_idx, val_idx = _stratified_split(y, 2, 0.2, np.random.default_rng(7))
     for cls in (0, 1):
         assert np.sum(y[val_idx] == cls) == round(0.2 * np.sum(y == cls))
     # Class weights are computed on all rows, then split with the sample weights.
@@ -434,7 +434,7 @@ def test_validation_fraction_is_a_weighted_stratified_hold_out():
     ref = GBC(n_iter_no_change=4, **{**params, "class_weight": None}).fit(
         X[train_idx], y[train_idx], sample_weight=cw[train_idx],
         eval_set=(X[val_idx], y[val_idx], cw[val_idx]))
-    np.testing.assert_array_equal(ref._nodes, model._nodes)
+    np.testing.assert_array_equal(ref.booster_.ensemble.nodes, model.booster_.ensemble.nodes)
     np.testing.assert_array_equal(ref.validation_score_, model.validation_score_)
     for tree in model.trees():
         assert tree["n_samples"][0] == train_idx.size
@@ -505,7 +505,7 @@ def test_warm_start_rules():
     data = model.to_bytes()
     model.fit(X, y)  # same n_estimators: nothing to add
     assert model.to_bytes() == data
-    with pytest.raises(ValueError, match="must be >= the 10 trees"):
+    with pytest.raises(ValueError, match="must be >= the 10 iterations"):
         model.set_params(n_estimators=5).fit(X, y)
     with pytest.raises(ValueError, match="features and classes"):
         model.set_params(n_estimators=20).fit(X[:, :3], y)
@@ -542,12 +542,12 @@ def test_subsample_draws_in_bag_rows_per_tree():
     again = GBC(n_estimators=10, subsample=0.35, random_state=0).fit(X, y, sample_weight=w)
     assert again.to_bytes() == model.to_bytes()
     other = GBC(n_estimators=10, subsample=0.35, random_state=1).fit(X, y, sample_weight=w)
-    assert not np.array_equal(other._nodes, model._nodes)
+    assert not np.array_equal(other.booster_.ensemble.nodes, model.booster_.ensemble.nodes)
     # The documented draw: iteration m takes int(subsample * n) rows without replacement
     # from the stream seeded by (random_state, m). Leaf values and train_score_ use the
     # in-bag rows; the out-of-bag rows are updated too (staged scores on every row).
     staged = _staged_raw(model, X)
-    leaves = model.apply(X)
+    leaves = model.apply(X)[:, :, 0]
     for m, tree in enumerate(model.trees()):
         inbag = np.zeros(y.shape[0], dtype=bool)
         inbag[np.random.default_rng([0, m]).choice(y.shape[0], 350, replace=False)] = True
@@ -566,10 +566,10 @@ def test_max_features_resolution_and_effect():
     X, y = make_continuous(n_samples=600, n_features=9, seed=23)
     fits = {mf: GBC(n_estimators=8, max_features=mf, random_state=2).fit(X, y)
             for mf in (None, 9, 3, "sqrt", "log2", 0.34, 1)}
-    np.testing.assert_array_equal(fits[None]._nodes, fits[9]._nodes)
+    np.testing.assert_array_equal(fits[None].booster_.ensemble.nodes, fits[9].booster_.ensemble.nodes)
     for mf in ("sqrt", "log2", 0.34):  # all mean 3 of 9 features
-        np.testing.assert_array_equal(fits[3]._nodes, fits[mf]._nodes)
-    assert not np.array_equal(fits[3]._nodes, fits[None]._nodes)
+        np.testing.assert_array_equal(fits[3].booster_.ensemble.nodes, fits[mf].booster_.ensemble.nodes)
+    assert not np.array_equal(fits[3].booster_.ensemble.nodes, fits[None].booster_.ensemble.nodes)
     # One random feature per node: the roots do not all use the best feature.
     roots_none = {t[0]["feature"] for t in fits[None].trees()}
     roots_one = {t[0]["feature"] for t in fits[1].trees()}
@@ -626,7 +626,7 @@ def test_dataframes_and_array_likes():
     ref_b = GBC(n_estimators=5).fit(Xb, y)
     m = GBC(n_estimators=5).fit(pdf, y)
     assert list(m.feature_names_in_) == cols
-    np.testing.assert_array_equal(m._nodes, ref_b._nodes)
+    np.testing.assert_array_equal(m.booster_.ensemble.nodes, ref_b.booster_.ensemble.nodes)
     np.testing.assert_array_equal(m.decision_function(pdf), ref_b.decision_function(Xb))
     # polars: nulls are missing values too; integer and float columns.
     pldf = pl.DataFrame({c: X[:, i] for i, c in enumerate(cols)}).with_columns(
@@ -634,7 +634,7 @@ def test_dataframes_and_array_likes():
     assert pldf["c"].null_count() > 0
     m = GBC(n_estimators=5).fit(pldf, y)
     assert list(m.feature_names_in_) == cols
-    np.testing.assert_array_equal(m._nodes, ref._nodes)
+    np.testing.assert_array_equal(m.booster_.ensemble.nodes, ref.booster_.ensemble.nodes)
     np.testing.assert_array_equal(m.decision_function(pldf.select(cols[::-1])),
                                   ref.decision_function(X))
     with pytest.raises(ValueError, match="non-numeric"):
@@ -642,7 +642,7 @@ def test_dataframes_and_array_likes():
     # Anything with __array__.
     m = GBC(n_estimators=5).fit(_ArrayLike(X), y)
     assert not hasattr(m, "feature_names_in_")
-    np.testing.assert_array_equal(m._nodes, ref._nodes)
+    np.testing.assert_array_equal(m.booster_.ensemble.nodes, ref.booster_.ensemble.nodes)
     np.testing.assert_array_equal(m.decision_function(_ArrayLike(X)), ref.decision_function(X))
 
 
@@ -652,7 +652,8 @@ def test_strict_feature_checks_at_predict_time():
     X, y = _int_data()
     cols = ["a", "b", "c", "d", "e"]
     model = GBC(n_estimators=5).fit(pd.DataFrame(X, columns=cols), y)
-    expected = model.predict_proba(X)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        expected = model.predict_proba(X)
     np.testing.assert_array_equal(model.predict_proba(pd.DataFrame(X, columns=cols)[cols[::-1]]),
                                   expected)
     np.testing.assert_array_equal(
@@ -668,7 +669,7 @@ def test_strict_feature_checks_at_predict_time():
     with pytest.raises(ValueError, match=r"repeated feature column\(s\): \['a'\]"):
         model.predict(pd.DataFrame(np.c_[X, X[:, 0]], columns=cols + ["a"]))
     with pytest.raises(ValueError, match="X has 4 features, but GradientBoostingClassifier "
-                                         "is expecting 5"):
+                                         "is expecting 5"), pytest.warns(UserWarning):
         model.predict(X[:, :4])
     with pytest.raises(ValueError, match="X has 6 features"):
         GBC(n_estimators=2).fit(X, y).predict(pd.DataFrame(np.c_[X, X[:, :1]]))

@@ -21,6 +21,7 @@ See docs/reliability.md.
 """
 
 import gc
+import hashlib
 import os
 import pickle
 import re
@@ -41,7 +42,7 @@ import pytest
 import gbc_core
 from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core import ModelFormatError, newton_leaf_values
-from gbc_core import _classifier, _leaves
+from gbc_core import BinomialLoss, MultinomialLoss, _leaves
 
 from conftest import make_continuous, other_thread_progress
 
@@ -113,7 +114,7 @@ def _sigmoid_ref(f):
 def test_probabilities_saturate_cleanly(warnings_as_errors):
     raw = np.array([-np.inf, -1e308, -1e300, -1000.0, -745.2, -710.0, -700.0, -36.0, -0.0,
                     0.0, 36.0, 700.0, 710.0, 745.2, 1000.0, 1e300, 1e308, np.inf])
-    proba = _classifier._proba_from_raw(raw)
+    proba = BinomialLoss().proba(raw[:, None])
     assert np.isfinite(proba).all()
     assert ((proba >= 0) & (proba <= 1)).all()
     np.testing.assert_array_equal(proba.sum(axis=1), 1.0)
@@ -122,6 +123,16 @@ def test_probabilities_saturate_cleanly(warnings_as_errors):
     np.testing.assert_array_equal(proba[raw >= 710.0, 1], 1.0)
     assert proba[8, 1] == proba[9, 1] == 0.5
     np.testing.assert_allclose(proba[:, 1], _sigmoid_ref(raw), rtol=1e-15, atol=0)
+    # Softmax: the same extremes as raw scores of three classes.
+    finite = raw[np.isfinite(raw)]
+    scores = np.stack([finite, -finite, np.zeros_like(finite)], axis=1)
+    proba = MultinomialLoss(3).proba(scores)
+    assert np.isfinite(proba).all() and ((proba >= 0) & (proba <= 1)).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    with np.errstate(over="ignore"):
+        shifted = scores - scores.max(axis=1, keepdims=True)
+    expected = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(proba, expected, rtol=1e-14, atol=1e-300)
 
 
 def test_scores_beyond_700_end_to_end(warnings_as_errors):
@@ -217,10 +228,16 @@ def test_a_learning_rate_whose_scores_would_overflow_is_refused(warnings_as_erro
     # Large but safe: fits, with saturated probabilities.
     model = GBC(n_estimators=3, learning_rate=1e200).fit(X, y)
     assert np.isfinite(model.predict_proba(X)).all()
-    # A model file whose scores could overflow is refused by the loader.
-    model.learning_rate = 1e306
+    # A model file whose scores could overflow is refused by the loader (a crafted
+    # learning rate, the checksum recomputed).
+    data = model.to_bytes()
+    assert data.count(b'"learning_rate":1e+200') == 2  # the fitted one and the parameter
+    body = data[:-32].replace(b'"learning_rate":1e+200', b'"learning_rate":1e+306')
     with pytest.raises(ModelFormatError, match="raw scores can overflow"):
-        gbc_core.from_bytes(model.to_bytes())
+        gbc_core.from_bytes(body + hashlib.sha256(body).digest())
+    # Parameters set after fit do not change the fitted model or its file.
+    model.learning_rate = 1e306
+    assert gbc_core.from_bytes(model.to_bytes()).learning_rate == 1e200
 
 
 @pytest.mark.parametrize("n_jobs", [10**6, 1025, -10**6, float("inf"), float("nan"), "2"])

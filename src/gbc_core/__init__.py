@@ -3,24 +3,66 @@
 The model is the one of H.-H. Chen, "Understanding Gradient Boosting Classifier:
 Training, Prediction, and the Role of gamma_j": F0 = 0, residuals r = y - p, a
 squared-error regression tree per iteration, leaf values
-gamma_j = sum r / sum p (1 - p), F += eta gamma, p = sigma(F).
+gamma_j = sum r / sum p (1 - p), F += eta gamma, p = sigma(F); with three or more
+classes, its multinomial form (one tree per class and iteration, p = softmax(F)).
+
+The public names are loaded on first use: ``import gbc_core`` is instant, and
+:func:`load` and the :class:`Booster` it returns never import scikit-learn (only
+``GradientBoostingClassifier`` does), so batch jobs that only score start quickly.
 """
 
-from ._version import __version__
-from ._classifier import GradientBoostingClassifier, NotFittedError
-from ._math import newton_leaf_values
-from ._config import show_config
-from ._model_io import ModelFormatError
-from ._model_io import load_model as load
-from ._model_io import model_from_bytes as from_bytes
+import importlib
 
-__all__ = [
-    "GradientBoostingClassifier",
-    "NotFittedError",
-    "newton_leaf_values",
-    "show_config",
-    "ModelFormatError",
-    "load",
-    "from_bytes",
-    "__version__",
-]
+from ._version import __version__
+
+#: Public name -> (module, attribute).
+_PUBLIC = {
+    "GradientBoostingClassifier": ("._classifier", "GradientBoostingClassifier"),
+    "Booster": ("._booster", "Booster"),
+    "FitRecord": ("._boosting", "FitRecord"),
+    "Ensemble": ("._ensemble", "Ensemble"),
+    "Tree": ("._ensemble", "Tree"),
+    "BinomialLoss": ("._loss", "BinomialLoss"),
+    "MultinomialLoss": ("._loss", "MultinomialLoss"),
+    "NODE_DTYPE": ("._common", "NODE_DTYPE"),
+    "newton_leaf_values": ("._math", "newton_leaf_values"),
+    "show_config": ("._config", "show_config"),
+    "ModelFormatError": ("._model_io", "ModelFormatError"),
+    "read_model_header": ("._model_io", "read_header"),
+    "NotFittedError": ("sklearn.exceptions", "NotFittedError"),
+}
+
+
+def load(path):
+    """The model saved at ``path`` (or read from a binary file object), as a
+    :class:`Booster`; ``GradientBoostingClassifier.load`` gives an estimator.
+
+    Raises :class:`ModelFormatError` for a corrupt, truncated or crafted file (the
+    file is checked before use and read no further than its header declares).
+    """
+    from ._booster import Booster
+
+    return Booster.load(path)
+
+
+def from_bytes(data):
+    """The :class:`Booster` of model-format bytes (``to_bytes``), validated."""
+    from ._booster import Booster
+
+    return Booster.from_bytes(data)
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _PUBLIC[name]
+    value = getattr(importlib.import_module(module, __name__), attribute)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted([*_PUBLIC, "load", "from_bytes", "__version__"])
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

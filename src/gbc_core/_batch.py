@@ -75,8 +75,9 @@ class Progress:
 
 
 def load_model_file(path):
-    """Load a model file; every failure is a one-line DataError."""
-    from ._model_io import ModelFormatError, load_model
+    """Load a model file as a :class:`~gbc_core.Booster` (no scikit-learn); every
+    failure is a one-line DataError."""
+    from . import ModelFormatError, load
 
     path = str(path)
     if not os.path.exists(path):
@@ -84,21 +85,11 @@ def load_model_file(path):
     if os.path.isdir(path):
         raise DataError(f"{path} is a directory, not a model file")
     try:
-        return load_model(path)
+        return load(path)
     except ModelFormatError as exc:
         raise DataError(f"{path} is not a valid gbc-core model: {one_line(exc)}") from None
     except OSError as exc:
         raise DataError(f"cannot read model file {path}: {exc.strerror or exc}") from None
-
-
-def _model_header(path):
-    """The JSON header of a model file (format version, library version...)."""
-    from ._model_io import _parse
-
-    with open(path, "rb") as fh:
-        data = fh.read()
-    header, _ = _parse(data)
-    return header, len(data)
 
 
 class _NamedFrame:
@@ -205,21 +196,46 @@ def _match_labels(y, classes, name, path):
 
 # -------------------------------------------------------------------- train
 def _estimator_params(args):
-    params = dict(
-        n_estimators=args.n_estimators, learning_rate=args.learning_rate,
-        max_depth=args.max_depth, min_samples_split=args.min_samples_split,
-        min_samples_leaf=args.min_samples_leaf, subsample=args.subsample,
-        max_features=args.max_features, init=args.init, random_state=args.random_state,
-        n_jobs=args.n_jobs, n_iter_no_change=args.n_iter_no_change,
-        validation_fraction=args.validation_fraction, tol=args.tol,
-        class_weight=args.class_weight, verbose=args.verbose,
-    )
-    return params
+    """The hyper-parameters the command line offers (``_params.PARAMS``), as parsed."""
+    from ._params import PARAMS
+
+    return {p.name: getattr(args, p.name) for p in PARAMS if p.cli is not None}
+
+
+def describe_classes(classes):
+    """``classes [...]`` and, for two classes, which one is positive."""
+    labels = classes.tolist()
+    if len(labels) == 2:
+        return f"classes {labels} (positive: {labels[1]!r})"
+    return f"{len(labels)} classes {labels[:10]}{' ...' if len(labels) > 10 else ''}"
+
+
+def classification_metrics(booster, y, raw):
+    """Log-loss, ROC AUC and accuracy of raw scores ``raw`` (n, n_outputs) against
+    the labels ``y`` (already matched with ``booster.classes_``).
+
+    For two classes the AUC is that of the positive class (None when ``y`` holds one
+    class); for more, the macro average of the one-vs-rest AUCs of the classes that
+    occur in ``y`` with both outcomes (None when none does).
+    """
+    from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
+
+    classes = booster.classes_
+    codes = np.searchsorted(classes, y) if classes.dtype.kind != "O" else np.array(
+        [classes.tolist().index(v) for v in y], dtype=np.intp)
+    pred = booster.labels_from_raw(raw)
+    if classes.shape[0] == 2:
+        y01 = codes.astype(np.float64)
+        auc = roc_auc(y01, raw[:, 0]) if 0 < y01.sum() < y01.size else None
+        loss = log_loss_from_raw(y01, raw[:, 0])
+    else:
+        auc = roc_auc_ovr(codes, booster.proba_from_raw(raw))
+        loss = log_loss_from_raw(codes, raw)
+    return {"log_loss": loss, "roc_auc": auc, "accuracy": accuracy(y, pred), "pred": pred}
 
 
 def run_train(args):
     from ._classifier import GradientBoostingClassifier
-    from .metrics import accuracy, log_loss_from_raw, roc_auc
 
     out = str(args.output)
     fmt = _fmt_for(args.data, args.format)
@@ -263,19 +279,20 @@ def run_train(args):
     say = print if not args.quiet else (lambda *a, **k: None)
     say(f"trained on {X.shape[0]:,} rows x {X.shape[1]} features of {args.data} "
         f"(read {read_s:.2f}s, fit {fit_s:.2f}s)")
-    say(f"classes {model.classes_.tolist()} (positive: {model.classes_.tolist()[1]!r}); "
-        f"{model.n_estimators_} trees; training log-loss {model.train_score_[-1]:.5f}")
+    say(f"{describe_classes(model.classes_)}; {model.n_estimators_} iterations "
+        f"({model.n_estimators_ * model.n_trees_per_iteration_} trees); training log-loss "
+        f"{model.train_score_[-1]:.5f}")
     if model.best_iteration_ is not None:
-        say(f"early stopping kept the best iteration: {model.best_iteration_} trees")
+        say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
     if eval_set is not None:
         Xv, yv = eval_set
-        raw = model.decision_function(Xv)
+        booster = model.booster_
         yv = _match_labels(np.asarray(yv), model.classes_, "label", args.eval)
-        y01 = (yv == model.classes_[1]).astype(np.float64)
-        parts = [f"log-loss {log_loss_from_raw(y01, raw):.5f}"]
-        if 0 < y01.sum() < y01.size:
-            parts.append(f"AUC {roc_auc(y01, raw):.5f}")
-        parts.append(f"accuracy {accuracy(yv, model.classes_[(raw > 0).astype(np.intp)]):.5f}")
+        res = classification_metrics(booster, yv, booster.predict_raw(Xv, n_jobs=args.n_jobs))
+        parts = [f"log-loss {res['log_loss']:.5f}"]
+        if res["roc_auc"] is not None:
+            parts.append(f"AUC {res['roc_auc']:.5f}")
+        parts.append(f"accuracy {res['accuracy']:.5f}")
         say(f"eval ({args.eval}, {Xv.shape[0]:,} rows): " + ", ".join(parts))
     say(f"model written to {out}")
     return 0
@@ -324,9 +341,9 @@ def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features
     return data.iter_chunks(features, list(keep), chunk_rows)
 
 
-def _local_scores(model, chunks):
+def _local_scores(model, chunks, n_jobs=None):
     for chunk in chunks:
-        yield chunk, model.decision_function(chunk.X)
+        yield chunk, model.predict_raw(chunk.X, n_jobs=n_jobs)
 
 
 def _arrow(pa, values):
@@ -335,12 +352,17 @@ def _arrow(pa, values):
     return pa.array(values)
 
 
-def run_predict(args):
-    from ._classifier import _proba_from_raw
+def proba_columns(classes):
+    """Names of the probability columns of ``predict --proba``: ``proba`` (the
+    positive class) for two classes, ``proba_<label>`` per class otherwise."""
+    labels = classes.tolist()
+    if len(labels) == 2:
+        return ["proba"]
+    return [f"proba_{label}" for label in labels]
 
+
+def run_predict(args):
     model = load_model_file(args.model)
-    if args.n_jobs is not None:
-        model.n_jobs = args.n_jobs
     fmt = _fmt_for(args.data, args.format)
     data = _open(args, args.data, fmt)
     out_fmt = output_format(args.output, args.output_format)
@@ -350,8 +372,9 @@ def run_predict(args):
     keep = list(dict.fromkeys(args.keep or []))
     want_label = bool(args.label)
     want_proba = bool(args.proba) or not want_label
-    clash = [k for k in keep if k in (("proba",) if want_proba else ()) +
-             (("label",) if want_label else ())]
+    out_names = (proba_columns(model.classes_) if want_proba else []) + (
+        ["label"] if want_label else [])
+    clash = [k for k in keep if k in out_names]
     if clash:
         raise DataError(f"--keep column {clash[0]!r} has the name of an output column")
     chunk_rows = args.chunk_rows
@@ -367,7 +390,7 @@ def run_predict(args):
 
             scored = score_chunks(args.dask, model, chunks, n_jobs=args.n_jobs)
         else:
-            scored = _local_scores(model, chunks)
+            scored = _local_scores(model, chunks, args.n_jobs)
         classes = model.classes_
         n_rows = 0
         for chunk, raw in scored:
@@ -376,10 +399,13 @@ def run_predict(args):
                 arrays.append(_arrow(pa, chunk.columns[k]))
                 names.append(k)
             if want_proba:
-                arrays.append(pa.array(_proba_from_raw(raw)[:, 1]))
-                names.append("proba")
+                proba = model.proba_from_raw(raw, n_jobs=args.n_jobs)
+                if proba.shape[1] == 2:
+                    proba = proba[:, 1:]
+                arrays += [pa.array(proba[:, j]) for j in range(proba.shape[1])]
+                names += proba_columns(classes)
             if want_label:
-                arrays.append(pa.array(classes[(raw > 0).astype(np.intp)]))
+                arrays.append(pa.array(model.labels_from_raw(raw)))
                 names.append("label")
             out.write_table(pa.Table.from_arrays(arrays, names=names))
             n_rows += chunk.n_rows
@@ -388,7 +414,7 @@ def run_predict(args):
         if n_rows == 0:
             fields = [pa.field(k, pa.string()) for k in keep]
             if want_proba:
-                fields.append(pa.field("proba", pa.float64()))
+                fields += [pa.field(name, pa.float64()) for name in proba_columns(classes)]
             if want_label:
                 fields.append(pa.field("label", pa.array(classes).type))
             schema = pa.schema(fields)
@@ -403,9 +429,10 @@ def run_predict(args):
 
 
 # ----------------------------------------------------------------- evaluate
-def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_features=None):
-    """Metrics of ``model`` on ``data`` (streamed); returns a dict."""
-    from .metrics import accuracy, confusion_matrix, log_loss_from_raw, roc_auc
+def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_features=None,
+                   n_jobs=None):
+    """Metrics of ``model`` (a Booster) on ``data`` (streamed); returns a dict."""
+    from .metrics import confusion_matrix
 
     if data.kind == "libsvm":
         if target and target != LIBSVM_LABEL:
@@ -419,7 +446,7 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
                           n_features=n_features)
     progress = Progress(Progress.wanted(quiet), total=data.num_rows, label="evaluated")
     raws, ys = [], []
-    for chunk, raw in _local_scores(model, chunks):
+    for chunk, raw in _local_scores(model, chunks, n_jobs):
         col = chunk.columns[target]
         if not isinstance(col, np.ndarray):
             if col.null_count:
@@ -441,38 +468,35 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
         y = y.astype(np.int64)
     classes = model.classes_
     y = _match_labels(y, classes, target, data.path)
-    y01 = (y == classes[1]).astype(np.float64)
-    pred = classes[(raw > 0).astype(np.intp)]
-    both = 0 < y01.sum() < y01.size
-    cm = confusion_matrix(y, pred, classes)
+    res = classification_metrics(model, y, raw)
     return {
         "data": str(data.path),
         "n_rows": int(y.shape[0]),
         "classes": [c.item() if hasattr(c, "item") else c for c in classes],
-        "log_loss": log_loss_from_raw(y01, raw),
-        "roc_auc": roc_auc(y01, raw) if both else None,
-        "accuracy": accuracy(y, pred),
-        "confusion_matrix": cm.tolist(),
+        "log_loss": res["log_loss"],
+        "roc_auc": res["roc_auc"],
+        "accuracy": res["accuracy"],
+        "confusion_matrix": confusion_matrix(y, res["pred"], classes).tolist(),
     }
 
 
 def run_evaluate(args):
     model = load_model_file(args.model)
-    if args.n_jobs is not None:
-        model.n_jobs = args.n_jobs
     fmt = _fmt_for(args.data, args.format)
     data = _open(args, args.data, fmt)
     if args.chunk_rows < 1:
         raise DataError("--chunk-rows must be >= 1")
     res = evaluate_model(model, data, args.target, args.chunk_rows, drop=args.drop or [],
-                         quiet=args.quiet or args.json, n_features=args.n_features)
+                         quiet=args.quiet or args.json, n_features=args.n_features,
+                         n_jobs=args.n_jobs)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
     print(f"{res['data']}: {res['n_rows']:,} rows")
     print(f"log-loss  {res['log_loss']:.6f}")
     auc = res["roc_auc"]
-    print(f"ROC AUC   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
+    kind = "" if len(res["classes"]) == 2 else " (macro one-vs-rest)"
+    print(f"ROC AUC{kind}   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
     print(f"accuracy  {res['accuracy']:.6f}")
     labels = [str(c) for c in res["classes"]]
     w = max(8, *(len(s) for s in labels)) + 2
@@ -517,35 +541,42 @@ def draw_tree(tree, names=None, learning_rate=None):
     return "\n".join(lines)
 
 
+def _label(value):
+    return value.item() if hasattr(value, "item") else value
+
+
 def inspect_model(path, top=10):
+    """(Booster, summary dict) of the model file at ``path``."""
+    from . import read_model_header
+
     model = load_model_file(path)
-    header, size = _model_header(path)
+    header = read_model_header(path)
+    ensemble = model.ensemble
     trees = model.trees()
-    names = getattr(model, "feature_names_in_", None)
+    names = model.feature_names_in_
     names = None if names is None else [str(s) for s in names]
     imp = model.feature_importances_
     order = np.argsort(-imp, kind="stable")
-    n_nodes = [t.shape[0] for t in trees]
-    n_leaves = [int((t["feature"] < 0).sum()) for t in trees]
-    depths = [int(t["depth"].max()) if t.shape[0] else 0 for t in trees]
+    classes = [_label(c) for c in model.classes_]
     return model, {
         "path": str(path),
-        "size_bytes": size,
+        "size_bytes": os.path.getsize(path),
         "format_version": header.get("format_version"),
         "library_version": header.get("library_version"),
-        "classes": [c.item() if hasattr(c, "item") else c for c in model.classes_],
-        "positive_class": model.classes_[1].item() if hasattr(model.classes_[1], "item")
-        else model.classes_[1],
+        "classes": classes,
+        "positive_class": classes[1] if len(classes) == 2 else None,
         "n_features": int(model.n_features_in_),
         "feature_names": names,
-        "n_trees": int(model.n_estimators_),
-        "n_nodes": int(sum(n_nodes)),
-        "n_leaves": int(sum(n_leaves)),
-        "max_depth_seen": max(depths) if depths else 0,
+        "n_iterations": int(ensemble.n_iterations),
+        "trees_per_iteration": int(ensemble.n_outputs),
+        "n_trees": int(ensemble.n_trees),
+        "n_nodes": int(sum(t.shape[0] for t in trees)),
+        "n_leaves": int(sum(int((t["feature"] < 0).sum()) for t in trees)),
+        "max_depth_seen": max((int(t["depth"].max()) for t in trees), default=0),
         "learning_rate": float(model.learning_rate),
-        "init_raw": float(model.init_raw_),
+        "init_raw": [float(v) for v in ensemble.init_raw],
         "best_iteration": model.best_iteration_,
-        "params": {k: v for k, v in model.get_params().items()
+        "params": {k: v for k, v in model.params.items()
                    if v is None or isinstance(v, (int, float, str, bool))},
         "importances": [
             {"feature": _feature_label(int(j), names), "index": int(j),
@@ -555,28 +586,59 @@ def inspect_model(path, top=10):
     }
 
 
+def _trees_to_show(model, info, iteration, label):
+    """[(class label or None, tree nodes)] of ``--tree`` (and ``--class``)."""
+    n = info["n_iterations"]
+    if not -n <= iteration < n:
+        raise DataError(f"--tree {iteration} is out of range: the model has {n} "
+                        f"iterations (0..{n - 1})")
+    classes = info["classes"]
+    if info["trees_per_iteration"] == 1:
+        if label is not None:
+            raise DataError("--class applies to models of 3 or more classes (this one has "
+                            "one tree per iteration)")
+        return [(None, model.ensemble.tree_nodes(iteration, 0))]
+    outputs = range(len(classes))
+    if label is not None:
+        matches = [k for k, c in enumerate(classes) if str(c) == label]
+        if not matches:
+            raise DataError(f"--class {label!r} is not a class of the model; its classes "
+                            f"are {classes}")
+        outputs = matches
+    return [(classes[k], model.ensemble.tree_nodes(iteration, k)) for k in outputs]
+
+
 def run_inspect(args):
     model, info = inspect_model(args.model, top=None if args.json else args.top)
     if args.tree is not None:
-        k = args.tree
-        n = info["n_trees"]
-        if not -n <= k < n:
-            raise DataError(f"--tree {k} is out of range: the model has {n} trees (0..{n - 1})")
-        tree = model.trees()[k]
+        shown = _trees_to_show(model, info, args.tree, args.class_label)
         if args.json:
-            print(json.dumps({name: tree[name].tolist() for name in tree.dtype.names}))
+            def nodes(tree):
+                return {name: tree[name].tolist() for name in tree.dtype.names}
+
+            if info["trees_per_iteration"] == 1:  # one tree: its node arrays
+                print(json.dumps(nodes(shown[0][1])))
+            else:
+                print(json.dumps([{"class": label, "nodes": nodes(tree)}
+                                  for label, tree in shown], default=str))
             return 0
-        print(f"tree {k % n} of {n}: {tree.shape[0]} nodes, "
-              f"{int((tree['feature'] < 0).sum())} leaves; x <= threshold goes to the "
-              "first (|--) child")
-        print(draw_tree(tree, info["feature_names"], info["learning_rate"]))
+        n = info["n_iterations"]
+        for label, tree in shown:
+            which = "" if label is None else f" (class {label!r})"
+            print(f"tree {args.tree % n} of {n}{which}: {tree.shape[0]} nodes, "
+                  f"{int((tree['feature'] < 0).sum())} leaves; x <= threshold goes to the "
+                  "first (|--) child")
+            print(draw_tree(tree, info["feature_names"], info["learning_rate"]))
         return 0
     if args.json:
         print(json.dumps(info, indent=2, default=str))
         return 0
     print(f"model      {info['path']} ({info['size_bytes']:,} bytes, format version "
           f"{info['format_version']}, written by gbc-core {info['library_version']})")
-    print(f"classes    {info['classes']} (positive class: {info['positive_class']!r})")
+    if info["positive_class"] is not None:
+        print(f"classes    {info['classes']} (positive class: {info['positive_class']!r})")
+    else:
+        print(f"classes    {len(info['classes'])}: {info['classes']}")
     names = info["feature_names"]
     if names is None:
         print(f"features   {info['n_features']} (no names: f0..f{info['n_features'] - 1}, "
@@ -584,9 +646,12 @@ def run_inspect(args):
     else:
         shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
         print(f"features   {info['n_features']}: {shown}")
-    print(f"trees      {info['n_trees']} ({info['n_nodes']:,} nodes, {info['n_leaves']:,} "
-          f"leaves, depth <= {info['max_depth_seen']}), learning rate "
-          f"{info['learning_rate']:g}, F0 = {info['init_raw']:g}")
+    per = info["trees_per_iteration"]
+    f0 = ", ".join(f"{v:g}" for v in info["init_raw"])
+    print(f"trees      {info['n_trees']}"
+          + (f" ({info['n_iterations']} iterations x {per}, one per class)" if per > 1 else "")
+          + f": {info['n_nodes']:,} nodes, {info['n_leaves']:,} leaves, depth <= "
+          f"{info['max_depth_seen']}; learning rate {info['learning_rate']:g}, F0 = {f0}")
     if info["best_iteration"] is not None:
         print(f"early stopping: best iteration {info['best_iteration']}")
     if info["importances"]:

@@ -1,7 +1,12 @@
-"""Leaf values (paper eq. 1) and the fused per-iteration update of F, p and r."""
+"""Kernels of the losses: leaf values, the updates of F, p and r, loss values.
+
+Binomial (2 classes, the paper's model): leaf values of eq. 1 and the fused
+per-tree update of F, p and r. Multinomial (3 or more classes): softmax
+probabilities and residuals of every class, the leaf values of one class's tree
+and its update. ``_loss.py`` holds the loss objects that call them."""
 cimport cython
 from cython.parallel cimport prange
-from libc.math cimport exp, log1p, fabs
+from libc.math cimport exp, log, log1p, fabs
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -232,3 +237,179 @@ def expit_array(const float64_t[::1] raw, float64_t[::1] out):
     with nogil:
         for i in range(raw.shape[0]):
             out[i] = expit(raw[i])
+
+
+# --------------------------------------------------------------- multinomial
+# K >= 3 classes: K raw scores per row, p = softmax(F), one tree per class and
+# iteration fitted to r_k = [y = k] - p_k, leaf values of the multinomial Newton step
+# (K - 1)/K sum w r_k / sum w p_k (1 - p_k) (Friedman's, as scikit-learn's
+# GradientBoostingClassifier). Arrays of K rows (one per class, contiguous) hold the
+# per-class scores, probabilities and residuals of the training rows.
+
+cdef inline float64_t softmax_row(const float64_t[:, ::1] raw, intp_t i, intp_t n_classes,
+                                  float64_t[:, ::1] prob) noexcept nogil:
+    """prob[:, i] = softmax(raw[:, i]); returns log(sum_k exp(raw[k, i])) (stable)."""
+    cdef intp_t k
+    cdef float64_t top = raw[0, i], total = 0.0, e
+    for k in range(1, n_classes):
+        if raw[k, i] > top:
+            top = raw[k, i]
+    for k in range(n_classes):
+        e = exp(raw[k, i] - top)
+        prob[k, i] = e
+        total += e
+    for k in range(n_classes):
+        prob[k, i] = prob[k, i] / total
+    return top + log(total)
+
+
+def multinomial_state(
+    const float64_t[:, ::1] raw,
+    const int32_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[:, ::1] prob,
+    float64_t[:, ::1] residual,
+    int n_threads,
+):
+    """p = softmax(F) and r_k = [y = k] - p_k for every row, in one pass.
+
+    Parameters
+    ----------
+    raw, prob, residual : float64 arrays of shape (n_classes, n_samples)
+        The raw scores F (input) and the probabilities and residuals (output).
+    y : int32 array of shape (n_samples,)
+        Class codes 0 .. n_classes - 1.
+    sample_weight : float64 array or None
+    sample_mask : uint8 array or None
+        In-bag rows of the loss (None: every row).
+
+    Returns
+    -------
+    loss : float
+        Weighted mean multinomial log-loss -log p_y of the in-bag rows.
+    """
+    cdef intp_t n = y.shape[0], n_classes = raw.shape[0]
+    cdef intp_t i, k, c, start, stop
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef float64_t w, lse, chunk_loss, chunk_weight, total_loss = 0.0, total_weight = 0.0
+    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
+    if partial == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            if n < 200000:  # too short to pay for a parallel region
+                n_threads = 1
+            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+                start = c * CHUNK
+                stop = min(start + CHUNK, n)
+                chunk_loss = 0.0
+                chunk_weight = 0.0
+                for i in range(start, stop):
+                    lse = softmax_row(raw, i, n_classes, prob)
+                    for k in range(n_classes):
+                        residual[k, i] = (1.0 if y[i] == k else 0.0) - prob[k, i]
+                    if sample_mask is None or sample_mask[i]:
+                        w = 1.0 if sample_weight is None else sample_weight[i]
+                        chunk_loss = chunk_loss + w * (lse - raw[y[i], i])
+                        chunk_weight = chunk_weight + w
+                partial[2 * c] = chunk_loss
+                partial[2 * c + 1] = chunk_weight
+            for c in range(n_chunks):
+                total_loss += partial[2 * c]
+                total_weight += partial[2 * c + 1]
+    finally:
+        free(partial)
+    return total_loss / total_weight if total_weight > 0 else 0.0
+
+
+def row_stats_of(const float64_t[::1] residual, const float64_t[::1] sample_weight,
+                 row_stat_t[::1] row_stats):
+    """w * r and w of each row: what a tree fitted to ``residual`` is grown on."""
+    cdef intp_t i
+    cdef float64_t w
+    with nogil:
+        for i in range(residual.shape[0]):
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            row_stats[i].wr = w * residual[i]
+            row_stats[i].w = w
+
+
+def multinomial_tree_update(
+    node_t[::1] nodes,
+    const int32_t[::1] leaf_of_row,
+    const uint8_t[::1] sample_mask,
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const float64_t[::1] sample_weight,
+    float64_t factor,
+    float64_t learning_rate,
+    float64_t[::1] raw,
+):
+    """Leaf values of the tree of one class, then F_k += eta * gamma for every row.
+
+    Sets ``nodes[j].value = gamma_j = newton_step(factor * sum w r, sum w p (1 - p))``
+    over the in-bag rows of leaf j (``factor`` = (K - 1)/K), inner nodes to 0, and
+    adds ``learning_rate * gamma`` of its leaf to the raw score of every row.
+    """
+    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i, j
+    cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
+    if sums == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for j in range(2 * n_nodes):
+                sums[j] = 0.0
+            newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask,
+                        sums, sums + n_nodes)
+            for j in range(n_nodes):
+                if nodes[j].feature < 0:
+                    nodes[j].value = newton_step(factor * sums[j], sums[n_nodes + j])
+                else:
+                    nodes[j].value = 0.0
+                sums[j] = learning_rate * nodes[j].value
+            for i in range(n):
+                raw[i] = raw[i] + sums[leaf_of_row[i]]
+    finally:
+        free(sums)
+
+
+def softmax(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads):
+    """out[i] = softmax(raw[i]) for raw scores of shape (n_samples, n_classes)."""
+    cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
+    cdef float64_t top, total, e
+    with nogil:
+        if n < 200000:
+            n_threads = 1
+        for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
+            top = raw[i, 0]
+            for k in range(1, n_classes):
+                if raw[i, k] > top:
+                    top = raw[i, k]
+            total = 0.0
+            for k in range(n_classes):
+                e = exp(raw[i, k] - top)
+                out[i, k] = e
+                total = total + e
+            for k in range(n_classes):
+                out[i, k] = out[i, k] / total
+
+
+def multinomial_log_loss(const int32_t[::1] y, const float64_t[:, ::1] raw,
+                         const float64_t[::1] sample_weight):
+    """Weighted mean of -log softmax(raw[i])[y[i]] for raw of shape (n, n_classes)."""
+    cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
+    cdef float64_t top, total, w, loss = 0.0, weight = 0.0
+    with nogil:
+        for i in range(n):
+            top = raw[i, 0]
+            for k in range(1, n_classes):
+                if raw[i, k] > top:
+                    top = raw[i, k]
+            total = 0.0
+            for k in range(n_classes):
+                total = total + exp(raw[i, k] - top)
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            loss += w * (top + log(total) - raw[i, y[i]])
+            weight += w
+    return loss / weight if weight > 0 else 0.0

@@ -5,15 +5,22 @@ column arrays, closed by a SHA-256 checksum. It is specified in
 ``docs/model_format.md``; in short::
 
     offset 0    magic            8 bytes  b"\\x89GBC\\r\\n\\x1a\\n"
-    offset 8    format version   uint32 little-endian (this module writes 1)
+    offset 8    format version   uint32 little-endian (this module writes 2, reads 1 and 2)
     offset 12   header length H  uint32 little-endian
     offset 16   header           H bytes of UTF-8 JSON (an object)
                 padding          zero bytes up to the next multiple of 8 (offset P)
     offset P    payload          ``header["payload_size"]`` bytes of arrays
     last 32     SHA-256 digest of every byte before it
 
-Loading checks everything before a kernel sees it (see :func:`validate_trees`), and
-raises :class:`ModelFormatError` for any corrupt, truncated or crafted input.
+The file serializes an :class:`~gbc_core.Ensemble` (the trees, the number of outputs,
+the initial raw scores, the learning rate, the number of features) and what a
+classifier adds to it (class labels, feature names, hyper-parameters, the record of
+the fit). Loading checks everything before a kernel sees it (the ensemble validates
+its trees) and raises :class:`ModelFormatError` for any corrupt, truncated or crafted
+input; a file is read no further than its header declares.
+
+This module knows the format only: ``Booster`` (``_booster.py``) turns its content
+into a model.
 """
 
 import hashlib
@@ -29,11 +36,14 @@ import warnings
 import numpy as np
 
 from ._common import NODE_DTYPE
+from ._ensemble import Ensemble
+from ._params import BY_NAME as PARAM_RULES
 from ._version import __version__
 
 MAGIC = b"\x89GBC\r\n\x1a\n"
 FORMAT_NAME = "gbc-core-model"
-FORMAT_VERSION = 1
+#: The version this module writes; it reads every version up to it.
+FORMAT_VERSION = 2
 ESTIMATOR_NAME = "GradientBoostingClassifier"
 
 _PRELUDE = struct.Struct("<8sII")
@@ -43,6 +53,11 @@ _ALIGN = 8
 MAX_HEADER_SIZE = 64 * 1024 * 1024
 #: Largest accepted width of string class labels (characters).
 MAX_LABEL_WIDTH = 1 << 20
+#: Most class labels a model may have.
+MAX_CLASSES = 1 << 16
+#: Bytes read at a time from a file (a crafted header cannot make us allocate more
+#: than the file holds).
+_READ_CHUNK = 16 << 20
 _MAX_NESTING = 32
 _INT32_MAX = 2**31 - 1
 
@@ -60,22 +75,14 @@ NODE_COLUMNS = (
     ("missing_go_left", "|u1"),
     ("depth", "|u1"),
 )
-_ARRAY_DTYPES = {"tree_offsets": "<i8", "train_score": "<f8", "validation_score": "<f8"}
+#: Per-iteration records of the fit, stored as arrays.
+RECORD_ARRAYS = ("train_score", "validation_score", "oob_scores", "oob_improvement")
+_ARRAY_DTYPES = {"tree_offsets": "<i8"}
+_ARRAY_DTYPES.update({name: "<f8" for name in RECORD_ARRAYS})
 _ARRAY_DTYPES.update({"nodes." + name: dt for name, dt in NODE_COLUMNS})
-_OPTIONAL_ARRAYS = {"validation_score"}
-#: A model keeps |F0| + sum over trees of learning_rate x max |leaf value| at most
-#: this (the trainer refuses to go further, the loader refuses such files), so that
-#: no raw score can overflow to infinity.
-RAW_SCORE_LIMIT = 1e300
-
-# Attributes a fitted model keeps in the format (the rest of ``__dict__`` is params
-# and, for pickling only, anything else a user or a later version attached).
-_MODEL_ATTRS = (
-    "_nodes", "_tree_offsets", "_predictor_cache", "classes_", "n_features_in_",
-    "feature_names_in_", "init_raw_", "n_estimators_", "train_score_",
-    "validation_score_", "best_iteration_",
-)
-_PICKLE_KEY = "gbc_core_model"
+#: Arrays a file may leave out: records a model may not have (a model built from
+#: given trees has no training record).
+OPTIONAL_ARRAYS = set(RECORD_ARRAYS)
 
 
 class ModelFormatError(ValueError):
@@ -89,17 +96,6 @@ class ModelFormatError(ValueError):
 
 def _fail(msg):
     raise ModelFormatError(msg)
-
-
-# ---------------------------------------------------------------------- helpers
-def _float32_at_most(threshold):
-    """Largest float32 <= each float64 threshold (vectorised ``paper.float32_at_most``)."""
-    t = np.asarray(threshold, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        t32 = t.astype(np.float32)
-        above = t32.astype(np.float64) > t
-    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
-    return t32
 
 
 def _align(n):
@@ -187,14 +183,17 @@ _CLASS_DTYPE = re.compile(r"^(\|b1|\|[iu]1|<[iu][248]|<f[248]|<U[0-9]{1,8}|\|S[0
 
 def _encode_classes(classes):
     c = np.asarray(classes)
-    if c.ndim != 1 or c.shape[0] != 2:
-        raise ValueError(f"classes_ must hold 2 labels, got shape {c.shape}")
+    if c.ndim != 1 or not 2 <= c.shape[0] <= MAX_CLASSES:
+        raise ValueError(f"classes_ must hold 2 to {MAX_CLASSES} labels, got shape {c.shape}")
     kind = c.dtype.kind
     if kind in "biu" or (kind == "f" and c.dtype.itemsize <= 8):
         dt = c.dtype.newbyteorder("<").str
         if kind == "f" and not np.isfinite(c).all():
             raise ValueError("classes_ must be finite")
         return {"dtype": dt, "values": c.tolist()}
+    if kind in "US" and c.dtype.itemsize // (4 if kind == "U" else 1) > MAX_LABEL_WIDTH:
+        raise ValueError(f"class labels longer than {MAX_LABEL_WIDTH} characters cannot be "
+                         "stored in a model file")
     if kind == "U":
         return {"dtype": c.dtype.newbyteorder("<").str, "values": [str(v) for v in c]}
     if kind == "S":
@@ -212,21 +211,32 @@ def _encode_classes(classes):
                 values.append(float(v)); types.append("float")
             else:
                 raise ValueError(
-                    f"cannot save the class label {v!r} of type {type(v).__name__}; "
-                    "labels must be str, int, float or bool"
+                    f"the class label {v!r} of type {type(v).__name__} cannot be stored in "
+                    "a model file; labels must be str, int, float or bool (convert y, "
+                    "e.g. with y.astype(str))"
                 )
         return {"dtype": "|O", "values": values, "types": types}
-    raise ValueError(f"cannot save class labels of dtype {c.dtype}")
+    raise ValueError(f"class labels of dtype {c.dtype} cannot be stored in a model file; "
+                     "labels must be str, int, float or bool (convert y, e.g. with "
+                     "y.astype(str))")
 
 
-def _decode_classes(obj):
+def check_labels(classes):
+    """Raise a ValueError naming the problem if the format cannot store these class
+    labels (a fit checks its labels so that its model can always be saved)."""
+    _encode_classes(classes)
+
+
+def _decode_classes(obj, n_classes):
+    """The ``n_classes`` labels of the header's ``classes`` object, checked."""
     if not isinstance(obj, dict):
         _fail("header 'classes' must be an object")
     dt_str, values = obj.get("dtype"), obj.get("values")
     if not isinstance(dt_str, str) or not _CLASS_DTYPE.match(dt_str):
         _fail(f"unsupported class label dtype {dt_str!r}")
-    if not isinstance(values, list) or len(values) != 2:
-        _fail("a binary model needs exactly 2 class labels")
+    if not isinstance(values, list) or len(values) != n_classes:
+        _fail(f"the model needs {n_classes} class labels, the header has "
+              f"{len(values) if isinstance(values, list) else 'none'}")
     dt = np.dtype(dt_str)
     kind = dt.kind
     if kind == "b":
@@ -259,11 +269,11 @@ def _decode_classes(obj):
         out = np.array(values, dtype=dt)
     else:  # object
         types = obj.get("types")
-        if not isinstance(types, list) or len(types) != 2:
-            _fail("object class labels need a 'types' list of 2 entries")
+        if not isinstance(types, list) or len(types) != n_classes:
+            _fail(f"object class labels need a 'types' list of {n_classes} entries")
         checks = {"bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
                   "int": _is_int, "float": _is_number}
-        out = np.empty(2, dtype=object)
+        out = np.empty(n_classes, dtype=object)
         for i, (v, t) in enumerate(zip(values, types)):
             if t not in checks or not checks[t](v):
                 _fail(f"class label {i} does not match its type {t!r}")
@@ -273,190 +283,66 @@ def _decode_classes(obj):
                     _fail("class labels must be finite")
             out[i] = v
     try:
-        distinct = bool(out[0] != out[1])
-    except Exception:  # noqa: BLE001 - incomparable objects
+        distinct = len({v.item() if hasattr(v, "item") else v for v in out}) == n_classes
+    except TypeError:  # unhashable objects
         distinct = False
     if not distinct:
-        _fail(f"the 2 class labels must be distinct, got {out.tolist()!r}")
+        _fail(f"the {n_classes} class labels must be distinct, got {out.tolist()[:10]!r}")
     return out
 
 
-# ------------------------------------------------------------------ validation
-def _first(mask):
-    return int(np.flatnonzero(mask)[0])
-
-
-def validate_trees(cols, offsets, n_features):
-    """Check that node columns and tree offsets form valid trees; raise otherwise.
+# --------------------------------------------------------------------- writing
+def encode(ensemble, content):
+    """The model format's bytes of ``ensemble`` and a classifier's ``content``.
 
     Parameters
     ----------
-    cols : dict of name -> 1-D array
-        The node columns of ``NODE_COLUMNS`` (native byte order), all of one length.
-    offsets : int64 array of shape (n_trees + 1,)
-    n_features : int
+    ensemble : Ensemble
+    content : dict
+        ``classes`` (labels), ``feature_names`` (None or strings), ``params``
+        (dict), ``train_score``, ``validation_score``, ``oob_scores``,
+        ``oob_improvement`` (arrays or None), ``best_iteration`` and
+        ``max_features`` (int or None).
 
-    Raises
-    ------
-    ModelFormatError
-        With the tree and (tree-relative) node of the first problem found.
+    Returns
+    -------
+    data : bytes
+    unrepresentable : dict
+        Parameters whose value the format cannot hold (stored as such; they load
+        as None).
     """
-    n_nodes = cols["feature"].shape[0]
-    offsets = np.asarray(offsets, dtype=np.int64)
-    if offsets.ndim != 1 or offsets.shape[0] < 1:
-        _fail("tree_offsets must have n_trees + 1 >= 1 entries")
-    if offsets[0] != 0:
-        _fail(f"tree_offsets must start at 0, got {offsets[0]}")
-    if offsets[-1] != n_nodes:
-        _fail(f"tree_offsets must end at the number of nodes {n_nodes}, got {offsets[-1]}")
-    sizes = np.diff(offsets)
-    if (sizes < 1).any():
-        t = _first(sizes < 1)
-        _fail(f"tree_offsets must be strictly increasing (tree {t} has {sizes[t]} nodes)")
-    if (sizes > _INT32_MAX).any():
-        _fail("a tree has more nodes than int32 child indices can address")
-    n_trees = sizes.shape[0]
-    tree_of = np.repeat(np.arange(n_trees, dtype=np.int64), sizes)
-    start = offsets[:-1][tree_of]
-    local = np.arange(n_nodes, dtype=np.int64) - start
-    size = sizes[tree_of]
-
-    def where(i):
-        return f"tree {int(tree_of[i])}, node {int(local[i])}"
-
-    feature = cols["feature"].astype(np.int64)
-    left = cols["left"].astype(np.int64)
-    right = cols["right"].astype(np.int64)
-    leaf = feature == -1
-    inner = feature >= 0
-    if not (leaf | inner).all():
-        i = _first(~(leaf | inner))
-        _fail(f"{where(i)}: feature id {feature[i]} is invalid (-1 marks a leaf)")
-    if (feature >= n_features).any():
-        i = _first(feature >= n_features)
-        _fail(f"{where(i)}: feature id {feature[i]} is out of range "
-              f"(the model has {n_features} features)")
-    bad = leaf & ((left != -1) | (right != -1))
-    if bad.any():
-        i = _first(bad)
-        _fail(f"{where(i)}: a leaf (feature -1) must have children -1, got "
-              f"{left[i]} and {right[i]}")
-    for name, child in (("left", left), ("right", right)):
-        bad = inner & ((child <= local) | (child >= size))
-        if bad.any():
-            i = _first(bad)
-            _fail(f"{where(i)}: {name} child {child[i]} must point forward within the "
-                  f"tree (> {local[i]} and < {size[i]})")
-    bad = inner & (left == right)
-    if bad.any():
-        i = _first(bad)
-        _fail(f"{where(i)}: left and right child are the same node {left[i]}")
-    # Each non-root node is the child of exactly one node, the root of none. With
-    # children after their parents this makes every tree a tree (no cycle, no
-    # unreachable or shared node).
-    parent = np.flatnonzero(inner)
-    children = np.concatenate([start[parent] + left[parent], start[parent] + right[parent]])
-    refs = np.bincount(children, minlength=n_nodes)
-    expected = (local != 0).astype(np.int64)
-    if (refs != expected).any():
-        i = _first(refs != expected)
-        _fail(f"{where(i)}: node is the child of {refs[i]} nodes (expected {expected[i]}); "
-              "the nodes do not form a tree")
-    depth = cols["depth"].astype(np.int64)
-    if (depth[local == 0] != 0).any():
-        i = _first((local == 0) & (depth != 0))
-        _fail(f"{where(i)}: the root must have depth 0, got {depth[i]}")
-    want = np.minimum(depth[parent] + 1, 255)
-    for child in (start[parent] + left[parent], start[parent] + right[parent]):
-        bad = depth[child] != want
-        if bad.any():
-            i = int(child[_first(bad)])
-            _fail(f"{where(i)}: depth {depth[i]} is not its parent's depth + 1")
-    missing = cols["missing_go_left"]
-    if (missing > 1).any():
-        i = _first(missing > 1)
-        _fail(f"{where(i)}: missing_go_left must be 0 or 1, got {missing[i]}")
-    for name in ("value", "improvement", "weighted_n"):
-        bad = ~np.isfinite(cols[name])
-        if bad.any():
-            i = _first(bad)
-            _fail(f"{where(i)}: {name} must be finite, got {cols[name][i]!r}")
-    for name in ("improvement", "weighted_n"):  # sums of squares and of weights
-        bad = cols[name] < 0
-        if bad.any():
-            i = _first(bad)
-            _fail(f"{where(i)}: {name} must be >= 0, got {cols[name][i]!r}")
-    threshold = cols["threshold"]
-    bad = np.isnan(threshold) | (threshold == -np.inf)
-    if bad.any():
-        i = _first(bad)
-        _fail(f"{where(i)}: threshold must be finite or +inf, got {threshold[i]!r}")
-    t32 = _float32_at_most(threshold)
-    bad = t32.view(np.uint32) != cols["threshold32"].astype(np.float32).view(np.uint32)
-    if bad.any():
-        i = _first(bad)
-        _fail(f"{where(i)}: threshold32 {cols['threshold32'][i]!r} is not the largest "
-              f"float32 <= threshold {threshold[i]!r} (expected {t32[i]!r})")
-    if (cols["n_samples"] < 0).any():
-        i = _first(cols["n_samples"] < 0)
-        _fail(f"{where(i)}: n_samples must be >= 0, got {cols['n_samples'][i]}")
-
-
-# --------------------------------------------------------------------- writing
-def _serialize(model):
-    """Return (bytes, unrepresentable params) of a fitted model."""
-    model._check_fitted()
-    names = set(NODE_DTYPE.names)
-    if names != {name for name, _ in NODE_COLUMNS}:
+    if set(NODE_DTYPE.names) != {name for name, _ in NODE_COLUMNS}:
         raise RuntimeError(
             "the node layout (node_t) no longer matches the model format's columns; "
             "update gbc_core._model_io.NODE_COLUMNS and the format version"
         )
-    nodes = np.asarray(model._nodes)
-    offsets = np.asarray(model._tree_offsets, dtype=np.int64)
-    n_features = int(model.n_features_in_)
-    learning_rate = float(model.learning_rate)
-    init_raw = float(model.init_raw_)
-    if not (math.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"cannot save a model with learning_rate={model.learning_rate!r}")
-    if not math.isfinite(init_raw):
-        raise ValueError(f"cannot save a model with init_raw_={init_raw!r}")
-    if not 1 <= n_features <= _INT32_MAX:
-        raise ValueError(f"cannot save a model with n_features_in_={n_features}")
-
+    nodes = ensemble.nodes
+    offsets = ensemble.tree_offsets
+    classes = _encode_classes(content["classes"])
+    n_classes = len(classes["values"])
+    if ensemble.n_outputs != (1 if n_classes == 2 else n_classes):
+        raise ValueError(f"{n_classes} classes do not match {ensemble.n_outputs} outputs")
     params, unrepresentable = {}, {}
-    for key, value in model.get_params(deep=False).items():
+    for key, value in (content["params"] or {}).items():
         try:
             params[key] = _encode_value(value)
         except _Unrepresentable:
             params[key] = {"unrepresentable": type(value).__name__}
             unrepresentable[key] = value
-    # The loader checks the decoded parameters; do the same now, so that a saved file
-    # always loads (e.g. after an invalid ``set_params`` on a fitted model).
-    check = type(model)()
-    check.set_params(**{k: (None if v is _UNSET else v) for k, v in (
-        (k, _decode_value(v, k)) for k, v in params.items())})
+    # Check what we write with the loader's own rules: a saved file always loads.
     try:
-        _check_params(check, n_features)
+        _decode_params(params, warn=False)
     except ModelFormatError as exc:
         raise ValueError(f"cannot save the model: {exc}") from None
-    feature_names = getattr(model, "feature_names_in_", None)
+    feature_names = content["feature_names"]
     if feature_names is not None:
-        feature_names = list(feature_names)
-        if len(feature_names) != n_features or not all(isinstance(s, str) for s in feature_names):
-            raise ValueError("feature_names_in_ must hold one string per feature")
         feature_names = [str(s) for s in feature_names]
-    best = getattr(model, "best_iteration_", None)
 
     arrays = [("tree_offsets", offsets)]
     arrays += [("nodes." + name, nodes[name]) for name, _ in NODE_COLUMNS]
-    arrays.append(("train_score", np.asarray(model.train_score_, dtype=np.float64)))
-    if getattr(model, "validation_score_", None) is not None:
-        arrays.append(("validation_score",
-                       np.asarray(model.validation_score_, dtype=np.float64)))
-    # Check what we write with the loader's own rules: a saved file always loads.
-    validate_trees({name: nodes[name] for name, _ in NODE_COLUMNS}, offsets, n_features)
-
+    for name in RECORD_ARRAYS:
+        if content[name] is not None:
+            arrays.append((name, np.asarray(content[name], dtype=np.float64)))
     descriptors, chunks, pos = [], [], 0
     for name, arr in arrays:
         dt = np.dtype(_ARRAY_DTYPES[name])
@@ -471,20 +357,24 @@ def _serialize(model):
     for at, raw in chunks:
         payload[at: at + len(raw)] = raw
 
+    best = content["best_iteration"]
+    max_features = content["max_features"]
     header = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
         "estimator": ESTIMATOR_NAME,
         "params": params,
-        "n_features": n_features,
+        "n_features": int(ensemble.n_features),
         "feature_names": feature_names,
-        "classes": _encode_classes(model.classes_),
-        "init_raw": init_raw,
-        "learning_rate": learning_rate,
-        "n_trees": int(offsets.shape[0] - 1),
+        "classes": classes,
+        "n_outputs": int(ensemble.n_outputs),
+        "init_raw": [float(v) for v in ensemble.init_raw],
+        "learning_rate": float(ensemble.learning_rate),
+        "n_trees": int(ensemble.n_trees),
         "n_nodes": int(nodes.shape[0]),
         "best_iteration": None if best is None else int(best),
+        "max_features": None if max_features is None else int(max_features),
         "payload_size": payload_size,
         "arrays": descriptors,
     }
@@ -499,9 +389,8 @@ def _serialize(model):
     return body + hashlib.sha256(body).digest(), unrepresentable
 
 
-def model_to_bytes(model):
-    """The model in the gbc-core model format (see ``docs/model_format.md``)."""
-    data, unrepresentable = _serialize(model)
+def warn_unrepresentable(unrepresentable):
+    """Warn that these parameter values are not stored (they load as None)."""
     if unrepresentable:
         warnings.warn(
             "hyper-parameter(s) "
@@ -509,7 +398,6 @@ def model_to_bytes(model):
             + " cannot be stored in the model format and load as None",
             UserWarning, stacklevel=3,
         )
-    return data
 
 
 #: ``os.write``, looked up at call time (a test seam to make a save fail half-way).
@@ -568,9 +456,8 @@ def _atomic_write(path, data):
             os.close(dfd)
 
 
-def save_model(model, path):
-    """Write ``model`` to ``path`` atomically, or to a binary file object."""
-    data = model_to_bytes(model)
+def save_bytes(data, path):
+    """Write model bytes to ``path`` atomically, or to a binary file object."""
     if hasattr(path, "write"):
         path.write(data)
         return
@@ -591,35 +478,29 @@ def _unique_keys(pairs):
     return out
 
 
-def _parse(data):
-    """Check the envelope of ``data``; return (header dict, payload memoryview)."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"expected bytes, got {type(data).__name__}")
-    data = memoryview(data).cast("B")
-    n = len(data)
-    if bytes(data[: len(MAGIC)]) != MAGIC[:n]:
+def _check_prelude(prelude):
+    """(version, header length) of the first 16 bytes of a model; raise if they
+    cannot start a model this gbc-core reads."""
+    n = len(prelude)
+    if bytes(prelude[: len(MAGIC)]) != MAGIC[:n]:
         _fail("not a gbc-core model file (wrong magic bytes)")
     if n < _PRELUDE.size:
         _fail(f"truncated model file ({n} bytes)")
-    _, version, header_len = _PRELUDE.unpack_from(data, 0)
-    if version != FORMAT_VERSION:
-        if version > FORMAT_VERSION:
-            _fail(f"the model file has format version {version}, newer than the "
-                  f"version {FORMAT_VERSION} this gbc-core {__version__} reads; "
-                  "upgrade gbc-core")
+    _, version, header_len = _PRELUDE.unpack_from(prelude, 0)
+    if version > FORMAT_VERSION:
+        _fail(f"the model file has format version {version}, newer than the "
+              f"version {FORMAT_VERSION} this gbc-core {__version__} reads; upgrade gbc-core")
+    if version < 1:
         _fail(f"invalid model format version {version}")
     if header_len > MAX_HEADER_SIZE:
         _fail(f"the header length {header_len} exceeds the limit of {MAX_HEADER_SIZE} bytes")
-    payload_start = _align(_PRELUDE.size + header_len)
-    if n < payload_start + _DIGEST_SIZE:
-        _fail(f"truncated model file ({n} bytes, the header alone needs "
-              f"{payload_start + _DIGEST_SIZE})")
-    body_end = n - _DIGEST_SIZE
-    if hashlib.sha256(data[:body_end]).digest() != bytes(data[body_end:]):
-        _fail("checksum mismatch: the model file is corrupt or truncated")
+    return version, header_len
+
+
+def _parse_header(version, text):
+    """The header object of ``text`` (bytes), with its envelope keys checked."""
     try:
-        text = bytes(data[_PRELUDE.size: _PRELUDE.size + header_len]).decode("utf-8")
-        header = json.loads(text, parse_constant=_no_constants,
+        header = json.loads(bytes(text).decode("utf-8"), parse_constant=_no_constants,
                             object_pairs_hook=_unique_keys)
     except ModelFormatError:
         raise
@@ -631,11 +512,103 @@ def _parse(data):
         _fail(f"header 'format' must be {FORMAT_NAME!r}, got {header.get('format')!r}")
     if header.get("format_version") != version or isinstance(header.get("format_version"), bool):
         _fail("header 'format_version' does not match the file's format version")
-    payload_size = header.get("payload_size")
-    if not _is_int(payload_size) or payload_size != body_end - payload_start:
-        _fail(f"header 'payload_size' {payload_size!r} does not match the file "
+    if not _is_int(header.get("payload_size")) or header["payload_size"] < 0:
+        _fail(f"header 'payload_size' must be an integer >= 0, got "
+              f"{header.get('payload_size')!r}")
+    return header
+
+
+def _parse(data):
+    """Check the envelope of ``data``; return (header dict, payload memoryview)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"expected bytes, got {type(data).__name__}")
+    data = memoryview(data).cast("B")
+    n = len(data)
+    version, header_len = _check_prelude(data[: _PRELUDE.size])
+    payload_start = _align(_PRELUDE.size + header_len)
+    if n < payload_start + _DIGEST_SIZE:
+        _fail(f"truncated model file ({n} bytes, the header alone needs "
+              f"{payload_start + _DIGEST_SIZE})")
+    body_end = n - _DIGEST_SIZE
+    if hashlib.sha256(data[:body_end]).digest() != bytes(data[body_end:]):
+        _fail("checksum mismatch: the model file is corrupt or truncated")
+    header = _parse_header(version, data[_PRELUDE.size: _PRELUDE.size + header_len])
+    if header["payload_size"] != body_end - payload_start:
+        _fail(f"header 'payload_size' {header['payload_size']!r} does not match the file "
               f"({body_end - payload_start} payload bytes)")
     return header, data[payload_start:body_end]
+
+
+def _read_up_to(fh, n):
+    """Up to ``n`` bytes of ``fh`` (fewer at its end), read in bounded chunks."""
+    parts, remaining = [], n
+    while remaining > 0:
+        part = fh.read(min(remaining, _READ_CHUNK))
+        if part is None:
+            raise OSError("the file object returned no data (non-blocking?)")
+        if not isinstance(part, (bytes, bytearray)):
+            raise TypeError("the file object must be opened in binary mode")
+        if not part:
+            break
+        parts.append(part)
+        remaining -= len(part)
+    return b"".join(parts)
+
+
+def _read_envelope(fh):
+    """(prelude + header bytes, header dict) of the model at ``fh``'s position."""
+    prelude = _read_up_to(fh, _PRELUDE.size)
+    version, header_len = _check_prelude(prelude)
+    head = prelude + _read_up_to(fh, _align(_PRELUDE.size + header_len) - _PRELUDE.size)
+    if len(head) < _align(_PRELUDE.size + header_len):
+        _fail(f"truncated model file ({len(head)} bytes, the header alone needs "
+              f"{_align(_PRELUDE.size + header_len) + _DIGEST_SIZE})")
+    return head, _parse_header(version, head[_PRELUDE.size: _PRELUDE.size + header_len])
+
+
+def _open_source(source):
+    if hasattr(source, "read"):
+        return source, False
+    return open(source, "rb"), True
+
+
+def read_model_bytes(source):
+    """The bytes of the model at ``source`` (a path or a binary file object).
+
+    The prelude is checked first and nothing is read past the end the header
+    declares (a file object is left just after the model). A path with more bytes
+    than that is corrupt.
+    """
+    fh, own = _open_source(source)
+    try:
+        head, header = _read_envelope(fh)
+        size = len(head) + header["payload_size"] + _DIGEST_SIZE
+        if own:
+            actual = os.fstat(fh.fileno()).st_size
+            if actual != size:
+                _fail(f"the model file has {actual} bytes, its header declares {size}")
+        data = head + _read_up_to(fh, size - len(head))
+        if len(data) < size:
+            _fail(f"truncated model file ({len(data)} bytes, its header declares {size})")
+        return data
+    finally:
+        if own:
+            fh.close()
+
+
+def read_header(source):
+    """The JSON header of the model file at ``source`` (a path or a binary file
+    object): format and library versions, classes, parameters, array layout.
+
+    Only the prelude and the header are read and checked (not the payload or the
+    checksum): use it to look at a file before loading it.
+    """
+    fh, own = _open_source(source)
+    try:
+        return _read_envelope(fh)[1]
+    finally:
+        if own:
+            fh.close()
 
 
 def _int_field(header, key, low, high, allow_none=False):
@@ -690,166 +663,109 @@ def _read_arrays(header, payload):
     for (s0, e0, n0), (s1, e1, n1) in zip(spans, spans[1:]):
         if s1 < e0:
             _fail(f"arrays {n0!r} and {n1!r} overlap")
-    missing = [k for k in _ARRAY_DTYPES if k not in arrays and k not in _OPTIONAL_ARRAYS]
+    missing = [k for k in _ARRAY_DTYPES if k not in arrays and k not in OPTIONAL_ARRAYS]
     if missing:
         _fail(f"the model file lacks the array(s) {missing}")
     return arrays
 
 
-def _decode_params(header, cls):
-    raw = header.get("params")
+def _decode_params(raw, warn=True):
+    """The hyper-parameters of the header's ``params`` object, each checked by its
+    rule (``_params``); unknown names are ignored with a warning."""
     if not isinstance(raw, dict):
         _fail("header 'params' must be an object")
-    known = set(cls._get_param_names())
     params, unknown = {}, []
     for key, value in raw.items():
-        if key not in known:
+        if key not in PARAM_RULES:
             unknown.append(key)
             continue
         value = _decode_value(value, f"parameter {key!r}")
-        params[key] = None if value is _UNSET else value
-    if unknown:
+        value = None if value is _UNSET else value
+        if not PARAM_RULES[key].accepts(value):
+            _fail(f"invalid hyper-parameter: {key} must be {PARAM_RULES[key].describe()}, "
+                  f"got {value!r}")
+        params[key] = value
+    if unknown and warn:
         warnings.warn(
             f"the model file has parameter(s) {sorted(unknown)} unknown to gbc-core "
-            f"{__version__}; they are ignored", UserWarning, stacklevel=4,
+            f"{__version__}; they are ignored", UserWarning, stacklevel=5,
         )
     return params
 
 
-def _check_params(model, n_features):
-    rs = model.random_state
-    if rs is not None and not (_is_int(rs) and rs >= 0):
-        _fail(f"invalid hyper-parameter: random_state={rs!r}")
-    nj = model.n_jobs
-    limit = max(1024, os.cpu_count() or 1)
-    if nj is not None and _is_int(nj) and abs(nj) > limit:
-        _fail(f"invalid hyper-parameter: n_jobs={nj} (|n_jobs| must "
-              f"be <= {limit})")
-    try:
-        model._validate_params(2, n_features)
-    except (ValueError, TypeError) as exc:
-        _fail(f"invalid hyper-parameter: {exc}")
+def decode(data):
+    """The ensemble and classifier content of model bytes, every field validated.
 
-
-def model_from_bytes(data, cls=None):
-    """Rebuild a model from the bytes of :func:`model_to_bytes`, validating everything."""
-    if cls is None:
-        from ._classifier import GradientBoostingClassifier as cls
+    Returns
+    -------
+    ensemble : Ensemble
+    content : dict
+        As :func:`encode` takes it.
+    """
     header, payload = _parse(data)
+    version = header["format_version"]
     if header.get("estimator") != ESTIMATOR_NAME:
         _fail(f"header 'estimator' must be {ESTIMATOR_NAME!r}, got {header.get('estimator')!r}")
     n_features = _int_field(header, "n_features", 1, _INT32_MAX)
     n_trees = _int_field(header, "n_trees", 0, len(payload))
     n_nodes = _int_field(header, "n_nodes", 0, len(payload))
     best = _int_field(header, "best_iteration", 0, _INT32_MAX, allow_none=True)
-    init_raw = _float_field(header, "init_raw")
     learning_rate = _float_field(header, "learning_rate")
     if learning_rate <= 0:
         _fail(f"header 'learning_rate' must be > 0, got {learning_rate!r}")
     if not isinstance(header.get("library_version", ""), str):
         _fail("header 'library_version' must be a string")
-    classes = _decode_classes(header.get("classes"))
+    if version == 1:  # binary models: one output, a scalar F0
+        n_outputs, n_classes = 1, 2
+        init_raw = [_float_field(header, "init_raw")]
+        max_features = None
+    else:
+        n_outputs = _int_field(header, "n_outputs", 1, MAX_CLASSES)
+        if n_outputs == 2:
+            _fail("header 'n_outputs' must be 1 (two classes) or the number of classes (3 or more)")
+        n_classes = 2 if n_outputs == 1 else n_outputs
+        init_raw = header.get("init_raw")
+        if not isinstance(init_raw, list) or len(init_raw) != n_outputs or not all(
+                _is_number(v) and math.isfinite(v) for v in init_raw):
+            _fail(f"header 'init_raw' must be a list of {n_outputs} finite numbers")
+        max_features = _int_field(header, "max_features", 1, n_features, allow_none=True)
+    classes = _decode_classes(header.get("classes"), n_classes)
     names = header.get("feature_names")
     if names is not None:
         if not isinstance(names, list) or len(names) != n_features or not all(
                 isinstance(s, str) for s in names):
             _fail(f"header 'feature_names' must be null or {n_features} strings")
         names = np.asarray(names, dtype=object)
-    params = _decode_params(header, cls)
+    params = _decode_params(header.get("params"))
+    if version == 1 and "learning_rate" in params and float(params["learning_rate"]) != learning_rate:
+        # Version 1 wrote the same value twice.
+        _fail("parameter 'learning_rate' does not match the header's learning_rate")
 
     arrays = _read_arrays(header, payload)
     offsets = arrays["tree_offsets"]
     if offsets.shape[0] != n_trees + 1:
         _fail(f"tree_offsets has {offsets.shape[0]} entries, expected n_trees + 1 = "
               f"{n_trees + 1}")
-    cols = {}
+    nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
     for name, _ in NODE_COLUMNS:
         col = arrays["nodes." + name]
         if col.shape[0] != n_nodes:
             _fail(f"array 'nodes.{name}' has {col.shape[0]} entries, expected n_nodes = "
                   f"{n_nodes}")
-        cols[name] = col
-    validate_trees(cols, offsets, n_features)
-    if n_trees:
-        # The bound of |F(x)| over every x the trainer keeps (an overflowing raw
-        # score would make inf - inf = NaN probabilities).
-        with np.errstate(over="ignore"):
-            per_tree = np.maximum.reduceat(np.abs(cols["value"]), offsets[:-1])
-            bound = abs(init_raw) + learning_rate * float(np.sum(per_tree))
-        if not bound <= RAW_SCORE_LIMIT:
-            _fail(f"the raw scores can overflow: |init_raw| + learning_rate x the largest "
-                  f"|leaf value| of each tree is {bound!r} > {RAW_SCORE_LIMIT:.0e}")
-
-    model = cls()
+        nodes[name] = col
     try:
-        model.set_params(**params)
-    except (ValueError, TypeError) as exc:
-        _fail(f"invalid hyper-parameters in the model file: {exc}")
-    if "learning_rate" in params and (not _is_number(params["learning_rate"])
-                                      or float(params["learning_rate"]) != learning_rate):
-        _fail("parameter 'learning_rate' does not match the header's learning_rate")
-    model.learning_rate = params.get("learning_rate", learning_rate)
-    _check_params(model, n_features)
-
-    nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
-    for name, _ in NODE_COLUMNS:
-        nodes[name] = cols[name]
-    model.classes_ = classes
-    model.n_features_in_ = n_features
-    if names is not None:
-        model.feature_names_in_ = names
-    model.init_raw_ = init_raw
-    model._set_trees([nodes[offsets[t]: offsets[t + 1]] for t in range(n_trees)])
-    model.train_score_ = arrays["train_score"]
-    if "validation_score" in arrays:
-        model.validation_score_ = arrays["validation_score"]
-    model.best_iteration_ = best
-    return model
-
-
-def load_model(path, cls=None):
-    """Read a model saved by ``save`` from a path or a binary file object."""
-    if hasattr(path, "read"):
-        data = path.read()
-    else:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    if not isinstance(data, (bytes, bytearray)):
-        raise TypeError("the file object must be opened in binary mode")
-    return model_from_bytes(data, cls)
-
-
-# -------------------------------------------------------------------- pickling
-def get_state(model):
-    """Pickle state: the format's bytes for a fitted model, else the plain __dict__.
-
-    Hyper-parameters the format cannot hold (e.g. a ``RandomState``) and attributes
-    outside the format are carried alongside, so a pickle round trip is exact.
-    """
-    plain = model.__dict__.copy()
-    plain.pop("_predictor_cache", None)
-    if not model._is_fitted():
-        return plain
-    try:
-        data, unrepresentable = _serialize(model)
-    except ValueError:
-        # Content the format cannot hold (e.g. datetime class labels): pickle as is.
-        return plain
-    params = set(model.get_params(deep=False))
-    extra = {k: v for k, v in model.__dict__.items()
-             if k not in _MODEL_ATTRS and k not in params}
-    return {_PICKLE_KEY: data, "params": unrepresentable, "attributes": extra}
-
-
-def set_state(model, state):
-    """Inverse of :func:`get_state` (also accepts a plain ``__dict__`` state)."""
-    if isinstance(state, dict) and _PICKLE_KEY in state:
-        loaded = model_from_bytes(state[_PICKLE_KEY], type(model))
-        model.__dict__.update(loaded.__dict__)
-        model.__dict__.update(state.get("params") or {})
-        model.__dict__.update(state.get("attributes") or {})
-        return
-    state = dict(state)
-    state.pop("_sklearn_version", None)
-    state.pop("_predictor_cache", None)
-    model.__dict__.update(state)
+        ensemble = Ensemble(nodes, offsets, n_outputs=n_outputs, init_raw=init_raw,
+                            learning_rate=learning_rate, n_features=n_features)
+    except ValueError as exc:
+        _fail(str(exc))
+    n_iterations = ensemble.n_iterations
+    for name in RECORD_ARRAYS:
+        if name in arrays and name != "validation_score" and arrays[name].shape[0] != n_iterations:
+            _fail(f"array {name!r} has {arrays[name].shape[0]} entries, expected one per "
+                  f"iteration ({n_iterations})")
+    if ("oob_scores" in arrays) != ("oob_improvement" in arrays):
+        _fail("arrays 'oob_scores' and 'oob_improvement' come together")
+    content = {name: arrays.get(name) for name in RECORD_ARRAYS}
+    content.update(classes=classes, feature_names=names, params=params,
+                   best_iteration=best, max_features=max_features)
+    return ensemble, content

@@ -202,6 +202,11 @@ cdef inline void _leaves_by_columns(
 cdef class Predictor:
     """Flat, read-only form of an ensemble for fast batch prediction.
 
+    Trees come in iteration order, ``n_outputs`` per iteration: tree ``m *
+    n_outputs + k`` adds to raw score k. Internally the trees of each output are
+    stored together (output k's trees in iteration order), so that a block of rows
+    adds up the trees of one output after another into that output's scores.
+
     Parameters
     ----------
     nodes : NODE_DTYPE array
@@ -210,13 +215,19 @@ cdef class Predictor:
     learning_rate : float
         eta; leaf contributions are ``learning_rate * nodes['value']``.
     n_features : int
+    n_outputs : int, default=1
+        Raw scores per row (n_trees must be a multiple of it).
     """
     cdef:
         readonly intp_t n_trees
         readonly intp_t n_features
-        node_t[::1] nodes
-        int64_t[::1] tree_offsets
+        readonly intp_t n_outputs
+        readonly intp_t n_iterations
+        const node_t[::1] nodes
+        const int64_t[::1] tree_offsets
         float64_t[::1] scaled_value
+        # Per tree, in output-major order (position u = k * n_iterations + m):
+        int64_t[::1] tree_of        # the tree's index in iteration order
         int32_t[::1] depth
         int64_t[::1] inner_offset
         int64_t[::1] leaf_offset
@@ -230,15 +241,24 @@ cdef class Predictor:
         uint32_t[::1] d3_leaf_low
         uint32_t[::1] d3_leaf_high
 
-    def __init__(self, nodes, tree_offsets, double learning_rate, intp_t n_features):
+    def __init__(self, nodes, tree_offsets, double learning_rate, intp_t n_features,
+                 intp_t n_outputs=1):
         self.nodes = np.ascontiguousarray(nodes)
         self.tree_offsets = np.ascontiguousarray(tree_offsets, dtype=np.int64)
         self.n_trees = self.tree_offsets.shape[0] - 1
         self.n_features = n_features
+        if n_outputs < 1 or self.n_trees % n_outputs != 0:
+            raise ValueError(f"{self.n_trees} trees are not whole iterations of "
+                             f"{n_outputs} outputs")
+        self.n_outputs = n_outputs
+        self.n_iterations = self.n_trees // n_outputs
         values = np.asarray(nodes)["value"]
         # eta * gamma_j computed once, the same float64 product as in training.
         self.scaled_value = np.ascontiguousarray(learning_rate * values, dtype=np.float64)
-        depths = tree_depths(self.nodes, self.tree_offsets)
+        tree_of = np.arange(self.n_trees, dtype=np.int64).reshape(
+            self.n_iterations, n_outputs).T.ravel()
+        self.tree_of = tree_of
+        depths = tree_depths(self.nodes, self.tree_offsets)[tree_of]
         self.depth = depths
         complete = depths <= MAX_COMPLETE_DEPTH
         n_inner = np.where(complete, (1 << np.minimum(depths, MAX_COMPLETE_DEPTH)) - 1, 0)
@@ -257,88 +277,147 @@ cdef class Predictor:
         self.d3_leaf_high = np.zeros(self.n_trees * TREE_STRIDE + 1, dtype=np.uint32)
         cdef uint8_t[::1] unused_missing = np.zeros(TREE_STRIDE, dtype=np.uint8)
         cdef float64_t[::1] leaf8 = np.zeros(TREE_STRIDE, dtype=np.float64)
-        cdef intp_t t, k
+        cdef intp_t u, k
+        cdef int64_t first
         # Only data narrow enough for a transposed block uses these tables (and
         # only then do the column offsets fit in int32).
         cdef bint columns_possible = n_features * BLOCK <= MAX_COLUMN_FLOATS
-        for t in range(self.n_trees):
-            if columns_possible and self.depth[t] <= MAX_DEPTH_COLUMNS:
+        for u in range(self.n_trees):
+            first = self.tree_offsets[self.tree_of[u]]
+            if columns_possible and self.depth[u] <= MAX_DEPTH_COLUMNS:
                 _fill_complete(
-                    &self.nodes[self.tree_offsets[t]], 0, 0, 0, MAX_DEPTH_COLUMNS,
-                    &self.d3_column_offset[t * TREE_STRIDE],
-                    &self.d3_threshold[t * TREE_STRIDE],
-                    &unused_missing[0], &leaf8[0],
-                    &self.scaled_value[self.tree_offsets[t]],
+                    &self.nodes[first], 0, 0, 0, MAX_DEPTH_COLUMNS,
+                    &self.d3_column_offset[u * TREE_STRIDE],
+                    &self.d3_threshold[u * TREE_STRIDE],
+                    &unused_missing[0], &leaf8[0], &self.scaled_value[first],
                 )
                 for k in range(TREE_STRIDE):
                     # Where the node's feature starts in a transposed block.
-                    self.d3_column_offset[t * TREE_STRIDE + k] *= BLOCK
-                    split_double(leaf8[k], &self.d3_leaf_low[t * TREE_STRIDE + k],
-                                 &self.d3_leaf_high[t * TREE_STRIDE + k])
-        for t in range(self.n_trees):
-            if self.depth[t] <= MAX_COMPLETE_DEPTH:
+                    self.d3_column_offset[u * TREE_STRIDE + k] *= BLOCK
+                    split_double(leaf8[k], &self.d3_leaf_low[u * TREE_STRIDE + k],
+                                 &self.d3_leaf_high[u * TREE_STRIDE + k])
+            if self.depth[u] <= MAX_COMPLETE_DEPTH:
                 _fill_complete(
-                    &self.nodes[self.tree_offsets[t]], 0, 0, 0, self.depth[t],
-                    &self.c_feature[self.inner_offset[t]],
-                    &self.c_threshold[self.inner_offset[t]],
-                    &self.c_missing_left[self.inner_offset[t]],
-                    &self.c_leaf[self.leaf_offset[t]],
-                    &self.scaled_value[self.tree_offsets[t]],
+                    &self.nodes[first], 0, 0, 0, self.depth[u],
+                    &self.c_feature[self.inner_offset[u]],
+                    &self.c_threshold[self.inner_offset[u]],
+                    &self.c_missing_left[self.inner_offset[u]],
+                    &self.c_leaf[self.leaf_offset[u]], &self.scaled_value[first],
                 )
 
-    def predict_raw(self, const float32_t[:, ::1] X, float64_t[::1] out,
-                    intp_t tree_start=0, intp_t tree_stop=-1, int n_threads=1):
-        """Add the contributions of trees ``tree_start .. tree_stop-1`` to ``out``.
+    def predict_raw(self, const float32_t[:, ::1] X, float64_t[:, ::1] out,
+                    intp_t iteration_start=0, intp_t iteration_stop=-1, int n_threads=1):
+        """Add the trees of iterations ``iteration_start .. iteration_stop-1`` to ``out``.
 
         Parameters
         ----------
         X : float32 array of shape (n_samples, n_features), C order
-        out : float64 array of shape (n_samples,)
-            Raw scores, updated in place (start from F0).
-        tree_start, tree_stop : int
-            Range of trees (``tree_stop=-1``: up to the last tree).
+        out : float64 array of shape (n_samples, n_outputs), C order
+            Raw scores, updated in place (start from F0). Each output's trees are
+            added in iteration order, as in training.
+        iteration_start, iteration_stop : int
+            Range of iterations (``iteration_stop=-1``: up to the last one).
         n_threads : int
         """
-        if tree_stop < 0 or tree_stop > self.n_trees:
-            tree_stop = self.n_trees
+        if iteration_stop < 0 or iteration_stop > self.n_iterations:
+            iteration_stop = self.n_iterations
+        iteration_start = min(max(iteration_start, 0), iteration_stop)
         if X.shape[1] != self.n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features, but the model expects {self.n_features}")
-        if out.shape[0] != X.shape[0]:
-            raise ValueError("out must have one entry per row of X")
+        if out.shape[0] != X.shape[0] or out.shape[1] != self.n_outputs:
+            raise ValueError(f"out must have shape ({X.shape[0]}, {self.n_outputs})")
         cdef intp_t n = X.shape[0]
         cdef intp_t n_blocks = (n + BLOCK - 1) // BLOCK
-        cdef intp_t b, t
+        cdef intp_t b, u, k
         cdef intp_t column_floats = self.n_features * BLOCK
         cdef bint any_shallow = False
-        cdef bint all_shallow = True
-        cdef bint use_simd
         cdef float32_t* columns = NULL
-        if n * (tree_stop - tree_start) < 20000:
+        cdef float64_t* scores = NULL
+        # Per output: every tree of the range has depth <= 3 (the AVX2 kernel).
+        cdef uint8_t[::1] simd_ok = np.zeros(self.n_outputs, dtype=np.uint8)
+        for k in range(self.n_outputs):
+            simd_ok[k] = _simd_enabled
+            for u in range(k * self.n_iterations + iteration_start,
+                           k * self.n_iterations + iteration_stop):
+                any_shallow = any_shallow or self.depth[u] <= MAX_DEPTH_COLUMNS
+                simd_ok[k] = simd_ok[k] and self.depth[u] <= MAX_DEPTH_COLUMNS
+        if n * (iteration_stop - iteration_start) * self.n_outputs < 20000:
             n_threads = 1
         n_threads = max(1, n_threads)
-        for t in range(tree_start, tree_stop):
-            any_shallow = any_shallow or self.depth[t] <= MAX_DEPTH_COLUMNS
-            all_shallow = all_shallow and self.depth[t] <= MAX_DEPTH_COLUMNS
-        use_simd = _simd_enabled and all_shallow
         if any_shallow and n >= BLOCK and column_floats <= MAX_COLUMN_FLOATS:
             # One transposed block per thread, allocated once per call (a failed
             # allocation only means the row-wise path).
             columns = <float32_t*>malloc(n_threads * column_floats * sizeof(float32_t))
+        if self.n_outputs > 1:
+            # One block of one output's scores per thread.
+            scores = <float64_t*>malloc(n_threads * BLOCK * sizeof(float64_t))
+            if scores == NULL:
+                free(columns)
+                raise MemoryError()
         try:
             with nogil:
                 for b in prange(n_blocks, schedule="static", num_threads=n_threads):
                     self._predict_block(
-                        X, out, b * BLOCK, min((b + 1) * BLOCK, n), tree_start, tree_stop,
+                        X, out, b * BLOCK, min((b + 1) * BLOCK, n),
+                        iteration_start, iteration_stop,
                         columns + threadid() * column_floats if columns != NULL else NULL,
-                        use_simd)
+                        scores + threadid() * BLOCK if scores != NULL else NULL,
+                        &simd_ok[0])
         finally:
             free(columns)
+            free(scores)
 
-    cdef void _predict_block(self, const float32_t[:, ::1] X, float64_t[::1] out,
+    cdef void _predict_block(self, const float32_t[:, ::1] X, float64_t[:, ::1] out,
                              intp_t row_start, intp_t row_stop,
-                             intp_t tree_start, intp_t tree_stop,
-                             float32_t* columns, bint use_simd) noexcept nogil:
+                             intp_t iteration_start, intp_t iteration_stop,
+                             float32_t* columns, float64_t* scores,
+                             const uint8_t* simd_ok) noexcept nogil:
+        """Rows ``row_start .. row_stop-1``: check the block for missing values and
+        transpose it once, then add each output's trees to its scores."""
+        cdef intp_t i, f, k, base
+        cdef intp_t m = row_stop - row_start
+        cdef intp_t n_features = X.shape[1]
+        cdef intp_t n_values = m * n_features, n_missing = 0
+        cdef const float32_t* block_values = NULL
+        cdef const float32_t* row_values
+        cdef float64_t* out_block
+        # Most blocks hold no missing value: they take a path with one comparison
+        # per level. The block's rows are contiguous in X (C order): one flat count
+        # that the compiler vectorises.
+        if n_values > 0:
+            block_values = &X[row_start, 0]
+            for i in range(n_values):
+                n_missing += block_values[i] != block_values[i]
+        if n_missing > 0 or m < BLOCK or n_values == 0:
+            columns = NULL
+        if columns != NULL:
+            for i in range(m):
+                row_values = block_values + i * n_features
+                for f in range(n_features):
+                    columns[f * BLOCK + i] = row_values[f]
+        for k in range(self.n_outputs):
+            base = k * self.n_iterations
+            if scores == NULL:
+                out_block = &out[row_start, 0]  # one output: the scores are contiguous
+            else:
+                out_block = scores
+                for i in range(m):
+                    out_block[i] = out[row_start + i, k]
+            self._add_trees(X, out_block, row_start, row_stop, base + iteration_start,
+                            base + iteration_stop, columns, n_missing > 0,
+                            simd_ok[k] != 0)
+            if scores != NULL:
+                for i in range(m):
+                    out[row_start + i, k] = out_block[i]
+
+    cdef void _add_trees(self, const float32_t[:, ::1] X, float64_t* out_block,
+                         intp_t row_start, intp_t row_stop, intp_t tree_start,
+                         intp_t tree_stop, const float32_t* columns, bint block_has_nan,
+                         bint use_simd) noexcept nogil:
+        """Add trees ``tree_start .. tree_stop-1`` (output-major positions) to the
+        scores ``out_block[0 .. row_stop - row_start)`` of the block's rows.
+        ``columns`` is the transposed block (NULL: row-wise paths only)."""
         cdef intp_t t, i, j, level, depth, base
         cdef const int32_t* feature
         cdef const float32_t* threshold
@@ -347,43 +426,22 @@ cdef class Predictor:
         cdef const node_t* tree
         cdef float32_t x
         cdef bint go_right
-        cdef intp_t u, f
+        cdef intp_t u
         cdef intp_t lane[8]
         cdef const float32_t* row_ptr[8]
-        cdef bint block_has_nan = False
-        cdef intp_t m = row_stop - row_start
         cdef int32_t leaf_index[BLOCK]
         cdef int32_t leaf_index_next[BLOCK]
         cdef const float64_t* leaf_next
-        cdef float64_t* out_block
-        cdef intp_t n_features = X.shape[1]
-        cdef intp_t n_values = m * n_features, n_missing = 0
-        cdef const float32_t* block_values = NULL
-        cdef const float32_t* row_values
-        # Most blocks hold no missing value: they take a path with one comparison
-        # per level. The block's rows are contiguous in X (C order): one flat count
-        # that the compiler vectorises.
-        if n_values > 0:
-            block_values = &X[row_start, 0]
-            for i in range(n_values):
-                n_missing += block_values[i] != block_values[i]
-        block_has_nan = n_missing > 0
-        if block_has_nan or m < BLOCK or n_values == 0:
-            columns = NULL
-        if columns != NULL:
-            for i in range(m):
-                row_values = block_values + i * n_features
-                for f in range(n_features):
-                    columns[f * BLOCK + i] = row_values[f]
-            if use_simd:
-                # Every tree has depth <= 3: the AVX2 kernel (_simd.h).
-                add_depth3_trees_avx2(
-                    columns, &self.d3_column_offset[tree_start * TREE_STRIDE],
-                    &self.d3_threshold[tree_start * TREE_STRIDE],
-                    &self.d3_leaf_low[tree_start * TREE_STRIDE],
-                    &self.d3_leaf_high[tree_start * TREE_STRIDE],
-                    tree_stop - tree_start, &out[row_start])
-                return
+        cdef int64_t first
+        if columns != NULL and use_simd:
+            # Every tree has depth <= 3: the AVX2 kernel (_simd.h).
+            add_depth3_trees_avx2(
+                columns, &self.d3_column_offset[tree_start * TREE_STRIDE],
+                &self.d3_threshold[tree_start * TREE_STRIDE],
+                &self.d3_leaf_low[tree_start * TREE_STRIDE],
+                &self.d3_leaf_high[tree_start * TREE_STRIDE],
+                tree_stop - tree_start, out_block)
+            return
         t = tree_start
         while t < tree_stop:
             depth = self.depth[t]
@@ -392,7 +450,6 @@ cdef class Predictor:
                 _leaves_by_columns(columns, &self.c_feature[base], &self.c_threshold[base],
                                    <int>depth, leaf_index)
                 leaf = &self.c_leaf[self.leaf_offset[t]]
-                out_block = &out[row_start]
                 if t + 1 < tree_stop and self.depth[t + 1] <= MAX_DEPTH_COLUMNS:
                     # Two trees per pass over the block: the same two additions, in
                     # tree order, with one load and store of each score.
@@ -426,7 +483,7 @@ cdef class Predictor:
                             j = lane[u]
                             lane[u] = 2 * j + 1 + (row_ptr[u][feature[j]] > threshold[j])
                     for u in range(LANES):
-                        out[i + u] += leaf[lane[u] - base]
+                        out_block[i - row_start + u] += leaf[lane[u] - base]
                     i += LANES
                 while i + LANES <= row_stop:
                     for u in range(LANES):
@@ -438,7 +495,7 @@ cdef class Predictor:
                             go_right = (x > threshold[j]) | ((x != x) & (not missing_left[j]))
                             lane[u] = 2 * j + 1 + go_right
                     for u in range(LANES):
-                        out[i + u] += leaf[lane[u] - base]
+                        out_block[i - row_start + u] += leaf[lane[u] - base]
                     i += LANES
                 while i < row_stop:
                     j = 0
@@ -446,18 +503,20 @@ cdef class Predictor:
                         x = X[i, feature[j]]
                         go_right = (x > threshold[j]) | ((x != x) & (not missing_left[j]))
                         j = 2 * j + 1 + go_right
-                    out[i] += leaf[j - base]
+                    out_block[i - row_start] += leaf[j - base]
                     i += 1
             else:
-                tree = &self.nodes[self.tree_offsets[t]]
+                first = self.tree_offsets[self.tree_of[t]]
+                tree = &self.nodes[first]
                 for i in range(row_start, row_stop):
                     j = _leaf_of(tree, &X[i, 0])
-                    out[i] += self.scaled_value[self.tree_offsets[t] + j]
+                    out_block[i - row_start] += self.scaled_value[first + j]
             t += 1
 
     def apply(self, const float32_t[:, ::1] X):
-        """Leaf index (tree-relative node id) of every row in every tree."""
-        cdef intp_t n = X.shape[0], t, i, j
+        """Leaf (tree-relative node id) of every row in every tree, shape
+        (n_samples, n_iterations, n_outputs)."""
+        cdef intp_t n = X.shape[0], t, i
         leaves = np.zeros((n, self.n_trees), dtype=np.int32)
         cdef int32_t[:, ::1] out = leaves
         if X.shape[1] != self.n_features:
@@ -467,4 +526,4 @@ cdef class Predictor:
             for t in range(self.n_trees):
                 for i in range(n):
                     out[i, t] = <int32_t>_leaf_of(&self.nodes[self.tree_offsets[t]], &X[i, 0])
-        return leaves
+        return leaves.reshape(n, self.n_iterations, self.n_outputs)

@@ -21,6 +21,31 @@ def feature_names_of(X):
     return None
 
 
+def align_columns(X, names, what="X"):
+    """``X`` with the columns ``names`` in that order, when ``X`` is a DataFrame with
+    string column names and ``names`` is not None (any order, other columns ignored);
+    anything else as is.
+
+    Raises
+    ------
+    ValueError
+        If a name is missing from ``X`` or repeated in it.
+    """
+    given = feature_names_of(X)
+    if names is None or given is None or np.array_equal(given, names):
+        return X
+    seen = set(given)
+    missing = [n for n in names if n not in seen]
+    if missing:
+        raise ValueError(f"{what} is missing feature(s) seen at fit time: {missing[:10]!r}")
+    known = set(names)
+    given_list = list(given)
+    repeated = sorted({n for n in given_list if n in known and given_list.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{what} has repeated feature column(s): {repeated[:10]!r}")
+    return X[list(names)]  # same columns in another order: reorder by name
+
+
 def _polars_to_numpy(X, name):
     """A polars DataFrame of numeric or boolean columns as float64, null as NaN."""
     import polars as pl
@@ -101,7 +126,15 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
 
 
 def check_target(y, n_samples):
-    """Validate binary labels; return (classes, y01 as float64)."""
+    """Validate class labels; return (classes, class codes).
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        The sorted distinct labels (at least 2).
+    codes : int array of shape (n_samples,)
+        ``classes[codes]`` is ``y``.
+    """
     if y is None:
         raise ValueError(
             "GradientBoostingClassifier requires y to be passed, but the target y is None"
@@ -157,14 +190,9 @@ def check_target(y, n_samples):
         )
     if classes.size < 2:
         raise ValueError(
-            f"y has only one class ({classes[0]!r}); binary classification needs two"
+            f"y has only one class ({classes[0]!r}); classification needs at least two"
         )
-    if classes.size > 2:
-        raise ValueError(
-            "Only binary classification is supported. The type of the target is "
-            f"multiclass: y has {classes.size} classes (multiclass is not implemented yet)"
-        )
-    return classes, encoded.astype(np.float64).ravel()
+    return classes, encoded.astype(np.intp).ravel()
 
 
 def check_sample_weight(sample_weight, n_samples):

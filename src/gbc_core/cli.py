@@ -45,6 +45,30 @@ def _cmd_inspect(args):
 
 
 # ------------------------------------------------------------ argument types
+def _parameter_type(param):
+    """An argparse type for a hyper-parameter: the text read as None ('none'), an
+    integer, a number or a word, whichever its rule (``_params``) accepts, checked
+    by that rule."""
+    def parse(text):
+        candidates = [text]
+        if text.strip().lower() == "none":
+            candidates.append(None)
+        for convert in (int, float):  # "2" is the integer 2, never the fraction 2.0
+            try:
+                candidates.append(convert(text))
+                break
+            except ValueError:
+                pass
+        for value in candidates:
+            if param.accepts(value):
+                return value
+        raise argparse.ArgumentTypeError(
+            f"{param.name} must be {param.describe()}, got {text!r}")
+
+    parse.__name__ = param.name  # argparse names the type in its errors
+    return parse
+
+
 def _positive_int(text):
     try:
         v = int(text)
@@ -55,36 +79,21 @@ def _positive_int(text):
     return v
 
 
-def _depth(text):
-    if text.lower() in ("none", "0"):
-        return None
-    return _positive_int(text)
+class _Formatter(argparse.HelpFormatter):
+    """Help that shows the default of every option that has one (unless its text
+    already says what it is)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text.lower() or action.required
+                or action.default in (None, False, [], argparse.SUPPRESS)):
+            return text
+        return text + " (default: %(default)s)"
 
 
-def _int_or_fraction(text):
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-def _max_features(text):
-    if text.lower() in ("sqrt", "log2"):
-        return text.lower()
-    if text.lower() == "none":
-        return None
-    return _int_or_fraction(text)
-
-
-def _n_jobs(text):
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+def _parser(sub, name, help, description=None):
+    return sub.add_parser(name, help=help, description=description or help,
+                          formatter_class=_Formatter)
 
 
 def _common(p):
@@ -94,11 +103,17 @@ def _common(p):
                    help="show the Python traceback of an error")
 
 
-def _data_options(p, target_required=False):
+def _n_jobs_option(p, params, extra=""):
+    n_jobs = params["n_jobs"]
+    p.add_argument("--n-jobs", type=_parameter_type(n_jobs), default=None, metavar="N",
+                   help=n_jobs.help + extra + " (default: None)")
+
+
+def _data_options(p):
     p.add_argument("--format", choices=["csv", "tsv", "parquet", "libsvm"],
                    help="format of DATA (default: from the extension: .csv, .tsv, "
                         ".parquet/.pq, .svm/.libsvm/.svmlight)")
-    p.add_argument("--delimiter", help="CSV field delimiter (default ',' or TAB for tsv)")
+    p.add_argument("--delimiter", help="CSV field delimiter (default: ',', TAB for tsv)")
     p.add_argument("--no-header", action="store_true",
                    help="CSV/TSV without a header line: columns are named col0, col1, ...")
     p.add_argument("--n-features", type=_positive_int,
@@ -109,24 +124,30 @@ def _data_options(p, target_required=False):
 
 
 def build_parser():
+    from ._params import BY_NAME, PARAMS
+
     parser = argparse.ArgumentParser(
         prog="gbc-core",
         description="Exact-split gradient boosting classifier (the paper's GBC).",
+        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of an error")
-    sub = parser.add_subparsers(dest="command")
-    p = sub.add_parser("demo", help="paper example and a real dataset (the default)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="what to do (default: demo)")
+    p = _parser(sub, "demo", "run the paper's worked example, then fit a real dataset "
+                             "(the default command)")
     p.set_defaults(func=_cmd_demo)
 
     # train
-    p = sub.add_parser(
-        "train", help="fit a model on a CSV, Parquet or LIBSVM file and save it",
+    p = _parser(
+        sub, "train", "fit a model on a CSV, Parquet or LIBSVM file and save it",
         description="Fit a model on DATA and save it to -o. CSV/Parquet: every column "
                     "except --target and --drop is a feature (names are recorded). "
-                    "LIBSVM: the label is the target, features f0..f(n-1).")
-    p.add_argument("data", metavar="DATA")
+                    "LIBSVM: the label is the target, features f0..f(n-1). Two classes "
+                    "give one tree per iteration, more give one per class.")
+    p.add_argument("data", metavar="DATA", help="training data file")
     p.add_argument("--target", "-t", metavar="COL",
                    help="label column (required for CSV/Parquet; LIBSVM uses its label)")
     p.add_argument("--output", "-o", required=True, metavar="MODEL",
@@ -137,52 +158,42 @@ def build_parser():
     p.add_argument("--eval-format", choices=["csv", "tsv", "parquet", "libsvm"],
                    help="format of --eval (default: its extension, else --format)")
     _data_options(p)
-    g = p.add_argument_group("hyper-parameters")
-    g.add_argument("--n-estimators", type=_positive_int, default=100)
-    g.add_argument("--learning-rate", type=float, default=0.1)
-    g.add_argument("--max-depth", type=_depth, default=3, help="an integer or 'none'")
-    g.add_argument("--min-samples-split", type=_int_or_fraction, default=2)
-    g.add_argument("--min-samples-leaf", type=_int_or_fraction, default=1)
-    g.add_argument("--subsample", type=float, default=1.0)
-    g.add_argument("--max-features", type=_max_features, default=None,
-                   help="sqrt, log2, an integer or a fraction (default: all)")
-    g.add_argument("--init", choices=["zero", "prior"], default="zero")
-    g.add_argument("--random-state", type=int, default=None)
-    g.add_argument("--n-jobs", type=_n_jobs, default=None,
-                   help="threads (default: all cores)")
-    g.add_argument("--n-iter-no-change", type=_positive_int, default=None,
-                   help="early stopping patience (on --eval if given, else a "
-                        "--validation-fraction hold-out)")
-    g.add_argument("--validation-fraction", type=float, default=0.1)
-    g.add_argument("--tol", type=float, default=1e-4)
-    g.add_argument("--class-weight", choices=["balanced"], default=None)
-    g.add_argument("--verbose", "-v", action="count", default=0,
-                   help="print one line per iteration")
+    g = p.add_argument_group("hyper-parameters (as GradientBoostingClassifier's)")
+    for param in PARAMS:
+        flag = "--" + param.name.replace("_", "-")
+        if param.cli == "count":
+            g.add_argument(flag, "-v", action="count", default=param.default,
+                           help=param.help + " (repeat: -vv)")
+        elif param.cli == "option":
+            g.add_argument(flag, type=_parameter_type(param), default=param.default,
+                           metavar="VALUE",
+                           help=f"{param.help} (default: {param.default})")
     _common(p)
     p.set_defaults(func=_cmd_train)
 
     # predict
-    p = sub.add_parser(
-        "predict", help="score a file in chunks and write the scores",
+    p = _parser(
+        sub, "predict", "score a file in chunks and write the scores",
         description="Score DATA in chunks of --chunk-rows rows and write one output row "
                     "per input row, in input order (Parquet or CSV by the -o extension). "
                     "The output appears only when the run succeeds.")
-    p.add_argument("model", metavar="MODEL")
-    p.add_argument("data", metavar="DATA")
+    p.add_argument("model", metavar="MODEL", help="model file (from train or save)")
+    p.add_argument("data", metavar="DATA", help="data file to score")
     p.add_argument("--output", "-o", required=True, metavar="OUT",
                    help="output file: .parquet/.pq or .csv")
-    p.add_argument("--output-format", choices=["parquet", "csv", "tsv"])
+    p.add_argument("--output-format", choices=["parquet", "csv", "tsv"],
+                   help="format of OUT (default: from its extension)")
     p.add_argument("--proba", action="store_true",
-                   help="write 'proba', the positive-class probability (the default)")
+                   help="write the probabilities (the default): 'proba' (the positive "
+                        "class) for two classes, 'proba_<label>' per class otherwise")
     p.add_argument("--label", action="store_true",
                    help="write 'label', the predicted class (with --proba: both)")
     p.add_argument("--keep", nargs="+", metavar="COL", default=[],
                    help="input columns copied to the output (e.g. an id)")
     p.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
-                   help=f"rows per chunk (default {DEFAULT_CHUNK_ROWS:,}); memory is "
-                        "bounded by the chunk size")
-    p.add_argument("--n-jobs", type=_n_jobs, default=None,
-                   help="threads (default: all cores; with --dask: shared per host)")
+                   help="rows per chunk; memory is bounded by the chunk size")
+    _n_jobs_option(p, BY_NAME, "; with --dask: per task, default: the host's CPUs "
+                               "shared by its workers")
     p.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                    help="score the chunks on a Dask cluster (e.g. tcp://host:8786)")
     _data_options(p)
@@ -190,27 +201,32 @@ def build_parser():
     p.set_defaults(func=_cmd_predict)
 
     # evaluate
-    p = sub.add_parser(
-        "evaluate", help="log-loss, ROC AUC, accuracy and confusion matrix on labelled data")
-    p.add_argument("model", metavar="MODEL")
-    p.add_argument("data", metavar="DATA")
+    p = _parser(
+        sub, "evaluate", "log-loss, ROC AUC, accuracy and confusion matrix on labelled "
+                         "data (AUC: macro one-vs-rest for 3 or more classes)")
+    p.add_argument("model", metavar="MODEL", help="model file (from train or save)")
+    p.add_argument("data", metavar="DATA", help="labelled data file")
     p.add_argument("--target", "-t", metavar="COL",
                    help="label column (required for CSV/Parquet; LIBSVM uses its label)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS)
-    p.add_argument("--n-jobs", type=_n_jobs, default=None)
+    p.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
+                   help="rows per chunk; memory is bounded by the chunk size")
+    _n_jobs_option(p, BY_NAME)
     _data_options(p)
     _common(p)
     p.set_defaults(func=_cmd_evaluate)
 
     # inspect
-    p = sub.add_parser(
-        "inspect", help="format version, classes, features, trees and importances of a model")
-    p.add_argument("model", metavar="MODEL")
-    p.add_argument("--tree", type=int, metavar="K",
-                   help="draw tree K (0-based; negative counts from the end) as text")
-    p.add_argument("--top", type=_positive_int, default=10,
-                   help="importances to list (default 10)")
+    p = _parser(
+        sub, "inspect", "format version, classes, features, trees and importances of a "
+                        "model")
+    p.add_argument("model", metavar="MODEL", help="model file")
+    p.add_argument("--tree", type=int, metavar="M",
+                   help="draw the tree(s) of iteration M as text (0-based; negative "
+                        "counts from the end; one tree per class for 3 or more classes)")
+    p.add_argument("--class", dest="class_label", metavar="LABEL",
+                   help="with --tree: only the tree of this class")
+    p.add_argument("--top", type=_positive_int, default=10, help="importances to list")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _common(p)
     p.set_defaults(func=_cmd_inspect)
@@ -227,6 +243,17 @@ def _raise_interrupt(signum, frame):
 
 def main(argv=None):
     """Entry point of the ``gbc-core`` console script; returns the exit code."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:  # also while the parser or the modules are loading
+        if debug:
+            raise
+        _error("interrupted")
+        return 130
+
+
+def _run(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -251,10 +278,7 @@ def main(argv=None):
             pass
         return 141
     except KeyboardInterrupt:
-        if debug:
-            raise
-        _error("interrupted")
-        return 130
+        raise
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         if debug:
             raise

@@ -9,9 +9,11 @@ oversubscribe it: ``max(1, cpus // (workers on the host x threads per worker))``
 >>> import dask.dataframe as dd
 >>> from gbc_core.dask import predict_proba
 >>> ddf = dd.read_parquet("data/*.parquet")
->>> proba = predict_proba(model, ddf[list(model.feature_names_in_)])   # dask Array (n, 2)
+>>> proba = predict_proba(model, ddf)   # dask Array (n, n_classes); columns by name
 
-Results are bit-identical to ``model.predict_proba`` in one process.
+Results are bit-identical to ``model.predict_proba`` in one process. The module uses
+the public API only (``Booster``: ``from_bytes``, ``predict_raw``,
+``proba_from_raw``, ``labels_from_raw``).
 """
 
 import hashlib
@@ -55,9 +57,9 @@ def _model_from_bytes(data, digest):
         if model is not None:
             _cache.move_to_end(digest)
             return model
-    from ._model_io import model_from_bytes
+    from ._booster import Booster
 
-    model = model_from_bytes(bytes(data))
+    model = Booster.from_bytes(bytes(data))
     with _cache_lock:
         _cache[digest] = model
         while len(_cache) > _CACHE_SIZE:
@@ -94,51 +96,43 @@ def _n_jobs_for_task(n_jobs, workers_per_host):
 
 
 def _raw_block(X, model_bytes, digest, n_jobs, workers_per_host):
-    """Raw scores F(x) of one block (runs on a worker)."""
+    """Raw scores F(x), shape (n, n_outputs), of one block (runs on a worker)."""
     model = _model_from_bytes(model_bytes, digest)
-    X = _block_to_numpy(X, model)
+    if not hasattr(X, "columns"):
+        X = np.asarray(X)
     if X.shape[0] == 0:
-        return np.empty(0, dtype=np.float64)
-    from ._openmp import effective_n_threads
-
-    threads = effective_n_threads(_n_jobs_for_task(n_jobs, workers_per_host))
-    Xa = model._check_predict_X(X)
-    return model._raw_scores(Xa, threads)
+        return np.empty((0, model.ensemble.n_outputs), dtype=np.float64)
+    return model.predict_raw(X, n_jobs=_n_jobs_for_task(n_jobs, workers_per_host))
 
 
-def _block_to_numpy(X, model):
-    names = getattr(model, "feature_names_in_", None)
-    if hasattr(X, "columns") and names is not None and all(
-            isinstance(c, str) for c in X.columns):
-        missing = [n for n in names if n not in set(X.columns)]
-        if missing:
-            raise ValueError(f"feature {missing[0]!r} required by the model is missing")
-        X = X[list(names)]
-    if hasattr(X, "to_numpy"):
-        X = X.to_numpy(dtype=np.float64)
-    return np.asarray(X)
+def _decision_block(X, model_bytes, digest, n_jobs, workers_per_host):
+    raw = _raw_block(X, model_bytes, digest, n_jobs, workers_per_host)
+    return raw[:, 0] if raw.shape[1] == 1 else raw
 
 
 def _proba_block(X, model_bytes, digest, n_jobs, workers_per_host):
-    from ._classifier import _proba_from_raw
-
-    return _proba_from_raw(_raw_block(X, model_bytes, digest, n_jobs, workers_per_host))
+    model = _model_from_bytes(model_bytes, digest)
+    return model.proba_from_raw(_raw_block(X, model_bytes, digest, n_jobs, workers_per_host))
 
 
 def _label_block(X, model_bytes, digest, n_jobs, workers_per_host):
     model = _model_from_bytes(model_bytes, digest)
-    raw = _raw_block(X, model_bytes, digest, n_jobs, workers_per_host)
-    return model.classes_[(raw > 0).astype(np.intp)]
+    return model.labels_from_raw(_raw_block(X, model_bytes, digest, n_jobs, workers_per_host))
 
 
 # ------------------------------------------------------------ client side
 def _model_bytes(model):
+    """(model-format bytes, Booster) of a fitted estimator, a Booster or bytes."""
+    from ._booster import Booster
+
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)
-        from ._model_io import model_from_bytes
-
-        return data, model_from_bytes(data)
-    return model.to_bytes(), model
+        return data, Booster.from_bytes(data)
+    booster = getattr(model, "booster_", model)
+    if not isinstance(booster, Booster):
+        raise TypeError(f"model must be a fitted GradientBoostingClassifier, a Booster or "
+                        f"model-format bytes, got {type(model).__name__}")
+    return booster.to_bytes(), booster
 
 
 def _get_client(client=None):
@@ -178,28 +172,29 @@ def _apply(model, X, func, n_jobs, client, kind):
     wph = workers_per_host(client)
     model_arg = dask.delayed(data, pure=True)  # one key in the graph, sent once
     classes = model.classes_
+    n_outputs = model.ensemble.n_outputs
     if kind == "proba":
-        meta = np.empty((0, 2), dtype=np.float64)
+        meta = np.empty((0, classes.shape[0]), dtype=np.float64)
     elif kind == "label":
         meta = np.empty(0, dtype=classes.dtype)
     else:
-        meta = np.empty(0, dtype=np.float64)
+        meta = np.empty((0, n_outputs) if n_outputs > 1 else 0, dtype=np.float64)
 
     if isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D, got {X.ndim}-D")
         if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
-        if kind == "proba":
+        if meta.ndim == 2:
             return X.map_blocks(func, model_arg, digest, n_jobs, wph, dtype=np.float64,
-                                chunks=(X.chunks[0], (2,)), meta=meta)
+                                chunks=(X.chunks[0], (meta.shape[1],)), meta=meta)
         return X.map_blocks(func, model_arg, digest, n_jobs, wph, drop_axis=1,
                             dtype=meta.dtype, chunks=(X.chunks[0],), meta=meta)
     if hasattr(X, "map_partitions") and hasattr(X, "npartitions"):
         # A Dask DataFrame: each partition becomes one block of the result array.
         parts = X.to_delayed()
         blocks = []
-        ncols = (2,) if kind == "proba" else ()
+        ncols = meta.shape[1:]
         for part in parts:
             res = dask.delayed(func, pure=True)(part, model_arg, digest, n_jobs, wph)
             blocks.append(da.from_delayed(res, shape=(np.nan,) + ncols, dtype=meta.dtype,
@@ -213,7 +208,7 @@ def predict_proba(model, X, *, n_jobs=None, client=None):
 
     Parameters
     ----------
-    model : GradientBoostingClassifier or bytes
+    model : GradientBoostingClassifier, Booster or bytes
         A fitted model, or its ``to_bytes()``.
     X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
         A DataFrame's columns are selected by the model's feature names (any order,
@@ -226,25 +221,26 @@ def predict_proba(model, X, *, n_jobs=None, client=None):
 
     Returns
     -------
-    dask.array.Array of shape (n, 2), float64 (lazy; call ``.compute()``).
+    dask.array.Array of shape (n, n_classes), float64 (lazy; call ``.compute()``).
     """
     return _apply(model, X, _proba_block, n_jobs, client, "proba")
 
 
 def predict(model, X, *, n_jobs=None, client=None):
-    """Predicted labels (``classes_[1]`` where p > 0.5), as a lazy Dask Array."""
+    """Predicted labels (the class of largest probability), as a lazy Dask Array."""
     return _apply(model, X, _label_block, n_jobs, client, "label")
 
 
 def decision_function(model, X, *, n_jobs=None, client=None):
-    """Raw scores F(x), as a lazy Dask Array."""
-    return _apply(model, X, _raw_block, n_jobs, client, "raw")
+    """Raw scores F(x), as a lazy Dask Array: shape (n,) for two classes, (n,
+    n_classes) otherwise."""
+    return _apply(model, X, _decision_block, n_jobs, client, "raw")
 
 
 def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     """Score an iterator of chunks (objects with an ``X`` array) on a cluster, in order.
 
-    Yields ``(chunk, raw scores)`` in the order of ``chunks`` while at most ``window``
+    Yields ``(chunk, raw scores (n, n_outputs))`` in the order of ``chunks`` while at most ``window``
     chunks are in flight (default: two per worker thread), so memory stays bounded
     by the chunk size. ``client`` is a ``distributed.Client`` or a scheduler address.
     Used by ``gbc-core predict --dask ADDRESS``.

@@ -25,11 +25,23 @@ def log_loss(y_true, proba, sample_weight=None, eps=None):
 
 
 def log_loss_from_raw(y_true, raw, sample_weight=None):
-    """Weighted mean log-loss computed stably from raw scores F (no clipping needed)."""
-    y = np.ascontiguousarray(y_true, dtype=np.float64)
-    f = np.ascontiguousarray(raw, dtype=np.float64)
+    """Weighted mean log-loss computed stably from raw scores (no clipping needed).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        {0, 1} for raw scores of shape (n_samples,) (F of the positive class); class
+        codes 0 .. K - 1 for raw scores of shape (n_samples, K), K >= 3 (softmax).
+    raw : array-like
+    sample_weight : array-like, default=None
+    """
+    f = np.asarray(raw, dtype=np.float64)
     w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
-    return float(_leaves.weighted_log_loss(y, f, w))
+    if f.ndim == 2 and f.shape[1] > 1:
+        codes = np.ascontiguousarray(y_true, dtype=np.int32)
+        return float(_leaves.multinomial_log_loss(codes, np.ascontiguousarray(f), w))
+    y = np.ascontiguousarray(y_true, dtype=np.float64)
+    return float(_leaves.weighted_log_loss(y, np.ascontiguousarray(f.reshape(-1)), w))
 
 
 def roc_auc(y_true, score, sample_weight=None):
@@ -49,6 +61,24 @@ def roc_auc(y_true, score, sample_weight=None):
     neg_below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
     auc = np.sum(pos * (neg_below + 0.5 * neg))
     return float(auc / (pos.sum() * neg.sum()))
+
+
+def roc_auc_ovr(codes, proba, sample_weight=None):
+    """Macro average of the one-vs-rest ROC AUCs of the classes.
+
+    Class k's AUC ranks the rows by ``proba[:, k]`` against "is class k"; classes
+    that do not occur in ``codes``, or are all of it, have no AUC and are left out
+    of the average (scikit-learn's ``roc_auc_score(multi_class="ovr")`` needs every
+    class present). Returns None when no class has an AUC.
+    """
+    codes = np.asarray(codes)
+    proba = np.asarray(proba, dtype=np.float64)
+    aucs = []
+    for k in range(proba.shape[1]):
+        is_k = codes == k
+        if is_k.any() and not is_k.all():
+            aucs.append(roc_auc(is_k, proba[:, k], sample_weight))
+    return float(np.mean(aucs)) if aucs else None
 
 
 def accuracy(y_true, y_pred, sample_weight=None):

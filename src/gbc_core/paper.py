@@ -1,18 +1,22 @@
-"""The worked example of the paper's appendix, run through the model's own kernels.
+"""The worked example of the paper's appendix, run through the model's own code.
 
 The appendix trains 3 decision stumps on 6 samples with eta = 0.1 and *assumes* the
 split thresholds 3.5, 2.25 and 5.25 (they are not the squared-error optimum).
 :func:`fit_fixed_stumps` reproduces it: the leaves come from the given thresholds,
 and everything else (gamma_j of eq. 1, F += eta gamma, p = sigma(F), r = y - p) is
-computed by the same ``boosting_update`` kernel that :meth:`GradientBoostingClassifier.fit`
-calls after growing each tree; the result is an ordinary fitted model.
+computed by the binomial loss that every fit uses after growing each tree; the
+result is an ordinary fitted model (a :class:`~gbc_core.Booster`).
+
+This module uses the public API only (``gbc_core.__all__``).
 """
 
 import numpy as np
 
-from . import _leaves
-from ._classifier import GradientBoostingClassifier
-from ._common import NODE_DTYPE, ROW_STAT_DTYPE
+from ._booster import Booster
+from ._boosting import FitRecord
+from ._common import NODE_DTYPE
+from ._ensemble import Ensemble
+from ._loss import BinomialLoss
 
 #: Table 1 of the appendix.
 PAPER_X = np.array([1.3, 1.5, 3.0, 4.0, 6.5, 8.4])
@@ -56,7 +60,7 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
 
     Returns
     -------
-    model : GradientBoostingClassifier
+    model : Booster
         Fitted (``predict_proba`` works as for any fitted model).
     history : list of dict
         Per iteration: ``residual`` (r_m, before the tree), ``prob_before``
@@ -64,36 +68,30 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
         ``raw`` (F_m) and ``prob`` (p_m).
     """
     x = np.asarray(x, dtype=np.float64)
-    y01 = np.asarray(y, dtype=np.float64)
+    y = np.asarray(y, dtype=np.intp)
     n = x.shape[0]
     X32 = x.astype(np.float32)
-    raw = np.zeros(n)
-    prob = np.empty(n)
-    residual = np.empty(n)
-    row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
-    _leaves.init_state(y01, None, raw, prob, residual, row_stats)
+    # F0 = 0 (Algorithm 1, lines 1-3); the loss's fit state holds F, p and r.
+    state = BinomialLoss().start(y, None, np.zeros((n, 1)), n_threads=1)
     trees, history, losses = [], [], []
     for t in thresholds:
         nodes = stump_nodes(t)
         leaf = np.where(X32 <= nodes["threshold32"][0], 1, 2).astype(np.int32)
-        before_r, before_p = residual.copy(), prob.copy()
-        loss = _leaves.boosting_update(nodes, leaf, None, y01, None, learning_rate,
-                                       raw, prob, residual, row_stats, 1)
+        before_r, before_p = state.residual.copy(), state.prob.copy()
+        state.update(0, nodes, leaf, None, learning_rate)
         trees.append(nodes)
-        losses.append(loss)
+        losses.append(state.finish_iteration(None))
         history.append({
             "threshold": t, "residual": before_r, "prob_before": before_p, "leaf": leaf,
             "gamma": {1: float(nodes["value"][1]), 2: float(nodes["value"][2])},
-            "raw": raw.copy(), "prob": prob.copy(),
+            "raw": state.raw.copy(), "prob": state.prob.copy(),
         })
-    model = GradientBoostingClassifier(n_estimators=len(thresholds),
-                                       learning_rate=learning_rate, max_depth=1)
-    model.classes_ = np.array([0, 1])
-    model.n_features_in_ = 1
-    model.init_raw_ = 0.0
-    model.best_iteration_ = None
-    model._set_trees(trees)
-    model.train_score_ = np.asarray(losses)
+    ensemble = Ensemble.from_trees(trees, n_outputs=1, init_raw=[0.0],
+                                   learning_rate=learning_rate, n_features=1)
+    model = Booster(ensemble, np.array([0, 1]),
+                    params={"n_estimators": len(thresholds), "learning_rate": learning_rate,
+                            "max_depth": 1},
+                    record=FitRecord(losses))
     return model, history
 
 

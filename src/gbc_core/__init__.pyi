@@ -1,0 +1,24 @@
+# The public names (loaded on first use by ``__init__.py``), for type checkers.
+from os import PathLike
+from typing import IO
+
+from sklearn.exceptions import NotFittedError as NotFittedError
+
+from ._booster import Booster as Booster
+from ._boosting import FitRecord as FitRecord
+from ._classifier import GradientBoostingClassifier as GradientBoostingClassifier
+from ._common import NODE_DTYPE as NODE_DTYPE
+from ._config import show_config as show_config
+from ._ensemble import Ensemble as Ensemble
+from ._ensemble import Tree as Tree
+from ._loss import BinomialLoss as BinomialLoss
+from ._loss import MultinomialLoss as MultinomialLoss
+from ._math import newton_leaf_values as newton_leaf_values
+from ._model_io import ModelFormatError as ModelFormatError
+from ._model_io import read_header as read_model_header
+from ._version import __version__ as __version__
+
+__all__: list[str]
+
+def load(path: str | PathLike[str] | IO[bytes]) -> Booster: ...
+def from_bytes(data: bytes | bytearray | memoryview) -> Booster: ...

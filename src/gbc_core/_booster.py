@@ -1,0 +1,250 @@
+"""A fitted classifier without scikit-learn: what ``gbc_core.load`` returns.
+
+A :class:`Booster` is an :class:`~gbc_core.Ensemble` with the class labels, the
+feature names, the loss that turns raw scores into probabilities and labels, the
+hyper-parameters it was fitted with and the record of its fit. It predicts like the
+estimator (and bit for bit the same), saves and loads the model format, and imports
+neither scikit-learn nor pandas: batch jobs, the command line and Dask workers use
+it to score quickly. ``GradientBoostingClassifier`` wraps one (``booster_``).
+"""
+
+import numpy as np
+
+from . import _model_io
+from ._boosting import FitRecord
+from ._ensemble import Ensemble
+from ._loss import loss_for
+from ._params import effective_n_threads
+from ._validation import align_columns
+
+
+class Booster:
+    """A fitted gradient boosting classifier.
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The trees (``n_outputs`` = 1 for two classes, one per class otherwise).
+    classes : array-like of shape (n_classes,)
+        The sorted, distinct class labels; class code i is ``classes[i]``.
+    feature_names : sequence of str, optional
+        Names of the features (column names of the training DataFrame).
+    params : dict, optional
+        The hyper-parameters of the fit (informative; predictions depend on the
+        ensemble only).
+    record : FitRecord, optional
+        Training, validation and out-of-bag losses of the fit, best iteration.
+    max_features : int, optional
+        Features drawn per node in the fit.
+
+    Attributes
+    ----------
+    ensemble : Ensemble
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str or None
+    n_estimators_ : int
+        Boosting iterations (``ensemble.n_iterations``).
+    params : dict
+    train_score_ : ndarray or None
+    validation_score_ : ndarray or None
+    best_iteration_ : int or None
+    oob_scores_, oob_improvement_ : ndarray or None
+    oob_score_ : float or None
+    max_features_ : int or None
+    """
+
+    def __init__(self, ensemble, classes, *, feature_names=None, params=None, record=None,
+                 max_features=None):
+        if not isinstance(ensemble, Ensemble):
+            raise TypeError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
+        classes = np.asarray(classes)
+        if classes.ndim != 1 or classes.shape[0] < 2:
+            raise ValueError(f"classes must hold at least 2 labels, got shape {classes.shape}")
+        self.loss = loss_for(classes.shape[0])
+        if ensemble.n_outputs != self.loss.n_outputs:
+            raise ValueError(f"{classes.shape[0]} classes need {self.loss.n_outputs} "
+                             f"output(s), the ensemble has {ensemble.n_outputs}")
+        if feature_names is not None:
+            feature_names = np.asarray(list(feature_names), dtype=object)
+            if feature_names.shape != (ensemble.n_features,) or not all(
+                    isinstance(s, str) for s in feature_names):
+                raise ValueError(f"feature_names must be {ensemble.n_features} strings")
+        self.ensemble = ensemble
+        self.classes_ = classes
+        self.feature_names_in_ = feature_names
+        self.params = dict(params or {})
+        self.max_features_ = max_features
+        self.train_score_ = self.validation_score_ = self.best_iteration_ = None
+        self.oob_scores_ = self.oob_improvement_ = self.oob_score_ = None
+        if record is not None:
+            if record.train_score is not None:
+                self.train_score_ = np.asarray(record.train_score, dtype=np.float64)
+            if record.validation_score is not None:
+                self.validation_score_ = np.asarray(record.validation_score, dtype=np.float64)
+            self.best_iteration_ = record.best_iteration
+            if record.oob_scores is not None:
+                self.oob_scores_ = np.asarray(record.oob_scores, dtype=np.float64)
+                self.oob_improvement_ = np.asarray(record.oob_improvement, dtype=np.float64)
+                self.oob_score_ = float(self.oob_scores_[-1]) if self.oob_scores_.size else None
+
+    # --------------------------------------------------------------- structure
+    n_classes_ = property(lambda self: self.classes_.shape[0], doc="number of classes")
+    n_features_in_ = property(lambda self: self.ensemble.n_features, doc="number of features")
+    n_estimators_ = property(lambda self: self.ensemble.n_iterations,
+                             doc="boosting iterations kept")
+    learning_rate = property(lambda self: self.ensemble.learning_rate, doc="eta of the fit")
+
+    @property
+    def init_raw_(self):
+        """F0: a float for two classes, an array of one value per class otherwise."""
+        init = self.ensemble.init_raw
+        return float(init[0]) if self.ensemble.n_outputs == 1 else init.copy()
+
+    @property
+    def feature_importances_(self):
+        """Normalised total squared-error decrease of the splits on each feature."""
+        return self.ensemble.feature_importances()
+
+    @property
+    def estimators_(self):
+        """The trees as an array (n_estimators_, n_outputs) of :class:`Tree`."""
+        ens = self.ensemble
+        out = np.empty((ens.n_iterations, ens.n_outputs), dtype=object)
+        for m in range(ens.n_iterations):
+            for k in range(ens.n_outputs):
+                out[m, k] = ens.tree(m, k)
+        return out
+
+    def trees(self):
+        """Every tree's nodes (structured arrays), in iteration order."""
+        return self.ensemble.trees()
+
+    # -------------------------------------------------------------- prediction
+    def align_columns(self, X, what="X"):
+        """A DataFrame's columns selected by the model's feature names (any order,
+        other columns ignored; a missing or repeated name is a ValueError); anything
+        else, or any input of a model fitted without names, as is."""
+        return align_columns(X, self.feature_names_in_, what)
+
+    def predict_raw(self, X, *, n_jobs=None):
+        """Raw scores F(x) of shape (n_samples, n_outputs) (columns by name for a
+        DataFrame of a model fitted with names)."""
+        return self.ensemble.predict_raw(self.align_columns(X), n_jobs=n_jobs)
+
+    def proba_from_raw(self, raw, *, n_jobs=None):
+        """Class probabilities (n_samples, n_classes) of raw scores (n, n_outputs)."""
+        return self.loss.proba(np.asarray(raw, dtype=np.float64).reshape(
+            -1, self.ensemble.n_outputs), effective_n_threads(n_jobs))
+
+    def labels_from_raw(self, raw):
+        """Predicted labels of raw scores: the class of largest probability (for two
+        classes ``classes_[1]`` where F >= 0, as scikit-learn)."""
+        return self.classes_[self.loss.decision(
+            np.asarray(raw, dtype=np.float64).reshape(-1, self.ensemble.n_outputs))]
+
+    def _decision(self, raw):
+        return raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def decision_function(self, X, *, n_jobs=None):
+        """F(x): shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        return self._decision(self.predict_raw(X, n_jobs=n_jobs))
+
+    def predict_proba(self, X, *, n_jobs=None):
+        """Class probabilities, shape (n_samples, n_classes); column i is ``classes_[i]``."""
+        return self.proba_from_raw(self.predict_raw(X, n_jobs=n_jobs), n_jobs=n_jobs)
+
+    def predict_log_proba(self, X, *, n_jobs=None):
+        """log of :meth:`predict_proba`, computed from F (finite where p underflows)."""
+        return self.loss.log_proba(self.predict_raw(X, n_jobs=n_jobs))
+
+    def predict(self, X, *, n_jobs=None):
+        """Predicted labels (see :meth:`labels_from_raw`)."""
+        return self.labels_from_raw(self.predict_raw(X, n_jobs=n_jobs))
+
+    def staged_decision_function(self, X, *, n_jobs=None):
+        """Yield F(x) after each iteration."""
+        for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
+            yield self._decision(raw)
+
+    def staged_predict_proba(self, X, *, n_jobs=None):
+        """Yield the class probabilities after each iteration."""
+        for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
+            yield self.proba_from_raw(raw, n_jobs=n_jobs)
+
+    def staged_predict(self, X, *, n_jobs=None):
+        """Yield the predicted labels after each iteration."""
+        for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
+            yield self.labels_from_raw(raw)
+
+    def apply(self, X):
+        """Leaf of every row in every tree, shape (n_samples, n_estimators_, n_outputs)."""
+        return self.ensemble.apply(self.align_columns(X))
+
+    # ------------------------------------------------------------- model file
+    def _file_content(self, params):
+        return {
+            "classes": self.classes_,
+            "feature_names": self.feature_names_in_,
+            "params": self.params if params is None else params,
+            "train_score": self.train_score_,
+            "validation_score": self.validation_score_,
+            "best_iteration": self.best_iteration_,
+            "oob_scores": self.oob_scores_,
+            "oob_improvement": self.oob_improvement_,
+            "max_features": self.max_features_,
+        }
+
+    def to_bytes(self, *, params=None):
+        """The model in the gbc-core model format (``docs/model_format.md``).
+
+        ``params`` replaces the hyper-parameters stored with it (default: the
+        booster's own). A parameter value the format cannot hold (e.g. a
+        ``RandomState``) is stored as such and loads as None, with a warning.
+        """
+        data, unrepresentable = _model_io.encode(self.ensemble, self._file_content(params))
+        _model_io.warn_unrepresentable(unrepresentable)
+        return data
+
+    def save(self, path, *, params=None):
+        """Write the model to ``path`` atomically (or to a binary file object)."""
+        _model_io.save_bytes(self.to_bytes(params=params), path)
+
+    @classmethod
+    def from_bytes(cls, data):
+        """The model of :meth:`to_bytes` output, every field validated.
+
+        Raises :class:`gbc_core.ModelFormatError` for corrupt or invalid data.
+        """
+        ensemble, content = _model_io.decode(data)
+        return cls._from_content(ensemble, content)
+
+    @classmethod
+    def load(cls, path):
+        """The model saved at ``path`` (or read from a binary file object)."""
+        ensemble, content = _model_io.decode(_model_io.read_model_bytes(path))
+        return cls._from_content(ensemble, content)
+
+    @classmethod
+    def _from_content(cls, ensemble, content):
+        record = FitRecord(content["train_score"], content["validation_score"],
+                           content["oob_scores"], content["oob_improvement"],
+                           content["best_iteration"])
+        try:
+            return cls(ensemble, content["classes"], feature_names=content["feature_names"],
+                       params=content["params"], record=record,
+                       max_features=content["max_features"])
+        except ValueError as exc:
+            raise _model_io.ModelFormatError(str(exc)) from None
+
+    def __getstate__(self):
+        # Pickles (and deep copies) as the bytes of the model format: data, not code.
+        return {"gbc_core_model": _model_io.encode(self.ensemble, self._file_content(None))[0]}
+
+    def __setstate__(self, state):
+        self.__dict__.update(Booster.from_bytes(state["gbc_core_model"]).__dict__)
+
+    def __repr__(self):
+        return (f"Booster(classes={self.classes_.tolist()!r}, n_estimators_="
+                f"{self.n_estimators_}, n_features_in_={self.n_features_in_})")

@@ -1,0 +1,252 @@
+"""The boosting loop (paper Algorithm 1), with callbacks for what is not boosting.
+
+For each iteration: draw the in-bag rows (``subsample``), then for each of the
+loss's K outputs grow one tree on that output's residuals and let the loss set its
+leaf values and update the raw scores; then record the training loss (and the
+out-of-bag and validation losses when there are such rows) and ask the callbacks
+whether to stop. Early stopping and the per-iteration log are callbacks
+(:class:`EarlyStopping`, :class:`Log`), as in the peers' training APIs.
+
+NumPy and the kernels only: no scikit-learn.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from ._common import NODE_DTYPE
+from ._ensemble import RAW_SCORE_LIMIT, Ensemble
+from ._exact_splitter import ExactSplitFinder
+from ._grower import TreeGrower
+from ._predictor import Predictor
+
+
+class FitRecord:
+    """What a fit measured, one entry per iteration.
+
+    Attributes
+    ----------
+    train_score : list of float or None
+        Weighted loss of the in-bag training rows after each iteration (None: not
+        recorded, e.g. a model read from a file that does not hold it).
+    validation_score : list of float or None
+        Weighted loss of the validation rows after each iteration (None: no
+        validation data).
+    oob_scores, oob_improvement : list of float or None
+        With ``subsample < 1``: the weighted loss of the out-of-bag rows of each
+        iteration after it, and its decrease over the iteration (scikit-learn's
+        ``oob_scores_`` and ``oob_improvement_``). None otherwise.
+    best_iteration : int or None
+        Set by early stopping: the number of iterations kept.
+    """
+
+    def __init__(self, train_score=(), validation_score=None, oob_scores=None,
+                 oob_improvement=None, best_iteration=None):
+        self.train_score = None if train_score is None else list(train_score)
+        self.validation_score = None if validation_score is None else list(validation_score)
+        self.oob_scores = None if oob_scores is None else list(oob_scores)
+        self.oob_improvement = None if oob_improvement is None else list(oob_improvement)
+        self.best_iteration = best_iteration
+
+
+class EarlyStopping:
+    """Stop once the validation loss has not improved by more than ``tol`` for
+    ``patience`` iterations; the fit then keeps its best iteration.
+
+    Parameters
+    ----------
+    patience : int
+    tol : float
+    """
+
+    def __init__(self, patience, tol):
+        self.patience = patience
+        self.tol = tol
+        self.best_loss = np.inf
+        self.best_iteration = 0
+        self.since_best = 0
+
+    def start(self, record):
+        """Replay the validation losses of iterations fitted before (warm start)."""
+        self.best_loss, self.best_iteration, self.since_best = np.inf, 0, 0
+        for i, loss in enumerate(record.validation_score or ()):
+            self._see(i, loss)
+        self.best_iteration = self.best_iteration or len(record.train_score)
+        return self.since_best >= self.patience
+
+    def _see(self, iteration, loss):
+        if loss + self.tol < self.best_loss:
+            self.best_loss, self.best_iteration, self.since_best = loss, iteration + 1, 0
+        else:
+            self.since_best += 1
+
+    def after_iteration(self, iteration, record):
+        self._see(iteration, record.validation_score[-1])
+        return self.since_best >= self.patience
+
+    def finish(self, record):
+        record.best_iteration = self.best_iteration
+
+
+class Log:
+    """One line per iteration on ``stream``: training and validation loss, time."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stdout
+        self.started = time.perf_counter()
+
+    def start(self, record):
+        self.started = time.perf_counter()
+        print(f"{'Iter':>6} {'Train Loss':>12} {'Valid Loss':>12} {'Elapsed':>10}",
+              file=self.stream)
+        return False
+
+    def after_iteration(self, iteration, record):
+        valid = "" if record.validation_score is None else f"{record.validation_score[-1]:12.4f}"
+        print(f"{iteration + 1:>6} {record.train_score[-1]:12.4f} {valid:>12} "
+              f"{time.perf_counter() - self.started:9.2f}s", file=self.stream, flush=True)
+        return False
+
+    def finish(self, record):
+        pass
+
+
+def _stacked(trees, n_features, learning_rate, n_outputs):
+    sizes = [t.shape[0] for t in trees]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return Predictor(np.concatenate(trees).astype(NODE_DTYPE), offsets, learning_rate,
+                     n_features, n_outputs)
+
+
+def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
+          callbacks=()):
+    """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), Fortran order
+    y : int array of shape (n_samples,)
+        Class codes 0 .. n_classes - 1.
+    sample_weight : float64 array or None
+    loss : BinomialLoss or MultinomialLoss
+    params : dict
+        Resolved hyper-parameters (``_params.resolve``).
+    seed : int
+        Iteration m draws its rows and feature seeds from a stream seeded by
+        (seed, m): the same trees whether a model is fitted at once or grown by
+        warm starts.
+    eval_set : tuple (X_val float32 C order, y_val codes, w_val or None), optional
+        Validation rows: their loss is recorded after each iteration.
+    previous : tuple (Ensemble, FitRecord), optional
+        A model fitted on the same data to continue (warm start).
+    callbacks : sequence
+        Objects with ``start(record) -> stop``, ``after_iteration(iteration,
+        record) -> stop`` and ``finish(record)``.
+
+    Returns
+    -------
+    ensemble : Ensemble
+    record : FitRecord
+    """
+    n_samples, n_features = X.shape
+    n_outputs = loss.n_outputs
+    n_threads = params["n_threads"]
+    lr = params["learning_rate"]
+    finder = ExactSplitFinder(X, n_threads)
+    grower = TreeGrower(
+        X, finder, -1 if params["max_depth"] is None else params["max_depth"],
+        params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
+        params["max_features"], n_threads,
+    )
+    if previous is not None:
+        ensemble, old = previous
+        init_raw = ensemble.init_raw
+        raw = np.empty((n_samples, n_outputs))
+        raw[:] = init_raw
+        ensemble.add_raw(np.ascontiguousarray(X), raw, 0, ensemble.n_iterations, n_threads)
+        trees = ensemble.trees()
+        bound = ensemble.raw_bound()
+        record = FitRecord(old.train_score, None, old.oob_scores, old.oob_improvement)
+    else:
+        ensemble = None
+        init_raw = loss.initial_raw(y, sample_weight, params["init"])
+        raw = np.empty((n_samples, n_outputs))
+        raw[:] = init_raw
+        trees = []
+        bound = np.abs(init_raw)
+        record = FitRecord()
+    state = loss.start(y, sample_weight, raw, n_threads)
+    n_done = len(trees) // n_outputs
+
+    raw_val = None
+    if eval_set is not None:
+        X_val, y_val, w_val = eval_set
+        raw_val = np.empty((X_val.shape[0], n_outputs))
+        raw_val[:] = init_raw
+        record.validation_score = []
+        for m in range(n_done):
+            # The validation loss of each iteration already fitted, on these rows (the
+            # same additions as in a single fit): early stopping resumes its state.
+            ensemble.add_raw(X_val, raw_val, m, m + 1, n_threads)
+            record.validation_score.append(loss.loss(y_val, raw_val, w_val))
+
+    stop = False
+    for callback in callbacks:
+        stop = callback.start(record) or stop
+    n_inbag = max(1, int(params["subsample"] * n_samples))
+    for m in range(n_done, params["n_estimators"]):
+        if stop:
+            break
+        rng = np.random.default_rng([seed, m])
+        mask = None
+        if params["subsample"] < 1.0:
+            mask = np.zeros(n_samples, dtype=np.uint8)
+            mask[rng.choice(n_samples, n_inbag, replace=False)] = 1
+        tree_seeds = [int(rng.integers(0, 2**63 - 1)) if params["max_features"] < n_features
+                      else 0 for _ in range(n_outputs)]
+        oob_before = None
+        if mask is not None and not (record.oob_scores and m > 0):
+            oob_before = state.held_out_loss(mask == 0)
+        new_trees = []
+        for k in range(n_outputs):
+            row_stats, residual = state.tree_target(k)
+            grower.grow(row_stats, residual, mask, tree_seeds[k])
+            nodes = grower.nodes_array()
+            state.update(k, nodes, grower.node_of_row, mask, lr)
+            bound[k] += lr * float(np.abs(nodes["value"]).max())
+            if not bound[k] <= RAW_SCORE_LIMIT:
+                raise ValueError(
+                    f"learning_rate={lr!r} is too large for this data: after {m + 1} "
+                    f"iteration(s) the raw scores F(x) could exceed {RAW_SCORE_LIMIT:.0e} "
+                    "and overflow; use a smaller learning_rate")
+            new_trees.append(nodes)
+        trees.extend(new_trees)
+        record.train_score.append(state.finish_iteration(mask))
+        if mask is not None:
+            if record.oob_scores is None:
+                record.oob_scores = [np.nan] * m
+                record.oob_improvement = [np.nan] * m
+            oob = state.held_out_loss(mask == 0)
+            before = record.oob_scores[-1] if oob_before is None else oob_before
+            record.oob_scores.append(oob)
+            record.oob_improvement.append(before - oob)
+        if raw_val is not None:
+            _stacked(new_trees, n_features, lr, n_outputs).predict_raw(
+                X_val, raw_val, 0, 1, n_threads)
+            record.validation_score.append(loss.loss(y_val, raw_val, w_val))
+        for callback in callbacks:
+            stop = callback.after_iteration(m, record) or stop
+    for callback in callbacks:
+        callback.finish(record)
+    n_kept = len(trees) // n_outputs
+    if record.best_iteration is not None:
+        n_kept = record.best_iteration
+    record.train_score = record.train_score[:n_kept]
+    if record.oob_scores is not None:
+        record.oob_scores = record.oob_scores[:n_kept]
+        record.oob_improvement = record.oob_improvement[:n_kept]
+    ensemble = Ensemble.from_trees(trees[: n_kept * n_outputs], n_outputs=n_outputs,
+                                   init_raw=init_raw, learning_rate=lr,
+                                   n_features=n_features)
+    return ensemble, record

@@ -1,0 +1,420 @@
+"""The fitted model as numbers: trees, outputs, initial scores (no labels, no
+scikit-learn).
+
+An :class:`Ensemble` holds the nodes of every tree (``NODE_DTYPE``, concatenated),
+the tree offsets, the number of raw scores per row ``n_outputs`` (K: 1 for two
+classes, one per class otherwise), the initial raw scores ``init_raw`` (K,), the
+learning rate and the number of features. Trees come in iteration order, K per
+iteration: tree ``m * K + k`` adds ``learning_rate * value`` of the leaf a row
+reaches to raw score k (paper Algorithm 2):
+
+    F_k(x) = init_raw[k] + sum_m learning_rate * T_{m,k}(x).
+
+Every Ensemble is checked when it is built (:func:`validate_trees`: indices, tree
+structure, finite values, raw scores that cannot overflow), whoever builds it: a
+fit, the model-file loader or a user, so the prediction kernels can trust it.
+"""
+
+import numpy as np
+
+from ._common import NODE_DTYPE
+from ._params import effective_n_threads
+from ._predictor import Predictor
+from ._validation import check_features
+
+#: An ensemble keeps |F_k(x)| below this for every x: |init_raw[k]| + the sum over
+#: the trees of output k of learning_rate x their largest |leaf value| (the trainer
+#: refuses to go further, the loader refuses such files), so that no raw score can
+#: overflow to infinity (an inf - inf would be a NaN probability).
+RAW_SCORE_LIMIT = 1e300
+
+_INT32_MAX = 2**31 - 1
+
+
+def _first(mask):
+    return int(np.flatnonzero(mask)[0])
+
+
+def _float32_at_most(threshold):
+    """Largest float32 <= each float64 threshold."""
+    t = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t32 = t.astype(np.float32)
+        above = t32.astype(np.float64) > t
+    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
+    return t32
+
+
+def validate_trees(nodes, offsets, n_features):
+    """Check that nodes and tree offsets form valid trees; raise ValueError otherwise.
+
+    Parameters
+    ----------
+    nodes : NODE_DTYPE array, or a dict of its field name -> 1-D array
+    offsets : int64 array of shape (n_trees + 1,)
+    n_features : int
+
+    Raises
+    ------
+    ValueError
+        Naming the tree and (tree-relative) node of the first problem found.
+    """
+    def fail(msg):
+        raise ValueError(msg)
+
+    n_nodes = nodes["feature"].shape[0]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1 or offsets.shape[0] < 1:
+        fail("tree_offsets must have n_trees + 1 >= 1 entries")
+    if offsets[0] != 0:
+        fail(f"tree_offsets must start at 0, got {offsets[0]}")
+    if offsets[-1] != n_nodes:
+        fail(f"tree_offsets must end at the number of nodes {n_nodes}, got {offsets[-1]}")
+    sizes = np.diff(offsets)
+    if (sizes < 1).any():
+        t = _first(sizes < 1)
+        fail(f"tree_offsets must be strictly increasing (tree {t} has {sizes[t]} nodes)")
+    if (sizes > _INT32_MAX).any():
+        fail("a tree has more nodes than int32 child indices can address")
+    n_trees = sizes.shape[0]
+    tree_of = np.repeat(np.arange(n_trees, dtype=np.int64), sizes)
+    start = offsets[:-1][tree_of]
+    local = np.arange(n_nodes, dtype=np.int64) - start
+    size = sizes[tree_of]
+
+    def where(i):
+        return f"tree {int(tree_of[i])}, node {int(local[i])}"
+
+    feature = nodes["feature"].astype(np.int64)
+    left = nodes["left"].astype(np.int64)
+    right = nodes["right"].astype(np.int64)
+    leaf = feature == -1
+    inner = feature >= 0
+    if not (leaf | inner).all():
+        i = _first(~(leaf | inner))
+        fail(f"{where(i)}: feature id {feature[i]} is invalid (-1 marks a leaf)")
+    if (feature >= n_features).any():
+        i = _first(feature >= n_features)
+        fail(f"{where(i)}: feature id {feature[i]} is out of range "
+             f"(the model has {n_features} features)")
+    bad = leaf & ((left != -1) | (right != -1))
+    if bad.any():
+        i = _first(bad)
+        fail(f"{where(i)}: a leaf (feature -1) must have children -1, got "
+             f"{left[i]} and {right[i]}")
+    for name, child in (("left", left), ("right", right)):
+        bad = inner & ((child <= local) | (child >= size))
+        if bad.any():
+            i = _first(bad)
+            fail(f"{where(i)}: {name} child {child[i]} must point forward within the "
+                 f"tree (> {local[i]} and < {size[i]})")
+    bad = inner & (left == right)
+    if bad.any():
+        i = _first(bad)
+        fail(f"{where(i)}: left and right child are the same node {left[i]}")
+    # Each non-root node is the child of exactly one node, the root of none. With
+    # children after their parents this makes every tree a tree (no cycle, no
+    # unreachable or shared node).
+    parent = np.flatnonzero(inner)
+    children = np.concatenate([start[parent] + left[parent], start[parent] + right[parent]])
+    refs = np.bincount(children, minlength=n_nodes)
+    expected = (local != 0).astype(np.int64)
+    if (refs != expected).any():
+        i = _first(refs != expected)
+        fail(f"{where(i)}: node is the child of {refs[i]} nodes (expected {expected[i]}); "
+             "the nodes do not form a tree")
+    depth = nodes["depth"].astype(np.int64)
+    if (depth[local == 0] != 0).any():
+        i = _first((local == 0) & (depth != 0))
+        fail(f"{where(i)}: the root must have depth 0, got {depth[i]}")
+    want = np.minimum(depth[parent] + 1, 255)
+    for child in (start[parent] + left[parent], start[parent] + right[parent]):
+        bad = depth[child] != want
+        if bad.any():
+            i = int(child[_first(bad)])
+            fail(f"{where(i)}: depth {depth[i]} is not its parent's depth + 1")
+    missing = nodes["missing_go_left"]
+    if (missing > 1).any():
+        i = _first(missing > 1)
+        fail(f"{where(i)}: missing_go_left must be 0 or 1, got {missing[i]}")
+    for name in ("value", "improvement", "weighted_n"):
+        bad = ~np.isfinite(nodes[name])
+        if bad.any():
+            i = _first(bad)
+            fail(f"{where(i)}: {name} must be finite, got {nodes[name][i]!r}")
+    for name in ("improvement", "weighted_n"):  # sums of squares and of weights
+        bad = nodes[name] < 0
+        if bad.any():
+            i = _first(bad)
+            fail(f"{where(i)}: {name} must be >= 0, got {nodes[name][i]!r}")
+    threshold = nodes["threshold"]
+    bad = np.isnan(threshold) | (threshold == -np.inf)
+    if bad.any():
+        i = _first(bad)
+        fail(f"{where(i)}: threshold must be finite or +inf, got {threshold[i]!r}")
+    t32 = _float32_at_most(threshold)
+    bad = t32.view(np.uint32) != np.asarray(nodes["threshold32"], np.float32).view(np.uint32)
+    if bad.any():
+        i = _first(bad)
+        fail(f"{where(i)}: threshold32 {nodes['threshold32'][i]!r} is not the largest "
+             f"float32 <= threshold {threshold[i]!r} (expected {t32[i]!r})")
+    if (nodes["n_samples"] < 0).any():
+        i = _first(nodes["n_samples"] < 0)
+        fail(f"{where(i)}: n_samples must be >= 0, got {nodes['n_samples'][i]}")
+
+
+def raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate):
+    """The largest |F_k(x)| over every x, per output: |init_raw[k]| + the sum over
+    the trees of output k of learning_rate x their largest |leaf value|."""
+    bound = np.abs(np.asarray(init_raw, dtype=np.float64)).copy()
+    n_trees = len(offsets) - 1
+    if n_trees:
+        with np.errstate(over="ignore"):
+            per_tree = np.maximum.reduceat(np.abs(nodes["value"]), offsets[:-1])
+            bound += learning_rate * per_tree.reshape(-1, n_outputs).sum(axis=0)
+    return bound
+
+
+class Tree:
+    """One regression tree of an ensemble, with the node arrays named as in
+    scikit-learn's ``tree_``.
+
+    Nodes are numbered from the root (0) level by level; a leaf has
+    ``feature == -1`` and children -1; ``x[feature] <= threshold`` goes to
+    ``children_left`` (missing values: ``missing_go_to_left``); ``value`` is the
+    leaf's gamma (0 for an inner node): the tree adds ``learning_rate * value`` to
+    its output's raw score.
+    """
+
+    def __init__(self, nodes):
+        self.nodes = np.array(nodes, dtype=NODE_DTYPE)
+        self.nodes.flags.writeable = False
+
+    node_count = property(lambda self: self.nodes.shape[0], doc="number of nodes")
+    feature = property(lambda self: self.nodes["feature"], doc="split feature, -1: leaf")
+    threshold = property(lambda self: self.nodes["threshold"], doc="x <= threshold goes left")
+    children_left = property(lambda self: self.nodes["left"], doc="left child, -1: leaf")
+    children_right = property(lambda self: self.nodes["right"], doc="right child, -1: leaf")
+    value = property(lambda self: self.nodes["value"], doc="leaf value gamma (0: inner)")
+    missing_go_to_left = property(lambda self: self.nodes["missing_go_left"],
+                                  doc="1 if missing values go left")
+    n_node_samples = property(lambda self: self.nodes["n_samples"],
+                              doc="in-bag samples of the node")
+    weighted_n_node_samples = property(lambda self: self.nodes["weighted_n"],
+                                       doc="weight of the node's in-bag samples")
+    improvement = property(lambda self: self.nodes["improvement"],
+                           doc="weighted squared-error decrease of the split")
+    max_depth = property(lambda self: int(self.nodes["depth"].max()), doc="depth")
+
+    def __repr__(self):
+        return f"Tree(node_count={self.node_count}, max_depth={self.max_depth})"
+
+
+class Ensemble:
+    """The trees of a fitted model and the raw scores they add up to.
+
+    Parameters
+    ----------
+    nodes : NODE_DTYPE array
+        The nodes of every tree, concatenated, tree-relative child indices.
+    tree_offsets : int array of shape (n_trees + 1,)
+        Tree t is ``nodes[tree_offsets[t]:tree_offsets[t + 1]]``.
+    n_outputs : int
+        Raw scores per row, K; ``n_trees`` is a multiple of it.
+    init_raw : array-like of shape (n_outputs,)
+        F0 of each output.
+    learning_rate : float
+        eta > 0.
+    n_features : int
+
+    Raises
+    ------
+    ValueError
+        For trees that are not valid (see :func:`validate_trees`) or raw scores
+        that could overflow.
+    """
+
+    def __init__(self, nodes, tree_offsets, *, n_outputs, init_raw, learning_rate,
+                 n_features):
+        nodes = np.array(nodes, dtype=NODE_DTYPE)  # a copy of its own
+        offsets = np.array(tree_offsets, dtype=np.int64)
+        init_raw = np.array(init_raw, dtype=np.float64).reshape(-1)
+        n_outputs, n_features = int(n_outputs), int(n_features)
+        learning_rate = float(learning_rate)
+        if n_outputs < 1 or init_raw.shape != (n_outputs,):
+            raise ValueError(f"init_raw must hold one value per output (n_outputs="
+                             f"{n_outputs}), got shape {init_raw.shape}")
+        if not np.isfinite(init_raw).all():
+            raise ValueError("init_raw must be finite")
+        if not (np.isfinite(learning_rate) and learning_rate > 0):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
+        if not 1 <= n_features <= _INT32_MAX:
+            raise ValueError(f"n_features must be in [1, 2**31 - 1], got {n_features}")
+        validate_trees(nodes, offsets, n_features)
+        if (offsets.shape[0] - 1) % n_outputs:
+            raise ValueError(f"{offsets.shape[0] - 1} trees are not whole iterations of "
+                             f"{n_outputs} outputs")
+        bound = raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate)
+        if not (bound <= RAW_SCORE_LIMIT).all():
+            raise ValueError(
+                f"the raw scores can overflow: |init_raw| + learning_rate x the largest "
+                f"|leaf value| of each tree is {float(bound.max())!r} > {RAW_SCORE_LIMIT:.0e}")
+        nodes.flags.writeable = False
+        offsets.flags.writeable = False
+        init_raw.flags.writeable = False
+        self._nodes = nodes
+        self._offsets = offsets
+        self._n_outputs = n_outputs
+        self._init_raw = init_raw
+        self._learning_rate = learning_rate
+        self._n_features = n_features
+        self._predictor = Predictor(nodes, offsets, learning_rate, n_features, n_outputs)
+
+    @classmethod
+    def from_trees(cls, trees, *, n_outputs, init_raw, learning_rate, n_features):
+        """An ensemble of a list of trees (node arrays) in iteration order."""
+        sizes = [t.shape[0] for t in trees]
+        offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        nodes = (np.concatenate(trees).astype(NODE_DTYPE) if trees
+                 else np.empty(0, dtype=NODE_DTYPE))
+        return cls(nodes, offsets, n_outputs=n_outputs, init_raw=init_raw,
+                   learning_rate=learning_rate, n_features=n_features)
+
+    # -------------------------------------------------------------- structure
+    nodes = property(lambda self: self._nodes,
+                     doc="every tree's nodes (NODE_DTYPE, read-only), concatenated")
+    tree_offsets = property(lambda self: self._offsets, doc="tree t starts at tree_offsets[t]")
+    n_outputs = property(lambda self: self._n_outputs, doc="raw scores per row (K)")
+    init_raw = property(lambda self: self._init_raw, doc="F0 of each output (read-only)")
+    learning_rate = property(lambda self: self._learning_rate, doc="eta")
+    n_features = property(lambda self: self._n_features, doc="features of a row")
+    n_trees = property(lambda self: self._offsets.shape[0] - 1, doc="number of trees")
+    n_iterations = property(lambda self: (self._offsets.shape[0] - 1) // self._n_outputs,
+                            doc="boosting iterations (trees per output)")
+
+    def tree_nodes(self, iteration, output=0):
+        """The nodes of the tree of ``iteration`` for ``output`` (a read-only view)."""
+        t = self._tree_index(iteration, output)
+        return self._nodes[self._offsets[t]: self._offsets[t + 1]]
+
+    def tree(self, iteration, output=0):
+        """The tree of ``iteration`` for ``output`` as a :class:`Tree`."""
+        return Tree(self.tree_nodes(iteration, output))
+
+    def trees(self):
+        """Every tree's nodes (copies), in iteration order (K per iteration)."""
+        return [self._nodes[self._offsets[t]: self._offsets[t + 1]].copy()
+                for t in range(self.n_trees)]
+
+    def _tree_index(self, iteration, output):
+        if not (0 <= output < self._n_outputs and -self.n_iterations <= iteration
+                < self.n_iterations):
+            raise IndexError(f"no tree for iteration {iteration}, output {output}: the "
+                             f"ensemble has {self.n_iterations} iterations of "
+                             f"{self._n_outputs} output(s)")
+        return (iteration % self.n_iterations) * self._n_outputs + output
+
+    def truncated(self, n_iterations):
+        """The ensemble of the first ``n_iterations`` iterations."""
+        stop = self._offsets[n_iterations * self._n_outputs]
+        return Ensemble(self._nodes[:stop], self._offsets[: n_iterations * self._n_outputs + 1],
+                        n_outputs=self._n_outputs, init_raw=self._init_raw,
+                        learning_rate=self._learning_rate, n_features=self._n_features)
+
+    def raw_bound(self):
+        """Per output, the largest |F_k(x)| any x can reach."""
+        return raw_score_bound(self._nodes, self._offsets, self._n_outputs, self._init_raw,
+                               self._learning_rate)
+
+    # ------------------------------------------------------------- prediction
+    def _check_X(self, X):
+        Xa = check_features(X, "X", dtype=np.float32, order="C")
+        if Xa.shape[1] != self._n_features:
+            raise ValueError(f"X has {Xa.shape[1]} features, but the model expects "
+                             f"{self._n_features}")
+        return Xa
+
+    def predict_raw(self, X, *, n_jobs=None, iterations=None):
+        """Raw scores F(x) (paper Algorithm 2, before sigma / softmax).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_jobs : int or None
+            Threads (None: all cores); the result does not depend on it.
+        iterations : int, optional
+            Use the first ``iterations`` iterations only (default: all).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+        """
+        Xa = self._check_X(X)
+        out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
+        out[:] = self._init_raw
+        stop = self.n_iterations if iterations is None else int(iterations)
+        self._predictor.predict_raw(Xa, out, 0, stop, effective_n_threads(n_jobs))
+        return out
+
+    def staged_predict_raw(self, X, *, n_jobs=None):
+        """Yield the raw scores after each iteration (1, 2, ... iterations)."""
+        Xa = self._check_X(X)
+        n_threads = effective_n_threads(n_jobs)
+        out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
+        out[:] = self._init_raw
+        for m in range(self.n_iterations):
+            self._predictor.predict_raw(Xa, out, m, m + 1, n_threads)
+            yield out.copy()
+
+    def add_raw(self, X, out, iteration_start, iteration_stop, n_threads=1):
+        """Add the trees of iterations ``iteration_start .. iteration_stop-1`` to the
+        raw scores ``out`` (n_samples, n_outputs), for rows ``X`` already checked
+        (float32, C order): the additions of a fit, in the same order."""
+        self._predictor.predict_raw(X, out, iteration_start, iteration_stop, n_threads)
+
+    def apply(self, X):
+        """Leaf (tree-relative node index) of every row in every tree.
+
+        Returns
+        -------
+        ndarray of int32, shape (n_samples, n_iterations, n_outputs)
+        """
+        return self._predictor.apply(self._check_X(X))
+
+    def feature_importances(self):
+        """Normalised total squared-error decrease of the splits on each feature.
+
+        Each tree's decreases are divided by its root weight, then summed over the
+        trees and normalised to sum to 1 (as scikit-learn's gradient boosting);
+        zeros when no tree has a split.
+        """
+        total = np.zeros(self._n_features, dtype=np.float64)
+        for t in range(self.n_trees):
+            tree = self._nodes[self._offsets[t]: self._offsets[t + 1]]
+            inner = tree[tree["feature"] >= 0]
+            if inner.shape[0] == 0:
+                continue
+            per_tree = np.zeros(self._n_features, dtype=np.float64)
+            np.add.at(per_tree, inner["feature"], inner["improvement"])
+            root_w = tree["weighted_n"][0]
+            with np.errstate(over="ignore"):
+                total += per_tree / root_w if root_w > 0 else per_tree
+        if not np.isfinite(total).all():  # absurd statistics (a hand-edited model file)
+            total = np.isinf(total).astype(np.float64)
+        if total.sum() <= 0:
+            return np.zeros(self._n_features, dtype=np.float64)
+        return total / total.sum()
+
+    # --------------------------------------------------------------- pickling
+    def __getstate__(self):
+        return {"nodes": self._nodes, "tree_offsets": self._offsets,
+                "n_outputs": self._n_outputs, "init_raw": self._init_raw,
+                "learning_rate": self._learning_rate, "n_features": self._n_features}
+
+    def __setstate__(self, state):
+        state = dict(state)
+        self.__init__(state.pop("nodes"), state.pop("tree_offsets"), **state)
+
+    def __repr__(self):
+        return (f"Ensemble(n_iterations={self.n_iterations}, n_outputs={self._n_outputs}, "
+                f"n_features={self._n_features}, learning_rate={self._learning_rate!r})")

@@ -1,0 +1,64 @@
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+RAW_SCORE_LIMIT: float
+
+def validate_trees(nodes: Any, offsets: ArrayLike, n_features: int) -> None: ...
+
+class Tree:
+    nodes: NDArray[np.void]
+    def __init__(self, nodes: ArrayLike) -> None: ...
+    node_count: int
+    feature: NDArray[np.int32]
+    threshold: NDArray[np.float64]
+    children_left: NDArray[np.int32]
+    children_right: NDArray[np.int32]
+    value: NDArray[np.float64]
+    missing_go_to_left: NDArray[np.uint8]
+    n_node_samples: NDArray[np.int64]
+    weighted_n_node_samples: NDArray[np.float64]
+    improvement: NDArray[np.float64]
+    max_depth: int
+
+class Ensemble:
+    def __init__(
+        self,
+        nodes: ArrayLike,
+        tree_offsets: ArrayLike,
+        *,
+        n_outputs: int,
+        init_raw: ArrayLike,
+        learning_rate: float,
+        n_features: int,
+    ) -> None: ...
+    @classmethod
+    def from_trees(
+        cls,
+        trees: list[NDArray[np.void]],
+        *,
+        n_outputs: int,
+        init_raw: ArrayLike,
+        learning_rate: float,
+        n_features: int,
+    ) -> Ensemble: ...
+    nodes: NDArray[np.void]
+    tree_offsets: NDArray[np.int64]
+    n_outputs: int
+    init_raw: NDArray[np.float64]
+    learning_rate: float
+    n_features: int
+    n_trees: int
+    n_iterations: int
+    def tree_nodes(self, iteration: int, output: int = 0) -> NDArray[np.void]: ...
+    def tree(self, iteration: int, output: int = 0) -> Tree: ...
+    def trees(self) -> list[NDArray[np.void]]: ...
+    def truncated(self, n_iterations: int) -> Ensemble: ...
+    def raw_bound(self) -> NDArray[np.float64]: ...
+    def predict_raw(self, X: ArrayLike, *, n_jobs: int | None = None, iterations: int | None = None) -> NDArray[np.float64]: ...
+    def staged_predict_raw(self, X: ArrayLike, *, n_jobs: int | None = None) -> Iterator[NDArray[np.float64]]: ...
+    def add_raw(self, X: NDArray[np.float32], out: NDArray[np.float64], iteration_start: int, iteration_stop: int, n_threads: int = 1) -> None: ...
+    def apply(self, X: ArrayLike) -> NDArray[np.int32]: ...
+    def feature_importances(self) -> NDArray[np.float64]: ...

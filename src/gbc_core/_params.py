@@ -1,0 +1,307 @@
+"""The hyper-parameters of gbc-core, declared once.
+
+``PARAMS`` lists every parameter with its default, the rule its value follows and a
+one-line description. The estimator takes its ``__init__`` defaults from it and
+validates with :func:`check_params` at fit; the model-file loader validates the
+parameters a file stores with the same function; the command line builds its
+options (type, default, help) from it. No other module holds a parameter rule.
+
+NumPy only (no scikit-learn): the loader and the command line import it.
+"""
+
+import math
+import numbers
+import os
+
+import numpy as np
+
+from . import _openmp
+
+
+# ------------------------------------------------------------------------ rules
+class Rule:
+    """A set of allowed values: ``accepts(value)`` and a phrase for error messages."""
+
+    def accepts(self, value):
+        raise NotImplementedError
+
+    def describe(self):
+        raise NotImplementedError
+
+
+def _is_integer(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+class Integer(Rule):
+    """An integer (not a bool) in ``[low, high]`` (``high=None``: no upper bound)."""
+
+    def __init__(self, low, high=None):
+        self.low, self.high = low, high
+
+    def accepts(self, value):
+        return (_is_integer(value) and value >= self.low
+                and (self.high is None or value <= self.high))
+
+    def describe(self):
+        if self.high is None:
+            return f"an integer >= {self.low}"
+        return f"an integer in [{self.low}, {self.high}]"
+
+
+class Real(Rule):
+    """A finite real number (not a bool) in an interval; integers are accepted."""
+
+    def __init__(self, low, high=math.inf, low_open=False, high_open=False):
+        self.low, self.high = low, high
+        self.low_open, self.high_open = low_open, high_open
+
+    def accepts(self, value):
+        if not _is_real(value) or not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def describe(self):
+        if self.high == math.inf:
+            return f"a number {'>' if self.low_open else '>='} {self.low:g}"
+        return (f"a number in {'(' if self.low_open else '['}{self.low:g}, "
+                f"{self.high:g}{')' if self.high_open else ']'}")
+
+
+class Fraction(Real):
+    """A float (not an integer) in an interval: the fractional form of a count."""
+
+    def accepts(self, value):
+        return not _is_integer(value) and super().accepts(value)
+
+    def describe(self):
+        return "a float " + super().describe()[len("a number "):]
+
+
+class Options(Rule):
+    """One of a few strings."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def accepts(self, value):
+        return isinstance(value, str) and value in self.values
+
+    def describe(self):
+        return " or ".join(repr(v) for v in self.values)
+
+
+class NoneValue(Rule):
+    def accepts(self, value):
+        return value is None
+
+    def describe(self):
+        return "None"
+
+
+class Boolean(Rule):
+    def accepts(self, value):
+        return isinstance(value, (bool, np.bool_))
+
+    def describe(self):
+        return "True or False"
+
+
+class Generator(Rule):
+    """A NumPy ``RandomState`` or ``Generator`` (drawn from once per model)."""
+
+    def accepts(self, value):
+        return isinstance(value, (np.random.RandomState, np.random.Generator))
+
+    def describe(self):
+        return "a numpy RandomState or Generator"
+
+
+class ThreadCount(Rule):
+    """A non-zero integer whose magnitude a process can start as threads."""
+
+    @staticmethod
+    def limit():
+        # Thousands of OpenMP threads exhaust the process/thread limits and crash the
+        # runtime (a segfault, not an exception).
+        return max(1024, os.cpu_count() or 1)
+
+    def accepts(self, value):
+        return _is_integer(value) and value != 0 and abs(value) <= self.limit()
+
+    def describe(self):
+        return f"a non-zero integer with |n_jobs| <= {self.limit()}"
+
+
+class ClassWeights(Rule):
+    """A mapping of class label -> finite weight >= 0."""
+
+    def accepts(self, value):
+        return isinstance(value, dict) and all(
+            _is_real(v) and math.isfinite(v) and v >= 0 for v in value.values())
+
+    def describe(self):
+        return "a dict of class label -> finite weight >= 0"
+
+
+NONE = NoneValue()
+
+
+class Param:
+    """One hyper-parameter: name, default, allowed values and a description.
+
+    ``cli`` says how the command line's ``train`` offers it: ``"option"`` as
+    ``--name-with-dashes VALUE``, ``"count"`` as a repeatable flag, None not at all.
+    """
+
+    def __init__(self, name, default, rules, help, cli="option"):
+        self.name = name
+        self.default = default
+        self.rules = tuple(rules)
+        self.help = help
+        self.cli = cli
+
+    def accepts(self, value):
+        return any(rule.accepts(value) for rule in self.rules)
+
+    def describe(self):
+        return " or ".join(rule.describe() for rule in self.rules)
+
+    def check(self, value):
+        """Return ``value`` if allowed, else raise a ValueError naming the parameter."""
+        if not self.accepts(value):
+            raise ValueError(f"{self.name} must be {self.describe()}, got {value!r}")
+        return value
+
+
+PARAMS = (
+    Param("loss", "log_loss", [Options("log_loss")],
+          "loss minimised: the log-loss (binomial for 2 classes, multinomial for more)"),
+    Param("learning_rate", 0.1, [Real(0, low_open=True)],
+          "shrinkage eta of every tree's leaf values (F += eta * gamma)"),
+    Param("n_estimators", 100, [Integer(1)],
+          "boosting iterations; one tree per iteration, or one per class and "
+          "iteration for 3 or more classes"),
+    Param("subsample", 1.0, [Real(0, 1, low_open=True)],
+          "fraction of the rows drawn, without replacement, for each iteration"),
+    Param("min_samples_split", 2, [Integer(2), Fraction(0, 1, low_open=True)],
+          "fewest samples a node needs to be split (a float: a fraction of the rows)"),
+    Param("min_samples_leaf", 1, [Integer(1), Fraction(0, 1, low_open=True, high_open=True)],
+          "fewest samples of a leaf (a float: a fraction of the rows)"),
+    Param("min_weight_fraction_leaf", 0.0, [Real(0, 0.5)],
+          "smallest fraction of the total sample weight in a leaf"),
+    Param("max_depth", 3, [Integer(1, 64), NONE],
+          "deepest level of a tree (None: until leaves are pure or too small)"),
+    Param("init", "zero", [Options("zero", "prior")],
+          "initial raw scores: 'zero' (the paper's F0 = 0) or 'prior' (the log-odds "
+          "of the weighted class frequencies)"),
+    Param("random_state", None, [NONE, Integer(0), Generator()],
+          "seed of the row subsampling, feature draws and early-stopping split"),
+    Param("max_features", None, [NONE, Options("sqrt", "log2"), Integer(1),
+                                 Fraction(0, 1, low_open=True)],
+          "features drawn for each node: 'sqrt', 'log2', a count or a fraction "
+          "(None: all)"),
+    Param("verbose", 0, [Integer(0)], "print one line per iteration when > 0",
+          cli="count"),
+    Param("warm_start", False, [Boolean()],
+          "fit adds trees to the fitted model up to n_estimators", cli=None),
+    Param("validation_fraction", 0.1, [Real(0, 1, low_open=True, high_open=True)],
+          "fraction of the rows held out (stratified) for early stopping when no "
+          "evaluation data is given"),
+    Param("n_iter_no_change", None, [NONE, Integer(1)],
+          "stop when the validation loss has not improved by tol for this many "
+          "iterations and keep the best iteration (None: no early stopping)"),
+    Param("tol", 1e-4, [Real(0)], "smallest improvement of the validation loss that counts"),
+    Param("n_jobs", None, [NONE, ThreadCount()],
+          "threads (None: all cores or OMP_NUM_THREADS; negative: counted back from "
+          "the number of CPUs); results are identical for any value"),
+    Param("class_weight", None, [NONE, Options("balanced"), ClassWeights()],
+          "weights of the classes, multiplied with the sample weights: 'balanced' "
+          "or a dict of label -> weight"),
+)
+
+#: Parameters by name.
+BY_NAME = {p.name: p for p in PARAMS}
+#: The default of every parameter.
+DEFAULTS = {p.name: p.default for p in PARAMS}
+
+
+def check_params(params):
+    """Check every value of ``params`` (a dict name -> value) against its rule.
+
+    Raises
+    ------
+    ValueError
+        Naming the first parameter whose value is not allowed (or unknown).
+    """
+    for name, value in params.items():
+        if name not in BY_NAME:
+            raise ValueError(f"unknown parameter {name!r}; known: {', '.join(sorted(BY_NAME))}")
+        BY_NAME[name].check(value)
+    return params
+
+
+def effective_n_threads(n_jobs):
+    """The thread count of ``n_jobs`` (checked by its rule).
+
+    None uses every core (or ``OMP_NUM_THREADS``); a positive value is used as
+    given; a negative value counts back from the number of CPUs as in joblib (-1:
+    all CPUs). Without OpenMP the result is always 1.
+    """
+    BY_NAME["n_jobs"].check(n_jobs)
+    if not _openmp.openmp_enabled():
+        return 1
+    if n_jobs is None:
+        return _openmp.max_threads()
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+    return int(n_jobs)
+
+
+def resolve(params, n_samples, n_features, total_weight):
+    """The values a fit uses: counts from fractions, ``max_features`` as a count.
+
+    Parameters
+    ----------
+    params : dict
+        Checked parameters (every name of ``PARAMS``).
+    n_samples, n_features : int
+        Shape of the training data.
+    total_weight : float
+        Sum of the sample weights (``n_samples`` without weights).
+
+    Returns
+    -------
+    dict
+        The parameters with ``min_samples_split``, ``min_samples_leaf`` and
+        ``max_features`` as integers, ``min_weight_leaf`` (the weight a leaf needs)
+        and ``n_threads``.
+    """
+    out = dict(params)
+    mss = params["min_samples_split"]
+    if not _is_integer(mss):
+        mss = max(2, int(math.ceil(mss * n_samples)))
+    msl = params["min_samples_leaf"]
+    if not _is_integer(msl):
+        msl = max(1, int(math.ceil(msl * n_samples)))
+    mf = params["max_features"]
+    if mf is None:
+        mf = n_features
+    elif mf == "sqrt":
+        mf = max(1, int(np.sqrt(n_features)))
+    elif mf == "log2":
+        mf = max(1, int(np.log2(n_features)))
+    elif _is_integer(mf):
+        mf = min(int(mf), n_features)
+    else:
+        mf = max(1, int(mf * n_features))
+    out.update(min_samples_split=int(mss), min_samples_leaf=int(msl), max_features=mf,
+               min_weight_leaf=params["min_weight_fraction_leaf"] * total_weight,
+               n_threads=effective_n_threads(params["n_jobs"]))
+    return out
