@@ -1,19 +1,24 @@
 """In-memory inputs of every type: what passes through, what is refused and how.
 
 The rules (docs/reliability.md, "In-memory input rules"): date/time features are
-refused with an error naming the columns and how to convert them; nulls are missing
-values; text and other non-numeric columns are refused with an error naming them.
-Each rule holds for NumPy arrays, pandas and polars DataFrames and anything with
-``__array__``, at fit, at predict and in ``eval_set``.
+refused with an error naming the columns and how to convert them; values float32 does
+not represent give one warning per fit naming the columns; duplicated column names
+are refused at fit; nulls are missing values; text and other non-numeric columns are
+refused with an error naming them. Each rule holds for NumPy arrays, pandas and
+polars DataFrames and anything with ``__array__``, at fit, at predict and in
+``eval_set``.
 """
 
 import datetime
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
+import gbc_core
+from gbc_core import DataConversionWarning
 from gbc_core import GradientBoostingClassifier as GBC
 
 from conftest import make_continuous
@@ -98,7 +103,9 @@ def test_the_same_dates_in_another_unit_no_longer_give_another_model():
     seconds = [df.assign(ts=(df["ts"] - pd.Timestamp(0)) / pd.Timedelta(seconds=1))
                for df in (in_us, in_ns)]
     np.testing.assert_array_equal(seconds[0].to_numpy(), seconds[1].to_numpy())
-    model = GBC(n_estimators=3).fit(seconds[0], Y)
+    # Seconds since the epoch (1.7e9) are integers float32 does not hold: a warning.
+    with pytest.warns(DataConversionWarning, match=r"X column\(s\) 'ts' hold values"):
+        model = GBC(n_estimators=3).fit(seconds[0], Y)
     np.testing.assert_array_equal(model.predict_proba(seconds[0]),
                                   model.predict_proba(seconds[1]))
 
@@ -153,6 +160,117 @@ def test_every_date_time_column_is_named_then_and_n_more():
     message = str(err.value)
     assert all(f"'t{i:02d}'" in message for i in range(10))
     assert "'t10'" not in message and "and 3 more" in message
+
+
+# ------------------------------------------------------------ float32 precision
+def _precision_warnings(fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fit()
+    found = [w for w in caught if issubclass(w.category, DataConversionWarning)]
+    return result, found
+
+
+@pytest.mark.parametrize("values, lossy", [
+    (np.array([16777216, 16777217] * 100, dtype=np.int64), True),   # ids become equal
+    (np.array([16777216, 16777218] * 100, dtype=np.int64), False),  # representable
+    (np.array([2**62, -2**63] * 100, dtype=np.int64), False),       # powers of two
+    (np.array([2**63 - 1, 0] * 100, dtype=np.int64), True),
+    (np.array([2**64 - 1, 0] * 100, dtype=np.uint64), True),
+    (np.array([2**31 - 1, 0] * 100, dtype=np.int32), True),
+    (np.array([2**31 - 1, 0] * 100, dtype=np.uint32), True),
+    (np.array([-2**15, 2**15 - 1] * 100, dtype=np.int16), False),
+    (np.array([16777217.0, 1.0] * 100), True),                       # an integral float
+    (np.array([-16777217.0, 1.0] * 100), True),
+    (np.array([16777217.5, 1.0] * 100), False),                      # a fraction rounds
+    (np.array([0.1, 1e15 + 0.3] * 100), False),
+    (np.array([1.2345e20, 1e-45] * 100), False),                     # ordinary rounding
+    (np.array([3.5e38, 0.0] * 100), True),                           # becomes inf
+    (np.array([-1e300, 0.0] * 100), True),
+    (np.array([3.4e38, np.inf, -np.inf, np.nan] * 50), False),      # held, or not finite
+    (np.array([16777217, 1.0] * 100, dtype=np.float32), False),      # already float32
+    (np.array([True, False] * 100), False),
+])
+def test_values_float32_does_not_represent_warn_once_at_fit(values, lossy):
+    small = (np.arange(200) % 7).astype(values.dtype)
+    X_in = np.column_stack([small, small, small, values])  # all of the dtype of values
+    assert X_in.dtype == values.dtype
+    model, found = _precision_warnings(lambda: GBC(n_estimators=3).fit(X_in, Y))
+    assert len(found) == int(lossy)
+    if lossy:
+        message = str(found[0].message)
+        assert "X column(s) 3 hold values that float32 does not represent" in message
+        assert "16777217 and 16777216 become equal" in message
+    # Scoring converts the same way, silently; the eval_set too.
+    _, found = _precision_warnings(lambda: model.predict_proba(X_in))
+    assert found == []
+    _, found = _precision_warnings(
+        lambda: GBC(n_estimators=3).fit(X, Y, eval_set=(X_in[:, 1:], Y)))
+    assert found == []
+
+
+def test_precision_warning_names_dataframe_columns_and_lists_at_most_ten():
+    ids = np.arange(200, dtype=np.int64) + 2**40 + 1
+    wide = {f"id{i:02d}": ids for i in range(12)}
+    _, found = _precision_warnings(lambda: _fit_pandas(**wide, small=np.arange(200)))
+    assert len(found) == 1
+    message = str(found[0].message)
+    assert "X column(s) 'id00', 'id01'" in message and "'id09' and 2 more" in message
+    assert "'small'" not in message and "'a'" not in message
+
+
+@pytest.mark.parametrize("kind", ["Int64", "int64[pyarrow]", "polars"])
+def test_integers_with_nulls_are_checked_exactly(kind):
+    """2**53 + 1 with a null: a float64 on the way to float32 must not hide the loss
+    (as float64 it is 2**53, which float32 holds)."""
+    if kind == "int64[pyarrow]":
+        pytest.importorskip("pyarrow")
+
+    def make(ids):
+        if kind == "polars":
+            return pl.DataFrame(X, schema=COLS).with_columns(pl.Series("id", ids))
+        return _frame(id=pd.array(ids, dtype=kind))
+
+    ids = [2**53 + 1] * 199 + [None]
+    model, found = _precision_warnings(lambda: GBC(n_estimators=3).fit(make(ids), Y))
+    assert len(found) == 1 and "'id'" in str(found[0].message)
+    assert model.n_features_in_ == 4
+    # The null is a missing value; exact integers (and a null) give no warning.
+    ids = list(range(199)) + [None]
+    _, found = _precision_warnings(lambda: GBC(n_estimators=3).fit(make(ids), Y))
+    assert found == []
+
+
+def test_precision_warning_is_a_user_warning_of_gbc_core():
+    assert issubclass(gbc_core.DataConversionWarning, UserWarning)
+    X_in = np.column_stack([X, np.full(200, 2.0**30 + 1)])
+    with pytest.warns(gbc_core.DataConversionWarning, match=r"X column\(s\) 3 ") as record:
+        GBC(n_estimators=3).fit(X_in, Y)
+    assert record[0].filename == __file__  # points at the caller of fit
+
+
+# ------------------------------------------------------------ duplicated names
+@pytest.mark.parametrize("columns, shown", [
+    (["a", "b", "a"], "'a'"),
+    (["a", "b", "a", "b"], "'a', 'b'"),
+    ([0, 1, 0], "0"),
+])
+def test_duplicated_column_names_are_refused_at_fit(columns, shown):
+    df = pd.DataFrame(np.resize(X, (200, len(columns))), columns=columns)
+    with pytest.raises(ValueError, match=rf"X has duplicated column name\(s\) {shown};"):
+        GBC(n_estimators=3).fit(df, Y)
+
+
+def test_duplicated_columns_at_predict():
+    model = _fit_pandas()
+    expected = model.predict_proba(X)
+    # A model feature given twice: refused (which one would it be?).
+    with pytest.raises(ValueError, match=r"repeated feature column\(s\): \['a'\]"):
+        model.predict_proba(pd.concat([_frame(), _frame()[["a"]]], axis=1))
+    # Repeated columns the model does not use are ignored, as any extra column.
+    z = pd.DataFrame({"z": np.zeros(200)})
+    np.testing.assert_array_equal(model.predict_proba(pd.concat([_frame(), z, z], axis=1)),
+                                  expected)
 
 
 # ------------------------------------------------------------ nulls

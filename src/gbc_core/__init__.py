@@ -13,6 +13,7 @@ from ._config import show_config
 from ._model_io import ModelFormatError
 from ._model_io import load_model as load
 from ._model_io import model_from_bytes as from_bytes
+from ._validation import DataConversionWarning
 
 __all__ = [
     "GradientBoostingClassifier",
@@ -22,5 +23,6 @@ __all__ = [
     "ModelFormatError",
     "load",
     "from_bytes",
+    "DataConversionWarning",
     "__version__",
 ]

@@ -303,7 +303,7 @@ class GradientBoostingClassifier(_Mixin, _Base):
         self
         """
         names = feature_names_of(X)
-        Xa = check_features(X, "X", dtype=np.float32, order="F")
+        Xa = check_features(X, "X", dtype=np.float32, order="F", training=True)
         n_samples, n_features = Xa.shape
         classes, y01 = check_target(y, n_samples)
         w = check_sample_weight(sample_weight, n_samples)

@@ -1,8 +1,10 @@
 """Input checks of the Python layer (NumPy only; scikit-learn is not required)."""
 
+import collections
 import datetime
 import numbers
 import sys
+import warnings
 
 import numpy as np
 
@@ -110,6 +112,16 @@ def _check_shape(shape, name):
     if shape[1] == 0:
         raise ValueError(
             f"{name} has 0 feature(s) (shape={shape}) while a minimum of 1 is required."
+        )
+
+
+def _check_unique_names(columns, name):
+    """ValueError naming the column names that occur more than once."""
+    repeated = [c for c, k in collections.Counter(columns).items() if k > 1]
+    if repeated:
+        raise ValueError(
+            f"{name} has duplicated column name(s) {_listing(map(repr, repeated))}; each "
+            "feature needs a name of its own: rename or drop the copies"
         )
 
 
@@ -253,7 +265,59 @@ def _polars_columns(X, name):
     return columns
 
 
-def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
+def _lossy_columns(original, converted):
+    """Which columns of ``original`` (2-D, booleans or numbers) hold a value that
+    ``converted`` (the same values in a float dtype) does not represent: an integer
+    beyond 2**(nmant + 1) that the float dtype rounds to another number (of an integer
+    dtype, or an integral float where the float dtype of ``original`` still has
+    fractions, e.g. below 2**53 in float64), or a finite value that overflows to
+    +-inf. Ordinary rounding (0.1, 1.2345e20) is not a loss here.
+
+    Vectorised: one pass over ``converted`` (its per-column largest and smallest
+    values) finds the columns with a value of magnitude 2**(nmant + 1) or more (none
+    in most data); only those are looked at again.
+    """
+    kind, n_columns = original.dtype.kind, original.shape[1]
+    exact_bits = np.finfo(converted.dtype).nmant + 1
+    exact_limit = 2.0 ** exact_bits
+    if (kind == "b" or kind == "f" and original.dtype.itemsize <= converted.dtype.itemsize
+            or kind in "iu" and np.iinfo(original.dtype).bits <= exact_bits):
+        return np.zeros(n_columns, dtype=bool)
+    high = np.fmax.reduce(converted, axis=0) >= exact_limit
+    low = np.fmin.reduce(converted, axis=0) <= -exact_limit
+    lossy = np.zeros(n_columns, dtype=bool)
+    for j in np.flatnonzero(high | low):
+        big = np.abs(converted[:, j]) >= exact_limit
+        given, held = original[big, j], converted[big, j]
+        if kind == "f":
+            fractions_below = 2.0 ** (np.finfo(original.dtype).nmant + 1)
+            lost = np.isfinite(given) & (np.isinf(held) | (
+                (np.abs(given) < fractions_below) & (given == np.floor(given)) & (held != given)))
+        else:  # held is an integer here: compare as integers, inside the integer range
+            bound = 2.0 ** (np.iinfo(original.dtype).bits - (kind == "i"))
+            with np.errstate(invalid="ignore"):
+                lost = ~((held < bound) & (held >= -bound) & (held.astype(given.dtype) == given))
+        lossy[j] = lost.any()
+    return lossy
+
+
+def _warn_lossy_columns(columns, name, dtype):
+    """One DataConversionWarning naming the ``columns`` whose values ``dtype`` changes."""
+    info = np.finfo(dtype)
+    exact = 2 ** (info.nmant + 1)
+    warnings.warn(
+        f"{name} column(s) {_listing(columns)} hold values that {info.dtype} does not "
+        f"represent: integers beyond 2**{info.nmant + 1} = {exact:,} that become other "
+        f"integers (e.g. {exact + 1} and {exact} become equal), or finite values beyond "
+        f"{info.max:.3g} that become infinite. The model sees the {info.dtype} values "
+        "(data to score is converted the same way); if the difference matters, re-encode "
+        "these columns (e.g. ids as categories, timestamps from a recent origin)",
+        DataConversionWarning,
+        stacklevel=4,  # the caller of fit
+    )
+
+
+def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, training=False):
     """Return ``X`` as a 2-D array of ``dtype`` in ``order``.
 
     Numbers and booleans are taken as they are; NaN, and the nulls of DataFrames
@@ -273,6 +337,11 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
         The memory layout returned.
     allow_nan : bool, default=True
         Whether NaN (a missing value) is accepted.
+    training : bool, default=False
+        ``X`` is the training data of a fit: its column names must be unique (they
+        become the feature names), and one ``DataConversionWarning`` names the columns
+        holding values that ``dtype`` does not represent (see ``_lossy_columns``). Data
+        scored later is converted the same way, without a warning.
 
     Returns
     -------
@@ -283,8 +352,8 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
     TypeError
         For sparse input, or an array of a dtype that is not numbers (e.g. structured).
     ValueError
-        For date/time, non-numeric or complex columns, empty or non-2-D input, NaN
-        when ``allow_nan`` is False.
+        For date/time, non-numeric or complex columns, empty or non-2-D input,
+        duplicated column names in training, NaN when ``allow_nan`` is False.
     """
     if _is_sparse(X):
         raise TypeError(
@@ -293,22 +362,30 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
         )
     library = _dataframe_library(X)
     labels = list(X.columns) if hasattr(X, "columns") and hasattr(X, "to_numpy") else None
+    if training and labels is not None:
+        _check_unique_names(labels, name)
     if library is None:
         arr = _numeric_array(X, name, labels)
         with np.errstate(over="ignore", invalid="ignore"):
             out = np.asarray(arr, dtype=dtype, order=order)
+        lossy = _lossy_columns(arr, out) if training else ()
     else:
         _check_shape(X.shape, name)
         columns = (_pandas_columns if library == "pandas" else _polars_columns)(X, name)
         out = np.empty(X.shape, dtype=dtype, order="F")
+        lossy = np.zeros(X.shape[1], dtype=bool)
         for j, (values, missing) in enumerate(columns):
             with np.errstate(over="ignore", invalid="ignore"):
                 out[:, j] = values
             if missing is not None:
                 out[missing, j] = np.nan
+            if training:
+                lossy[j] = _lossy_columns(values[:, None], out[:, j:j + 1])[0]
         out = np.asarray(out, order=order)
     if not allow_nan and np.isnan(out).any():
         raise ValueError(f"{name} contains NaN")
+    if np.any(lossy):
+        _warn_lossy_columns([_label(labels, j) for j in np.flatnonzero(lossy)], name, dtype)
     return out
 
 
@@ -428,7 +505,8 @@ def scale_weights(w):
 
 
 class DataConversionWarning(UserWarning):
-    """A conversion of the input changed its shape or type."""
+    """A conversion of the input changed its shape, type or values (e.g. integers
+    beyond 2**24 that float32 does not represent)."""
 
 
 def _conversion_warning_class():
