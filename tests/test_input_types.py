@@ -1,12 +1,11 @@
 """In-memory inputs of every type: what passes through, what is refused and how.
 
-The rules (docs/reliability.md, "In-memory input rules"): date/time features are
-refused with an error naming the columns and how to convert them; values float32 does
-not represent give one warning per fit naming the columns; duplicated column names
-are refused at fit; nulls are missing values; text and other non-numeric columns are
-refused with an error naming them. Each rule holds for NumPy arrays, pandas and
-polars DataFrames and anything with ``__array__``, at fit, at predict and in
-``eval_set``.
+The rules (docs/reliability.md, "In-memory input rules"), for NumPy arrays, pandas and
+polars DataFrames and anything with ``__array__``: date/time features are refused with
+an error naming the columns and how to convert them, at fit, at predict and in
+``eval_set``; so are text and other non-numeric columns; nulls are missing values;
+values float32 does not represent give one warning per fit naming the columns;
+duplicated column names are refused at fit; missing labels are refused with their rows.
 """
 
 import datetime
@@ -435,6 +434,35 @@ def test_object_arrays_take_none_and_pd_na_as_missing():
 def test_complex_pandas_column_is_named():
     with pytest.raises(ValueError, match="Complex data not supported: X column 'z'"):
         _fit_pandas(z=np.full(200, 1 + 1j))
+
+
+# ------------------------------------------------------------ labels
+@pytest.mark.parametrize("y, n_missing, rows", [
+    (pd.Series(np.where(np.arange(200) % 50 == 3, None, Y), dtype="Int64"), 4,
+     "3, 53, 103, 153"),
+    (pd.Series(np.where(np.arange(200) == 7, None, Y.astype(bool)), dtype="boolean"), 1, "7"),
+    (pd.Series(np.where(np.arange(200) < 12, None, np.array(["n", "y"])[Y]), dtype="string"),
+     12, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 2 more"),
+    (pd.Series(np.where(np.arange(200) == 9, None, np.array(["n", "y"])[Y]), dtype="str"),
+     1, "9"),
+    (pd.DataFrame({"y": pd.Series(np.where(np.arange(200) == 2, None, Y), dtype="Int64")}),
+     1, "2"),
+    (np.where(np.arange(200) == 4, pd.NA, np.array(["n", "y"], dtype=object)[Y]), 1, "4"),
+    (list(np.where(np.arange(200) == 5, None, np.array(["n", "y"], dtype=object)[Y])), 1, "5"),
+])
+@pytest.mark.filterwarnings("ignore:A column-vector y was passed")
+def test_missing_labels_are_refused_with_their_rows(y, n_missing, rows):
+    with pytest.raises(ValueError, match=rf"y has {n_missing} missing label\(s\) .* at rows "
+                                         rf"\[{rows}\]; every sample needs a label"):
+        GBC(n_estimators=3).fit(X, y)
+
+
+def test_nullable_labels_without_missing_values_fit():
+    ref = GBC(n_estimators=3).fit(X, Y)
+    for y in (pd.Series(Y, dtype="Int64"), pd.Series(Y.astype(bool), dtype="boolean"),
+              pd.Series(np.array(["n", "y"])[Y], dtype="string")):
+        model = GBC(n_estimators=3).fit(X, y)
+        np.testing.assert_array_equal(model.predict_proba(X), ref.predict_proba(X))
 
 
 # ------------------------------------------------------------ imports

@@ -389,6 +389,19 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
     return out
 
 
+def _missing_label_rows(given, y):
+    """The rows of the labels ``given`` (``y`` as an array) that are missing: the NA
+    of a pandas extension array (nullable Int64, boolean, string, ...), None or pd.NA
+    in an object array."""
+    isna = getattr(given, "isna", None)
+    if isna is not None and not isinstance(getattr(given, "dtype", None), np.dtype):
+        return np.flatnonzero(np.asarray(isna()))
+    if y.dtype.kind == "O":
+        na = getattr(sys.modules.get("pandas"), "NA", None)
+        return np.flatnonzero([v is None or v is na for v in y])
+    return np.empty(0, dtype=np.intp)
+
+
 def check_target(y, n_samples):
     """Validate binary labels; return (classes, y01 as float64)."""
     if y is None:
@@ -397,6 +410,7 @@ def check_target(y, n_samples):
         )
     if _is_sparse(y):
         raise TypeError("y is a sparse matrix; pass a 1-D array of labels")
+    given = y
     try:
         y = np.asarray(y)
     except (TypeError, ValueError) as exc:  # ragged lists and alike
@@ -417,6 +431,12 @@ def check_target(y, n_samples):
             f"X and y have inconsistent numbers of samples: X has {n_samples}, "
             f"y has {y.shape[0]}"
         )
+    missing = _missing_label_rows(given, y)
+    if missing.size:
+        raise ValueError(
+            f"y has {missing.size} missing label(s) (None, NaN or pd.NA) at rows "
+            f"[{_listing(map(str, missing))}]; every sample needs a label"
+        )
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity; every label must be a finite value")
     if y.dtype.kind in "mM" and np.isnat(y).any():
@@ -425,8 +445,6 @@ def check_target(y, n_samples):
         raise ValueError("y has complex values; labels must be numbers, strings or bools")
     if y.dtype.kind == "O":
         kinds = {type(v) for v in y}
-        if any(v is None for v in y):
-            raise ValueError("y contains None; every sample needs a label")
         floats = [v for v in y if isinstance(v, float)]
         if floats and not np.isfinite(np.asarray(floats)).all():
             raise ValueError("y contains NaN or infinity; every label must be a finite value")
