@@ -9,7 +9,10 @@ past their bounds. The property: every case either
 
 * fits, and then predicts finite probabilities in [0, 1] (rows summing to 1), a
   finite decision function, labels among ``classes_``, finite training scores and
-  importances, and the model survives ``to_bytes``/``from_bytes`` unchanged; or
+  importances, and the model survives ``to_bytes``/``from_bytes`` unchanged; the fit
+  gives one ``DataConversionWarning`` if X holds a value float32 does not represent
+  (an integer beyond 2**24 that becomes another one, a finite value that becomes
+  infinite), none otherwise, and predictions give none; or
 * raises ValueError or TypeError whose message names the problem (the argument or
   hyper-parameter at fault),
 
@@ -179,11 +182,39 @@ def _names_problem(exc, names):
                          f"{type(exc).__name__}: {msg}")
 
 
+def _float32_cannot_hold(X):
+    """Whether X (numbers, or text of numbers) holds a value float32 does not represent:
+    an integer beyond 2**24 (of an integer dtype, or an integral float64 below 2**53)
+    that becomes another number, or a finite value that becomes infinite. Decided one
+    value at a time on Python numbers."""
+    arr = np.asarray(X)
+    if arr.dtype.kind in "OUS":
+        arr = arr.astype(np.float64)
+    for v in arr.ravel().tolist():
+        if isinstance(v, bool):
+            continue
+        with np.errstate(over="ignore"):
+            v32 = np.float32(v)
+        if isinstance(v, int):
+            if not np.isfinite(v32) or int(v32) != v:
+                return True
+        elif np.isfinite(v) and (not np.isfinite(v32)
+                                 or abs(v) < 2.0 ** 53 and v == int(v) and float(v32) != v):
+            return True
+    return False
+
+
+def _precision_warnings(caught):
+    return [w for w in caught if issubclass(w.category, gbc_core.DataConversionWarning)
+            and "does not represent" in str(w.message)]
+
+
 def _fit_or_error(X, y, names, sample_weight=None, params=None, predict_X=None):
     """Fit; check the fitted model or that the error names one of ``names``."""
     params = dict(dict(n_estimators=3, max_depth=3, random_state=0), **(params or {}))
     _record(dict(X=X, y=y, sample_weight=sample_weight, params=params))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         warnings.simplefilter("error", RuntimeWarning)
         try:
             model = GBC(**params).fit(X, y, sample_weight=sample_weight)
@@ -191,6 +222,8 @@ def _fit_or_error(X, y, names, sample_weight=None, params=None, predict_X=None):
             _names_problem(exc, names)
             return "error"
         _check_fitted(model, X if predict_X is None else predict_X)
+    # One warning at fit (none from the predictions above) if X loses values in float32.
+    assert len(_precision_warnings(caught)) == int(_float32_cannot_hold(X)), caught
     return "fitted"
 
 
@@ -330,13 +363,15 @@ def test_predict_inputs(X):
     """A fitted model on any X: finite probabilities or an error naming X."""
     model = _fitted_model()
     _record(dict(X=X, predict=True))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         warnings.simplefilter("error", RuntimeWarning)
         try:
             P = model.predict_proba(X)
         except (ValueError, TypeError) as exc:
             _names_problem(exc, ["X", "feature", "sample"])
             return
+    assert not _precision_warnings(caught)  # values are converted as at fit, silently
     assert np.asarray(X).shape[1] == model.n_features_in_
     assert np.isfinite(P).all() and ((P >= 0) & (P <= 1)).all()
 

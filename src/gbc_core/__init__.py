@@ -29,6 +29,7 @@ _PUBLIC = {
     "show_config": ("._config", "show_config"),
     "ModelFormatError": ("._model_io", "ModelFormatError"),
     "read_model_header": ("._model_io", "read_header"),
+    "DataConversionWarning": ("._validation", "DataConversionWarning"),
     "NotFittedError": ("sklearn.exceptions", "NotFittedError"),
 }
 

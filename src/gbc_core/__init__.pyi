@@ -16,6 +16,7 @@ from ._loss import MultinomialLoss as MultinomialLoss
 from ._math import newton_leaf_values as newton_leaf_values
 from ._model_io import ModelFormatError as ModelFormatError
 from ._model_io import read_header as read_model_header
+from ._validation import DataConversionWarning as DataConversionWarning
 from ._version import __version__ as __version__
 
 __all__: list[str]

@@ -225,7 +225,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
-        Xa = check_features(X, "X", dtype=np.float32, order="F")
+        Xa = check_features(X, "X", dtype=np.float32, order="F", training=True)
         n_samples, n_features = Xa.shape
         classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)

@@ -1,7 +1,10 @@
 """Input checks of the Python layer (NumPy only; scikit-learn is not required)."""
 
+import collections
+import datetime
 import numbers
 import sys
+import warnings
 
 import numpy as np
 
@@ -11,12 +14,26 @@ def _is_sparse(X):
 
 
 def feature_names_of(X):
-    """Column names of a DataFrame-like ``X`` if they are all strings, else None."""
+    """Column names of a DataFrame-like ``X`` if they are all strings, else None.
+
+    Raises
+    ------
+    TypeError
+        For names that mix strings and other types (as scikit-learn).
+    """
     columns = getattr(X, "columns", None)
     if columns is None or not hasattr(X, "shape"):
         return None
     names = [c for c in columns]
-    if len(names) and all(isinstance(c, str) for c in names):
+    kinds = {isinstance(c, str) for c in names}
+    if kinds == {True, False}:
+        types = sorted({type(c).__name__ for c in names})
+        raise TypeError(
+            "Feature names are only supported if all input features have string names, "
+            f"but your input has {types} as feature name / column name types. Convert "
+            "them all to strings (e.g. X.columns = X.columns.astype(str)) or all to "
+            "another type")
+    if names and kinds == {True}:
         return np.asarray(names, dtype=object)
     return None
 
@@ -46,83 +63,382 @@ def align_columns(X, names, what="X"):
     return X[list(names)]  # same columns in another order: reorder by name
 
 
-def _polars_to_numpy(X, name):
-    """A polars DataFrame of numeric or boolean columns as float64, null as NaN."""
-    import polars as pl
+#: How many columns a message lists before "and N more".
+_MAX_LISTED = 10
 
-    bad = [c for c, dt in X.schema.items() if not (dt.is_numeric() or dt == pl.Boolean)]
-    if bad:
-        raise ValueError(
-            f"{name} has non-numeric columns; every feature must be numeric: {bad[:10]!r}"
-        )
-    return X.cast(pl.Float64).to_numpy()
+#: Python and NumPy scalars of dates, times and durations (pandas' Timestamp and
+#: Timedelta derive from datetime and timedelta; its Period is added when loaded).
+_TEMPORAL_SCALARS = (datetime.date, datetime.time, datetime.timedelta,
+                     np.datetime64, np.timedelta64)
+
+#: How to turn a date/time column into numbers, when nothing more specific is known.
+_TO_SECONDS = "seconds since the epoch (durations: seconds)"
 
 
-def _to_numpy(X, name):
-    if _is_sparse(X):
-        raise TypeError(
-            f"{name} is a sparse matrix; sparse input is not supported, "
-            f"pass a dense array (e.g. {name}.toarray())"
-        )
-    if hasattr(X, "to_numpy") and hasattr(X, "columns"):
-        if type(X).__module__.split(".")[0] == "polars":
-            return _polars_to_numpy(X, name)
-        # pandas DataFrame: avoid object arrays for numeric columns.
-        try:
-            return X.to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as exc:
+def _listing(items):
+    """``items`` joined by commas, the first ``_MAX_LISTED`` of them then "and N more"."""
+    items = list(items)
+    text = ", ".join(items[:_MAX_LISTED])
+    if len(items) > _MAX_LISTED:
+        text += f" and {len(items) - _MAX_LISTED} more"
+    return text
+
+
+def _label(labels, j):
+    """Column ``j`` as messages name it: its name (repr) in a DataFrame, else its index."""
+    return str(j) if labels is None else repr(labels[j])
+
+
+class _ColumnProblems:
+    """The columns of one input that are not numbers, gathered so that one error names
+    them all: date/time columns (with how to convert them) and other non-numeric ones."""
+
+    def __init__(self, name):
+        self.name = name
+        self.temporal = []      # "label (dtype)"
+        self.conversions = []   # how to convert each temporal column to numbers
+        self.non_numeric = []   # "label (dtype, values such as ...)"
+        # Values that are not even text (dicts, lists, ...): a TypeError, as NumPy's.
+        self.wrong_type = False
+
+    def add_temporal(self, column, conversion):
+        self.temporal.append(column)
+        self.conversions.append(conversion)
+
+    def raise_if_any(self):
+        """Raise the ValueError for the date/time columns if any, else the ValueError
+        (TypeError for values that are not text) for the non-numeric columns if any."""
+        if self.temporal:
             raise ValueError(
-                f"{name} has non-numeric columns; every feature must be numeric: {exc}"
-            ) from None
-    try:
-        return np.asarray(X)
-    except Exception as exc:  # noqa: BLE001 - ragged lists and alike
-        raise ValueError(f"{name} cannot be converted to a 2-D numeric array: {exc}") from None
+                f"{self.name} has date/time column(s) {_listing(self.temporal)}: their "
+                "values are counts of a unit of their own (the same dates in another unit "
+                "are other numbers), so they are not accepted as features. Convert each to "
+                f"a number first, e.g. {self.conversions[0]} (the model works in float32: "
+                "from an origin near the data, times keep a finer resolution), or drop it"
+            )
+        if self.non_numeric:
+            raise (TypeError if self.wrong_type else ValueError)(
+                f"{self.name} has non-numeric column(s) {_listing(self.non_numeric)}; "
+                "every feature must be numeric (numbers or booleans; missing values as NaN "
+                "or null): encode them as numbers or drop them"
+            )
 
 
-def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True):
-    """Return ``X`` as a 2-D finite-or-NaN array of ``dtype`` in ``order``.
+def _dataframe_library(X):
+    """"pandas" or "polars" for a DataFrame of that library (never imported here), else
+    None."""
+    for library in ("pandas", "polars"):
+        module = sys.modules.get(library)
+        if module is not None and isinstance(X, module.DataFrame):
+            return library
+    return None
 
-    Raises
-    ------
-    TypeError
-        For sparse or complex input.
-    ValueError
-        For non-numeric, empty or non-2-D input, or NaN when ``allow_nan`` is False.
-    """
-    arr = _to_numpy(X, name)
-    if arr.dtype.kind == "c":
-        raise ValueError(f"Complex data not supported: {name} must hold real numbers")
-    if arr.dtype.kind in "OUSV":
-        try:
-            arr = arr.astype(np.float64)
-        except TypeError as exc:
-            raise TypeError(f"{name} must be numeric; {exc}") from None
-        except ValueError as exc:
-            raise ValueError(f"{name} must be numeric; could not convert to float: {exc}") from None
-    elif arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} has unsupported dtype {arr.dtype}; expected numbers")
-    if arr.ndim == 1:
+
+def _check_shape(shape, name):
+    """ValueError unless ``shape`` is 2-D with at least one row and one column."""
+    if len(shape) == 1:
         raise ValueError(
             f"{name} must be 2-D (n_samples, n_features), got a 1-D array. Reshape your "
             f"data with {name}.reshape(-1, 1) for one feature or {name}.reshape(1, -1) "
             "for one row"
         )
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got {arr.ndim}-D")
-    if arr.shape[0] == 0:
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got {len(shape)}-D")
+    if shape[0] == 0:
         raise ValueError(
-            f"{name} has 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required."
+            f"{name} has 0 sample(s) (shape={shape}) while a minimum of 1 is required."
         )
-    if arr.shape[1] == 0:
+    if shape[1] == 0:
         raise ValueError(
-            f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+            f"{name} has 0 feature(s) (shape={shape}) while a minimum of 1 is required."
         )
-    if arr.dtype.kind == "f" and not allow_nan and np.isnan(arr).any():
+
+
+def _check_unique_names(columns, name):
+    """ValueError naming the column names that occur more than once."""
+    repeated = [c for c, k in collections.Counter(columns).items() if k > 1]
+    if repeated:
+        raise ValueError(
+            f"{name} has duplicated column name(s) {_listing(map(repr, repeated))}; each "
+            "feature needs a name of its own: rename or drop the copies"
+        )
+
+
+def _parse_numbers(arr, labels, problems, dtype=None):
+    """A 2-D object, str or bytes array as float64: numbers, booleans and numeric
+    strings as their values, None, pd.NA and pd.NaT as NaN. Columns holding date/time
+    values or anything else are added to ``problems`` (with ``dtype``, by default the
+    array's, as the type of the column); None is returned then."""
+    dtype = arr.dtype if dtype is None else dtype
+    if arr.dtype.kind == "O":
+        pd = sys.modules.get("pandas")
+        missing_types = set() if pd is None else {type(pd.NA), type(pd.NaT)}
+        temporal_types = _TEMPORAL_SCALARS + (() if pd is None else (pd.Period,))
+        types = set(map(type, arr.ravel(order="K")))
+        if any(issubclass(t, temporal_types) for t in types - missing_types):
+            for j in range(arr.shape[1]):
+                found = next((v for v in arr[:, j] if type(v) not in missing_types
+                              and isinstance(v, temporal_types)), None)
+                if found is not None:
+                    problems.add_temporal(
+                        f"{_label(labels, j)} (dtype {dtype}, values such as {found!r})",
+                        _TO_SECONDS)
+            return None
+        if types & missing_types:
+            is_missing = np.frompyfunc(lambda v: type(v) in missing_types, 1, 1)(arr)
+            arr = np.where(is_missing.astype(bool), None, arr)
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        pass
+    cell = np.empty(1, dtype=arr.dtype)  # one value at a time, converted as above
+    for j in range(arr.shape[1]):
+        for value in arr[:, j]:
+            cell[0] = value
+            try:
+                cell.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                if isinstance(value, np.generic):  # np.str_('a') shown as 'a'
+                    value = value.item()
+                reason = f": {exc}" if isinstance(exc, TypeError) else ""
+                problems.wrong_type |= isinstance(exc, TypeError)
+                problems.non_numeric.append(
+                    f"{_label(labels, j)} (dtype {dtype}, values such as {value!r}{reason})")
+                break
+    return None
+
+
+def _numeric_array(X, name, labels):
+    """``X`` (an array-like, or a DataFrame-like other than pandas' and polars' with
+    column ``labels``) as a 2-D array of booleans or numbers."""
+    try:
+        arr = np.asarray(X.to_numpy() if labels is not None else X)
+    except Exception as exc:  # noqa: BLE001 - ragged lists and alike
+        raise ValueError(f"{name} cannot be converted to a 2-D numeric array: {exc}") from None
+    _check_shape(arr.shape, name)
+    kind = arr.dtype.kind
+    if kind == "c":
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers")
+    problems = _ColumnProblems(name)
+    if kind in "mM":
+        unit = np.datetime_data(arr.dtype)[0]
+        conversion = (f"seconds since the epoch: ({name}[:, 0] - np.datetime64(0, {unit!r})) "
+                      "/ np.timedelta64(1, 's')" if kind == "M" else
+                      f"seconds: {name}[:, 0] / np.timedelta64(1, 's')")
+        for j in range(arr.shape[1]):
+            problems.add_temporal(f"{_label(labels, j)} ({arr.dtype})", conversion)
+    elif kind in "OUS":
+        arr = _parse_numbers(arr, labels, problems)
+    elif kind not in "biuf":
+        raise TypeError(f"{name} has unsupported dtype {arr.dtype}; expected numbers")
+    problems.raise_if_any()
+    return arr
+
+
+def _pandas_columns(X, name):
+    """The columns of a pandas DataFrame as (values, missing) pairs: ``values`` a 1-D
+    array of booleans or numbers (integers exactly as given), ``missing`` None or the
+    mask of the rows whose value is missing (pd.NA of an integer column)."""
+    import pandas as pd  # loaded: X is a pandas DataFrame
+
+    columns, problems = [], _ColumnProblems(name)
+    for label, column in X.items():
+        dtype = column.dtype
+        kind = getattr(dtype, "kind", "O")
+        if kind in "mM" or isinstance(dtype, pd.PeriodDtype):
+            start = f"df[{label!r}].dt.start_time" if kind == "O" else f"df[{label!r}]"
+            tz = getattr(dtype, "tz", None)
+            problems.add_temporal(
+                f"{label!r} ({dtype})",
+                f"seconds: df[{label!r}] / pd.Timedelta(seconds=1)" if kind == "m" else
+                f"seconds since the epoch: ({start} - pd.Timestamp(0"
+                f"{'' if tz is None else f', tz={str(tz)!r}'})) / pd.Timedelta(seconds=1)")
+        elif kind == "c":
+            raise ValueError(f"Complex data not supported: {name} column {label!r} holds "
+                             "complex numbers; features must be real numbers")
+        elif isinstance(dtype, np.dtype) and kind in "biuf":
+            columns.append((column.to_numpy(), None))
+        elif kind in "iu":  # nullable and pyarrow integers: the integers, pd.NA masked
+            missing = column.isna().to_numpy()
+            columns.append((column.to_numpy(dtype=getattr(dtype, "numpy_dtype", None),
+                                            na_value=0), missing if missing.any() else None))
+        elif kind in "bf":  # nullable and pyarrow booleans and floats: pd.NA as NaN
+            columns.append((column.to_numpy(dtype=np.float64, na_value=np.nan), None))
+        else:  # object, string, categorical, ...: the values decide
+            parsed = _parse_numbers(column.to_numpy(dtype=object)[:, None], [label],
+                                    problems, dtype)
+            if parsed is not None:
+                columns.append((parsed[:, 0], None))
+    problems.raise_if_any()
+    return columns
+
+
+def _polars_columns(X, name):
+    """The columns of a polars DataFrame as (values, missing) pairs, as
+    ``_pandas_columns``: integer columns exactly as given with nulls masked, other
+    numeric and boolean columns as float64 with nulls as NaN."""
+    import polars as pl  # loaded: X is a polars DataFrame
+
+    conversions = {  # how to turn a temporal column into numbers, by dtype
+        pl.Duration: "seconds: pl.col({!r}).dt.total_seconds()",
+        pl.Time: "seconds since midnight: pl.col({!r}).cast(pl.Int64) / 1e9",
+    }
+    numpy_integers = (pl.Int8, pl.Int16, pl.Int32, pl.Int64,
+                      pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+    columns, problems = [], _ColumnProblems(name)
+    for column in X.get_columns():
+        dtype = column.dtype
+        if dtype.is_temporal():
+            problems.add_temporal(
+                f"{column.name!r} ({dtype})",
+                conversions.get(type(dtype), "seconds since the epoch: "
+                                "pl.col({!r}).dt.epoch('s')").format(column.name))
+        elif dtype in numpy_integers:
+            missing = column.is_null().to_numpy() if column.null_count() else None
+            columns.append((column.fill_null(0).to_numpy(), missing))
+        elif dtype.is_numeric() or dtype in (pl.Boolean, pl.Null):
+            columns.append((column.cast(pl.Float64).to_numpy(), None))
+        else:
+            problems.non_numeric.append(f"{column.name!r} ({dtype})")
+    problems.raise_if_any()
+    return columns
+
+
+def _lossy_columns(original, converted):
+    """Which columns of ``original`` (2-D, booleans or numbers) hold a value that
+    ``converted`` (the same values in a float dtype) does not represent: an integer
+    beyond 2**(nmant + 1) that the float dtype rounds to another number (of an integer
+    dtype, or an integral float where the float dtype of ``original`` still has
+    fractions, e.g. below 2**53 in float64), or a finite value that overflows to
+    +-inf. Ordinary rounding (0.1, 1.2345e20) is not a loss here.
+
+    Vectorised: one pass over ``converted`` (its per-column largest and smallest
+    values) finds the columns with a value of magnitude 2**(nmant + 1) or more (none
+    in most data); only those are looked at again.
+    """
+    kind, n_columns = original.dtype.kind, original.shape[1]
+    exact_bits = np.finfo(converted.dtype).nmant + 1
+    exact_limit = 2.0 ** exact_bits
+    if (kind == "b" or kind == "f" and original.dtype.itemsize <= converted.dtype.itemsize
+            or kind in "iu" and np.iinfo(original.dtype).bits <= exact_bits):
+        return np.zeros(n_columns, dtype=bool)
+    high = np.fmax.reduce(converted, axis=0) >= exact_limit
+    low = np.fmin.reduce(converted, axis=0) <= -exact_limit
+    lossy = np.zeros(n_columns, dtype=bool)
+    for j in np.flatnonzero(high | low):
+        big = np.abs(converted[:, j]) >= exact_limit
+        given, held = original[big, j], converted[big, j]
+        if kind == "f":
+            fractions_below = 2.0 ** (np.finfo(original.dtype).nmant + 1)
+            lost = np.isfinite(given) & (np.isinf(held) | (
+                (np.abs(given) < fractions_below) & (given == np.floor(given)) & (held != given)))
+        else:  # held is an integer here: compare as integers, inside the integer range
+            bound = 2.0 ** (np.iinfo(original.dtype).bits - (kind == "i"))
+            with np.errstate(invalid="ignore"):
+                lost = ~((held < bound) & (held >= -bound) & (held.astype(given.dtype) == given))
+        lossy[j] = lost.any()
+    return lossy
+
+
+def _warn_lossy_columns(columns, name, dtype):
+    """One DataConversionWarning naming the ``columns`` whose values ``dtype`` changes."""
+    info = np.finfo(dtype)
+    exact = 2 ** (info.nmant + 1)
+    warnings.warn(
+        f"{name} column(s) {_listing(columns)} hold values that {info.dtype} does not "
+        f"represent: integers beyond 2**{info.nmant + 1} = {exact:,} that become other "
+        f"integers (e.g. {exact + 1} and {exact} become equal), or finite values beyond "
+        f"{info.max:.3g} that become infinite. The model sees the {info.dtype} values "
+        "(data to score is converted the same way); if the difference matters, re-encode "
+        "these columns (e.g. ids as categories, timestamps from a recent origin)",
+        DataConversionWarning,
+        stacklevel=4,  # the caller of fit
+    )
+
+
+def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, training=False):
+    """Return ``X`` as a 2-D array of ``dtype`` in ``order``.
+
+    Numbers and booleans are taken as they are; NaN, and the nulls of DataFrames
+    (pd.NA, None, polars null), are missing values. Date/time columns, text and other
+    non-numeric columns are refused with an error naming them (by name in a
+    DataFrame, by index otherwise).
+
+    Parameters
+    ----------
+    X : array-like, pandas or polars DataFrame of shape (n_samples, n_features)
+        The features.
+    name : str, default="X"
+        How messages call ``X``.
+    dtype : float dtype, default=np.float32
+        The dtype returned.
+    order : {"C", "F"}, default="C"
+        The memory layout returned.
+    allow_nan : bool, default=True
+        Whether NaN (a missing value) is accepted.
+    training : bool, default=False
+        ``X`` is the training data of a fit: its column names must be unique (they
+        become the feature names), and one ``DataConversionWarning`` names the columns
+        holding values that ``dtype`` does not represent (see ``_lossy_columns``). Data
+        scored later is converted the same way, without a warning.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features)
+
+    Raises
+    ------
+    TypeError
+        For sparse input, or an array of a dtype that is not numbers (e.g. structured).
+    ValueError
+        For date/time, non-numeric or complex columns, empty or non-2-D input,
+        duplicated column names in training, NaN when ``allow_nan`` is False.
+    """
+    if _is_sparse(X):
+        raise TypeError(
+            f"{name} is a sparse matrix; sparse input is not supported, "
+            f"pass a dense array (e.g. {name}.toarray())"
+        )
+    library = _dataframe_library(X)
+    labels = list(X.columns) if hasattr(X, "columns") and hasattr(X, "to_numpy") else None
+    if training and labels is not None:
+        _check_unique_names(labels, name)
+    if library is None:
+        arr = _numeric_array(X, name, labels)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.asarray(arr, dtype=dtype, order=order)
+        lossy = _lossy_columns(arr, out) if training else ()
+    else:
+        _check_shape(X.shape, name)
+        columns = (_pandas_columns if library == "pandas" else _polars_columns)(X, name)
+        out = np.empty(X.shape, dtype=dtype, order="F")
+        lossy = np.zeros(X.shape[1], dtype=bool)
+        for j, (values, missing) in enumerate(columns):
+            with np.errstate(over="ignore", invalid="ignore"):
+                out[:, j] = values
+            if missing is not None:
+                out[missing, j] = np.nan
+            if training:
+                lossy[j] = _lossy_columns(values[:, None], out[:, j:j + 1])[0]
+        out = np.asarray(out, order=order)
+    if not allow_nan and np.isnan(out).any():
         raise ValueError(f"{name} contains NaN")
-    with np.errstate(over="ignore", invalid="ignore"):
-        out = np.asarray(arr, dtype=dtype, order=order)
+    if np.any(lossy):
+        _warn_lossy_columns([_label(labels, j) for j in np.flatnonzero(lossy)], name, dtype)
     return out
+
+
+def _missing_label_rows(given, y):
+    """The rows of the labels ``given`` (``y`` as an array) that are missing: the NA
+    of a pandas extension array (nullable Int64, boolean, string, ...), None or pd.NA
+    in an object array."""
+    isna = getattr(given, "isna", None)
+    if isna is not None and not isinstance(getattr(given, "dtype", None), np.dtype):
+        return np.flatnonzero(np.asarray(isna()))
+    if y.dtype.kind == "O":
+        na = getattr(sys.modules.get("pandas"), "NA", None)
+        return np.flatnonzero([v is None or v is na for v in y])
+    return np.empty(0, dtype=np.intp)
 
 
 def check_target(y, n_samples):
@@ -141,6 +457,7 @@ def check_target(y, n_samples):
         )
     if _is_sparse(y):
         raise TypeError("y is a sparse matrix; pass a 1-D array of labels")
+    given = y
     try:
         y = np.asarray(y)
     except (TypeError, ValueError) as exc:  # ragged lists and alike
@@ -161,6 +478,12 @@ def check_target(y, n_samples):
             f"X and y have inconsistent numbers of samples: X has {n_samples}, "
             f"y has {y.shape[0]}"
         )
+    missing = _missing_label_rows(given, y)
+    if missing.size:
+        raise ValueError(
+            f"y has {missing.size} missing label(s) (None, NaN or pd.NA) at rows "
+            f"[{_listing(map(str, missing))}]; every sample needs a label"
+        )
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity; every label must be a finite value")
     if y.dtype.kind in "mM" and np.isnat(y).any():
@@ -169,8 +492,6 @@ def check_target(y, n_samples):
         raise ValueError("y has complex values; labels must be numbers, strings or bools")
     if y.dtype.kind == "O":
         kinds = {type(v) for v in y}
-        if any(v is None for v in y):
-            raise ValueError("y contains None; every sample needs a label")
         floats = [v for v in y if isinstance(v, float)]
         if floats and not np.isfinite(np.asarray(floats)).all():
             raise ValueError("y contains NaN or infinity; every label must be a finite value")
@@ -244,7 +565,8 @@ def scale_weights(w):
 
 
 class DataConversionWarning(UserWarning):
-    """A conversion of the input changed its shape or type."""
+    """A conversion of the input changed its shape, type or values (e.g. integers
+    beyond 2**24 that float32 does not represent)."""
 
 
 def _conversion_warning_class():
