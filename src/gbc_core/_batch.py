@@ -223,8 +223,8 @@ def run_train(args):
 
     out = str(args.output)
     fmt = _fmt_for(args.data, args.format)
-    # Fail on an unwritable output before the (possibly long) fit.
-    AtomicOutput(out).abort()
+    # Fail on an unwritable output, or one that is an input, before the (long) fit.
+    AtomicOutput(out, inputs=[args.data, args.eval]).abort()
     t0 = time.perf_counter()
     if fmt == "libsvm":
         if args.target and args.target != LIBSVM_LABEL:
@@ -345,8 +345,6 @@ def run_predict(args):
     data = _open(args, args.data, fmt)
     out_fmt = output_format(args.output, args.output_format)
     pa = require_pyarrow("Writing scores (Parquet or CSV)")
-    if os.path.abspath(args.output) == os.path.abspath(args.data):
-        raise DataError("the output path is the input file; choose another -o")
     keep = list(dict.fromkeys(args.keep or []))
     want_label = bool(args.label)
     want_proba = bool(args.proba) or not want_label
@@ -360,7 +358,7 @@ def run_predict(args):
     chunks = _iter_chunks(model, data, keep, chunk_rows, drop=args.drop or [],
                           n_features=args.n_features)
     progress = Progress(Progress.wanted(args.quiet), total=data.num_rows)
-    out = AtomicOutput(args.output, out_fmt)
+    out = AtomicOutput(args.output, out_fmt, inputs=[args.model, args.data])
     try:
         if args.dask:
             from .dask import score_chunks

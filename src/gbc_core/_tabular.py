@@ -9,9 +9,10 @@ in file order, so scoring a file needs memory proportional to the chunk size onl
 import gzip
 import os
 import re
-import tempfile
 
 import numpy as np
+
+from ._atomic import AtomicFile, find_same_file
 
 __all__ = [
     "DataError",
@@ -524,23 +525,32 @@ class AtomicOutput:
     """Write a file through a temporary file in the same directory, renamed at the end.
 
     A failed or interrupted run removes the temporary file, leaving any existing file
-    at ``path`` untouched.
+    at ``path`` untouched. The rules of ``_atomic.AtomicFile`` apply (permission bits
+    kept, read-only files not replaced, stale temporary files removed), and ``path``
+    must not be the same file as any of ``inputs``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file.
+    fmt : {"parquet", "csv", "tsv"} or None
+        Format of the tables written by :meth:`write_table`.
+    inputs : sequence of str, os.PathLike or None
+        The input files of the command (None entries are ignored).
     """
 
-    def __init__(self, path, fmt=None):
-        self.path = os.path.abspath(str(path))
+    def __init__(self, path, fmt=None, inputs=()):
+        self.path = str(path)
         self.fmt = fmt
-        directory = os.path.dirname(self.path)
-        if os.path.isdir(self.path):
-            raise DataError(f"cannot write {path}: it is a directory")
-        if not os.path.isdir(directory):
-            raise DataError(f"cannot write {path}: directory {directory} does not exist")
+        same = find_same_file(self.path, inputs)
+        if same is not None:
+            raise DataError(f"the output {self.path} is the same file as the input {same}; "
+                            "an output never replaces an input: choose another output")
         try:
-            fd, self.tmp = tempfile.mkstemp(
-                dir=directory, prefix="." + os.path.basename(self.path) + ".", suffix=".tmp")
+            self._file = AtomicFile(self.path)
         except OSError as exc:
-            raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
-        os.close(fd)
+            raise DataError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self.tmp = self._file.tmp
         self._writer = None
         self._sink = None
         self.closed = False
@@ -586,10 +596,7 @@ class AtomicOutput:
         if self._writer is None and empty_schema is not None:
             self.write_table(empty_schema.empty_table())
         self._close_writer()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.tmp, 0o666 & ~umask)
-        os.replace(self.tmp, self.path)
+        self._file.commit()
         self.closed = True
 
     def abort(self):
@@ -599,9 +606,5 @@ class AtomicOutput:
             self._close_writer()
         except Exception:  # noqa: BLE001 - the run already failed
             pass
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        self._file.discard()
         self.closed = True
-
