@@ -123,6 +123,21 @@ def awkward_ids(n):
     return ids
 
 
+# --------------------------------------------------------- 6. predict --drop
+def test_drop_of_a_missing_column_is_an_error(tmp_path, capsys, monkeypatch, named_model):
+    rows, _ = table_rows(20, 12, [str(i) for i in range(20)])
+    write_csv(tmp_path / "d.csv", ["id", "x0", "x1", "x2"], rows)
+    for command in (["predict", named_model, "d.csv", "-o", "o.csv"],
+                    ["evaluate", named_model, "d.csv", "--target", "id"],
+                    ["train", "d.csv", "--target", "id", "-o", "m.gbc"]):
+        expect_error(capsys, monkeypatch, tmp_path, *command, "--drop", "x0", "no_such",
+                     words=["--drop", "'no_such'", "d.csv"])
+    assert sorted(os.listdir(tmp_path)) == ["d.csv"]
+    (tmp_path / "d.svm").write_text("1 1:1\n")
+    expect_error(capsys, monkeypatch, tmp_path, "predict", named_model, "d.svm", "-o", "o.csv",
+                 "--drop", "x0", words=["--drop", "LIBSVM"])
+
+
 # ------------------------------------------- 7. an output never replaces an input
 @pytest.fixture
 def inputs(tmp_path, named_model):

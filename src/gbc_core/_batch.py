@@ -158,9 +158,7 @@ def _read_training_table(args, path, fmt, features=None):
                         f"{', '.join(data.columns[:10])}{' ...' if len(data.columns) > 10 else ''}")
     if features is None:
         drop = list(args.drop or [])
-        unknown = [c for c in drop if c not in data.columns]
-        if unknown:
-            raise DataError(f"--drop column(s) {unknown} not found in {path}")
+        _check_drop(data, drop)
         features = [c for c in data.columns if c != target and c not in set(drop)]
         if not features:
             raise DataError(f"{path} has no feature columns besides the target {target!r}")
@@ -175,6 +173,17 @@ def _read_training_table(args, path, fmt, features=None):
     y = _labels_from_column(table, target, path)
     X = data.features(table, features)
     return X, y, features
+
+
+def _check_drop(data, drop):
+    """``--drop`` names columns of a CSV/Parquet file (LIBSVM has none)."""
+    if not drop:
+        return
+    if data.kind == "libsvm":
+        raise DataError("--drop applies to CSV/Parquet data (LIBSVM columns are indices)")
+    unknown = [c for c in drop if c not in data.columns]
+    if unknown:
+        raise DataError(f"--drop column(s) {unknown} not found in {data.path}")
 
 
 def _read_training_libsvm(args, path, n_features):
@@ -230,8 +239,7 @@ def run_train(args):
         if args.target and args.target != LIBSVM_LABEL:
             raise DataError(f"LIBSVM data has no column {args.target!r}: the target is the "
                             f"label (omit --target or pass --target {LIBSVM_LABEL})")
-        if args.drop:
-            raise DataError("--drop applies to CSV/Parquet data (LIBSVM columns are indices)")
+        _check_drop(_open(args, args.data, "libsvm"), args.drop)
         X, y = _read_training_libsvm(args, args.data, args.n_features)
         names = None
     else:
@@ -309,6 +317,7 @@ def resolve_features(model, data, keep=(), drop=(), target=None):
 
 def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features=None):
     """Chunks of ``data`` with the model's features as X, and the ``keep`` columns."""
+    _check_drop(data, drop)
     if data.kind == "libsvm":
         nf = model.n_features_in_
         if n_features is not None and n_features != nf:
