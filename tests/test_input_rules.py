@@ -123,6 +123,40 @@ def awkward_ids(n):
     return ids
 
 
+# --------------------------------------------- 5. LIBSVM repeated feature index
+@pytest.mark.parametrize("line,index", [("1 1:0.5 1:5.0", 1), ("0 2:1 1:0.5 2:3", 2),
+                                        ("1 3:1 7:2 3:1", 3), ("-1 4:0 04:0", 4)])
+def test_libsvm_repeated_index_is_an_error(line, index):
+    with pytest.raises(DataError) as err:
+        parse_libsvm_lines(["1 1:1 2:2\n", "# comment\n", line + "\n"], path="f.svm")
+    assert str(err.value).startswith(f"f.svm: line 3: feature index {index} is given twice")
+    # unsorted indices without a repeat are fine
+    labels, row, col, value = parse_libsvm_lines(["1 3:1 1:2 2:3\n"])
+    assert col.tolist() == [2, 0, 1] and value.tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("n", [5, 10_000, 50_000])
+def test_libsvm_repeated_index_in_a_file(tmp_path, capsys, monkeypatch, n):
+    lines = [f"{i % 2} 1:{i} 2:0.5 3:1" for i in range(n)]
+    bad = n - 2
+    lines[bad] = "1 1:0.5 3:2 1:5.0"
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=f"line {bad + 1}: feature index 1 is given twice"):
+        LibsvmData(tmp_path / "d.svm").read_all(chunk_rows=4096)
+    for args in (["train", "d.svm", "-o", "m.gbc"],
+                 ["evaluate", "m.gbc", "d.svm"]):
+        if args[0] == "evaluate":
+            rng = np.random.default_rng(0)
+            Xl = rng.normal(size=(50, 3))
+            GradientBoostingClassifier(n_estimators=2).fit(Xl, Xl[:, 0] > 0).save(
+                tmp_path / "m.gbc")
+        expect_error(capsys, monkeypatch, tmp_path, *args,
+                     words=["d.svm", f"line {bad + 1}", "feature index 1", "twice"])
+    expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.svm", "-o", "o.csv",
+                 "--chunk-rows", "1000", words=[f"line {bad + 1}", "index 1"])
+    assert not (tmp_path / "o.csv").exists()
+
+
 # --------------------------------------------------------- 6. predict --drop
 def test_drop_of_a_missing_column_is_an_error(tmp_path, capsys, monkeypatch, named_model):
     rows, _ = table_rows(20, 12, [str(i) for i in range(20)])

@@ -349,6 +349,7 @@ def _libsvm_line_error(lines, first_line_no, path, n_features):
         if not toks:
             continue
         where = f"{path}: line {first_line_no + k}"
+        seen = set()
         try:
             float(toks[0])
         except ValueError:
@@ -372,8 +373,24 @@ def _libsvm_line_error(lines, first_line_no, path, n_features):
                 return DataError(
                     f"{where}: feature index {i} is beyond the model's {n_features} features"
                     " (train with --n-features to reserve more)")
+            if i in seen:
+                return DataError(f"{where}: feature index {i} is given twice (each index "
+                                 "may appear once per line)")
+            seen.add(i)
     return DataError(f"{path}: lines {first_line_no}-{first_line_no + len(lines) - 1} "
                      "are not valid LIBSVM ('label index:value ...')")
+
+
+def _repeats_an_index(row, col):
+    """Whether some line gives a feature index twice (``row`` is non-decreasing)."""
+    if col.size < 2:
+        return False
+    same_line = row[1:] == row[:-1]
+    if (col[1:] > col[:-1])[same_line].all():  # ascending indices: the usual case
+        return False
+    order = np.lexsort((col, row))
+    row, col = row[order], col[order]
+    return bool(((row[1:] == row[:-1]) & (col[1:] == col[:-1])).any())
 
 
 def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1):
@@ -381,7 +398,8 @@ def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1
 
     Returns ``(labels, row, col, value)``: float64 labels of the non-empty lines and
     the sparse entries (0-based column indices). Empty lines and ``#`` comments are
-    skipped. ``n_features`` (when given) bounds the 1-based indices.
+    skipped. ``n_features`` (when given) bounds the 1-based indices. A malformed line,
+    or one giving a feature index twice, is a DataError naming the line.
     """
     text_lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else ln
                   for ln in lines]
@@ -411,9 +429,9 @@ def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1
     bad = (col != idx) | (col < 1)
     if n_features is not None:
         bad |= col > n_features
-    if bad.any() or not np.isfinite(labels).all():
-        raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
     row = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
+    if bad.any() or not np.isfinite(labels).all() or _repeats_an_index(row, col):
+        raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
     return labels, row, col - 1, pairs[:, 1]
 
 
