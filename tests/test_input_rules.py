@@ -123,6 +123,145 @@ def awkward_ids(n):
     return ids
 
 
+# ------------------------------------------------- 1. kept columns as written
+@pytest.mark.parametrize("n", SIZES)
+def test_kept_csv_column_is_read_as_text(tmp_path, n):
+    ids = awkward_ids(n)
+    rows, X = table_rows(n, 1, ids)
+    write_csv(tmp_path / "d.csv", ["id", "x0", "x1", "x2"], rows)
+    data = TableData(tmp_path / "d.csv", "csv")
+    chunks = list(data.iter_chunks(["x0", "x1", "x2"], ["id"], 777))
+    kept = [v for c in chunks for v in c.columns["id"].to_pylist()]
+    assert kept == ids
+    assert all(c.columns["id"].type == pa.string() for c in chunks)
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks]), X.astype(np.float32))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("out", ["scores.csv", "scores.parquet"])
+def test_predict_keeps_csv_ids_as_written(tmp_path, capsys, monkeypatch, named_model, n, out):
+    ids = awkward_ids(n)
+    rows, X = table_rows(n, 2, ids)
+    write_csv(tmp_path / "d.csv", ["id", "x0", "x1", "x2"], rows)
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", named_model, "d.csv",
+                          "-o", out, "--keep", "id", "--chunk-rows", "1000")
+    assert rc == 0, err
+    if out.endswith(".csv"):
+        written = read_csv_text(tmp_path / out)
+        assert written["id"] == ids
+        proba = np.array(written["proba"], dtype=np.float64)
+    else:
+        table = pq.read_table(tmp_path / out)
+        assert table.schema.field("id").type == pa.string()
+        assert table.column("id").to_pylist() == ids
+        proba = table.column("proba").to_numpy()
+    np.testing.assert_array_equal(proba, proba_of(named_model, X))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_kept_feature_is_a_number_for_the_model_and_text_in_the_output(
+        tmp_path, capsys, monkeypatch, named_model, n):
+    rng = np.random.default_rng(3)
+    X, _ = features_frame(n, 3)
+    spellings = [lambda v: repr(v), lambda v: f" {v:.3f} ", lambda v: f"{v:.10e}",
+                 lambda v: f"{v:+.6f}", lambda v: "", lambda v: "NA"]
+    x0_text = [spellings[k](float(v)) for k, v in zip(rng.integers(0, 6, size=n), X[:, 0])]
+    rows = [[str(i), x0_text[i]] + [repr(float(v)) for v in X[i, 1:]] for i in range(n)]
+    write_csv(tmp_path / "d.csv", ["id", "x0", "x1", "x2"], rows)
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", named_model, "d.csv",
+                          "-o", "kept.parquet", "--keep", "x0", "id", "--chunk-rows", "999")
+    assert rc == 0, err
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", named_model, "d.csv",
+                          "-o", "plain.parquet", "--chunk-rows", "5000")
+    assert rc == 0, err
+    kept, plain = pq.read_table(tmp_path / "kept.parquet"), pq.read_table(tmp_path / "plain.parquet")
+    assert kept.column_names == ["x0", "id", "proba"]
+    assert kept.column("x0").to_pylist() == x0_text
+    assert kept.column("id").to_pylist() == [str(i) for i in range(n)]
+    assert kept.column("proba").equals(plain.column("proba"))
+    missing = np.isin(np.array(x0_text), ["", "NA"])
+    X_read = X.copy()
+    X_read[missing, 0] = np.nan
+    X_read[~missing, 0] = [float(t) for t, m in zip(x0_text, missing) if not m]
+    np.testing.assert_array_equal(kept.column("proba").to_numpy(), proba_of(named_model, X_read))
+
+
+def test_kept_parquet_columns_keep_their_types(tmp_path, capsys, monkeypatch, named_model):
+    import datetime
+    import decimal
+
+    n = 5000
+    X, _ = features_frame(n, 4)
+    ids = np.arange(n, dtype=np.int64) * 1_000_000_007 + 2**53  # not exact as float64
+    kept = {
+        "id": pa.array(ids),
+        "when": pa.array([datetime.datetime(2024, 1, 1) + datetime.timedelta(minutes=i)
+                          for i in range(n)], pa.timestamp("us")),
+        "amount": pa.array([decimal.Decimal(i) / 100 for i in range(n)], pa.decimal128(12, 2)),
+        "city": pa.array(["Oslo", "NA", ""] * (n // 3) + ["Oslo"] * (n % 3)).dictionary_encode(),
+        "flag": pa.array([i % 3 == 0 if i % 7 else None for i in range(n)], pa.bool_()),
+    }
+    table = pa.table({**kept, **{f"x{j}": X[:, j] for j in range(3)}})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=700)
+    pq.write_table(table.slice(0, 0), tmp_path / "empty.parquet")
+    for source, out in (("d.parquet", "o.parquet"), ("empty.parquet", "e.parquet")):
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", named_model, source,
+                              "-o", out, "--keep", *kept, "--chunk-rows", "600")
+        assert rc == 0, err
+        written = pq.read_table(tmp_path / out)
+        expected = pq.read_table(tmp_path / source, columns=list(kept))
+        assert written.schema.remove_metadata().types[:5] == expected.schema.types
+        assert written.select(list(kept)).to_pylist() == expected.to_pylist()
+
+
+def test_libsvm_label_is_kept_as_written(tmp_path, capsys, monkeypatch):
+    words = ["+1", "-1", "1.0", "1", "-1.0", "+1.000", "1e0", "-1"]
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(4000):
+        label = words[i % len(words)]
+        x = rng.normal(size=3) + (1.0 if float(label) > 0 else -1.0)
+        lines.append(f"{label} 1:{x[0]:.6f} 2:{x[1]:.6f} 3:{x[2]:.6f}")
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    labels = [ln.split()[0] for ln in lines]
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.svm", "-o", "m.gbc",
+                          "--n-estimators", "5")
+    assert rc == 0, err
+    assert gbc_core.load(tmp_path / "m.gbc").classes_.tolist() == [-1, 1]
+    for out in ("o.csv", "o.parquet"):
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.svm", "-o",
+                              out, "--keep", "label", "--chunk-rows", "333")
+        assert rc == 0, err
+        if out.endswith(".csv"):
+            written = read_csv_text(tmp_path / out)
+        else:
+            written = pq.read_table(tmp_path / out).to_pydict()
+            assert pq.read_schema(tmp_path / out).field("label").type == pa.string()
+        assert written["label"] == labels
+    # evaluate reads the same labels as numbers
+    rc, out, _ = run_main(capsys, monkeypatch, tmp_path, "evaluate", "m.gbc", "d.svm", "--json")
+    assert rc == 0 and json.loads(out)["n_rows"] == 4000
+
+
+@pytest.mark.parametrize("missing", ["", "NA", "null", "N/A"])
+@pytest.mark.parametrize("n", [4, 120_000])
+def test_missing_label_words_are_missing_labels(tmp_path, capsys, monkeypatch, named_model,
+                                                missing, n):
+    """Kept text stays text, but a text label that is a missing-value word is missing."""
+    X, y = features_frame(n, 17)
+    rows = [[repr(float(v)) for v in X[i]] + [("yes", "no")[y[i]]] for i in range(n)]
+    rows[n - 2][3] = missing
+    write_csv(tmp_path / "d.csv", ["x0", "x1", "x2", "y"], rows)
+    for command in (["train", "d.csv", "--target", "y", "-o", "m.gbc"],
+                    ["evaluate", named_model, "d.csv", "--target", "y"]):
+        expect_error(capsys, monkeypatch, tmp_path, *command,
+                     words=["target column 'y'", "missing", "every row needs a label"])
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", named_model, "d.csv",
+                          "-o", "o.parquet", "--keep", "y")
+    assert rc == 0, err
+    assert pq.read_table(tmp_path / "o.parquet").column("y").to_pylist() == [r[3] for r in rows]
+
+
 # --------------------------------------------- 5. LIBSVM repeated feature index
 @pytest.mark.parametrize("line,index", [("1 1:0.5 1:5.0", 1), ("0 2:1 1:0.5 2:3", 2),
                                         ("1 3:1 7:2 3:1", 3), ("-1 4:0 04:0", 4)])

@@ -167,7 +167,7 @@ def _read_training_table(args, path, fmt, features=None):
         if missing:
             raise DataError(f"feature column {missing[0]!r} (used in training) is missing "
                             f"from {path}")
-    table = data.read(list(features) + [target], float_columns=features)
+    table = data.read(features, target)
     if table.num_rows == 0:
         raise DataError(f"{path} has no data rows")
     y = _labels_from_column(table, target, path)
@@ -316,7 +316,8 @@ def resolve_features(model, data, keep=(), drop=(), target=None):
 
 
 def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features=None):
-    """Chunks of ``data`` with the model's features as X, and the ``keep`` columns."""
+    """Chunks of ``data``: the model's features as X, the ``keep`` columns as read and
+    the ``target`` column's labels."""
     _check_drop(data, drop)
     if data.kind == "libsvm":
         nf = model.n_features_in_
@@ -325,12 +326,12 @@ def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features
         bad = [k for k in keep if k != LIBSVM_LABEL]
         if bad:
             raise DataError(f"LIBSVM data has no column {bad[0]!r} (only {LIBSVM_LABEL!r})")
-        return data.iter_chunks(nf, list(keep), chunk_rows)
+        return data.iter_chunks(nf, list(keep), chunk_rows, target=target)
     missing = [k for k in keep if k not in data.columns]
     if missing:
-        raise DataError(f"column {missing[0]!r} (--keep/--target) not found in {data.path}")
+        raise DataError(f"--keep column {missing[0]!r} not found in {data.path}")
     features = resolve_features(model, data, keep, drop, target)
-    return data.iter_chunks(features, list(keep), chunk_rows)
+    return data.iter_chunks(features, list(keep), chunk_rows, target=target)
 
 
 def _local_scores(model, chunks):
@@ -393,7 +394,7 @@ def run_predict(args):
             progress.update(chunk.n_rows)
         schema = None
         if n_rows == 0:
-            fields = [pa.field(k, pa.string()) for k in keep]
+            fields = [pa.field(k, t) for k, t in zip(keep, data.kept_types(keep))]
             if want_proba:
                 fields.append(pa.field("proba", pa.float64()))
             if want_label:
@@ -422,12 +423,12 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
         raise DataError(f"--target COL is required for {data.fmt.upper()} data")
     elif target not in data.columns:
         raise DataError(f"target column {target!r} not found in {data.path}")
-    chunks = _iter_chunks(model, data, [target], chunk_rows, drop=drop, target=target,
+    chunks = _iter_chunks(model, data, [], chunk_rows, drop=drop, target=target,
                           n_features=n_features)
     progress = Progress(Progress.wanted(quiet), total=data.num_rows, label="evaluated")
     raws, ys = [], []
     for chunk, raw in _local_scores(model, chunks):
-        col = chunk.columns[target]
+        col = chunk.labels
         if not isinstance(col, np.ndarray):
             if col.null_count:
                 raise DataError(f"target column {target!r} of {data.path} has missing "

@@ -130,24 +130,30 @@ def open_data(path, fmt=None, *, delimiter=None, header=True, n_features=None):
 
 # ------------------------------------------------------------------- chunks
 class Chunk:
-    """A block of rows: ``X`` (float32, C order) plus the columns asked for."""
+    """A block of rows: ``X`` (float32, C order), the kept columns and the labels.
 
-    __slots__ = ("X", "columns", "n_rows")
+    ``columns`` maps each kept column's name to its values as read (a pyarrow array,
+    or a list of the label words of a LIBSVM file); ``labels`` holds the target's
+    values when one was asked for, else None.
+    """
 
-    def __init__(self, X, columns, n_rows):
+    __slots__ = ("X", "columns", "labels", "n_rows")
+
+    def __init__(self, X, columns, n_rows, labels=None):
         self.X = X
-        self.columns = columns  # name -> pyarrow Array or numpy array
+        self.columns = columns
+        self.labels = labels
         self.n_rows = n_rows
 
 
-def _arrow_to_float(col, name, pa, pc):
+def _arrow_to_float(col, name, path, pa, pc):
     """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN)."""
     t = col.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_null(t) or pa.types.is_decimal(t)):
         raise DataError(
-            f"feature column {name!r} is not numeric (type {t}); every feature must be a "
-            f"number (drop it with --drop {name})"
+            f"feature column {name!r} of {path} is not numeric (type {t}); every feature "
+            f"must be a number (drop it with --drop {name})"
         )
     if not (pa.types.is_float64(t) or pa.types.is_float32(t)):
         col = pc.cast(col, pa.float64())
@@ -158,12 +164,12 @@ def _arrow_to_float(col, name, pa, pc):
     return col.to_numpy(zero_copy_only=False)
 
 
-def _features_from_arrow(batch, names, pa, pc):
+def _features_from_arrow(batch, names, path, pa, pc):
     # Fill feature-major, then one transposing copy: much faster than strided
     # column writes into a row-major array.
     cols = np.empty((len(names), batch.num_rows), dtype=np.float32)
     for j, name in enumerate(names):
-        cols[j] = _arrow_to_float(batch.column(name), name, pa, pc)
+        cols[j] = _arrow_to_float(batch.column(name), name, path, pa, pc)
     return np.ascontiguousarray(cols.T)
 
 
@@ -191,8 +197,17 @@ def _rebatch(batches, chunk_rows, pa):
         yield pa.Table.from_batches(pending)
 
 
+def _unique(names):
+    return list(dict.fromkeys(names))
+
+
 class TableData:
-    """CSV or Parquet file read through pyarrow."""
+    """CSV or Parquet file read through pyarrow.
+
+    Kept columns (``--keep``) are read as written: CSV columns as text (never
+    type-inferred), Parquet columns with their Parquet type. CSV feature columns are
+    read as numbers.
+    """
 
     kind = "table"
 
@@ -214,35 +229,45 @@ class TableData:
                 # pre_buffer=False: with pre-buffering, iter_batches keeps the column
                 # chunks already read, so memory would grow with the file size.
                 self._parquet = pq.ParquetFile(self.path, pre_buffer=False)
-                self.columns = list(self._parquet.schema_arrow.names)
+                schema = self._parquet.schema_arrow
                 self.num_rows = self._parquet.metadata.num_rows
             else:
-                reader = self._open_csv(1 << 20, None, None)
-                self.columns = list(reader.schema.names)
+                reader = self._open_csv(None, None)
+                schema = reader.schema
                 reader.close()
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise DataError(f"cannot read {self.path} as {fmt.upper()}: {one_line(exc)}") from None
+        self.columns = list(schema.names)
+        # Parquet: the file's types; CSV: the types inferred from the first block.
+        self._types = {field.name: field.type for field in schema}
         if len(set(self.columns)) != len(self.columns):
             dup = sorted({c for c in self.columns if self.columns.count(c) > 1})
             raise DataError(f"{self.path} has duplicate column names: {dup[:5]}")
 
     # -- CSV helpers
-    def _open_csv(self, block_size, include, float_columns):
+    def _open_csv(self, include, column_types):
+        """A streaming reader of the columns ``include`` (all when None)."""
         import pyarrow.csv as pacsv
 
-        ropts = pacsv.ReadOptions(block_size=int(block_size))
+        return pacsv.open_csv(self.path, **self._csv_options(include, column_types))
+
+    def _csv_options(self, include, column_types):
+        """The options of pyarrow's CSV readers for the columns ``include`` (all when
+        None), as keyword arguments."""
+        import pyarrow.csv as pacsv
+
+        ropts = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
         if not self.header:
             ropts.column_names = self._headerless_names()
-        copts = pacsv.ConvertOptions(strings_can_be_null=True)
+        # Text stays text (strings_can_be_null=False: "" and "NA" of a kept column are
+        # kept); the missing-value words make nulls in number columns.
+        copts = pacsv.ConvertOptions(strings_can_be_null=False, column_types=column_types)
         if include is not None:
             copts.include_columns = list(include)
-        if float_columns:
-            copts.column_types = {c: self.pa.float64() for c in float_columns}
         popts = pacsv.ParseOptions(delimiter=self.delimiter)
-        return pacsv.open_csv(self.path, read_options=ropts, parse_options=popts,
-                              convert_options=copts)
+        return dict(read_options=ropts, parse_options=popts, convert_options=copts)
 
     def _headerless_names(self):
         """Names col0, col1, ... of a file without a header line (``--no-header``)."""
@@ -254,19 +279,35 @@ class TableData:
             self._names_nohdr = [f"col{i}" for i in range(n)]
         return self._names_nohdr
 
-    def _translate(self, exc, float_columns):
+    def _csv_feature_types(self, features):
+        """The type each CSV feature column is read as: float64."""
+        return {name: self.pa.float64() for name in features}
+
+    def _label_column(self, column):
+        """A CSV text label column with the missing-value words (``""``, ``NA``, ...) as
+        nulls, as they are in number columns; other columns unchanged."""
+        pa, pc = self.pa, self.pc
+        if self.fmt == "parquet" or not pa.types.is_string(column.type):
+            return column
+        import pyarrow.csv as pacsv
+
+        missing_words = pa.array(pacsv.ConvertOptions().null_values, pa.string())
+        missing = pc.is_in(column, value_set=missing_words)
+        return pc.if_else(missing, pa.scalar(None, column.type), column)
+
+    def _translate(self, exc, feature_types):
+        """A pyarrow CSV error as a DataError naming the column and what to do."""
         msg = one_line(exc)
         m = _CSV_COLUMN_RE.search(msg)
-        if m and float_columns is not None:
-            idx = int(m.group(1))
-            if 0 <= idx < len(self.columns):
-                col = self.columns[idx]
-                if col in float_columns:
-                    return DataError(
-                        f"feature column {col!r} of {self.path} is not numeric: {msg} "
-                        f"(drop it with --drop {col})"
-                    )
-        return DataError(f"cannot read {self.path} as {self.fmt.upper()}: {msg}")
+        if not m or not 0 <= int(m.group(1)) < len(self.columns):
+            return DataError(f"cannot read {self.path} as {self.fmt.upper()}: {msg}")
+        col = self.columns[int(m.group(1))]
+        if col not in feature_types:
+            return DataError(f"cannot read column {col!r} of {self.path}: {msg}")
+        return DataError(
+            f"feature column {col!r} of {self.path} is not numeric: {msg} "
+            f"(drop it with --drop {col})"
+        )
 
     def check_columns(self, names, role):
         missing = [n for n in names if n not in self.columns]
@@ -275,61 +316,85 @@ class TableData:
             more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
             raise DataError(f"{role} {shown}{more} not found in {self.path}")
 
+    def kept_types(self, names):
+        """The Arrow types of the kept columns ``names`` in the output."""
+        if self.fmt == "parquet":
+            return [self._types[name] for name in names]
+        return [self.pa.string() for _ in names]
+
     # -- reading
-    def read(self, columns, float_columns):
-        """The whole file (columns ``columns``) as a pyarrow Table."""
+    def read(self, features, target):
+        """The whole file, columns ``features`` and ``target``, as a pyarrow Table."""
+        columns = _unique(list(features) + [target])
         self.check_columns(columns, "column")
-        columns = list(dict.fromkeys(columns))
+        feature_types = {}
         try:
             if self.fmt == "parquet":
                 return self._parquet.read(columns=columns)
             import pyarrow.csv as pacsv
 
-            ropts = pacsv.ReadOptions()
-            if not self.header:
-                ropts.column_names = self._headerless_names()
-            copts = pacsv.ConvertOptions(
-                include_columns=columns, strings_can_be_null=True,
-                column_types={c: self.pa.float64() for c in float_columns},
-            )
-            popts = pacsv.ParseOptions(delimiter=self.delimiter)
-            return pacsv.read_csv(self.path, read_options=ropts, parse_options=popts,
-                                  convert_options=copts)
+            feature_types = self._csv_feature_types(features)
+            table = pacsv.read_csv(self.path, **self._csv_options(columns, feature_types))
+            index = table.schema.get_field_index(target)
+            return table.set_column(index, target, self._label_column(table.column(target)))
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
-            raise self._translate(exc, float_columns) from None
+            raise self._translate(exc, feature_types) from None
 
     def features(self, table, names):
-        return _features_from_arrow(table, names, self.pa, self.pc)
+        return _features_from_arrow(table, names, self.path, self.pa, self.pc)
 
     def column_numpy(self, table, name):
         return table.column(name).to_numpy(zero_copy_only=False)
 
-    def iter_chunks(self, feature_names, keep, chunk_rows):
-        """Yield ``Chunk`` objects of about ``chunk_rows`` rows, in file order."""
-        self.check_columns(list(feature_names) + list(keep), "column")
-        wanted = list(dict.fromkeys(list(feature_names) + list(keep)))
-        floats = [c for c in feature_names if c not in set(keep)]
+    def _csv_tables(self, feature_types, keep, target, chunk_rows):
+        """CSV tables of ``chunk_rows`` rows: features typed, kept columns as text.
+
+        A kept column that is also a feature is read twice, by two readers that go
+        through the file side by side: as a number for the model, as text for the
+        output. Returns an iterator of ``(table, text table or None)``.
+        """
+        pa = self.pa
+        text = {name: pa.string() for name in keep}
+        kept_features = [name for name in keep if name in feature_types]
+        # the target keeps its inferred type, as in training
+        columns = _unique(list(feature_types) + list(keep) + ([target] if target else []))
+        main = _rebatch(self._open_csv(columns, {**text, **feature_types}), chunk_rows, pa)
+        if not kept_features:
+            return ((table, None) for table in main)
+        texts = _rebatch(self._open_csv(kept_features, text), chunk_rows, pa)
+        return zip(main, texts, strict=True)
+
+    def iter_chunks(self, feature_names, keep, chunk_rows, target=None):
+        """Yield ``Chunk`` objects of about ``chunk_rows`` rows, in file order.
+
+        ``keep``: columns passed through as read (CSV: text); ``target``: the label
+        column (``Chunk.labels``).
+        """
+        self.check_columns(list(feature_names) + list(keep) + ([target] if target else []),
+                           "column")
+        feature_types = {}
         try:
             if self.fmt == "parquet":
-                batches = self._parquet.iter_batches(batch_size=chunk_rows, columns=wanted,
-                                                     use_threads=True)
+                columns = _unique(list(feature_names) + list(keep) + ([target] if target else []))
+                tables = ((batch, None) for batch in self._parquet.iter_batches(
+                    batch_size=chunk_rows, columns=columns, use_threads=True))
             else:
-                # Small blocks, re-batched to chunk_rows: pyarrow's streaming CSV reader
-                # reads up to 32 blocks ahead, so its memory is 32 x the block size.
-                batches = _rebatch(self._open_csv(CSV_BLOCK_SIZE, wanted, floats),
-                                   chunk_rows, self.pa)
-            for batch in batches:
-                if batch.num_rows == 0:
+                feature_types = self._csv_feature_types(feature_names)
+                tables = self._csv_tables(feature_types, keep, target, chunk_rows)
+            for table, texts in tables:
+                if table.num_rows == 0:
                     continue
-                X = _features_from_arrow(batch, feature_names, self.pa, self.pc)
-                cols = {k: batch.column(k) for k in keep}
-                yield Chunk(X, cols, batch.num_rows)
+                X = _features_from_arrow(table, feature_names, self.path, self.pa, self.pc)
+                cols = {k: (texts if texts is not None and k in texts.column_names
+                            else table).column(k) for k in keep}
+                labels = self._label_column(table.column(target)) if target else None
+                yield Chunk(X, cols, table.num_rows, labels)
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
-            raise self._translate(exc, floats) from None
+            raise self._translate(exc, feature_types) from None
 
 
 # ------------------------------------------------------------------- LIBSVM
@@ -393,32 +458,29 @@ def _repeats_an_index(row, col):
     return bool(((row[1:] == row[:-1]) & (col[1:] == col[:-1])).any())
 
 
-def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1):
-    """Parse LIBSVM text lines.
-
-    Returns ``(labels, row, col, value)``: float64 labels of the non-empty lines and
-    the sparse entries (0-based column indices). Empty lines and ``#`` comments are
-    skipped. ``n_features`` (when given) bounds the 1-based indices. A malformed line,
-    or one giving a feature index twice, is a DataError naming the line.
-    """
+def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words):
+    """``parse_libsvm_lines`` plus the label of each line as written (a list of str)
+    when ``label_words`` is true, else None."""
     text_lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else ln
                   for ln in lines]
     if any("#" in ln for ln in text_lines):
         text_lines = [ln.split("#", 1)[0] for ln in text_lines]
-    kept = [ln for ln in text_lines if ln.strip()]
-    if not kept:
+    data_lines = [ln for ln in text_lines if ln.strip()]
+    words = [ln.split(None, 1)[0] for ln in data_lines] if label_words else None
+    if not data_lines:
         empty = np.empty(0, dtype=np.float64)
-        return empty, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), empty
-    counts = np.fromiter((ln.count(":") for ln in kept), dtype=np.int64, count=len(kept))
-    expected = len(kept) + 2 * int(counts.sum())
+        return empty, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), empty, words
+    counts = np.fromiter((ln.count(":") for ln in data_lines), dtype=np.int64,
+                         count=len(data_lines))
+    expected = len(data_lines) + 2 * int(counts.sum())
     try:
-        vals = _floats(" ".join(kept).replace(":", " "))
+        vals = _floats(" ".join(data_lines).replace(":", " "))
     except ValueError:
         vals = None
     if vals is None or vals.shape[0] != expected:
         raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
     per_line = 1 + 2 * counts
-    starts = np.zeros(len(kept), dtype=np.int64)
+    starts = np.zeros(len(data_lines), dtype=np.int64)
     np.cumsum(per_line[:-1], out=starts[1:])
     labels = vals[starts]
     is_pair = np.ones(expected, dtype=bool)
@@ -429,10 +491,21 @@ def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1
     bad = (col != idx) | (col < 1)
     if n_features is not None:
         bad |= col > n_features
-    row = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
+    row = np.repeat(np.arange(len(data_lines), dtype=np.int64), counts)
     if bad.any() or not np.isfinite(labels).all() or _repeats_an_index(row, col):
         raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
-    return labels, row, col - 1, pairs[:, 1]
+    return labels, row, col - 1, pairs[:, 1], words
+
+
+def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1):
+    """Parse LIBSVM text lines.
+
+    Returns ``(labels, row, col, value)``: float64 labels of the non-empty lines and
+    the sparse entries (0-based column indices). Empty lines and ``#`` comments are
+    skipped. ``n_features`` (when given) bounds the 1-based indices. A malformed line,
+    or one giving a feature index twice, is a DataError naming the line.
+    """
+    return _parse_libsvm_block(lines, n_features, path, first_line_no, False)[:4]
 
 
 def densify(n_rows, row, col, value, n_features):
@@ -469,8 +542,15 @@ class LibsvmData:
             return gzip.open(self.path, "rb")
         return open(self.path, "rb")
 
-    def iter_parsed(self, chunk_rows, n_features):
-        """Yield ``(labels, row, col, value, n_rows)`` per block of lines."""
+    def kept_types(self, names):
+        """The Arrow types of the kept columns ``names`` (the label) in the output."""
+        import pyarrow as pa
+
+        return [pa.string() for _ in names]
+
+    def iter_parsed(self, chunk_rows, n_features, label_words=False):
+        """Yield ``(labels, row, col, value, n_rows, words)`` per block of lines;
+        ``words``: the labels as written when ``label_words`` is true, else None."""
         import itertools
 
         line_no = 1
@@ -480,11 +560,11 @@ class LibsvmData:
                     lines = list(itertools.islice(fh, chunk_rows))
                     if not lines:
                         break
-                    labels, row, col, value = parse_libsvm_lines(
-                        lines, n_features, path=self.path, first_line_no=line_no)
+                    labels, row, col, value, words = _parse_libsvm_block(
+                        lines, n_features, self.path, line_no, label_words)
                     line_no += len(lines)
                     if labels.shape[0]:
-                        yield labels, row, col, value, labels.shape[0]
+                        yield labels, row, col, value, labels.shape[0], words
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise DataError(f"cannot read {self.path}: {one_line(exc)}") from None
 
@@ -492,7 +572,7 @@ class LibsvmData:
         """The whole file: ``(X float32, labels)``, width ``n_features`` or the max index."""
         labels, rows, cols, vals = [], [], [], []
         n = 0
-        for lab, row, col, value, k in self.iter_parsed(chunk_rows, self.n_features):
+        for lab, row, col, value, k, _ in self.iter_parsed(chunk_rows, self.n_features):
             labels.append(lab)
             rows.append(row + n)
             cols.append(col)
@@ -507,33 +587,41 @@ class LibsvmData:
         X = densify(n, np.concatenate(rows), col, np.concatenate(vals), n_features)
         return X, libsvm_labels(np.concatenate(labels))
 
-    def iter_chunks(self, n_features, keep, chunk_rows):
+    def iter_chunks(self, n_features, keep, chunk_rows, target=None):
         """Dense chunks of ``chunk_rows`` rows; lines are parsed in small sub-blocks
-        written straight into the chunk, so memory stays near the chunk's own size."""
-        X = labels = None
+        written straight into the chunk, so memory stays near the chunk's own size.
+
+        ``keep`` (``["label"]`` or empty): the label passed through as written, as
+        text (``+1`` stays ``+1``); ``target`` (``"label"`` or None): the label as a
+        number in ``Chunk.labels``.
+        """
+        X = labels = words = None
         filled = 0
 
         def emit(n):
-            lab = libsvm_labels(labels[:n])
-            return Chunk(X[:n], {name: lab for name in keep}, n)
+            return Chunk(X[:n], {name: words for name in keep}, n,
+                         libsvm_labels(labels[:n]) if target else None)
 
-        for lab, row, col, value, k in self.iter_parsed(min(chunk_rows, LIBSVM_SUB_BLOCK),
-                                                        n_features):
+        for lab, row, col, value, k, lab_words in self.iter_parsed(
+                min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep)):
             pos = 0
             while pos < k:
                 if X is None:
                     X = np.zeros((chunk_rows, n_features), dtype=np.float32)
                     labels = np.empty(chunk_rows, dtype=np.float64)
+                    words = []
                     filled = 0
                 take = min(k - pos, chunk_rows - filled)
                 lo, hi = np.searchsorted(row, [pos, pos + take])
                 X[filled + row[lo:hi] - pos, col[lo:hi]] = value[lo:hi]
                 labels[filled: filled + take] = lab[pos: pos + take]
+                if keep:
+                    words.extend(lab_words[pos: pos + take])
                 filled += take
                 pos += take
                 if filled == chunk_rows:
                     yield emit(filled)
-                    X = labels = None
+                    X = labels = words = None
         if X is not None and filled:
             yield emit(filled)
 
@@ -594,11 +682,9 @@ class AtomicOutput:
                 opts = pacsv.WriteOptions(delimiter="\t" if self.fmt == "tsv" else ",")
                 self._writer = pacsv.CSVWriter(self._sink, table.schema, write_options=opts)
         elif not table.schema.equals(self._schema):
-            try:  # e.g. LIBSVM labels that are integers in one chunk, not in the next
-                table = table.cast(self._schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-                raise DataError(f"the output columns changed type between chunks: "
-                                f"{one_line(exc)}") from None
+            # Never cast (an int64 id would lose digits as float64): an error instead.
+            raise DataError(f"the output columns changed type between chunks: "
+                            f"{one_line(self._schema)} then {one_line(table.schema)}")
         self._writer.write_table(table)
 
     def _close_writer(self):
