@@ -262,6 +262,130 @@ def test_missing_label_words_are_missing_labels(tmp_path, capsys, monkeypatch, n
     assert pq.read_table(tmp_path / "o.parquet").column("y").to_pylist() == [r[3] for r in rows]
 
 
+# --------------------------------------------------- 2. newlines inside quotes
+def quoted_newline_rows(n, seed):
+    """Rows whose kept id and dropped note hold line breaks, commas and quotes."""
+    X, y = features_frame(n, seed)
+    notes = ["first line\nsecond, line", 'he said "yes"\r\nthen left', "plain",
+             "\n\n", "a" * 120 + "\n" + "b" * 40]
+    rows = [[f"row {i}\nid {i:05d}", notes[i % len(notes)]]
+            + [repr(float(v)) for v in X[i]] + [str(y[i])] for i in range(n)]
+    return rows, X, y
+
+
+@pytest.mark.parametrize("n", [40, 60_000])
+def test_quoted_newlines_in_train_predict_evaluate(tmp_path, capsys, monkeypatch, n):
+    rows, X, y = quoted_newline_rows(n, 6)
+    write_csv(tmp_path / "d.csv", ["id", "note", "x0", "x1", "x2", "y"], rows)
+    if n > 1000:
+        assert os.path.getsize(tmp_path / "d.csv") > 6 * CSV_BLOCK_SIZE
+    reference = read_csv_text(tmp_path / "d.csv")  # Python's csv module agrees
+    assert reference["id"] == [r[0] for r in rows] and len(reference["note"]) == n
+
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y",
+                          "--drop", "id", "note", "-o", "m.gbc", "--n-estimators", "6")
+    assert rc == 0, err
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
+    ref = GradientBoostingClassifier(n_estimators=6).fit(frame, y)
+    model = gbc_core.load(tmp_path / "m.gbc")
+    np.testing.assert_array_equal(model.predict_proba(frame), ref.predict_proba(frame))
+
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o",
+                          "o.csv", "--keep", "id", "--drop", "note", "--chunk-rows", "7000")
+    assert rc == 0, err
+    written = read_csv_text(tmp_path / "o.csv")
+    assert written["id"] == reference["id"]
+    np.testing.assert_array_equal(np.array(written["proba"], dtype=float),
+                                  ref.predict_proba(frame)[:, 1])
+
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "evaluate", "m.gbc", "d.csv",
+                            "--target", "y", "--drop", "id", "note", "--json")
+    assert rc == 0, err
+    res = json.loads(out)
+    assert res["n_rows"] == n
+    assert res["accuracy"] == pytest.approx(float(np.mean(ref.predict(frame) == y)))
+
+
+def test_headerless_first_line_with_a_quoted_delimiter(tmp_path, capsys, monkeypatch):
+    """--no-header names the columns col0, col1... by the parsed first line."""
+    rows, X, y = quoted_newline_rows(500, 7)
+    rows = [[r[0].replace("\n", ", ")] + r[2:] for r in rows]  # id, x0, x1, x2, y
+    write_csv(tmp_path / "d.csv", rows[0], rows[1:])
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.csv", "--no-header",
+                          "--target", "col4", "--drop", "col0", "-o", "m.gbc",
+                          "--n-estimators", "3")
+    assert rc == 0, err
+    assert list(gbc_core.load(tmp_path / "m.gbc").feature_names_in_) == ["col1", "col2", "col3"]
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv",
+                          "--no-header", "-o", "o.csv", "--keep", "col0")
+    assert rc == 0, err
+    assert read_csv_text(tmp_path / "o.csv")["col0"] == [r[0] for r in rows]
+
+
+# ------------------------------------------------------ 4. header-only files
+@pytest.mark.parametrize("ending", ["", "\n", "\r\n"])
+@pytest.mark.parametrize("out", ["o.csv", "o.parquet"])
+def test_header_only_csv(tmp_path, capsys, monkeypatch, named_model, ending, out):
+    (tmp_path / "h.csv").write_bytes(("id,x0,x1,x2,y" + ending).encode())
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", named_model, "h.csv", "-o",
+                          out, "--keep", "id", "y", "--proba", "--label")
+    assert rc == 0, err
+    if out.endswith(".parquet"):
+        table = pq.read_table(tmp_path / out)
+        assert table.num_rows == 0
+        assert table.schema.names == ["id", "y", "proba", "label"]
+        assert table.schema.types == [pa.string(), pa.string(), pa.float64(), pa.int64()]
+    else:
+        assert (tmp_path / out).read_text() == '"id","y","proba","label"\n'
+    expect_error(capsys, monkeypatch, tmp_path, "evaluate", named_model, "h.csv", "--target",
+                 "y", words=["h.csv", "no data rows"])
+    expect_error(capsys, monkeypatch, tmp_path, "train", "h.csv", "--target", "y", "-o",
+                 "m.gbc", words=["h.csv", "no data rows"])
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"\n\n"])
+def test_empty_csv_is_an_error(tmp_path, capsys, monkeypatch, named_model, content):
+    (tmp_path / "e.csv").write_bytes(content)
+    expect_error(capsys, monkeypatch, tmp_path, "predict", named_model, "e.csv", "-o", "o.csv",
+                 words=["e.csv"])
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_one_row_without_line_break_and_no_header(tmp_path, capsys, monkeypatch, named_model):
+    (tmp_path / "one.csv").write_text("0.5,-1.25,2")
+    data = TableData(tmp_path / "one.csv", "csv", header=False)
+    assert data.columns == ["col0", "col1", "col2"]
+    [chunk] = data.iter_chunks(["col0", "col1", "col2"], ["col1"], 10)
+    np.testing.assert_array_equal(chunk.X, [[0.5, -1.25, 2.0]])
+    assert chunk.columns["col1"].to_pylist() == ["-1.25"]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "libsvm", "libsvm-comments"])
+def test_predict_on_empty_parquet_and_libsvm(tmp_path, capsys, monkeypatch, named_model, kind):
+    if kind == "parquet":
+        X, _ = features_frame(10, 11)
+        table = pa.table({"id": pa.array(np.arange(10)), **{f"x{j}": X[:, j] for j in range(3)}})
+        pq.write_table(table.slice(0, 0), tmp_path / "e.parquet")
+        model, data, keep, kept_type = named_model, "e.parquet", "id", pa.int64()
+    else:
+        text = "" if kind == "libsvm" else "# nothing here\n\n   \n"
+        (tmp_path / "e.svm").write_text(text)
+        rng = np.random.default_rng(0)
+        Xl = rng.normal(size=(100, 3))
+        GradientBoostingClassifier(n_estimators=2).fit(Xl, Xl[:, 0] > 0).save(tmp_path / "l.gbc")
+        model, data, keep, kept_type = "l.gbc", "e.svm", "label", pa.string()
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", model, data, "-o",
+                          "o.parquet", "--keep", keep)
+    assert rc == 0, err
+    out = pq.read_table(tmp_path / "o.parquet")
+    assert out.num_rows == 0 and out.schema.names == [keep, "proba"]
+    assert out.schema.field(keep).type == kept_type
+    expect_error(capsys, monkeypatch, tmp_path, "evaluate", model, data,
+                 *(["--target", "id"] if kind == "parquet" else []),
+                 words=[data, "no data rows"])
+
+
 # --------------------------------------------- 5. LIBSVM repeated feature index
 @pytest.mark.parametrize("line,index", [("1 1:0.5 1:5.0", 1), ("0 2:1 1:0.5 2:3", 2),
                                         ("1 3:1 7:2 3:1", 3), ("-1 4:0 04:0", 4)])

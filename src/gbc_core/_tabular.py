@@ -206,7 +206,8 @@ class TableData:
 
     Kept columns (``--keep``) are read as written: CSV columns as text (never
     type-inferred), Parquet columns with their Parquet type. CSV feature columns are
-    read as numbers.
+    read as numbers; every field may contain the delimiter, quotes and line breaks
+    when quoted (RFC 4180).
     """
 
     kind = "table"
@@ -221,7 +222,9 @@ class TableData:
         self.header = header
         self.delimiter = delimiter or ("\t" if fmt == "tsv" else ",")
         self.num_rows = None
+        self.columns = None
         self._parquet = None
+        self._single_line = None
         try:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
@@ -232,9 +235,7 @@ class TableData:
                 schema = self._parquet.schema_arrow
                 self.num_rows = self._parquet.metadata.num_rows
             else:
-                reader = self._open_csv(None, None)
-                schema = reader.schema
-                reader.close()
+                schema = self._probe_csv()
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
@@ -247,11 +248,17 @@ class TableData:
             raise DataError(f"{self.path} has duplicate column names: {dup[:5]}")
 
     # -- CSV helpers
+    def _csv_source(self):
+        """The CSV file, or the in-memory copy of a file made of one unterminated line."""
+        if self._single_line is not None:
+            return self.pa.BufferReader(self._single_line)
+        return self.path
+
     def _open_csv(self, include, column_types):
         """A streaming reader of the columns ``include`` (all when None)."""
         import pyarrow.csv as pacsv
 
-        return pacsv.open_csv(self.path, **self._csv_options(include, column_types))
+        return pacsv.open_csv(self._csv_source(), **self._csv_options(include, column_types))
 
     def _csv_options(self, include, column_types):
         """The options of pyarrow's CSV readers for the columns ``include`` (all when
@@ -260,24 +267,55 @@ class TableData:
 
         ropts = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
         if not self.header:
-            ropts.column_names = self._headerless_names()
+            if self.columns is None:  # probing the file
+                ropts.autogenerate_column_names = True
+            else:
+                ropts.column_names = self.columns
         # Text stays text (strings_can_be_null=False: "" and "NA" of a kept column are
         # kept); the missing-value words make nulls in number columns.
         copts = pacsv.ConvertOptions(strings_can_be_null=False, column_types=column_types)
         if include is not None:
             copts.include_columns = list(include)
-        popts = pacsv.ParseOptions(delimiter=self.delimiter)
+        # newlines_in_values: a quoted field may hold line breaks (RFC 4180); without
+        # it the reader loses track once such a field straddles a block boundary.
+        popts = pacsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
         return dict(read_options=ropts, parse_options=popts, convert_options=copts)
 
-    def _headerless_names(self):
-        """Names col0, col1, ... of a file without a header line (``--no-header``)."""
-        if getattr(self, "_names_nohdr", None) is None:
-            opener = gzip.open if self.path.lower().endswith(".gz") else open
-            with opener(self.path, "rb") as fh:
-                first = fh.readline().decode("utf-8", "replace").rstrip("\r\n")
-            n = len(first.split(self.delimiter)) if first else 1
-            self._names_nohdr = [f"col{i}" for i in range(n)]
-        return self._names_nohdr
+    def _probe_csv(self):
+        """The schema of the CSV file, with the types inferred from its first block.
+
+        A file of one line without a line break (a header without data rows) is read
+        from memory with the line break added: pyarrow cannot read it otherwise.
+        """
+        try:
+            reader = self._open_csv(None, None)
+        except self.pa.ArrowInvalid as exc:
+            if "Empty CSV file" not in str(exc):
+                raise
+            self._single_line = self._unterminated_line()
+            reader = self._open_csv(None, None)
+        schema = reader.schema
+        reader.close()
+        if not self.header:
+            schema = self.pa.schema([field.with_name(f"col{i}")
+                                     for i, field in enumerate(schema)])
+        return schema
+
+    def _unterminated_line(self):
+        """The content of a file of one line without a line break, plus a line break."""
+        content = []
+        with self.pa.input_stream(self.path, compression="detect") as stream:
+            while True:
+                block = stream.read(CSV_BLOCK_SIZE)
+                if not block:
+                    break
+                if b"\n" in block or b"\r" in block:
+                    raise DataError(f"cannot read {self.path} as CSV: its first line is "
+                                    f"longer than {CSV_BLOCK_SIZE:,} bytes")
+                content.append(block)
+        if not b"".join(content).strip():
+            raise DataError(f"{self.path} is empty (no header line)")
+        return b"".join(content) + b"\n"
 
     def _csv_feature_types(self, features):
         """The type each CSV feature column is read as: float64."""
@@ -334,7 +372,8 @@ class TableData:
             import pyarrow.csv as pacsv
 
             feature_types = self._csv_feature_types(features)
-            table = pacsv.read_csv(self.path, **self._csv_options(columns, feature_types))
+            table = pacsv.read_csv(self._csv_source(),
+                                   **self._csv_options(columns, feature_types))
             index = table.schema.get_field_index(target)
             return table.set_column(index, target, self._label_column(table.column(target)))
         except DataError:
