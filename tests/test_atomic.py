@@ -1,5 +1,6 @@
 """The atomic output files shared by ``model.save`` and the batch commands (``_atomic``)."""
 
+import gc
 import os
 import re
 import stat
@@ -169,6 +170,42 @@ def test_stale_temporary_files_of_the_output_are_removed(tmp_path, model):
             fh.write(b"partial")
     assert sorted(remove_stale_temporaries(path)) == sorted(stale + kept[:1])
     assert set(os.listdir(tmp_path)) == {"m.gbc"} | {os.path.basename(k) for k in kept[1:]}
+
+
+def test_an_interrupt_just_after_creating_the_temporary_file_leaves_nothing(tmp_path,
+                                                                            monkeypatch):
+    """A signal handled as the file is created (before any caller's ``try``)."""
+    real_open, fds = os.open, []
+
+    def open_then_interrupt(*args, **kwargs):
+        fds.append(real_open(*args, **kwargs))
+        raise KeyboardInterrupt
+
+    (tmp_path / "out.bin").write_bytes(b"old")
+    monkeypatch.setattr(_atomic.os, "open", open_then_interrupt)
+    with pytest.raises(KeyboardInterrupt) as info:
+        AtomicFile(tmp_path / "out.bin")
+    monkeypatch.undo()
+    os.close(fds[0])
+    assert len(os.listdir(tmp_path)) == 2  # while the interrupted frame is referenced
+    del info
+    gc.collect()
+    assert os.listdir(tmp_path) == ["out.bin"]
+    assert (tmp_path / "out.bin").read_bytes() == b"old"
+
+
+def test_a_temporary_file_neither_committed_nor_discarded_is_removed(tmp_path):
+    out = AtomicFile(tmp_path / "out.bin")
+    os.write(out.fd, b"partial")
+    os.close(out.fd)
+    assert len(os.listdir(tmp_path)) == 1
+    del out
+    gc.collect()
+    assert os.listdir(tmp_path) == []
+    code = ("import os, sys; from gbc_core._atomic import AtomicFile; "
+            "f = AtomicFile(sys.argv[1]); os.write(f.fd, b'x'); sys.exit(3)")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "exit.bin")])
+    assert proc.returncode == 3 and os.listdir(tmp_path) == []  # removed at exit
 
 
 @posix_only

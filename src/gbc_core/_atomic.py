@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import stat
+import weakref
 
 #: Between the output's name and the writer's process id in a temporary file's name.
 TEMPORARY_TAG = ".gbc-core-"
@@ -139,6 +140,13 @@ def replaceable_mode(path):
     return stat.S_IMODE(st.st_mode)
 
 
+def _remove_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def _fsync_directory(directory):
     """Make a rename in ``directory`` durable (POSIX; a no-op where unsupported)."""
     if not hasattr(os, "O_DIRECTORY"):
@@ -162,7 +170,9 @@ class AtomicFile:
     files of ``path`` (:func:`remove_stale_temporaries`) and creates the temporary
     file ``tmp`` with the mode ``path`` will have, open as the descriptor ``fd``.
     Write through ``fd`` or reopen ``tmp`` by name, then call :meth:`commit`, or
-    :meth:`discard` to leave ``path`` as it was.
+    :meth:`discard` to leave ``path`` as it was. A temporary file neither committed
+    nor discarded (an interrupt between its creation and the caller's ``try``) is
+    removed when this object is freed, or at the latest when the interpreter exits.
 
     Parameters
     ----------
@@ -172,18 +182,22 @@ class AtomicFile:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        self.fd = self.tmp = None
         mode = replaceable_mode(self.path)
         remove_stale_temporaries(self.path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         for _ in range(100):
             tmp = temporary_path(self.path)
+            # Armed before the file exists, so that no interrupt can leave it behind.
+            self._remove_tmp = weakref.finalize(self, _remove_quietly, tmp)
             try:
                 # A new file: 0o666 less the umask, as open() would create it.
                 self.fd = os.open(tmp, flags, 0o666 if mode is None else 0o600)
                 break
-            except FileExistsError:
-                continue
+            except FileExistsError:  # another writer's file: not ours to remove
+                self._remove_tmp.detach()
             except OSError as exc:
+                self._remove_tmp.detach()
                 raise type(exc)(exc.errno, f"cannot create a file in "
                                 f"{_directory_of(self.path)}: {exc.strerror}",
                                 self.path) from None
@@ -209,6 +223,7 @@ class AtomicFile:
         finally:
             self._close()
         os.replace(self.tmp, self.path)
+        self._remove_tmp.detach()
         self.tmp = None
         _fsync_directory(_directory_of(self.path))
 
@@ -218,9 +233,5 @@ class AtomicFile:
             self._close()
         except OSError:
             pass
-        if self.tmp is not None:
-            try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
-            self.tmp = None
+        self._remove_tmp()
+        self.tmp = None
