@@ -323,6 +323,77 @@ def test_headerless_first_line_with_a_quoted_delimiter(tmp_path, capsys, monkeyp
     assert read_csv_text(tmp_path / "o.csv")["col0"] == [r[0] for r in rows]
 
 
+# ------------------------------------------------------------- 3. booleans
+def boolean_rows(n, seed, words=("true", "false")):
+    X, y = features_frame(n, seed)
+    flag = X[:, 2] > 0
+    missing = np.arange(n) % 11 == 5
+    text = np.where(flag, words[0], words[1]).astype(object)
+    text[missing] = ""
+    values = np.where(missing, np.nan, flag.astype(np.float64))
+    rows = [[repr(float(X[i, 0])), repr(float(X[i, 1])), text[i], str(y[i])] for i in range(n)]
+    return rows, np.column_stack([X[:, :2], values]), flag, missing, y
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("words", [("true", "false"), ("True", "False"), ("TRUE", "FALSE")])
+def test_csv_booleans_are_one_and_zero(tmp_path, n, words):
+    rows, X, _, _, _ = boolean_rows(n, 8, words)
+    write_csv(tmp_path / "d.csv", ["x0", "x1", "flag", "y"], rows)
+    data = TableData(tmp_path / "d.csv", "csv")
+    X_read = np.concatenate([c.X for c in data.iter_chunks(["x0", "x1", "flag"], [], 1000)])
+    np.testing.assert_array_equal(X_read, X.astype(np.float32))
+    table = data.read(["x0", "x1", "flag"], "y")
+    np.testing.assert_array_equal(data.features(table, ["x0", "x1", "flag"]),
+                                  X.astype(np.float32))
+
+
+@pytest.mark.parametrize("n", [50, 120_000])
+def test_csv_and_parquet_booleans_give_the_same_model(tmp_path, capsys, monkeypatch, n):
+    rows, X, flag, missing, y = boolean_rows(n, 9)
+    write_csv(tmp_path / "d.csv", ["x0", "x1", "flag", "y"], rows)
+    pq.write_table(pa.table({"x0": X[:, 0], "x1": X[:, 1],
+                             "flag": pa.array(flag, mask=missing), "y": y}),
+                   tmp_path / "d.parquet", row_group_size=10_000)
+    for name in ("d.csv", "d.parquet"):
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", name, "--target", "y",
+                              "-o", name + ".gbc", "--n-estimators", "6")
+        assert rc == 0, err
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", name + ".gbc", name,
+                              "-o", name + ".parquet")
+        assert rc == 0, err
+    assert (tmp_path / "d.csv.gbc").read_bytes() == (tmp_path / "d.parquet.gbc").read_bytes()
+    csv_scores = pq.read_table(tmp_path / "d.csv.parquet").column("proba")
+    assert csv_scores.equals(pq.read_table(tmp_path / "d.parquet.parquet").column("proba"))
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1],
+                          "flag": pd.array(np.where(missing, None, flag), dtype="boolean")})
+    model = gbc_core.load(tmp_path / "d.csv.gbc")
+    np.testing.assert_array_equal(csv_scores.to_numpy(), model.predict_proba(frame)[:, 1])
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("first,later", [("true", "1"), ("false", "0.5"), ("1", "true"),
+                                         ("0.25", "FALSE")])
+def test_booleans_mixed_with_numbers_are_an_error(tmp_path, capsys, monkeypatch, n, first,
+                                                  later):
+    rows, _, _, _, _ = boolean_rows(n, 10)
+    for i, row in enumerate(rows):
+        row[2] = first if i < n - 1 else later
+    write_csv(tmp_path / "d.csv", ["x0", "x1", "flag", "y"], rows)
+    # The value named is the first that does not fit the column's kind: its kind comes
+    # from the first block (true/false if it has only those, else numbers).
+    first_is_boolean = first in ("true", "false")
+    named = repr(later if n > 100_000 or not first_is_boolean else first)
+    with pytest.raises(DataError, match=r"'flag' .*numbers and true/false") as err:
+        data = TableData(tmp_path / "d.csv", "csv")
+        list(data.iter_chunks(["x0", "x1", "flag"], [], 500))
+    assert named in str(err.value)
+    line = expect_error(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y",
+                        "-o", "m.gbc", words=["'flag'", "true/false", named])
+    assert "d.csv" in line and not (tmp_path / "m.gbc").exists()
+
+
 # ------------------------------------------------------ 4. header-only files
 @pytest.mark.parametrize("ending", ["", "\n", "\r\n"])
 @pytest.mark.parametrize("out", ["o.csv", "o.parquet"])

@@ -174,9 +174,16 @@ def _features_from_arrow(batch, names, path, pa, pc):
 
 
 _CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
+_CSV_INVALID_VALUE_RE = re.compile(r"invalid value '(.*)'$")
 
-#: Bytes per block of the streaming CSV reader (which reads up to 32 blocks ahead).
+#: Bytes per block of the streaming CSV reader (which reads up to 32 blocks ahead);
+#: the kind of each feature column (numbers or true/false) is read from the first.
 CSV_BLOCK_SIZE = 1 << 20
+
+#: The words of a CSV boolean (pyarrow's defaults without "1" and "0": a column of
+#: 1/0 is numeric, and mixing 1/0 with true/false in one column is an error).
+CSV_TRUE_VALUES = ("true", "True", "TRUE")
+CSV_FALSE_VALUES = ("false", "False", "FALSE")
 
 
 def _rebatch(batches, chunk_rows, pa):
@@ -206,8 +213,9 @@ class TableData:
 
     Kept columns (``--keep``) are read as written: CSV columns as text (never
     type-inferred), Parquet columns with their Parquet type. CSV feature columns are
-    read as numbers; every field may contain the delimiter, quotes and line breaks
-    when quoted (RFC 4180).
+    read as numbers, or as booleans (1.0/0.0) when the first block of the file holds
+    only true/false in them; every field may contain the delimiter, quotes and line
+    breaks when quoted (RFC 4180).
     """
 
     kind = "table"
@@ -272,8 +280,10 @@ class TableData:
             else:
                 ropts.column_names = self.columns
         # Text stays text (strings_can_be_null=False: "" and "NA" of a kept column are
-        # kept); the missing-value words make nulls in number columns.
-        copts = pacsv.ConvertOptions(strings_can_be_null=False, column_types=column_types)
+        # kept); the missing-value words make nulls in number and boolean columns.
+        copts = pacsv.ConvertOptions(
+            strings_can_be_null=False, column_types=column_types,
+            true_values=list(CSV_TRUE_VALUES), false_values=list(CSV_FALSE_VALUES))
         if include is not None:
             copts.include_columns = list(include)
         # newlines_in_values: a quoted field may hold line breaks (RFC 4180); without
@@ -318,8 +328,13 @@ class TableData:
         return b"".join(content) + b"\n"
 
     def _csv_feature_types(self, features):
-        """The type each CSV feature column is read as: float64."""
-        return {name: self.pa.float64() for name in features}
+        """The type each CSV feature column is read as: bool or float64."""
+        pa = self.pa
+        types = {}
+        for name in features:
+            inferred = self._types[name]
+            types[name] = pa.bool_() if pa.types.is_boolean(inferred) else pa.float64()
+        return types
 
     def _label_column(self, column):
         """A CSV text label column with the missing-value words (``""``, ``NA``, ...) as
@@ -342,6 +357,17 @@ class TableData:
         col = self.columns[int(m.group(1))]
         if col not in feature_types:
             return DataError(f"cannot read column {col!r} of {self.path}: {msg}")
+        value = _CSV_INVALID_VALUE_RE.search(msg)
+        value = value.group(1) if value else None
+        boolean = value in CSV_TRUE_VALUES + CSV_FALSE_VALUES
+        if value is not None and (self.pa.types.is_boolean(feature_types[col]) or boolean):
+            expected = "numbers" if boolean else "true/false"
+            return DataError(
+                f"feature column {col!r} of {self.path} mixes numbers and true/false: "
+                f"{value!r} where {expected} were expected; a column holds numbers or "
+                "true/false (and empty values), not both: write it as 1/0 or as true/false "
+                "throughout"
+            )
         return DataError(
             f"feature column {col!r} of {self.path} is not numeric: {msg} "
             f"(drop it with --drop {col})"
