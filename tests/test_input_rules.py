@@ -623,3 +623,83 @@ def test_killed_run_leaves_a_temporary_file_the_next_run_removes(tmp_path, named
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(tmp_path)) == ["big.parquet", "out.parquet"]
     assert pq.read_table(tmp_path / "out.parquet").num_rows == n
+
+
+# -------------------------------------------------- 10. dates, times, durations
+@pytest.mark.parametrize("where,n", [("first", 3), ("first", 2_000), ("last", 3),
+                                     ("last", 2_000), ("last", 120_000)])
+@pytest.mark.parametrize("value", ["2024-03-01", "2024-03-01T12:30:00", "2024-03-01 12:30:00Z",
+                                   "12:30:00", "2024-03-01T12:30:00.250+02:00"])
+def test_csv_dates_as_features_are_an_error(tmp_path, capsys, monkeypatch, n, value, where):
+    """In the first rows (pyarrow infers a date type) or after them (a number was
+    expected): the same error, naming the column and what to do."""
+    pd = pytest.importorskip("pandas")
+    X, y = features_frame(n, 15)
+    rows = [[repr(float(X[i, 0])), repr(float(X[i, 1])), str(y[i])] for i in range(n)]
+    for i in range(n) if where == "first" else [n - 1]:
+        rows[i][1] = value
+    write_csv(tmp_path / "d.csv", ["x0", "when", "y"], rows)
+    # a model that has "when" as a (numeric) feature, and one that has not
+    GradientBoostingClassifier(n_estimators=2).fit(
+        pd.DataFrame({"x0": X[:, 0], "when": X[:, 1]}), y).save(tmp_path / "m2.gbc")
+    GradientBoostingClassifier(n_estimators=2).fit(
+        pd.DataFrame({"x0": X[:, 0]}), y).save(tmp_path / "m1.gbc")
+    expected = ["'when'", "d.csv", "dates or times", "seconds since the epoch",
+                "--drop when"]
+    for command in (["train", "d.csv", "--target", "y", "-o", "m.gbc"],
+                    ["predict", "m2.gbc", "d.csv", "-o", "o.csv", "--chunk-rows", "1000"],
+                    ["evaluate", "m2.gbc", "d.csv", "--target", "y"]):
+        expect_error(capsys, monkeypatch, tmp_path, *command, words=expected)
+    assert sorted(os.listdir(tmp_path)) == ["d.csv", "m1.gbc", "m2.gbc"]
+    with pytest.raises(DataError, match="'when' .*dates or times"):
+        list(TableData(tmp_path / "d.csv", "csv").iter_chunks(["x0", "when"], [], 1000))
+    # kept (not a feature), the same column passes through as written
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m1.gbc", "d.csv", "-o",
+                          "o.csv", "--keep", "when")
+    assert rc == 0, err
+    assert read_csv_text(tmp_path / "o.csv")["when"] == [r[1] for r in rows]
+
+
+TEMPORAL_ARRAYS = [
+    (pa.timestamp("s"), [0, 86_400, None]),
+    (pa.timestamp("ns", tz="UTC"), [0, 10**18, 5]),
+    (pa.date32(), [0, 19_000, 1]),
+    (pa.date64(), [0, 86_400_000, None]),
+    (pa.time32("s"), [0, 3600, 60]),
+    (pa.time64("us"), [0, 10**6, 5]),
+    (pa.duration("ms"), [0, 1000, None]),
+    (pa.month_day_nano_interval(), [(1, 2, 3), None, (0, 0, 1)]),
+]
+
+
+@pytest.mark.parametrize("arrow_type,values", TEMPORAL_ARRAYS)
+def test_arrow_temporal_features_are_an_error(arrow_type, values):
+    from gbc_core._tabular import _features_from_arrow
+
+    import pyarrow.compute as pc
+
+    table = pa.table({"x0": [1.0, 2.0, 3.0], "when": pa.array(values, arrow_type)})
+    with pytest.raises(DataError) as err:
+        _features_from_arrow(table, ["x0", "when"], "t.arrow", pa, pc)
+    for word in ("'when'", "t.arrow", str(arrow_type), "not numbers", "seconds",
+                 "--drop when"):
+        assert word in str(err.value)
+
+
+@pytest.mark.parametrize("arrow_type,values", TEMPORAL_ARRAYS[:-1])  # Parquet has no interval
+def test_parquet_temporal_features_are_an_error(tmp_path, capsys, monkeypatch, named_model,
+                                                arrow_type, values):
+    n = 3 * 700
+    X, y = features_frame(n, 16)
+    when = pa.array(values * (n // 3), arrow_type)
+    pq.write_table(pa.table({"x0": X[:, 0], "x1": X[:, 1], "x2": when, "y": y}),
+                   tmp_path / "d.parquet", row_group_size=500)
+    stored = pq.read_schema(tmp_path / "d.parquet").field("x2").type  # e.g. date64 -> date32
+    expected = ["'x2'", "d.parquet", "not numbers", "--drop x2", str(stored)]
+    expect_error(capsys, monkeypatch, tmp_path, "train", "d.parquet", "--target", "y", "-o",
+                 "m.gbc", words=expected)
+    expect_error(capsys, monkeypatch, tmp_path, "predict", named_model, "d.parquet", "-o",
+                 "o.csv", words=expected)
+    expect_error(capsys, monkeypatch, tmp_path, "evaluate", named_model, "d.parquet",
+                 "--target", "y", words=expected)
+    assert sorted(os.listdir(tmp_path)) == ["d.parquet"]

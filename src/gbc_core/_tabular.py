@@ -146,9 +146,29 @@ class Chunk:
         self.n_rows = n_rows
 
 
+def _is_temporal(arrow_type, pa):
+    """Whether an Arrow type holds dates, times, durations or intervals."""
+    return pa.types.is_temporal(arrow_type) or pa.types.is_interval(arrow_type)
+
+
+def _temporal_feature_error(name, what, path):
+    """The error for a feature column of dates, times or durations (``what``)."""
+    return DataError(
+        f"feature column {name!r} of {path} holds {what}, not numbers: convert it to a "
+        "number first (e.g. seconds since the epoch, or a duration in seconds) or drop it "
+        f"with --drop {name}"
+    )
+
+
 def _arrow_to_float(col, name, path, pa, pc):
-    """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN)."""
+    """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN).
+
+    Booleans are 1.0/0.0; dates, times, durations and any other type are an error
+    naming the column.
+    """
     t = col.type
+    if _is_temporal(t, pa):
+        raise _temporal_feature_error(name, f"dates, times or durations (type {t})", path)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_null(t) or pa.types.is_decimal(t)):
         raise DataError(
@@ -175,6 +195,9 @@ def _features_from_arrow(batch, names, path, pa, pc):
 
 _CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
 _CSV_INVALID_VALUE_RE = re.compile(r"invalid value '(.*)'$")
+#: An ISO-8601 date, date and time, or time of day (as pyarrow's CSV reader infers).
+_ISO_DATETIME_RE = re.compile(r"\s*(\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}.*)?"
+                              r"|\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?)\s*")
 
 #: Bytes per block of the streaming CSV reader (which reads up to 32 blocks ahead);
 #: the kind of each feature column (numbers or true/false) is read from the first.
@@ -333,6 +356,9 @@ class TableData:
         types = {}
         for name in features:
             inferred = self._types[name]
+            if _is_temporal(inferred, pa):
+                raise _temporal_feature_error(
+                    name, f"dates or times (e.g. ISO-8601 text, read as {inferred})", self.path)
             types[name] = pa.bool_() if pa.types.is_boolean(inferred) else pa.float64()
         return types
 
@@ -368,6 +394,8 @@ class TableData:
                 "true/false (and empty values), not both: write it as 1/0 or as true/false "
                 "throughout"
             )
+        if value is not None and _ISO_DATETIME_RE.fullmatch(value):
+            return _temporal_feature_error(col, f"dates or times (e.g. {value!r})", self.path)
         return DataError(
             f"feature column {col!r} of {self.path} is not numeric: {msg} "
             f"(drop it with --drop {col})"
