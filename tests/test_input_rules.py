@@ -703,3 +703,53 @@ def test_parquet_temporal_features_are_an_error(tmp_path, capsys, monkeypatch, n
     expect_error(capsys, monkeypatch, tmp_path, "evaluate", named_model, "d.parquet",
                  "--target", "y", words=expected)
     assert sorted(os.listdir(tmp_path)) == ["d.parquet"]
+
+
+# ------------------------------------------------- gaps: option errors, inspect
+def test_keep_and_chunk_rows_errors(tmp_path, capsys, monkeypatch, inputs):
+    expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o", "o.csv",
+                 "--keep", "id", "nope", words=["--keep", "'nope'", "d.csv"])
+    expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o", "o.csv",
+                 "--keep", "proba", words=["--keep", "'proba'", "output column"])
+    expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o", "o.csv",
+                 "--keep", "label", "--label", words=["'label'", "output column"])
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o",
+                          "o.csv", "--keep", "label", "--proba")  # no label column written
+    assert rc == 1 and "'label'" in err and "not found" in err
+    for command in (["predict", "m.gbc", "d.csv", "-o", "o.csv"],
+                    ["evaluate", "m.gbc", "d.csv", "--target", "y"]):
+        for bad in ("0", "-5", "ten"):
+            with pytest.raises(SystemExit) as exit_info:
+                run_main(capsys, monkeypatch, tmp_path, *command, "--chunk-rows", bad)
+            assert exit_info.value.code == 2
+            err = capsys.readouterr().err
+            assert "--chunk-rows" in err and (">= 1" in err or "integer" in err)
+    _unchanged(tmp_path, inputs)
+
+
+def test_inspect_tree_out_of_range(tmp_path, capsys, monkeypatch, named_model):
+    n = gbc_core.load(named_model).n_estimators_
+    for k in (n, n + 1, -n - 1, 10**9):
+        expect_error(capsys, monkeypatch, tmp_path, "inspect", named_model, "--tree", str(k),
+                     words=[f"--tree {k}", "out of range", f"{n} trees"])
+    for k in (0, n - 1, -n):
+        rc, out, _ = run_main(capsys, monkeypatch, tmp_path, "inspect", named_model, "--tree",
+                              str(k))
+        assert rc == 0 and out.startswith(f"tree {k % n} of {n}")
+
+
+def test_errors_in_a_subprocess(tmp_path, named_model):
+    """Exit codes and one-line messages as a shell sees them."""
+    (tmp_path / "d.svm").write_text("1 1:0.5 1:5.0\n")
+    (tmp_path / "h.csv").write_text("x0,x1,x2,y")
+    cases = [(["train", "d.svm", "-o", "m.gbc"], 1, "feature index 1 is given twice"),
+             (["evaluate", str(named_model), "h.csv", "--target", "y"], 1, "no data rows"),
+             (["predict", str(named_model), "h.csv", "-o", "h.csv"], 1, "same file"),
+             (["predict", str(named_model), "h.csv", "-o", "o.csv", "--chunk-rows", "0"], 2,
+              "--chunk-rows")]
+    for args, code, words in cases:
+        proc = subprocess.run([sys.executable, "-m", "gbc_core", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == code, proc.stderr
+        assert words in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["d.svm", "h.csv"]
