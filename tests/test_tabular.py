@@ -53,10 +53,12 @@ def test_libsvm_chunks_equal_whole_file_and_sklearn(tmp_path):
     path = tmp_path / "d.svm"
     path.write_text("\n".join(lines) + "\n")
     X, y = LibsvmData(path, n_features=40).read_all(chunk_rows=1000)
-    parts = list(LibsvmData(path).iter_chunks(40, ["label"], 77))
+    parts = list(LibsvmData(path).iter_chunks(40, ["label"], 77, target="label"))
     assert [c.n_rows for c in parts][:2] == [77, 77]
     np.testing.assert_array_equal(np.concatenate([c.X for c in parts]), X)
-    np.testing.assert_array_equal(np.concatenate([c.columns["label"] for c in parts]), y)
+    np.testing.assert_array_equal(np.concatenate([c.labels for c in parts]), y)
+    # the kept label is the text of the file
+    assert sum((c.columns["label"] for c in parts), []) == [ln.split()[0] for ln in lines]
     assert y.dtype == np.int64
     sk = pytest.importorskip("sklearn.datasets")
     Xs, ys = sk.load_svmlight_file(str(path), n_features=40)

@@ -15,11 +15,13 @@ from ._loss import BinomialLoss as BinomialLoss
 from ._loss import MultinomialLoss as MultinomialLoss
 from ._math import newton_leaf_values as newton_leaf_values
 from ._model_io import ModelFormatError as ModelFormatError
-from ._model_io import read_header as read_model_header
+from ._model_io import read_header
 from ._validation import DataConversionWarning as DataConversionWarning
 from ._version import __version__ as __version__
 
 __all__: list[str]
+
+read_model_header = read_header
 
 def load(path: str | PathLike[str] | IO[bytes]) -> Booster: ...
 def from_bytes(data: bytes | bytearray | memoryview) -> Booster: ...

@@ -149,9 +149,7 @@ def _read_training_table(args, path, fmt, features=None):
                         f"{', '.join(data.columns[:10])}{' ...' if len(data.columns) > 10 else ''}")
     if features is None:
         drop = list(args.drop or [])
-        unknown = [c for c in drop if c not in data.columns]
-        if unknown:
-            raise DataError(f"--drop column(s) {unknown} not found in {path}")
+        _check_drop(data, drop)
         features = [c for c in data.columns if c != target and c not in set(drop)]
         if not features:
             raise DataError(f"{path} has no feature columns besides the target {target!r}")
@@ -160,12 +158,23 @@ def _read_training_table(args, path, fmt, features=None):
         if missing:
             raise DataError(f"feature column {missing[0]!r} (used in training) is missing "
                             f"from {path}")
-    table = data.read(list(features) + [target], float_columns=features)
+    table = data.read(features, target)
     if table.num_rows == 0:
         raise DataError(f"{path} has no data rows")
     y = _labels_from_column(table, target, path)
     X = data.features(table, features)
     return X, y, features
+
+
+def _check_drop(data, drop):
+    """``--drop`` names columns of a CSV/Parquet file (LIBSVM has none)."""
+    if not drop:
+        return
+    if data.kind == "libsvm":
+        raise DataError("--drop applies to CSV/Parquet data (LIBSVM columns are indices)")
+    unknown = [c for c in drop if c not in data.columns]
+    if unknown:
+        raise DataError(f"--drop column(s) {unknown} not found in {data.path}")
 
 
 def _read_training_libsvm(args, path, n_features):
@@ -239,15 +248,14 @@ def run_train(args):
 
     out = str(args.output)
     fmt = _fmt_for(args.data, args.format)
-    # Fail on an unwritable output before the (possibly long) fit.
-    AtomicOutput(out).abort()
+    # Fail on an unwritable output, or one that is an input, before the (long) fit.
+    AtomicOutput(out, inputs=[args.data, args.eval]).abort()
     t0 = time.perf_counter()
     if fmt == "libsvm":
         if args.target and args.target != LIBSVM_LABEL:
             raise DataError(f"LIBSVM data has no column {args.target!r}: the target is the "
                             f"label (omit --target or pass --target {LIBSVM_LABEL})")
-        if args.drop:
-            raise DataError("--drop applies to CSV/Parquet data (LIBSVM columns are indices)")
+        _check_drop(_open(args, args.data, "libsvm"), args.drop)
         X, y = _read_training_libsvm(args, args.data, args.n_features)
         names = None
     else:
@@ -325,7 +333,9 @@ def resolve_features(model, data, keep=(), drop=(), target=None):
 
 
 def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features=None):
-    """Chunks of ``data`` with the model's features as X, and the ``keep`` columns."""
+    """Chunks of ``data``: the model's features as X, the ``keep`` columns as read and
+    the ``target`` column's labels."""
+    _check_drop(data, drop)
     if data.kind == "libsvm":
         nf = model.n_features_in_
         if n_features is not None and n_features != nf:
@@ -333,12 +343,12 @@ def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features
         bad = [k for k in keep if k != LIBSVM_LABEL]
         if bad:
             raise DataError(f"LIBSVM data has no column {bad[0]!r} (only {LIBSVM_LABEL!r})")
-        return data.iter_chunks(nf, list(keep), chunk_rows)
+        return data.iter_chunks(nf, list(keep), chunk_rows, target=target)
     missing = [k for k in keep if k not in data.columns]
     if missing:
-        raise DataError(f"column {missing[0]!r} (--keep/--target) not found in {data.path}")
+        raise DataError(f"--keep column {missing[0]!r} not found in {data.path}")
     features = resolve_features(model, data, keep, drop, target)
-    return data.iter_chunks(features, list(keep), chunk_rows)
+    return data.iter_chunks(features, list(keep), chunk_rows, target=target)
 
 
 def _local_scores(model, chunks, n_jobs=None):
@@ -367,8 +377,6 @@ def run_predict(args):
     data = _open(args, args.data, fmt)
     out_fmt = output_format(args.output, args.output_format)
     pa = require_pyarrow("Writing scores (Parquet or CSV)")
-    if os.path.abspath(args.output) == os.path.abspath(args.data):
-        raise DataError("the output path is the input file; choose another -o")
     keep = list(dict.fromkeys(args.keep or []))
     want_label = bool(args.label)
     want_proba = bool(args.proba) or not want_label
@@ -383,7 +391,7 @@ def run_predict(args):
     chunks = _iter_chunks(model, data, keep, chunk_rows, drop=args.drop or [],
                           n_features=args.n_features)
     progress = Progress(Progress.wanted(args.quiet), total=data.num_rows)
-    out = AtomicOutput(args.output, out_fmt)
+    out = AtomicOutput(args.output, out_fmt, inputs=[args.model, args.data])
     try:
         if args.dask:
             from .dask import score_chunks
@@ -412,7 +420,7 @@ def run_predict(args):
             progress.update(chunk.n_rows)
         schema = None
         if n_rows == 0:
-            fields = [pa.field(k, pa.string()) for k in keep]
+            fields = [pa.field(k, t) for k, t in zip(keep, data.kept_types(keep))]
             if want_proba:
                 fields += [pa.field(name, pa.float64()) for name in proba_columns(classes)]
             if want_label:
@@ -442,12 +450,12 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
         raise DataError(f"--target COL is required for {data.fmt.upper()} data")
     elif target not in data.columns:
         raise DataError(f"target column {target!r} not found in {data.path}")
-    chunks = _iter_chunks(model, data, [target], chunk_rows, drop=drop, target=target,
+    chunks = _iter_chunks(model, data, [], chunk_rows, drop=drop, target=target,
                           n_features=n_features)
     progress = Progress(Progress.wanted(quiet), total=data.num_rows, label="evaluated")
     raws, ys = [], []
     for chunk, raw in _local_scores(model, chunks, n_jobs):
-        col = chunk.columns[target]
+        col = chunk.labels
         if not isinstance(col, np.ndarray):
             if col.null_count:
                 raise DataError(f"target column {target!r} of {data.path} has missing "

@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike, NDArray
 from typing_extensions import Self
 
 from ._boosting import FitRecord
-from ._ensemble import Ensemble, Tree
+from ._ensemble import Ensemble
 from ._loss import BinomialLoss, MultinomialLoss
 
 class Booster:

@@ -30,11 +30,11 @@ import numbers
 import os
 import re
 import struct
-import tempfile
 import warnings
 
 import numpy as np
 
+from ._atomic import AtomicFile
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
 from ._params import BY_NAME as PARAM_RULES
@@ -404,56 +404,19 @@ def warn_unrepresentable(unrepresentable):
 _os_write = os.write
 
 
-def _umask():
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 def _atomic_write(path, data):
-    """Write ``data`` to ``path`` via a temporary file, fsync and ``os.replace``."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
+    """Write ``data`` to ``path`` atomically: temporary file, fsync, ``os.replace``
+    (the rules are those of ``_atomic.AtomicFile``)."""
+    output = AtomicFile(path)
     try:
-        try:
-            try:
-                mode = os.stat(path).st_mode & 0o7777
-            except FileNotFoundError:
-                mode = 0o666 & ~_umask()
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                written = _os_write(fd, view[: 1 << 20])
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        view = memoryview(data)
+        while view:
+            written = _os_write(output.fd, view[: 1 << 20])
+            view = view[written:]
+        output.commit()
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        output.discard()
         raise
-    if hasattr(os, "O_DIRECTORY"):  # make the rename durable (POSIX)
-        try:
-            dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            return
-        try:
-            os.fsync(dfd)
-        except OSError:
-            pass
-        finally:
-            os.close(dfd)
 
 
 def save_bytes(data, path):

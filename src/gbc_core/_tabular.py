@@ -9,9 +9,10 @@ in file order, so scoring a file needs memory proportional to the chunk size onl
 import gzip
 import os
 import re
-import tempfile
 
 import numpy as np
+
+from ._atomic import AtomicFile, find_same_file
 
 __all__ = [
     "DataError",
@@ -129,24 +130,50 @@ def open_data(path, fmt=None, *, delimiter=None, header=True, n_features=None):
 
 # ------------------------------------------------------------------- chunks
 class Chunk:
-    """A block of rows: ``X`` (float32, C order) plus the columns asked for."""
+    """A block of rows: ``X`` (float32, C order), the kept columns and the labels.
 
-    __slots__ = ("X", "columns", "n_rows")
+    ``columns`` maps each kept column's name to its values as read (a pyarrow array,
+    or a list of the label words of a LIBSVM file); ``labels`` holds the target's
+    values when one was asked for, else None.
+    """
 
-    def __init__(self, X, columns, n_rows):
+    __slots__ = ("X", "columns", "labels", "n_rows")
+
+    def __init__(self, X, columns, n_rows, labels=None):
         self.X = X
-        self.columns = columns  # name -> pyarrow Array or numpy array
+        self.columns = columns
+        self.labels = labels
         self.n_rows = n_rows
 
 
-def _arrow_to_float(col, name, pa, pc):
-    """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN)."""
+def _is_temporal(arrow_type, pa):
+    """Whether an Arrow type holds dates, times, durations or intervals."""
+    return pa.types.is_temporal(arrow_type) or pa.types.is_interval(arrow_type)
+
+
+def _temporal_feature_error(name, what, path):
+    """The error for a feature column of dates, times or durations (``what``)."""
+    return DataError(
+        f"feature column {name!r} of {path} holds {what}, not numbers: convert it to a "
+        "number first (e.g. seconds since the epoch, or a duration in seconds) or drop it "
+        f"with --drop {name}"
+    )
+
+
+def _arrow_to_float(col, name, path, pa, pc):
+    """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN).
+
+    Booleans are 1.0/0.0; dates, times, durations and any other type are an error
+    naming the column.
+    """
     t = col.type
+    if _is_temporal(t, pa):
+        raise _temporal_feature_error(name, f"dates, times or durations (type {t})", path)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
             or pa.types.is_null(t) or pa.types.is_decimal(t)):
         raise DataError(
-            f"feature column {name!r} is not numeric (type {t}); every feature must be a "
-            f"number (drop it with --drop {name})"
+            f"feature column {name!r} of {path} is not numeric (type {t}); every feature "
+            f"must be a number (drop it with --drop {name})"
         )
     if not (pa.types.is_float64(t) or pa.types.is_float32(t)):
         col = pc.cast(col, pa.float64())
@@ -157,19 +184,29 @@ def _arrow_to_float(col, name, pa, pc):
     return col.to_numpy(zero_copy_only=False)
 
 
-def _features_from_arrow(batch, names, pa, pc):
+def _features_from_arrow(batch, names, path, pa, pc):
     # Fill feature-major, then one transposing copy: much faster than strided
     # column writes into a row-major array.
     cols = np.empty((len(names), batch.num_rows), dtype=np.float32)
     for j, name in enumerate(names):
-        cols[j] = _arrow_to_float(batch.column(name), name, pa, pc)
+        cols[j] = _arrow_to_float(batch.column(name), name, path, pa, pc)
     return np.ascontiguousarray(cols.T)
 
 
 _CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
+_CSV_INVALID_VALUE_RE = re.compile(r"invalid value '(.*)'$")
+#: An ISO-8601 date, date and time, or time of day (as pyarrow's CSV reader infers).
+_ISO_DATETIME_RE = re.compile(r"\s*(\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}.*)?"
+                              r"|\d{1,2}:\d{2}(:\d{2}(\.\d*)?)?)\s*")
 
-#: Bytes per block of the streaming CSV reader (which reads up to 32 blocks ahead).
+#: Bytes per block of the streaming CSV reader (which reads up to 32 blocks ahead);
+#: the kind of each feature column (numbers or true/false) is read from the first.
 CSV_BLOCK_SIZE = 1 << 20
+
+#: The words of a CSV boolean (pyarrow's defaults without "1" and "0": a column of
+#: 1/0 is numeric, and mixing 1/0 with true/false in one column is an error).
+CSV_TRUE_VALUES = ("true", "True", "TRUE")
+CSV_FALSE_VALUES = ("false", "False", "FALSE")
 
 
 def _rebatch(batches, chunk_rows, pa):
@@ -190,8 +227,19 @@ def _rebatch(batches, chunk_rows, pa):
         yield pa.Table.from_batches(pending)
 
 
+def _unique(names):
+    return list(dict.fromkeys(names))
+
+
 class TableData:
-    """CSV or Parquet file read through pyarrow."""
+    """CSV or Parquet file read through pyarrow.
+
+    Kept columns (``--keep``) are read as written: CSV columns as text (never
+    type-inferred), Parquet columns with their Parquet type. CSV feature columns are
+    read as numbers, or as booleans (1.0/0.0) when the first block of the file holds
+    only true/false in them; every field may contain the delimiter, quotes and line
+    breaks when quoted (RFC 4180).
+    """
 
     kind = "table"
 
@@ -205,7 +253,9 @@ class TableData:
         self.header = header
         self.delimiter = delimiter or ("\t" if fmt == "tsv" else ",")
         self.num_rows = None
+        self.columns = None
         self._parquet = None
+        self._single_line = None
         try:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
@@ -213,59 +263,143 @@ class TableData:
                 # pre_buffer=False: with pre-buffering, iter_batches keeps the column
                 # chunks already read, so memory would grow with the file size.
                 self._parquet = pq.ParquetFile(self.path, pre_buffer=False)
-                self.columns = list(self._parquet.schema_arrow.names)
+                schema = self._parquet.schema_arrow
                 self.num_rows = self._parquet.metadata.num_rows
             else:
-                reader = self._open_csv(1 << 20, None, None)
-                self.columns = list(reader.schema.names)
-                reader.close()
+                schema = self._probe_csv()
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise DataError(f"cannot read {self.path} as {fmt.upper()}: {one_line(exc)}") from None
+        self.columns = list(schema.names)
+        # Parquet: the file's types; CSV: the types inferred from the first block.
+        self._types = {field.name: field.type for field in schema}
         if len(set(self.columns)) != len(self.columns):
             dup = sorted({c for c in self.columns if self.columns.count(c) > 1})
             raise DataError(f"{self.path} has duplicate column names: {dup[:5]}")
 
     # -- CSV helpers
-    def _open_csv(self, block_size, include, float_columns):
+    def _csv_source(self):
+        """The CSV file, or the in-memory copy of a file made of one unterminated line."""
+        if self._single_line is not None:
+            return self.pa.BufferReader(self._single_line)
+        return self.path
+
+    def _open_csv(self, include, column_types):
+        """A streaming reader of the columns ``include`` (all when None)."""
         import pyarrow.csv as pacsv
 
-        ropts = pacsv.ReadOptions(block_size=int(block_size))
+        return pacsv.open_csv(self._csv_source(), **self._csv_options(include, column_types))
+
+    def _csv_options(self, include, column_types):
+        """The options of pyarrow's CSV readers for the columns ``include`` (all when
+        None), as keyword arguments."""
+        import pyarrow.csv as pacsv
+
+        ropts = pacsv.ReadOptions(block_size=CSV_BLOCK_SIZE)
         if not self.header:
-            ropts.column_names = self._headerless_names()
-        copts = pacsv.ConvertOptions(strings_can_be_null=True)
+            if self.columns is None:  # probing the file
+                ropts.autogenerate_column_names = True
+            else:
+                ropts.column_names = self.columns
+        # Text stays text (strings_can_be_null=False: "" and "NA" of a kept column are
+        # kept); the missing-value words make nulls in number and boolean columns.
+        copts = pacsv.ConvertOptions(
+            strings_can_be_null=False, column_types=column_types,
+            true_values=list(CSV_TRUE_VALUES), false_values=list(CSV_FALSE_VALUES))
         if include is not None:
             copts.include_columns = list(include)
-        if float_columns:
-            copts.column_types = {c: self.pa.float64() for c in float_columns}
-        popts = pacsv.ParseOptions(delimiter=self.delimiter)
-        return pacsv.open_csv(self.path, read_options=ropts, parse_options=popts,
-                              convert_options=copts)
+        # newlines_in_values: a quoted field may hold line breaks (RFC 4180); without
+        # it the reader loses track once such a field straddles a block boundary.
+        popts = pacsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
+        return dict(read_options=ropts, parse_options=popts, convert_options=copts)
 
-    def _headerless_names(self):
-        """Names col0, col1, ... of a file without a header line (``--no-header``)."""
-        if getattr(self, "_names_nohdr", None) is None:
-            opener = gzip.open if self.path.lower().endswith(".gz") else open
-            with opener(self.path, "rb") as fh:
-                first = fh.readline().decode("utf-8", "replace").rstrip("\r\n")
-            n = len(first.split(self.delimiter)) if first else 1
-            self._names_nohdr = [f"col{i}" for i in range(n)]
-        return self._names_nohdr
+    def _probe_csv(self):
+        """The schema of the CSV file, with the types inferred from its first block.
 
-    def _translate(self, exc, float_columns):
+        A file of one line without a line break (a header without data rows) is read
+        from memory with the line break added: pyarrow cannot read it otherwise.
+        """
+        try:
+            reader = self._open_csv(None, None)
+        except self.pa.ArrowInvalid as exc:
+            if "Empty CSV file" not in str(exc):
+                raise
+            self._single_line = self._unterminated_line()
+            reader = self._open_csv(None, None)
+        schema = reader.schema
+        reader.close()
+        if not self.header:
+            schema = self.pa.schema([field.with_name(f"col{i}")
+                                     for i, field in enumerate(schema)])
+        return schema
+
+    def _unterminated_line(self):
+        """The content of a file of one line without a line break, plus a line break."""
+        content = []
+        with self.pa.input_stream(self.path, compression="detect") as stream:
+            while True:
+                block = stream.read(CSV_BLOCK_SIZE)
+                if not block:
+                    break
+                if b"\n" in block or b"\r" in block:
+                    raise DataError(f"cannot read {self.path} as CSV: its first line is "
+                                    f"longer than {CSV_BLOCK_SIZE:,} bytes")
+                content.append(block)
+        if not b"".join(content).strip():
+            raise DataError(f"{self.path} is empty (no header line)")
+        return b"".join(content) + b"\n"
+
+    def _csv_feature_types(self, features):
+        """The type each CSV feature column is read as: bool or float64."""
+        pa = self.pa
+        types = {}
+        for name in features:
+            inferred = self._types[name]
+            if _is_temporal(inferred, pa):
+                raise _temporal_feature_error(
+                    name, f"dates or times (e.g. ISO-8601 text, read as {inferred})", self.path)
+            types[name] = pa.bool_() if pa.types.is_boolean(inferred) else pa.float64()
+        return types
+
+    def _label_column(self, column):
+        """A CSV text label column with the missing-value words (``""``, ``NA``, ...) as
+        nulls, as they are in number columns; other columns unchanged."""
+        pa, pc = self.pa, self.pc
+        if self.fmt == "parquet" or not pa.types.is_string(column.type):
+            return column
+        import pyarrow.csv as pacsv
+
+        missing_words = pa.array(pacsv.ConvertOptions().null_values, pa.string())
+        missing = pc.is_in(column, value_set=missing_words)
+        return pc.if_else(missing, pa.scalar(None, column.type), column)
+
+    def _translate(self, exc, feature_types):
+        """A pyarrow CSV error as a DataError naming the column and what to do."""
         msg = one_line(exc)
         m = _CSV_COLUMN_RE.search(msg)
-        if m and float_columns is not None:
-            idx = int(m.group(1))
-            if 0 <= idx < len(self.columns):
-                col = self.columns[idx]
-                if col in float_columns:
-                    return DataError(
-                        f"feature column {col!r} of {self.path} is not numeric: {msg} "
-                        f"(drop it with --drop {col})"
-                    )
-        return DataError(f"cannot read {self.path} as {self.fmt.upper()}: {msg}")
+        if not m or not 0 <= int(m.group(1)) < len(self.columns):
+            return DataError(f"cannot read {self.path} as {self.fmt.upper()}: {msg}")
+        col = self.columns[int(m.group(1))]
+        if col not in feature_types:
+            return DataError(f"cannot read column {col!r} of {self.path}: {msg}")
+        value = _CSV_INVALID_VALUE_RE.search(msg)
+        value = value.group(1) if value else None
+        boolean = value in CSV_TRUE_VALUES + CSV_FALSE_VALUES
+        if value is not None and (self.pa.types.is_boolean(feature_types[col]) or boolean):
+            expected = "numbers" if boolean else "true/false"
+            return DataError(
+                f"feature column {col!r} of {self.path} mixes numbers and true/false: "
+                f"{value!r} where {expected} were expected; a column holds numbers or "
+                "true/false (and empty values), not both: write it as 1/0 or as true/false "
+                "throughout"
+            )
+        if value is not None and _ISO_DATETIME_RE.fullmatch(value):
+            return _temporal_feature_error(col, f"dates or times (e.g. {value!r})", self.path)
+        return DataError(
+            f"feature column {col!r} of {self.path} is not numeric: {msg} "
+            f"(drop it with --drop {col})"
+        )
 
     def check_columns(self, names, role):
         missing = [n for n in names if n not in self.columns]
@@ -274,61 +408,86 @@ class TableData:
             more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
             raise DataError(f"{role} {shown}{more} not found in {self.path}")
 
+    def kept_types(self, names):
+        """The Arrow types of the kept columns ``names`` in the output."""
+        if self.fmt == "parquet":
+            return [self._types[name] for name in names]
+        return [self.pa.string() for _ in names]
+
     # -- reading
-    def read(self, columns, float_columns):
-        """The whole file (columns ``columns``) as a pyarrow Table."""
+    def read(self, features, target):
+        """The whole file, columns ``features`` and ``target``, as a pyarrow Table."""
+        columns = _unique(list(features) + [target])
         self.check_columns(columns, "column")
-        columns = list(dict.fromkeys(columns))
+        feature_types = {}
         try:
             if self.fmt == "parquet":
                 return self._parquet.read(columns=columns)
             import pyarrow.csv as pacsv
 
-            ropts = pacsv.ReadOptions()
-            if not self.header:
-                ropts.column_names = self._headerless_names()
-            copts = pacsv.ConvertOptions(
-                include_columns=columns, strings_can_be_null=True,
-                column_types={c: self.pa.float64() for c in float_columns},
-            )
-            popts = pacsv.ParseOptions(delimiter=self.delimiter)
-            return pacsv.read_csv(self.path, read_options=ropts, parse_options=popts,
-                                  convert_options=copts)
+            feature_types = self._csv_feature_types(features)
+            table = pacsv.read_csv(self._csv_source(),
+                                   **self._csv_options(columns, feature_types))
+            index = table.schema.get_field_index(target)
+            return table.set_column(index, target, self._label_column(table.column(target)))
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
-            raise self._translate(exc, float_columns) from None
+            raise self._translate(exc, feature_types) from None
 
     def features(self, table, names):
-        return _features_from_arrow(table, names, self.pa, self.pc)
+        return _features_from_arrow(table, names, self.path, self.pa, self.pc)
 
     def column_numpy(self, table, name):
         return table.column(name).to_numpy(zero_copy_only=False)
 
-    def iter_chunks(self, feature_names, keep, chunk_rows):
-        """Yield ``Chunk`` objects of about ``chunk_rows`` rows, in file order."""
-        self.check_columns(list(feature_names) + list(keep), "column")
-        wanted = list(dict.fromkeys(list(feature_names) + list(keep)))
-        floats = [c for c in feature_names if c not in set(keep)]
+    def _csv_tables(self, feature_types, keep, target, chunk_rows):
+        """CSV tables of ``chunk_rows`` rows: features typed, kept columns as text.
+
+        A kept column that is also a feature is read twice, by two readers that go
+        through the file side by side: as a number for the model, as text for the
+        output. Returns an iterator of ``(table, text table or None)``.
+        """
+        pa = self.pa
+        text = {name: pa.string() for name in keep}
+        kept_features = [name for name in keep if name in feature_types]
+        # the target keeps its inferred type, as in training
+        columns = _unique(list(feature_types) + list(keep) + ([target] if target else []))
+        main = _rebatch(self._open_csv(columns, {**text, **feature_types}), chunk_rows, pa)
+        if not kept_features:
+            return ((table, None) for table in main)
+        texts = _rebatch(self._open_csv(kept_features, text), chunk_rows, pa)
+        return zip(main, texts, strict=True)
+
+    def iter_chunks(self, feature_names, keep, chunk_rows, target=None):
+        """Yield ``Chunk`` objects of about ``chunk_rows`` rows, in file order.
+
+        ``keep``: columns passed through as read (CSV: text); ``target``: the label
+        column (``Chunk.labels``).
+        """
+        self.check_columns(list(feature_names) + list(keep) + ([target] if target else []),
+                           "column")
+        feature_types = {}
         try:
             if self.fmt == "parquet":
-                batches = self._parquet.iter_batches(batch_size=chunk_rows, columns=wanted,
-                                                     use_threads=True)
+                columns = _unique(list(feature_names) + list(keep) + ([target] if target else []))
+                tables = ((batch, None) for batch in self._parquet.iter_batches(
+                    batch_size=chunk_rows, columns=columns, use_threads=True))
             else:
-                # Small blocks, re-batched to chunk_rows: pyarrow's streaming CSV reader
-                # reads up to 32 blocks ahead, so its memory is 32 x the block size.
-                batches = _rebatch(self._open_csv(CSV_BLOCK_SIZE, wanted, floats),
-                                   chunk_rows, self.pa)
-            for batch in batches:
-                if batch.num_rows == 0:
+                feature_types = self._csv_feature_types(feature_names)
+                tables = self._csv_tables(feature_types, keep, target, chunk_rows)
+            for table, texts in tables:
+                if table.num_rows == 0:
                     continue
-                X = _features_from_arrow(batch, feature_names, self.pa, self.pc)
-                cols = {k: batch.column(k) for k in keep}
-                yield Chunk(X, cols, batch.num_rows)
+                X = _features_from_arrow(table, feature_names, self.path, self.pa, self.pc)
+                cols = {k: (texts if texts is not None and k in texts.column_names
+                            else table).column(k) for k in keep}
+                labels = self._label_column(table.column(target)) if target else None
+                yield Chunk(X, cols, table.num_rows, labels)
         except DataError:
             raise
         except (self.pa.ArrowException, OSError, ValueError) as exc:
-            raise self._translate(exc, floats) from None
+            raise self._translate(exc, feature_types) from None
 
 
 # ------------------------------------------------------------------- LIBSVM
@@ -348,6 +507,7 @@ def _libsvm_line_error(lines, first_line_no, path, n_features):
         if not toks:
             continue
         where = f"{path}: line {first_line_no + k}"
+        seen = set()
         try:
             float(toks[0])
         except ValueError:
@@ -371,35 +531,49 @@ def _libsvm_line_error(lines, first_line_no, path, n_features):
                 return DataError(
                     f"{where}: feature index {i} is beyond the model's {n_features} features"
                     " (train with --n-features to reserve more)")
+            if i in seen:
+                return DataError(f"{where}: feature index {i} is given twice (each index "
+                                 "may appear once per line)")
+            seen.add(i)
     return DataError(f"{path}: lines {first_line_no}-{first_line_no + len(lines) - 1} "
                      "are not valid LIBSVM ('label index:value ...')")
 
 
-def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1):
-    """Parse LIBSVM text lines.
+def _repeats_an_index(row, col):
+    """Whether some line gives a feature index twice (``row`` is non-decreasing)."""
+    if col.size < 2:
+        return False
+    same_line = row[1:] == row[:-1]
+    if (col[1:] > col[:-1])[same_line].all():  # ascending indices: the usual case
+        return False
+    order = np.lexsort((col, row))
+    row, col = row[order], col[order]
+    return bool(((row[1:] == row[:-1]) & (col[1:] == col[:-1])).any())
 
-    Returns ``(labels, row, col, value)``: float64 labels of the non-empty lines and
-    the sparse entries (0-based column indices). Empty lines and ``#`` comments are
-    skipped. ``n_features`` (when given) bounds the 1-based indices.
-    """
+
+def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words):
+    """``parse_libsvm_lines`` plus the label of each line as written (a list of str)
+    when ``label_words`` is true, else None."""
     text_lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else ln
                   for ln in lines]
     if any("#" in ln for ln in text_lines):
         text_lines = [ln.split("#", 1)[0] for ln in text_lines]
-    kept = [ln for ln in text_lines if ln.strip()]
-    if not kept:
+    data_lines = [ln for ln in text_lines if ln.strip()]
+    words = [ln.split(None, 1)[0] for ln in data_lines] if label_words else None
+    if not data_lines:
         empty = np.empty(0, dtype=np.float64)
-        return empty, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), empty
-    counts = np.fromiter((ln.count(":") for ln in kept), dtype=np.int64, count=len(kept))
-    expected = len(kept) + 2 * int(counts.sum())
+        return empty, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), empty, words
+    counts = np.fromiter((ln.count(":") for ln in data_lines), dtype=np.int64,
+                         count=len(data_lines))
+    expected = len(data_lines) + 2 * int(counts.sum())
     try:
-        vals = _floats(" ".join(kept).replace(":", " "))
+        vals = _floats(" ".join(data_lines).replace(":", " "))
     except ValueError:
         vals = None
     if vals is None or vals.shape[0] != expected:
         raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
     per_line = 1 + 2 * counts
-    starts = np.zeros(len(kept), dtype=np.int64)
+    starts = np.zeros(len(data_lines), dtype=np.int64)
     np.cumsum(per_line[:-1], out=starts[1:])
     labels = vals[starts]
     is_pair = np.ones(expected, dtype=bool)
@@ -410,10 +584,21 @@ def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1
     bad = (col != idx) | (col < 1)
     if n_features is not None:
         bad |= col > n_features
-    if bad.any() or not np.isfinite(labels).all():
+    row = np.repeat(np.arange(len(data_lines), dtype=np.int64), counts)
+    if bad.any() or not np.isfinite(labels).all() or _repeats_an_index(row, col):
         raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
-    row = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
-    return labels, row, col - 1, pairs[:, 1]
+    return labels, row, col - 1, pairs[:, 1], words
+
+
+def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1):
+    """Parse LIBSVM text lines.
+
+    Returns ``(labels, row, col, value)``: float64 labels of the non-empty lines and
+    the sparse entries (0-based column indices). Empty lines and ``#`` comments are
+    skipped. ``n_features`` (when given) bounds the 1-based indices. A malformed line,
+    or one giving a feature index twice, is a DataError naming the line.
+    """
+    return _parse_libsvm_block(lines, n_features, path, first_line_no, False)[:4]
 
 
 def densify(n_rows, row, col, value, n_features):
@@ -450,8 +635,15 @@ class LibsvmData:
             return gzip.open(self.path, "rb")
         return open(self.path, "rb")
 
-    def iter_parsed(self, chunk_rows, n_features):
-        """Yield ``(labels, row, col, value, n_rows)`` per block of lines."""
+    def kept_types(self, names):
+        """The Arrow types of the kept columns ``names`` (the label) in the output."""
+        import pyarrow as pa
+
+        return [pa.string() for _ in names]
+
+    def iter_parsed(self, chunk_rows, n_features, label_words=False):
+        """Yield ``(labels, row, col, value, n_rows, words)`` per block of lines;
+        ``words``: the labels as written when ``label_words`` is true, else None."""
         import itertools
 
         line_no = 1
@@ -461,11 +653,11 @@ class LibsvmData:
                     lines = list(itertools.islice(fh, chunk_rows))
                     if not lines:
                         break
-                    labels, row, col, value = parse_libsvm_lines(
-                        lines, n_features, path=self.path, first_line_no=line_no)
+                    labels, row, col, value, words = _parse_libsvm_block(
+                        lines, n_features, self.path, line_no, label_words)
                     line_no += len(lines)
                     if labels.shape[0]:
-                        yield labels, row, col, value, labels.shape[0]
+                        yield labels, row, col, value, labels.shape[0], words
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise DataError(f"cannot read {self.path}: {one_line(exc)}") from None
 
@@ -473,7 +665,7 @@ class LibsvmData:
         """The whole file: ``(X float32, labels)``, width ``n_features`` or the max index."""
         labels, rows, cols, vals = [], [], [], []
         n = 0
-        for lab, row, col, value, k in self.iter_parsed(chunk_rows, self.n_features):
+        for lab, row, col, value, k, _ in self.iter_parsed(chunk_rows, self.n_features):
             labels.append(lab)
             rows.append(row + n)
             cols.append(col)
@@ -488,33 +680,41 @@ class LibsvmData:
         X = densify(n, np.concatenate(rows), col, np.concatenate(vals), n_features)
         return X, libsvm_labels(np.concatenate(labels))
 
-    def iter_chunks(self, n_features, keep, chunk_rows):
+    def iter_chunks(self, n_features, keep, chunk_rows, target=None):
         """Dense chunks of ``chunk_rows`` rows; lines are parsed in small sub-blocks
-        written straight into the chunk, so memory stays near the chunk's own size."""
-        X = labels = None
+        written straight into the chunk, so memory stays near the chunk's own size.
+
+        ``keep`` (``["label"]`` or empty): the label passed through as written, as
+        text (``+1`` stays ``+1``); ``target`` (``"label"`` or None): the label as a
+        number in ``Chunk.labels``.
+        """
+        X = labels = words = None
         filled = 0
 
         def emit(n):
-            lab = libsvm_labels(labels[:n])
-            return Chunk(X[:n], {name: lab for name in keep}, n)
+            return Chunk(X[:n], {name: words for name in keep}, n,
+                         libsvm_labels(labels[:n]) if target else None)
 
-        for lab, row, col, value, k in self.iter_parsed(min(chunk_rows, LIBSVM_SUB_BLOCK),
-                                                        n_features):
+        for lab, row, col, value, k, lab_words in self.iter_parsed(
+                min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep)):
             pos = 0
             while pos < k:
                 if X is None:
                     X = np.zeros((chunk_rows, n_features), dtype=np.float32)
                     labels = np.empty(chunk_rows, dtype=np.float64)
+                    words = []
                     filled = 0
                 take = min(k - pos, chunk_rows - filled)
                 lo, hi = np.searchsorted(row, [pos, pos + take])
                 X[filled + row[lo:hi] - pos, col[lo:hi]] = value[lo:hi]
                 labels[filled: filled + take] = lab[pos: pos + take]
+                if keep:
+                    words.extend(lab_words[pos: pos + take])
                 filled += take
                 pos += take
                 if filled == chunk_rows:
                     yield emit(filled)
-                    X = labels = None
+                    X = labels = words = None
         if X is not None and filled:
             yield emit(filled)
 
@@ -524,23 +724,32 @@ class AtomicOutput:
     """Write a file through a temporary file in the same directory, renamed at the end.
 
     A failed or interrupted run removes the temporary file, leaving any existing file
-    at ``path`` untouched.
+    at ``path`` untouched. The rules of ``_atomic.AtomicFile`` apply (permission bits
+    kept, read-only files not replaced, stale temporary files removed), and ``path``
+    must not be the same file as any of ``inputs``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file.
+    fmt : {"parquet", "csv", "tsv"} or None
+        Format of the tables written by :meth:`write_table`.
+    inputs : sequence of str, os.PathLike or None
+        The input files of the command (None entries are ignored).
     """
 
-    def __init__(self, path, fmt=None):
-        self.path = os.path.abspath(str(path))
+    def __init__(self, path, fmt=None, inputs=()):
+        self.path = str(path)
         self.fmt = fmt
-        directory = os.path.dirname(self.path)
-        if os.path.isdir(self.path):
-            raise DataError(f"cannot write {path}: it is a directory")
-        if not os.path.isdir(directory):
-            raise DataError(f"cannot write {path}: directory {directory} does not exist")
+        same = find_same_file(self.path, inputs)
+        if same is not None:
+            raise DataError(f"the output {self.path} is the same file as the input {same}; "
+                            "an output never replaces an input: choose another output")
         try:
-            fd, self.tmp = tempfile.mkstemp(
-                dir=directory, prefix="." + os.path.basename(self.path) + ".", suffix=".tmp")
+            self._file = AtomicFile(self.path)
         except OSError as exc:
-            raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
-        os.close(fd)
+            raise DataError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self.tmp = self._file.tmp
         self._writer = None
         self._sink = None
         self.closed = False
@@ -566,11 +775,9 @@ class AtomicOutput:
                 opts = pacsv.WriteOptions(delimiter="\t" if self.fmt == "tsv" else ",")
                 self._writer = pacsv.CSVWriter(self._sink, table.schema, write_options=opts)
         elif not table.schema.equals(self._schema):
-            try:  # e.g. LIBSVM labels that are integers in one chunk, not in the next
-                table = table.cast(self._schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-                raise DataError(f"the output columns changed type between chunks: "
-                                f"{one_line(exc)}") from None
+            # Never cast (an int64 id would lose digits as float64): an error instead.
+            raise DataError(f"the output columns changed type between chunks: "
+                            f"{one_line(self._schema)} then {one_line(table.schema)}")
         self._writer.write_table(table)
 
     def _close_writer(self):
@@ -586,10 +793,7 @@ class AtomicOutput:
         if self._writer is None and empty_schema is not None:
             self.write_table(empty_schema.empty_table())
         self._close_writer()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.tmp, 0o666 & ~umask)
-        os.replace(self.tmp, self.path)
+        self._file.commit()
         self.closed = True
 
     def abort(self):
@@ -599,9 +803,5 @@ class AtomicOutput:
             self._close_writer()
         except Exception:  # noqa: BLE001 - the run already failed
             pass
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        self._file.discard()
         self.closed = True
-
