@@ -787,3 +787,43 @@ def test_verbose_prints_one_line_per_iteration(capsys):
     assert [len(line.split()) for line in capsys.readouterr().out.splitlines()[1:]] == [3, 3]
     GBC(n_estimators=2).fit(X, y, eval_set=(Xv, yv))
     assert capsys.readouterr().out == ""
+
+
+# ----------------------------------------------------------- rounding noise
+@pytest.mark.parametrize("with_nan", [True, False])
+def test_nodes_whose_residuals_are_all_equal_are_not_split(with_nan):
+    """Separable data with max_depth=None: once a node's rows all have the same
+    residual, no split can lower the loss, and none is made (rounding noise in sums
+    obtained by subtraction made the previous engine split such nodes down to single
+    rows: trees of tens of thousands of nodes)."""
+    rng = np.random.default_rng(0)
+    n = 20000
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] > 0).astype(int)
+    if with_nan:
+        X[rng.uniform(size=n) < 0.2, 1] = np.nan
+    model = GBC(n_estimators=4, max_depth=None).fit(X, y)
+    trees = model.trees()
+    assert sum(t.shape[0] for t in trees) < 200
+    # Every split node held rows of different residuals (recomputed in NumPy from the
+    # staged scores before its tree).
+    raw = np.zeros(n)
+    leaves = model.apply(X)[:, :, 0]
+    for m, tree in enumerate(trees):
+        r = y - _sigmoid(raw)
+        for j in np.flatnonzero(tree["feature"] >= 0):
+            below = _rows_under(tree, j, leaves[:, m])
+            assert np.ptp(r[below]) > 0, f"tree {m}, node {j} split rows of equal residuals"
+        raw = raw + 0.1 * tree["value"][leaves[:, m]]
+
+
+def _rows_under(tree, node, leaf_of_row):
+    """Rows whose leaf is in the subtree of ``node``."""
+    below, stack = set(), [node]
+    while stack:
+        j = stack.pop()
+        if tree["feature"][j] < 0:
+            below.add(j)
+        else:
+            stack += [tree["left"][j], tree["right"][j]]
+    return np.isin(leaf_of_row, list(below))

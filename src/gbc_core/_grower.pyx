@@ -10,8 +10,12 @@ moved. It never looks at how the finder ranks splits (``_split_finder.pxd``).
 
 A node is split if it holds at least ``min_samples_split`` samples, ``2 x
 min_samples_leaf`` samples and ``2 x min_weight_leaf`` weight, and if its residuals
-are not all equal: its impurity (the weighted variance of the residuals, from sums
-over its own rows) is above machine epsilon, the rule of scikit-learn's trees.
+are not all equal: the residuals of its weighted rows are not one value, and its
+impurity (the weighted variance of the residuals, from sums over its own rows) is
+above machine epsilon, the rule of scikit-learn's trees. The first test is exact: a
+node whose rows all have the same residual cannot be improved, whatever rounding
+noise its sums carry (sums of many equal residuals do not give a variance of exactly
+zero, and splits of such a node "gain" only that noise).
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
@@ -42,21 +46,52 @@ cdef enum:
     CHUNK = 8192
     # Below this many rows the partition runs on one thread.
     MIN_PARALLEL_ROWS = 200000
-    # Sums per child kept by the partition pass (see node_sums_t).
-    N_SUMS = 3
+    # Values per child kept by the partition pass (the fields of node_sums_t).
+    N_SUMS = 5
 
 
 ctypedef unsigned long long uint64_t_t
 
 
 ctypedef struct node_sums_t:
-    # Sums over a node's own rows, for its impurity. Unlike the statistics the
-    # finder reports for a child (the right child's by subtraction from its
-    # parent's), they carry no rounding error inherited from the ancestors, so the
-    # impurity of a node whose residuals are all equal stays near zero.
+    # Sums over a node's own rows, for its impurity (unlike the statistics the
+    # finder reports for a child, the right child's by subtraction from its
+    # parent's, they carry no rounding error inherited from the ancestors), and the
+    # range of the residuals of its rows of positive weight.
     float64_t w
     float64_t wr
     float64_t wr2
+    float64_t r_min
+    float64_t r_max
+
+
+cdef inline void _sums_zero(node_sums_t* a) noexcept nogil:
+    a.w = 0.0
+    a.wr = 0.0
+    a.wr2 = 0.0
+    a.r_min = INFINITY
+    a.r_max = -INFINITY
+
+
+cdef inline void _sums_range(node_sums_t* a, float64_t w, float64_t r) noexcept nogil:
+    """Widen the residual range of ``a`` by a row of weight ``w`` and residual ``r``
+    (rows of zero weight do not count)."""
+    if w > 0.0:
+        if r < a.r_min:
+            a.r_min = r
+        if r > a.r_max:
+            a.r_max = r
+
+
+cdef inline void _sums_add(node_sums_t* a, const node_sums_t* b) noexcept nogil:
+    """Add the sums of a chunk ``b`` to ``a`` (in chunk order: deterministic)."""
+    a.w = a.w + b.w
+    a.wr = a.wr + b.wr
+    a.wr2 = a.wr2 + b.wr2
+    if b.r_min < a.r_min:
+        a.r_min = b.r_min
+    if b.r_max > a.r_max:
+        a.r_max = b.r_max
 
 
 cdef inline float32_t _float32_at_most(float64_t t) noexcept nogil:
@@ -256,9 +291,7 @@ cdef class TreeGrower:
         root.n = 0
         root.w = 0.0
         root.s = 0.0
-        root_sums.w = 0.0
-        root_sums.wr = 0.0
-        root_sums.wr2 = 0.0
+        _sums_zero(&root_sums)
         for i in range(n):
             self.node_of_row[i] = 0
             if sample_mask is None or sample_mask[i]:
@@ -267,6 +300,7 @@ cdef class TreeGrower:
                 root.w += row_stats[i].w
                 root.s += row_stats[i].wr
                 root_sums.wr2 += row_stats[i].w * residual[i] * residual[i]
+                _sums_range(&root_sums, row_stats[i].w, residual[i])
             else:
                 self.row_slot[i] = -1
         root_sums.w = root.w
@@ -321,6 +355,7 @@ cdef class TreeGrower:
                 nd.total.n >= self.min_samples_split
                 and nd.total.n >= 2 * self.min_samples_leaf
                 and nd.total.w >= 2 * self.min_weight_leaf
+                and sums.r_max > sums.r_min
                 and impurity_of(sums.w, sums.wr, sums.wr2) > IMPURITY_EPSILON
             )
             any_ = any_ or nd.splittable
@@ -390,32 +425,30 @@ cdef class TreeGrower:
         Rows are taken in fixed chunks whose partial sums are added in chunk order,
         so the sums do not depend on the number of threads.
         """
-        cdef intp_t c, s, j, n = self.n_samples
+        cdef intp_t c, s, n = self.n_samples
         cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-        cdef intp_t width = N_SUMS * n_next
         cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
-        cdef float64_t* sums = <float64_t*>self.level_sums
+        cdef node_sums_t* partial = <node_sums_t*>self.partial
+        for s in range(n_next):
+            _sums_zero(&self.level_sums[s])
         if chunked:
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
                 self._partition_chunk(c, level_first_child, n_next, row_stats, residual,
-                                      self.partial + c * width)
-            for j in range(width):
-                sums[j] = 0.0
-                for c in range(n_chunks):
-                    sums[j] = sums[j] + self.partial[c * width + j]
+                                      partial + c * n_next)
+            for c in range(n_chunks):
+                for s in range(n_next):
+                    _sums_add(&self.level_sums[s], &partial[c * n_next + s])
         else:
-            for j in range(width):
-                sums[j] = 0.0
             for c in range(n_chunks):
                 self._partition_chunk(c, level_first_child, n_next, row_stats, residual,
-                                      self.partial)
-                for j in range(width):
-                    sums[j] = sums[j] + self.partial[j]
+                                      partial)
+                for s in range(n_next):
+                    _sums_add(&self.level_sums[s], &partial[s])
 
     cdef void _partition_chunk(self, intp_t c, intp_t level_first_child, intp_t n_next,
                                const row_stat_t[::1] row_stats,
                                const float64_t[::1] residual,
-                               float64_t* partial) noexcept nogil:
+                               node_sums_t* sums) noexcept nogil:
         cdef intp_t i, s
         cdef intp_t start = c * CHUNK, stop = min((c + 1) * CHUNK, self.n_samples)
         cdef int32_t node, child, slot
@@ -423,11 +456,8 @@ cdef class TreeGrower:
         cdef float32_t x
         cdef bint go_left
         cdef float64_t w, r
-        cdef node_sums_t* sums = <node_sums_t*>partial
         for s in range(n_next):
-            sums[s].w = 0.0
-            sums[s].wr = 0.0
-            sums[s].wr2 = 0.0
+            _sums_zero(&sums[s])
         for i in range(start, stop):
             node = self.node_of_row[i]
             nd = &self.nodes[node]
@@ -449,4 +479,5 @@ cdef class TreeGrower:
                 sums[slot].w += w
                 sums[slot].wr += row_stats[i].wr
                 sums[slot].wr2 += w * r * r
+                _sums_range(&sums[slot], w, r)
         self.finder.rows_moved(&self.row_slot[0], start, stop)

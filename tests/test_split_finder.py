@@ -1,0 +1,240 @@
+"""The exact split finder, through the split-finder interface, against brute force.
+
+``SplitFinder.level_splits`` runs one level of the search on rows assigned to nodes,
+as the grower asks for it. The brute force below enumerates every candidate split of
+every node in plain NumPy: thresholds between consecutive distinct float32 values of
+the node (the previous sample's value + 1e-7 in float32, as scikit-learn's exact
+splitter), missing values sent right then left (or, in a node without any, to the
+larger child), the split "every value left, missing values right", minimum leaf size
+and weight, per-node feature masks (max_features) and rows in no node (subsampling).
+It adds the statistics in the same order as the scans (rows of a node in sorted
+order, node totals in row order), so the proxies are the same numbers and the
+documented tie-break (lowest feature, then lowest threshold, then missing values
+right) decides among exact ties: the finder's answer must be the brute force's, bit
+for bit, on every scan path. A histogram finder will be held to the same reference.
+"""
+
+import numpy as np
+import pytest
+
+from gbc_core._common import ROW_STAT_DTYPE
+from gbc_core._exact_splitter import ExactSplitFinder
+
+F32_TOLERANCE = np.float32(1e-7)
+MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
+
+
+def _sequential_sum(values):
+    """Sum in the given order (np.cumsum adds one value at a time; np.sum does not)."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
+
+
+def _midpoint(lo, hi):
+    lo, hi = float(lo), float(hi)
+    if lo == -np.inf:
+        return -np.finfo(np.float64).max
+    t = lo / 2.0 + hi / 2.0
+    if t == hi or np.isinf(t):
+        t = lo
+    return t
+
+
+def brute_force(X32, wr, w, row_slot, allowed=None, min_samples_leaf=1, min_weight_leaf=0.0):
+    """The best split of every node: (feature, threshold, missing_go_left, proxy,
+    left_n, left_w, left_s), or None."""
+    n_nodes = int(row_slot.max()) + 1
+    out = []
+    for s in range(n_nodes):
+        rows = np.flatnonzero(row_slot == s)
+        total_n, total_w, total_s = rows.size, _sequential_sum(w[rows]), _sequential_sum(wr[rows])
+        best = None
+
+        def consider(feature, threshold, direction, n_left, w_left, s_left):
+            nonlocal best
+            w_right = total_w - w_left
+            if (n_left < min_samples_leaf or total_n - n_left < min_samples_leaf
+                    or w_left <= 0 or w_right <= 0
+                    or w_left < min_weight_leaf or w_right < min_weight_leaf):
+                return
+            diff = (total_s - s_left) * w_left - s_left * (total_w - w_left)
+            den = w_left * (total_w - w_left)
+            proxy = diff * diff / den
+            if best is None or proxy > best[3]:
+                best = (feature, threshold, direction, proxy, n_left, w_left, s_left)
+
+        if total_n >= 2 * min_samples_leaf:
+            for f in range(X32.shape[1]):
+                if allowed is not None and not allowed[s, f]:
+                    continue
+                x = X32[rows, f]
+                order = np.argsort(x, kind="stable")  # NaN last, ties in row order
+                xs, r = x[order], rows[order]
+                valid = ~np.isnan(xs)
+                n_valid = int(valid.sum())
+                cum_w, cum_s = np.cumsum(w[r[:n_valid]]), np.cumsum(wr[r[:n_valid]])
+                missing = r[n_valid:]
+                miss_n = missing.size
+                miss_w, miss_s = _sequential_sum(w[missing]), _sequential_sum(wr[missing])
+                for k in range(1, n_valid):
+                    if not xs[k] > np.float32(xs[k - 1] + F32_TOLERANCE):
+                        continue
+                    t = _midpoint(xs[k - 1], xs[k])
+                    if miss_n == 0:
+                        consider(f, t, MISSING_TO_LARGER, k, cum_w[k - 1], cum_s[k - 1])
+                    else:
+                        consider(f, t, MISSING_RIGHT, k, cum_w[k - 1], cum_s[k - 1])
+                        consider(f, t, MISSING_LEFT, k + miss_n, cum_w[k - 1] + miss_w,
+                                 cum_s[k - 1] + miss_s)
+                if miss_n and n_valid:
+                    consider(f, np.inf, MISSING_RIGHT, n_valid, cum_w[-1], cum_s[-1])
+        out.append(best)
+    return out
+
+
+def _check(X, wr, w, row_slot, allowed=None, min_samples_leaf=1, min_weight_leaf=0.0,
+           n_threads=1, lean_scans=True):
+    """The finder's splits equal the brute force's; returns how many nodes split."""
+    X32 = np.asfortranarray(X, dtype=np.float32)
+    stats = np.empty(X32.shape[0], dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = wr, w
+    finder = ExactSplitFinder(X32, n_threads, lean_scans=lean_scans)
+    got = finder.level_splits(stats, row_slot, allowed, min_samples_leaf, min_weight_leaf)
+    expected = brute_force(X32, wr, w, row_slot, allowed, min_samples_leaf, min_weight_leaf)
+    assert got.shape[0] == len(expected)
+    n_split = 0
+    for s, (g, e) in enumerate(zip(got, expected)):
+        if e is None:
+            assert g["feature"] == -1, f"node {s}: found {g}, brute force found none"
+            continue
+        n_split += 1
+        found = (int(g["feature"]), float(g["threshold"]), int(g["missing_go_left"]),
+                 float(g["proxy"]), int(g["left_n"]), float(g["left_w"]), float(g["left_s"]))
+        assert found == tuple(e), f"node {s}: finder {found} != brute force {tuple(e)}"
+        # The rows the threshold sends left are the left child the statistics describe.
+        rows = np.flatnonzero(row_slot == s)
+        x = X32[rows, found[0]].astype(np.float64)  # (NumPy would round t to float32)
+        go_left = x <= found[1]
+        if found[2] == MISSING_LEFT:
+            go_left |= np.isnan(x)
+        assert int(go_left.sum()) == found[4], f"node {s}: threshold and left count disagree"
+    return n_split
+
+
+def _data(seed, n, d, kind):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if kind in ("ties", "nan"):
+        X[:, ::2] = np.round(X[:, ::2] * 2)          # many equal values
+    if kind == "nan":
+        X[rng.random((n, d)) < 0.15] = np.nan
+        X[rng.random(n) < 0.5, d - 1] = np.nan       # a feature mostly missing
+    if kind == "special":
+        base = np.float32(1000.0)
+        adjacent = [base, np.nextafter(base, np.float32(np.inf)),
+                    np.nextafter(np.nextafter(base, np.float32(np.inf)), np.float32(np.inf))]
+        X[:, 0] = rng.choice(np.array(adjacent, dtype=np.float64), size=n)  # adjacent float32
+        X[:, 1] = rng.choice([-np.inf, -1.0, -0.0, 0.0, 1.0, np.inf], size=n)
+        X[:, 2] = rng.choice([1.0, 1.0 + 5e-8, 1.0 + 1e-7, 1.0 + 2e-7, 1.0 + 3e-7], size=n)
+        X[:, 3] = X[:, 0]                             # a copy: equal gains, lowest index wins
+    y = (X[:, 0] * 0 + rng.random(n) < 0.5).astype(float) if kind == "special" else (
+        (np.nan_to_num(X[:, 0]) + rng.normal(size=n) > 0).astype(float))
+    return X, y - 0.5  # the residuals of the first tree (F0 = 0)
+
+
+def _weights(kind, n, seed):
+    rng = np.random.default_rng(seed)
+    if kind == "unit":
+        return np.ones(n)
+    if kind == "float32":   # positive, exact in float32: the lean weighted scans
+        return rng.uniform(0.2, 3.0, size=n).astype(np.float32).astype(np.float64)
+    if kind == "float64":   # not exact in float32: the general scan
+        return rng.uniform(0.2, 3.0, size=n) + 1e-12
+    w = rng.uniform(0.2, 3.0, size=n)   # zeros: the general scan
+    w[rng.random(n) < 0.2] = 0.0
+    return w
+
+
+DATA_KINDS = ["continuous", "ties", "nan", "special"]
+WEIGHT_KINDS = ["unit", "float32", "float64", "zeros"]
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+@pytest.mark.parametrize("weight_kind", WEIGHT_KINDS)
+@pytest.mark.parametrize("lean_scans", [True, False])
+def test_root_of_every_row(data_kind, weight_kind, lean_scans):
+    """The root scans (two positions per step with unit weights)."""
+    X, r = _data(1, 300, 5, data_kind)
+    w = _weights(weight_kind, 300, 2)
+    row_slot = np.zeros(300, dtype=np.int32)
+    for msl in (1, 3, 40):
+        assert _check(X, w * r, w, row_slot, min_samples_leaf=msl, lean_scans=lean_scans) == 1
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+@pytest.mark.parametrize("weight_kind", WEIGHT_KINDS)
+@pytest.mark.parametrize("n_nodes", [2, 7, 254, 300])
+def test_levels_of_every_width(data_kind, weight_kind, n_nodes):
+    """Deeper levels: fewer nodes than a byte holds (the byte-sized unit-weight scan)
+    and more (the 16-byte records), with rows in no node (subsampling)."""
+    rng = np.random.default_rng(n_nodes)
+    n = 24 * n_nodes
+    X, r = _data(3, n, 4, data_kind)
+    w = _weights(weight_kind, n, 4)
+    row_slot = rng.integers(0, n_nodes, size=n).astype(np.int32)
+    row_slot[rng.random(n) < 0.1] = -1
+    n_split = _check(X, w * r, w, row_slot, min_samples_leaf=2)
+    assert n_split > 0.8 * n_nodes
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+def test_minimum_leaf_weight(data_kind):
+    X, r = _data(5, 400, 4, data_kind)
+    w = _weights("float64", 400, 6)
+    row_slot = np.random.default_rng(7).integers(0, 3, size=400).astype(np.int32)
+    total = w.sum()
+    for fraction in (0.01, 0.1, 0.3):
+        _check(X, w * r, w, row_slot, min_weight_leaf=fraction * total / 3)
+
+
+def test_feature_masks_and_subsample_masks():
+    """max_features: each node only splits on its drawn features; rows of no node
+    (out of bag) take no part in any statistic."""
+    rng = np.random.default_rng(8)
+    X, r = _data(8, 900, 6, "nan")
+    w = np.ones(900)
+    row_slot = rng.integers(0, 5, size=900).astype(np.int32)
+    row_slot[rng.random(900) < 0.3] = -1
+    allowed = (rng.random((5, 6)) < 0.5).astype(np.uint8)
+    allowed[:, 0] = 0   # the informative feature is never allowed
+    assert _check(X, w * r, w, row_slot, allowed=allowed) == 5
+    allowed[:] = 0
+    assert _check(X, w * r, w, row_slot, allowed=allowed) == 0
+
+
+def test_tie_break_lowest_feature_then_lowest_threshold():
+    """Equal proxies: the lowest feature (a copied column), then the lowest threshold
+    (residuals symmetric about the middle: the two outer splits gain the same)."""
+    X = np.array([[1, 1, 5], [2, 2, 6], [3, 3, 7], [4, 4, 8]], dtype=float)
+    r = np.array([0.5, -0.5, -0.5, 0.5])
+    w = np.ones(4)
+    row_slot = np.zeros(4, dtype=np.int32)
+    # Splits after row 1 and after row 3 have the same proxy on every feature.
+    best = brute_force(X.astype(np.float32), r, w, row_slot)[0]
+    assert best[0] == 0 and best[1] == 1.5
+    _check(X, r, w, row_slot)
+    # Missing values right before left on a tie: a node whose missing rows add
+    # nothing (zero residual) gains the same either way.
+    X2 = np.array([[1.0], [2.0], [np.nan], [3.0], [4.0]])
+    r2 = np.array([1.0, 1.0, 0.0, -1.0, -1.0])
+    best = brute_force(X2.astype(np.float32), r2, np.ones(5), np.zeros(5, dtype=np.int32))[0]
+    assert best[2] == MISSING_RIGHT
+    _check(X2, r2, np.ones(5), np.zeros(5, dtype=np.int32))
+
+
+def test_threads_find_the_same_splits():
+    """A level long enough for several threads: the same answer as the brute force
+    (and so as one thread)."""
+    X, r = _data(9, 40000, 26, "nan")
+    w = np.ones(40000)
+    row_slot = np.random.default_rng(9).integers(0, 4, size=40000).astype(np.int32)
+    _check(X, w * r, w, row_slot, n_threads=2)
