@@ -163,6 +163,16 @@ def validate_trees(nodes, offsets, n_features):
         fail(f"{where(i)}: n_samples must be >= 0, got {nodes['n_samples'][i]}")
 
 
+def _node_array(nodes):
+    """A zero-filled NODE_DTYPE copy of ``nodes`` (a structured array or a dict of
+    its fields): deterministic bytes, padding included."""
+    n = nodes["feature"].shape[0]
+    out = np.zeros(n, dtype=NODE_DTYPE)
+    for name in NODE_DTYPE.names:
+        out[name] = nodes[name]
+    return out
+
+
 def raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate):
     """The largest |F_k(x)| over every x, per output: |init_raw[k]| + the sum over
     the trees of output k of learning_rate x their largest |leaf value|."""
@@ -187,7 +197,7 @@ class Tree:
     """
 
     def __init__(self, nodes):
-        self.nodes = np.array(nodes, dtype=NODE_DTYPE)
+        self.nodes = _node_array(nodes)
         self.nodes.flags.writeable = False
 
     node_count = property(lambda self: self.nodes.shape[0], doc="number of nodes")
@@ -236,7 +246,7 @@ class Ensemble:
 
     def __init__(self, nodes, tree_offsets, *, n_outputs, init_raw, learning_rate,
                  n_features):
-        nodes = np.array(nodes, dtype=NODE_DTYPE)  # a copy of its own
+        nodes = _node_array(nodes)  # a copy of its own
         offsets = np.array(tree_offsets, dtype=np.int64)
         init_raw = np.array(init_raw, dtype=np.float64).reshape(-1)
         n_outputs, n_features = int(n_outputs), int(n_features)
@@ -275,7 +285,7 @@ class Ensemble:
         """An ensemble of a list of trees (node arrays) in iteration order."""
         sizes = [t.shape[0] for t in trees]
         offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
-        nodes = (np.concatenate(trees).astype(NODE_DTYPE) if trees
+        nodes = (np.concatenate([_node_array(t) for t in trees]) if trees
                  else np.empty(0, dtype=NODE_DTYPE))
         return cls(nodes, offsets, n_outputs=n_outputs, init_raw=init_raw,
                    learning_rate=learning_rate, n_features=n_features)
