@@ -157,6 +157,13 @@ def valid_models(seed):
     models.append(GBC(n_estimators=5, max_depth=5, random_state=4).fit(
         Xw, (Xw[:, 7] > 0.3).astype(int)))
     models.append(GBC(n_estimators=1, max_depth=2).fit(X, y))
+    # Multiclass (format version 2: K outputs, init_raw per class), with out-of-bag
+    # scores and early stopping.
+    y4 = np.digitize(X[:, 0] + 0.5 * X[:, 3], [-0.7, 0.0, 0.7])
+    models.append(GBC(n_estimators=5, max_depth=3, subsample=0.8, init="prior",
+                      random_state=5).fit(Xn, np.array(["a", "b", "c", "d"])[y4]))
+    models.append(GBC(n_estimators=20, max_depth=2, n_iter_no_change=2,
+                      random_state=6).fit(X, y4))
     probe = np.vstack([Xn[:30], np.full((2, 6), np.nan)])
     probe = np.hstack([probe, rng.normal(size=(32, 34))])  # up to 40 features
     return [m.to_bytes() for m in models], probe
