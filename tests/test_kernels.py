@@ -424,3 +424,30 @@ def test_threads_give_bit_identical_trees_and_updates():
                                        rs, n_threads)
         results.append((loss, raw.tobytes(), nodes.tobytes()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("max_depth", [2, 3, 12])
+def test_multiclass_prediction_matches_naive_traversal(max_depth, prediction_kernel):
+    """K outputs: each output adds its own trees (tree m * K + k), in iteration
+    order; blocks with and without missing values, shallow (column-wise and AVX2)
+    and deep trees, and ranges of iterations."""
+    rng = np.random.default_rng(max_depth)
+    n, d, k_classes = 2000, 6, 4
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X[:, :k_classes] + rng.normal(scale=0.5, size=(n, k_classes)), axis=1)
+    X[rng.uniform(size=(n, d)) < 0.03] = np.nan
+    model = GradientBoostingClassifier(n_estimators=7, max_depth=max_depth, init="prior",
+                                       min_samples_leaf=2, learning_rate=0.3).fit(X, y)
+    ensemble = model.booster_.ensemble
+    X_test = rng.normal(size=(700, d)).astype(np.float32)
+    X_test[:128] = rng.normal(size=(128, d))           # a NaN-free first block
+    X_test[200:260, 1] = np.nan                         # blocks with missing values
+    trees = model.trees()
+    expected = np.stack([_naive_predict(trees[k::k_classes], 0.3, X_test, ensemble.init_raw[k])
+                         for k in range(k_classes)], axis=1)
+    np.testing.assert_array_equal(ensemble.predict_raw(X_test, n_jobs=2), expected)
+    out = np.zeros((700, k_classes))
+    ensemble.add_raw(X_test, out, 2, 5, 2)
+    part = np.stack([_naive_predict(trees[k::k_classes][2:5], 0.3, X_test)
+                     for k in range(k_classes)], axis=1)
+    np.testing.assert_array_equal(out, part)
