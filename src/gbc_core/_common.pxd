@@ -1,5 +1,6 @@
 # One place for the dtypes and the node struct shared by all kernels.
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport realloc
 
 ctypedef float float32_t
 ctypedef double float64_t
@@ -43,3 +44,13 @@ ctypedef struct row_stat_t:
     # Per-row statistics gathered by the split scan, refreshed after every tree.
     float64_t wr               # sample weight x residual (paper: r = y - p)
     float64_t w                # sample weight
+
+
+cdef inline void* grow_buffer(void* buffer, Py_ssize_t count, size_t item_size,
+                              str what) except NULL:
+    """realloc ``buffer`` to ``count`` items (at least one), or raise MemoryError
+    naming ``what``. The kernels' buffers grow with this, per fit or per level."""
+    cdef void* p = realloc(buffer, max(count, 1) * item_size)
+    if p == NULL:
+        raise MemoryError(f"cannot allocate {count} {what} ({count * item_size} bytes)")
+    return p

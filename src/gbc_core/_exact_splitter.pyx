@@ -17,13 +17,13 @@ cimport cython
 from cython.parallel cimport prange, threadid
 from libc.float cimport DBL_MAX
 from libc.math cimport INFINITY, isinf
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, free
 
 import numpy as np
 
 from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t,
-    FEATURE_THRESHOLD,
+    FEATURE_THRESHOLD, grow_buffer,
 )
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
@@ -475,14 +475,6 @@ cdef inline void _scan_level_unit(
         states[s].last_pos = node_scan[s].last_pos
 
 
-cdef void* _grow(void* buffer, intp_t count, size_t item_size, str what) except NULL:
-    """realloc ``buffer`` to ``count`` items, or raise MemoryError naming ``what``."""
-    cdef void* p = realloc(buffer, max(count, 1) * item_size)
-    if p == NULL:
-        raise MemoryError(f"cannot allocate {count} {what} ({count * item_size} bytes)")
-    return p
-
-
 @cython.final
 cdef class ExactSplitFinder(SplitFinder):
     """Exact split search: every distinct value of every feature is a candidate.
@@ -545,7 +537,7 @@ cdef class ExactSplitFinder(SplitFinder):
             max(1, self.n_samples) * sizeof(float64_t))
         if self.row_wr == NULL:
             raise MemoryError(f"cannot allocate row sums for {self.n_samples} samples")
-        self.row_node = <uint8_t*>_grow(NULL, self.n_samples, sizeof(uint8_t), "row nodes")
+        self.row_node = <uint8_t*>grow_buffer(NULL, self.n_samples, sizeof(uint8_t), "row nodes")
 
     def __dealloc__(self):
         free(self.rows)
@@ -582,11 +574,11 @@ cdef class ExactSplitFinder(SplitFinder):
     cdef int reserve(self, intp_t n_nodes) except -1:
         if n_nodes <= self.capacity:
             return 0
-        self.scan = <scan_t*>_grow(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
+        self.scan = <scan_t*>grow_buffer(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
                                    "split buffers")
-        self.thread_best = <candidate_t*>_grow(self.thread_best, self.n_threads * n_nodes,
+        self.thread_best = <candidate_t*>grow_buffer(self.thread_best, self.n_threads * n_nodes,
                                                sizeof(candidate_t), "split buffers")
-        self.node_scan = <node_scan_t*>_grow(self.node_scan, self.n_threads * n_nodes,
+        self.node_scan = <node_scan_t*>grow_buffer(self.node_scan, self.n_threads * n_nodes,
                                              sizeof(node_scan_t), "split buffers")
         self.capacity = n_nodes
         return 0

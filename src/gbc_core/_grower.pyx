@@ -21,14 +21,14 @@ cimport cython
 from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, nextafterf
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 import numpy as np
 
 from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t,
-    IMPURITY_EPSILON,
+    IMPURITY_EPSILON, grow_buffer,
 )
 from ._common import NODE_DTYPE
 from ._split_finder cimport (
@@ -109,14 +109,6 @@ cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
     return z ^ (z >> 31)
-
-
-cdef void* _grow(void* buffer, intp_t count, size_t item_size, str what) except NULL:
-    """realloc ``buffer`` to ``count`` items, or raise MemoryError naming ``what``."""
-    cdef void* p = realloc(buffer, max(count, 1) * item_size)
-    if p == NULL:
-        raise MemoryError(f"cannot allocate {count} {what} ({count * item_size} bytes)")
-    return p
 
 
 @cython.final
@@ -210,14 +202,14 @@ cdef class TreeGrower:
 
     cdef int _reserve_partial(self, intp_t capacity) except -1:
         if capacity > self.partial_capacity:
-            self.partial = <float64_t*>_grow(self.partial, capacity, sizeof(float64_t),
+            self.partial = <float64_t*>grow_buffer(self.partial, capacity, sizeof(float64_t),
                                              "partial sums")
             self.partial_capacity = capacity
         return 0
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
-            self.nodes = <node_t*>_grow(self.nodes, capacity, sizeof(node_t), "tree nodes")
+            self.nodes = <node_t*>grow_buffer(self.nodes, capacity, sizeof(node_t), "tree nodes")
             self.node_capacity = capacity
         return 0
 
@@ -225,14 +217,14 @@ cdef class TreeGrower:
         """Room for levels of ``capacity`` nodes (and the next level, twice as many)."""
         if capacity > self.level_capacity:
             # The current level at [0, capacity), the next one at [capacity, 3 capacity).
-            self.level_nodes = <level_node_t*>_grow(
+            self.level_nodes = <level_node_t*>grow_buffer(
                 self.level_nodes, 3 * capacity, sizeof(level_node_t), "level buffers")
-            self.level_sums = <node_sums_t*>_grow(
+            self.level_sums = <node_sums_t*>grow_buffer(
                 self.level_sums, 3 * capacity, sizeof(node_sums_t), "level buffers")
-            self.best = <split_t*>_grow(self.best, capacity, sizeof(split_t),
+            self.best = <split_t*>grow_buffer(self.best, capacity, sizeof(split_t),
                                         "level buffers")
             if self.max_features < self.n_features:
-                self.allowed = <uint8_t*>_grow(self.allowed, capacity * self.n_features,
+                self.allowed = <uint8_t*>grow_buffer(self.allowed, capacity * self.n_features,
                                                sizeof(uint8_t), "feature draws")
             self.level_capacity = capacity
         self.finder.reserve(capacity)

@@ -82,6 +82,38 @@ cdef inline float64_t newton_step(float64_t numerator, float64_t denominator) no
     return numerator / denominator
 
 
+cdef void set_leaf_values(
+    node_t[::1] nodes,
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const int32_t[::1] leaf_of_row,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t factor,
+    float64_t learning_rate,
+    float64_t* sums,
+) noexcept nogil:
+    """Leaf values of a grown tree from its rows (in-bag only): ``nodes[j].value =
+    newton_step(factor * sum w r, sum w p (1 - p))`` for every leaf (paper eq. 1;
+    ``factor`` is 1, or (K - 1)/K for the multinomial loss), 0 for inner nodes; then
+    ``sums[j] = learning_rate * nodes[j].value``, the step each row of node j takes.
+
+    ``sums`` has room for 2 x n_nodes values.
+    """
+    cdef intp_t j, n_nodes = nodes.shape[0]
+    for j in range(2 * n_nodes):
+        sums[j] = 0.0
+    newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, sums,
+                sums + n_nodes)
+    for j in range(n_nodes):
+        if nodes[j].feature < 0:
+            nodes[j].value = newton_step(factor * sums[j], sums[n_nodes + j])
+        else:
+            nodes[j].value = 0.0
+        # The numerator is no longer needed: its slot holds the scaled step.
+        sums[j] = learning_rate * nodes[j].value
+
+
 def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1] prob,
                               const int32_t[::1] leaf, const float64_t[::1] sample_weight,
                               intp_t n_leaves):
@@ -135,17 +167,8 @@ def boosting_update(
         raise MemoryError()
     try:
         with nogil:
-            for j in range(2 * n_nodes):
-                num[j] = 0.0
-            newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask,
-                        num, num + n_nodes)
-            for j in range(n_nodes):
-                if nodes[j].feature < 0:
-                    nodes[j].value = newton_step(num[j], num[n_nodes + j])
-                else:
-                    nodes[j].value = 0.0
-                # Re-use the numerator buffer for the scaled step eta * gamma_j.
-                num[j] = learning_rate * nodes[j].value
+            set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight, sample_mask,
+                            1.0, learning_rate, num)
             step = num
             if n < 200000:  # too short to pay for a parallel region
                 n_threads = 1
@@ -352,22 +375,14 @@ def multinomial_tree_update(
     over the in-bag rows of leaf j (``factor`` = (K - 1)/K), inner nodes to 0, and
     adds ``learning_rate * gamma`` of its leaf to the raw score of every row.
     """
-    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i, j
+    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
     try:
         with nogil:
-            for j in range(2 * n_nodes):
-                sums[j] = 0.0
-            newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask,
-                        sums, sums + n_nodes)
-            for j in range(n_nodes):
-                if nodes[j].feature < 0:
-                    nodes[j].value = newton_step(factor * sums[j], sums[n_nodes + j])
-                else:
-                    nodes[j].value = 0.0
-                sums[j] = learning_rate * nodes[j].value
+            set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight, sample_mask,
+                            factor, learning_rate, sums)
             for i in range(n):
                 raw[i] = raw[i] + sums[leaf_of_row[i]]
     finally:
