@@ -8,8 +8,10 @@ scikit-learn itself does.
 import warnings
 
 import numpy as np
+import pytest
 from sklearn.ensemble import GradientBoostingClassifier as SklearnGBC
 from sklearn.exceptions import DataConversionWarning
+from sklearn.model_selection import train_test_split
 
 from gbc_core import GradientBoostingClassifier
 
@@ -31,3 +33,16 @@ def test_column_vector_y_warning_is_sklearns():
     ours, theirs = messages
     assert len(theirs) == 1
     assert ours == theirs
+
+
+def test_too_few_members_for_early_stopping_error_is_sklearns():
+    # scikit-learn's estimator stratifies on its internal class codes; its message
+    # is that of a stratified split of y, which names the labels.
+    X = [[1, 2], [2, 3], [3, 4], [4, 5]]
+    y = ["a", "a", "a", "b"]
+    with pytest.raises(ValueError) as theirs:
+        train_test_split(X, y, test_size=0.1, stratify=y, random_state=0)
+    with pytest.raises(ValueError) as ours:
+        GradientBoostingClassifier(n_iter_no_change=5).fit(X, y)
+    assert "['b']" in str(theirs.value)
+    assert str(ours.value).startswith(str(theirs.value))
