@@ -151,7 +151,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         With early stopping, the number of iterations kept. Else None.
     oob_scores_, oob_improvement_ : ndarray of shape (n_estimators_,)
         With ``subsample < 1``: the weighted log-loss of the out-of-bag rows after
-        each iteration, and its decrease over the iteration.
+        each iteration, and its decrease over the iteration. NaN for the iterations
+        of an earlier fit without subsampling that a warm start went on from
+        (scikit-learn writes 0 there).
     oob_score_ : float
         ``oob_scores_[-1]``.
     max_features_ : int
