@@ -40,7 +40,7 @@ Usage::
     python benchmarks/sklearn_gbc_suite.py
 
 The exit status is 0 when the suite ran (whatever its outcomes), 2 when scikit-learn's
-test file could not be found or adapted.
+test file could not be found, adapted or collected.
 """
 
 import ast
@@ -60,6 +60,9 @@ import gbc_core
 
 TEST_MODULE = "sklearn.ensemble.tests.test_gradient_boosting"
 INJECTED_IMPORT = "from gbc_core import GradientBoostingClassifier"
+# Sparse matrix and array classes (scipy.sparse.sparray is new in SciPy 1.8).
+SPARSE_TYPES = tuple(getattr(scipy.sparse, name) for name in ("spmatrix", "sparray")
+                     if hasattr(scipy.sparse, name))
 
 # Uses in a test's body of what gbc-core does not offer: (pattern, reason).
 NOT_OFFERED = [
@@ -164,8 +167,7 @@ def exclusion_reason(params, body, private_names):
             return "the GradientBoostingRegressor case"
         if isinstance(value, str) and value == "exponential":
             return "loss='exponential' is not offered"
-        if isinstance(value, type) and issubclass(
-                value, (scipy.sparse.spmatrix, scipy.sparse.sparray)):
+        if isinstance(value, type) and issubclass(value, SPARSE_TYPES):
             return "sparse input is not offered"
     uses_classifier = "GradientBoostingClassifier" in body or any(
         value is gbc_core.GradientBoostingClassifier for value in params.values())
@@ -202,8 +204,8 @@ class SuitePlugin:
     def __init__(self, bodies, private_names):
         self.bodies = bodies
         self.private_names = private_names
-        self.excluded = []  # (nodeid, reason)
-        self.outcomes = {}  # nodeid -> (outcome, message), in run order
+        self.excluded = []  # (test name, reason)
+        self.outcomes = {}  # test name -> (outcome, message), in run order
 
     def pytest_collection_modifyitems(self, config, items):
         kept, dropped = [], []
@@ -269,9 +271,12 @@ def main():
         ini_path = os.path.join(tmp, "pytest.ini")
         with open(ini_path, "w", encoding="utf-8") as f:
             f.write("[pytest]\n")
-        pytest.main([test_path, "-c", ini_path, "--rootdir", tmp, "-q",
-                     "-p", "no:cacheprovider", "--no-header", "--tb=no", "-rN"],
-                    plugins=[plugin])
+        status = pytest.main([test_path, "-c", ini_path, "--rootdir", tmp, "-q",
+                              "-p", "no:cacheprovider", "--no-header", "--tb=no", "-rN"],
+                             plugins=[plugin])
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        print(f"pytest could not run the adapted tests ({status!r})", file=sys.stderr)
+        return 2
 
     print()
     print(f"scikit-learn {sklearn.__version__}, gbc-core {gbc_core.__version__}, "
