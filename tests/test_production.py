@@ -426,7 +426,7 @@ def test_validation_fraction_is_a_weighted_stratified_hold_out():
     params = dict(n_estimators=60, learning_rate=0.5, random_state=7, class_weight="balanced")
     model = GBC(n_iter_no_change=4, validation_fraction=0.2, **params).fit(
         X, y, sample_weight=w)
-    train_idx, val_idx = _stratified_split(y, 2, 0.2, np.random.default_rng(7))
+    train_idx, val_idx = _stratified_split(y, np.array([0, 1]), 0.2, np.random.default_rng(7))
     for cls in (0, 1):
         assert np.sum(y[val_idx] == cls) == round(0.2 * np.sum(y == cls))
     # Class weights are computed on all rows, then split with the sample weights.

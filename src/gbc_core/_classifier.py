@@ -151,7 +151,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         With early stopping, the number of iterations kept. Else None.
     oob_scores_, oob_improvement_ : ndarray of shape (n_estimators_,)
         With ``subsample < 1``: the weighted log-loss of the out-of-bag rows after
-        each iteration, and its decrease over the iteration.
+        each iteration, and its decrease over the iteration. NaN for the iterations
+        of an earlier fit without subsampling that a warm start went on from
+        (scikit-learn writes 0 there).
     oob_score_ : float
         ``oob_scores_[-1]``.
     max_features_ : int
@@ -261,7 +263,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         if eval_set is not None:
             eval_data = _check_eval_set(eval_set, names, classes, n_features, class_factors)
         elif params["n_iter_no_change"] is not None:
-            train_idx, val_idx = _stratified_split(codes, classes.size,
+            train_idx, val_idx = _stratified_split(codes, classes,
                                                    params["validation_fraction"],
                                                    np.random.default_rng(seed))
             eval_data = (np.ascontiguousarray(Xa[val_idx]), codes[val_idx],
@@ -518,17 +520,21 @@ def _check_eval_set(eval_set, names, classes, n_features, class_factors):
     return Xv, codes, wv
 
 
-def _stratified_split(codes, n_classes, fraction, rng):
-    """Indices (train, validation) with ``fraction`` of each class held out."""
-    counts = np.bincount(codes, minlength=n_classes)
-    if (counts[counts > 0] < 2).any():
+def _stratified_split(codes, classes, fraction, rng):
+    """Indices (train, validation) with ``fraction`` of each class (``classes[code]``)
+    held out."""
+    counts = np.bincount(codes, minlength=classes.size)
+    too_few = (counts > 0) & (counts < 2)
+    if too_few.any():
+        # scikit-learn's message (StratifiedShuffleSplit), naming the labels.
         raise ValueError(
-            "The least populated class in y has only 1 member, which is too few. The "
-            "minimum number of groups for any class cannot be less than 2. (early "
-            "stopping holds out validation_fraction of each class: pass eval_set or "
-            "more samples)")
+            "The least populated classes in y have only 1 member, which is too few. "
+            "The minimum number of groups for any class cannot be less than 2. Classes "
+            f"with too few members are: {classes[too_few].tolist()} (early stopping "
+            "holds out validation_fraction of each class: pass eval_set or more "
+            "samples)")
     val = []
-    for cls in range(n_classes):
+    for cls in range(classes.size):
         idx = np.flatnonzero(codes == cls)
         n_val = min(max(int(round(fraction * idx.size)), 1), idx.size - 1)
         val.append(rng.permutation(idx)[:n_val])

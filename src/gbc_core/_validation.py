@@ -466,7 +466,9 @@ def check_target(y, n_samples):
         import warnings
 
         warnings.warn(
-            "A column-vector y was passed when a 1d array was expected; using y.ravel().",
+            # scikit-learn's wording (column_or_1d), which its users' filters match.
+            "A column-vector y was passed when a 1d array was expected. Please change "
+            "the shape of y to (n_samples, ), for example using ravel().",
             _conversion_warning_class(),
             stacklevel=3,
         )
