@@ -158,13 +158,14 @@ def test_early_stopping_on_eval_set_and_hold_out():
 
 def test_stratified_hold_out_of_each_class():
     y = np.repeat(np.arange(5), [200, 50, 20, 7, 2])
-    train, val = _stratified_split(y, 5, 0.2, np.random.default_rng(0))
+    train, val = _stratified_split(y, np.arange(5), 0.2, np.random.default_rng(0))
     assert np.bincount(y[val], minlength=5).tolist() == [40, 10, 4, 1, 1]
     assert sorted(np.concatenate([train, val]).tolist()) == list(range(y.shape[0]))
-    with pytest.raises(ValueError, match="least populated class in y has only 1 member"):
-        _stratified_split(np.r_[y, 5], 6, 0.2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"least populated classes in y have only 1 member"
+                                         r".* Classes with too few members are: \[5\]"):
+        _stratified_split(np.r_[y, 5], np.arange(6), 0.2, np.random.default_rng(0))
     X = np.random.default_rng(0).normal(size=(y.shape[0] + 1, 3))
-    with pytest.raises(ValueError, match="least populated class"):
+    with pytest.raises(ValueError, match="least populated classes"):
         GBC(n_estimators=3, n_iter_no_change=2).fit(X, np.r_[y, 5])
 
 
