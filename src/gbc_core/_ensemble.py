@@ -324,13 +324,6 @@ class Ensemble:
                              f"{self._n_outputs} output(s)")
         return (iteration % self.n_iterations) * self._n_outputs + output
 
-    def truncated(self, n_iterations):
-        """The ensemble of the first ``n_iterations`` iterations."""
-        stop = self._offsets[n_iterations * self._n_outputs]
-        return Ensemble(self._nodes[:stop], self._offsets[: n_iterations * self._n_outputs + 1],
-                        n_outputs=self._n_outputs, init_raw=self._init_raw,
-                        learning_rate=self._learning_rate, n_features=self._n_features)
-
     def raw_bound(self):
         """Per output, the largest |F_k(x)| any x can reach."""
         return raw_score_bound(self._nodes, self._offsets, self._n_outputs, self._init_raw,
