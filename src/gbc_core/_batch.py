@@ -363,12 +363,13 @@ def _arrow(pa, values):
 
 
 def proba_columns(classes):
-    """Names of the probability columns of ``predict --proba``: ``proba`` (the
-    positive class) for two classes, ``proba_<label>`` per class otherwise."""
+    """The probability columns of ``predict --proba``: ``[(name, class code)]``,
+    ``proba`` (the positive class) for two classes, ``proba_<label>`` per class in
+    ``classes`` order otherwise."""
     labels = classes.tolist()
     if len(labels) == 2:
-        return ["proba"]
-    return [f"proba_{label}" for label in labels]
+        return [("proba", 1)]
+    return [(f"proba_{label}", k) for k, label in enumerate(labels)]
 
 
 def run_predict(args):
@@ -380,11 +381,12 @@ def run_predict(args):
     keep = list(dict.fromkeys(args.keep or []))
     want_label = bool(args.label)
     want_proba = bool(args.proba) or not want_label
-    out_names = (proba_columns(model.classes_) if want_proba else []) + (
-        ["label"] if want_label else [])
+    probas = proba_columns(model.classes_) if want_proba else []
+    out_names = [name for name, _ in probas] + (["label"] if want_label else [])
     clash = [k for k in keep if k in out_names]
     if clash:
-        raise DataError(f"--keep column {clash[0]!r} has the name of an output column")
+        raise DataError(f"--keep column {clash[0]!r} has the name of an output column "
+                        f"(the output columns: {', '.join(out_names)})")
     chunk_rows = args.chunk_rows
     if chunk_rows < 1:
         raise DataError("--chunk-rows must be >= 1")
@@ -406,12 +408,10 @@ def run_predict(args):
             for k in keep:
                 arrays.append(_arrow(pa, chunk.columns[k]))
                 names.append(k)
-            if want_proba:
+            if probas:
                 proba = model.proba_from_raw(raw, n_jobs=args.n_jobs)
-                if proba.shape[1] == 2:
-                    proba = proba[:, 1:]
-                arrays += [pa.array(proba[:, j]) for j in range(proba.shape[1])]
-                names += proba_columns(classes)
+                arrays += [pa.array(proba[:, code]) for _, code in probas]
+                names += [name for name, _ in probas]
             if want_label:
                 arrays.append(pa.array(model.labels_from_raw(raw)))
                 names.append("label")
@@ -421,8 +421,7 @@ def run_predict(args):
         schema = None
         if n_rows == 0:
             fields = [pa.field(k, t) for k, t in zip(keep, data.kept_types(keep))]
-            if want_proba:
-                fields += [pa.field(name, pa.float64()) for name in proba_columns(classes)]
+            fields += [pa.field(name, pa.float64()) for name, _ in probas]
             if want_label:
                 fields.append(pa.field("label", pa.array(classes).type))
             schema = pa.schema(fields)
