@@ -616,6 +616,9 @@ def _trees_to_show(model, info, iteration, label):
 
 
 def run_inspect(args):
+    if args.class_label is not None and args.tree is None:
+        raise DataError(f"--class {args.class_label} selects a tree of --tree M: pass "
+                        "--tree M too (the summary covers every class)")
     model, info = inspect_model(args.model, top=None if args.json else args.top)
     if args.tree is not None:
         shown = _trees_to_show(model, info, args.tree, args.class_label)
@@ -631,10 +634,10 @@ def run_inspect(args):
             return 0
         n = info["n_iterations"]
         for label, tree in shown:
-            which = "" if label is None else f" (class {label!r})"
-            print(f"tree {args.tree % n} of {n}{which}: {tree.shape[0]} nodes, "
-                  f"{int((tree['feature'] < 0).sum())} leaves; x <= threshold goes to the "
-                  "first (|--) child")
+            which = (f"tree {args.tree % n} of {n}" if label is None
+                     else f"iteration {args.tree % n} of {n}, tree of class {label!r}")
+            print(f"{which}: {tree.shape[0]} nodes, {int((tree['feature'] < 0).sum())} "
+                  "leaves; x <= threshold goes to the first (|--) child")
             print(draw_tree(tree, info["feature_names"], info["learning_rate"]))
         return 0
     if args.json:
@@ -654,11 +657,17 @@ def run_inspect(args):
         shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
         print(f"features   {info['n_features']}: {shown}")
     per = info["trees_per_iteration"]
-    f0 = ", ".join(f"{v:g}" for v in info["init_raw"])
-    print(f"trees      {info['n_trees']}"
-          + (f" ({info['n_iterations']} iterations x {per}, one per class)" if per > 1 else "")
-          + f": {info['n_nodes']:,} nodes, {info['n_leaves']:,} leaves, depth <= "
-          f"{info['max_depth_seen']}; learning rate {info['learning_rate']:g}, F0 = {f0}")
+    trees = (f"trees      {info['n_trees']}"
+             + (f" ({info['n_iterations']} iterations x {per}, one per class)" if per > 1
+                else "")
+             + f": {info['n_nodes']:,} nodes, {info['n_leaves']:,} leaves, depth <= "
+             f"{info['max_depth_seen']}; learning rate {info['learning_rate']:g}")
+    if per == 1:
+        print(f"{trees}, F0 = {info['init_raw'][0]:g}")
+    else:
+        print(trees)
+        print("F0         " + ", ".join(f"{label!r}: {v:g}" for label, v in
+                                        zip(info["classes"], info["init_raw"])))
     if info["best_iteration"] is not None:
         print(f"early stopping: best iteration {info['best_iteration']}")
     if info["importances"]:

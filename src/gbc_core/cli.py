@@ -225,7 +225,8 @@ def build_parser():
                    help="draw the tree(s) of iteration M as text (0-based; negative "
                         "counts from the end; one tree per class for 3 or more classes)")
     p.add_argument("--class", dest="class_label", metavar="LABEL",
-                   help="with --tree: only the tree of this class")
+                   help="with --tree: only the tree of this class (models of 3 or more "
+                        "classes)")
     p.add_argument("--top", type=_positive_int, default=10, help="importances to list")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _common(p)
