@@ -13,6 +13,8 @@ import time
 import numpy as np
 
 from ._tabular import (
+    CSV_FALSE_VALUES,
+    CSV_TRUE_VALUES,
     LIBSVM_LABEL,
     AtomicOutput,
     DataError,
@@ -183,24 +185,78 @@ def _read_training_libsvm(args, path, n_features):
     return X, y
 
 
-def _match_labels(y, classes, name, path):
-    """``y`` comparable with ``classes`` (coercing '1' <-> 1 where needed)."""
-    known = np.isin(y, classes)
-    if not known.all() and y.size:
-        alt = None
-        if classes.dtype.kind in "OUS" and y.dtype.kind in "biuf":
-            alt = y.astype(str).astype(object)
-        elif classes.dtype.kind in "biuf" and y.dtype.kind in "OUS":
-            try:
-                alt = y.astype(np.float64)
-            except ValueError:
-                alt = None
-        if alt is not None and np.isin(alt, classes).all():
-            return alt
-        bad = np.unique(np.asarray(y[~known]).astype(str))[:5].tolist()
-        raise DataError(f"target column {name!r} of {path} has labels {bad} the model has "
-                        f"not seen; its classes are {classes.tolist()}")
-    return y
+def _class_code(value, index, kind):
+    """The code of the class that the label ``value`` (a Python scalar) is, or None.
+
+    ``index`` maps each class to its code and ``kind`` is the NumPy kind of the
+    classes. A label matches a class by value, however the file wrote it: text (a
+    CSV target) is the number or the true/false it writes, and a number is the
+    string class that writes it.
+    """
+    if value in index:
+        return index[value]
+    if isinstance(value, str):
+        if kind == "b":
+            word = (True if value in CSV_TRUE_VALUES
+                    else False if value in CSV_FALSE_VALUES else None)
+            return None if word is None else index.get(word)
+        if kind in "iuf":
+            for convert in (int, float):  # int first: exact beyond 2**53
+                try:
+                    return index.get(convert(value))
+                except ValueError:
+                    pass
+        return None
+    if kind in "OUS":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return index.get(str(value))
+    return None
+
+
+def label_codes(y, classes, where, known_as):
+    """Class codes (indices into ``classes``) of the labels ``y``.
+
+    Labels match the classes by value (see ``_class_code``): the labels of a CSV
+    target, read as text, match the numbers or the true/false the model was trained
+    on; the numbers of a Parquet or LIBSVM file match string classes that write them.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        The labels, of one type (as one column of a file holds them).
+    classes : ndarray of shape (n_classes,)
+        The sorted class labels.
+    where : str
+        What holds the labels, for the error (e.g. "target column 'y' of test.csv"
+        or, for LIBSVM labels, the file).
+    known_as : str
+        Whose classes they are, for the error (e.g. "the model").
+
+    Returns
+    -------
+    ndarray of intp, shape (n_samples,)
+
+    Raises
+    ------
+    DataError
+        When some label is no class, naming the first five such labels as given.
+    """
+    values, inverse = np.unique(y, return_inverse=True)
+    index = {c: k for k, c in enumerate(classes.tolist())}
+    codes = [_class_code(v, index, classes.dtype.kind) for v in values.tolist()]
+    unknown = [v for v, code in zip(values.tolist(), codes) if code is None]
+    if unknown:
+        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        raise DataError(f"{where}: labels {unknown[:5]}{more} are not classes of "
+                        f"{known_as} (its classes: {classes.tolist()})")
+    return np.asarray(codes, dtype=np.intp)[inverse.reshape(-1)]
+
+
+def _labels_where(path, target=None):
+    """How an error names the labels of ``path``: its target column, or the file
+    itself for LIBSVM labels (``target`` None)."""
+    return str(path) if target is None else f"target column {target!r} of {path}"
 
 
 # -------------------------------------------------------------------- train
@@ -211,6 +267,11 @@ def _estimator_params(args):
     return {p.name: getattr(args, p.name) for p in PARAMS if p.cli is not None}
 
 
+def _label(value):
+    """A class label as a plain Python value (for JSON and messages)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def describe_classes(classes):
     """``classes [...]`` and, for two classes, which one is positive."""
     labels = classes.tolist()
@@ -219,28 +280,33 @@ def describe_classes(classes):
     return f"{len(labels)} classes {labels[:10]}{' ...' if len(labels) > 10 else ''}"
 
 
-def classification_metrics(booster, y, raw):
-    """Log-loss, ROC AUC and accuracy of raw scores ``raw`` (n, n_outputs) against
-    the labels ``y`` (already matched with ``booster.classes_``).
+def classification_metrics(booster, codes, raw):
+    """Log-loss, ROC AUC and accuracy of the raw scores ``raw`` (n, n_outputs) against
+    the class codes ``codes`` (see :func:`label_codes`).
 
-    For two classes the AUC is that of the positive class (None when ``y`` holds one
-    class); for more, the macro average of the one-vs-rest AUCs of the classes that
-    occur in ``y`` with both outcomes (None when none does).
+    For two classes the AUC is that of the positive class (None when ``codes`` holds
+    one class); for more, the macro average of the one-vs-rest AUCs of the classes
+    that occur in ``codes`` (None when fewer than two do).
+
+    Returns
+    -------
+    dict
+        ``log_loss``, ``roc_auc``, ``accuracy``, ``y`` (the labels of ``codes``) and
+        ``pred`` (the predicted labels).
     """
     from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
 
-    classes = booster.classes_
-    codes = np.searchsorted(classes, y) if classes.dtype.kind != "O" else np.array(
-        [classes.tolist().index(v) for v in y], dtype=np.intp)
+    y = booster.classes_[codes]
     pred = booster.labels_from_raw(raw)
-    if classes.shape[0] == 2:
+    if booster.n_classes_ == 2:
         y01 = codes.astype(np.float64)
         auc = roc_auc(y01, raw[:, 0]) if 0 < y01.sum() < y01.size else None
         loss = log_loss_from_raw(y01, raw[:, 0])
     else:
         auc = roc_auc_ovr(codes, booster.proba_from_raw(raw))
         loss = log_loss_from_raw(codes, raw)
-    return {"log_loss": loss, "roc_auc": auc, "accuracy": accuracy(y, pred), "pred": pred}
+    return {"log_loss": loss, "roc_auc": auc, "accuracy": accuracy(y, pred), "y": y,
+            "pred": pred}
 
 
 def run_train(args):
@@ -273,7 +339,11 @@ def run_train(args):
             Xv, yv = _read_training_libsvm(args, args.eval, X.shape[1])
         else:
             Xv, yv, _ = _read_training_table(args, args.eval, efmt, features=names)
-        eval_set = (Xv, yv)
+        classes = np.unique(y)  # the classes of the fit
+        eval_codes = label_codes(yv, classes, _labels_where(
+            args.eval, None if names is None else args.target),
+                                 f"the training data {args.data}")
+        eval_set = (Xv, classes[eval_codes])
 
     model = GradientBoostingClassifier(**_estimator_params(args))
     t0 = time.perf_counter()
@@ -293,10 +363,10 @@ def run_train(args):
     if model.best_iteration_ is not None:
         say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
     if eval_set is not None:
-        Xv, yv = eval_set
+        Xv = eval_set[0]
         booster = model.booster_
-        yv = _match_labels(np.asarray(yv), model.classes_, "label", args.eval)
-        res = classification_metrics(booster, yv, booster.predict_raw(Xv, n_jobs=args.n_jobs))
+        res = classification_metrics(booster, eval_codes,
+                                     booster.predict_raw(Xv, n_jobs=args.n_jobs))
         parts = [f"log-loss {res['log_loss']:.5f}"]
         if res["roc_auc"] is not None:
             parts.append(f"AUC {res['roc_auc']:.5f}")
@@ -470,20 +540,18 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
     if not raws:
         raise DataError(f"{data.path} has no data rows")
     raw = np.concatenate(raws)
-    y = np.concatenate(ys)
-    if y.dtype.kind == "f" and np.all(y == np.round(y)):
-        y = y.astype(np.int64)
     classes = model.classes_
-    y = _match_labels(y, classes, target, data.path)
-    res = classification_metrics(model, y, raw)
+    where = _labels_where(data.path, None if data.kind == "libsvm" else target)
+    codes = label_codes(np.concatenate(ys), classes, where, "the model")
+    res = classification_metrics(model, codes, raw)
     return {
         "data": str(data.path),
-        "n_rows": int(y.shape[0]),
-        "classes": [c.item() if hasattr(c, "item") else c for c in classes],
+        "n_rows": int(codes.shape[0]),
+        "classes": [_label(c) for c in classes],
         "log_loss": res["log_loss"],
         "roc_auc": res["roc_auc"],
         "accuracy": res["accuracy"],
-        "confusion_matrix": confusion_matrix(y, res["pred"], classes).tolist(),
+        "confusion_matrix": confusion_matrix(res["y"], res["pred"], classes).tolist(),
     }
 
 
@@ -546,10 +614,6 @@ def draw_tree(tree, names=None, learning_rate=None):
             stack.append((int(nd["right"]), child_prefix, "`-- ", False))
             stack.append((int(nd["left"]), child_prefix, "|-- ", False))
     return "\n".join(lines)
-
-
-def _label(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def inspect_model(path, top=10):
