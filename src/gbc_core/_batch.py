@@ -286,27 +286,31 @@ def classification_metrics(booster, codes, raw):
 
     For two classes the AUC is that of the positive class (None when ``codes`` holds
     one class); for more, the macro average of the one-vs-rest AUCs of the classes
-    that occur in ``codes`` (None when fewer than two do).
+    that occur in ``codes`` (None when fewer than two do), and ``roc_auc_per_class``
+    holds each class's AUC (None for a class that does not occur).
 
     Returns
     -------
     dict
-        ``log_loss``, ``roc_auc``, ``accuracy``, ``y`` (the labels of ``codes``) and
-        ``pred`` (the predicted labels).
+        ``log_loss``, ``roc_auc``, ``roc_auc_per_class`` (None for two classes),
+        ``accuracy``, ``y`` (the labels of ``codes``) and ``pred`` (the predicted
+        labels).
     """
     from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
 
     y = booster.classes_[codes]
     pred = booster.labels_from_raw(raw)
+    per_class = None
     if booster.n_classes_ == 2:
         y01 = codes.astype(np.float64)
         auc = roc_auc(y01, raw[:, 0]) if 0 < y01.sum() < y01.size else None
         loss = log_loss_from_raw(y01, raw[:, 0])
     else:
-        auc = roc_auc_ovr(codes, booster.proba_from_raw(raw))
+        auc, aucs = roc_auc_ovr(codes, booster.proba_from_raw(raw), return_per_class=True)
+        per_class = [None if np.isnan(a) else float(a) for a in aucs]
         loss = log_loss_from_raw(codes, raw)
-    return {"log_loss": loss, "roc_auc": auc, "accuracy": accuracy(y, pred), "y": y,
-            "pred": pred}
+    return {"log_loss": loss, "roc_auc": auc, "roc_auc_per_class": per_class,
+            "accuracy": accuracy(y, pred), "y": y, "pred": pred}
 
 
 def run_train(args):
@@ -544,15 +548,31 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
     where = _labels_where(data.path, None if data.kind == "libsvm" else target)
     codes = label_codes(np.concatenate(ys), classes, where, "the model")
     res = classification_metrics(model, codes, raw)
-    return {
+    out = {
         "data": str(data.path),
         "n_rows": int(codes.shape[0]),
         "classes": [_label(c) for c in classes],
         "log_loss": res["log_loss"],
         "roc_auc": res["roc_auc"],
-        "accuracy": res["accuracy"],
-        "confusion_matrix": confusion_matrix(res["y"], res["pred"], classes).tolist(),
     }
+    if res["roc_auc_per_class"] is not None:
+        out["roc_auc_per_class"] = res["roc_auc_per_class"]
+    out["accuracy"] = res["accuracy"]
+    out["confusion_matrix"] = confusion_matrix(res["y"], res["pred"], classes).tolist()
+    return out
+
+
+def _auc_kind(res):
+    """What the ROC AUC of ``evaluate_model``'s result ``res`` averages, for the text
+    report: nothing for two classes; the classes without an AUC for more."""
+    per_class = res.get("roc_auc_per_class")
+    if per_class is None:
+        return ""
+    absent = [repr(c) for c, a in zip(res["classes"], per_class) if a is None]
+    if not absent or len(absent) >= len(per_class) - 1:
+        return " (macro one-vs-rest)"
+    return (f" (macro one-vs-rest over {len(per_class) - len(absent)} of {len(per_class)} "
+            f"classes; not in the data: {', '.join(absent)})")
 
 
 def run_evaluate(args):
@@ -570,8 +590,7 @@ def run_evaluate(args):
     print(f"{res['data']}: {res['n_rows']:,} rows")
     print(f"log-loss  {res['log_loss']:.6f}")
     auc = res["roc_auc"]
-    kind = "" if len(res["classes"]) == 2 else " (macro one-vs-rest)"
-    print(f"ROC AUC{kind}   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
+    print(f"ROC AUC{_auc_kind(res)}   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
     print(f"accuracy  {res['accuracy']:.6f}")
     labels = [str(c) for c in res["classes"]]
     w = max(8, *(len(s) for s in labels)) + 2
