@@ -100,8 +100,8 @@ def write_libsvm(path, X, y):
 
 
 # Models trained through the command line, each with the in-process twin fitted with
-# the same parameters: (name, labels, training file, test files, CLI options,
-# estimator parameters, eval file for fit's eval_set or None).
+# the same parameters. name: (labels, training file, test files, CLI options,
+# estimator parameters, the --eval file or None).
 CASES = {
     "3 strings, --eval, early stopping": (
         ["cat", "dog", "emu"], "s3_train.csv", ("s3_test.parquet", "s3_test.csv"),
@@ -173,7 +173,7 @@ CASE_IDS = list(CASES)
 @pytest.mark.parametrize("case", CASE_IDS)
 def test_train_equals_the_in_process_fit(work, trained, case):
     path, stdout, ref = trained[case]
-    labels, _, tests, *_ = CASES[case]
+    labels, _, tests, _, _, eval_file = CASES[case]
     model = gbc_core.load(path)
     assert model.classes_.tolist() == sorted(labels)  # 1..10 in numeric order
     assert model.feature_names_in_.tolist() == FEATURES
@@ -189,12 +189,12 @@ def test_train_equals_the_in_process_fit(work, trained, case):
     if ref.n_iter_no_change is not None:  # early stopping stopped early
         assert m < ref.n_estimators
         assert f"early stopping kept the best iteration: {m} iterations" in stdout
-    if "--eval" in CASES[case][3]:
-        ev = read_frame(work / CASES[case][5])
+    if eval_file is not None:
+        ev = read_frame(work / eval_file)
         y, proba = ev["target"].to_numpy(), ref.predict_proba(ev[FEATURES])
         line = [ln for ln in stdout.splitlines() if ln.startswith("eval (")][0]
         assert line == (
-            f"eval ({CASES[case][5]}, {len(ev):,} rows): "
+            f"eval ({eval_file}, {len(ev):,} rows): "
             f"log-loss {skm.log_loss(y, proba, labels=ref.classes_):.5f}, "
             f"AUC {skm.roc_auc_score(y, proba, multi_class='ovr', labels=ref.classes_):.5f}, "
             f"accuracy {skm.accuracy_score(y, ref.classes_[proba.argmax(axis=1)]):.5f}")
@@ -244,7 +244,8 @@ def test_libsvm_train_predict_evaluate(tmp_path, capsys, monkeypatch, offset):
 @pytest.mark.parametrize("out_name", ["scores.parquet", "scores.csv"])
 def test_predict_proba_and_label_columns(work, trained, capsys, monkeypatch, case, out_name):
     path, _, ref = trained[case]
-    test_file = CASES[case][2][-1]
+    tests = CASES[case][2]
+    test_file = tests[0] if out_name.endswith(".parquet") else tests[-1]
     ok(run_main(capsys, monkeypatch, work, "predict", path, test_file, "-o", out_name,
                 "--keep", "id", "--proba", "--label", "--chunk-rows", "37"))
     out = (pq.read_table if out_name.endswith(".parquet") else pacsv.read_csv)(
@@ -507,7 +508,8 @@ def test_inspect_trees_of_an_iteration(work, trained, capsys, monkeypatch):
         assert t["nodes"]["value"] == tree.value.tolist()
     [emu] = json.loads(ok(run_main(capsys, monkeypatch, work, "inspect", path, "--tree", "1",
                                    "--class", "emu", "--json")))
-    assert emu["class"] == "emu" and emu["nodes"]["left"] == ref.estimators_[1, 2].children_left.tolist()
+    assert emu["class"] == "emu"
+    assert emu["nodes"]["left"] == ref.estimators_[1, 2].children_left.tolist()
     # integer classes are named as written
     path10, _, ref10 = trained[CASE_IDS[2]]
     [ten] = json.loads(ok(run_main(capsys, monkeypatch, work, "inspect", path10, "--tree", "0",
