@@ -214,6 +214,19 @@ def _class_code(value, index, kind):
     return None
 
 
+def _distinct_labels(y):
+    """(the distinct labels of ``y`` as Python scalars, the index of each row's label
+    among them); a pyarrow array is hashed (sorting a NumPy array of strings takes
+    many times longer)."""
+    if hasattr(y, "dictionary_encode"):
+        if hasattr(y, "combine_chunks"):
+            y = y.combine_chunks()
+        encoded = y.dictionary_encode()
+        return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
+    values, inverse = np.unique(y, return_inverse=True)
+    return values.tolist(), inverse.reshape(-1)
+
+
 def label_codes(y, classes, where, known_as):
     """Class codes (indices into ``classes``) of the labels ``y``.
 
@@ -223,7 +236,7 @@ def label_codes(y, classes, where, known_as):
 
     Parameters
     ----------
-    y : ndarray of shape (n_samples,)
+    y : ndarray or pyarrow array of shape (n_samples,), without nulls
         The labels, of one type (as one column of a file holds them).
     classes : ndarray of shape (n_classes,)
         The sorted class labels.
@@ -240,17 +253,20 @@ def label_codes(y, classes, where, known_as):
     Raises
     ------
     DataError
-        When some label is no class, naming the first five such labels as given.
+        When a label is NaN, or is no class (naming the first five such labels as
+        given).
     """
-    values, inverse = np.unique(y, return_inverse=True)
+    values, inverse = _distinct_labels(y)
+    if any(v != v for v in values):  # NaN
+        raise DataError(f"{where} has NaN values; every row needs a label")
     index = {c: k for k, c in enumerate(classes.tolist())}
-    codes = [_class_code(v, index, classes.dtype.kind) for v in values.tolist()]
-    unknown = [v for v, code in zip(values.tolist(), codes) if code is None]
+    codes = [_class_code(v, index, classes.dtype.kind) for v in values]
+    unknown = [v for v, code in zip(values, codes) if code is None]
     if unknown:
         more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
         raise DataError(f"{where}: labels {unknown[:5]}{more} are not classes of "
                         f"{known_as} (its classes: {classes.tolist()})")
-    return np.asarray(codes, dtype=np.intp)[inverse.reshape(-1)]
+    return np.asarray(codes, dtype=np.intp)[inverse]
 
 
 def _labels_where(path, target=None):
@@ -526,27 +542,27 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
     chunks = _iter_chunks(model, data, [], chunk_rows, drop=drop, target=target,
                           n_features=n_features)
     progress = Progress(Progress.wanted(quiet), total=data.num_rows, label="evaluated")
-    raws, ys = [], []
+    classes = model.classes_
+    where = _labels_where(data.path, None if data.kind == "libsvm" else target)
+    raws, labels = [], []
     for chunk, raw in _local_scores(model, chunks, n_jobs):
-        col = chunk.labels
-        if not isinstance(col, np.ndarray):
-            if col.null_count:
-                raise DataError(f"target column {target!r} of {data.path} has missing "
-                                "values; every row needs a label")
-            col = col.to_numpy(zero_copy_only=False)
-        if col.dtype.kind == "f" and not np.isfinite(col).all():
-            raise DataError(f"target column {target!r} of {data.path} has NaN values; "
-                            "every row needs a label")
+        if getattr(chunk.labels, "null_count", 0):
+            raise DataError(f"{where} has missing values; every row needs a label")
         raws.append(raw)
-        ys.append(col)
+        labels.append(chunk.labels)
         progress.update(chunk.n_rows)
     progress.close()
     if not raws:
         raise DataError(f"{data.path} has no data rows")
     raw = np.concatenate(raws)
-    classes = model.classes_
-    where = _labels_where(data.path, None if data.kind == "libsvm" else target)
-    codes = label_codes(np.concatenate(ys), classes, where, "the model")
+    if isinstance(labels[0], np.ndarray):  # LIBSVM
+        labels = np.concatenate(labels)
+    else:
+        import pyarrow as pa
+
+        labels = pa.chunked_array([part for column in labels  # Arrays or ChunkedArrays
+                                   for part in getattr(column, "chunks", [column])])
+    codes = label_codes(labels, classes, where, "the model")
     res = classification_metrics(model, codes, raw)
     out = {
         "data": str(data.path),
