@@ -450,6 +450,14 @@ def test_a_label_only_in_the_evaluation_data_is_an_error(work, trained, capsys, 
     test.to_csv(work / "eleven.csv", index=False)
     one_line_error(run_main(capsys, monkeypatch, work, "evaluate", trained[CASE_IDS[2]][0],
                             "eleven.csv", "--target", "target"), "['11']")
+    # a NaN label (a float column; NaN, not null) is a missing label
+    table = make_table(50, list(range(1, 11)), 3)
+    target = table.column("target").to_numpy().astype(np.float64)
+    target[5] = np.nan
+    pq.write_table(table.set_column(6, "target", pa.array(target)), work / "nan_label.parquet")
+    one_line_error(run_main(capsys, monkeypatch, work, "evaluate", trained[CASE_IDS[2]][0],
+                            "nan_label.parquet", "--target", "target"),
+                   "target column 'target' of nan_label.parquet", "NaN", "needs a label")
     # --eval with the training labels written as text trains as with the numbers
     test = read_frame(work / "i10_test.csv")
     pq.write_table(pa.Table.from_pandas(test.astype({"target": str}), preserve_index=False),
