@@ -360,9 +360,8 @@ def run_train(args):
         else:
             Xv, yv, _ = _read_training_table(args, args.eval, efmt, features=names)
         classes = np.unique(y)  # the classes of the fit
-        eval_codes = label_codes(yv, classes, _labels_where(
-            args.eval, None if names is None else args.target),
-                                 f"the training data {args.data}")
+        where = _labels_where(args.eval, None if names is None else args.target)
+        eval_codes = label_codes(yv, classes, where, f"the training data {args.data}")
         eval_set = (Xv, classes[eval_codes])
 
     model = GradientBoostingClassifier(**_estimator_params(args))
