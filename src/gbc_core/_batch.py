@@ -13,6 +13,8 @@ import time
 import numpy as np
 
 from ._tabular import (
+    CSV_FALSE_VALUES,
+    CSV_TRUE_VALUES,
     LIBSVM_LABEL,
     AtomicOutput,
     DataError,
@@ -183,24 +185,94 @@ def _read_training_libsvm(args, path, n_features):
     return X, y
 
 
-def _match_labels(y, classes, name, path):
-    """``y`` comparable with ``classes`` (coercing '1' <-> 1 where needed)."""
-    known = np.isin(y, classes)
-    if not known.all() and y.size:
-        alt = None
-        if classes.dtype.kind in "OUS" and y.dtype.kind in "biuf":
-            alt = y.astype(str).astype(object)
-        elif classes.dtype.kind in "biuf" and y.dtype.kind in "OUS":
-            try:
-                alt = y.astype(np.float64)
-            except ValueError:
-                alt = None
-        if alt is not None and np.isin(alt, classes).all():
-            return alt
-        bad = np.unique(np.asarray(y[~known]).astype(str))[:5].tolist()
-        raise DataError(f"target column {name!r} of {path} has labels {bad} the model has "
-                        f"not seen; its classes are {classes.tolist()}")
-    return y
+def _class_code(value, index, kind):
+    """The code of the class that the label ``value`` (a Python scalar) is, or None.
+
+    ``index`` maps each class to its code and ``kind`` is the NumPy kind of the
+    classes. A label matches a class by value, however the file wrote it: text (a
+    CSV target) is the number or the true/false it writes, and a number is the
+    string class that writes it.
+    """
+    if value in index:
+        return index[value]
+    if isinstance(value, str):
+        if kind == "b":
+            word = (True if value in CSV_TRUE_VALUES
+                    else False if value in CSV_FALSE_VALUES else None)
+            return None if word is None else index.get(word)
+        if kind in "iuf":
+            for convert in (int, float):  # int first: exact beyond 2**53
+                try:
+                    return index.get(convert(value))
+                except ValueError:
+                    pass
+        return None
+    if kind in "OUS":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return index.get(str(value))
+    return None
+
+
+def _distinct_labels(y):
+    """(the distinct labels of ``y`` as Python scalars, the index of each row's label
+    among them); a pyarrow array is hashed (sorting a NumPy array of strings takes
+    many times longer)."""
+    if hasattr(y, "dictionary_encode"):
+        if hasattr(y, "combine_chunks"):
+            y = y.combine_chunks()
+        encoded = y.dictionary_encode()
+        return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
+    values, inverse = np.unique(y, return_inverse=True)
+    return values.tolist(), inverse.reshape(-1)
+
+
+def label_codes(y, classes, where, known_as):
+    """Class codes (indices into ``classes``) of the labels ``y``.
+
+    Labels match the classes by value (see ``_class_code``): the labels of a CSV
+    target, read as text, match the numbers or the true/false the model was trained
+    on; the numbers of a Parquet or LIBSVM file match string classes that write them.
+
+    Parameters
+    ----------
+    y : ndarray or pyarrow array of shape (n_samples,), without nulls
+        The labels, of one type (as one column of a file holds them).
+    classes : ndarray of shape (n_classes,)
+        The sorted class labels.
+    where : str
+        What holds the labels, for the error (e.g. "target column 'y' of test.csv"
+        or, for LIBSVM labels, the file).
+    known_as : str
+        Whose classes they are, for the error (e.g. "the model").
+
+    Returns
+    -------
+    ndarray of intp, shape (n_samples,)
+
+    Raises
+    ------
+    DataError
+        When a label is NaN, or is no class (naming the first five such labels as
+        given).
+    """
+    values, inverse = _distinct_labels(y)
+    if any(v != v for v in values):  # NaN
+        raise DataError(f"{where} has NaN values; every row needs a label")
+    index = {c: k for k, c in enumerate(classes.tolist())}
+    codes = [_class_code(v, index, classes.dtype.kind) for v in values]
+    unknown = [v for v, code in zip(values, codes) if code is None]
+    if unknown:
+        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        raise DataError(f"{where}: labels {unknown[:5]}{more} are not classes of "
+                        f"{known_as} (its classes: {classes.tolist()})")
+    return np.asarray(codes, dtype=np.intp)[inverse]
+
+
+def _labels_where(path, target=None):
+    """How an error names the labels of ``path``: its target column, or the file
+    itself for LIBSVM labels (``target`` None)."""
+    return str(path) if target is None else f"target column {target!r} of {path}"
 
 
 # -------------------------------------------------------------------- train
@@ -211,6 +283,11 @@ def _estimator_params(args):
     return {p.name: getattr(args, p.name) for p in PARAMS if p.cli is not None}
 
 
+def _label(value):
+    """A class label as a plain Python value (for JSON and messages)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def describe_classes(classes):
     """``classes [...]`` and, for two classes, which one is positive."""
     labels = classes.tolist()
@@ -219,28 +296,37 @@ def describe_classes(classes):
     return f"{len(labels)} classes {labels[:10]}{' ...' if len(labels) > 10 else ''}"
 
 
-def classification_metrics(booster, y, raw):
-    """Log-loss, ROC AUC and accuracy of raw scores ``raw`` (n, n_outputs) against
-    the labels ``y`` (already matched with ``booster.classes_``).
+def classification_metrics(booster, codes, raw):
+    """Log-loss, ROC AUC and accuracy of the raw scores ``raw`` (n, n_outputs) against
+    the class codes ``codes`` (see :func:`label_codes`).
 
-    For two classes the AUC is that of the positive class (None when ``y`` holds one
-    class); for more, the macro average of the one-vs-rest AUCs of the classes that
-    occur in ``y`` with both outcomes (None when none does).
+    For two classes the AUC is that of the positive class (None when ``codes`` holds
+    one class); for more, the macro average of the one-vs-rest AUCs of the classes
+    that occur in ``codes`` (None when fewer than two do), and ``roc_auc_per_class``
+    holds each class's AUC (None for a class that does not occur).
+
+    Returns
+    -------
+    dict
+        ``log_loss``, ``roc_auc``, ``roc_auc_per_class`` (None for two classes),
+        ``accuracy``, ``y`` (the labels of ``codes``) and ``pred`` (the predicted
+        labels).
     """
     from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
 
-    classes = booster.classes_
-    codes = np.searchsorted(classes, y) if classes.dtype.kind != "O" else np.array(
-        [classes.tolist().index(v) for v in y], dtype=np.intp)
+    y = booster.classes_[codes]
     pred = booster.labels_from_raw(raw)
-    if classes.shape[0] == 2:
+    per_class = None
+    if booster.n_classes_ == 2:
         y01 = codes.astype(np.float64)
         auc = roc_auc(y01, raw[:, 0]) if 0 < y01.sum() < y01.size else None
         loss = log_loss_from_raw(y01, raw[:, 0])
     else:
-        auc = roc_auc_ovr(codes, booster.proba_from_raw(raw))
+        auc, aucs = roc_auc_ovr(codes, booster.proba_from_raw(raw), return_per_class=True)
+        per_class = [None if np.isnan(a) else float(a) for a in aucs]
         loss = log_loss_from_raw(codes, raw)
-    return {"log_loss": loss, "roc_auc": auc, "accuracy": accuracy(y, pred), "pred": pred}
+    return {"log_loss": loss, "roc_auc": auc, "roc_auc_per_class": per_class,
+            "accuracy": accuracy(y, pred), "y": y, "pred": pred}
 
 
 def run_train(args):
@@ -273,7 +359,10 @@ def run_train(args):
             Xv, yv = _read_training_libsvm(args, args.eval, X.shape[1])
         else:
             Xv, yv, _ = _read_training_table(args, args.eval, efmt, features=names)
-        eval_set = (Xv, yv)
+        classes = np.unique(y)  # the classes of the fit
+        where = _labels_where(args.eval, None if names is None else args.target)
+        eval_codes = label_codes(yv, classes, where, f"the training data {args.data}")
+        eval_set = (Xv, classes[eval_codes])
 
     model = GradientBoostingClassifier(**_estimator_params(args))
     t0 = time.perf_counter()
@@ -293,10 +382,10 @@ def run_train(args):
     if model.best_iteration_ is not None:
         say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
     if eval_set is not None:
-        Xv, yv = eval_set
+        Xv = eval_set[0]
         booster = model.booster_
-        yv = _match_labels(np.asarray(yv), model.classes_, "label", args.eval)
-        res = classification_metrics(booster, yv, booster.predict_raw(Xv, n_jobs=args.n_jobs))
+        res = classification_metrics(booster, eval_codes,
+                                     booster.predict_raw(Xv, n_jobs=args.n_jobs))
         parts = [f"log-loss {res['log_loss']:.5f}"]
         if res["roc_auc"] is not None:
             parts.append(f"AUC {res['roc_auc']:.5f}")
@@ -363,12 +452,13 @@ def _arrow(pa, values):
 
 
 def proba_columns(classes):
-    """Names of the probability columns of ``predict --proba``: ``proba`` (the
-    positive class) for two classes, ``proba_<label>`` per class otherwise."""
+    """The probability columns of ``predict --proba``: ``[(name, class code)]``,
+    ``proba`` (the positive class) for two classes, ``proba_<label>`` per class in
+    ``classes`` order otherwise."""
     labels = classes.tolist()
     if len(labels) == 2:
-        return ["proba"]
-    return [f"proba_{label}" for label in labels]
+        return [("proba", 1)]
+    return [(f"proba_{label}", k) for k, label in enumerate(labels)]
 
 
 def run_predict(args):
@@ -380,11 +470,12 @@ def run_predict(args):
     keep = list(dict.fromkeys(args.keep or []))
     want_label = bool(args.label)
     want_proba = bool(args.proba) or not want_label
-    out_names = (proba_columns(model.classes_) if want_proba else []) + (
-        ["label"] if want_label else [])
+    probas = proba_columns(model.classes_) if want_proba else []
+    out_names = [name for name, _ in probas] + (["label"] if want_label else [])
     clash = [k for k in keep if k in out_names]
     if clash:
-        raise DataError(f"--keep column {clash[0]!r} has the name of an output column")
+        raise DataError(f"--keep column {clash[0]!r} has the name of an output column "
+                        f"(the output columns: {', '.join(out_names)})")
     chunk_rows = args.chunk_rows
     if chunk_rows < 1:
         raise DataError("--chunk-rows must be >= 1")
@@ -406,12 +497,10 @@ def run_predict(args):
             for k in keep:
                 arrays.append(_arrow(pa, chunk.columns[k]))
                 names.append(k)
-            if want_proba:
+            if probas:
                 proba = model.proba_from_raw(raw, n_jobs=args.n_jobs)
-                if proba.shape[1] == 2:
-                    proba = proba[:, 1:]
-                arrays += [pa.array(proba[:, j]) for j in range(proba.shape[1])]
-                names += proba_columns(classes)
+                arrays += [pa.array(proba[:, code]) for _, code in probas]
+                names += [name for name, _ in probas]
             if want_label:
                 arrays.append(pa.array(model.labels_from_raw(raw)))
                 names.append("label")
@@ -421,8 +510,7 @@ def run_predict(args):
         schema = None
         if n_rows == 0:
             fields = [pa.field(k, t) for k, t in zip(keep, data.kept_types(keep))]
-            if want_proba:
-                fields += [pa.field(name, pa.float64()) for name in proba_columns(classes)]
+            fields += [pa.field(name, pa.float64()) for name, _ in probas]
             if want_label:
                 fields.append(pa.field("label", pa.array(classes).type))
             schema = pa.schema(fields)
@@ -453,39 +541,53 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
     chunks = _iter_chunks(model, data, [], chunk_rows, drop=drop, target=target,
                           n_features=n_features)
     progress = Progress(Progress.wanted(quiet), total=data.num_rows, label="evaluated")
-    raws, ys = [], []
+    classes = model.classes_
+    where = _labels_where(data.path, None if data.kind == "libsvm" else target)
+    raws, labels = [], []
     for chunk, raw in _local_scores(model, chunks, n_jobs):
-        col = chunk.labels
-        if not isinstance(col, np.ndarray):
-            if col.null_count:
-                raise DataError(f"target column {target!r} of {data.path} has missing "
-                                "values; every row needs a label")
-            col = col.to_numpy(zero_copy_only=False)
-        if col.dtype.kind == "f" and not np.isfinite(col).all():
-            raise DataError(f"target column {target!r} of {data.path} has NaN values; "
-                            "every row needs a label")
+        if getattr(chunk.labels, "null_count", 0):
+            raise DataError(f"{where} has missing values; every row needs a label")
         raws.append(raw)
-        ys.append(col)
+        labels.append(chunk.labels)
         progress.update(chunk.n_rows)
     progress.close()
     if not raws:
         raise DataError(f"{data.path} has no data rows")
     raw = np.concatenate(raws)
-    y = np.concatenate(ys)
-    if y.dtype.kind == "f" and np.all(y == np.round(y)):
-        y = y.astype(np.int64)
-    classes = model.classes_
-    y = _match_labels(y, classes, target, data.path)
-    res = classification_metrics(model, y, raw)
-    return {
+    if isinstance(labels[0], np.ndarray):  # LIBSVM
+        labels = np.concatenate(labels)
+    else:
+        import pyarrow as pa
+
+        labels = pa.chunked_array([part for column in labels  # Arrays or ChunkedArrays
+                                   for part in getattr(column, "chunks", [column])])
+    codes = label_codes(labels, classes, where, "the model")
+    res = classification_metrics(model, codes, raw)
+    out = {
         "data": str(data.path),
-        "n_rows": int(y.shape[0]),
-        "classes": [c.item() if hasattr(c, "item") else c for c in classes],
+        "n_rows": int(codes.shape[0]),
+        "classes": [_label(c) for c in classes],
         "log_loss": res["log_loss"],
         "roc_auc": res["roc_auc"],
-        "accuracy": res["accuracy"],
-        "confusion_matrix": confusion_matrix(y, res["pred"], classes).tolist(),
     }
+    if res["roc_auc_per_class"] is not None:
+        out["roc_auc_per_class"] = res["roc_auc_per_class"]
+    out["accuracy"] = res["accuracy"]
+    out["confusion_matrix"] = confusion_matrix(res["y"], res["pred"], classes).tolist()
+    return out
+
+
+def _auc_kind(res):
+    """What the ROC AUC of ``evaluate_model``'s result ``res`` averages, for the text
+    report: nothing for two classes; the classes without an AUC for more."""
+    per_class = res.get("roc_auc_per_class")
+    if per_class is None:
+        return ""
+    absent = [repr(c) for c, a in zip(res["classes"], per_class) if a is None]
+    if not absent or len(absent) >= len(per_class) - 1:
+        return " (macro one-vs-rest)"
+    return (f" (macro one-vs-rest over {len(per_class) - len(absent)} of {len(per_class)} "
+            f"classes; not in the data: {', '.join(absent)})")
 
 
 def run_evaluate(args):
@@ -503,8 +605,7 @@ def run_evaluate(args):
     print(f"{res['data']}: {res['n_rows']:,} rows")
     print(f"log-loss  {res['log_loss']:.6f}")
     auc = res["roc_auc"]
-    kind = "" if len(res["classes"]) == 2 else " (macro one-vs-rest)"
-    print(f"ROC AUC{kind}   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
+    print(f"ROC AUC{_auc_kind(res)}   {'n/a (one class only)' if auc is None else f'{auc:.6f}'}")
     print(f"accuracy  {res['accuracy']:.6f}")
     labels = [str(c) for c in res["classes"]]
     w = max(8, *(len(s) for s in labels)) + 2
@@ -547,10 +648,6 @@ def draw_tree(tree, names=None, learning_rate=None):
             stack.append((int(nd["right"]), child_prefix, "`-- ", False))
             stack.append((int(nd["left"]), child_prefix, "|-- ", False))
     return "\n".join(lines)
-
-
-def _label(value):
-    return value.item() if hasattr(value, "item") else value
 
 
 def inspect_model(path, top=10):
@@ -617,6 +714,9 @@ def _trees_to_show(model, info, iteration, label):
 
 
 def run_inspect(args):
+    if args.class_label is not None and args.tree is None:
+        raise DataError(f"--class {args.class_label} selects a tree of --tree M: pass "
+                        "--tree M too (the summary covers every class)")
     model, info = inspect_model(args.model, top=None if args.json else args.top)
     if args.tree is not None:
         shown = _trees_to_show(model, info, args.tree, args.class_label)
@@ -632,10 +732,10 @@ def run_inspect(args):
             return 0
         n = info["n_iterations"]
         for label, tree in shown:
-            which = "" if label is None else f" (class {label!r})"
-            print(f"tree {args.tree % n} of {n}{which}: {tree.shape[0]} nodes, "
-                  f"{int((tree['feature'] < 0).sum())} leaves; x <= threshold goes to the "
-                  "first (|--) child")
+            which = (f"tree {args.tree % n} of {n}" if label is None
+                     else f"iteration {args.tree % n} of {n}, tree of class {label!r}")
+            print(f"{which}: {tree.shape[0]} nodes, {int((tree['feature'] < 0).sum())} "
+                  "leaves; x <= threshold goes to the first (|--) child")
             print(draw_tree(tree, info["feature_names"], info["learning_rate"]))
         return 0
     if args.json:
@@ -655,11 +755,17 @@ def run_inspect(args):
         shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
         print(f"features   {info['n_features']}: {shown}")
     per = info["trees_per_iteration"]
-    f0 = ", ".join(f"{v:g}" for v in info["init_raw"])
-    print(f"trees      {info['n_trees']}"
-          + (f" ({info['n_iterations']} iterations x {per}, one per class)" if per > 1 else "")
-          + f": {info['n_nodes']:,} nodes, {info['n_leaves']:,} leaves, depth <= "
-          f"{info['max_depth_seen']}; learning rate {info['learning_rate']:g}, F0 = {f0}")
+    trees = (f"trees      {info['n_trees']}"
+             + (f" ({info['n_iterations']} iterations x {per}, one per class)" if per > 1
+                else "")
+             + f": {info['n_nodes']:,} nodes, {info['n_leaves']:,} leaves, depth <= "
+             f"{info['max_depth_seen']}; learning rate {info['learning_rate']:g}")
+    if per == 1:
+        print(f"{trees}, F0 = {info['init_raw'][0]:g}")
+    else:
+        print(trees)
+        print("F0         " + ", ".join(f"{label!r}: {v:g}" for label, v in
+                                        zip(info["classes"], info["init_raw"])))
     if info["best_iteration"] is not None:
         print(f"early stopping: best iteration {info['best_iteration']}")
     if info["importances"]:

@@ -442,7 +442,8 @@ class TableData:
         return table.column(name).to_numpy(zero_copy_only=False)
 
     def _csv_tables(self, feature_types, keep, target, chunk_rows):
-        """CSV tables of ``chunk_rows`` rows: features typed, kept columns as text.
+        """CSV tables of ``chunk_rows`` rows: features typed, kept columns and the
+        target as text.
 
         A kept column that is also a feature is read twice, by two readers that go
         through the file side by side: as a number for the model, as text for the
@@ -451,9 +452,13 @@ class TableData:
         pa = self.pa
         text = {name: pa.string() for name in keep}
         kept_features = [name for name in keep if name in feature_types]
-        # the target keeps its inferred type, as in training
+        # The target is read as text: a type inferred from the first block would fail
+        # on a later label of another kind (1, 2, ... then "x"); the labels are
+        # matched with the model's classes by value (``_batch.label_codes``).
+        label_type = {target: pa.string()} if target else {}
         columns = _unique(list(feature_types) + list(keep) + ([target] if target else []))
-        main = _rebatch(self._open_csv(columns, {**text, **feature_types}), chunk_rows, pa)
+        main = _rebatch(self._open_csv(columns, {**text, **label_type, **feature_types}),
+                        chunk_rows, pa)
         if not kept_features:
             return ((table, None) for table in main)
         texts = _rebatch(self._open_csv(kept_features, text), chunk_rows, pa)
@@ -463,7 +468,7 @@ class TableData:
         """Yield ``Chunk`` objects of about ``chunk_rows`` rows, in file order.
 
         ``keep``: columns passed through as read (CSV: text); ``target``: the label
-        column (``Chunk.labels``).
+        column (``Chunk.labels``; CSV: text, Parquet: its type).
         """
         self.check_columns(list(feature_names) + list(keep) + ([target] if target else []),
                            "column")

@@ -203,7 +203,15 @@ def build_parser():
     # evaluate
     p = _parser(
         sub, "evaluate", "log-loss, ROC AUC, accuracy and confusion matrix on labelled "
-                         "data (AUC: macro one-vs-rest for 3 or more classes)")
+                         "data (AUC: macro one-vs-rest for 3 or more classes)",
+        description="Log-loss, ROC AUC, accuracy and the confusion matrix (rows: true "
+                    "class, columns: predicted class, in the model's class order) of "
+                    "MODEL on the labelled DATA. For 3 or more classes the log-loss is "
+                    "the multinomial one and the ROC AUC is the macro average of the "
+                    "one-vs-rest AUCs of the classes that occur in DATA: a class of the "
+                    "model absent from DATA has no AUC and is left out of the average "
+                    "(--json lists each class's AUC, null for such a class). A label "
+                    "that is not a class of the model is an error.")
     p.add_argument("model", metavar="MODEL", help="model file (from train or save)")
     p.add_argument("data", metavar="DATA", help="labelled data file")
     p.add_argument("--target", "-t", metavar="COL",
@@ -225,7 +233,8 @@ def build_parser():
                    help="draw the tree(s) of iteration M as text (0-based; negative "
                         "counts from the end; one tree per class for 3 or more classes)")
     p.add_argument("--class", dest="class_label", metavar="LABEL",
-                   help="with --tree: only the tree of this class")
+                   help="with --tree: only the tree of this class (models of 3 or more "
+                        "classes)")
     p.add_argument("--top", type=_positive_int, default=10, help="importances to list")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _common(p)

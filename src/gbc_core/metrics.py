@@ -63,22 +63,41 @@ def roc_auc(y_true, score, sample_weight=None):
     return float(auc / (pos.sum() * neg.sum()))
 
 
-def roc_auc_ovr(codes, proba, sample_weight=None):
+def roc_auc_ovr(codes, proba, sample_weight=None, *, return_per_class=False):
     """Macro average of the one-vs-rest ROC AUCs of the classes.
 
     Class k's AUC ranks the rows by ``proba[:, k]`` against "is class k"; classes
     that do not occur in ``codes``, or are all of it, have no AUC and are left out
     of the average (scikit-learn's ``roc_auc_score(multi_class="ovr")`` needs every
-    class present). Returns None when no class has an AUC.
+    class present).
+
+    Parameters
+    ----------
+    codes : array-like of shape (n_samples,)
+        Class codes 0 .. K - 1.
+    proba : array-like of shape (n_samples, K)
+        Class probabilities (or any scores ranking the rows for each class).
+    sample_weight : array-like of shape (n_samples,), default=None
+    return_per_class : bool, default=False
+        Also return the AUC of each class.
+
+    Returns
+    -------
+    auc : float or None
+        The macro average; None when no class has an AUC.
+    per_class : ndarray of shape (K,)
+        Only with ``return_per_class``: each class's AUC, NaN for a class without one.
     """
     codes = np.asarray(codes)
     proba = np.asarray(proba, dtype=np.float64)
-    aucs = []
+    per_class = np.full(proba.shape[1], np.nan)
     for k in range(proba.shape[1]):
         is_k = codes == k
         if is_k.any() and not is_k.all():
-            aucs.append(roc_auc(is_k, proba[:, k], sample_weight))
-    return float(np.mean(aucs)) if aucs else None
+            per_class[k] = roc_auc(is_k, proba[:, k], sample_weight)
+    defined = per_class[~np.isnan(per_class)]
+    auc = float(np.mean(defined)) if defined.size else None
+    return (auc, per_class) if return_per_class else auc
 
 
 def accuracy(y_true, y_pred, sample_weight=None):
