@@ -48,6 +48,11 @@ cdef enum:
     # Largest transposed block, in floats per thread (features x BLOCK); wider data
     # keeps the row-wise path.
     MAX_COLUMN_FLOATS = 1 << 18
+    # Fewer (row, tree) pairs than this run on one thread: about a millisecond of
+    # work, what a parallel region can cost on a busy machine (a waiting thread may
+    # need a scheduler time slice); 500 rows x 100 trees took 8 ms on two threads of
+    # a loaded 2-core machine against 0.08 ms on one.
+    MIN_PARALLEL_WORK = 1 << 20
 MAX_COMPLETE_DEPTH = MAX_DEPTH_COMPLETE
 
 # Whether predict_raw uses the AVX2 kernel for runs of trees of depth <= 3 on NaN-free
@@ -342,7 +347,7 @@ cdef class Predictor:
                            k * self.n_iterations + iteration_stop):
                 any_shallow = any_shallow or self.depth[u] <= MAX_DEPTH_COLUMNS
                 simd_ok[k] = simd_ok[k] and self.depth[u] <= MAX_DEPTH_COLUMNS
-        if n * (iteration_stop - iteration_start) * self.n_outputs < 20000:
+        if n * (iteration_stop - iteration_start) * self.n_outputs < MIN_PARALLEL_WORK:
             n_threads = 1
         n_threads = max(1, n_threads)
         if any_shallow and n >= BLOCK and column_floats <= MAX_COLUMN_FLOATS:
