@@ -167,7 +167,10 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         ensemble.add_raw(np.ascontiguousarray(X), raw, 0, ensemble.n_iterations, n_threads)
         trees = ensemble.trees()
         bound = ensemble.raw_bound()
-        record = FitRecord(old.train_score, None, old.oob_scores, old.oob_improvement)
+        # (A model read from a file without its training record: NaN, unknown.)
+        train_score = ([np.nan] * ensemble.n_iterations if old.train_score is None
+                       else old.train_score)
+        record = FitRecord(train_score, None, old.oob_scores, old.oob_improvement)
     else:
         ensemble = None
         init_raw = loss.initial_raw(y, sample_weight, params["init"])
