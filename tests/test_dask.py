@@ -1,7 +1,7 @@
 """Scoring on a Dask cluster: ``gbc_core.dask`` and ``gbc-core predict --dask``.
 
-Skipped only when dask/distributed are not importable (the ``test`` extra installs
-them).
+Skipped when dask/distributed are not importable (the ``test`` extra installs them),
+an error instead with ``GBC_CORE_REQUIRE_TEST_DEPS=1`` (``conftest.require``).
 """
 
 import os
@@ -11,11 +11,13 @@ import sys
 import numpy as np
 import pytest
 
-dask = pytest.importorskip("dask")
-pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
-pa = pytest.importorskip("pyarrow")
-pd = pytest.importorskip("pandas")
+from conftest import require
+
+dask = require("dask")
+require("dask.dataframe")
+distributed = require("distributed")
+pa = require("pyarrow")
+pd = require("pandas")
 
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
