@@ -2,21 +2,26 @@
 
 * the metrics of ``gbc-core evaluate`` (``gbc_core.metrics``) against scikit-learn's on
   data with many tied scores, and against small cases computed by hand;
+* ``gbc-core demo`` itself, in process and as a shell runs it;
 * ``require``, the tests' way to import their reference libraries.
 """
 
 import csv
 import json
 import math
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import require, run_main
+from conftest import ok, require, run_main
 
 skm = require("sklearn.metrics")
 
 from gbc_core import GradientBoostingClassifier  # noqa: E402
+from gbc_core.cli import main  # noqa: E402
 from gbc_core.metrics import (  # noqa: E402
     accuracy,
     confusion_matrix,
@@ -25,6 +30,8 @@ from gbc_core.metrics import (  # noqa: E402
     roc_auc,
     roc_auc_ovr,
 )
+
+COMMANDS = ["demo", "train", "predict", "evaluate", "inspect"]
 
 
 def sigmoid(raw):
@@ -188,6 +195,49 @@ def test_evaluate_json_agrees_with_sklearn(tmp_path, capsys, monkeypatch, labels
                                             rel=1e-12, abs=0)
     assert res["accuracy"] == pytest.approx(skm.accuracy_score(y, pred), rel=1e-14, abs=0)
     assert res["confusion_matrix"] == skm.confusion_matrix(y, pred, labels=classes).tolist()
+
+
+# ------------------------------------------------------------------------- demo
+def _demo_numbers(text):
+    """(F, p and class printed for x = 7; the parameters and the AUC and log-loss of
+    the gbc-core row of the HIGGS part)."""
+    paper = re.search(r"prediction for x = 7: F = (\S+), p = sigma\(F\) = (\S+) "
+                      r"\(paper: [^)]*\) -> class (\S+)", text)
+    params = re.search(r"n_estimators=(\d+), max_depth=(\d+), learning_rate=(\S+)", text)
+    row = re.search(r"^gbc-core +\S+ +\S+ +(\S+) +(\S+)$", text, re.MULTILINE)
+    assert paper and params and row, text
+    return paper.groups(), params.groups(), tuple(map(float, row.groups()))
+
+
+def test_demo_paper_example_and_higgs_auc(capsys, tmp_path):
+    """``gbc-core demo`` prints the paper's numbers for x = 7 (its appendix: F = -0.0570,
+    p = 0.4858) and fits the HIGGS sample, reporting the AUC and log-loss that
+    scikit-learn's metrics give for the same model."""
+    from gbc_core.datasets import load_higgs_sample
+
+    shell = subprocess.Popen([sys.executable, "-m", "gbc_core", "demo"], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+    try:
+        capsys.readouterr()
+        assert main(["demo"]) == 0
+        in_process, errors = capsys.readouterr()
+    finally:
+        shell_out, shell_err = shell.communicate(timeout=600)
+    assert errors == ""
+    ok(subprocess.CompletedProcess(shell.args, shell.returncode, shell_out, shell_err))
+    paper, params, scores = _demo_numbers(in_process)
+    assert paper == ("-0.0570", "0.4858", "0")  # p < 0.5: class 0
+    assert _demo_numbers(shell_out) == (paper, params, scores)
+    n_estimators, max_depth, learning_rate = params
+    X_train, y_train, X_test, y_test = load_higgs_sample()
+    model = GradientBoostingClassifier(n_estimators=int(n_estimators), max_depth=int(max_depth),
+                                       learning_rate=float(learning_rate))
+    proba = model.fit(X_train, y_train).predict_proba(X_test)[:, 1]
+    auc, loss = scores
+    assert auc == pytest.approx(skm.roc_auc_score(y_test, proba), abs=5e-5)  # 4 decimals
+    assert loss == pytest.approx(skm.log_loss(y_test, proba), abs=5e-5)
+    assert auc > 0.75
 
 
 # ------------------------------------------- the tests' reference libraries
