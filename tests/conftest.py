@@ -26,12 +26,12 @@ def require(module_name):
     return pytest.importorskip(module_name)
 
 
-def cli(*args, cwd, timeout=300, env=None, stderr=subprocess.PIPE):
+def cli(*args, cwd, timeout=300, env=None, stderr=subprocess.PIPE, preexec_fn=None):
     """Run ``python -m gbc_core ARGS`` and return the CompletedProcess."""
     return subprocess.run(
         [sys.executable, "-m", "gbc_core", *map(str, args)],
         cwd=cwd, capture_output=stderr is subprocess.PIPE, text=True, timeout=timeout,
-        env=env, stdin=subprocess.DEVNULL,
+        env=env, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
     )
 
 

@@ -3,12 +3,17 @@
 * the metrics of ``gbc-core evaluate`` (``gbc_core.metrics``) against scikit-learn's on
   data with many tied scores, and against small cases computed by hand;
 * ``gbc-core demo`` itself, in process and as a shell runs it;
+* argument errors, ``--version``, the help of every command, a closed pipe and
+  operating-system errors, as a shell sees them;
 * ``require``, the tests' way to import their reference libraries.
 """
 
+import argparse
+import ctypes
 import csv
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -16,12 +21,14 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ok, require, run_main
+from conftest import check_error, cli, ok, require, run_main
 
 skm = require("sklearn.metrics")
 
+import gbc_core  # noqa: E402
 from gbc_core import GradientBoostingClassifier  # noqa: E402
-from gbc_core.cli import main  # noqa: E402
+from gbc_core._params import PARAMS  # noqa: E402
+from gbc_core.cli import build_parser, main  # noqa: E402
 from gbc_core.metrics import (  # noqa: E402
     accuracy,
     confusion_matrix,
@@ -31,6 +38,7 @@ from gbc_core.metrics import (  # noqa: E402
     roc_auc_ovr,
 )
 
+posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals, pipes and modes")
 COMMANDS = ["demo", "train", "predict", "evaluate", "inspect"]
 
 
@@ -238,6 +246,247 @@ def test_demo_paper_example_and_higgs_auc(capsys, tmp_path):
     assert auc == pytest.approx(skm.roc_auc_score(y_test, proba), abs=5e-5)  # 4 decimals
     assert loss == pytest.approx(skm.log_loss(y_test, proba), abs=5e-5)
     assert auc > 0.75
+
+
+# ------------------------------------------------------------- argument errors
+ARGUMENT_ERRORS = [
+    # (arguments, words of argparse's error line)
+    (["frobnicate"], ["invalid choice: 'frobnicate'"]),
+    (["predict", "m.gbc", "d.csv", "-o", "o.csv", "--frobnicate"],
+     ["unrecognized arguments: --frobnicate"]),
+    (["predict", "m.gbc", "d.csv"], ["required", "--output/-o"]),
+    (["train", "d.csv", "--target", "y"], ["required", "--output/-o"]),
+    (["train", "d.csv", "-o", "m.gbc", "--max-depth", "0"], ["--max-depth", "max_depth", "'0'"]),
+    (["train", "d.csv", "-o", "m.gbc", "--min-samples-split", "1"],
+     ["--min-samples-split", "min_samples_split", "'1'"]),
+    (["train", "d.csv", "-o", "m.gbc", "--learning-rate", "-1"],
+     ["--learning-rate", "learning_rate", "'-1'"]),
+    (["train", "d.csv", "-o", "m.gbc", "--n-jobs", "0"], ["--n-jobs", "n_jobs", "'0'"]),
+    (["predict", "m.gbc", "d.csv", "-o", "o.csv", "--n-jobs", "0"], ["--n-jobs", "'0'"]),
+    (["evaluate", "m.gbc", "d.csv", "--n-jobs", "0"], ["--n-jobs", "'0'"]),
+    (["predict", "m.gbc", "d.csv", "-o", "o.csv", "--chunk-rows", "0"], ["--chunk-rows"]),
+]
+
+
+def _check_usage_error(args, words, code, stderr):
+    """Exit status 2, argparse's usage, then one error line naming the argument."""
+    assert code == 2, (args, code, stderr)
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert lines[0].startswith("usage: gbc-core"), stderr
+    assert re.match(r"gbc-core( [a-z]+)?: error: ", lines[-1]), stderr
+    for word in words:
+        assert word in lines[-1], (word, lines[-1])
+
+
+@pytest.mark.parametrize("args,words", ARGUMENT_ERRORS,
+                         ids=[" ".join(a[:1] + a[3:]) for a, _ in ARGUMENT_ERRORS])
+def test_argument_errors_exit_2_with_the_usage(tmp_path, capsys, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    _check_usage_error(args, words, exited.value.code, capsys.readouterr().err)
+    assert os.listdir(tmp_path) == []
+
+
+def test_argument_errors_in_a_subprocess(tmp_path):
+    cases = [ARGUMENT_ERRORS[i] for i in (0, 2, 4)]
+    procs = [subprocess.Popen([sys.executable, "-m", "gbc_core", *args], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL)
+             for args, _ in cases]
+    for (args, words), proc in zip(cases, procs):
+        _, err = proc.communicate(timeout=300)
+        _check_usage_error(args, words, proc.returncode, err)
+
+
+def test_max_depth_follows_the_estimator_rule(tmp_path, capsys, monkeypatch):
+    """``--max-depth 0`` and ``max_depth=0`` are refused by one rule; ``none`` is
+    unlimited."""
+    rule = "max_depth must be an integer in [1, 64] or None"
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["train", "d.svm", "-o", "m.gbc", "--max-depth", "0"])
+    assert rule + ", got '0'" in capsys.readouterr().err
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    with pytest.raises(ValueError, match=re.escape(rule + ", got 0")):
+        GradientBoostingClassifier(max_depth=0).fit(X, y)
+    lines = [f"{label} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(row))
+             for label, row in zip(y, X)]
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    for text in ("none", "None"):
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.svm", "-o", "m.gbc",
+                              "--max-depth", text, "--n-estimators", "2", "--quiet")
+        assert rc == 0, err
+        model = gbc_core.load(tmp_path / "m.gbc")
+        assert model.params["max_depth"] is None
+        # unlimited: deeper than the default of 3 on 300 noisy rows
+        assert max(int(tree["depth"].max()) for tree in model.trees()) > 3
+
+
+def test_version(capsys):
+    capsys.readouterr()
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == gbc_core.__version__ + "\n"
+    proc = ok(cli("--version", cwd=os.curdir))
+    assert proc.stdout == gbc_core.__version__ + "\n"
+
+
+def _subcommands():
+    parser = build_parser()
+    [action] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return parser, action.choices
+
+
+def test_every_command_has_help_with_a_description_and_defaults(capsys):
+    parser, commands = _subcommands()
+    assert sorted(commands) == sorted(COMMANDS)
+    for name, command in [(None, parser), *commands.items()]:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main([name, "-h"] if name else ["-h"])
+        assert exited.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert command.description and " ".join(command.description.split()) in text, name
+        for action in command._actions:
+            what = (name, action.option_strings or action.dest)
+            assert action.help and action.help.strip(), what
+            if not action.option_strings or isinstance(action, (argparse._HelpAction,
+                                                                argparse._CountAction)):
+                continue  # positional arguments, -h, and -v (a flag counted when given)
+            if action.default not in (None, False, [], argparse.SUPPRESS):
+                assert f"(default: {action.default})" in text, what
+
+
+def test_hyper_parameter_help_states_the_defaults_that_apply(capsys):
+    """Each hyper-parameter's help says its default, and giving that text as the value
+    is the same as leaving the option out."""
+    parser, _ = _subcommands()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["train", "-h"])
+    text = " ".join(capsys.readouterr().out.split())
+    base = ["train", "d.csv", "-o", "m.gbc"]
+    defaults = parser.parse_args(base)
+    options = [p for p in PARAMS if p.cli == "option"]
+    assert len(options) >= 15
+    for param in options:
+        flag = "--" + param.name.replace("_", "-")
+        found = re.search(re.escape(flag) + r" VALUE (.+?) \(default: ([^()]*)\)", text)
+        assert found, flag
+        stated = found.group(2)
+        given = parser.parse_args(base + [flag, stated])
+        assert getattr(given, param.name) == getattr(defaults, param.name), (flag, stated)
+        assert type(getattr(given, param.name)) is type(getattr(defaults, param.name))
+
+
+# -------------------------------------------------------- pipes and OS errors
+@pytest.fixture(scope="module")
+def scored_files(tmp_path_factory):
+    """model.gbc (features x0..x3, classes 0/1), data.csv to score, and deep.gbc, a
+    model whose tree 0 has about 1,900 nodes (its drawing: about 270 kB)."""
+    require("pyarrow")
+    pd = require("pandas")
+    d = tmp_path_factory.mktemp("scored")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    y = (X[:, 0] - X[:, 1] + rng.normal(size=3000) > 0).astype(int)
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2", "x3"])
+    GradientBoostingClassifier(n_estimators=10, max_depth=3).fit(frame, y).save(d / "model.gbc")
+    frame.iloc[:200].to_csv(d / "data.csv", index=False)
+    noise = rng.integers(0, 2, 3000)  # random labels: one tree grown until leaves are pure
+    GradientBoostingClassifier(n_estimators=1, max_depth=None).fit(X, noise).save(
+        d / "deep.gbc")
+    return d
+
+
+def _pipe_to_head(args, cwd):
+    """``python -m gbc_core ARGS | head -1``: (head's output, the command's exit status,
+    its stderr)."""
+    writer = subprocess.Popen([sys.executable, "-m", "gbc_core", *args], cwd=cwd,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL)
+    head = subprocess.Popen(["head", "-1"], stdin=writer.stdout, stdout=subprocess.PIPE)
+    writer.stdout.close()  # head holds the only reading end
+    first, _ = head.communicate(timeout=300)
+    err = writer.stderr.read().decode()
+    writer.stderr.close()
+    return first.decode(), writer.wait(timeout=300), err
+
+
+@posix_only
+def test_a_closed_pipe_ends_the_command_quietly(scored_files):
+    first, rc, err = _pipe_to_head(["inspect", "model.gbc"], scored_files)
+    assert first.startswith("model      model.gbc")
+    assert rc in (0, 141) and err == ""  # 0: the few lines fitted in the pipe
+    # 270 kB cannot fit in a pipe: the writer is still writing when head exits
+    first, rc, err = _pipe_to_head(["inspect", "deep.gbc", "--tree", "0"], scored_files)
+    assert first.startswith("tree 0 of 1: ")
+    assert rc == 141 and err == ""
+
+
+def permissions_apply():
+    """``preexec_fn`` of a child to which file permissions apply, even when the tests
+    run as root; None when they apply anyway.
+
+    Root reads and writes any file whatever its mode (the capabilities
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH). The child drops both from its bounding
+    set before it executes Python, so it starts without them (Linux).
+    """
+    if os.geteuid() != 0:
+        return None
+    if not sys.platform.startswith("linux"):
+        pytest.skip("running as root: dropping root's file capabilities needs Linux")
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_capbset_drop, cap_dac_override, cap_dac_read_search = 24, 1, 2
+
+    def drop():
+        for capability in (cap_dac_override, cap_dac_read_search):
+            if prctl(pr_capbset_drop, capability, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    return drop
+
+
+@posix_only
+def test_os_errors_are_one_line_naming_the_path(scored_files, tmp_path, capsys, monkeypatch):
+    work = tmp_path
+    for name in ("model.gbc", "data.csv"):
+        (work / name).write_bytes((scored_files / name).read_bytes())
+    (work / "unreadable.csv").write_bytes((scored_files / "data.csv").read_bytes())
+    (work / "unreadable.gbc").write_bytes((scored_files / "model.gbc").read_bytes())
+    (work / "read_only").mkdir()
+    (work / "scores.parquet").mkdir()  # a directory where the output should go
+    (work / "model_dir.gbc").mkdir()
+    os.chmod(work / "unreadable.csv", 0)
+    os.chmod(work / "unreadable.gbc", 0)
+    os.chmod(work / "read_only", 0o555)
+    before = sorted(os.listdir(work))
+    try:
+        cases = [
+            (["predict", "model.gbc", "unreadable.csv", "-o", "s.csv"],
+             ["cannot read unreadable.csv", "permission denied"]),
+            (["evaluate", "unreadable.gbc", "data.csv", "--target", "x0"],
+             ["cannot read model file unreadable.gbc", "Permission denied"]),
+            (["predict", "model.gbc", "data.csv", "-o", "read_only/s.csv"],
+             ["cannot write read_only/s.csv", "read_only", "Permission denied"]),
+            (["train", "data.csv", "--target", "x0", "-o", "read_only/m.gbc"],
+             ["cannot write read_only/m.gbc", "Permission denied"]),
+        ]
+        for args, words in cases:
+            proc = cli(*args, cwd=work, preexec_fn=permissions_apply())
+            check_error(args, words, proc.returncode, proc.stderr)
+        for args in (["predict", "model.gbc", "data.csv", "-o", "scores.parquet"],
+                     ["train", "data.csv", "--target", "x0", "-o", "model_dir.gbc"]):
+            rc, _, err = run_main(capsys, monkeypatch, work, *args)
+            check_error(args, [f"cannot write {args[-1]}", "directory"], rc, err)
+        assert sorted(os.listdir(work)) == before
+        assert os.listdir(work / "read_only") == os.listdir(work / "scores.parquet") == []
+    finally:
+        os.chmod(work / "read_only", 0o755)
 
 
 # ------------------------------------------- the tests' reference libraries
