@@ -5,23 +5,35 @@
 * ``gbc-core demo`` itself, in process and as a shell runs it;
 * argument errors, ``--version``, the help of every command, a closed pipe and
   operating-system errors, as a shell sees them;
+* a Ctrl-C while the command's modules load and later;
 * ``require``, the tests' way to import their reference libraries.
 """
 
 import argparse
+import ast
 import ctypes
 import csv
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
-from conftest import check_error, cli, ok, require, run_main
+from conftest import (
+    ERROR_PREFIX,
+    check_error,
+    cli,
+    default_sigint,
+    ok,
+    require,
+    run_main,
+)
 
 skm = require("sklearn.metrics")
 
@@ -487,6 +499,118 @@ def test_os_errors_are_one_line_naming_the_path(scored_files, tmp_path, capsys, 
         assert os.listdir(work / "read_only") == os.listdir(work / "scores.parquet") == []
     finally:
         os.chmod(work / "read_only", 0o755)
+
+
+# --------------------------------------------------------------------- Ctrl-C
+def test_the_command_line_module_loads_nothing_before_main():
+    """Before ``main`` runs, a Ctrl-C is Python's traceback: importing the command
+    line (as ``python -m gbc_core`` and the console script do) loads no other module
+    than its own (``importlib`` is the package's)."""
+    code = ("import importlib, sys; before = set(sys.modules); import gbc_core.cli; "
+            "print(sorted(set(sys.modules) - before))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ast.literal_eval(proc.stdout) == ["gbc_core", "gbc_core._version", "gbc_core.cli"]
+
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory):
+    """model.gbc and big.parquet: 200,000 rows, scored for several seconds in chunks of
+    10 rows."""
+    pa = require("pyarrow")
+    pq = require("pyarrow.parquet")
+    pd = require("pandas")
+    d = tmp_path_factory.mktemp("interrupt")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 5))
+    y = (X[:, 0] + rng.normal(size=2000) > 0).astype(int)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(5)])
+    GradientBoostingClassifier(n_estimators=20).fit(frame, y).save(d / "model.gbc")
+    n = 200_000
+    pq.write_table(pa.table({f"x{j}": rng.normal(size=n) for j in range(5)}),
+                   d / "big.parquet", row_group_size=20_000)
+    return d
+
+
+def _wait_until_numpy_loads(proc):
+    """Return once the child ``proc`` has mapped NumPy's core extension: it runs
+    ``main``, whose first step loads NumPy. (A signal before that would land in the
+    interpreter's own start-up, where no program can answer it; Linux.)"""
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/maps") as fh:
+            if "_multiarray_umath" in fh.read():
+                return
+        time.sleep(0.001)
+    raise AssertionError(f"the child did not load NumPy (exit status {proc.returncode})")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.25, 0.5, 1.0])
+def test_ctrl_c_while_loading_and_later_prints_one_line(big_input, tmp_path, delay):
+    """SIGINT ``delay`` seconds after the child started loading its modules (NumPy,
+    gbc-core, pyarrow, pandas: about 0.6 s on a 2-core machine, then it scores for
+    several seconds): exit status 130, one line, no output and no temporary file,
+    whenever the signal comes."""
+    for name in ("model.gbc", "big.parquet"):
+        os.link(big_input / name, tmp_path / name)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gbc_core", "predict", "model.gbc", "big.parquet", "-o",
+         "out.parquet", "--chunk-rows", "10"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, preexec_fn=default_sigint)
+    try:
+        _wait_until_numpy_loads(proc)
+        time.sleep(delay)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err == ERROR_PREFIX + "interrupted\n"
+    assert sorted(os.listdir(tmp_path)) == ["big.parquet", "model.gbc"]
+
+
+#: A Ctrl-C inside an import that the import drops: a SIGINT raised in a finalizer
+#: that runs while gbc_core._batch loads (Python reports an exception raised there
+#: and goes on, as extension modules' initialisations do with errors of the Python
+#: code they call).
+SIGNAL_INSIDE_AN_IMPORT = """
+import signal
+import sys
+
+
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+class SignalInsideAnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "gbc_core._batch":
+            sys.meta_path.remove(self)
+            Finalized()
+        return None
+
+
+sys.meta_path.insert(0, SignalInsideAnImport())
+from gbc_core.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@posix_only
+def test_ctrl_c_inside_an_import_is_not_lost(scored_files, tmp_path):
+    (tmp_path / "interrupt.py").write_text(SIGNAL_INSIDE_AN_IMPORT)
+    proc = subprocess.run(
+        [sys.executable, "interrupt.py", "predict", str(scored_files / "model.gbc"),
+         str(scored_files / "data.csv"), "-o", "s.csv"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        preexec_fn=default_sigint)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr)
+    assert proc.stderr == ERROR_PREFIX + "interrupted\n"
+    assert sorted(os.listdir(tmp_path)) == ["interrupt.py"]
 
 
 # ------------------------------------------- the tests' reference libraries
