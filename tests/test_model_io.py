@@ -791,6 +791,13 @@ def _crafted_cases(paper_blob, nan_blob):
     add("inf leaf value", tweak("value", 8, np.inf), "value")
     add("NaN improvement", tweak("improvement", 0, np.nan), "improvement")
     add("-inf weighted_n", tweak("weighted_n", 2, -np.inf), "weighted_n")
+    # Node statistics are sums of squares and of weights: never negative (the
+    # model-file fuzzer's find, docs/reliability.md: improvement -7.9e254).
+    add("negative improvement", tweak("improvement", 3, -1.0), "improvement must be >= 0")
+    add("improvement -7.9e254", tweak("improvement", 0, -7.9e254), "improvement must be >= 0")
+    add("negative leaf weighted_n", tweak("weighted_n", 2, -1.0), "weighted_n must be >= 0")
+    add("negative root weighted_n", tweak("weighted_n", 6, -0.5), "weighted_n must be >= 0")
+    add("improvement -0.0 (control)", tweak("improvement", 0, -0.0), None)
     add("negative n_samples", tweak("n_samples", 2, -1), "n_samples")
     add("missing_go_left 2", tweak("missing_go_left", 0, 2), "missing_go_left")
     add("root depth 1", tweak("depth", 0, 1), "depth")
