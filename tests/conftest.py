@@ -1,8 +1,76 @@
+import importlib
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+
+#: The first words of every one-line error of the command line.
+ERROR_PREFIX = "gbc-core: error: "
+
+
+def require(module_name):
+    """The module ``module_name``, a reference library of the tests, or a skip.
+
+    The ``test`` extra installs every such library (scikit-learn, pandas, polars,
+    pyarrow, dask, hypothesis, psutil); without one, the tests that need it are
+    skipped. With ``GBC_CORE_REQUIRE_TEST_DEPS=1`` (CI and the wheel tests) a missing
+    one is an error instead: a test that cannot run must not pass as skipped.
+    """
+    if os.environ.get("GBC_CORE_REQUIRE_TEST_DEPS") == "1":
+        return importlib.import_module(module_name)
+    return pytest.importorskip(module_name)
+
+
+def cli(*args, cwd, timeout=300, env=None, stderr=subprocess.PIPE, preexec_fn=None):
+    """Run ``python -m gbc_core ARGS`` and return the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", "gbc_core", *map(str, args)],
+        cwd=cwd, capture_output=stderr is subprocess.PIPE, text=True, timeout=timeout,
+        env=env, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
+    )
+
+
+def default_sigint():
+    """``preexec_fn`` of a child that a SIGINT interrupts.
+
+    A shell running this suite in the background ignores SIGINT, and a child would
+    inherit that: this gives the child the default disposition back.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_main(capsys, monkeypatch, cwd, *args):
+    """``gbc_core.cli.main(ARGS)`` in this process: (exit code, stdout, stderr)."""
+    from gbc_core.cli import main
+
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def ok(proc):
+    """``proc`` (a CompletedProcess), checked to have succeeded without a traceback."""
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def check_error(args, words, rc, stderr):
+    """A failed command: exit status 1 and one line ``gbc-core: error: ...`` holding
+    each of ``words``."""
+    assert rc == 1, (args, rc, stderr)
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), (args, stderr)
+    assert "Traceback" not in stderr
+    for w in words:
+        assert w in lines[0], (args, w, lines[0])
 
 
 def make_continuous(n_samples=2000, n_features=8, seed=0):

@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pa = pytest.importorskip("pyarrow")
+from conftest import ERROR_PREFIX, check_error, cli, default_sigint, ok, require, run_main
+
+pa = require("pyarrow")
 import pyarrow.csv as pacsv  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
@@ -23,33 +25,6 @@ import gbc_core  # noqa: E402
 from gbc_core.metrics import accuracy, confusion_matrix, log_loss_from_raw, roc_auc  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-ERROR_PREFIX = "gbc-core: error: "
-
-
-def cli(*args, cwd, timeout=300, env=None, stderr=subprocess.PIPE):
-    """Run ``python -m gbc_core ARGS`` and return the CompletedProcess."""
-    return subprocess.run(
-        [sys.executable, "-m", "gbc_core", *map(str, args)],
-        cwd=cwd, capture_output=stderr is subprocess.PIPE, text=True, timeout=timeout,
-        env=env, stdin=subprocess.DEVNULL,
-    )
-
-
-def run_main(capsys, monkeypatch, cwd, *args):
-    """``gbc_core.cli.main(ARGS)`` in this process: (exit code, stdout, stderr)."""
-    from gbc_core.cli import main
-
-    monkeypatch.chdir(cwd)
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def ok(proc):
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc
 
 
 # ------------------------------------------------------------------ data
@@ -327,22 +302,13 @@ ERROR_CASES = [
 ]
 
 
-def _check_error(args, words, rc, stderr):
-    assert rc == 1, (args, rc, stderr)
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), (args, stderr)
-    assert "Traceback" not in stderr
-    for w in words:
-        assert w in lines[0], (args, w, lines[0])
-
-
 @pytest.mark.parametrize("args,words", ERROR_CASES, ids=[" ".join(a[:3]) for a, _ in ERROR_CASES])
 def test_user_errors_are_one_line(trained, capsys, monkeypatch, args, words):
     work = trained.parent
     _bad_files(work)
     (work / "test.txt").write_text("x")
     rc, _, err = run_main(capsys, monkeypatch, work, *args)
-    _check_error(args, words, rc, err)
+    check_error(args, words, rc, err)
     assert not (work / "m2.gbc").exists()
     assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
 
@@ -358,7 +324,7 @@ def test_user_errors_in_a_subprocess(trained):
              for args, _ in cases]
     for (args, words), p in zip(cases, procs):
         _, err = p.communicate(timeout=300)
-        _check_error(args, words, p.returncode, err)
+        check_error(args, words, p.returncode, err)
 
 
 def test_debug_raises_instead_of_the_one_line_message(trained, monkeypatch):
@@ -398,9 +364,7 @@ def test_interrupted_run_leaves_no_partial_output(tmp_path, trained):
             [sys.executable, "-m", "gbc_core", "predict", str(trained), "big.parquet", "-o",
              "out.parquet", "--keep", "id", "--chunk-rows", "10"],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            # A shell running this suite in the background ignores SIGINT, and the
-            # child would inherit that: give the child the default disposition back.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            preexec_fn=default_sigint)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             # The temporary output exists once scoring has started (a Parquet writer
@@ -416,8 +380,10 @@ def test_interrupted_run_leaves_no_partial_output(tmp_path, trained):
         assert sorted(os.listdir(tmp_path)) == ["big.parquet", "out.parquet"]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 def test_progress_bar_on_a_terminal(trained):
-    pty = pytest.importorskip("pty")
+    import pty
+
     master, slave = pty.openpty()
     try:
         proc = subprocess.run(

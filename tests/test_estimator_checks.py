@@ -4,7 +4,9 @@ import warnings
 
 import pytest
 
-pytest.importorskip("sklearn")
+from conftest import require
+
+require("sklearn")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 from gbc_core import GradientBoostingClassifier  # noqa: E402

@@ -18,7 +18,9 @@ import time
 import numpy as np
 import pytest
 
-pa = pytest.importorskip("pyarrow")
+from conftest import ERROR_PREFIX, require, run_main
+
+pa = require("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
 import gbc_core  # noqa: E402
@@ -32,7 +34,6 @@ from gbc_core._tabular import (  # noqa: E402
     parse_libsvm_lines,
 )
 
-ERROR_PREFIX = "gbc-core: error: "
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes and links")
 
 #: Rows of the files: a few, some thousands (one CSV block) and enough for several
@@ -41,17 +42,6 @@ SIZES = [3, 2_000, 120_000]
 
 
 # -------------------------------------------------------------------- helpers
-def run_main(capsys, monkeypatch, cwd, *args):
-    """``gbc_core.cli.main(ARGS)`` in this process: (exit code, stdout, stderr)."""
-    from gbc_core.cli import main
-
-    monkeypatch.chdir(cwd)
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def expect_error(capsys, monkeypatch, cwd, *args, words=()):
     """Run a command that must fail with one line naming ``words``; return the line."""
     rc, out, err = run_main(capsys, monkeypatch, cwd, *args)
@@ -89,7 +79,7 @@ def features_frame(n, seed):
 @pytest.fixture(scope="module")
 def named_model(tmp_path_factory):
     """A model with the features x0, x1, x2 (classes 0, 1), saved as model.gbc."""
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     X, y = features_frame(3000, 0)
     frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
     model = GradientBoostingClassifier(n_estimators=8, max_depth=3).fit(frame, y)
@@ -99,7 +89,7 @@ def named_model(tmp_path_factory):
 
 
 def proba_of(model_path, X):
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     model = gbc_core.load(model_path)
     frame = pd.DataFrame(np.asarray(X, dtype=np.float64), columns=list(model.feature_names_in_))
     return model.predict_proba(frame)[:, 1]
@@ -284,7 +274,7 @@ def test_quoted_newlines_in_train_predict_evaluate(tmp_path, capsys, monkeypatch
     rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y",
                           "--drop", "id", "note", "-o", "m.gbc", "--n-estimators", "6")
     assert rc == 0, err
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
     ref = GradientBoostingClassifier(n_estimators=6).fit(frame, y)
     model = gbc_core.load(tmp_path / "m.gbc")
@@ -364,7 +354,7 @@ def test_csv_and_parquet_booleans_give_the_same_model(tmp_path, capsys, monkeypa
     assert (tmp_path / "d.csv.gbc").read_bytes() == (tmp_path / "d.parquet.gbc").read_bytes()
     csv_scores = pq.read_table(tmp_path / "d.csv.parquet").column("proba")
     assert csv_scores.equals(pq.read_table(tmp_path / "d.parquet.parquet").column("proba"))
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     frame = pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1],
                           "flag": pd.array(np.where(missing, None, flag), dtype="boolean")})
     model = gbc_core.load(tmp_path / "d.csv.gbc")
@@ -632,7 +622,7 @@ def test_killed_run_leaves_a_temporary_file_the_next_run_removes(tmp_path, named
 def test_csv_dates_as_features_are_an_error(tmp_path, capsys, monkeypatch, n, value, where):
     """In the first rows (pyarrow infers a date type) or after them (a number was
     expected): the same error, naming the column and what to do."""
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     X, y = features_frame(n, 15)
     rows = [[repr(float(X[i, 0])), repr(float(X[i, 1])), str(y[i])] for i in range(n)]
     for i in range(n) if where == "first" else [n - 1]:

@@ -20,7 +20,7 @@ import gbc_core
 from gbc_core import DataConversionWarning
 from gbc_core import GradientBoostingClassifier as GBC
 
-from conftest import make_continuous
+from conftest import make_continuous, require
 
 # These tests compare arrays and DataFrames of the same values, so scikit-learn's
 # feature-name warnings (a model fitted on one, scored on the other) are expected
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:X does not have valid feature names:UserWarning",
 )
 
-pd = pytest.importorskip("pandas")
-pl = pytest.importorskip("polars")
+pd = require("pandas")
+pl = require("polars")
 
 X, Y = make_continuous(n_samples=200, n_features=4, seed=5)
 X = np.ascontiguousarray(X[:, :3])
@@ -231,7 +231,7 @@ def test_integers_with_nulls_are_checked_exactly(kind):
     """2**53 + 1 with a null: a float64 on the way to float32 must not hide the loss
     (as float64 it is 2**53, which float32 holds)."""
     if kind == "int64[pyarrow]":
-        pytest.importorskip("pyarrow")
+        require("pyarrow")
 
     def make(ids):
         if kind == "polars":
@@ -310,7 +310,7 @@ def test_nullable_pandas_columns_take_pd_na_as_missing():
     }
     for what, df in frames.items():
         if what == "pyarrow":
-            pytest.importorskip("pyarrow")
+            require("pyarrow")
         model = GBC(n_estimators=5, max_depth=3).fit(df, Y)
         np.testing.assert_array_equal(model.booster_.ensemble.nodes, ref.booster_.ensemble.nodes, err_msg=what)
         np.testing.assert_array_equal(model.predict_proba(df), ref.predict_proba(X_nan))

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import require
+
 import gbc_core
 from gbc_core import GradientBoostingClassifier, ModelFormatError
 from gbc_core import _model_io
@@ -247,7 +249,7 @@ def test_subclass_from_bytes(paper_model):
 
 
 def test_feature_names_and_string_labels_round_trip():
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     rng = np.random.default_rng(2)
     df = pd.DataFrame(rng.normal(size=(120, 3)), columns=["a", "b", "é ünïcode"])
     y = np.where(df["a"] + df["é ünïcode"] > 0, "yes", "no")
@@ -365,7 +367,7 @@ def test_pickle_and_deepcopy_use_the_format(nan_model):
 
 
 def test_joblib(tmp_path, nan_model):
-    joblib = pytest.importorskip("joblib")
+    joblib = require("joblib")
     model, X = nan_model
     joblib.dump(model, tmp_path / "m.joblib")
     _assert_same_model(model, joblib.load(tmp_path / "m.joblib"), X)
@@ -466,7 +468,7 @@ def test_committed_fixtures_predict_exactly(name):
     model = gbc_core.load(FIXTURES / f"{name}.gbc")
     X = expected[f"{name}.X"]
     if getattr(model, "feature_names_in_", None) is not None:
-        pd = pytest.importorskip("pandas")
+        pd = require("pandas")
         X = pd.DataFrame(X, columns=list(model.feature_names_in_))
     raw = model.decision_function(X)
     assert raw.tobytes() == expected[f"{name}.raw"].tobytes()  # bit-identical
@@ -789,6 +791,13 @@ def _crafted_cases(paper_blob, nan_blob):
     add("inf leaf value", tweak("value", 8, np.inf), "value")
     add("NaN improvement", tweak("improvement", 0, np.nan), "improvement")
     add("-inf weighted_n", tweak("weighted_n", 2, -np.inf), "weighted_n")
+    # Node statistics are sums of squares and of weights: never negative (the
+    # model-file fuzzer's find, docs/reliability.md: improvement -7.9e254).
+    add("negative improvement", tweak("improvement", 3, -1.0), "improvement must be >= 0")
+    add("improvement -7.9e254", tweak("improvement", 0, -7.9e254), "improvement must be >= 0")
+    add("negative leaf weighted_n", tweak("weighted_n", 2, -1.0), "weighted_n must be >= 0")
+    add("negative root weighted_n", tweak("weighted_n", 6, -0.5), "weighted_n must be >= 0")
+    add("improvement -0.0 (control)", tweak("improvement", 0, -0.0), None)
     add("negative n_samples", tweak("n_samples", 2, -1), "n_samples")
     add("missing_go_left 2", tweak("missing_go_left", 0, 2), "missing_go_left")
     add("root depth 1", tweak("depth", 0, 1), "depth")

@@ -18,7 +18,7 @@ import pytest
 from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core._classifier import _stratified_split
 
-from conftest import make_continuous, other_thread_progress
+from conftest import make_continuous, other_thread_progress, require
 
 
 # ----------------------------------------------------------------- helpers
@@ -452,7 +452,7 @@ def test_eval_set_without_early_stopping_records_the_validation_loss():
 
 
 def test_eval_set_dataframe_columns_are_matched_by_name():
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     X, y = _nan_data(n=500, seed=15)
     Xv, yv = _nan_data(n=200, seed=16)
     cols = ["a", "b", "c", "d"]
@@ -512,7 +512,7 @@ def test_warm_start_rules():
     # warm_start=False starts again.
     model.set_params(n_estimators=10, warm_start=False).fit(X, y)
     assert model.to_bytes() == GBC(n_estimators=10, random_state=0).fit(X, y).to_bytes()
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     model = GBC(n_estimators=3, warm_start=True).fit(pd.DataFrame(X, columns=list("abcd")), y)
     with pytest.raises(ValueError, match="features and classes"):
         model.set_params(n_estimators=6).fit(pd.DataFrame(X, columns=list("abce")), y)
@@ -611,8 +611,8 @@ class _ArrayLike:
 
 
 def test_dataframes_and_array_likes():
-    pd = pytest.importorskip("pandas")
-    pl = pytest.importorskip("polars")
+    pd = require("pandas")
+    pl = require("polars")
     X, y = _int_data()
     X[::7, 2] = np.nan
     cols = ["a", "b", "c", "d", "e"]
@@ -647,8 +647,8 @@ def test_dataframes_and_array_likes():
 
 
 def test_strict_feature_checks_at_predict_time():
-    pd = pytest.importorskip("pandas")
-    pl = pytest.importorskip("polars")
+    pd = require("pandas")
+    pl = require("polars")
     X, y = _int_data()
     cols = ["a", "b", "c", "d", "e"]
     model = GBC(n_estimators=5).fit(pd.DataFrame(X, columns=cols), y)

@@ -44,14 +44,14 @@ from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core import ModelFormatError, newton_leaf_values
 from gbc_core import BinomialLoss, MultinomialLoss, _leaves
 
-from conftest import make_continuous, other_thread_progress
+from conftest import make_continuous, other_thread_progress, require
 
 HERE = Path(__file__).resolve().parent
 FUZZ_API = HERE / "fuzz_api.py"
 
 
 def _rss():
-    psutil = pytest.importorskip("psutil")
+    psutil = require("psutil")
     return psutil.Process().memory_info().rss
 
 
@@ -70,7 +70,7 @@ def test_api_fuzz(tmp_path):
     fails this test with the child's output, faulthandler's traceback and the
     pickled case that was running.
     """
-    pytest.importorskip("hypothesis")
+    require("hypothesis")
     last = tmp_path / "last_case.pkl"
     cmd = [sys.executable, "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "-W", "ignore::DeprecationWarning", "--rootdir", str(tmp_path), str(FUZZ_API)]

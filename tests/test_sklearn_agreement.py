@@ -13,9 +13,9 @@ import pytest
 from gbc_core import GradientBoostingClassifier
 from gbc_core.datasets import load_higgs_sample
 
-from conftest import make_continuous
+from conftest import make_continuous, require
 
-sklearn_ensemble = pytest.importorskip("sklearn.ensemble")
+sklearn_ensemble = require("sklearn.ensemble")
 
 N_ESTIMATORS = 30
 

@@ -6,6 +6,8 @@ import os
 import numpy as np
 import pytest
 
+from conftest import require
+
 from gbc_core._batch import Progress, draw_tree
 from gbc_core._tabular import (
     AtomicOutput,
@@ -60,7 +62,7 @@ def test_libsvm_chunks_equal_whole_file_and_sklearn(tmp_path):
     # the kept label is the text of the file
     assert sum((c.columns["label"] for c in parts), []) == [ln.split()[0] for ln in lines]
     assert y.dtype == np.int64
-    sk = pytest.importorskip("sklearn.datasets")
+    sk = require("sklearn.datasets")
     Xs, ys = sk.load_svmlight_file(str(path), n_features=40)
     np.testing.assert_array_equal(Xs.toarray().astype(np.float32), X)
     np.testing.assert_array_equal(ys, y)

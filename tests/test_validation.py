@@ -5,7 +5,7 @@ import pytest
 
 from gbc_core import GradientBoostingClassifier, NotFittedError, newton_leaf_values
 
-from conftest import make_continuous
+from conftest import make_continuous, require
 
 X, Y = make_continuous(n_samples=200, n_features=4, seed=3)
 
@@ -89,7 +89,7 @@ def test_predict_time_checks():
 
 
 def test_predict_time_dataframe_columns():
-    pd = pytest.importorskip("pandas")
+    pd = require("pandas")
     df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     model = GradientBoostingClassifier(n_estimators=5).fit(df, Y)
     assert list(model.feature_names_in_) == ["a", "b", "c", "d"]
@@ -126,7 +126,7 @@ def test_newton_leaf_values_errors():
 
 
 def test_class_weight_moves_predictions_to_the_heavy_class():
-    sk = pytest.importorskip("sklearn.datasets")
+    sk = require("sklearn.datasets")
     Xb, yb = sk.make_blobs(centers=2, random_state=0, cluster_std=20)
     plain = GradientBoostingClassifier(n_estimators=10).fit(Xb[:50], yb[:50])
     weighted = GradientBoostingClassifier(

@@ -5,12 +5,27 @@ User errors print one line ``gbc-core: error: ...`` and exit with status 1 (``--
 shows the traceback); argument errors exit with status 2, an interrupt with 130.
 """
 
-import argparse
 import os
-import signal
 import sys
 
+# Nothing else is imported at the top: a Ctrl-C is answered by ``main``'s own message
+# only once its ``try`` block runs, so everything before it must take no time.
+# argparse, signal and the commands' modules load inside it.
+
 DEFAULT_CHUNK_ROWS = 100_000
+
+#: The modules each command loads, imported up front while signals wait (``_run``).
+_COMMAND_MODULES = {
+    "demo": ("gbc_core._demo",),
+    "train": ("gbc_core._batch", "gbc_core._classifier"),
+    "predict": ("gbc_core._batch", "gbc_core._booster"),
+    "evaluate": ("gbc_core._batch", "gbc_core._booster", "gbc_core.metrics"),
+    "inspect": ("gbc_core._batch", "gbc_core._booster"),
+}
+#: CSV and Parquet support (optional; pyarrow loads ``pyarrow.pandas_compat`` on its
+#: first conversion).
+_TABLE_MODULES = ("pyarrow", "pyarrow.compute", "pyarrow.csv", "pyarrow.parquet", "pandas",
+                  "pyarrow.pandas_compat")
 
 
 def _cmd_demo(args):
@@ -49,6 +64,8 @@ def _parameter_type(param):
     """An argparse type for a hyper-parameter: the text read as None ('none'), an
     integer, a number or a word, whichever its rule (``_params``) accepts, checked
     by that rule."""
+    import argparse
+
     def parse(text):
         candidates = [text]
         if text.strip().lower() == "none":
@@ -70,6 +87,8 @@ def _parameter_type(param):
 
 
 def _positive_int(text):
+    import argparse
+
     try:
         v = int(text)
     except ValueError:
@@ -79,24 +98,30 @@ def _positive_int(text):
     return v
 
 
-class _Formatter(argparse.HelpFormatter):
-    """Help that shows the default of every option that has one (unless its text
-    already says what it is)."""
+def _help_formatter():
+    """The help formatter class: it shows the default of every option that has one
+    (unless its text already says what it is)."""
+    import argparse
 
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if ("default" in text.lower() or action.required
-                or action.default in (None, False, [], argparse.SUPPRESS)):
-            return text
-        return text + " (default: %(default)s)"
+    class Formatter(argparse.HelpFormatter):
+        def _get_help_string(self, action):
+            text = action.help or ""
+            if ("default" in text.lower() or action.required
+                    or action.default in (None, False, [], argparse.SUPPRESS)):
+                return text
+            return text + " (default: %(default)s)"
+
+    return Formatter
 
 
 def _parser(sub, name, help, description=None):
     return sub.add_parser(name, help=help, description=description or help,
-                          formatter_class=_Formatter)
+                          formatter_class=_help_formatter())
 
 
 def _common(p):
+    import argparse
+
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar or summary on stderr/stdout")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -124,12 +149,14 @@ def _data_options(p):
 
 
 def build_parser():
+    import argparse
+
     from ._params import BY_NAME, PARAMS
 
     parser = argparse.ArgumentParser(
         prog="gbc-core",
         description="Exact-split gradient boosting classifier (the paper's GBC).",
-        formatter_class=_Formatter,
+        formatter_class=_help_formatter(),
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--debug", action="store_true",
@@ -262,16 +289,89 @@ def main(argv=None):
         return 130
 
 
-def _run(argv):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.version:
-        from ._version import __version__
+class _HeldSignals:
+    """SIGINT and SIGTERM recorded while modules load, then raised as one interrupt.
 
-        print(__version__)
-        return 0
-    if args.command is None:
-        args = parser.parse_args(["demo"])
+    A KeyboardInterrupt raised inside an import can be lost: raised in a weakref
+    callback of the import machinery, or in Python code that an extension module's
+    initialisation calls and whose error it drops, it is printed or ignored and the run
+    goes on to write its output. NumPy turns it into an ImportError with a traceback.
+    Inside this block the signals are only recorded; on leaving it, one that arrived
+    raises KeyboardInterrupt. A signal this process ignores stays ignored.
+    """
+
+    def __enter__(self):
+        import signal
+
+        self.received = []
+        self.previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(signum)
+            if handler is None or handler == signal.SIG_IGN:
+                continue  # ignored, or not set from Python (nothing to restore)
+            try:
+                signal.signal(signum, self._record)
+            except ValueError:  # not the main thread: the handlers are not ours to set
+                break
+            self.previous[signum] = handler
+        return self
+
+    def _record(self, signum, frame):
+        self.received.append(signum)
+
+    def __exit__(self, exc_type, exc, traceback):
+        import signal
+
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        if self.received and exc_type is None:
+            raise KeyboardInterrupt
+
+
+def _modules_of(args):
+    """The modules the command of ``args`` loads: its own, the CSV and Parquet support
+    when it reads or writes such files, and distributed for ``--dask``."""
+    from ._tabular import DataError, detect_format
+
+    names = list(_COMMAND_MODULES[args.command])
+    tables = args.command == "predict"  # scores are written as CSV or Parquet
+    if args.command in ("train", "evaluate"):
+        try:
+            tables = detect_format(args.data, args.format) != "libsvm"
+        except DataError:  # the command reports it
+            pass
+    if tables:
+        names += _TABLE_MODULES
+    if getattr(args, "dask", None):
+        names += ["gbc_core.dask", "distributed"]
+    return names
+
+
+def _load_modules(names):
+    """Import the modules ``names`` ahead of their use by a command."""
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - optional (pyarrow), or broken: the
+            pass  # command's own import raises the error again, where it is reported
+
+
+def _run(argv):
+    with _HeldSignals():
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.version:
+            from ._version import __version__
+
+            print(__version__)
+            return 0
+        if args.command is None:
+            args = parser.parse_args(["demo"])
+        _load_modules(_modules_of(args))
+    import signal
+
     debug = getattr(args, "debug", False)
     previous = None
     try:  # SIGTERM unwinds like Ctrl-C, so partial outputs are removed

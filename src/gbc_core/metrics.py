@@ -58,6 +58,8 @@ def roc_auc(y_true, score, sample_weight=None):
     starts = np.concatenate([[0], bounds])
     pos = np.add.reduceat(np.where(y, w, 0.0), starts)
     neg = np.add.reduceat(np.where(~y, w, 0.0), starts)
+    if not (pos.sum() > 0 and neg.sum() > 0):
+        raise ValueError("roc_auc needs both classes in y_true with a positive total weight")
     neg_below = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
     auc = np.sum(pos * (neg_below + 0.5 * neg))
     return float(auc / (pos.sum() * neg.sum()))
