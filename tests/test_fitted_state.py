@@ -10,7 +10,6 @@ Dask workers use. Checked for every hyper-parameter of ``_params.PARAMS``.
 import copy
 import pickle
 
-import numpy as np
 import pytest
 
 import gbc_core

@@ -17,10 +17,10 @@ import gbc_core
 from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core._classifier import _stratified_split
 
-from conftest import other_thread_progress
+from conftest import other_thread_progress, require
 
-sklearn_ensemble = pytest.importorskip("sklearn.ensemble")
-sklearn_metrics = pytest.importorskip("sklearn.metrics")
+sklearn_ensemble = require("sklearn.ensemble")
+sklearn_metrics = require("sklearn.metrics")
 
 
 def _data(n_classes, n=600, d=8, seed=0, labels=None):

@@ -16,8 +16,10 @@ import sys
 import numpy as np
 import pytest
 
-pa = pytest.importorskip("pyarrow")
-pd = pytest.importorskip("pandas")
+from conftest import require
+
+pa = require("pyarrow")
+pd = require("pandas")
 import pyarrow.csv as pacsv  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from sklearn import metrics as skm  # noqa: E402
@@ -543,8 +545,8 @@ def test_inspect_class_errors(work, trained, capsys, monkeypatch):
 # ------------------------------------------------------------------ Dask
 @pytest.fixture(scope="module")
 def cluster():
-    distributed = pytest.importorskip("distributed")
-    pytest.importorskip("dask.dataframe")
+    distributed = require("distributed")
+    require("dask.dataframe")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=None, worker_dashboard_address=None) as c:
         with distributed.Client(c) as client:
