@@ -13,7 +13,7 @@ The public names are loaded on first use: ``import gbc_core`` is instant, and
 
 import importlib
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 #: Public name -> (module, attribute).
 _PUBLIC = {
