@@ -136,7 +136,7 @@ sdist, wheel = sys.argv[1:]
 with tarfile.open(sdist) as src, tarfile.open(os.path.basename(sdist), "w:gz") as dst:
     top = src.getmembers()[0].name.split("/")[0]
     for m in src.getmembers():
-        if not m.name.endswith("_splitter.pyx"):
+        if not m.name.endswith("/_exact_splitter.pyx"):
             dst.addfile(m, src.extractfile(m) if m.isfile() else None)
     info = tarfile.TarInfo(f"{top}/src/gbc_core/_common.c")
     info.size = 6
@@ -152,7 +152,7 @@ EOF
             cat report.txt; echo "the doctored files were accepted"; exit 1
         fi
         cat report.txt
-        for want in "missing: src/gbc_core/_splitter.pyx" "unwanted: src/gbc_core/_common.c" \
+        for want in "missing: src/gbc_core/_exact_splitter.pyx" "unwanted: src/gbc_core/_common.c" \
                     "missing compiled module: gbc_core/_leaves" "unwanted: gbc_core/_leaves.pyx" \
                     "unwanted: tests/test_x.py"; do
             grep -qF "$want" report.txt || { echo "not reported: $want"; exit 1; }
@@ -287,8 +287,9 @@ else
     skip "type stubs: mypy against the installed wheel"
 fi
 
-# Run-time numpy floor: the wheel built against numpy 2 imports and works on the
-# oldest numpy in `dependencies` (numpy 1.23.5 has wheels up to Python 3.11).
+# Run-time floors: the wheel built against numpy 2 imports and works on the oldest
+# numpy in `dependencies` (numpy 1.23.5 has wheels up to Python 3.11), with the oldest
+# scikit-learn there (the estimator's base classes).
 if [ -n "$REPAIRED" ]; then
     numpy_floor() {
         local floor
@@ -299,15 +300,17 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
-print(next(re.fullmatch(r"numpy>=([0-9.]+)", d.replace(" ", "")).group(1) for d in deps if d.startswith("numpy")))
+print(" ".join(f"{m.group(1)}=={m.group(2)}" for m in (
+    re.fullmatch(r"(numpy|scikit-learn)>=([0-9.]+)", d.replace(" ", "")) for d in deps) if m))
 EOF
 )"
         if ! "$PY" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
-            echo "RESULT: skipped (numpy $floor has no wheels for this Python)"; return 0
+            echo "RESULT: skipped ($floor: numpy has no wheels for this Python)"; return 0
         fi
         "$PY" -m venv "$WORK/venv-floor"
+        # shellcheck disable=SC2086  # "numpy==A scikit-learn==B": two requirements
         "$WORK/venv-floor/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
-            --only-binary=:all: "numpy==$floor"
+            --only-binary=:all: $floor
         "$WORK/venv-floor/bin/python" -m pip install --disable-pip-version-check --no-deps "$REPAIRED"
         cd "$WORK"
         "$WORK/venv-floor/bin/python" - <<'EOF'
@@ -321,7 +324,12 @@ acc = float((m.predict(Xte) == yte).mean())
 assert acc > 0.6, acc
 assert np.allclose(gbc_core.newton_leaf_values([0.5, -0.5, 0.5], [0.5] * 3, [0, 0, 1]), [0.0, 2.0])
 model, _ = paper_example()
-print("RESULT: numpy", np.__version__, "| higgs test accuracy %.3f" % acc)
+import sklearn
+y3 = np.digitize(Xtr[:, 25], np.quantile(Xtr[:, 25], [0.33, 0.66]))
+m3 = gbc_core.GradientBoostingClassifier(n_estimators=10).fit(Xtr, y3)
+assert m3.predict_proba(Xte).shape == (Xte.shape[0], 3)
+print("RESULT: numpy", np.__version__, "scikit-learn", sklearn.__version__,
+      "| higgs test accuracy %.3f" % acc)
 EOF
     }
     run "run-time numpy floor (oldest numpy in dependencies)" numpy_floor
