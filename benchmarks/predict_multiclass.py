@@ -15,8 +15,12 @@ and with all cores. It prints, per dataset and thread count, a markdown table of
 * the CPU time / wall time of the calls (about n_jobs when the threads ran) and the
   share of the CPUs other processes used meanwhile (0 % = the machine to itself);
 
-and a table of the cost per (row, tree) of the K-class model over the binary model of
-each library (1.00: a tree costs the same in both).
+a table of the cost per (row, tree) of the K-class model over the binary model of
+each library (1.00: a tree costs the same in both); and, for gbc-core, the cost of
+the trees alone (the raw scores of all iterations minus those of the first half,
+timed back to back) apart from the per-row work (input checks, transposed blocks,
+probabilities), which ``predict_proba``'s figure per (row, tree) spreads over
+K times more trees in the K-class model.
 
 Datasets: ``generated`` (``make_classification`` with a fixed seed, ``--rows`` training
 rows and a quarter as many test rows x 28 float32 features, K classes; its 2-class
@@ -27,9 +31,9 @@ prediction set is the test set tiled to at least ``--predict-rows`` rows.
 
 Every library runs in its own subprocesses: one fit per (problem, library), with all
 cores, whose model is pickled; then ``--rounds`` rounds in which the libraries take
-turns (gbc-core, XGBoost, LightGBM, then again) and each times ``--repeats`` calls per
-thread count, the thread counts alternating. Every median thus spans the same
-stretches of a machine whose speed drifts.
+turns (gbc-core, XGBoost, LightGBM, then again) and each times at least ``--repeats``
+calls and ``--min-seconds`` per thread count, the thread counts alternating. Every
+median thus spans the same stretches of a machine whose speed drifts.
 
 Usage::
 
@@ -61,6 +65,8 @@ SEED = 0
 N_FEATURES = 28
 
 LIBRARIES = ("gbc-core", "xgboost-hist", "lightgbm")
+# LightGBM's own default, used only where its fit fails with 0 (see fit_worker).
+LIGHTGBM_FALLBACK_MIN_CHILD_WEIGHT = 1e-3
 LABELS = {"gbc-core": "gbc-core", "xgboost-hist": "XGBoost hist", "lightgbm": "LightGBM"}
 DATASETS = ("generated", "sample")
 SAMPLE_FILES = ("multiclass_sample.train", "multiclass_sample.test")
@@ -133,9 +139,10 @@ def prepare_dataset(name, args, out_dir):
 
 
 # ---------------------------------------------------------------------- models
-def make_model(library, n_classes, n_jobs):
+def make_model(library, n_classes, n_jobs, min_child_weight=0.0):
     """The estimator of ``library``: 100 iterations of depth-3 trees, learning rate
-    0.1, no regularisation, no minimum gain or child weight, no subsampling."""
+    0.1, no regularisation, no minimum gain, no subsampling, and no minimum child
+    weight (``min_child_weight``: the peers' minimum sum of hessians in a child)."""
     if library == "gbc-core":
         from gbc_core import GradientBoostingClassifier
 
@@ -150,7 +157,7 @@ def make_model(library, n_classes, n_jobs):
         return XGBClassifier(
             n_estimators=N_ITERATIONS, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
             tree_method="hist", grow_policy="depthwise", reg_lambda=0.0, reg_alpha=0.0,
-            gamma=0.0, min_child_weight=0.0, subsample=1.0, colsample_bytree=1.0,
+            gamma=0.0, min_child_weight=min_child_weight, subsample=1.0, colsample_bytree=1.0,
             max_bin=256, objective="multi:softprob" if n_classes > 2 else "binary:logistic",
             n_jobs=n_jobs, random_state=SEED,
         )
@@ -160,7 +167,8 @@ def make_model(library, n_classes, n_jobs):
         return LGBMClassifier(
             n_estimators=N_ITERATIONS, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
             num_leaves=2**MAX_DEPTH, reg_lambda=0.0, reg_alpha=0.0, min_child_samples=1,
-            min_child_weight=0.0, min_split_gain=0.0, subsample=1.0, colsample_bytree=1.0,
+            min_child_weight=min_child_weight, min_split_gain=0.0, subsample=1.0,
+            colsample_bytree=1.0,
             max_bin=255, n_jobs=n_jobs, random_state=SEED, verbose=-1,
         )
     raise ValueError(f"unknown library {library!r}")
@@ -190,8 +198,21 @@ def fit_worker(library, dataset_dir, n_classes, n_jobs, model_path):
     X_test = np.load(os.path.join(dataset_dir, "X_test.npy"))
     y_test = np.load(os.path.join(dataset_dir, f"y_test_{n_classes}.npy"))
     model = make_model(library, n_classes, n_jobs)
+    note = None
     start = time.perf_counter()
-    model.fit(X_train, y_train)
+    try:
+        model.fit(X_train, y_train)
+    except Exception as exc:
+        if library != "lightgbm":
+            raise
+        # LightGBM derives child counts from sums of hessians; with no minimum child
+        # weight its split search can pick an empty child and stop the fit ("Check
+        # failed: (best_split_info.left_count) > (0)", its issue 4739).
+        note = (f"min_child_weight={LIGHTGBM_FALLBACK_MIN_CHILD_WEIGHT:g}: with 0 the "
+                f"fit failed ({str(exc).split(' at ')[0]})")
+        model = make_model(library, n_classes, n_jobs, LIGHTGBM_FALLBACK_MIN_CHILD_WEIGHT)
+        start = time.perf_counter()
+        model.fit(X_train, y_train)
     fit_s = time.perf_counter() - start
     proba = model.predict_proba(X_test)
     leaves = leaves_per_tree(library, model)
@@ -205,30 +226,52 @@ def fit_worker(library, dataset_dir, n_classes, n_jobs, model_path):
         "test_log_loss": float(log_loss(y_test, np.clip(proba, 1e-15, 1 - 1e-15),
                                         labels=np.arange(n_classes))),
         "test_accuracy": float(accuracy_score(y_test, np.argmax(proba, axis=1))),
+        "note": note,
     }
 
 
-def predict_worker(dataset_dir, model_path, n_jobs_list, repeats):
-    """Time ``predict_proba`` of a pickled model on the prediction set: ``repeats``
-    calls per thread count, the thread counts alternating."""
+def _timed(call):
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def predict_worker(library, dataset_dir, model_path, n_jobs_list, repeats, min_seconds):
+    """Time ``predict_proba`` of a pickled model on the prediction set, the thread
+    counts alternating: at least ``repeats`` calls per thread count, and more while
+    the calls have taken less than ``min_seconds`` per thread count.
+
+    For gbc-core, each round of calls also times the raw scores of all iterations
+    and of the first half (``Ensemble.predict_raw``): their difference is the cost
+    of the trees alone, without the per-row work (input checks, transposing the
+    blocks, the probabilities).
+    """
     X = np.load(os.path.join(dataset_dir, "X_predict.npy"))
     with open(model_path, "rb") as fh:
         model = pickle.load(fh)
-    timings = {str(n_jobs): {"times": [], "cpu": [], "others": []} for n_jobs in n_jobs_list}
+    timings = {str(n_jobs): {"times": [], "cpu": [], "others": [], "raw_times": [],
+                             "raw_half_times": []} for n_jobs in n_jobs_list}
     for n_jobs in n_jobs_list:  # warm-up
         model.set_params(n_jobs=n_jobs)
         model.predict_proba(X[:1000])
-    for _ in range(repeats):
+    started = time.perf_counter()
+    calls = 0
+    while calls < repeats or time.perf_counter() - started < min_seconds * len(n_jobs_list):
         for n_jobs in n_jobs_list:
             model.set_params(n_jobs=n_jobs)
             entry = timings[str(n_jobs)]
             cpu = _cpu_seconds()
             with OtherLoad() as others:
-                start = time.perf_counter()
-                model.predict_proba(X)
-                entry["times"].append(time.perf_counter() - start)
+                entry["times"].append(_timed(lambda: model.predict_proba(X)))
             entry["cpu"].append(_cpu_seconds() - cpu)
             entry["others"].append(others.value)
+            if library == "gbc-core":
+                ensemble = model.booster_.ensemble
+                for key, iterations in (("raw_times", N_ITERATIONS),
+                                        ("raw_half_times", N_ITERATIONS // 2)):
+                    entry[key].append(_timed(lambda: ensemble.predict_raw(
+                        X, n_jobs=n_jobs, iterations=iterations)))
+        calls += 1
     return {"rows": int(X.shape[0]), "timings": timings}
 
 
@@ -237,8 +280,8 @@ def run_worker(args):
     cmd = [sys.executable, os.path.abspath(__file__)] + args
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        return {"error": " | ".join(tail) or f"exit {proc.returncode}"}
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+        return {"error": tail[0] if tail else f"exit {proc.returncode}"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -249,7 +292,7 @@ def summarize(fit, rounds, rows, n_jobs):
     times = [t for e in entries for t in e["times"]]
     median = statistics.median(times)
     others = [v for e in entries for v in e["others"] if v is not None]
-    return {
+    summary = {
         "median_s": median,
         "rows_per_s": rows / median,
         "ns_per_row_tree": 1e9 * median / (rows * fit["trees"]),
@@ -259,6 +302,28 @@ def summarize(fit, rounds, rows, n_jobs):
         "others_cpu": statistics.mean(others) if others else None,
         "times": times,
     }
+    if entries[0]["raw_times"]:
+        # The second half of the iterations alone is the cost of the trees: the
+        # difference of the raw scores of all iterations and of the first half, call
+        # by call (each pair ran back to back), then the median.
+        def tree_cost(pairs):
+            return 1e9 * statistics.median(f - h for f, h in pairs) / (rows * half_trees)
+
+        half_trees = fit["trees"] - fit["trees"] // 2
+        pairs = [(f, h) for e in entries for f, h in zip(e["raw_times"], e["raw_half_times"])]
+        full = statistics.median(f for f, _ in pairs)
+        summary.update(
+            raw_s=full,
+            raw_half_s=statistics.median(h for _, h in pairs),
+            tree_ns_per_row_tree=tree_cost(pairs),
+            round_tree_ns_per_row_tree=[tree_cost(zip(e["raw_times"], e["raw_half_times"]))
+                                        for e in entries],
+            # Per-row work of the raw scores (input checks, blocks, transposes): the
+            # first half's time beyond its trees; then the probabilities.
+            rest_ns_per_row=1e9 * statistics.median(2 * h - f for f, h in pairs) / rows,
+            proba_ns_per_row=1e9 * (median - full) / rows,
+        )
+    return summary
 
 
 def _range(values):
@@ -307,6 +372,44 @@ def throughput_table(dataset, results, libraries, n_jobs):
     return "\n".join(lines)
 
 
+def gbc_core_cost_table(dataset, results, n_jobs_list):
+    """gbc-core's predict_proba split into the trees and the per-row work."""
+    n_classes = dataset["class_counts"][0]
+    lines = [
+        f"#### {dataset['name']}: gbc-core, the trees alone (raw scores of iterations "
+        f"{N_ITERATIONS // 2 + 1}-{N_ITERATIONS}) and the per-row work",
+        "",
+        "| classes | n_jobs | predict_proba ms | raw scores ms | half the iterations ms | "
+        "trees: ns per (row, tree) | per round | other raw-score work ns per row | "
+        "probabilities ns per row |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for k in dataset["class_counts"]:
+        r = results.get((k, "gbc-core"))
+        if r is None or "error" in r:
+            continue
+        for n_jobs in n_jobs_list:
+            s = r["n_jobs"][n_jobs]
+            lines.append(
+                f"| {k} | {n_jobs} | {1e3 * s['median_s']:.1f} | {1e3 * s['raw_s']:.1f} | "
+                f"{1e3 * s['raw_half_s']:.1f} | {s['tree_ns_per_row_tree']:.3f} | "
+                f"{_range(s['round_tree_ns_per_row_tree'])} | {s['rest_ns_per_row']:.1f} | "
+                f"{s['proba_ns_per_row']:.1f} |")
+    multi, binary = results.get((n_classes, "gbc-core")), results.get((2, "gbc-core"))
+    if multi and binary and "error" not in multi and "error" not in binary:
+        lines.append("")
+        for n_jobs in n_jobs_list:
+            m, b = multi["n_jobs"][n_jobs], binary["n_jobs"][n_jobs]
+            per_round = _range([p / q for p, q in zip(m["round_tree_ns_per_row_tree"],
+                                                      b["round_tree_ns_per_row_tree"])])
+            lines.append(
+                f"- n_jobs = {n_jobs}: the trees cost {m['tree_ns_per_row_tree']:.3f} ns per "
+                f"(row, tree) with {n_classes} classes and {b['tree_ns_per_row_tree']:.3f} "
+                f"with 2, ratio {m['tree_ns_per_row_tree'] / b['tree_ns_per_row_tree']:.2f} "
+                f"(per round {per_round})")
+    return "\n".join(lines)
+
+
 def class_table(dataset, results, libraries, n_jobs_list):
     """K-class over binary cost per (row, tree) of each library and thread count."""
     n_classes = dataset["class_counts"][0]
@@ -350,7 +453,11 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds in which the libraries take turns (default: 3)")
     parser.add_argument("--repeats", type=int, default=3,
-                        help="predict_proba calls per thread count and round (default: 3)")
+                        help="least predict_proba calls per thread count and round "
+                             "(default: 3)")
+    parser.add_argument("--min-seconds", type=float, default=2.0,
+                        help="more calls while a round's calls of a library have taken "
+                             "less than this per thread count (default: 2)")
     parser.add_argument("--predict-rows", type=int, default=1_000_000,
                         help="minimum rows of the tiled prediction set")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
@@ -367,8 +474,8 @@ def parse_args(argv=None):
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--fit-classes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.repeats < 1:
-        parser.error("--rounds and --repeats must be >= 1")
+    if args.rounds < 1 or args.repeats < 1 or args.min_seconds < 0:
+        parser.error("--rounds and --repeats must be >= 1, --min-seconds >= 0")
     if args.classes < 3:
         parser.error("--classes must be >= 3 (the 2-class problem is always run)")
     args.n_jobs_list = list(dict.fromkeys(int(j) for j in args.n_jobs.split(",")))
@@ -379,7 +486,8 @@ def worker_args(kind, library, dataset, n_classes, model_path, args):
     """The command-line arguments of one worker subprocess."""
     return ["--worker", kind, "--library", library, "--dataset-dir", dataset["dir"],
             "--fit-classes", str(n_classes), "--model", model_path,
-            "--n-jobs", ",".join(map(str, args.n_jobs_list)), "--repeats", str(args.repeats)]
+            "--n-jobs", ",".join(map(str, args.n_jobs_list)), "--repeats", str(args.repeats),
+            "--min-seconds", str(args.min_seconds)]
 
 
 def main(argv=None):
@@ -390,8 +498,8 @@ def main(argv=None):
         print(json.dumps(result))
         return 0
     if args.worker == "predict":
-        print(json.dumps(predict_worker(args.dataset_dir, args.model, args.n_jobs_list,
-                                        args.repeats)))
+        print(json.dumps(predict_worker(args.library, args.dataset_dir, args.model,
+                                        args.n_jobs_list, args.repeats, args.min_seconds)))
         return 0
 
     libraries = [name.strip() for name in args.libraries.split(",") if name.strip()]
@@ -408,8 +516,9 @@ def main(argv=None):
           + f" (gbc-core source at {info['gbc_core_revision']})")
     print(f"- load average at start: {', '.join(f'{x:.2f}' for x in info['load_average'])}")
     print(f"- {N_ITERATIONS} iterations of depth {MAX_DEPTH}, fitted once with all cores; "
-          f"predict_proba: median of {args.repeats} calls per thread count in each of "
-          f"{args.rounds} rounds (libraries in turn, pooled)")
+          f"predict_proba: median of every call, >= {args.repeats} calls and "
+          f">= {args.min_seconds:g} s per thread count in each of {args.rounds} rounds "
+          "(libraries in turn, pooled)")
     print("- peer / gbc-core: the peer's ns per (row, tree) over gbc-core's "
           "(> 1: gbc-core is faster); per round: the range of that ratio over the rounds\n",
           flush=True)
@@ -469,8 +578,15 @@ def main(argv=None):
                     }
             for n_jobs in args.n_jobs_list:
                 print(throughput_table(dataset, results, libraries, n_jobs) + "\n")
-            print(class_table(dataset, results, libraries, args.n_jobs_list) + "\n",
-                  flush=True)
+            print(class_table(dataset, results, libraries, args.n_jobs_list) + "\n")
+            if "gbc-core" in libraries:
+                print(gbc_core_cost_table(dataset, results, args.n_jobs_list) + "\n")
+            notes = [f"- {LABELS[lib]}, {k} classes: {r['fit']['note']}"
+                     for (k, lib), r in results.items()
+                     if "fit" in r and r["fit"].get("note")]
+            if notes:
+                print("\n".join(notes) + "\n")
+            sys.stdout.flush()
             report["datasets"].append({
                 "dataset": {k: v for k, v in dataset.items() if k != "dir"},
                 "results": [{"classes": k, "library": lib, **r}
