@@ -10,7 +10,8 @@ Usage::
     python benchmarks/compare_builds.py BEFORE_DIR AFTER_DIR --rows 200000 --n-jobs 1,2
 
 prints, per workload and thread count, the median fit and predict seconds of each
-build and the ratio after / before (< 1: the change is faster).
+build, the ratio after / before of the medians (< 1: the change is faster) and the
+range of the ratios within the rounds (each round runs the two builds back to back).
 """
 
 import argparse
@@ -64,9 +65,9 @@ def main():
     args = parser.parse_args()
     print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
           f"depth {args.depth}; predict: 1M rows; {args.rounds} alternating rounds")
-    print("| n_jobs | fit s before | fit s after | ratio | predict s before | "
-          "predict s after | ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| n_jobs | fit s before | fit s after | ratio | per round | predict s before | "
+          "predict s after | ratio | per round |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n_jobs in (int(j) for j in args.n_jobs.split(",")):
         times = {"before": [], "after": []}
         for _ in range(args.rounds):
@@ -75,10 +76,15 @@ def main():
                                       args.depth, args.trees))
         med = {k: {m: statistics.median(t[m] for t in v) for m in ("fit", "predict")}
                for k, v in times.items()}
+        per_round = {m: [a[m] / b[m] for a, b in zip(times["after"], times["before"])]
+                     for m in ("fit", "predict")}
         print(f"| {n_jobs} | {med['before']['fit']:.3f} | {med['after']['fit']:.3f} | "
               f"{med['after']['fit'] / med['before']['fit']:.3f} | "
+              f"{min(per_round['fit']):.2f}-{max(per_round['fit']):.2f} | "
               f"{med['before']['predict']:.3f} | {med['after']['predict']:.3f} | "
-              f"{med['after']['predict'] / med['before']['predict']:.3f} |", flush=True)
+              f"{med['after']['predict'] / med['before']['predict']:.3f} | "
+              f"{min(per_round['predict']):.2f}-{max(per_round['predict']):.2f} |",
+              flush=True)
 
 
 if __name__ == "__main__":
