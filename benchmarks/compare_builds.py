@@ -10,8 +10,9 @@ Usage::
     python benchmarks/compare_builds.py BEFORE_DIR AFTER_DIR --rows 200000 --n-jobs 1,2
 
 prints, per workload and thread count, the median fit and predict seconds of each
-build (one fit per round; predict: the median of 5 calls on 1M rows per round), the
-ratio after / before of the medians (< 1: the change is faster) and the range of the
+build (one fit per round; predict: the median of 5 calls on 1M rows per round) and
+the median single-row ``predict_proba`` latency (of 1000 calls per round), the ratio
+after / before of the medians (< 1: the change is faster) and the range of the
 ratios within the rounds (each round runs the two builds back to back), then the
 times of every round.
 """
@@ -30,6 +31,7 @@ import gbc_core
 from gbc_core import GradientBoostingClassifier
 rows, n_jobs, classes, depth, trees = (int(a) for a in sys.argv[1:6])
 PREDICT_CALLS = 5
+LATENCY_CALLS = 1000
 rng = np.random.default_rng(0)
 X = rng.normal(size=(rows + 50000, 28)).astype(np.float32)
 logits = np.stack([X[:, 3 * k] - X[:, 3 * k + 1] * (X[:, 3 * k + 2] > 0) for k in range(classes)])
@@ -46,7 +48,13 @@ predict_times = []
 for _ in range(PREDICT_CALLS):
     t = time.perf_counter(); model.predict_proba(Xte); predict_times.append(time.perf_counter() - t)
 predict_s = sorted(predict_times)[PREDICT_CALLS // 2]
-print(json.dumps({"fit": fit_s, "predict": predict_s, "version": gbc_core.__version__}))
+latencies = []
+for i in range(LATENCY_CALLS):
+    row = Xte[i:i + 1]
+    t = time.perf_counter(); model.predict_proba(row); latencies.append(time.perf_counter() - t)
+latency_s = sorted(latencies)[LATENCY_CALLS // 2]
+print(json.dumps({"fit": fit_s, "predict": predict_s, "latency": latency_s,
+                  "version": gbc_core.__version__}))
 """
 
 
@@ -74,8 +82,8 @@ def main():
           "alternating rounds; load average at start "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("| n_jobs | fit s before | fit s after | ratio | per round | predict s before | "
-          "predict s after | ratio | per round |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "predict s after | ratio | per round | 1-row ms before | 1-row ms after | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     per_round_lines = []
     for n_jobs in (int(j) for j in args.n_jobs.split(",")):
         times = {"before": [], "after": []}
@@ -83,7 +91,8 @@ def main():
             for key in ("before", "after"):
                 times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
                                       args.depth, args.trees))
-        med = {k: {m: statistics.median(t[m] for t in v) for m in ("fit", "predict")}
+        med = {k: {m: statistics.median(t[m] for t in v)
+                   for m in ("fit", "predict", "latency")}
                for k, v in times.items()}
         per_round = {m: [a[m] / b[m] for a, b in zip(times["after"], times["before"])]
                      for m in ("fit", "predict")}
@@ -92,8 +101,9 @@ def main():
               f"{min(per_round['fit']):.2f}-{max(per_round['fit']):.2f} | "
               f"{med['before']['predict']:.3f} | {med['after']['predict']:.3f} | "
               f"{med['after']['predict'] / med['before']['predict']:.3f} | "
-              f"{min(per_round['predict']):.2f}-{max(per_round['predict']):.2f} |",
-              flush=True)
+              f"{min(per_round['predict']):.2f}-{max(per_round['predict']):.2f} | "
+              f"{1e3 * med['before']['latency']:.4f} | {1e3 * med['after']['latency']:.4f} | "
+              f"{med['after']['latency'] / med['before']['latency']:.2f} |", flush=True)
         for m in ("fit", "predict"):
             per_round_lines.append(
                 f"- n_jobs = {n_jobs}, {m} s per round, before / after: " + ", ".join(
