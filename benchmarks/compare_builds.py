@@ -10,7 +10,11 @@ Usage::
     python benchmarks/compare_builds.py BEFORE_DIR AFTER_DIR --rows 200000 --n-jobs 1,2
 
 prints, per workload and thread count, the median fit and predict seconds of each
-build and the ratio after / before (< 1: the change is faster).
+build (one fit per round; predict: the median of 5 calls on 1M rows per round) and
+the median single-row ``predict_proba`` latency (of 1000 calls per round), the ratio
+after / before of the medians (< 1: the change is faster) and the range of the
+ratios within the rounds (each round runs the two builds back to back), then the
+times of every round.
 """
 
 import argparse
@@ -26,6 +30,8 @@ import numpy as np
 import gbc_core
 from gbc_core import GradientBoostingClassifier
 rows, n_jobs, classes, depth, trees = (int(a) for a in sys.argv[1:6])
+PREDICT_CALLS = 5
+LATENCY_CALLS = 1000
 rng = np.random.default_rng(0)
 X = rng.normal(size=(rows + 50000, 28)).astype(np.float32)
 logits = np.stack([X[:, 3 * k] - X[:, 3 * k + 1] * (X[:, 3 * k + 2] > 0) for k in range(classes)])
@@ -38,8 +44,17 @@ Xte = np.ascontiguousarray(np.tile(X[rows:], (20, 1)))  # 1M rows
 model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs)
 t = time.perf_counter(); model.fit(Xtr, ytr); fit_s = time.perf_counter() - t
 model.predict_proba(Xte[:1000])
-t = time.perf_counter(); model.predict_proba(Xte); predict_s = time.perf_counter() - t
-print(json.dumps({"fit": fit_s, "predict": predict_s, "version": gbc_core.__version__}))
+predict_times = []
+for _ in range(PREDICT_CALLS):
+    t = time.perf_counter(); model.predict_proba(Xte); predict_times.append(time.perf_counter() - t)
+predict_s = sorted(predict_times)[PREDICT_CALLS // 2]
+latencies = []
+for i in range(LATENCY_CALLS):
+    row = Xte[i:i + 1]
+    t = time.perf_counter(); model.predict_proba(row); latencies.append(time.perf_counter() - t)
+latency_s = sorted(latencies)[LATENCY_CALLS // 2]
+print(json.dumps({"fit": fit_s, "predict": predict_s, "latency": latency_s,
+                  "version": gbc_core.__version__}))
 """
 
 
@@ -63,22 +78,39 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
-          f"depth {args.depth}; predict: 1M rows; {args.rounds} alternating rounds")
-    print("| n_jobs | fit s before | fit s after | ratio | predict s before | "
-          "predict s after | ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"depth {args.depth}; predict: 1M rows, median of 5 calls; {args.rounds} "
+          "alternating rounds; load average at start "
+          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("| n_jobs | fit s before | fit s after | ratio | per round | predict s before | "
+          "predict s after | ratio | per round | 1-row ms before | 1-row ms after | ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    per_round_lines = []
     for n_jobs in (int(j) for j in args.n_jobs.split(",")):
         times = {"before": [], "after": []}
         for _ in range(args.rounds):
             for key in ("before", "after"):
                 times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
                                       args.depth, args.trees))
-        med = {k: {m: statistics.median(t[m] for t in v) for m in ("fit", "predict")}
+        med = {k: {m: statistics.median(t[m] for t in v)
+                   for m in ("fit", "predict", "latency")}
                for k, v in times.items()}
+        per_round = {m: [a[m] / b[m] for a, b in zip(times["after"], times["before"])]
+                     for m in ("fit", "predict")}
         print(f"| {n_jobs} | {med['before']['fit']:.3f} | {med['after']['fit']:.3f} | "
               f"{med['after']['fit'] / med['before']['fit']:.3f} | "
+              f"{min(per_round['fit']):.2f}-{max(per_round['fit']):.2f} | "
               f"{med['before']['predict']:.3f} | {med['after']['predict']:.3f} | "
-              f"{med['after']['predict'] / med['before']['predict']:.3f} |", flush=True)
+              f"{med['after']['predict'] / med['before']['predict']:.3f} | "
+              f"{min(per_round['predict']):.2f}-{max(per_round['predict']):.2f} | "
+              f"{1e3 * med['before']['latency']:.4f} | {1e3 * med['after']['latency']:.4f} | "
+              f"{med['after']['latency'] / med['before']['latency']:.2f} |", flush=True)
+        for m in ("fit", "predict"):
+            per_round_lines.append(
+                f"- n_jobs = {n_jobs}, {m} s per round, before / after: " + ", ".join(
+                    f"{b[m]:.3f} / {a[m]:.3f}"
+                    for b, a in zip(times["before"], times["after"])))
+    print("\n" + "\n".join(per_round_lines))
+    print("- load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":
