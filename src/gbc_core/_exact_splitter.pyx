@@ -22,7 +22,7 @@ from libc.stdlib cimport malloc, free
 import numpy as np
 
 from ._common cimport (
-    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t,
+    float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD, grow_buffer,
 )
 from ._split_finder cimport (
@@ -141,6 +141,13 @@ ctypedef struct packed_row_t:
     float64_t wr             # w * r
     int32_t slot             # node of the level being split (-1: none)
     float32_t w              # the sample weight (exact in float32 on the fast path)
+
+
+cdef inline uint8_t _node_byte(int32_t slot) noexcept nogil:
+    """The slot as a byte, NO_NODE for -1 (no node) and for slots a byte cannot hold:
+    the unsigned minimum, with no branch."""
+    cdef uint32_t u = <uint32_t>slot
+    return <uint8_t>(u if u < NO_NODE else NO_NODE)
 
 
 cdef inline void _side_add(side_t* a, const row_stat_t* r) noexcept nogil:
@@ -549,26 +556,39 @@ cdef class ExactSplitFinder(SplitFinder):
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const int32_t[::1] row_slot) except -1:
-        cdef intp_t i
-        cdef float64_t w
-        if row_stats.shape[0] != self.n_samples or row_slot.shape[0] != self.n_samples:
-            raise ValueError(f"row_stats and row_slot must have {self.n_samples} rows")
+        cdef intp_t i, n = self.n_samples
+        cdef float64_t w, wr
+        cdef int32_t slot
+        cdef packed_row_t* rows = self.rows
+        cdef float64_t* row_wr = self.row_wr
+        cdef uint8_t* row_node = self.row_node
+        cdef const row_stat_t* stats
+        cdef const int32_t* slots
+        cdef bint unit = True, positive = True, in_root = True
+        if row_stats.shape[0] != n or row_slot.shape[0] != n:
+            raise ValueError(f"row_stats and row_slot must have {n} rows")
         self._row_stats_ref = row_stats
-        self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
-        self.unit_weights = True
-        self.positive_weights = True
-        self.all_rows_in_root = True
-        for i in range(self.n_samples):
-            w = row_stats[i].w
-            self.rows[i].wr = row_stats[i].wr
-            self.row_wr[i] = row_stats[i].wr
-            self.rows[i].w = <float32_t>w
-            self.unit_weights = self.unit_weights and w == 1.0
-            self.positive_weights = (self.lean_scans and self.positive_weights and w > 0.0
-                                     and <float64_t>(<float32_t>w) == w)
-            self.all_rows_in_root = self.all_rows_in_root and row_slot[i] == 0
-        if self.n_samples > 0:
-            self.rows_moved(&row_slot[0], 0, self.n_samples)
+        self.row_stats = &row_stats[0] if n > 0 else NULL
+        if n > 0:
+            stats = &row_stats[0]
+            slots = &row_slot[0]
+            with nogil:
+                # One pass: the records the scans gather, and what decides their paths.
+                for i in range(n):
+                    w = stats[i].w
+                    wr = stats[i].wr
+                    slot = slots[i]
+                    rows[i].wr = wr
+                    rows[i].w = <float32_t>w
+                    rows[i].slot = slot
+                    row_wr[i] = wr
+                    row_node[i] = _node_byte(slot)
+                    unit = unit & (w == 1.0)
+                    positive = positive & (w > 0.0) & (<float64_t>(<float32_t>w) == w)
+                    in_root = in_root & (slot == 0)
+        self.unit_weights = unit
+        self.positive_weights = self.lean_scans and positive
+        self.all_rows_in_root = in_root
         return 0
 
     cdef int reserve(self, intp_t n_nodes) except -1:
@@ -587,10 +607,12 @@ cdef class ExactSplitFinder(SplitFinder):
                          intp_t stop) noexcept nogil:
         cdef intp_t i
         cdef int32_t slot
+        cdef packed_row_t* rows = self.rows
+        cdef uint8_t* row_node = self.row_node
         for i in range(start, stop):
             slot = row_slot[i]
-            self.rows[i].slot = slot
-            self.row_node[i] = <uint8_t>slot if 0 <= slot < NO_NODE else NO_NODE
+            rows[i].slot = slot
+            row_node[i] = _node_byte(slot)
 
     cdef void find_splits(self, const level_t* level, split_t* best) noexcept nogil:
         cdef intp_t f, k, s, n_valid, row

@@ -284,17 +284,20 @@ cdef class TreeGrower:
         root.w = 0.0
         root.s = 0.0
         _sums_zero(&root_sums)
-        for i in range(n):
-            self.node_of_row[i] = 0
-            if sample_mask is None or sample_mask[i]:
-                self.row_slot[i] = 0
-                root.n += 1
-                root.w += row_stats[i].w
-                root.s += row_stats[i].wr
-                root_sums.wr2 += row_stats[i].w * residual[i] * residual[i]
-                _sums_range(&root_sums, row_stats[i].w, residual[i])
-            else:
-                self.row_slot[i] = -1
+        cdef int32_t* node_of_row = &self.node_of_row[0] if n > 0 else NULL
+        cdef int32_t* row_slot = &self.row_slot[0] if n > 0 else NULL
+        cdef bint in_bag
+        with nogil:
+            for i in range(n):
+                node_of_row[i] = 0
+                in_bag = sample_mask is None or sample_mask[i]
+                row_slot[i] = 0 if in_bag else -1
+                if in_bag:
+                    root.n += 1
+                    root.w += row_stats[i].w
+                    root.s += row_stats[i].wr
+                    root_sums.wr2 += row_stats[i].w * residual[i] * residual[i]
+                    _sums_range(&root_sums, row_stats[i].w, residual[i])
         root_sums.w = root.w
         root_sums.wr = root.s
         self.finder.start_tree(row_stats, self.row_slot)
@@ -448,13 +451,16 @@ cdef class TreeGrower:
         cdef float32_t x
         cdef bint go_left
         cdef float64_t w, r
+        cdef int32_t* node_of_row = &self.node_of_row[0]
+        cdef int32_t* row_slot = &self.row_slot[0]
+        cdef const node_t* nodes = self.nodes
         for s in range(n_next):
             _sums_zero(&sums[s])
         for i in range(start, stop):
-            node = self.node_of_row[i]
-            nd = &self.nodes[node]
+            node = node_of_row[i]
+            nd = &nodes[node]
             if nd.feature < 0:
-                self.row_slot[i] = -1
+                row_slot[i] = -1
                 continue
             x = self.X[i, nd.feature]
             if x != x:
@@ -462,14 +468,14 @@ cdef class TreeGrower:
             else:
                 go_left = x <= nd.threshold32
             child = nd.left if go_left else nd.right
-            self.node_of_row[i] = child
-            if self.row_slot[i] >= 0:
+            node_of_row[i] = child
+            if row_slot[i] >= 0:
                 slot = <int32_t>(child - level_first_child)
-                self.row_slot[i] = slot
+                row_slot[i] = slot
                 w = row_stats[i].w
                 r = residual[i]
                 sums[slot].w += w
                 sums[slot].wr += row_stats[i].wr
                 sums[slot].wr2 += w * r * r
                 _sums_range(&sums[slot], w, r)
-        self.finder.rows_moved(&self.row_slot[0], start, stop)
+        self.finder.rows_moved(row_slot, start, stop)
