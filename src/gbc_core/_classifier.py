@@ -329,7 +329,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         booster = self.booster_
         if X is not None:
             X = booster.align_columns(X)
-            validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
+            if booster.feature_names_in_ is not None or type(X) is not np.ndarray:
+                # (An array for a model fitted without names: nothing to warn about,
+                # and the check costs more than scoring a row.)
+                validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
             shape = getattr(X, "shape", ())
             if len(shape) == 2 and shape[1] != booster.n_features_in_:
                 raise ValueError(

@@ -21,9 +21,18 @@ def openmp_enabled():
     return bool(GBC_CORE_OPENMP_ENABLED)
 
 
+#: CPUs of the machine (read once: a prediction asks for it on every call).
+_CPU_COUNT = os.cpu_count() or 1
+
+
+def cpu_count():
+    """The number of CPUs of the machine."""
+    return _CPU_COUNT
+
+
 def max_threads():
-    """Threads OpenMP would use by default (honours ``OMP_NUM_THREADS``), at most the CPUs."""
+    """Threads OpenMP would use by default (honours ``OMP_NUM_THREADS`` and limits set
+    at run time, e.g. by threadpoolctl), at most the CPUs."""
     if not GBC_CORE_OPENMP_ENABLED:
         return 1
-    n_cpus = os.cpu_count() or 1
-    return max(1, min(omp_get_max_threads(), n_cpus))
+    return max(1, min(omp_get_max_threads(), _CPU_COUNT))

@@ -11,7 +11,6 @@ NumPy only (no scikit-learn): the loader and the command line import it.
 
 import math
 import numbers
-import os
 
 import numpy as np
 
@@ -130,7 +129,7 @@ class ThreadCount(Rule):
     def limit():
         # Thousands of OpenMP threads exhaust the process/thread limits and crash the
         # runtime (a segfault, not an exception).
-        return max(1024, os.cpu_count() or 1)
+        return max(1024, _openmp.cpu_count())
 
     def accepts(self, value):
         return _is_integer(value) and value != 0 and abs(value) <= self.limit()
@@ -254,13 +253,13 @@ def effective_n_threads(n_jobs):
     given; a negative value counts back from the number of CPUs as in joblib (-1:
     all CPUs). Without OpenMP the result is always 1.
     """
+    if n_jobs is None:
+        return _openmp.max_threads()
     BY_NAME["n_jobs"].check(n_jobs)
     if not _openmp.openmp_enabled():
         return 1
-    if n_jobs is None:
-        return _openmp.max_threads()
     if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+        return max(1, _openmp.cpu_count() + 1 + int(n_jobs))
     return int(n_jobs)
 
 

@@ -394,6 +394,15 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         For date/time, non-numeric or complex columns, empty or non-2-D input,
         duplicated column names in training, NaN when ``allow_nan`` is False.
     """
+    if (not training and type(X) is np.ndarray and X.ndim == 2 and X.size
+            and X.dtype.kind in "biuf"):
+        # The common case of scoring, kept cheap (a row is scored in microseconds):
+        # an array of numbers needs only its conversion.
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.asarray(X, dtype=dtype, order=order)
+        if not allow_nan and np.isnan(out).any():
+            raise ValueError(f"{name} contains NaN")
+        return out
     if _is_sparse(X):
         raise TypeError(
             f"{name} is a sparse matrix; sparse input is not supported, "
