@@ -11,6 +11,8 @@ The data are continuous (no exactly equal split gains, where scikit-learn breaks
 at random), so both libraries grow the same trees.
 """
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -35,7 +37,7 @@ from sklearn.preprocessing import StandardScaler
 
 from gbc_core import GradientBoostingClassifier
 
-from conftest import make_continuous
+from conftest import make_continuous, require
 
 # The toy data of scikit-learn's test_gradient_boosting.py.
 TOY_X = [[-2, -1], [-1, -1], [-1, -2], [1, 1], [1, 2], [2, 1]]
@@ -258,3 +260,28 @@ def test_pipeline_passes_data_and_sample_weight():
     assert_array_equal(ours.classes_, [0, 1])
     assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), rtol=1e-6)
     assert ours.score(X, y) == theirs.score(X, y)
+
+
+# ------------------------------------------------- scoring without scikit-learn
+def test_scoring_paths_do_not_import_sklearn(tmp_path):
+    """``import gbc_core``, ``gbc_core.load`` and a Booster's predictions, and the
+    command line's ``predict`` and ``inspect`` never import scikit-learn (seconds at
+    the start of a batch job); only the estimator does."""
+    require("pyarrow")
+    X, y = make_continuous(n_samples=300, n_features=4, seed=2)
+    GradientBoostingClassifier(n_estimators=5).fit(X, y).save(tmp_path / "m.gbc")
+    np.savetxt(tmp_path / "data.csv", X, delimiter=",", header="f0,f1,f2,f3", comments="")
+    code = (
+        "import sys, numpy as np, gbc_core\n"
+        "booster = gbc_core.load('m.gbc')\n"
+        "booster.predict_proba(np.zeros((3, 4))); booster.predict(np.zeros((3, 4)))\n"
+        "from gbc_core.cli import main\n"
+        "assert main(['predict', 'm.gbc', 'data.csv', '-o', 'out.csv', '--label']) == 0\n"
+        "assert main(['inspect', 'm.gbc']) == 0\n"
+        "print('sklearn' in sys.modules)\n"
+        "gbc_core.GradientBoostingClassifier\n"
+        "print('sklearn' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.split()[-2:] == ["False", "True"]
