@@ -196,6 +196,15 @@ class Booster:
             "max_features": self.max_features_,
         }
 
+    def encode(self, *, params=None):
+        """The model's bytes in the model format, and the parameters the format
+        cannot hold (a dict; they are stored as such and load as None).
+
+        ``params`` replaces the hyper-parameters stored with it (default: the
+        booster's own).
+        """
+        return _model_io.encode(self.ensemble, self._file_content(params))
+
     def to_bytes(self, *, params=None):
         """The model in the gbc-core model format (``docs/model_format.md``).
 
@@ -203,7 +212,7 @@ class Booster:
         booster's own). A parameter value the format cannot hold (e.g. a
         ``RandomState``) is stored as such and loads as None, with a warning.
         """
-        data, unrepresentable = _model_io.encode(self.ensemble, self._file_content(params))
+        data, unrepresentable = self.encode(params=params)
         _model_io.warn_unrepresentable(unrepresentable)
         return data
 
@@ -240,7 +249,7 @@ class Booster:
 
     def __getstate__(self):
         # Pickles (and deep copies) as the bytes of the model format: data, not code.
-        return {"gbc_core_model": _model_io.encode(self.ensemble, self._file_content(None))[0]}
+        return {"gbc_core_model": self.encode()[0]}
 
     def __setstate__(self, state):
         self.__dict__.update(Booster.from_bytes(state["gbc_core_model"]).__dict__)

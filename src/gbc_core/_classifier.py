@@ -449,8 +449,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         if not self.__sklearn_is_fitted__():
             return state
         params = self.get_params(deep=False)
-        data, unrepresentable = _model_io.encode(
-            self.booster_.ensemble, self.booster_._file_content(params))
+        data, unrepresentable = self.booster_.encode(params=params)
         extra = {k: v for k, v in state.items() if k != "booster_" and k not in params}
         return {"gbc_core_model": data, "params": unrepresentable, "attributes": extra}
 
