@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import require
+from conftest import require, run_main
 
 pa = require("pyarrow")
 pd = require("pandas")
@@ -29,17 +29,6 @@ from gbc_core import GradientBoostingClassifier  # noqa: E402
 
 ERROR_PREFIX = "gbc-core: error: "
 FEATURES = [f"x{j}" for j in range(5)]
-
-
-def run_main(capsys, monkeypatch, cwd, *args):
-    """``gbc_core.cli.main(ARGS)`` in this process: (exit code, stdout, stderr)."""
-    from gbc_core.cli import main
-
-    monkeypatch.chdir(cwd)
-    capsys.readouterr()
-    rc = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def ok(result):
