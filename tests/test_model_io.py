@@ -462,9 +462,14 @@ def test_save_keeps_file_mode(tmp_path, paper_model):
 
 
 # ------------------------------------------------------- backward compatibility
-@pytest.mark.parametrize("name", ["paper", "strings_names", "missing"])
-def test_committed_fixtures_predict_exactly(name):
-    expected = np.load(FIXTURES / "expected_predictions.npz", allow_pickle=False)
+@pytest.mark.parametrize("name, predictions", [
+    ("paper", "expected_predictions.npz"),            # format version 1
+    ("strings_names", "expected_predictions.npz"),
+    ("missing", "expected_predictions.npz"),
+    ("multiclass", "expected_predictions_v2.npz"),    # format version 2
+])
+def test_committed_fixtures_predict_exactly(name, predictions):
+    expected = np.load(FIXTURES / predictions, allow_pickle=False)
     model = gbc_core.load(FIXTURES / f"{name}.gbc")
     X = expected[f"{name}.X"]
     if getattr(model, "feature_names_in_", None) is not None:
