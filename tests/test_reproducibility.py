@@ -23,6 +23,7 @@ third guard.
 import io
 import math
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -377,6 +378,59 @@ def test_reference_fits_do_not_depend_on_numpy_cpu_features(tmp_path):
                             f"{name}: model file bytes", index_name="byte")
 
 
+#: The node fields that say how a tree splits: equal bit for bit whatever the C
+#: library's exp/log round to (on the reference fits).
+STRUCTURE = ("feature", "threshold", "threshold32", "missing_go_left", "left", "right",
+             "depth", "n_samples", "weighted_n")
+#: How far the other floats may move when the C library's exp, log and log1p round
+#: otherwise (measured: at most 2.7e-15 relative, 2.2e-16 absolute on these fits).
+LIBM_RTOL, LIBM_ATOL = 1e-12, 1e-15
+
+
+def _libm_probe():
+    """A digest of C's exp, log and log1p (Python's math module calls them) on fixed
+    arguments: tells which implementation of them a process uses."""
+    import hashlib
+    import struct
+    values = [f(0.37 + 0.0173 * i) for i in range(4000) for f in (math.exp, math.log1p)]
+    values += [math.log(1.0 + 0.0137 * i) for i in range(4000)]
+    return hashlib.sha1(struct.pack(f"{len(values)}d", *values)).hexdigest()
+
+
+def test_reference_fits_without_fma_in_the_c_library_agree_to_rounding(tmp_path):
+    """What still depends on the CPU: C's exp, log and log1p. glibc on x86-64 takes
+    variants that use fused multiply-add on CPUs with FMA and AVX2, and they round
+    some arguments otherwise than the plain ones. The references refitted in a
+    subprocess where glibc is told the CPU has neither (``GLIBC_TUNABLES``) split
+    the same way (every structure field equal) and their numbers agree within
+    rtol 1e-12 + atol 1e-15."""
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        pytest.skip("glibc's FMA variants of exp/log are an x86-64 Linux matter")
+    env = dict(os.environ)
+    env["GLIBC_TUNABLES"] = "glibc.cpu.hwcaps=-AVX2,-FMA"
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(SOURCE.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    out = tmp_path / "references.npz"
+    proc = _run_references(out, env)
+    if f"libm: {_libm_probe()}" in proc.stdout:
+        pytest.skip("the C library's exp/log are the same without FMA here (not glibc, "
+                    "or a CPU without FMA): nothing to compare")
+    child = np.load(out, allow_pickle=False)
+    for name, arrays in fit_references().items():
+        for what, value in arrays.items():
+            label = f"{name}: {what} (C library without FMA)"
+            if what == "nodes":
+                for field in value.dtype.names:
+                    tol = ({} if field in STRUCTURE or value[field].dtype.kind != "f"
+                           else dict(rtol=LIBM_RTOL, atol=LIBM_ATOL))
+                    assert_arrays_equal(child[f"{name}/nodes.{field}"], value[field],
+                                        f"{label} field {field!r}", index_name="node",
+                                        **tol)
+            elif what != "model bytes":
+                assert_arrays_equal(child[f"{name}/{what}"], value, label,
+                                    rtol=LIBM_RTOL, atol=LIBM_ATOL)
+
+
 def child_nodes(child, name, dtype):
     nodes = np.empty(child[f"{name}/nodes.value"].shape[0], dtype=dtype)
     for field in dtype.names:
@@ -389,6 +443,7 @@ def _main(out):
     disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES", "").split()
     print("disabled:", " ".join(disabled))
     print("still enabled:", " ".join(f for f in disabled if umath.__cpu_features__.get(f)))
+    print("libm:", _libm_probe())
     arrays = {}
     for name, values in fit_references().items():
         for what, value in values.items():
