@@ -4,9 +4,11 @@ core and multiclass (``tests/fixtures/make_binary_reference.py``).
 The reference was generated on x86-64, where the kernels' floating-point operations
 are fixed (SSE2, no fused multiply-add) and no number of a fit depends on NumPy's
 CPU-dispatched code or on BLAS (tests/test_reproducibility.py): there the trees, raw
-scores and training losses must be identical, on any x86-64 CPU with the same C
-library (its exp, log and log1p). Elsewhere the C library's functions may round
-differently; the raw scores must then agree to rtol 1e-9. A mismatch names the
+scores and training losses must be identical, on any x86-64 CPU whose C library
+gives the generating machine's exp, log and log1p (glibc's variants for CPUs with
+FMA and AVX2; tests/test_reproducibility.py bounds what the others change).
+Elsewhere the C library's functions round otherwise; the raw scores must then agree
+to rtol 1e-9. A mismatch names the
 configuration, the array, the nodes or rows that differ and the largest difference.
 """
 
