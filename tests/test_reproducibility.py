@@ -20,7 +20,6 @@ the reference models and writes their numbers to OUT.npz: the subprocess of the
 third guard.
 """
 
-import io
 import math
 import os
 import platform
@@ -167,47 +166,47 @@ def test_fit_and_predict_use_no_blas_and_no_cpu_dispatched_math(n_classes, init,
     X_val, y_val, w_val = _data(n_classes, seed=10 + n_classes, n=300)
     y_binary = (y > 0).astype(float)
     forbid_blas_and_dispatched_math(monkeypatch)
-    if True:  # everything below runs with those functions raising
-        models = [
-            GBC(n_estimators=6, max_depth=3, init=init, subsample=0.8, max_features=3,
-                random_state=0).fit(X, y, sample_weight=w),
-            GBC(n_estimators=40, max_depth=2, init=init, learning_rate=0.5,
-                n_iter_no_change=2, class_weight="balanced",
-                random_state=1).fit(X, y, sample_weight=w, eval_set=(X_val, y_val, w_val)),
-            GBC(n_estimators=40, max_depth=2, init=init, n_iter_no_change=2,
-                validation_fraction=0.2, random_state=2).fit(X, y),
-        ]
-        warm = GBC(n_estimators=3, init=init, warm_start=True).fit(X, y, sample_weight=w)
-        models.append(warm.set_params(n_estimators=5).fit(X, y, sample_weight=w))
-        for model in models:
-            raw = model.decision_function(X_val)
-            proba = model.predict_proba(X_val)
-            model.predict(X_val)
-            model.predict_log_proba(X_val)
-            model.apply(X_val)
-            model.feature_importances_
-            for staged in (model.staged_predict(X_val), model.staged_predict_proba(X_val),
-                           model.staged_decision_function(X_val)):
-                list(staged)
-            booster = gbc_core.from_bytes(model.to_bytes())
-            booster.predict_proba(X_val)
-            booster.predict_log_proba(X_val)
-            raw2 = raw.reshape(raw.shape[0], -1)
-            classification_metrics(booster, np.asarray(y_val), raw2)
-            metrics.log_loss_from_raw(y_val if n_classes > 2 else y_val.astype(float),
-                                      raw, w_val)
-            metrics.accuracy(y_val, model.predict(X_val), w_val)
-            metrics.confusion_matrix(y_val, model.predict(X_val), model.classes_)
-            if n_classes > 2:
-                metrics.roc_auc_ovr(y_val, proba, w_val)
-            else:
-                metrics.log_loss(y_val, proba[:, 1], w_val)
-                metrics.roc_auc(y_val, proba[:, 1], w_val)
-        metrics.log_loss(y_binary, np.full(y.shape, 0.3))
-        gbc_core.newton_leaf_values(y_binary - 0.5, np.full(y.shape, 0.5), y % 3, w)
-        from gbc_core.paper import paper_example
-        paper_model, _ = paper_example()
-        paper_model.predict_proba(np.array([[1.0], [4.0]]))
+    # Everything below runs with those functions raising.
+    models = [
+        GBC(n_estimators=6, max_depth=3, init=init, subsample=0.8, max_features=3,
+            random_state=0).fit(X, y, sample_weight=w),
+        GBC(n_estimators=40, max_depth=2, init=init, learning_rate=0.5,
+            n_iter_no_change=2, class_weight="balanced",
+            random_state=1).fit(X, y, sample_weight=w, eval_set=(X_val, y_val, w_val)),
+        GBC(n_estimators=40, max_depth=2, init=init, n_iter_no_change=2,
+            validation_fraction=0.2, random_state=2).fit(X, y),
+    ]
+    warm = GBC(n_estimators=3, init=init, warm_start=True).fit(X, y, sample_weight=w)
+    models.append(warm.set_params(n_estimators=5).fit(X, y, sample_weight=w))
+    for model in models:
+        raw = model.decision_function(X_val)
+        proba = model.predict_proba(X_val)
+        model.predict(X_val)
+        model.predict_log_proba(X_val)
+        model.apply(X_val)
+        model.feature_importances_
+        for staged in (model.staged_predict(X_val), model.staged_predict_proba(X_val),
+                       model.staged_decision_function(X_val)):
+            list(staged)
+        booster = gbc_core.from_bytes(model.to_bytes())
+        booster.predict_proba(X_val)
+        booster.predict_log_proba(X_val)
+        raw2 = raw.reshape(raw.shape[0], -1)
+        classification_metrics(booster, np.asarray(y_val), raw2)
+        metrics.log_loss_from_raw(y_val if n_classes > 2 else y_val.astype(float),
+                                  raw, w_val)
+        metrics.accuracy(y_val, model.predict(X_val), w_val)
+        metrics.confusion_matrix(y_val, model.predict(X_val), model.classes_)
+        if n_classes > 2:
+            metrics.roc_auc_ovr(y_val, proba, w_val)
+        else:
+            metrics.log_loss(y_val, proba[:, 1], w_val)
+            metrics.roc_auc(y_val, proba[:, 1], w_val)
+    metrics.log_loss(y_binary, np.full(y.shape, 0.3))
+    gbc_core.newton_leaf_values(y_binary - 0.5, np.full(y.shape, 0.5), y % 3, w)
+    from gbc_core.paper import paper_example
+    paper_model, _ = paper_example()
+    paper_model.predict_proba(np.array([[1.0], [4.0]]))
 
 
 def _code_tokens(path):
