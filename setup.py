@@ -94,7 +94,12 @@ def build_extensions():
           + (f"on ({' '.join(compile_args + link_args)})" if openmp else "off: sequential kernels"),
           file=sys.stderr)
     if sys.platform != "win32":
-        compile_args = compile_args + ["-O3"]
+        # No fused multiply-add unless the source asks for one: a compiler that fuses
+        # a * b + c where the CPU has FMA (aarch64, ppc64le, s390x) rounds otherwise
+        # than x86-64's baseline; the kernels' arithmetic is then the same everywhere
+        # (docs/reliability.md, "Same model on every machine"). MSVC does not fuse
+        # under its default /fp:precise.
+        compile_args = compile_args + ["-O3", "-ffp-contract=off"]
         if debug:
             compile_args = compile_args + ["-O1", "-g"]
     macros = [

@@ -117,3 +117,76 @@ def other_thread_progress(work):
     inside = [s for s in stamps if start <= s <= end]
     gaps = np.diff([start] + inside + [end])
     return 1000 * len(inside), end - start, gaps.max()
+
+
+def _differing(actual, expected):
+    """Boolean array: where ``actual`` and ``expected`` (same shape) differ, floats
+    compared bit for bit (so -0.0 differs from 0.0, and NaN equals NaN of the same
+    bits)."""
+    if actual.dtype.kind == "f" and actual.dtype == expected.dtype:
+        bits = np.dtype(f"u{actual.dtype.itemsize}")
+        return actual.view(bits) != expected.view(bits)
+    return actual != expected
+
+
+def array_mismatch(actual, expected, what, *, rtol=0.0, atol=0.0, index_name="row"):
+    """Why ``actual`` is not ``expected``, in words a user can act on, or None.
+
+    With ``rtol = atol = 0`` the arrays must be equal bit for bit; else floats may
+    differ by ``atol + rtol * |expected|`` (NaN where the other has NaN). The message
+    names the array (``what``), its shape or dtype if they differ, else how many
+    entries differ, the first few indices along the first axis (``index_name``: node,
+    row, iteration) and the largest difference with the two values there; no byte
+    dumps.
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape:
+        return f"{what}: shape {actual.shape}, expected {expected.shape}"
+    if actual.dtype != expected.dtype and not (actual.dtype.kind in "iub"
+                                               and expected.dtype.kind in "iub"):
+        return f"{what}: dtype {actual.dtype}, expected {expected.dtype}"
+    if rtol == 0 and atol == 0:
+        bad = _differing(actual, expected)
+    else:
+        with np.errstate(invalid="ignore"):
+            tolerance = atol + rtol * np.abs(expected)
+            bad = ~((np.abs(actual - expected) <= tolerance)
+                    | (np.isnan(actual) & np.isnan(expected)))
+    if not bad.any():
+        return None
+    where = np.argwhere(bad.reshape(actual.shape[0], -1) if actual.ndim else bad[None])
+    rows = np.unique(where[:, 0])
+    shown = ", ".join(str(r) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+    message = (f"{what}: {int(bad.sum())} of {bad.size} entries differ, in "
+               f"{rows.size} {index_name}(s) [{shown}]")
+    if actual.dtype.kind in "fiub":
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+        diff = np.where(bad, np.nan_to_num(diff, nan=np.inf), -1.0)
+        at = np.unravel_index(int(np.argmax(diff)), actual.shape) if actual.ndim else ()
+        message += (f"; largest difference {float(diff[at]):.3g} at index "
+                    f"{tuple(int(i) for i in at)}: {actual[at].item()!r}, expected "
+                    f"{expected[at].item()!r}")
+        if rtol or atol:
+            message += f" (tolerance {atol:g} + {rtol:g} * |expected|)"
+    return message
+
+
+def assert_arrays_equal(actual, expected, what, **tolerance):
+    """Assert that ``actual`` is ``expected`` (bit for bit, or within ``rtol``/``atol``);
+    the failure names the array, the differing indices and the largest difference
+    (see :func:`array_mismatch`)."""
+    message = array_mismatch(actual, expected, what, **tolerance)
+    if message is not None:
+        raise AssertionError(message)
+
+
+def assert_nodes_equal(actual, expected, what, fields=None):
+    """Trees (node arrays of the node dtype, or dicts of its fields) equal bit for bit,
+    field by field; a failure lists every differing field with its nodes."""
+    fields = fields or actual.dtype.names
+    problems = [array_mismatch(actual[f], expected[f], f"{what} field {f!r}",
+                               index_name="node") for f in fields]
+    problems = [p for p in problems if p]
+    if problems:
+        raise AssertionError("\n".join(problems))

@@ -16,7 +16,7 @@ import gbc_core
 from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core._params import DEFAULTS, PARAMS
 
-from conftest import make_continuous
+from conftest import assert_arrays_equal, make_continuous
 
 #: A valid value other than the fitted one, for every parameter.
 OTHER_VALUES = {
@@ -64,8 +64,8 @@ def test_parameters_set_after_fit_change_no_prediction(tmp_path, n_classes, name
     model.set_params(**{name: OTHER_VALUES[name]})
 
     def same(other, what):
-        assert other.predict_proba(X).tobytes() == expected.tobytes(), what
-        assert other.decision_function(X).tobytes() == raw.tobytes(), what
+        assert_arrays_equal(other.predict_proba(X), expected, f"{what}: predict_proba")
+        assert_arrays_equal(other.decision_function(X), raw, f"{what}: decision_function")
 
     same(model, "in memory")
     path = tmp_path / "m.gbc"

@@ -17,7 +17,7 @@ import gbc_core
 from gbc_core import GradientBoostingClassifier as GBC
 from gbc_core._classifier import _stratified_split
 
-from conftest import other_thread_progress, require
+from conftest import assert_arrays_equal, assert_nodes_equal, other_thread_progress, require
 
 sklearn_ensemble = require("sklearn.ensemble")
 sklearn_metrics = require("sklearn.metrics")
@@ -179,7 +179,8 @@ def test_warm_start_is_bit_identical_to_one_fit(random_state):
     # random_state is the seed itself.
     seed = model._seed if random_state is None else random_state
     once = GBC(n_estimators=14, **dict(params, random_state=seed)).fit(X, y, sample_weight=w)
-    assert model.booster_.ensemble.nodes.tobytes() == once.booster_.ensemble.nodes.tobytes()
+    assert_nodes_equal(model.booster_.ensemble.nodes, once.booster_.ensemble.nodes,
+                       "warm-started trees vs one fit")
     np.testing.assert_array_equal(model.train_score_, once.train_score_)
     np.testing.assert_array_equal(model.oob_scores_, once.oob_scores_)
 
@@ -245,10 +246,11 @@ def test_results_do_not_depend_on_n_jobs():
     """Large enough for the parallel scan (rows x features >= 1e6) and update."""
     X, y, _ = _data(3, n=40000, d=26, seed=12)
     fits = [GBC(n_estimators=2, max_depth=3, n_jobs=j).fit(X, y) for j in (1, 2)]
-    assert (fits[0].booster_.ensemble.nodes.tobytes()
-            == fits[1].booster_.ensemble.nodes.tobytes())
+    assert_nodes_equal(fits[0].booster_.ensemble.nodes, fits[1].booster_.ensemble.nodes,
+                       "trees, n_jobs=1 vs 2")
     big = np.tile(X, (6, 1))
-    assert fits[0].predict_proba(big).tobytes() == fits[1].predict_proba(big).tobytes()
+    assert_arrays_equal(fits[0].predict_proba(big), fits[1].predict_proba(big),
+                        "predict_proba, n_jobs=1 vs 2")
 
 
 def test_predict_releases_the_gil_and_is_thread_safe():

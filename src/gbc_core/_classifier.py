@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import validate_data
 
-from . import _model_io
+from . import _leaves, _model_io
 from ._booster import Booster
 from ._boosting import EarlyStopping, FitRecord, Log, boost
 from ._loss import loss_for
@@ -277,7 +277,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             eval_data = (eval_data[0], eval_data[1], scale_weights(eval_data[2]))
         w = scale_weights(w)
         resolved = resolve(params, Xa.shape[0], n_features,
-                           float(Xa.shape[0]) if w is None else float(w.sum()))
+                           float(Xa.shape[0]) if w is None else _leaves.weight_total(w))
         callbacks = []
         if params["n_iter_no_change"] is not None and eval_data is not None:
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))

@@ -224,6 +224,131 @@ def init_state(
             row_stats[i].w = w
 
 
+cdef inline float64_t softplus(float64_t f) noexcept nogil:
+    """log(1 + e^f) without overflow (NumPy's ``logaddexp(0, f)``, the same formula)."""
+    if f > 0:
+        return f + log1p(exp(-f))
+    return log1p(exp(f))
+
+
+def class_weight_sums(const int32_t[::1] codes, const float64_t[::1] sample_weight,
+                      intp_t n_classes):
+    """The weight of each class and the total weight, each summed in row order.
+
+    Parameters
+    ----------
+    codes : int32 array of shape (n_samples,)
+        Class codes 0 .. n_classes - 1 (already checked).
+    sample_weight : float64 array or None
+        None: every row weighs 1.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_classes,)
+    total : float
+    """
+    sums = np.zeros(n_classes, dtype=np.float64)
+    cdef float64_t[::1] s = sums
+    cdef intp_t i
+    cdef float64_t w, total = 0.0
+    with nogil:
+        for i in range(codes.shape[0]):
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            s[codes[i]] += w
+            total += w
+    return sums, total
+
+
+def prior_raw(const float64_t[::1] class_weight, float64_t total, float64_t eps,
+              float64_t[::1] out):
+    """The initial raw scores of ``init="prior"`` from the weight of each class.
+
+    Two classes (``out`` of length 1): F0 = log(w_1 / w_0), 0 when a class has no
+    weight. K >= 3 classes: F0_k = log p_k - (1/K) sum_j log p_j, p_k = w_k / total
+    clipped to [eps, 1 - eps] (scikit-learn's prior); the mean in class order.
+    """
+    cdef intp_t k, n_classes = class_weight.shape[0]
+    cdef float64_t p, mean = 0.0
+    with nogil:
+        if out.shape[0] == 1:
+            if class_weight[0] > 0 and class_weight[1] > 0:
+                out[0] = log(class_weight[1] / class_weight[0])
+            else:
+                out[0] = 0.0
+        else:
+            for k in range(n_classes):
+                p = class_weight[k] / total
+                if p < eps:
+                    p = eps
+                elif p > 1.0 - eps:
+                    p = 1.0 - eps
+                out[k] = log(p)
+                mean += out[k]
+            mean = mean / n_classes
+            for k in range(n_classes):
+                out[k] = out[k] - mean
+
+
+def weight_total(const float64_t[::1] sample_weight):
+    """The sum of the weights, in row order."""
+    cdef intp_t i
+    cdef float64_t total = 0.0
+    with nogil:
+        for i in range(sample_weight.shape[0]):
+            total += sample_weight[i]
+    return total
+
+
+def binomial_log_proba(const float64_t[::1] raw, float64_t[:, ::1] out):
+    """out[:, 1] = log sigma(F) = -log(1 + e^-F), out[:, 0] = log(1 - sigma(F)) =
+    -log(1 + e^F): finite where the probability underflows."""
+    cdef intp_t i
+    cdef float64_t f
+    with nogil:
+        for i in range(raw.shape[0]):
+            f = raw[i]
+            out[i, 0] = -softplus(f)
+            out[i, 1] = -softplus(-f)
+
+
+def multinomial_log_proba(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
+    """out[i, k] = raw[i, k] - log sum_j exp(raw[i, j]) (shifted by the row's largest
+    score: no overflow, no log(0))."""
+    cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
+    cdef float64_t top, total
+    with nogil:
+        for i in range(n):
+            top = raw[i, 0]
+            for k in range(1, n_classes):
+                if raw[i, k] > top:
+                    top = raw[i, k]
+            total = 0.0
+            for k in range(n_classes):
+                total = total + exp(raw[i, k] - top)
+            total = top + log(total)
+            for k in range(n_classes):
+                out[i, k] = raw[i, k] - total
+
+
+def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
+                   const float64_t[::1] sample_weight, float64_t eps):
+    """(sum w l, sum w) of the log-losses l = -(y log p + (1 - y) log(1 - p)), p
+    clipped to [eps, 1 - eps], summed in row order (``metrics.log_loss``)."""
+    cdef intp_t i
+    cdef float64_t w, p, total = 0.0, weight = 0.0
+    with nogil:
+        for i in range(y.shape[0]):
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            p = proba[i]
+            if p < eps:
+                p = eps
+            elif p > 1.0 - eps:
+                p = 1.0 - eps
+            total += w * -(y[i] * log(p) + (1.0 - y[i]) * log1p(-p))
+            weight += w
+    return total, weight
+
+
 def weighted_log_loss(const float64_t[::1] y, const float64_t[::1] raw,
                       const float64_t[::1] sample_weight):
     """Weighted mean log-loss of raw scores ``raw`` (stable for any magnitude)."""

@@ -49,6 +49,19 @@ def _weights(sample_weight):
                                                                    dtype=np.float64)
 
 
+def _prior(y, sample_weight, n_classes, n_outputs):
+    """The initial raw scores of ``init="prior"`` (shape (n_outputs,)): the class
+    weights summed in row order and their logarithms taken by the kernel (C's
+    ``log``), so that F0 does not depend on the CPU."""
+    codes = np.ascontiguousarray(y, dtype=np.int32)
+    if codes.size and not (0 <= codes.min() and codes.max() < n_classes):
+        raise ValueError(f"class codes must lie in 0 .. {n_classes - 1}")
+    sums, total = _leaves.class_weight_sums(codes, _weights(sample_weight), n_classes)
+    out = np.empty(n_outputs, dtype=np.float64)
+    _leaves.prior_raw(sums, total, _EPS, out)
+    return out
+
+
 class BinomialLoss:
     """The log-loss of two classes with one raw score per row (the paper's model)."""
 
@@ -60,12 +73,7 @@ class BinomialLoss:
         frequencies (``"prior"``; 0 when a class has no weight). Shape (1,)."""
         if init == "zero":
             return np.zeros(1)
-        w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
-        pos = float(np.dot(w, y.astype(np.float64)))
-        neg = float(w.sum()) - pos
-        if pos <= 0 or neg <= 0:
-            return np.zeros(1)
-        return np.array([np.log(pos / neg)])
+        return _prior(y, sample_weight, 2, 1)
 
     def start(self, y, sample_weight, raw, n_threads):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1)."""
@@ -86,9 +94,9 @@ class BinomialLoss:
 
     def log_proba(self, raw):
         """log of :meth:`proba`, computed from F without overflow or log(0)."""
-        f = raw[:, 0]
-        with np.errstate(over="ignore"):
-            return np.stack([-np.logaddexp(0.0, f), -np.logaddexp(0.0, -f)], axis=1)
+        out = np.empty((raw.shape[0], 2), dtype=np.float64)
+        _leaves.binomial_log_proba(np.ascontiguousarray(raw[:, 0], dtype=np.float64), out)
+        return out
 
     def decision(self, raw):
         """Class codes of raw scores: 1 where F >= 0 (p >= 0.5), as scikit-learn."""
@@ -148,10 +156,7 @@ class MultinomialLoss:
         prior). Shape (K,)."""
         if init == "zero":
             return np.zeros(self.n_classes)
-        w = np.ones(y.shape[0]) if sample_weight is None else sample_weight
-        p = np.bincount(y, weights=w, minlength=self.n_classes) / float(w.sum())
-        log_p = np.log(np.clip(p, _EPS, 1 - _EPS))
-        return log_p - log_p.mean()
+        return _prior(y, sample_weight, self.n_classes, self.n_classes)
 
     def start(self, y, sample_weight, raw, n_threads):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, K)."""
@@ -171,8 +176,9 @@ class MultinomialLoss:
 
     def log_proba(self, raw):
         """log of :meth:`proba`: F_k - log sum_j exp(F_j), without log(0)."""
-        top = raw.max(axis=1, keepdims=True)
-        return raw - (top + np.log(np.exp(raw - top).sum(axis=1, keepdims=True)))
+        out = np.empty(raw.shape, dtype=np.float64)
+        _leaves.multinomial_log_proba(np.ascontiguousarray(raw, dtype=np.float64), out)
+        return out
 
     def decision(self, raw):
         """Class codes of raw scores: the largest score (the first on ties)."""

@@ -293,9 +293,11 @@ def resolve(params, n_samples, n_features, total_weight):
     if mf is None:
         mf = n_features
     elif mf == "sqrt":
-        mf = max(1, int(np.sqrt(n_features)))
+        # In integers (scikit-learn's int(np.sqrt(n)) and int(np.log2(n)), exactly):
+        # NumPy's float log2 is chosen by CPU and a power of two must not round down.
+        mf = max(1, math.isqrt(n_features))
     elif mf == "log2":
-        mf = max(1, int(np.log2(n_features)))
+        mf = max(1, int(n_features).bit_length() - 1)
     elif _is_integer(mf):
         mf = min(int(mf), n_features)
     else:

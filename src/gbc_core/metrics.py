@@ -1,4 +1,10 @@
-"""Evaluation metrics (NumPy only)."""
+"""Evaluation metrics (NumPy and the loss kernels).
+
+Logarithms and exponentials are C's (in ``_leaves.pyx``), never NumPy's: NumPy
+picks its ``log``/``exp`` implementation by CPU at run time, and their last bits
+differ between processors. Sums of weights are NumPy's ``add`` reductions (pairwise
+summation, in an order fixed by the array's length, the same on every CPU).
+"""
 
 import numpy as np
 
@@ -16,12 +22,21 @@ def log_loss(y_true, proba, sample_weight=None, eps=None):
     eps : float, default=None
         Clip probabilities to ``[eps, 1 - eps]`` (default: float64 machine epsilon).
     """
-    y = np.asarray(y_true, dtype=np.float64)
-    p = np.asarray(proba, dtype=np.float64)
-    eps = np.finfo(np.float64).eps if eps is None else eps
-    p = np.clip(p, eps, 1 - eps)
-    losses = -(y * np.log(p) + (1 - y) * np.log1p(-p))
-    return float(np.average(losses, weights=sample_weight))
+    y = np.ascontiguousarray(y_true, dtype=np.float64).reshape(-1)
+    p = np.ascontiguousarray(proba, dtype=np.float64).reshape(-1)
+    if p.shape != y.shape:
+        raise ValueError(f"y_true and proba must have the same length, got {y.shape[0]} "
+                         f"and {p.shape[0]}")
+    w = None
+    if sample_weight is not None:
+        w = np.ascontiguousarray(sample_weight, dtype=np.float64).reshape(-1)
+        if w.shape != y.shape:
+            raise ValueError(f"sample_weight must have length {y.shape[0]}, got {w.shape[0]}")
+    eps = np.finfo(np.float64).eps if eps is None else float(eps)
+    total, weight = _leaves.proba_log_loss(y, p, w, eps)
+    if weight == 0:
+        raise ZeroDivisionError("the weights sum to zero: the mean log-loss is undefined")
+    return total / weight
 
 
 def log_loss_from_raw(y_true, raw, sample_weight=None):
