@@ -1,0 +1,153 @@
+"""Rows of zero weight, validation sets without weight, and rules of the training
+loop that only a test holds, against scikit-learn or a naive NumPy twin.
+
+scikit-learn's trees leave rows of zero weight out (no threshold is chosen from them,
+no sample count counts them): gbc-core's must be the same trees. Comparisons with
+scikit-learn use continuous weights and leaves of 10 rows or more, where no two splits
+have exactly equal gains (scikit-learn breaks such ties by a random feature order).
+"""
+
+import numpy as np
+import pytest
+
+from gbc_core import GradientBoostingClassifier as GBC
+
+from conftest import require
+
+sklearn_ensemble = require("sklearn.ensemble")
+sklearn_tree = require("sklearn.tree")
+sklearn_metrics = require("sklearn.metrics")
+
+
+def _data(n_classes, n=600, d=8, seed=0):
+    """Rows whose class depends on a few features, continuous weights, and every
+    third weight 0."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(np.float32).astype(np.float64)
+    logits = np.stack([X[:, k % d] - 0.7 * X[:, (k + 1) % d] * (X[:, (k + 2) % d] > 0)
+                       for k in range(n_classes)])
+    y = np.argmax(logits + rng.gumbel(size=logits.shape), axis=0)
+    w = rng.uniform(0.3, 3.0, size=n)
+    w[::3] = 0.0
+    return X, y, w
+
+
+def _sklearn(**params):
+    return sklearn_ensemble.GradientBoostingClassifier(init="zero", random_state=0, **params)
+
+
+def _walk(tree):
+    """The nodes of a tree in depth-first order (left first), as (feature, threshold,
+    n_node_samples, weighted_n_node_samples); a leaf has feature None. gbc-core and
+    scikit-learn number their nodes differently (level by level / depth first)."""
+    out = []
+
+    def visit(i):
+        left = int(tree.children_left[i])
+        leaf = left < 0
+        out.append((None if leaf else int(tree.feature[i]),
+                    None if leaf else float(tree.threshold[i]),
+                    int(tree.n_node_samples[i]), float(tree.weighted_n_node_samples[i])))
+        if not leaf:
+            visit(left)
+            visit(int(tree.children_right[i]))
+
+    visit(0)
+    return out
+
+
+def _assert_same_tree(ours, theirs):
+    a, b = _walk(ours), _walk(theirs)
+    assert [n[:3] for n in a] == [n[:3] for n in b]
+    np.testing.assert_allclose([n[3] for n in a], [n[3] for n in b], rtol=1e-12)
+
+
+# ------------------------------------------------------- rows of zero weight
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_zero_weight_rows_shape_no_tree_as_in_sklearn(n_classes):
+    """Every third weight 0 (issue: probabilities on new rows differed from
+    scikit-learn's by 0.18-0.40): the same trees node for node (n_node_samples counts
+    the rows of positive weight), importances, training loss and probabilities."""
+    X, y, w = _data(n_classes, seed=5)
+    X_new = np.random.default_rng(1).normal(size=(400, X.shape[1]))
+    params = dict(n_estimators=10, max_depth=3, learning_rate=0.3, min_samples_leaf=10)
+    ours = GBC(**params).fit(X, y, sample_weight=w)
+    ref = _sklearn(**params).fit(X, y, sample_weight=w)
+    assert np.abs(ours.predict_proba(X_new) - ref.predict_proba(X_new)).max() < 1e-9
+    for m in range(10):
+        for k in range(ours.n_trees_per_iteration_):
+            _assert_same_tree(ours.estimators_[m, k], ref.estimators_[m, k].tree_)
+    np.testing.assert_allclose(ours.feature_importances_, ref.feature_importances_,
+                               rtol=1e-9, atol=1e-12)
+    # scikit-learn's binary train_score_ is the deviance, twice the log-loss.
+    scale = 2 if n_classes == 2 else 1
+    np.testing.assert_allclose(scale * ours.train_score_, ref.train_score_, rtol=1e-9)
+    # And the rows of zero weight change nothing: the model of the other rows alone.
+    keep = w > 0
+    alone = GBC(**params).fit(X[keep], y[keep], sample_weight=w[keep])
+    assert ours.booster_.ensemble.nodes.tobytes() == alone.booster_.ensemble.nodes.tobytes()
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_min_samples_leaf_counts_rows_of_positive_weight(n_classes):
+    """Each leaf holds at least min_samples_leaf training rows of positive weight, and
+    its n_node_samples is their number (a naive count through ``apply``)."""
+    X, y, w = _data(n_classes, n=300, seed=6)
+    model = GBC(n_estimators=5, max_depth=4, min_samples_leaf=12).fit(X, y, sample_weight=w)
+    leaves = model.apply(X)
+    for m in range(5):
+        for k in range(model.n_trees_per_iteration_):
+            tree = model.estimators_[m, k]
+            counts = np.bincount(leaves[w > 0, m, k], minlength=tree.node_count)
+            is_leaf = tree.children_left < 0
+            np.testing.assert_array_equal(tree.n_node_samples[is_leaf], counts[is_leaf])
+            assert counts[is_leaf].min() >= 12
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_zero_weight_rows_with_subsample(n_classes):
+    """With subsample both libraries draw the in-bag rows among all rows (zero weight
+    or not), so dropping the zero-weight rows would change the draw. What holds: the
+    rows of zero weight change nothing (any features and labels give the same model
+    bit for bit), and the first iteration's trees are scikit-learn's regression trees
+    of the residuals weighted by w x in-bag."""
+    X, y, w = _data(n_classes, seed=7)
+    params = dict(n_estimators=6, max_depth=3, min_samples_leaf=10, subsample=0.7,
+                  random_state=3)
+    ours = GBC(**params).fit(X, y, sample_weight=w)
+    rng = np.random.default_rng(0)
+    X2, y2 = X.copy(), y.copy()
+    zero = w == 0
+    X2[zero] = rng.normal(size=(zero.sum(), X.shape[1])).astype(np.float32)
+    y2[zero] = rng.permutation(y[zero])
+    other = GBC(**params).fit(X2, y2, sample_weight=w)
+    assert ours.booster_.ensemble.nodes.tobytes() == other.booster_.ensemble.nodes.tobytes()
+    np.testing.assert_array_equal(ours.train_score_, other.train_score_)
+    np.testing.assert_array_equal(ours.oob_scores_, other.oob_scores_)
+    # A warm start goes on as a single fit would.
+    half = GBC(**dict(params, n_estimators=3, warm_start=True)).fit(X, y, sample_weight=w)
+    half.set_params(n_estimators=6).fit(X, y, sample_weight=w)
+    assert half.booster_.ensemble.nodes.tobytes() == ours.booster_.ensemble.nodes.tobytes()
+    # The first iteration (init="zero": p = 1/K, residuals [y = k] - 1/K); the in-bag
+    # rows of iteration m are drawn from the stream seeded by (random_state, m).
+    n = y.shape[0]
+    inbag = np.zeros(n, dtype=bool)
+    inbag[np.random.default_rng([3, 0]).choice(n, int(0.7 * n), replace=False)] = True
+    onehot = np.eye(max(n_classes, 2))[y]
+    for k in range(ours.n_trees_per_iteration_):
+        target = onehot[:, 1] - 0.5 if n_classes == 2 else onehot[:, k] - 1 / n_classes
+        ref = sklearn_tree.DecisionTreeRegressor(
+            criterion="squared_error", max_depth=3, min_samples_leaf=10, random_state=0)
+        ref.fit(X.astype(np.float32), target, sample_weight=w * inbag)
+        _assert_same_tree(ours.estimators_[0, k], ref.tree_)
+
+
+def test_zero_class_weight_rows_shape_no_tree():
+    """class_weight can give rows zero weight too: the same model as their zero
+    sample_weight."""
+    X, y, _ = _data(3, n=400, seed=8)
+    params = dict(n_estimators=5, max_depth=3)
+    by_class = GBC(class_weight={0: 0.0}, **params).fit(X, y)
+    by_rows = GBC(**params).fit(X, y, sample_weight=(y != 0).astype(float))
+    assert by_class.booster_.ensemble.nodes.tobytes() == by_rows.booster_.ensemble.nodes.tobytes()
+    assert by_class.estimators_[0, 0].n_node_samples[0] == np.count_nonzero(y != 0)
