@@ -151,3 +151,55 @@ def test_zero_class_weight_rows_shape_no_tree():
     by_rows = GBC(**params).fit(X, y, sample_weight=(y != 0).astype(float))
     assert by_class.booster_.ensemble.nodes.tobytes() == by_rows.booster_.ensemble.nodes.tobytes()
     assert by_class.estimators_[0, 0].n_node_samples[0] == np.count_nonzero(y != 0)
+
+
+# ------------------------------------------------ validation sets without weight
+def test_early_stopping_hold_out_always_gets_weight():
+    """The issue's scenario: 5% of the rows weighted. The hold-out used to get only
+    zero-weight rows for some seeds (a validation loss of 0.0 at every iteration, and
+    a 1-iteration model kept); now every class's weighted rows are split too."""
+    rng = np.random.default_rng(0)
+    n = 400
+    X = rng.normal(size=(n, 5))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    for seed in range(20):
+        w = np.zeros(n)
+        w[np.random.default_rng(seed).choice(n, n // 20, replace=False)] = 1.0
+        model = GBC(n_estimators=30, n_iter_no_change=3, random_state=seed)
+        model.fit(X, y, sample_weight=w)
+        assert np.all(np.asarray(model.validation_score_) > 0), seed
+
+
+def test_hold_out_without_any_weight_is_an_error():
+    X = np.random.default_rng(0).normal(size=(90, 3))
+    y = np.arange(90) % 3
+    w = np.zeros(90)
+    w[[0, 1]] = 1.0  # one weighted row in each of two classes: none to hold out
+    with pytest.raises(ValueError, match="validation rows would have no weight.*eval_set"):
+        GBC(n_estimators=3, n_iter_no_change=2).fit(X, y, sample_weight=w)
+
+
+def test_eval_set_without_weight_is_an_error_naming_eval_set():
+    X = np.random.default_rng(0).normal(size=(90, 3))
+    y = np.arange(90) % 3
+    with pytest.raises(ValueError, match="^eval_set w_val is zero for every sample"):
+        GBC(n_estimators=3, n_iter_no_change=2).fit(X, y, eval_set=(X, y, np.zeros(90)))
+    with pytest.raises(ValueError, match=r"^eval_set: its weights \(w_val x class_weight\) "
+                                         "are zero for every row"):
+        GBC(n_estimators=3, class_weight={0: 0.0}).fit(X, y, eval_set=(X[y == 0], y[y == 0]))
+
+
+# ------------------------------------------------------- class_weight's rule
+def test_class_weight_leaving_one_class_is_refused_like_sample_weight():
+    X = np.random.default_rng(0).normal(size=(90, 3))
+    y = np.arange(90) % 3
+    with pytest.raises(ValueError, match=r"y contains 1 class after sample_weight trimmed"):
+        GBC(n_estimators=3).fit(X, y, sample_weight=(y == 2).astype(float))
+    with pytest.raises(ValueError, match=r"y contains 1 class after class_weight trimmed "
+                                         r"classes .*\[0, 1\]"):
+        GBC(n_estimators=3, class_weight={0: 0.0, 1: 0.0}).fit(X, y)
+    # Each alone leaves two classes, their product one.
+    with pytest.raises(ValueError, match=r"y contains 1 class after class_weight trimmed "
+                                         r"classes .*\[1, 2\]"):
+        GBC(n_estimators=3, class_weight={1: 0.0}).fit(
+            X, y, sample_weight=(y != 2).astype(float))
