@@ -203,3 +203,138 @@ def test_class_weight_leaving_one_class_is_refused_like_sample_weight():
                                          r"classes .*\[1, 2\]"):
         GBC(n_estimators=3, class_weight={1: 0.0}).fit(
             X, y, sample_weight=(y != 2).astype(float))
+
+
+# ------------------------------------------------- softmax and log-softmax shifts
+def _separable(n_classes, n=300, seed=0):
+    """Classes set by thresholds on feature 0: trees of depth 2 separate them."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 4)).astype(np.float32).astype(np.float64)
+    edges = np.linspace(-3, 3, n_classes + 1)[1:-1]
+    return X, np.searchsorted(edges, X[:, 0])
+
+
+def _log_softmax(raw):
+    top = raw.max(axis=1, keepdims=True)
+    return raw - top - np.log(np.exp(raw - top).sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_raw_scores_beyond_800_train_and_predict_finite(n_classes):
+    """learning_rate=500: after the first iteration |F| reaches 1000, where exp(F)
+    overflows: the softmax of training and prediction and the log-softmax must shift
+    by the largest score (scikit-learn's trees and probabilities are the reference;
+    its predict_log_proba is log(predict_proba), -inf where p underflows, so the
+    log-probabilities are compared with a NumPy twin)."""
+    X, y = _separable(n_classes)
+    X_new = np.random.default_rng(1).uniform(-3, 3, size=(200, 4))
+    params = dict(n_estimators=2, max_depth=2, learning_rate=500.0, min_samples_leaf=5)
+    ours = GBC(**params).fit(X, y)
+    ref = _sklearn(**params).fit(X, y)
+    raw = ours.decision_function(X_new)
+    raw = raw[:, None] if raw.ndim == 1 else raw
+    assert np.abs(raw).max() >= 1000
+    assert np.isfinite(ours.train_score_).all()
+    scale = 2 if n_classes == 2 else 1
+    np.testing.assert_allclose(scale * ours.train_score_, ref.train_score_, rtol=1e-12)
+    np.testing.assert_allclose(ours.decision_function(X_new), ref.decision_function(X_new),
+                               rtol=1e-12)
+    proba = ours.predict_proba(X_new)
+    np.testing.assert_allclose(proba, ref.predict_proba(X_new), rtol=0, atol=1e-15)
+    log_proba = ours.predict_log_proba(X_new)
+    assert np.isfinite(log_proba).all()
+    full = np.c_[np.zeros(raw.shape[0]), raw] if n_classes == 2 else raw
+    np.testing.assert_allclose(log_proba, _log_softmax(full), rtol=1e-15, atol=0)
+
+
+def test_softmax_of_scores_1000_apart():
+    """A row whose raw scores are [1000, 0, -1000, -1000] (the init_raw of a model
+    whose trees add exactly 0): probabilities [1, 0, 0, 0], log-probabilities
+    [0, -1000, -2000, -2000]."""
+    X = np.zeros((8, 1))
+    y = np.repeat([0, 1, 2, 3], 2)
+    # A constant feature (no split) and classes of equal counts: every leaf value is 0.
+    model = GBC(n_estimators=1, max_depth=1).fit(X, y)
+    ensemble = model.booster_.ensemble
+    shifted = type(ensemble).from_trees(
+        ensemble.trees(), n_outputs=4, init_raw=np.array([1000.0, 0.0, -1000.0, -1000.0]),
+        learning_rate=ensemble.learning_rate, n_features=1)
+    booster = type(model.booster_)(shifted, model.classes_)
+    np.testing.assert_array_equal(booster.decision_function(X[:1]),
+                                  [[1000.0, 0.0, -1000.0, -1000.0]])
+    np.testing.assert_array_equal(booster.predict_proba(X[:1]), [[1.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(booster.predict_log_proba(X[:1]),
+                                  [[0.0, -1000.0, -2000.0, -2000.0]])
+
+
+# ------------------------------------------------------- ties of raw scores
+def test_tied_raw_scores_predict_the_first_class_as_sklearn():
+    """A constant feature (no split), init="zero" and 4 classes (p = 1/4, residuals
+    3/4 and -1/4: exact sums): each class's score is exactly the same function of its
+    count. Counts (3, 3, 3, 3): every score is 0 at every iteration; (2, 4, 4, 2):
+    classes "b" and "c" tie above the others. scikit-learn predicts the first of the
+    tied classes (argmax), and so must gbc-core."""
+    for counts, first, n_estimators in [((3, 3, 3, 3), "a", 3), ((2, 4, 4, 2), "b", 1)]:
+        y = np.repeat(["a", "b", "c", "d"], counts)
+        X = np.zeros((y.shape[0], 2))
+        ours = GBC(n_estimators=n_estimators).fit(X, y)
+        ref = _sklearn(n_estimators=n_estimators).fit(X, y)
+        raw = ours.decision_function(X)
+        top = raw.max(axis=1)
+        assert (np.count_nonzero(raw == top[:, None], axis=1) >= 2).all()
+        np.testing.assert_array_equal(raw, ref.decision_function(X))
+        assert ours.predict(X).tolist() == ref.predict(X).tolist() == [first] * y.shape[0]
+        assert [p.tolist() for p in ours.staged_predict(X)] == [
+            p.tolist() for p in ref.staged_predict(X)]
+
+
+# -------------------------------------------------- the prior with a zero class
+def test_prior_with_a_class_of_zero_weight_is_sklearns():
+    """A class whose rows all have weight 0: its prior is clipped to machine epsilon
+    (scikit-learn's), so F0 is finite, and the model is scikit-learn's default
+    (prior) model."""
+    X, y, w = _data(3, n=600, seed=12)
+    w = np.where(y == 2, 0.0, np.where(w > 0, w, 1.0))
+    params = dict(n_estimators=5, max_depth=2, min_samples_leaf=10)
+    ours = GBC(init="prior", **params).fit(X, y, sample_weight=w)
+    ref = sklearn_ensemble.GradientBoostingClassifier(random_state=0, **params)
+    ref.fit(X, y, sample_weight=w)
+    assert np.isfinite(ours.init_raw_).all()
+    eps = np.finfo(np.float64).eps
+    prior = np.array([w[y == k].sum() for k in range(3)]) / w.sum()
+    log_p = np.log(np.clip(prior, eps, 1 - eps))
+    np.testing.assert_allclose(ours.init_raw_, log_p - log_p.mean(), rtol=1e-14)
+    X_new = np.random.default_rng(3).normal(size=(300, X.shape[1]))
+    np.testing.assert_allclose(ours.decision_function(X_new), ref.decision_function(X_new),
+                               rtol=1e-12, atol=1e-12)
+    assert np.abs(ours.predict_proba(X_new) - ref.predict_proba(X_new)).max() < 1e-12
+
+
+# ---------------------------------------- multiclass leaf values with subsample
+def test_multiclass_leaf_values_come_from_in_bag_rows():
+    """gamma_j = (K - 1)/K sum w r / sum w p (1 - p) over the in-bag rows of leaf j
+    only (NumPy twin, iteration by iteration; the in-bag rows of iteration m are drawn
+    from the stream seeded by (random_state, m))."""
+    n_classes, n = 3, 400
+    X, y, w = _data(n_classes, n=n, seed=13)
+    w = np.where(w > 0, w, 1.0)
+    model = GBC(n_estimators=3, max_depth=2, subsample=0.5, learning_rate=0.5,
+                random_state=4).fit(X, y, sample_weight=w)
+    leaves = model.apply(X)
+    onehot = np.eye(n_classes)[y]
+    raw = np.zeros((n, n_classes))
+    for m in range(3):
+        inbag = np.zeros(n, dtype=bool)
+        inbag[np.random.default_rng([4, m]).choice(n, n // 2, replace=False)] = True
+        e = np.exp(raw - raw.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+        for k in range(n_classes):
+            tree = model.estimators_[m, k]
+            r = onehot[:, k] - p[:, k]
+            for leaf in np.flatnonzero(tree.children_left < 0):
+                rows = inbag & (leaves[:, m, k] == leaf)
+                num = (n_classes - 1) / n_classes * np.sum(w[rows] * r[rows])
+                den = np.sum(w[rows] * p[rows, k] * (1 - p[rows, k]))
+                assert tree.value[leaf] == pytest.approx(num / den, rel=1e-10, abs=1e-14)
+            raw[:, k] += 0.5 * tree.value[leaves[:, m, k]]
+    np.testing.assert_allclose(raw, model.decision_function(X), rtol=1e-12, atol=1e-12)
