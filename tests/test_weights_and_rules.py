@@ -338,3 +338,180 @@ def test_multiclass_leaf_values_come_from_in_bag_rows():
                 assert tree.value[leaf] == pytest.approx(num / den, rel=1e-10, abs=1e-14)
             raw[:, k] += 0.5 * tree.value[leaves[:, m, k]]
     np.testing.assert_allclose(raw, model.decision_function(X), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------- early stopping
+def test_an_equal_validation_loss_is_not_an_improvement():
+    """Classes of equal counts on a constant feature: every leaf value is exactly 0
+    (residuals +-1/2), so the validation loss is log 2 at every iteration. With
+    tol=0 the first iteration is the best; the next n_iter_no_change equal losses do
+    not improve on it, and the fit stops there and keeps 1 iteration."""
+    X = np.zeros((40, 2))
+    y = np.arange(40) % 2
+    model = GBC(n_estimators=20, n_iter_no_change=3, tol=0.0)
+    model.fit(X, y, eval_set=(X[:10], y[:10]))
+    np.testing.assert_array_equal(model.validation_score_, [np.log(2)] * 4)
+    assert model.best_iteration_ == model.n_estimators_ == 1
+
+
+# ------------------------------------------------------------- max_features
+def test_the_trees_of_an_iteration_draw_their_own_features():
+    """max_features=1 on continuous features: a tree's root splits on the one
+    feature drawn for it. The K trees of an iteration draw their own (not one draw
+    for all K): over 12 iterations of 3 trees among 10 features, the three roots
+    are not the same feature in every iteration."""
+    X, y, _ = _data(3, n=300, d=10, seed=14)
+    model = GBC(n_estimators=12, max_depth=1, max_features=1, random_state=5).fit(X, y)
+    roots = np.array([[model.estimators_[m, k].feature[0] for k in range(3)]
+                      for m in range(12)])
+    assert (roots >= 0).all()
+    same = (roots == roots[:, :1]).all(axis=1)
+    assert same.sum() <= 6, roots
+
+
+# ----------------------------------------------------- the raw-score overflow bound
+def test_the_overflow_bound_holds_for_every_output():
+    """Group A (class 2 only) and group B (the three classes alike) apart on one
+    feature: the first iteration's trees have leaf values -1 (outputs 0 and 1) and 2
+    (output 2) on A, 0 on B. With learning_rate 6e299 only output 2 can exceed
+    1e300 (2 x 6e299), and the fit must refuse it after that first iteration."""
+    n = 30
+    X = np.zeros((4 * n, 1))
+    X[n:, 0] = 1.0
+    y = np.r_[np.full(n, 2), np.repeat([0, 1, 2], n)]
+    safe = GBC(n_estimators=1, max_depth=1, learning_rate=3e299).fit(X, y)
+    bound = [3e299 * np.abs(safe.estimators_[0, k].value).max() for k in range(3)]
+    assert bound[0] <= 3.01e299 and bound[1] <= 3.01e299 and 5.99e299 <= bound[2] <= 6.01e299
+    with pytest.raises(ValueError, match=r"learning_rate=6e\+299 is too large for this "
+                                         r"data: after 1 iteration\(s\)"):
+        GBC(n_estimators=1, max_depth=1, learning_rate=6e299).fit(X, y)
+
+
+class _ScriptedLoss:
+    """A loss of three outputs whose trees get the leaf values the test chooses
+    (``values[m][k]`` for the tree of output k of iteration m)."""
+
+    n_outputs = 3
+
+    def __init__(self, values):
+        self.values = values
+
+    def initial_raw(self, y, sample_weight, init):
+        return np.zeros(3)
+
+    def start(self, y, sample_weight, raw, n_threads):
+        return _ScriptedState(self.values, y.shape[0])
+
+
+class _ScriptedState:
+    def __init__(self, values, n):
+        from gbc_core._common import ROW_STAT_DTYPE
+
+        self.values, self.iteration = values, 0
+        self.residual = np.random.default_rng(0).normal(size=n)
+        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats["w"] = 1.0
+        self.row_stats["wr"] = self.residual
+
+    def tree_target(self, k):
+        return self.row_stats, self.residual
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+        value = self.values[self.iteration][k]
+        nodes["value"] = np.where(nodes["feature"] < 0, value, 0.0)
+
+    def finish_iteration(self, sample_mask):
+        self.iteration += 1
+        return 1.0
+
+
+def test_the_overflow_bound_sums_every_tree_of_an_output():
+    """|F_k(x)| <= |F0_k| + sum over the trees of output k of eta max |leaf value|:
+    with leaf values 0.1, 0.2 and 0.4 for outputs 0, 1 and 2 and eta = 1e300, no
+    tree alone comes near 1e300, but output 2's sum passes it at the third iteration
+    (a NumPy twin of the bound finds which)."""
+    from gbc_core._boosting import boost
+    from gbc_core._params import DEFAULTS, resolve
+
+    values = [[0.1, 0.2, 0.4]] * 5
+    lr = 1e300
+    sums = np.cumsum(lr * np.abs(values), axis=0)
+    first = int(np.argmax((sums > 1e300).any(axis=1))) + 1
+    assert first == 3
+    X = np.asfortranarray(np.random.default_rng(0).normal(size=(50, 2)), dtype=np.float32)
+    y = np.arange(50) % 3
+    params = resolve(dict(DEFAULTS, n_estimators=5, learning_rate=lr), 50, 2, 50.0)
+    with pytest.raises(ValueError, match=rf"after {first} iteration\(s\) the raw scores"):
+        boost(X, y, None, _ScriptedLoss(values), params, 0)
+
+
+# ------------------------------------------------------------- parameter rules
+#: Values at the edges of the parameters' ranges (gbc-core's deliberate differences,
+#: learning_rate > 0 and max_depth <= 64, are documented and not listed).
+EDGES = {
+    "min_samples_leaf": [1, 2, 0.5, 1.0, 0.0, 1e-9, 0.999999, 2.0, 0, -1],
+    "min_samples_split": [2, 1, 0.5, 1.0, 0.0, 1.5, 3.0, 0],
+    "min_weight_fraction_leaf": [0.0, 0.5, 0.5000001, -0.1, 0, 1],
+    "subsample": [1.0, 0.5, 0.0, 1.5, 1, 0],
+    "validation_fraction": [0.1, 0.0, 1.0, 0.999, 1.5, 0, 1],
+    "tol": [0.0, 1e-4, -1e-9, 10, 0],
+    "n_iter_no_change": [None, 1, 0, 5, -1],
+    "n_estimators": [1, 0, 100, -1],
+    "max_features": [None, "sqrt", "log2", 1, 0, 0.5, 1.0, 0.0, 1.5, "auto"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGES))
+def test_parameter_rules_are_sklearns(name):
+    """Each value is refused by gbc-core's parameter table exactly when
+    scikit-learn's GradientBoostingClassifier refuses it (min_samples_leaf=1.0 among
+    them: a float must lie in (0, 1))."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from gbc_core._params import BY_NAME
+
+    X, y = _separable(2, n=20)
+    for value in EDGES[name]:
+        params = {"n_estimators": 1, name: value}
+        try:
+            _sklearn(**params).fit(X, y)
+            theirs = True
+        except InvalidParameterError:
+            theirs = False
+        assert BY_NAME[name].accepts(value) is theirs, (name, value)
+        if not theirs:
+            with pytest.raises(ValueError, match=name):
+                GBC(**params).fit(X, y)
+
+
+def test_defaults_are_sklearns():
+    """Every parameter both estimators have defaults to scikit-learn's value, but
+    init ("zero", the paper's F0 = 0; scikit-learn's None is the prior)."""
+    from gbc_core._params import DEFAULTS
+
+    ours = GBC().get_params()
+    theirs = sklearn_ensemble.GradientBoostingClassifier().get_params()
+    assert ours == DEFAULTS
+    shared = sorted(set(ours) & set(theirs) - {"init"})
+    assert {"tol", "validation_fraction", "min_samples_leaf", "n_estimators"} <= set(shared)
+    assert {k: ours[k] for k in shared} == {k: theirs[k] for k in shared}
+    assert (ours["init"], theirs["init"]) == ("zero", None)
+
+
+# ------------------------------------------- an eval_set that lacks a class
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_eval_set_lacking_a_class_is_scored_over_every_class(n_classes):
+    """The validation loss of an eval_set that holds some classes only is the
+    log-loss over all the model's classes (scikit-learn's log_loss with labels=)."""
+    X, y, w = _data(n_classes, n=400, seed=15)
+    w = np.where(w > 0, w, 1.0)
+    labels = np.array(["lo", "mid", "hi"][:n_classes])
+    y = labels[y]
+    rows = y != labels[0]
+    Xv, yv, wv = X[rows][:100], y[rows][:100], w[rows][:100]
+    model = GBC(n_estimators=5, max_depth=2).fit(X, y, eval_set=(Xv, yv, wv))
+    assert model.classes_.tolist() == sorted(labels.tolist())
+    for m, proba in enumerate(model.staged_predict_proba(Xv)):
+        expected = sklearn_metrics.log_loss(yv, proba, labels=model.classes_,
+                                            sample_weight=wv)
+        assert model.validation_score_[m] == pytest.approx(expected, rel=1e-12)
