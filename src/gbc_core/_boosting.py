@@ -129,6 +129,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     y : int array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
+        Rows of weight 0 take no part in the fit (see below).
     loss : BinomialLoss or MultinomialLoss
     params : dict
         Resolved hyper-parameters (``_params.resolve``).

@@ -104,7 +104,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Print one line per iteration when > 0.
     validation_fraction : float, default=0.1
         Fraction of the training data held out for early stopping when
-        ``n_iter_no_change`` is set (stratified).
+        ``n_iter_no_change`` is set (stratified: of each class's rows, and with
+        zero sample weights of its weighted rows and of the others apart, so
+        that the held-out rows have weight).
     n_iter_no_change : int or None, default=None
         Stop when the validation loss has not improved by ``tol`` for this many
         iterations; the model keeps its best iteration.
@@ -215,7 +217,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Class labels (numbers, strings or bools), at least two distinct ones.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative finite weights, not all zero.
+            Non-negative finite weights, not all zero. Rows of weight 0 take no
+            part in the fit (as in scikit-learn's trees); two classes must keep
+            weight, also after ``class_weight``.
         eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), default=None
             Validation data for early stopping and ``validation_score_``; replaces the
             internal ``validation_fraction`` split. ``class_weight`` applies to these
