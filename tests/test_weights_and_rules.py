@@ -124,6 +124,18 @@ def test_zero_weight_rows_with_subsample(n_classes):
     assert ours.booster_.ensemble.nodes.tobytes() == other.booster_.ensemble.nodes.tobytes()
     np.testing.assert_array_equal(ours.train_score_, other.train_score_)
     np.testing.assert_array_equal(ours.oob_scores_, other.oob_scores_)
+    # The training and out-of-bag losses are the weighted losses of the in-bag and
+    # out-of-bag rows among all rows (zero weights add nothing).
+    staged = list(ours.staged_predict_proba(X))
+    for m in range(6):
+        inbag = np.zeros(y.shape[0], dtype=bool)
+        inbag[np.random.default_rng([3, m]).choice(y.shape[0], int(0.7 * y.shape[0]),
+                                                   replace=False)] = True
+        proba = staged[m]
+        for rows, score in [(inbag, ours.train_score_[m]), (~inbag, ours.oob_scores_[m])]:
+            expected = sklearn_metrics.log_loss(y[rows], proba[rows], sample_weight=w[rows],
+                                                labels=np.arange(max(n_classes, 2)))
+            assert score == pytest.approx(expected, rel=1e-10)
     # A warm start goes on as a single fit would.
     half = GBC(**dict(params, n_estimators=3, warm_start=True)).fit(X, y, sample_weight=w)
     half.set_params(n_estimators=6).fit(X, y, sample_weight=w)
