@@ -527,26 +527,28 @@ def check_target(y, n_samples):
     return classes, encoded.astype(np.intp).ravel()
 
 
-def check_sample_weight(sample_weight, n_samples):
-    """Validate weights: 1-D, finite, non-negative, not all zero; return float64 or None."""
+def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
+    """Validate weights: 1-D, finite, non-negative, not all zero; return float64 or None.
+
+    ``name`` names the weights in the error messages."""
     if sample_weight is None:
         return None
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, float(sample_weight))
     w = np.asarray(sample_weight)
     if w.dtype.kind not in "biuf":
-        raise ValueError(f"sample_weight must be numeric, got dtype {w.dtype}")
+        raise ValueError(f"{name} must be numeric, got dtype {w.dtype}")
     w = np.ascontiguousarray(w, dtype=np.float64)
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(
-            f"sample_weight must have shape ({n_samples},), got {w.shape}"
+            f"{name} must have shape ({n_samples},), got {w.shape}"
         )
     if not np.isfinite(w).all():
-        raise ValueError("sample_weight contains NaN or infinity")
+        raise ValueError(f"{name} contains NaN or infinity")
     if (w < 0).any():
-        raise ValueError("sample_weight contains negative values; weights must be >= 0")
+        raise ValueError(f"{name} contains negative values; weights must be >= 0")
     if not (w > 0).any():
-        raise ValueError("sample_weight is zero for every sample; at least one must be > 0")
+        raise ValueError(f"{name} is zero for every sample; at least one must be > 0")
     return w
 
 
