@@ -18,6 +18,7 @@ from ._tabular import (
     LIBSVM_LABEL,
     AtomicOutput,
     DataError,
+    csv_labels,
     detect_format,
     one_line,
     open_data,
@@ -123,18 +124,20 @@ def _open(args, path, fmt, n_features=None):
                      header=not getattr(args, "no_header", False), n_features=n_features)
 
 
-def _labels_from_column(table, name, path):
-    """Target labels of a pyarrow column: no nulls/NaN; strings stay strings."""
+def _labels_from_column(table, name, data):
+    """Target labels of a pyarrow column, each keeping its value: no nulls/NaN; a CSV
+    column's text typed by ``csv_labels``, a Parquet column's values as its type holds
+    them (a categorical column: the values its rows hold)."""
     col = table.column(name)
     if col.null_count:
-        raise DataError(f"target column {name!r} of {path} has {col.null_count} missing "
-                        "value(s); every row needs a label")
+        raise DataError(f"target column {name!r} of {data.path} has {col.null_count} "
+                        "missing value(s); every row needs a label")
+    if data.fmt != "parquet":
+        return csv_labels(col)
     y = col.to_numpy(zero_copy_only=False)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise DataError(f"target column {name!r} of {path} has NaN or infinite values; "
-                        "every row needs a label")
-    if y.dtype.kind == "f" and y.size and np.all(y == np.round(y)):
-        y = y.astype(np.int64)
+        raise DataError(f"target column {name!r} of {data.path} has NaN or infinite "
+                        "values; every row needs a label")
     return y
 
 
@@ -163,7 +166,7 @@ def _read_training_table(args, path, fmt, features=None):
     table = data.read(features, target)
     if table.num_rows == 0:
         raise DataError(f"{path} has no data rows")
-    y = _labels_from_column(table, target, path)
+    y = _labels_from_column(table, target, data)
     X = data.features(table, features)
     return X, y, features
 
@@ -219,6 +222,12 @@ def _distinct_labels(y):
     among them); a pyarrow array is hashed (sorting a NumPy array of strings takes
     many times longer)."""
     if hasattr(y, "dictionary_encode"):
+        import pyarrow as pa
+
+        if isinstance(y.type, pa.DictionaryType):
+            # A categorical column: its rows' values, not its categories (a category
+            # no row holds is no label).
+            y = y.cast(y.type.value_type)
         if hasattr(y, "combine_chunks"):
             y = y.combine_chunks()
         encoded = y.dictionary_encode()
@@ -705,11 +714,13 @@ def _trees_to_show(model, info, iteration, label):
         return [(None, model.ensemble.tree_nodes(iteration, 0))]
     outputs = range(len(classes))
     if label is not None:
-        matches = [k for k, c in enumerate(classes) if str(c) == label]
-        if not matches:
+        # The rule of evaluate's labels (``label_codes``): by value, "+1" is 1.
+        code = _class_code(label, {c: k for k, c in enumerate(classes)},
+                           model.classes_.dtype.kind)
+        if code is None:
             raise DataError(f"--class {label!r} is not a class of the model; its classes "
                             f"are {classes}")
-        outputs = matches
+        outputs = [code]
     return [(classes[k], model.ensemble.tree_nodes(iteration, k)) for k in outputs]
 
 

@@ -60,6 +60,7 @@ MAX_CLASSES = 1 << 16
 _READ_CHUNK = 16 << 20
 _MAX_NESTING = 32
 _INT32_MAX = 2**31 - 1
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 
 #: The node columns of the file: name and little-endian dtype, in file order.
 NODE_COLUMNS = (
@@ -206,6 +207,11 @@ def _encode_classes(classes):
             elif isinstance(v, str):
                 values.append(str(v)); types.append("str")
             elif isinstance(v, numbers.Integral):
+                if not _INT64_MIN <= int(v) <= _INT64_MAX:
+                    raise ValueError(
+                        f"the class label {v!r} is beyond 64-bit integers; an integer "
+                        "label must fit int64 (a file, a column of scores, NumPy hold "
+                        "it): convert y, e.g. with y.astype(str)")
                 values.append(int(v)); types.append("int")
             elif isinstance(v, numbers.Real) and math.isfinite(float(v)):
                 values.append(float(v)); types.append("float")

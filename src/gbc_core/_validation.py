@@ -511,6 +511,16 @@ def check_target(y, n_samples):
                 "y mixes strings and numbers; labels must all be of one type "
                 f"(got {sorted(k.__name__ for k in kinds)})"
             )
+        booleans = {k for k in kinds if issubclass(k, (bool, np.bool_))}
+        if booleans and booleans != kinds:
+            # True == 1 in Python and NumPy: mixed, they would merge into one class.
+            # scikit-learn refuses such a y too ("Unknown label type").
+            raise ValueError(
+                "Unknown label type: y mixes booleans and numbers "
+                f"({sorted(k.__name__ for k in kinds)}); True would be the class 1 and "
+                "False the class 0. Labels must all be of one type: convert y (e.g. "
+                "y.astype(str), or booleans to 0/1)"
+            )
     try:
         classes, encoded = np.unique(y, return_inverse=True)
     except TypeError as exc:
