@@ -26,7 +26,34 @@ from ._tabular import (
     require_pyarrow,
 )
 
+#: Rows of a chunk when ``--chunk-rows`` is not given, at most: fewer for models with
+#: many classes or features (``default_chunk_rows``).
 DEFAULT_CHUNK_ROWS = 100_000
+#: Most values of a chunk's scores (rows x classes): raw scores, probabilities and
+#: their output columns are arrays of this size (32 MiB of float64 each).
+CHUNK_SCORE_VALUES = 1 << 22
+#: Most values of a chunk's features (rows x the model's features): 256 MiB of
+#: float32 (a LIBSVM chunk is dense at the model's width).
+CHUNK_FEATURE_VALUES = 1 << 26
+
+
+def default_chunk_rows(model):
+    """Rows per chunk for ``model`` when ``--chunk-rows`` is not given: at most
+    ``DEFAULT_CHUNK_ROWS``, and few enough that rows x classes stays within
+    ``CHUNK_SCORE_VALUES`` and rows x features within ``CHUNK_FEATURE_VALUES``
+    (so that memory does not grow with the number of classes or features); at
+    least 1."""
+    return max(1, min(DEFAULT_CHUNK_ROWS, CHUNK_SCORE_VALUES // int(model.n_classes_),
+                      CHUNK_FEATURE_VALUES // int(model.n_features_in_)))
+
+
+def _chunk_rows(args, model):
+    """``--chunk-rows`` as given (>= 1), else ``default_chunk_rows(model)``."""
+    if args.chunk_rows is None:
+        return default_chunk_rows(model)
+    if args.chunk_rows < 1:
+        raise DataError("--chunk-rows must be >= 1")
+    return args.chunk_rows
 
 
 # ------------------------------------------------------------------- helpers
@@ -318,13 +345,14 @@ def classification_metrics(booster, codes, raw):
     -------
     dict
         ``log_loss``, ``roc_auc``, ``roc_auc_per_class`` (None for two classes),
-        ``accuracy``, ``y`` (the labels of ``codes``) and ``pred`` (the predicted
-        labels).
+        ``accuracy``, ``y`` (the labels of ``codes``), ``pred`` (the predicted
+        labels) and ``pred_codes`` (their class codes).
     """
     from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
 
     y = booster.classes_[codes]
-    pred = booster.labels_from_raw(raw)
+    pred_codes = booster.loss.decision(np.asarray(raw, dtype=np.float64))
+    pred = booster.classes_[pred_codes]
     per_class = None
     if booster.n_classes_ == 2:
         y01 = codes.astype(np.float64)
@@ -335,7 +363,7 @@ def classification_metrics(booster, codes, raw):
         per_class = [None if np.isnan(a) else float(a) for a in aucs]
         loss = log_loss_from_raw(codes, raw)
     return {"log_loss": loss, "roc_auc": auc, "roc_auc_per_class": per_class,
-            "accuracy": accuracy(y, pred), "y": y, "pred": pred}
+            "accuracy": accuracy(y, pred), "y": y, "pred": pred, "pred_codes": pred_codes}
 
 
 def run_train(args):
@@ -485,9 +513,7 @@ def run_predict(args):
     if clash:
         raise DataError(f"--keep column {clash[0]!r} has the name of an output column "
                         f"(the output columns: {', '.join(out_names)})")
-    chunk_rows = args.chunk_rows
-    if chunk_rows < 1:
-        raise DataError("--chunk-rows must be >= 1")
+    chunk_rows = _chunk_rows(args, model)
     chunks = _iter_chunks(model, data, keep, chunk_rows, drop=args.drop or [],
                           n_features=args.n_features)
     progress = Progress(Progress.wanted(args.quiet), total=data.num_rows)
@@ -537,7 +563,7 @@ def run_predict(args):
 def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_features=None,
                    n_jobs=None):
     """Metrics of ``model`` (a Booster) on ``data`` (streamed); returns a dict."""
-    from .metrics import confusion_matrix
+    from .metrics import confusion_from_codes
 
     if data.kind == "libsvm":
         if target and target != LIBSVM_LABEL:
@@ -582,7 +608,8 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
     if res["roc_auc_per_class"] is not None:
         out["roc_auc_per_class"] = res["roc_auc_per_class"]
     out["accuracy"] = res["accuracy"]
-    out["confusion_matrix"] = confusion_matrix(res["y"], res["pred"], classes).tolist()
+    out["confusion_matrix"] = confusion_from_codes(codes, res["pred_codes"],
+                                                   classes.shape[0]).tolist()
     return out
 
 
@@ -603,9 +630,8 @@ def run_evaluate(args):
     model = load_model_file(args.model)
     fmt = _fmt_for(args.data, args.format)
     data = _open(args, args.data, fmt)
-    if args.chunk_rows < 1:
-        raise DataError("--chunk-rows must be >= 1")
-    res = evaluate_model(model, data, args.target, args.chunk_rows, drop=args.drop or [],
+    res = evaluate_model(model, data, args.target, _chunk_rows(args, model),
+                         drop=args.drop or [],
                          quiet=args.quiet or args.json, n_features=args.n_features,
                          n_jobs=args.n_jobs)
     if args.json:
