@@ -445,9 +445,9 @@ def resolve_features(model, data, keep=(), drop=(), target=None):
             raise DataError(f"feature {missing[0]!r} required by the model is missing from "
                             f"{data.path}{more}")
         return names
-    generic = [f"f{j}" for j in range(n)]
-    if all(c in data.columns for c in generic):
-        return generic
+    columns = set(data.columns)
+    if n <= len(columns) and all(f"f{j}" in columns for j in range(n)):
+        return [f"f{j}" for j in range(n)]
     excluded = set(keep) | set(drop) | ({target} if target else set())
     candidates = [c for c in data.columns if c not in excluded]
     if len(candidates) != n:
@@ -696,7 +696,8 @@ def inspect_model(path, top=10):
     names = model.feature_names_in_
     names = None if names is None else [str(s) for s in names]
     imp = model.feature_importances_
-    order = np.argsort(-imp, kind="stable")
+    used = np.flatnonzero(imp > 0)  # sorted: not an array per declared feature
+    order = used[np.argsort(-imp[used], kind="stable")]
     classes = [_label(c) for c in model.classes_]
     return model, {
         "path": str(path),
@@ -721,7 +722,7 @@ def inspect_model(path, top=10):
         "importances": [
             {"feature": _feature_label(int(j), names), "index": int(j),
              "importance": float(imp[j])}
-            for j in order[: (len(order) if top is None else top)] if imp[j] > 0
+            for j in order[: (len(order) if top is None else top)]
         ],
     }
 
