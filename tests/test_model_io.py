@@ -1023,6 +1023,14 @@ def test_declared_feature_count_beyond_the_limit_is_refused(paper_model, n_featu
                           n_features=n_features)
 
 
+def test_fit_refuses_more_features_than_a_model_holds():
+    """The limit holds for what a fit makes too (checked before any conversion: a
+    broadcast view costs no memory)."""
+    X = np.broadcast_to(np.float32(0.5), (4, 2**24 + 1))
+    with pytest.raises(ValueError, match="at most 2\\*\\*24"):
+        GradientBoostingClassifier(n_estimators=1).fit(X, [0, 1, 0, 1])
+
+
 def test_many_declared_features_cost_no_work_per_feature_in_predict(tmp_path, capsys,
                                                                      monkeypatch, nan_model):
     """A model may have features no tree uses (up to the limit): it loads, inspect
