@@ -124,6 +124,16 @@ def test_libsvm_label_beyond_float64_is_an_error(tmp_path, capsys, monkeypatch):
     (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
     one_line_error(run_main(capsys, monkeypatch, tmp_path, "train", "d.svm", "-o", "m.gbc"),
                    "line 32", "18446744073709551615", "float64")
+    ok_lines = lines[:31] + lines[32:]
+    (tmp_path / "ok.svm").write_text("\n".join(ok_lines) + "\n")
+    ok(run_main(capsys, monkeypatch, tmp_path, "train", "ok.svm", "-o", "m.gbc",
+                "--n-estimators", "2"))
+    one_line_error(run_main(capsys, monkeypatch, tmp_path, "evaluate", "m.gbc", "d.svm"),
+                   "line 32", "18446744073709551615")
+    # predict does not use the labels: --keep label passes the text through
+    ok(run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.svm", "-o", "o.csv",
+                "--keep", "label"))
+    assert read_text_column(tmp_path / "o.csv", "label")[31] == "18446744073709551615"
     # float64 holds 1e20 and 2**60 exactly: they are labels
     lines[31] = "1e20 1:3"
     lines[32] = "1152921504606846976 1:3"
@@ -199,6 +209,10 @@ def test_categorical_target_with_unused_categories(tmp_path, capsys, monkeypatch
     # in memory: the values the rows hold, as scikit-learn
     frame = pd.read_parquet(tmp_path / path)
     mem = GradientBoostingClassifier(n_estimators=5).fit(frame[["x0", "x1"]], frame["y"])
+    assert mem.classes_.tolist() == ["ant", "bee", "cat"]
+    pl = pytest.importorskip("polars")
+    frame = pl.read_parquet(tmp_path / path)
+    mem = GradientBoostingClassifier(n_estimators=5).fit(frame.select("x0", "x1"), frame["y"])
     assert mem.classes_.tolist() == ["ant", "bee", "cat"]
 
 

@@ -640,9 +640,11 @@ def _check_exact_labels(labels, data_lines, text_lines, first_line_no, path):
                 "Parquet for such labels")
 
 
-def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words):
+def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words,
+                        exact_labels=True):
     """``parse_libsvm_lines`` plus the label of each line as written (a list of str)
-    when ``label_words`` is true, else None."""
+    when ``label_words`` is true, else None. ``exact_labels``: the labels are used
+    (training, evaluating), so one that float64 does not hold is an error."""
     text_lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else ln
                   for ln in lines]
     if any("#" in ln for ln in text_lines):
@@ -676,7 +678,8 @@ def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words):
     row = np.repeat(np.arange(len(data_lines), dtype=np.int64), counts)
     if bad.any() or not np.isfinite(labels).all() or _repeats_an_index(row, col):
         raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
-    _check_exact_labels(labels, data_lines, text_lines, first_line_no, path)
+    if exact_labels:
+        _check_exact_labels(labels, data_lines, text_lines, first_line_no, path)
     return labels, row, col - 1, pairs[:, 1], words
 
 
@@ -731,9 +734,10 @@ class LibsvmData:
 
         return [pa.string() for _ in names]
 
-    def iter_parsed(self, chunk_rows, n_features, label_words=False):
+    def iter_parsed(self, chunk_rows, n_features, label_words=False, exact_labels=True):
         """Yield ``(labels, row, col, value, n_rows, words)`` per block of lines;
-        ``words``: the labels as written when ``label_words`` is true, else None."""
+        ``words``: the labels as written when ``label_words`` is true, else None;
+        ``exact_labels``: see ``_parse_libsvm_block``."""
         import itertools
 
         line_no = 1
@@ -744,7 +748,7 @@ class LibsvmData:
                     if not lines:
                         break
                     labels, row, col, value, words = _parse_libsvm_block(
-                        lines, n_features, self.path, line_no, label_words)
+                        lines, n_features, self.path, line_no, label_words, exact_labels)
                     line_no += len(lines)
                     if labels.shape[0]:
                         yield labels, row, col, value, labels.shape[0], words
@@ -786,7 +790,8 @@ class LibsvmData:
                          libsvm_labels(labels[:n]) if target else None)
 
         for lab, row, col, value, k, lab_words in self.iter_parsed(
-                min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep)):
+                min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep),
+                exact_labels=bool(target)):
             pos = 0
             while pos < k:
                 if X is None:
