@@ -236,6 +236,7 @@ class Ensemble:
     learning_rate : float
         eta > 0.
     n_features : int
+        Features of a row, 1 to 2**24 (``MAX_FEATURES``); the trees may use fewer.
 
     Raises
     ------
