@@ -186,7 +186,7 @@ def categorical_files(tmp_path):
     y = np.array(["ant", "bee", "cat"])[(X[:, 0] > -0.4).astype(int) + (X[:, 0] > 0.4)]
     pd.DataFrame({"x0": X[:, 0], "x1": X[:, 1], "y": pd.Categorical(
         y, categories=["ant", "unused", "bee", "cat"])}).to_parquet(tmp_path / "pandas.parquet")
-    pl = pytest.importorskip("polars")
+    pl = require("polars")
     pl.DataFrame({"x0": X[:, 0], "x1": X[:, 1], "y": pl.Series(y).cast(
         pl.Enum(["unused", "cat", "bee", "ant", "zzz"]))}).write_parquet(tmp_path / "polars.parquet")
     return X, y
@@ -210,7 +210,7 @@ def test_categorical_target_with_unused_categories(tmp_path, capsys, monkeypatch
     frame = pd.read_parquet(tmp_path / path)
     mem = GradientBoostingClassifier(n_estimators=5).fit(frame[["x0", "x1"]], frame["y"])
     assert mem.classes_.tolist() == ["ant", "bee", "cat"]
-    pl = pytest.importorskip("polars")
+    pl = require("polars")
     frame = pl.read_parquet(tmp_path / path)
     mem = GradientBoostingClassifier(n_estimators=5).fit(frame.select("x0", "x1"), frame["y"])
     assert mem.classes_.tolist() == ["ant", "bee", "cat"]
