@@ -63,6 +63,11 @@ def align_columns(X, names, what="X"):
     return X[list(names)]  # same columns in another order: reorder by name
 
 
+#: Most features a model may have: every row of a fit or a prediction is that many
+#: float32 values (2**24 features are 64 MiB a row). A model file declaring more is
+#: refused before anything is allocated for its features.
+MAX_FEATURES = 1 << 24
+
 #: How many columns a message lists before "and N more".
 _MAX_LISTED = 10
 
@@ -410,6 +415,10 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         )
     library = _dataframe_library(X)
     labels = list(X.columns) if hasattr(X, "columns") and hasattr(X, "to_numpy") else None
+    shape = getattr(X, "shape", None)
+    if training and shape is not None and len(shape) == 2 and shape[1] > MAX_FEATURES:
+        raise ValueError(f"{name} has {shape[1]:,} features; a model holds at most "
+                         f"2**24 = {MAX_FEATURES:,} features")
     if training and labels is not None:
         _check_unique_names(labels, name)
     if library is None:
@@ -510,6 +519,16 @@ def check_target(y, n_samples):
             raise TypeError(
                 "y mixes strings and numbers; labels must all be of one type "
                 f"(got {sorted(k.__name__ for k in kinds)})"
+            )
+        booleans = {k for k in kinds if issubclass(k, (bool, np.bool_))}
+        if booleans and booleans != kinds:
+            # True == 1 in Python and NumPy: mixed, they would merge into one class.
+            # scikit-learn refuses such a y too ("Unknown label type").
+            raise ValueError(
+                "Unknown label type: y mixes booleans and numbers "
+                f"({sorted(k.__name__ for k in kinds)}); True would be the class 1 and "
+                "False the class 0. Labels must all be of one type: convert y (e.g. "
+                "y.astype(str), or booleans to 0/1)"
             )
     try:
         classes, encoded = np.unique(y, return_inverse=True)
