@@ -21,7 +21,9 @@ worker process (so that a crash is caught and reported with the offending file):
   count        n_trees/n_nodes off by one, n_features 0/negative/beyond 2**24
                                                                      must be rejected
   claim        best_iteration beyond the iterations, class labels unsorted, mixing
-               booleans and numbers, or wider than 2**20 characters   must be rejected
+               booleans and numbers, or wider than 2**20 characters, a loss the
+               format does not know (or none), the exponential loss
+               of a multiclass model                                 must be rejected
   splice       the header of one model with the payload of another  may load
 
 "must be rejected": loading raises ``gbc_core.ModelFormatError``. "may load": it
@@ -173,6 +175,9 @@ def valid_models(seed):
                       random_state=5).fit(Xn, np.array(["a", "b", "c", "d"])[y4]))
     models.append(GBC(n_estimators=20, max_depth=2, n_iter_no_change=2,
                       random_state=6).fit(X, y4))
+    # The exponential loss (format version 3: the header names the loss).
+    models.append(GBC(n_estimators=8, max_depth=3, loss="exponential", init="prior",
+                      subsample=0.8, random_state=7).fit(Xn, y))
     probe = np.vstack([Xn[:30], np.full((2, 6), np.nan)])
     probe = np.hstack([probe, rng.normal(size=(32, 34))])  # up to 40 features
     return [m.to_bytes() for m in models], probe
@@ -219,7 +224,7 @@ def mutate(kind, blob, others, rng):
             header[key] = int(header[key]) + int(rng.choice([-1, 1, 2**31]))
         return assemble(header, payload)
     if kind == "claim":
-        what = str(rng.choice(["best_iteration", "unsorted", "mixed", "width"]))
+        what = str(rng.choice(["best_iteration", "unsorted", "mixed", "width", "loss"]))
         classes = header["classes"]
         if what == "best_iteration":
             n_iterations = header["n_trees"] // header.get("n_outputs", 1)
@@ -235,6 +240,14 @@ def mutate(kind, blob, others, rng):
             k = len(classes["values"])
             classes.update(dtype="|O", values=[True] + list(range(2, k + 1)),
                            types=["bool"] + ["int"] * (k - 1))
+        elif what == "loss":
+            bad = ["deviance", "Exponential", "log-loss", "", 0, None, ["log_loss"], "hinge"]
+            if header.get("n_outputs", 1) > 1 and rng.uniform() < 0.5:
+                header["loss"] = "exponential"  # a loss of two classes
+            elif rng.uniform() < 0.2:
+                header.pop("loss", None)
+            else:
+                header["loss"] = bad[int(rng.integers(0, len(bad)))]
         else:  # wider than the format's limit on label width
             k = len(classes["values"])
             classes.update(dtype=f"<U{2**20 + int(rng.integers(1, 2**26))}",

@@ -15,14 +15,14 @@ A collected test case applies when it fits gbc-core's classifier with what gbc-c
 offers. It is excluded, with the first reason that matches, when
 
 1. one of its parameters is ``GradientBoostingRegressor`` (the regressor's case of
-   a test run for both estimators), ``"exponential"`` (that loss is not offered) or
-   a sparse matrix class (sparse input is not offered);
+   a test run for both estimators) or a sparse matrix class (sparse input is not
+   offered);
 2. its body does not name ``GradientBoostingClassifier`` and no parameter is the
    classifier (regressor-only tests and tests of scikit-learn's helpers);
 3. its body (docstring and comments left out) uses something gbc-core does not
    offer: the parameters ``max_leaf_nodes``, ``min_impurity_decrease``,
-   ``criterion`` or ``ccp_alpha``; ``loss="exponential"``; an estimator as
-   ``init``; ``fit(..., monitor=...)``; sparse containers; or scikit-learn's
+   ``criterion`` or ``ccp_alpha``; ``fit(..., monitor=...)``; sparse containers;
+   or scikit-learn's
    internals: a private attribute (``._loss``, ``._raw_predict``), ``init_``,
    scikit-learn's tree objects (``.tree_``) or a function imported from a private
    module of ``sklearn.ensemble`` or ``sklearn.tree`` (``predict_stages``,
@@ -70,8 +70,6 @@ NOT_OFFERED = [
     (r"\bmin_impurity_decrease\b", "min_impurity_decrease is not offered"),
     (r"\bcriterion\b", "criterion is not offered"),
     (r"\bccp_alpha\b", "ccp_alpha is not offered"),
-    (r"['\"]exponential['\"]", "loss='exponential' is not offered"),
-    (r"\binit\s*=\s*(?!['\"]|None\b)", "an estimator as init is not offered"),
     (r"\bmonitor\s*=", "fit(monitor=...) is not offered"),
     (r"\b(?:sparse|csc|csr|coo)_container\b", "sparse input is not offered"),
     (r"\.tree_\b", "scikit-learn's tree objects (estimators_[i, j].tree_)"),
@@ -165,8 +163,6 @@ def exclusion_reason(params, body, private_names):
     for value in params.values():
         if value is GradientBoostingRegressor:
             return "the GradientBoostingRegressor case"
-        if isinstance(value, str) and value == "exponential":
-            return "loss='exponential' is not offered"
         if isinstance(value, type) and issubclass(value, SPARSE_TYPES):
             return "sparse input is not offered"
     uses_classifier = "GradientBoostingClassifier" in body or any(

@@ -156,13 +156,15 @@ def test_evaluate_text_and_json(trained, capsys, monkeypatch):
 def test_inspect_and_tree_drawing(trained, capsys, monkeypatch):
     work = trained.parent
     text = ok(cli("inspect", trained, cwd=work)).stdout
-    assert "format version 2" in text
+    assert "format version 3" in text
+    assert "loss       log_loss (p = sigma(F))" in text
     assert "['no', 'yes']" in text and "positive class: 'yes'" in text
     assert "features   5: x0, x1, x2, x3, x4" in text
     assert "trees      40" in text and "importances" in text
     info = json.loads(run_main(capsys, monkeypatch, work, "inspect", trained, "--json")[1])
     model = gbc_core.load(trained)
-    assert info["n_trees"] == info["n_iterations"] == 40 and info["format_version"] == 2
+    assert info["n_trees"] == info["n_iterations"] == 40 and info["format_version"] == 3
+    assert info["loss"] == "log_loss"
     imp = {d["feature"]: d["importance"] for d in info["importances"]}
     for j, name in enumerate(model.feature_names_in_):
         assert imp.get(name, 0.0) == pytest.approx(model.feature_importances_[j])

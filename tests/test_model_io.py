@@ -51,12 +51,13 @@ def arrays_of(blob):
             for d in header["arrays"]}
 
 
-def assemble(header, payload, version=2, magic=MAGIC, checksum=True):
+def assemble(header, payload, version=_model_io.FORMAT_VERSION, magic=MAGIC, checksum=True):
     text = json.dumps(header, separators=(",", ":")).encode()
     return assemble_raw(text, payload, version, magic, checksum)
 
 
-def assemble_raw(text, payload, version=2, magic=MAGIC, checksum=True):
+def assemble_raw(text, payload, version=_model_io.FORMAT_VERSION, magic=MAGIC,
+                 checksum=True):
     head = struct.pack("<8sII", magic, version, len(text)) + text
     head += b"\0" * (-len(head) % 8)
     body = head + bytes(payload)
@@ -467,6 +468,7 @@ def test_save_keeps_file_mode(tmp_path, paper_model):
     ("strings_names", "expected_predictions.npz"),
     ("missing", "expected_predictions.npz"),
     ("multiclass", "expected_predictions_v2.npz"),    # format version 2
+    ("exponential", "expected_predictions_v3.npz"),   # format version 3
 ])
 def test_committed_fixtures_predict_exactly(name, predictions):
     expected = np.load(FIXTURES / predictions, allow_pickle=False)
@@ -634,7 +636,8 @@ def _crafted_cases(paper_blob, nan_blob):
     add("magic only", MAGIC, "truncated")
     add("wrong magic", b"PK\x03\x04" + paper_blob[4:], "magic")
     add("text-mode mangled magic", paper_blob.replace(b"\r\n", b"\n", 1), "magic")
-    add("future version", recompute_checksum(paper_blob[:8] + struct.pack("<I", 3)
+    add("future version", recompute_checksum(paper_blob[:8] + struct.pack(
+        "<I", _model_io.FORMAT_VERSION + 1)
                                              + paper_blob[12:]), "newer")
     add("future version, stale checksum", paper_blob[:8] + struct.pack("<I", 99)
         + paper_blob[12:], "newer")
@@ -710,7 +713,7 @@ def _crafted_cases(paper_blob, nan_blob):
     for name, value, frag in [
         ("n_jobs", 10**7, "n_jobs"), ("n_jobs", 0, "n_jobs"), ("max_depth", "deep", "max_depth"),
         ("subsample", {"float": "nan"}, "subsample"), ("learning_rate", -0.5, "learning_rate"),
-        ("loss", "exponential", "loss"), ("warm_start", 1, "warm_start"),
+        ("loss", "deviance", "loss"), ("warm_start", 1, "warm_start"),
         ("random_state", -4, "random_state"), ("random_state", {"code": "x"}, "parameter"),
         ("class_weight", {"dict": [[[1], 2.0]]}, "hashable"), ("tol", {"float": "bad"}, "tol"),
         ("init", "x" * 10, "init"),
@@ -954,7 +957,8 @@ def test_read_model_header_reads_the_header_only(tmp_path, nan_model):
     path = tmp_path / "m.gbc"
     model.save(path)
     header = gbc_core.read_model_header(path)
-    assert header["format_version"] == 2 and header["n_outputs"] == 1
+    assert header["format_version"] == 3 and header["n_outputs"] == 1
+    assert header["loss"] == "log_loss"
     assert header["classes"]["values"] == ["neg", "pos"]
     # A damaged payload does not matter to it (the loader rejects the file).
     data = bytearray(path.read_bytes())
@@ -963,6 +967,57 @@ def test_read_model_header_reads_the_header_only(tmp_path, nan_model):
     assert gbc_core.read_model_header(path) == header
     with pytest.raises(ModelFormatError, match="checksum"):
         gbc_core.load(path)
+
+
+# ----------------------------------------------------------------------- the loss
+def test_header_names_the_loss_and_the_reader_checks_it(paper_model):
+    """Format 3 stores the loss; an unknown name, a missing one, or the exponential
+    loss (two classes) with K outputs is a ModelFormatError naming 'loss'."""
+    blob = paper_model.to_bytes()
+    version, header, _ = split(blob)
+    assert version == 3 and header["loss"] == "log_loss"
+    assert gbc_core.from_bytes(blob).loss == "log_loss"
+    # Binary: the exponential loss is a valid claim, and changes the probabilities.
+    exp = gbc_core.from_bytes(header_edit(blob, loss="exponential"))
+    X = np.array([[1.0], [4.0], [7.0]])
+    assert exp.loss == "exponential"
+    raw = exp.decision_function(X)
+    np.testing.assert_allclose(exp.predict_proba(X)[:, 1], 1 / (1 + np.exp(-2 * raw)),
+                               rtol=1e-15, atol=0)
+    for value in ["deviance", "Exponential", "", None, 1, ["log_loss"]]:
+        with pytest.raises(ModelFormatError, match="'loss' must be one of"):
+            gbc_core.from_bytes(header_edit(blob, loss=value))
+    missing = rewrite(blob, edit=lambda h: h.pop("loss"))
+    with pytest.raises(ModelFormatError, match="'loss' must be one of"):
+        gbc_core.from_bytes(missing)
+    rng = np.random.default_rng(0)
+    X3 = rng.normal(size=(60, 2))
+    multi = GradientBoostingClassifier(n_estimators=2).fit(X3, np.arange(60) % 3).to_bytes()
+    assert split(multi)[1]["loss"] == "log_loss"
+    with pytest.raises(ModelFormatError, match="'exponential' is a loss of two classes"):
+        gbc_core.from_bytes(header_edit(multi, loss="exponential"))
+
+
+def test_older_files_get_the_loss_their_class_count_implied():
+    for name in ("paper", "strings_names", "missing", "multiclass"):
+        model = gbc_core.load(FIXTURES / f"{name}.gbc")
+        assert model.loss == "log_loss", name
+    assert gbc_core.load(FIXTURES / "exponential.gbc").loss == "exponential"
+
+
+def test_booster_refuses_a_loss_that_does_not_fit(paper_model):
+    ens = paper_model.ensemble
+    with pytest.raises(ValueError, match="unknown loss 'hinge'"):
+        gbc_core.Booster(ens, [0, 1], loss="hinge")
+    ens3 = gbc_core.Ensemble.from_trees([_leaf()] * 3, n_outputs=3, init_raw=[0.0] * 3,
+                                        learning_rate=0.1, n_features=1)
+    with pytest.raises(ValueError, match="only suitable for a binary classification"):
+        gbc_core.Booster(ens3, [0, 1, 2], loss="exponential")
+    content = {"loss": "exponential", "classes": np.arange(3), "feature_names": None,
+               "params": {}, "best_iteration": None, "max_features": None,
+               **{name: None for name in _model_io.RECORD_ARRAYS}}
+    with pytest.raises(ValueError, match="cannot save the model: .*two classes"):
+        _model_io.encode(ens3, content)
 
 
 # ------------------------------------------------------------------ multiclass
@@ -1146,7 +1201,8 @@ def test_encode_refuses_classes_that_do_not_match_the_outputs(n_classes, n_outpu
     ensemble = gbc_core.Ensemble.from_trees([_leaf()] * n_outputs, n_outputs=n_outputs,
                                             init_raw=[0.0] * n_outputs, learning_rate=0.1,
                                             n_features=1)
-    content = {"classes": np.arange(n_classes), "feature_names": None, "params": {},
+    content = {"loss": "log_loss", "classes": np.arange(n_classes), "feature_names": None,
+               "params": {},
                "best_iteration": None, "max_features": None,
                **{name: None for name in _model_io.RECORD_ARRAYS}}
     with pytest.raises(ValueError, match=f"{n_classes} classes do not match {n_outputs}"):

@@ -23,6 +23,7 @@ _PUBLIC = {
     "Ensemble": ("._ensemble", "Ensemble"),
     "Tree": ("._ensemble", "Tree"),
     "BinomialLoss": ("._loss", "BinomialLoss"),
+    "ExponentialLoss": ("._loss", "ExponentialLoss"),
     "MultinomialLoss": ("._loss", "MultinomialLoss"),
     "NODE_DTYPE": ("._common", "NODE_DTYPE"),
     "newton_leaf_values": ("._math", "newton_leaf_values"),

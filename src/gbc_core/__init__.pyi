@@ -12,6 +12,7 @@ from ._config import show_config as show_config
 from ._ensemble import Ensemble as Ensemble
 from ._ensemble import Tree as Tree
 from ._loss import BinomialLoss as BinomialLoss
+from ._loss import ExponentialLoss as ExponentialLoss
 from ._loss import MultinomialLoss as MultinomialLoss
 from ._math import newton_leaf_values as newton_leaf_values
 from ._model_io import ModelFormatError as ModelFormatError

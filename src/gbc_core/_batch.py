@@ -351,13 +351,15 @@ def classification_metrics(booster, codes, raw):
     from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
 
     y = booster.classes_[codes]
-    pred_codes = booster.loss.decision(np.asarray(raw, dtype=np.float64))
+    pred_codes = booster.codes_from_raw(raw)
     pred = booster.classes_[pred_codes]
     per_class = None
     if booster.n_classes_ == 2:
         y01 = codes.astype(np.float64)
         auc = roc_auc(y01, raw[:, 0]) if 0 < y01.sum() < y01.size else None
-        loss = log_loss_from_raw(y01, raw[:, 0])
+        # The log-loss of the model's probabilities, whatever its loss: log_odds is
+        # F for the log-loss, 2F for the exponential loss.
+        loss = log_loss_from_raw(y01, booster.loss_function.log_odds(raw)[:, 0])
     else:
         auc, aucs = roc_auc_ovr(codes, booster.proba_from_raw(raw), return_per_class=True)
         per_class = [None if np.isnan(a) else float(a) for a in aucs]
@@ -704,6 +706,7 @@ def inspect_model(path, top=10):
         "size_bytes": os.path.getsize(path),
         "format_version": header.get("format_version"),
         "library_version": header.get("library_version"),
+        "loss": model.loss,
         "classes": classes,
         "positive_class": classes[1] if len(classes) == 2 else None,
         "n_features": int(model.n_features_in_),
@@ -781,6 +784,9 @@ def run_inspect(args):
         return 0
     print(f"model      {info['path']} ({info['size_bytes']:,} bytes, format version "
           f"{info['format_version']}, written by gbc-core {info['library_version']})")
+    link = {"exponential": "p = sigma(2F)"}.get(
+        info["loss"], "p = sigma(F)" if info["positive_class"] is not None else "p = softmax(F)")
+    print(f"loss       {info['loss']} ({link})")
     if info["positive_class"] is not None:
         print(f"classes    {info['classes']} (positive class: {info['positive_class']!r})")
     else:

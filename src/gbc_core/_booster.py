@@ -15,7 +15,7 @@ from ._boosting import FitRecord
 from ._ensemble import Ensemble
 from ._loss import loss_for
 from ._params import effective_n_threads
-from ._validation import align_columns
+from ._validation import align_columns, check_features
 
 
 class Booster:
@@ -36,10 +36,26 @@ class Booster:
         Training, validation and out-of-bag losses of the fit, best iteration.
     max_features : int, optional
         Features drawn per node in the fit.
+    loss : {"log_loss", "exponential"}, default="log_loss"
+        The loss the trees were fitted with: it maps raw scores to probabilities
+        (``"log_loss"``: sigma(F) for two classes, softmax(F) for more;
+        ``"exponential"``, two classes only: sigma(2F)).
+    init_estimator : fitted classifier, optional
+        An ``init`` estimator whose initial raw scores vary by row: every
+        prediction starts from its probabilities turned into raw scores by the
+        loss's link (the ensemble's ``init_raw`` is then 0). Such a booster cannot
+        be written to a model file (``save``/``to_bytes`` raise); it pickles with
+        the estimator beside the model's bytes.
 
     Attributes
     ----------
     ensemble : Ensemble
+    loss : str
+        The name of the loss (``"log_loss"`` or ``"exponential"``), stored in the
+        model file.
+    loss_function : BinomialLoss, MultinomialLoss or ExponentialLoss
+        The loss object: probabilities, log-probabilities and labels of raw scores.
+    init_estimator : object or None
     classes_ : ndarray of shape (n_classes,)
     n_classes_ : int
     n_features_in_ : int
@@ -56,16 +72,23 @@ class Booster:
     """
 
     def __init__(self, ensemble, classes, *, feature_names=None, params=None, record=None,
-                 max_features=None):
+                 max_features=None, loss="log_loss", init_estimator=None):
         if not isinstance(ensemble, Ensemble):
             raise TypeError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
         classes = np.asarray(classes)
         if classes.ndim != 1 or classes.shape[0] < 2:
             raise ValueError(f"classes must hold at least 2 labels, got shape {classes.shape}")
-        self.loss = loss_for(classes.shape[0])
-        if ensemble.n_outputs != self.loss.n_outputs:
-            raise ValueError(f"{classes.shape[0]} classes need {self.loss.n_outputs} "
-                             f"output(s), the ensemble has {ensemble.n_outputs}")
+        self.loss_function = loss_for(classes.shape[0], loss)
+        self.loss = self.loss_function.name
+        if ensemble.n_outputs != self.loss_function.n_outputs:
+            raise ValueError(f"{classes.shape[0]} classes need "
+                             f"{self.loss_function.n_outputs} output(s), the ensemble has "
+                             f"{ensemble.n_outputs}")
+        if init_estimator is not None and not callable(
+                getattr(init_estimator, "predict_proba", None)):
+            raise TypeError("init_estimator must have a predict_proba method, got "
+                            f"{type(init_estimator).__name__}")
+        self.init_estimator = init_estimator
         if feature_names is not None:
             feature_names = np.asarray(list(feature_names), dtype=object)
             if feature_names.shape != (ensemble.n_features,) or not all(
@@ -128,21 +151,57 @@ class Booster:
         else, or any input of a model fitted without names, as is."""
         return align_columns(X, self.feature_names_in_, what)
 
+    def _init_scores(self, X):
+        """(initial raw scores (n_samples, n_outputs), the checked float32 rows) of
+        the rows ``X`` (already aligned), from the ``init_estimator``'s
+        probabilities of the float32 rows (what scikit-learn gives it)."""
+        Xa = check_features(X, "X", dtype=np.float32, order="C")
+        if Xa.shape[1] != self.ensemble.n_features:
+            raise ValueError(f"X has {Xa.shape[1]} features, but the model expects "
+                             f"{self.ensemble.n_features}")
+        proba = np.asarray(self.init_estimator.predict_proba(Xa))
+        if proba.shape != (Xa.shape[0], self.n_classes_):
+            raise ValueError(
+                f"the init estimator's predict_proba gave shape {proba.shape}, expected "
+                f"({Xa.shape[0]}, {self.n_classes_}): one column per class")
+        return self.loss_function.raw_from_proba(proba), Xa
+
     def predict_raw(self, X, *, n_jobs=None):
         """Raw scores F(x) of shape (n_samples, n_outputs) (columns by name for a
         DataFrame of a model fitted with names)."""
-        return self.ensemble.predict_raw(self.align_columns(X), n_jobs=n_jobs)
+        X = self.align_columns(X)
+        if self.init_estimator is None:
+            return self.ensemble.predict_raw(X, n_jobs=n_jobs)
+        raw, Xa = self._init_scores(X)
+        self.ensemble.add_raw(Xa, raw, 0, self.ensemble.n_iterations,
+                              effective_n_threads(n_jobs))
+        return raw
+
+    def _staged_raw(self, X, n_jobs):
+        X = self.align_columns(X)
+        if self.init_estimator is None:
+            yield from self.ensemble.staged_predict_raw(X, n_jobs=n_jobs)
+            return
+        raw, Xa = self._init_scores(X)
+        n_threads = effective_n_threads(n_jobs)
+        for m in range(self.ensemble.n_iterations):
+            self.ensemble.add_raw(Xa, raw, m, m + 1, n_threads)
+            yield raw.copy()
 
     def proba_from_raw(self, raw, *, n_jobs=None):
         """Class probabilities (n_samples, n_classes) of raw scores (n, n_outputs)."""
-        return self.loss.proba(np.asarray(raw, dtype=np.float64).reshape(
+        return self.loss_function.proba(np.asarray(raw, dtype=np.float64).reshape(
             -1, self.ensemble.n_outputs), effective_n_threads(n_jobs))
 
     def labels_from_raw(self, raw):
         """Predicted labels of raw scores: the class of largest probability (for two
         classes ``classes_[1]`` where F >= 0, as scikit-learn)."""
-        return self.classes_[self.loss.decision(
-            np.asarray(raw, dtype=np.float64).reshape(-1, self.ensemble.n_outputs))]
+        return self.classes_[self.codes_from_raw(raw)]
+
+    def codes_from_raw(self, raw):
+        """Predicted class codes (indices into ``classes_``) of raw scores."""
+        return self.loss_function.decision(
+            np.asarray(raw, dtype=np.float64).reshape(-1, self.ensemble.n_outputs))
 
     def _decision(self, raw):
         return raw[:, 0] if raw.shape[1] == 1 else raw
@@ -157,7 +216,7 @@ class Booster:
 
     def predict_log_proba(self, X, *, n_jobs=None):
         """log of :meth:`predict_proba`, computed from F (finite where p underflows)."""
-        return self.loss.log_proba(self.predict_raw(X, n_jobs=n_jobs))
+        return self.loss_function.log_proba(self.predict_raw(X, n_jobs=n_jobs))
 
     def predict(self, X, *, n_jobs=None):
         """Predicted labels (see :meth:`labels_from_raw`)."""
@@ -165,17 +224,17 @@ class Booster:
 
     def staged_decision_function(self, X, *, n_jobs=None):
         """Yield F(x) after each iteration."""
-        for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
+        for raw in self._staged_raw(X, n_jobs):
             yield self._decision(raw)
 
     def staged_predict_proba(self, X, *, n_jobs=None):
         """Yield the class probabilities after each iteration."""
-        for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
+        for raw in self._staged_raw(X, n_jobs):
             yield self.proba_from_raw(raw, n_jobs=n_jobs)
 
     def staged_predict(self, X, *, n_jobs=None):
         """Yield the predicted labels after each iteration."""
-        for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
+        for raw in self._staged_raw(X, n_jobs):
             yield self.labels_from_raw(raw)
 
     def apply(self, X):
@@ -185,6 +244,7 @@ class Booster:
     # ------------------------------------------------------------- model file
     def _file_content(self, params):
         return {
+            "loss": self.loss,
             "classes": self.classes_,
             "feature_names": self.feature_names_in_,
             "params": self.params if params is None else params,
@@ -196,13 +256,24 @@ class Booster:
             "max_features": self.max_features_,
         }
 
-    def encode(self, *, params=None):
+    def encode(self, *, params=None, without_init_estimator=False):
         """The model's bytes in the model format, and the parameters the format
         cannot hold (a dict; they are stored as such and load as None).
 
         ``params`` replaces the hyper-parameters stored with it (default: the
-        booster's own).
+        booster's own). A booster with an ``init_estimator`` (initial raw scores
+        that vary by row) has no complete model file: a ValueError, unless
+        ``without_init_estimator`` (the trees alone, for pickling, which stores the
+        estimator beside them).
         """
+        if self.init_estimator is not None and not without_init_estimator:
+            raise ValueError(
+                f"this model cannot be written to a model file: its init estimator "
+                f"({type(self.init_estimator).__name__}) gives initial raw scores that "
+                "vary by row, and a model file holds data, not estimators. Fit with "
+                "init='prior' (or 'zero', or a DummyClassifier, whose constant raw "
+                "scores are stored), or pickle the estimator (pickle, joblib), which "
+                "keeps the init estimator")
         return _model_io.encode(self.ensemble, self._file_content(params))
 
     def to_bytes(self, *, params=None):
@@ -243,17 +314,22 @@ class Booster:
         try:
             return cls(ensemble, content["classes"], feature_names=content["feature_names"],
                        params=content["params"], record=record,
-                       max_features=content["max_features"])
+                       max_features=content["max_features"], loss=content["loss"])
         except ValueError as exc:
             raise _model_io.ModelFormatError(str(exc)) from None
 
     def __getstate__(self):
-        # Pickles (and deep copies) as the bytes of the model format: data, not code.
-        return {"gbc_core_model": self.encode()[0]}
+        # Pickles (and deep copies) as the bytes of the model format: data, not code;
+        # an init estimator (not data) beside them.
+        state = {"gbc_core_model": self.encode(without_init_estimator=True)[0]}
+        if self.init_estimator is not None:
+            state["init_estimator"] = self.init_estimator
+        return state
 
     def __setstate__(self, state):
         self.__dict__.update(Booster.from_bytes(state["gbc_core_model"]).__dict__)
+        self.init_estimator = state.get("init_estimator")
 
     def __repr__(self):
-        return (f"Booster(classes={self.classes_.tolist()!r}, n_estimators_="
-                f"{self.n_estimators_}, n_features_in_={self.n_features_in_})")
+        return (f"Booster(classes={self.classes_.tolist()!r}, loss={self.loss!r}, "
+                f"n_estimators_={self.n_estimators_}, n_features_in_={self.n_features_in_})")

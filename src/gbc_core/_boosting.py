@@ -120,7 +120,7 @@ def _stacked(trees, n_features, learning_rate, n_outputs):
 
 
 def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
-          callbacks=()):
+          callbacks=(), init_scores=None):
     """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
 
     Parameters
@@ -130,7 +130,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
         Rows of weight 0 take no part in the fit (see below).
-    loss : BinomialLoss or MultinomialLoss
+    loss : BinomialLoss, MultinomialLoss or ExponentialLoss
     params : dict
         Resolved hyper-parameters (``_params.resolve``).
     seed : int
@@ -144,6 +144,12 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     callbacks : sequence
         Objects with ``start(record) -> stop``, ``after_iteration(iteration,
         record) -> stop`` and ``finish(record)``.
+    init_scores : optional
+        The initial raw scores, instead of the loss's of ``params["init"]``: an
+        array (n_outputs,) (a constant F0), or a pair (training rows (n_samples,
+        n_outputs), validation rows (n_val, n_outputs) or None) of scores that vary
+        by row (an init estimator's; the ensemble's F0 is then 0, and with
+        ``previous`` the trees are added to them).
 
     Returns
     -------
@@ -158,14 +164,19 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     # ``subsample`` is made among all rows, as scikit-learn's (and the fractions of
     # min_samples_* were resolved on all rows, as there). Without such rows (unit
     # weights included) nothing is copied.
+    n_outputs = loss.n_outputs
+    row_scores = val_scores = None
+    if init_scores is not None and not isinstance(init_scores, np.ndarray):
+        row_scores, val_scores = init_scores
     kept = None
     if sample_weight is not None and not (sample_weight > 0).all():
         kept = np.flatnonzero(sample_weight > 0)
         X = np.asfortranarray(X[kept])
         y = y[kept]
         sample_weight = np.ascontiguousarray(sample_weight[kept])
+        if row_scores is not None:
+            row_scores = row_scores[kept]
     n_rows = X.shape[0]
-    n_outputs = loss.n_outputs
     n_threads = params["n_threads"]
     lr = params["learning_rate"]
     finder = ExactSplitFinder(X, n_threads)
@@ -178,7 +189,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         ensemble, old = previous
         init_raw = ensemble.init_raw
         raw = np.empty((n_rows, n_outputs))
-        raw[:] = init_raw
+        raw[:] = init_raw if row_scores is None else row_scores
         ensemble.add_raw(np.ascontiguousarray(X), raw, 0, ensemble.n_iterations, n_threads)
         trees = ensemble.trees()
         bound = ensemble.raw_bound()
@@ -188,10 +199,16 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         record = FitRecord(train_score, None, old.oob_scores, old.oob_improvement)
     else:
         ensemble = None
-        init_raw = loss.initial_raw(y, sample_weight, params["init"])
+        if row_scores is not None:
+            init_raw = np.zeros(n_outputs)
+        elif init_scores is not None:
+            init_raw = np.array(init_scores, dtype=np.float64)
+        else:
+            init_raw = loss.initial_raw(y, sample_weight, params["init"])
         raw = np.empty((n_rows, n_outputs))
-        raw[:] = init_raw
+        raw[:] = init_raw if row_scores is None else row_scores
         trees = []
+        # The raw-score bound of the trees (the Ensemble's rule), from F0.
         bound = np.abs(init_raw)
         record = FitRecord()
     state = loss.start(y, sample_weight, raw, n_threads)
@@ -201,7 +218,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     if eval_set is not None:
         X_val, y_val, w_val = eval_set
         raw_val = np.empty((X_val.shape[0], n_outputs))
-        raw_val[:] = init_raw
+        raw_val[:] = init_raw if val_scores is None else val_scores
         record.validation_score = []
         for m in range(n_done):
             # The validation loss of each iteration already fitted, on these rows (the

@@ -12,7 +12,8 @@ its base classes. This is the only module that imports scikit-learn.
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import validate_data
 
@@ -91,9 +92,21 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         and the out-of-bag rows give ``oob_scores_``.
     max_features : int, float, {"sqrt", "log2"} or None, default=None
         Features drawn at random for each node (None: all).
-    init : {"zero", "prior"}, default="zero"
-        F0 = 0 as in the paper, or the prior: the log-odds of the weighted class
-        frequencies (two classes) or log p_k - mean log p (scikit-learn's prior).
+    init : "zero", "prior", None or estimator, default="zero"
+        The initial raw scores F0. "zero": F0 = 0 as in the paper. "prior" or None
+        (scikit-learn's default): the loss's link of the weighted class
+        frequencies (the log-odds for two classes, log p_k - mean log p for more,
+        half the log-odds for the exponential loss). An estimator with ``fit`` and
+        ``predict_proba`` (scikit-learn's contract): a clone is fitted on the
+        training rows (float32, the class codes 0 .. K-1 as floats as the target,
+        with the sample weights when ``sample_weight`` or ``class_weight`` is
+        given; one that takes no weights is then an error) and its probabilities,
+        clipped to [eps, 1 - eps], become each row's initial raw scores through the
+        loss's link. A ``DummyClassifier`` whose probabilities do not depend on the
+        row (strategy "prior", "most_frequent", "constant", "uniform") gives a
+        constant F0, stored in the model file like the prior; any other estimator
+        stays with the model (``booster_.init_estimator``), which then cannot be
+        saved to a model file (``save``/``to_bytes`` raise; pickle keeps it).
     random_state : int, RandomState, Generator or None, default=None
         Seeds subsampling, feature draws and the early-stopping split.
     n_jobs : int or None, default=None
@@ -122,9 +135,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         file derives it from ``random_state`` again).
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied with ``sample_weight``.
-    loss : {"log_loss"}, default="log_loss"
+    loss : {"log_loss", "exponential"}, default="log_loss"
         The loss minimised: the log-loss (binomial for two classes, multinomial for
-        more).
+        more), or, for two classes only, AdaBoost's exponential loss
+        y e^-F + (1 - y) e^F (scikit-learn's: trees fitted to y e^-F - (1 - y) e^F,
+        leaf values sum w r / sum w |r|, probabilities sigma(2F), class 1 where
+        F >= 0; ``train_score_`` and the other scores are the mean exponential
+        loss).
 
     Attributes
     ----------
@@ -235,7 +252,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         n_samples, n_features = Xa.shape
         classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)
+        loss = loss_for(classes.size, params["loss"])
         w = check_sample_weight(sample_weight, n_samples)
+        # scikit-learn fits an init estimator with weights when any are given.
+        weighted = sample_weight is not None or params["class_weight"] is not None
         _check_weighted_classes(codes, classes, w, "sample_weight")
         w, class_factors = _class_weights(params["class_weight"], classes, codes, w)
         _check_weighted_classes(codes, classes, w, "class_weight")
@@ -272,6 +292,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             Xa = np.asfortranarray(Xa[train_idx])
             codes = codes[train_idx]
             w = None if w is None else np.ascontiguousarray(w[train_idx])
+        if previous is not None:
+            init_estimator = self.booster_.init_estimator
+        else:
+            init_estimator = _fit_init(params["init"], Xa, codes, w, weighted)
+        init_scores = _init_scores(init_estimator, loss, Xa, eval_data, classes.size)
+        if init_estimator is not None and not isinstance(init_scores, tuple):
+            init_estimator = None  # constant scores: stored as F0, the model is complete
         if eval_data is not None:
             eval_data = (eval_data[0], eval_data[1], scale_weights(eval_data[2]))
         w = scale_weights(w)
@@ -282,11 +309,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
         if params["verbose"]:
             callbacks.append(Log())
-        ensemble, record = boost(Xa, codes, w, loss_for(classes.size), resolved, seed,
-                                 eval_set=eval_data, previous=previous, callbacks=callbacks)
+        ensemble, record = boost(Xa, codes, w, loss, resolved, seed,
+                                 eval_set=eval_data, previous=previous, callbacks=callbacks,
+                                 init_scores=init_scores)
         self.booster_ = Booster(ensemble, classes, feature_names=names,
                                 params=self.get_params(deep=False), record=record,
-                                max_features=resolved["max_features"])
+                                max_features=resolved["max_features"], loss=loss.name,
+                                init_estimator=init_estimator)
         return self
 
     def _warm_start_from(self, params, classes, n_features, names):
@@ -307,6 +336,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
                 f"warm_start: learning_rate={params['learning_rate']!r} differs from the "
                 f"{booster.learning_rate!r} of the fitted trees; one model has one "
                 "learning rate (refit with warm_start=False)")
+        if params["loss"] != booster.loss:
+            raise ValueError(
+                f"warm_start: loss={params['loss']!r} differs from the loss "
+                f"{booster.loss!r} of the fitted trees (refit with warm_start=False)")
         if params["n_estimators"] == booster.n_estimators_:
             return None
         record = FitRecord(booster.train_score_, None, booster.oob_scores_,
@@ -448,13 +481,19 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         if not self.__sklearn_is_fitted__():
             return state
         params = self.get_params(deep=False)
-        data, unrepresentable = self.booster_.encode(params=params)
+        booster = self.booster_
+        data, unrepresentable = booster.encode(params=params, without_init_estimator=True)
         extra = {k: v for k, v in state.items() if k != "booster_" and k not in params}
-        return {"gbc_core_model": data, "params": unrepresentable, "attributes": extra}
+        out = {"gbc_core_model": data, "params": unrepresentable, "attributes": extra}
+        if booster.init_estimator is not None:
+            # Not data: pickled beside the model's bytes (a model file refuses it).
+            out["init_estimator"] = booster.init_estimator
+        return out
 
     def __setstate__(self, state):
         if "gbc_core_model" in state:
             loaded = type(self).from_bytes(state["gbc_core_model"])
+            loaded.booster_.init_estimator = state.get("init_estimator")
             self.__dict__.update(loaded.__dict__)
             self.__dict__.update(state.get("params") or {})
             self.__dict__.update(state.get("attributes") or {})
@@ -467,6 +506,59 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+#: DummyClassifier strategies whose probabilities do not depend on the row.
+_CONSTANT_DUMMY = ("prior", "most_frequent", "constant", "uniform")
+
+
+def _fit_init(init, X, codes, w, weighted):
+    """The fitted clone of an ``init`` estimator (None for "zero", "prior", None),
+    fitted as scikit-learn does: on the training rows (float32) and the class
+    codes as floats, with the sample weights when there are any; an estimator
+    that takes no ``sample_weight`` is then an error."""
+    if init is None or isinstance(init, str):
+        return None
+    estimator = clone(init, safe=False)  # (a deep copy of a non-scikit-learn object)
+    y = codes.astype(np.float64)
+    if not weighted:
+        estimator.fit(X, y)
+        return estimator
+    msg = f"The initial estimator {type(estimator).__name__} does not support sample weights."
+    try:
+        estimator.fit(X, y, sample_weight=w)
+    except TypeError as exc:
+        if "unexpected keyword argument 'sample_weight'" in str(exc):
+            raise ValueError(msg) from exc
+        raise
+    except ValueError as exc:
+        if "pass parameters to specific steps of your pipeline using the " \
+                "stepname__parameter" in str(exc):
+            raise ValueError(msg) from exc
+        raise
+    return estimator
+
+
+def _init_scores(estimator, loss, X, eval_data, n_classes):
+    """The ``init_scores`` of ``boost`` for a fitted init estimator: None without
+    one, F0 (n_outputs,) for a DummyClassifier whose probabilities do not depend
+    on the row, else (training rows, validation rows or None)."""
+    if estimator is None:
+        return None
+
+    def scores(rows):
+        proba = np.asarray(estimator.predict_proba(rows))
+        if proba.shape != (rows.shape[0], n_classes):
+            raise ValueError(
+                f"init: {type(estimator).__name__}.predict_proba gave shape "
+                f"{proba.shape}, expected ({rows.shape[0]}, {n_classes}): one column per "
+                "class of y (its classes_ must be every class code)")
+        return loss.raw_from_proba(proba)
+
+    if isinstance(estimator, DummyClassifier) and estimator.strategy in _CONSTANT_DUMMY:
+        return scores(np.ascontiguousarray(X[:1]))[0]
+    return (scores(np.ascontiguousarray(X)),
+            None if eval_data is None else scores(eval_data[0]))
 
 
 def _check_weighted_classes(codes, classes, w, cause):

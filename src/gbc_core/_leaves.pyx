@@ -6,6 +6,7 @@ probabilities and residuals of every class, the leaf values of one class's tree
 and its update. ``_loss.py`` holds the loss objects that call them."""
 cimport cython
 from cython.parallel cimport prange
+from libc.float cimport DBL_MAX
 from libc.math cimport exp, log, log1p, fabs
 from libc.stdlib cimport malloc, free
 
@@ -553,3 +554,187 @@ def multinomial_log_loss(const int32_t[::1] y, const float64_t[:, ::1] raw,
             loss += w * (top + log(total) - raw[i, y[i]])
             weight += w
     return loss / weight if weight > 0 else 0.0
+
+
+# --------------------------------------------------------------- exponential
+# Two classes, AdaBoost's loss L = y e^-F + (1 - y) e^F (y = 0 or 1), scikit-learn's
+# ExponentialLoss: trees fitted to r = -dL/dF = y e^-F - (1 - y) e^F, leaf values
+# gamma_j = sum w r / sum w h with the Hessian h = y e^-F + (1 - y) e^F = |r|
+# (scikit-learn's ``_update_terminal_regions``), F += eta * gamma, p = sigma(2F).
+# Each e^F is C's exp(F) once per row, with scikit-learn's own formulas: for y = 1,
+# L = 1 / e^F and r = 1 / e^F; for y = 0, L = e^F and r = -e^F.
+
+cdef inline float64_t exponential_residual(float64_t y, float64_t f,
+                                           float64_t* loss) noexcept nogil:
+    """r = y e^-F - (1 - y) e^F of class code y (0.0 or 1.0); ``loss`` gets L = |r|."""
+    cdef float64_t tmp = exp(f)
+    if y != 0.0:
+        loss[0] = 1.0 / tmp
+        return loss[0]
+    loss[0] = tmp
+    return -tmp
+
+
+cdef intp_t exponential_rows(
+    const float64_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[::1] raw,
+    const float64_t* step,
+    const int32_t[::1] leaf_of_row,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    float64_t* loss_and_weight,
+) noexcept nogil:
+    """F += step[leaf] (when ``step`` is given), then r, the row statistics and the
+    in-bag sums (sum w L, sum w) for every row, in row order. Returns the number of
+    rows whose e^|F| is beyond float64 (L infinite)."""
+    cdef intp_t i, n_overflow = 0
+    cdef float64_t w, f, r, loss = 0.0, total = 0.0, weight = 0.0
+    for i in range(y.shape[0]):
+        w = 1.0 if sample_weight is None else sample_weight[i]
+        f = raw[i]
+        if step != NULL:
+            f = f + step[leaf_of_row[i]]
+            raw[i] = f
+        r = exponential_residual(y[i], f, &loss)
+        if not loss <= DBL_MAX:
+            n_overflow += 1
+        residual[i] = r
+        row_stats[i].wr = w * r
+        row_stats[i].w = w
+        if sample_mask is None or sample_mask[i]:
+            total += w * loss
+            weight += w
+    loss_and_weight[0] = total
+    loss_and_weight[1] = weight
+    return n_overflow
+
+
+def exponential_state(
+    const float64_t[::1] y,
+    const float64_t[::1] sample_weight,
+    float64_t[::1] raw,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+):
+    """r and the row statistics of raw scores F0 (the start of a fit).
+
+    Returns
+    -------
+    n_overflow : int
+        Rows whose exponential loss is beyond float64.
+    """
+    cdef float64_t sums[2]
+    cdef intp_t n_overflow
+    with nogil:
+        n_overflow = exponential_rows(y, sample_weight, None, raw, NULL, None, residual,
+                                      row_stats, sums)
+    return n_overflow
+
+
+def exponential_update(
+    node_t[::1] nodes,
+    const int32_t[::1] leaf_of_row,
+    const uint8_t[::1] sample_mask,
+    const float64_t[::1] y,
+    const float64_t[::1] sample_weight,
+    float64_t learning_rate,
+    float64_t[::1] raw,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+):
+    """One boosting step of the exponential loss after a tree has been grown.
+
+    Sets ``nodes[j].value = gamma_j = sum w r / sum w |r|`` over the in-bag rows of
+    leaf j (0 where the denominator is below 1e-150; inner nodes 0), then for every
+    row F += eta * gamma, r and the row statistics of the next tree.
+
+    Returns
+    -------
+    loss : float
+        Weighted mean exponential loss of the in-bag rows after the update.
+    n_overflow : int
+        Rows whose e^|F| is beyond float64 (their loss and residual are infinite).
+    """
+    cdef intp_t i, j, n_nodes = nodes.shape[0], n_overflow
+    cdef float64_t w, r
+    cdef float64_t sums[2]
+    cdef float64_t* num = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
+    if num == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for j in range(2 * n_nodes):
+                num[j] = 0.0
+            for i in range(y.shape[0]):
+                if sample_mask is not None and not sample_mask[i]:
+                    continue
+                w = 1.0 if sample_weight is None else sample_weight[i]
+                r = residual[i]
+                j = leaf_of_row[i]
+                num[j] += w * r
+                num[n_nodes + j] += w * fabs(r)
+            for j in range(n_nodes):
+                if nodes[j].feature < 0:
+                    nodes[j].value = newton_step(num[j], num[n_nodes + j])
+                else:
+                    nodes[j].value = 0.0
+                num[j] = learning_rate * nodes[j].value
+            n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, num,
+                                          leaf_of_row, residual, row_stats, sums)
+    finally:
+        free(num)
+    return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
+
+
+def exponential_loss(const float64_t[::1] y, const float64_t[::1] raw,
+                     const float64_t[::1] sample_weight):
+    """Weighted mean of y e^-F + (1 - y) e^F (inf where e^|F| is beyond float64)."""
+    cdef intp_t i
+    cdef float64_t w, loss = 0.0, total = 0.0, weight = 0.0
+    with nogil:
+        for i in range(y.shape[0]):
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            exponential_residual(y[i], raw[i], &loss)
+            total += w * loss
+            weight += w
+    return total / weight if weight > 0 else 0.0
+
+
+# ------------------------------------------------------------ links of an init
+cdef inline float64_t clip(float64_t p, float64_t eps) noexcept nogil:
+    if p < eps:
+        return eps
+    if p > 1.0 - eps:
+        return 1.0 - eps
+    return p
+
+
+def raw_from_proba(const float64_t[:, ::1] proba, float64_t scale, float64_t eps,
+                   float64_t[:, ::1] out):
+    """Initial raw scores of the class probabilities of an ``init`` estimator
+    (scikit-learn's ``_init_raw_predictions``): each probability clipped to
+    [eps, 1 - eps], then the loss's link.
+
+    Two classes (``out`` of shape (n, 1)): F = scale * log(p / (1 - p)) of the
+    probability p of class 1 (``scale`` 1 for the log-loss, 1/2 for the
+    exponential loss). K >= 3 classes (``out`` of shape (n, K)): F_k = log p_k -
+    (1/K) sum_j log p_j, the mean in class order.
+    """
+    cdef intp_t i, k, n = proba.shape[0], n_classes = proba.shape[1]
+    cdef float64_t p, mean
+    with nogil:
+        if out.shape[1] == 1:
+            for i in range(n):
+                p = clip(proba[i, 1], eps)
+                out[i, 0] = scale * log(p / (1.0 - p))
+        else:
+            for i in range(n):
+                mean = 0.0
+                for k in range(n_classes):
+                    out[i, k] = log(clip(proba[i, k], eps))
+                    mean += out[i, k]
+                mean = mean / n_classes
+                for k in range(n_classes):
+                    out[i, k] = out[i, k] - mean

@@ -15,6 +15,14 @@ tree and the update of the raw scores. The numbers are computed by the kernels o
   probabilities at the start of the iteration), leaf values (K - 1)/K sum w r_k /
   sum w p_k (1 - p_k), F_k += eta * gamma: scikit-learn's multinomial
   GradientBoostingClassifier.
+- :class:`ExponentialLoss`: two classes, AdaBoost's loss y e^-F + (1 - y) e^F, one
+  raw score F, p = sigma(2F), trees fitted to r = y e^-F - (1 - y) e^F, leaf values
+  sum w r / sum w |r|, F += eta * gamma: scikit-learn's
+  ``GradientBoostingClassifier(loss="exponential")``.
+
+Each loss has a ``name``, the value of the ``loss`` parameter that selects it and
+the name a model file stores (``"log_loss"`` for the binomial and the multinomial
+log-loss: the number of classes tells them apart; ``"exponential"``).
 
 The state ``start`` returns holds the training rows' raw scores ``raw``,
 probabilities ``prob`` and residuals ``residual`` (per output) and offers
@@ -34,14 +42,36 @@ from ._common import ROW_STAT_DTYPE
 _EPS = np.finfo(np.float64).eps
 
 
-def loss_for(n_classes):
-    """The loss of a classifier with ``n_classes`` classes (2: binomial, more:
-    multinomial)."""
+#: The names of the losses (the ``loss`` parameter's values, a model file's ``loss``).
+LOSS_NAMES = ("log_loss", "exponential")
+
+
+def loss_for(n_classes, name="log_loss"):
+    """The loss ``name`` of a classifier with ``n_classes`` classes.
+
+    ``"log_loss"``: binomial for 2 classes, multinomial for more;
+    ``"exponential"``: 2 classes only (scikit-learn's error otherwise).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, fewer than 2 classes, or the exponential loss with more
+        than 2 classes.
+    """
+    if name not in LOSS_NAMES:
+        raise ValueError(f"unknown loss {name!r}; the losses are "
+                         + ", ".join(repr(n) for n in LOSS_NAMES))
+    if n_classes < 2:
+        raise ValueError(f"a classifier needs at least 2 classes, got {n_classes}")
+    if name == "exponential":
+        if n_classes > 2:
+            raise ValueError(
+                f"loss='{name}' is only suitable for a binary classification problem, "
+                f"you have n_classes={n_classes}. Please use loss='log_loss' instead.")
+        return ExponentialLoss()
     if n_classes == 2:
         return BinomialLoss()
-    if n_classes >= 3:
-        return MultinomialLoss(n_classes)
-    raise ValueError(f"a classifier needs at least 2 classes, got {n_classes}")
+    return MultinomialLoss(n_classes)
 
 
 def _weights(sample_weight):
@@ -62,9 +92,18 @@ def _prior(y, sample_weight, n_classes, n_outputs):
     return out
 
 
+def _raw_from_proba(proba, n_outputs, scale):
+    """Initial raw scores (n, n_outputs) of an ``init`` estimator's probabilities."""
+    p = np.ascontiguousarray(proba, dtype=np.float64)
+    out = np.empty((p.shape[0], n_outputs), dtype=np.float64)
+    _leaves.raw_from_proba(p, scale, _EPS, out)
+    return out
+
+
 class BinomialLoss:
     """The log-loss of two classes with one raw score per row (the paper's model)."""
 
+    name = "log_loss"
     n_classes = 2
     n_outputs = 1
 
@@ -101,6 +140,17 @@ class BinomialLoss:
     def decision(self, raw):
         """Class codes of raw scores: 1 where F >= 0 (p >= 0.5), as scikit-learn."""
         return (raw[:, 0] >= 0).astype(np.intp)
+
+    def raw_from_proba(self, proba):
+        """Raw scores (n, 1) of class probabilities (n, 2) (an ``init``
+        estimator's): log(p / (1 - p)) of p = proba[:, 1] clipped to [eps, 1 - eps],
+        scikit-learn's ``_init_raw_predictions``."""
+        return _raw_from_proba(proba, 1, 1.0)
+
+    def log_odds(self, raw):
+        """The log-odds log(p / (1 - p)) of the probabilities of raw scores (n, 1):
+        the raw scores themselves."""
+        return raw
 
 
 class _BinomialFit:
@@ -144,6 +194,8 @@ class _BinomialFit:
 class MultinomialLoss:
     """The log-loss of K >= 3 classes with one raw score per class (softmax)."""
 
+    name = "log_loss"
+
     def __init__(self, n_classes):
         if n_classes < 3:
             raise ValueError(f"the multinomial loss needs 3 or more classes, got {n_classes}")
@@ -184,6 +236,16 @@ class MultinomialLoss:
         """Class codes of raw scores: the largest score (the first on ties)."""
         return np.argmax(raw, axis=1)
 
+    def raw_from_proba(self, proba):
+        """Raw scores (n, K) of class probabilities (n, K) (an ``init``
+        estimator's): log p_k - mean_j log p_j with p clipped to [eps, 1 - eps],
+        scikit-learn's ``_init_raw_predictions``."""
+        return _raw_from_proba(proba, self.n_classes, 1.0)
+
+    def log_odds(self, raw):
+        """Raw scores whose softmax is the probabilities: the raw scores."""
+        return raw
+
 
 class _MultinomialFit:
     """Per-class raw scores, probabilities and residuals of the training rows
@@ -222,3 +284,105 @@ class _MultinomialFit:
         w = None if self.sample_weight is None else self.sample_weight[held_out]
         return float(_leaves.multinomial_log_loss(
             self.y[held_out], np.ascontiguousarray(self.raw[:, held_out].T), w))
+
+
+class ExponentialLoss:
+    """AdaBoost's exponential loss of two classes, one raw score per row
+    (scikit-learn's ``GradientBoostingClassifier(loss="exponential")``).
+
+    L(y, F) = y e^-F + (1 - y) e^F for class codes y in {0, 1}; p = sigma(2F) (the
+    probability that minimises the expected loss); a row is predicted class 1 where
+    F >= 0. Trees fit r = y e^-F - (1 - y) e^F; leaf values are scikit-learn's
+    Newton step sum w r / sum w |r| (|r| is the Hessian), always in [-1, 1].
+    """
+
+    name = "exponential"
+    n_classes = 2
+    n_outputs = 1
+
+    def initial_raw(self, y, sample_weight, init):
+        """F0: 0 (``init="zero"``) or half the log-odds of the weighted class
+        frequencies (``"prior"``, scikit-learn's 0.5 logit(p); 0 when a class has
+        no weight). Shape (1,)."""
+        if init == "zero":
+            return np.zeros(1)
+        return 0.5 * _prior(y, sample_weight, 2, 1)
+
+    def start(self, y, sample_weight, raw, n_threads):
+        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1)."""
+        return _ExponentialFit(y, _weights(sample_weight), raw)
+
+    def loss(self, y, raw, sample_weight=None):
+        """Weighted mean exponential loss of raw scores ``raw`` (n, 1) (scikit-learn's
+        ``train_score_`` scale: the loss itself, no factor)."""
+        return float(_leaves.exponential_loss(
+            np.ascontiguousarray(y, dtype=np.float64),
+            np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
+
+    def log_odds(self, raw):
+        """The log-odds of the probabilities of raw scores (n, 1): 2F (exact)."""
+        return np.multiply(raw, 2.0)
+
+    def proba(self, raw, n_threads=1):
+        """Class probabilities (n, 2): column 1 is sigma(2F)."""
+        return BinomialLoss().proba(self.log_odds(raw), n_threads)
+
+    def log_proba(self, raw):
+        """log of :meth:`proba`, computed from 2F without overflow or log(0)."""
+        return BinomialLoss().log_proba(self.log_odds(raw))
+
+    def decision(self, raw):
+        """Class codes of raw scores: 1 where F >= 0, as scikit-learn."""
+        return (raw[:, 0] >= 0).astype(np.intp)
+
+    def raw_from_proba(self, proba):
+        """Raw scores (n, 1) of class probabilities (n, 2): 0.5 log(p / (1 - p)) of p
+        = proba[:, 1] clipped to [eps, 1 - eps] (scikit-learn's half-logit link)."""
+        return _raw_from_proba(proba, 1, 0.5)
+
+
+def _overflow_error(n_rows):
+    return ValueError(
+        f"the exponential loss overflows: e^(-(2y - 1) F(x)) is beyond float64 for "
+        f"{n_rows} training row(s) (raw scores beyond 709 on the wrong side), so their "
+        "residuals are infinite; use a smaller "
+        "learning_rate or fewer iterations (n_estimators, or early stopping with "
+        "n_iter_no_change)")
+
+
+class _ExponentialFit:
+    """Raw scores and residuals of the training rows during a fit."""
+
+    def __init__(self, y, sample_weight, raw):
+        n = y.shape[0]
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.sample_weight = sample_weight
+        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.residual = np.empty(n, dtype=np.float64)
+        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.last_loss = 0.0
+        n_overflow = _leaves.exponential_state(self.y, sample_weight, self.raw,
+                                               self.residual, self.row_stats)
+        if n_overflow:
+            raise _overflow_error(n_overflow)
+
+    def tree_target(self, k):
+        """(row statistics w * r and w, residuals r) the tree fits."""
+        return self.row_stats, self.residual
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+        """Leaf values of the grown tree (``nodes``, updated in place), then F and r."""
+        self.last_loss, n_overflow = _leaves.exponential_update(
+            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
+            self.raw, self.residual, self.row_stats)
+        if n_overflow:
+            raise _overflow_error(n_overflow)
+
+    def finish_iteration(self, sample_mask):
+        """The weighted exponential loss of the in-bag rows after the iteration."""
+        return self.last_loss
+
+    def held_out_loss(self, held_out):
+        """Weighted exponential loss of the rows where ``held_out`` is True."""
+        w = None if self.sample_weight is None else self.sample_weight[held_out]
+        return float(_leaves.exponential_loss(self.y[held_out], self.raw[held_out], w))

@@ -5,7 +5,7 @@ column arrays, closed by a SHA-256 checksum. It is specified in
 ``docs/model_format.md``; in short::
 
     offset 0    magic            8 bytes  b"\\x89GBC\\r\\n\\x1a\\n"
-    offset 8    format version   uint32 little-endian (this module writes 2, reads 1 and 2)
+    offset 8    format version   uint32 little-endian (this module writes 3, reads 1 to 3)
     offset 12   header length H  uint32 little-endian
     offset 16   header           H bytes of UTF-8 JSON (an object)
                 padding          zero bytes up to the next multiple of 8 (offset P)
@@ -14,8 +14,8 @@ column arrays, closed by a SHA-256 checksum. It is specified in
 
 The file serializes an :class:`~gbc_core.Ensemble` (the trees, the number of outputs,
 the initial raw scores, the learning rate, the number of features) and what a
-classifier adds to it (class labels, feature names, hyper-parameters, the record of
-the fit). Loading checks everything before a kernel sees it (the ensemble validates
+classifier adds to it (the loss, which maps raw scores to probabilities, class
+labels, feature names, hyper-parameters, the record of the fit). Loading checks everything before a kernel sees it (the ensemble validates
 its trees) and raises :class:`ModelFormatError` for any corrupt, truncated or crafted
 input; a file is read no further than its header declares.
 
@@ -37,6 +37,7 @@ import numpy as np
 from ._atomic import AtomicFile
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
+from ._loss import LOSS_NAMES
 from ._validation import MAX_FEATURES
 from ._params import BY_NAME as PARAM_RULES
 from ._version import __version__
@@ -44,7 +45,7 @@ from ._version import __version__
 MAGIC = b"\x89GBC\r\n\x1a\n"
 FORMAT_NAME = "gbc-core-model"
 #: The version this module writes; it reads every version up to it.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 ESTIMATOR_NAME = "GradientBoostingClassifier"
 
 _PRELUDE = struct.Struct("<8sII")
@@ -345,7 +346,8 @@ def encode(ensemble, content):
     ----------
     ensemble : Ensemble
     content : dict
-        ``classes`` (labels), ``feature_names`` (None or strings), ``params``
+        ``loss`` (a name of ``LOSS_NAMES``), ``classes`` (labels),
+        ``feature_names`` (None or strings), ``params``
         (dict), ``train_score``, ``validation_score``, ``oob_scores``,
         ``oob_improvement`` (arrays or None), ``best_iteration`` and
         ``max_features`` (int or None).
@@ -368,6 +370,11 @@ def encode(ensemble, content):
     n_classes = len(classes["values"])
     if ensemble.n_outputs != (1 if n_classes == 2 else n_classes):
         raise ValueError(f"{n_classes} classes do not match {ensemble.n_outputs} outputs")
+    loss = content["loss"]
+    try:
+        _check_loss(loss, ensemble.n_outputs)
+    except ModelFormatError as exc:
+        raise ValueError(f"cannot save the model: {exc}") from None
     params, unrepresentable = {}, {}
     for key, value in (content["params"] or {}).items():
         try:
@@ -410,6 +417,7 @@ def encode(ensemble, content):
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
         "estimator": ESTIMATOR_NAME,
+        "loss": loss,
         "params": params,
         "n_features": int(ensemble.n_features),
         "feature_names": feature_names,
@@ -702,6 +710,16 @@ def _decode_params(raw, warn=True):
     return params
 
 
+def _check_loss(loss, n_outputs):
+    """Raise ModelFormatError unless ``loss`` names a loss that fits ``n_outputs``."""
+    if not isinstance(loss, str) or loss not in LOSS_NAMES:
+        _fail(f"header 'loss' must be one of {', '.join(map(repr, LOSS_NAMES))} "
+              f"(a newer gbc-core may know more), got {loss!r}")
+    if loss == "exponential" and n_outputs != 1:
+        _fail(f"header 'loss' 'exponential' is a loss of two classes (n_outputs 1), "
+              f"the file has n_outputs {n_outputs}")
+
+
 def decode(data):
     """The ensemble and classifier content of model bytes, every field validated.
 
@@ -738,6 +756,11 @@ def decode(data):
                 _is_number(v) and math.isfinite(v) for v in init_raw):
             _fail(f"header 'init_raw' must be a list of {n_outputs} finite numbers")
         max_features = _int_field(header, "max_features", 1, n_features, allow_none=True)
+    if version < 3:  # the loss the number of classes implied: the log-loss
+        loss = "log_loss"
+    else:
+        loss = header.get("loss")
+        _check_loss(loss, n_outputs)
     classes = _decode_classes(header.get("classes"), n_classes)
     names = header.get("feature_names")
     if names is not None:
@@ -779,6 +802,6 @@ def decode(data):
     if ("oob_scores" in arrays) != ("oob_improvement" in arrays):
         _fail("arrays 'oob_scores' and 'oob_improvement' come together")
     content = {name: arrays.get(name) for name in RECORD_ARRAYS}
-    content.update(classes=classes, feature_names=names, params=params,
+    content.update(loss=loss, classes=classes, feature_names=names, params=params,
                    best_iteration=best, max_features=max_features)
     return ensemble, content

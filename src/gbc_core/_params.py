@@ -149,6 +149,18 @@ class ClassWeights(Rule):
         return "a dict of class label -> finite weight >= 0"
 
 
+class Estimator(Rule):
+    """An object (not a string) with ``fit`` and ``predict_proba`` methods: an
+    ``init`` estimator, scikit-learn's contract (``HasMethods``)."""
+
+    def accepts(self, value):
+        return (not isinstance(value, str) and callable(getattr(value, "fit", None))
+                and callable(getattr(value, "predict_proba", None)))
+
+    def describe(self):
+        return "an estimator with fit and predict_proba"
+
+
 NONE = NoneValue()
 
 
@@ -180,8 +192,9 @@ class Param:
 
 
 PARAMS = (
-    Param("loss", "log_loss", [Options("log_loss")],
-          "loss minimised: the log-loss (binomial for 2 classes, multinomial for more)"),
+    Param("loss", "log_loss", [Options("log_loss", "exponential")],
+          "loss minimised: 'log_loss' (binomial for 2 classes, multinomial for more) "
+          "or 'exponential' (2 classes: AdaBoost's loss, p = sigma(2F))"),
     Param("learning_rate", 0.1, [Real(0, low_open=True)],
           "shrinkage eta of every tree's leaf values (F += eta * gamma)"),
     Param("n_estimators", 100, [Integer(1)],
@@ -197,9 +210,10 @@ PARAMS = (
           "smallest fraction of the total sample weight in a leaf"),
     Param("max_depth", 3, [Integer(1, 64), NONE],
           "deepest level of a tree (None: until leaves are pure or too small)"),
-    Param("init", "zero", [Options("zero", "prior")],
-          "initial raw scores: 'zero' (the paper's F0 = 0) or 'prior' (the log-odds "
-          "of the weighted class frequencies)"),
+    Param("init", "zero", [Options("zero", "prior"), NONE, Estimator()],
+          "initial raw scores: 'zero' (the paper's F0 = 0), 'prior' or None (the "
+          "loss's link of the weighted class frequencies), or an estimator with "
+          "fit and predict_proba (fitted on the training data)"),
     Param("random_state", None, [NONE, Integer(0), Generator()],
           "seed of the row subsampling, feature draws and early-stopping split"),
     Param("max_features", None, [NONE, Options("sqrt", "log2"), Integer(1),
