@@ -178,7 +178,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     max_features_ : int
         Features drawn per node.
     init_raw_ : float or ndarray of shape (n_classes,)
-        F0.
+        F0 (0 with an init estimator whose scores vary by row: they come from
+        ``booster_.init_estimator``, the fitted clone of ``init``).
     feature_importances_ : ndarray of shape (n_features_in_,)
         Normalised total squared-error decrease per feature.
     """

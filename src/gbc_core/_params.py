@@ -212,8 +212,8 @@ PARAMS = (
           "deepest level of a tree (None: until leaves are pure or too small)"),
     Param("init", "zero", [Options("zero", "prior"), NONE, Estimator()],
           "initial raw scores: 'zero' (the paper's F0 = 0), 'prior' or None (the "
-          "loss's link of the weighted class frequencies), or an estimator with "
-          "fit and predict_proba (fitted on the training data)"),
+          "loss's link of the weighted class frequencies), or, in Python, an "
+          "estimator with fit and predict_proba (fitted on the training data)"),
     Param("random_state", None, [NONE, Integer(0), Generator()],
           "seed of the row subsampling, feature draws and early-stopping split"),
     Param("max_features", None, [NONE, Options("sqrt", "log2"), Integer(1),
