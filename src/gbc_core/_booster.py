@@ -178,6 +178,21 @@ class Booster:
         for raw in self.ensemble.staged_predict_raw(self.align_columns(X), n_jobs=n_jobs):
             yield self.labels_from_raw(raw)
 
+    def predict_contributions(self, X, *, n_jobs=None):
+        """Feature contributions to :meth:`decision_function` (exact path-dependent
+        TreeSHAP, see :meth:`Ensemble.predict_contributions`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features + 1) for two classes, (n_samples,
+        n_classes, n_features + 1) otherwise
+            Column f is the SHAP value of feature f; the last column is the expected
+            value (F0 plus each tree's cover-weighted mean). Each row (per class)
+            adds up to the decision function.
+        """
+        out = self.ensemble.predict_contributions(self.align_columns(X), n_jobs=n_jobs)
+        return out[:, 0, :] if out.shape[1] == 1 else out
+
     def apply(self, X):
         """Leaf of every row in every tree, shape (n_samples, n_estimators_, n_outputs)."""
         return self.ensemble.apply(self.align_columns(X))

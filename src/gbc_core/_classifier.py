@@ -375,6 +375,25 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """Yield the predicted labels after each iteration."""
         return self._fitted_booster(X).staged_predict(X, n_jobs=self.n_jobs)
 
+    def predict_contributions(self, X):
+        """Feature contributions to :meth:`decision_function`: the exact
+        path-dependent TreeSHAP values (Lundberg, Erion and Lee 2018).
+
+        A feature's contribution is its Shapley value for the raw score, the
+        expectation over the features left out following each node's cover (the
+        in-bag sample weight it saw in the fit); a missing value follows the split's
+        learned direction, as in :meth:`predict`. The result does not depend on
+        ``n_jobs``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_in_ + 1) for two classes,
+        (n_samples, n_classes, n_features_in_ + 1) otherwise
+            The last column is the expected value (F0 plus each tree's cover-weighted
+            mean); each row (per class) adds up to the decision function.
+        """
+        return self._fitted_booster(X).predict_contributions(X, n_jobs=self.n_jobs)
+
     def apply(self, X):
         """Leaf (tree-relative node index) of each row in each tree, shape
         (n_samples, n_estimators_, n_trees_per_iteration_)."""
