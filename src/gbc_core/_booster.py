@@ -197,6 +197,21 @@ class Booster:
         """Leaf of every row in every tree, shape (n_samples, n_estimators_, n_outputs)."""
         return self.ensemble.apply(self.align_columns(X))
 
+    # ---------------------------------------------------------- scikit-learn
+    def to_sklearn(self, *, missing="error"):
+        """A fitted scikit-learn ``GradientBoostingClassifier`` with these trees,
+        predicting the same probabilities (``plot_tree``, ``partial_dependence`` and
+        ``shap.TreeExplainer`` work on it). Needs scikit-learn.
+
+        scikit-learn's GradientBoostingClassifier sends a missing value (NaN) right
+        at every split: with ``missing="error"`` (default) a split sending them left
+        is a ValueError naming its features; ``missing="right"`` exports anyway (the
+        same predictions for rows without NaN).
+        """
+        from ._sklearn_io import to_sklearn
+
+        return to_sklearn(self, missing=missing)
+
     # ------------------------------------------------------------- model file
     def _file_content(self, params):
         return {

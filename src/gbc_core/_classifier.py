@@ -427,6 +427,11 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """The fitted trees, each a structured array of nodes (see ``NODE_DTYPE``)."""
         return self._fitted_booster().trees()
 
+    def to_sklearn(self, *, missing="error"):
+        """The fitted model as a scikit-learn ``GradientBoostingClassifier``
+        predicting the same probabilities (see :meth:`Booster.to_sklearn`)."""
+        return self._fitted_booster().to_sklearn(missing=missing)
+
     # ------------------------------------------------------------ persistence
     def save(self, path):
         """Save the fitted model to ``path`` (atomically) in the gbc-core model format.
