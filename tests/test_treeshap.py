@@ -218,7 +218,7 @@ def test_equals_shap_tree_explainer(n_classes, init):
     model = GradientBoostingClassifier(n_estimators=8, max_depth=4, init=init, subsample=0.8,
                                        random_state=0).fit(X, y)
     assert (model.booster_.ensemble.init_raw != 0).any() == (init == "prior")
-    sk = model.to_sklearn(missing="right")
+    sk = model.to_sklearn()
     rows = X[:200]
     ours = model.booster_.ensemble.predict_contributions(rows)
     assert_arrays_equal(ours[:, :, :-1], _shap_per_tree(shap, sk, rows),

@@ -198,19 +198,18 @@ class Booster:
         return self.ensemble.apply(self.align_columns(X))
 
     # ---------------------------------------------------------- scikit-learn
-    def to_sklearn(self, *, missing="error"):
+    def to_sklearn(self):
         """A fitted scikit-learn ``GradientBoostingClassifier`` with these trees,
         predicting the same probabilities (``plot_tree``, ``partial_dependence`` and
         ``shap.TreeExplainer`` work on it). Needs scikit-learn.
 
-        scikit-learn's GradientBoostingClassifier sends a missing value (NaN) right
-        at every split: with ``missing="error"`` (default) a split sending them left
-        is a ValueError naming its features; ``missing="right"`` exports anyway (the
-        same predictions for rows without NaN).
+        Each split's direction for missing values is written as the tree's
+        ``missing_go_to_left``, which scikit-learn's trees follow; its
+        GradientBoostingClassifier refuses NaN in ``predict``.
         """
         from ._sklearn_io import to_sklearn
 
-        return to_sklearn(self, missing=missing)
+        return to_sklearn(self)
 
     # ------------------------------------------------------------- model file
     def _file_content(self, params):

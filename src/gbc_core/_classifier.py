@@ -427,10 +427,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """The fitted trees, each a structured array of nodes (see ``NODE_DTYPE``)."""
         return self._fitted_booster().trees()
 
-    def to_sklearn(self, *, missing="error"):
+    def to_sklearn(self):
         """The fitted model as a scikit-learn ``GradientBoostingClassifier``
         predicting the same probabilities (see :meth:`Booster.to_sklearn`)."""
-        return self._fitted_booster().to_sklearn(missing=missing)
+        return self._fitted_booster().to_sklearn()
 
     # ------------------------------------------------------------ persistence
     def save(self, path):

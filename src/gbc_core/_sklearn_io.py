@@ -14,10 +14,10 @@ The two models are the same function of X:
   float32 x;
 - both store a leaf's gamma without the learning rate and add ``learning_rate *
   gamma`` to raw score k, tree after tree in iteration order, from F0;
-- scikit-learn's GradientBoostingClassifier sends a missing value (NaN) right at
-  every split (its prediction ignores the trees' ``missing_go_to_left``; it cannot
-  learn a direction, its fit refuses NaN); a gbc-core split that sends NaN left
-  cannot be written (:func:`to_sklearn`, ``missing``).
+- a split's direction for missing values (NaN) is the trees' ``missing_go_to_left``
+  (scikit-learn >= 1.3), which its trees' own ``predict``/``apply`` follow; its
+  GradientBoostingClassifier refuses NaN in fit and predict, so that every gbc-core
+  model is written as it is and every scikit-learn one read as its trees are.
 
 scikit-learn is imported here only (and by ``_classifier``): importing gbc-core,
 loading a model and scoring never load this module.
@@ -76,7 +76,7 @@ def _init_raw_of(est, n_features):
 
 def _nodes_of_sklearn_tree(tree_):
     """gbc-core nodes (NODE_DTYPE) of a scikit-learn ``Tree`` of a gradient boosting
-    stage; missing values go right, as scikit-learn's boosting sends them."""
+    stage (missing values go where the tree's ``missing_go_to_left`` sends them)."""
     n = tree_.node_count
     left = tree_.children_left.astype(np.int64)
     right = tree_.children_right.astype(np.int64)
@@ -103,7 +103,7 @@ def _nodes_of_sklearn_tree(tree_):
     for j in inner:  # children come after their parents
         depth[left[j]] = depth[right[j]] = depth[j] + 1
     nodes["depth"] = np.minimum(depth, 255)
-    nodes["missing_go_left"] = 0
+    nodes["missing_go_left"] = np.where(leaf, 0, tree_.missing_go_to_left)
     return nodes
 
 
@@ -137,8 +137,9 @@ def from_sklearn(est):
     gbc_core.GradientBoostingClassifier
         Fitted (its ``booster_`` holds the imported trees); its parameters are
         scikit-learn's where the two share them (``init`` is ``"zero"`` or
-        ``"prior"``), which shape a refit only. A missing value goes right at every
-        split, as in scikit-learn.
+        ``"prior"``), which shape a refit only. A missing value (which scikit-learn's
+        GradientBoostingClassifier refuses) goes where the trees'
+        ``missing_go_to_left`` sends it.
 
     Raises
     ------
@@ -181,27 +182,6 @@ def from_sklearn(est):
 
 
 # ----------------------------------------------------------------- export
-def _feature_label(booster, f):
-    names = booster.feature_names_in_
-    return f"{names[f]!r} (feature {f})" if names is not None else f"feature {f}"
-
-
-def _check_missing(booster, missing):
-    if missing not in ("error", "right"):
-        raise ValueError(f"missing must be 'error' or 'right', got {missing!r}")
-    nodes = booster.ensemble.nodes
-    left = (nodes["feature"] >= 0) & (nodes["missing_go_left"] == 1)
-    if missing == "error" and left.any():
-        features = np.unique(nodes["feature"][left])
-        shown = ", ".join(_feature_label(booster, int(f)) for f in features[:10])
-        more = f" and {features.size - 10} more" if features.size > 10 else ""
-        raise ValueError(
-            f"to_sklearn: {int(left.sum())} split(s) on {shown}{more} send missing values "
-            "(NaN) left, and scikit-learn's GradientBoostingClassifier sends them right "
-            "at every split; pass missing='right' to export anyway (the same predictions "
-            "for rows without NaN, NaN then goes right)")
-
-
 def _sklearn_tree(nodes, n_features, max_features, node_dtype):
     """A fitted scikit-learn ``DecisionTreeRegressor`` with the tree ``nodes``."""
     from sklearn.tree import DecisionTreeRegressor
@@ -233,7 +213,7 @@ def _sklearn_tree(nodes, n_features, max_features, node_dtype):
         "impurity": impurity,
         "n_node_samples": nodes["n_samples"],
         "weighted_n_node_samples": w,
-        "missing_go_to_left": 0,
+        "missing_go_to_left": np.where(leaf, 0, nodes["missing_go_left"]),
     }
     for name in node_dtype.names:
         out[name] = fields[name]
@@ -277,37 +257,33 @@ def _prior_init(booster, n_features):
     return init
 
 
-def to_sklearn(booster, *, missing="error"):
+def to_sklearn(booster):
     """A fitted scikit-learn ``GradientBoostingClassifier`` predicting as ``booster``.
 
     Parameters
     ----------
     booster : Booster
-    missing : {"error", "right"}, default="error"
-        scikit-learn's GradientBoostingClassifier sends a missing value right at
-        every split: ``"error"`` refuses a model with a split sending them left
-        (naming its features), ``"right"`` exports it anyway (the same predictions
-        for rows without NaN).
 
     Returns
     -------
     sklearn.ensemble.GradientBoostingClassifier
         ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees (inner
         nodes' values are their leaves' cover-weighted means, impurities such that
-        the feature importances are gbc-core's); ``init_`` is ``"zero"`` or a
-        ``DummyClassifier(strategy="prior")``; ``train_score_`` is not set.
+        the feature importances are gbc-core's, each split's ``missing_go_to_left``
+        gbc-core's direction for missing values, which the trees' ``predict`` and
+        ``apply`` follow; the GradientBoostingClassifier itself refuses NaN);
+        ``init_`` is ``"zero"`` or a ``DummyClassifier(strategy="prior")``;
+        ``train_score_`` is not set.
 
     Raises
     ------
     ValueError
-        For splits sending missing values left (``missing="error"``), or an F0
-        that scikit-learn's prior cannot give (to 1e-12).
+        For an F0 that scikit-learn's prior cannot give (to 1e-12).
     """
     from sklearn.tree._tree import Tree
 
     if not isinstance(booster, Booster):
         raise TypeError(f"to_sklearn expects a Booster, got {type(booster).__name__}")
-    _check_missing(booster, missing)
     ensemble = booster.ensemble
     n_features, K = ensemble.n_features, ensemble.n_outputs
     zero = not ensemble.init_raw.any()
