@@ -11,6 +11,7 @@ same model exported to scikit-learn is the second reference.
 import itertools
 import math
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -229,3 +230,19 @@ def test_equals_shap_tree_explainer(n_classes, init):
         values = np.asarray(explainer.shap_values(rows))
         assert_arrays_equal(ours[:, 0, :-1], values, "contributions vs shap", atol=1e-6)
         assert abs(ours[0, 0, -1] - float(np.ravel(explainer.expected_value)[0])) <= 1e-6
+
+
+def test_contributions_release_the_gil():
+    from conftest import other_thread_progress
+
+    model, X = _fitted("binary")
+    ens = model.booster_.ensemble
+    t0 = time.perf_counter()
+    ens.predict_contributions(X, n_jobs=1)
+    reps = max(1, int(np.ceil(0.5 / max(time.perf_counter() - t0, 1e-3))))
+    X_big = np.tile(X, (reps, 1))  # a call of about 0.5 s
+    count, elapsed, gap = other_thread_progress(
+        lambda: ens.predict_contributions(X_big, n_jobs=1))
+    # Another Python thread kept counting through the call (a call holding the GIL
+    # stops it for the whole call: test_production.py checks that this detects it).
+    assert count >= 20000 and gap < 0.5 * elapsed, (count, elapsed, gap)
