@@ -231,9 +231,9 @@ def _sklearn_tree(nodes, n_features, max_features, node_dtype):
     return est
 
 
-def _prior_init(booster, n_features):
-    """A fitted ``DummyClassifier(strategy="prior")`` whose raw scores (scikit-learn's
-    link of its probabilities) are F0, or a ValueError where none is."""
+def _prior_init(booster, n_features, link):
+    """A fitted ``DummyClassifier(strategy="prior")`` whose raw scores, ``link`` (that
+    of scikit-learn's loss) of its probabilities, are F0 (to rounding)."""
     from sklearn.dummy import DummyClassifier
 
     init_raw = booster.ensemble.init_raw
@@ -243,9 +243,9 @@ def _prior_init(booster, n_features):
     init.fit(np.zeros((K, n_features)), np.arange(K, dtype=np.float64))
     if K == 2:
         p = 1.0 / (1.0 + np.exp(-init_raw[0]))
-        # The probability whose logit is F0 exactly, where one is near.
+        # The probability nearby whose logit is F0 exactly, where there is one.
         for _ in range(4):
-            logit = np.log(p / (1.0 - p))
+            logit = float(link(np.array([p]))[0])
             if logit == init_raw[0]:
                 break
             p = np.nextafter(p, np.inf if logit < init_raw[0] else -np.inf)
@@ -311,7 +311,7 @@ def to_sklearn(booster):
                                          int(max_features), node_dtype)
     est.estimators_ = stages
     est.n_estimators_ = ensemble.n_iterations
-    est.init_ = "zero" if zero else _prior_init(booster, n_features)
+    est.init_ = "zero" if zero else _prior_init(booster, n_features, est._loss.link.link)
     if not zero:
         got = est._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
         error = np.abs(got - ensemble.init_raw)
