@@ -241,8 +241,10 @@ def _prior_init(booster, n_features, link):
     init = DummyClassifier(strategy="prior")
     # scikit-learn fits the init estimator on the class codes (as floats).
     init.fit(np.zeros((K, n_features)), np.arange(K, dtype=np.float64))
+    # The model's own sigmoid or softmax of F0.
+    prior = booster.proba_from_raw(init_raw.reshape(1, -1), n_jobs=1)[0]
     if K == 2:
-        p = 1.0 / (1.0 + np.exp(-init_raw[0]))
+        p = prior[1]
         # The probability nearby whose logit is F0 exactly, where there is one.
         for _ in range(4):
             logit = float(link(np.array([p]))[0])
@@ -250,9 +252,6 @@ def _prior_init(booster, n_features, link):
                 break
             p = np.nextafter(p, np.inf if logit < init_raw[0] else -np.inf)
         prior = np.array([1.0 - p, p])
-    else:
-        e = np.exp(init_raw - init_raw.max())
-        prior = e / e.sum()
     init.class_prior_ = prior
     return init
 
