@@ -271,8 +271,9 @@ def to_sklearn(booster):
         the feature importances are gbc-core's, each split's ``missing_go_to_left``
         gbc-core's direction for missing values, which the trees' ``predict`` and
         ``apply`` follow; the GradientBoostingClassifier itself refuses NaN);
-        ``init_`` is ``"zero"`` or a ``DummyClassifier(strategy="prior")``;
-        ``train_score_`` is not set.
+        ``init_`` is ``"zero"`` or a ``DummyClassifier(strategy="prior")``. It is for
+        prediction and inspection: the record of the fit (``train_score_``, the
+        out-of-bag scores) is not written, so scikit-learn cannot warm-start from it.
 
     Raises
     ------
