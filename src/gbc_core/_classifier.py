@@ -6,7 +6,8 @@ early-stopping hold-out) and runs the boosting loop (``_boosting``); the fitted 
 is a :class:`~gbc_core.Booster` (``booster_``), which predicts, saves and loads. What
 scikit-learn gives every estimator (``get_params``/``set_params``, ``clone``,
 metadata routing, the HTML repr, the feature-name warnings, ``score``) comes from
-its base classes. This is the only module that imports scikit-learn.
+its base classes. With ``_sklearn_io`` (scikit-learn's own model in and out), this is
+the only module that imports scikit-learn.
 """
 
 import numbers
