@@ -211,6 +211,8 @@ cdef void _sample_one(
     cdef uint32_t* sorted_keys
     if ranks == NULL:
         for i in range(n):
+            if k == n_take:
+                break
             v = col[i * stride]
             if v == v:
                 keys[k] = _key(v)
