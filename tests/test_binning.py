@@ -426,3 +426,23 @@ def test_fit_and_sketch_of_no_row():
     assert m.transform(np.zeros((0, 2), np.float32)).shape == (0, 2)
     merged = BinMapper.from_sketches([m.sketch(np.zeros((0, 2), np.float32))])
     assert [t.size for t in merged.thresholds] == [0, 0]
+
+
+def test_rows_of_nan_do_not_change_the_thresholds():
+    """The subsample is drawn among a feature's non-NaN values (by their rank among
+    them): rows where the feature is NaN, inserted anywhere, change nothing, whether
+    the column has NaN (ranks counted by a walk) or none (ranks are rows)."""
+    rng = np.random.default_rng(10)
+    n = 12_000
+    col = rng.normal(size=n).astype(np.float32)
+    other = rng.normal(size=n).astype(np.float32)
+    X = np.column_stack([col, other])
+    nan_rows = np.sort(rng.choice(n + 3000, 3000, replace=False))
+    with_nan = np.full(n + 3000, np.nan, np.float32)
+    with_nan[np.setdiff1d(np.arange(n + 3000), nan_rows)] = col
+    Y = np.column_stack([with_nan, np.resize(other, n + 3000)])
+    for order in ("C", "F"):
+        a = BinMapper(max_bins=40, subsample=2000).fit(np.asarray(X, order=order))
+        b = BinMapper(max_bins=40, subsample=2000).fit(np.asarray(Y, order=order))
+        assert a.thresholds[0].size == 39
+        assert_same_bits(a.thresholds[0], b.thresholds[0])

@@ -117,7 +117,7 @@ def _sorted_samples(X, features, n_valid, subsample, random_state, n_threads):
     for nv, s in sets.items():
         ranks[s] = _sample_ranks(nv, subsample, random_state)
     out = np.empty((features.size, max(int(take.max()), 1)), dtype=np.float32)
-    sorted_sample(X, features, ranks, rank_set, take, out, n_threads)
+    sorted_sample(X, features, ranks, rank_set, take, n_valid[features], out, n_threads)
     return [out[i, : take[i]] for i in range(features.size)]
 
 

@@ -67,7 +67,9 @@ cdef intp_t _distinct_one(
     """Sorted distinct non-NaN values of one column and their counts, at most ``cap``.
 
     Returns their number, or ``cap + 1`` when the column has more (``values`` and
-    ``counts`` then hold no meaning). ``n_valid`` gets the number of non-NaN values.
+    ``counts`` then hold no meaning). ``n_valid`` (unless NULL) gets the number of
+    non-NaN values; without it, a column with more than ``cap`` values is left at
+    the first value past the cap.
     """
     cdef intp_t i = 0, k = 0, lo, hi, mid, last = -1
     cdef int64_t n_nan = 0
@@ -104,12 +106,13 @@ cdef intp_t _distinct_one(
         counts[lo] = 1
         k += 1
         last = lo
-    while i < n:
-        v = col[i * stride]
-        i += 1
-        if v != v:
-            n_nan += 1
-    n_valid[0] = n - n_nan
+    if n_valid != NULL:
+        while i < n:
+            v = col[i * stride]
+            i += 1
+            if v != v:
+                n_nan += 1
+        n_valid[0] = n - n_nan
     return k
 
 
@@ -143,9 +146,13 @@ def scan_distinct(
     cdef intp_t n = X.shape[0]
     cdef intp_t d = X.shape[1]
     cdef intp_t cap = values.shape[1]
-    cdef intp_t f
-    cdef intp_t row_stride, col_stride
+    cdef intp_t f, blk, start, stop, i
+    cdef intp_t row_stride, col_stride, n_blocks
     cdef const float32_t* base
+    cdef const float32_t* row
+    cdef int64_t[:, ::1] n_nan
+    cdef int64_t* nan_blk
+    cdef bint by_rows
     if d == 0:
         return
     if n == 0:
@@ -156,12 +163,33 @@ def scan_distinct(
     row_stride = X.strides[0] // sizeof(float32_t)
     col_stride = X.strides[1] // sizeof(float32_t)
     base = &X[0, 0]
+    # Row-major X: the missing values are counted in one pass over the rows (a
+    # column of it is strided), and a column with many distinct values is left
+    # after the first few hundred rows.
+    by_rows = col_stride == 1 and d > 1
+    if by_rows:
+        n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+        n_nan = np.zeros((n_blocks, d), dtype=np.int64)
+        with nogil:
+            for blk in prange(n_blocks, schedule="static",
+                              num_threads=max(1, min(n_threads, n_blocks))):
+                start = blk * ROW_BLOCK
+                stop = min(start + ROW_BLOCK, n)
+                nan_blk = &n_nan[blk, 0]
+                for i in range(start, stop):
+                    row = base + i * row_stride
+                    for f in range(d):
+                        nan_blk[f] += row[f] != row[f]
+        for f in range(d):
+            n_valid[f] = n
+            for blk in range(n_blocks):
+                n_valid[f] -= n_nan[blk, f]
     n_threads = max(1, min(n_threads, d))
     with nogil:
         for f in prange(d, schedule="dynamic", num_threads=n_threads):
             n_distinct[f] = <int32_t>_distinct_one(
                 base + f * col_stride, n, row_stride, cap,
-                &values[f, 0], &counts[f, 0], &n_valid[f],
+                &values[f, 0], &counts[f, 0], NULL if by_rows else &n_valid[f],
             )
 
 
@@ -199,12 +227,14 @@ cdef void _sample_one(
     intp_t stride,
     const int64_t* ranks,
     intp_t n_take,
+    bint no_nan,
     uint32_t* keys,
     uint32_t* scratch,
     float32_t* out,
 ) noexcept nogil:
     """The non-NaN values of one column (all, or those whose rank among them is in
-    the sorted ``ranks[:n_take]``), sorted into ``out[:n_take]``."""
+    the sorted ``ranks[:n_take]``), sorted into ``out[:n_take]``. ``no_nan``: the
+    column has no NaN, so a rank is a row."""
     cdef intp_t i, k = 0
     cdef int64_t rank = 0
     cdef float32_t v
@@ -217,6 +247,10 @@ cdef void _sample_one(
             if v == v:
                 keys[k] = _key(v)
                 k += 1
+    elif no_nan:
+        for k in range(n_take):
+            keys[k] = _key(col[ranks[k] * stride])
+        k = n_take
     else:
         for i in range(n):
             if k == n_take:
@@ -240,6 +274,7 @@ def sorted_sample(
     const int64_t[:, ::1] ranks,
     const int32_t[::1] rank_set,
     const int64_t[::1] n_take,
+    const int64_t[::1] n_valid,
     float32_t[:, ::1] out,
     int n_threads,
 ):
@@ -258,6 +293,8 @@ def sorted_sample(
     n_take : int64 array of shape (q,)
         How many values of ``features[i]`` are taken (its number of non-NaN values
         when ``rank_set[i]`` is -1).
+    n_valid : int64 array of shape (q,)
+        The number of non-NaN values of ``features[i]``.
     out : float32 array of shape (q, m), output
         ``out[i, :n_take[i]]``: the values taken, ascending, -0.0 written as 0.0.
     n_threads : int
@@ -293,7 +330,7 @@ def sorted_sample(
                     r = NULL
                 _sample_one(
                     base + features[i] * col_stride, n, row_stride, r, n_take[i],
-                    keys + 2 * tid * m, keys + (2 * tid + 1) * m, &out[i, 0],
+                    n_valid[i] == n, keys + 2 * tid * m, keys + (2 * tid + 1) * m, &out[i, 0],
                 )
     finally:
         free(keys)
@@ -313,18 +350,60 @@ def midpoints(const float32_t[::1] lo, const float32_t[::1] hi):
     return out
 
 
-cdef inline uint8_t _bin_of(const float64_t* t, intp_t n_t, float64_t x) noexcept nogil:
-    """The number of thresholds ``t[:n_t]`` (ascending) below ``x``: a branch-free
-    binary search (the compiler turns the step into a conditional move)."""
-    cdef const float64_t* b = t
-    cdef intp_t half
-    if n_t == 0:
-        return 0
-    while n_t > 1:
-        half = n_t >> 1
-        b = b + half if b[half] < x else b
-        n_t -= half
-    return <uint8_t>((b - t) + (b[0] < x))
+cdef inline void _bins_of(
+    const float64_t* t,
+    intp_t n_t,
+    const float32_t* col,
+    intp_t stride,
+    intp_t start,
+    intp_t stop,
+    uint8_t missing_bin,
+    uint8_t* out,
+) noexcept nogil:
+    """``out[i]`` = the number of thresholds ``t[:n_t]`` (ascending, n_t >= 1) below
+    ``col[i * stride]`` (``missing_bin`` for NaN), for i in start .. stop-1.
+
+    A branch-free binary search (the compiler turns each step into a conditional
+    move), four values at a time so that their searches overlap.
+    """
+    cdef const float64_t* b0
+    cdef const float64_t* b1
+    cdef const float64_t* b2
+    cdef const float64_t* b3
+    cdef float64_t x0, x1, x2, x3
+    cdef intp_t i = start, m, half
+    while i + 4 <= stop:
+        x0 = col[i * stride]
+        x1 = col[(i + 1) * stride]
+        x2 = col[(i + 2) * stride]
+        x3 = col[(i + 3) * stride]
+        b0 = t
+        b1 = t
+        b2 = t
+        b3 = t
+        m = n_t
+        while m > 1:
+            half = m >> 1
+            b0 = b0 + half if b0[half] < x0 else b0
+            b1 = b1 + half if b1[half] < x1 else b1
+            b2 = b2 + half if b2[half] < x2 else b2
+            b3 = b3 + half if b3[half] < x3 else b3
+            m -= half
+        out[i] = missing_bin if x0 != x0 else <uint8_t>((b0 - t) + (b0[0] < x0))
+        out[i + 1] = missing_bin if x1 != x1 else <uint8_t>((b1 - t) + (b1[0] < x1))
+        out[i + 2] = missing_bin if x2 != x2 else <uint8_t>((b2 - t) + (b2[0] < x2))
+        out[i + 3] = missing_bin if x3 != x3 else <uint8_t>((b3 - t) + (b3[0] < x3))
+        i += 4
+    while i < stop:
+        x0 = col[i * stride]
+        b0 = t
+        m = n_t
+        while m > 1:
+            half = m >> 1
+            b0 = b0 + half if b0[half] < x0 else b0
+            m -= half
+        out[i] = missing_bin if x0 != x0 else <uint8_t>((b0 - t) + (b0[0] < x0))
+        i += 1
 
 
 @cython.boundscheck(False)
@@ -381,9 +460,9 @@ def map_to_bins(
                 n_t = offsets[f + 1] - offsets[f]
                 col = base + f * col_stride
                 o = &out[0, f]
-                for i in range(start, stop):
-                    v = col[i * row_stride]
-                    if v != v:
-                        o[i] = missing_bin
-                    else:
-                        o[i] = _bin_of(t, n_t, v)
+                if n_t == 0:
+                    for i in range(start, stop):
+                        v = col[i * row_stride]
+                        o[i] = missing_bin if v != v else 0
+                else:
+                    _bins_of(t, n_t, col, row_stride, start, stop, missing_bin, o)
