@@ -16,7 +16,6 @@ results never depend on the number of threads:
 computes bin edges with the split threshold of ``_common.pxd`` (``midpoint``), the
 one the exact split finder uses.
 """
-cimport cython
 from cython.parallel cimport prange, threadid
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
@@ -116,8 +115,6 @@ cdef intp_t _distinct_one(
     return k
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def scan_distinct(
     const float32_t[:, :] X,
     float32_t[:, ::1] values,
@@ -266,8 +263,6 @@ cdef void _sample_one(
         out[i] = _value(sorted_keys[i])
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def sorted_sample(
     const float32_t[:, :] X,
     const int32_t[::1] features,
@@ -406,8 +401,6 @@ cdef inline void _bins_of(
         i += 1
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def map_to_bins(
     const float32_t[:, :] X,
     const float64_t[::1] thresholds,
