@@ -10,8 +10,10 @@ iff the bin of ``x`` is at most ``b``, and a split "bin <= b" is the split
 Every threshold is the exact split finder's threshold between two consecutive
 distinct values (``midpoint`` in ``_common.pxd``: lo/2 + hi/2 in float64; lo where
 that rounds to hi or overflows; -DBL_MAX for lo = -inf). A feature with at most
-``max_bins`` distinct values gets one bin per value (all the midpoints), so the
-candidate splits of a histogram search are exactly those of the exact search. A
+``max_bins`` distinct values gets one bin per value (all the midpoints), so a
+histogram search has the candidate splits of the exact search; ``bin_values`` gives
+the value of each bin, from which the exact search's threshold in a node follows
+(``midpoint`` of the node's nearest values either side of the split). A
 feature with more gets at most ``max_bins - 1`` thresholds at quantiles of its
 values (or of a subsample of ``subsample`` of them, drawn with a seeded NumPy
 Generator), each moved to the end of the run of equal values it falls in, as
