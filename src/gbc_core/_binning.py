@@ -71,7 +71,7 @@ def _check_X(X, n_features=None):
             f"X must be 2-D (n_samples, n_features), got an array of shape {X.shape}"
         )
     if X.shape[1] == 0:
-        raise ValueError("X has no feature (shape {X.shape}); at least one is required")
+        raise ValueError(f"X has no feature (shape {X.shape}); at least one is required")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
             f"X has {X.shape[1]} features, but the BinMapper was fitted with "
