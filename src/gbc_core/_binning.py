@@ -396,7 +396,10 @@ class BinMapper:
         partitions included). Otherwise the thresholds are quantiles (the rule of
         ``fit``) of the merged summaries: approximate, deterministic and independent
         of the order of the sketches (the pooled values are sorted by value, then
-        weight, before their weights are added up).
+        weight, before their weights are added up). They are ``fit``'s quantiles
+        too where every partition has at most 255 distinct values of the feature
+        (its sketch holds exact counts) and the data at most ``subsample`` non-NaN
+        values of it.
 
         Parameters
         ----------
