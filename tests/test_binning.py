@@ -447,3 +447,16 @@ def test_rows_of_nan_do_not_change_the_thresholds():
         b = BinMapper(max_bins=40, subsample=2000).fit(np.asarray(Y, order=order))
         assert a.thresholds[0].size == 39
         assert_same_bits(a.thresholds[0], b.thresholds[0])
+
+
+def test_fitted_mapper_pickles():
+    """A fitted mapper travels (a pickled estimator, warm start, Dask workers)."""
+    rng = np.random.default_rng(11)
+    X = np.column_stack([rng.normal(size=3000), rng.integers(0, 5, size=3000)])
+    X = X.astype(np.float32)
+    m = BinMapper(max_bins=100).fit(X)
+    back = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(back.transform(X), m.transform(X))
+    assert back.max_bins == 100 and back.missing_bin == 100
+    for a, b in zip(back.thresholds, m.thresholds):
+        assert_same_bits(a, b)
