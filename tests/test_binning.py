@@ -460,3 +460,23 @@ def test_fitted_mapper_pickles():
     assert back.max_bins == 100 and back.missing_bin == 100
     for a, b in zip(back.thresholds, m.thresholds):
         assert_same_bits(a, b)
+
+
+def test_features_sampled_in_groups_give_the_same_thresholds(monkeypatch):
+    """Wide data is sampled a group of features at a time (bounded memory): the
+    thresholds do not depend on the size of the groups."""
+    import gbc_core._binning as binning
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(3000, 7)).astype(np.float32)
+    # Columns without NaN, and with fewer or more non-NaN values than the subsample.
+    X[rng.random(X.shape) < np.array([0, 0.05, 0.5, 0.1, 0.6, 0, 0.3])] = np.nan
+    ref = BinMapper(max_bins=50, subsample=2000).fit(X, n_threads=2)
+    ref_sketch = BinMapper(subsample=2000).sketch(X)
+    monkeypatch.setattr(binning, "SAMPLE_BUFFER", 5000)  # two features per group
+    m = BinMapper(max_bins=50, subsample=2000).fit(X, n_threads=2)
+    sketch = BinMapper(subsample=2000).sketch(X)
+    for j in range(X.shape[1]):
+        assert_same_bits(m.thresholds[j], ref.thresholds[j])
+        assert_same_bits(sketch.values[j], ref_sketch.values[j])
+        np.testing.assert_array_equal(sketch.weights[j], ref_sketch.weights[j])

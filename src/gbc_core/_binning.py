@@ -103,24 +103,39 @@ def _sample_ranks(n_valid, subsample, random_state):
     return ranks.astype(np.int64, copy=False)
 
 
+#: Values the sorted samples of a group of features hold at once (64 MB).
+SAMPLE_BUFFER = 1 << 24
+
+
 def _sorted_samples(X, features, n_valid, subsample, random_state, n_threads):
     """For each feature of ``features``: its non-NaN values (-0.0 as 0.0), or
-    ``subsample`` of them when it has more, sorted; a list of float32 arrays."""
+    ``subsample`` of them when it has more, sorted.
+
+    Yields (feature, float32 array) in the order of ``features``; a group of features
+    is sampled at once, in parallel, in a buffer of at most ``SAMPLE_BUFFER`` values
+    that the next group reuses (copy what must outlive the next step).
+    """
     features = np.asarray(features, dtype=np.int32)
     if features.size == 0:
-        return []
+        return
     take = np.minimum(n_valid[features], subsample).astype(np.int64)
-    sets = {}
-    rank_set = np.full(features.size, -1, dtype=np.int32)
-    for i, f in enumerate(features):
-        if n_valid[f] > subsample:
-            rank_set[i] = sets.setdefault(int(n_valid[f]), len(sets))
-    ranks = np.empty((max(len(sets), 1), subsample if sets else 1), dtype=np.int64)
-    for nv, s in sets.items():
-        ranks[s] = _sample_ranks(nv, subsample, random_state)
-    out = np.empty((features.size, max(int(take.max()), 1)), dtype=np.float32)
-    sorted_sample(X, features, ranks, rank_set, take, n_valid[features], out, n_threads)
-    return [out[i, : take[i]] for i in range(features.size)]
+    width = max(int(take.max()), 1)
+    group = max(1, SAMPLE_BUFFER // width)
+    out = np.empty((min(group, features.size), width), dtype=np.float32)
+    for lo in range(0, features.size, group):
+        chunk = features[lo:lo + group]
+        sets = {}
+        rank_set = np.full(chunk.size, -1, dtype=np.int32)
+        for i, f in enumerate(chunk):
+            if n_valid[f] > subsample:
+                rank_set[i] = sets.setdefault(int(n_valid[f]), len(sets))
+        ranks = np.empty((max(len(sets), 1), subsample if sets else 1), dtype=np.int64)
+        for nv, s in sets.items():
+            ranks[s] = _sample_ranks(nv, subsample, random_state)
+        sorted_sample(X, chunk, ranks, rank_set, take[lo:lo + group],
+                      n_valid[chunk], out, n_threads)
+        for i, f in enumerate(chunk):
+            yield f, out[i, : take[lo + i]]
 
 
 def _distinct_thresholds(values):
@@ -293,9 +308,8 @@ class BinMapper:
             distinct = values[j, : n_distinct[j]].copy()
             bin_values[j] = distinct
             thresholds[j] = _distinct_thresholds(distinct)
-        samples = _sorted_samples(X, many, n_valid, self.subsample, self.random_state,
-                                  n_threads)
-        for j, sample in zip(many, samples):
+        for j, sample in _sorted_samples(X, many, n_valid, self.subsample,
+                                         self.random_state, n_threads):
             thresholds[j] = _quantile_thresholds(sample, None, self.max_bins)
         self._set(thresholds, bin_values)
         return self
@@ -369,8 +383,8 @@ class BinMapper:
             vals[j] = values[j, : n_distinct[j]].copy()
             weights[j] = counts[j, : n_distinct[j]].astype(np.float64)
         many = np.flatnonzero(~exact)
-        samples = _sorted_samples(X, many, n_valid, self.subsample, self.random_state, 1)
-        for j, sample in zip(many, samples):
+        for j, sample in _sorted_samples(X, many, n_valid, self.subsample,
+                                         self.random_state, 1):
             m = sample.size
             scale = float(n_valid[j]) / m
             if m <= SKETCH_POINTS:
