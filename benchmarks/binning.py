@@ -70,7 +70,7 @@ def main():
     X = np.asfortranarray(X, dtype=np.float32)
     print(f"X: {args.rows} x {args.features} float32 ({X.nbytes / 1e6:.0f} MB)")
     print(f"peak memory added by fit + transform in a fresh process: "
-          f"{memory_of_first_fit(X):.0f} MB (the bins: {X.size / 2**20:.0f} MB, "
+          f"{memory_of_first_fit(X):.0f} MiB (the bins: {X.size / 2**20:.0f} MiB, "
           f"one byte per value)")
     print("| order | threads | fit (s) | transform (s) |")
     print("| --- | --- | --- | --- |")
