@@ -18,7 +18,10 @@ worker process (so that a crash is caught and reported with the offending file):
   feature      a split feature set to n_features .. 2**31 - 1 or < -1 must be rejected
   nonfinite    a leaf value NaN/+-inf, a threshold NaN/-inf          must be rejected
   length       an array descriptor's length/offset/nbytes out of range must be rejected
-  count        n_trees/n_nodes off by one, n_features 0/negative/huge must be rejected
+  count        n_trees/n_nodes off by one, n_features 0/negative/beyond 2**24
+                                                                     must be rejected
+  claim        best_iteration beyond the iterations, class labels unsorted, mixing
+               booleans and numbers, or wider than 2**20 characters   must be rejected
   splice       the header of one model with the payload of another  may load
 
 "must be rejected": loading raises ``gbc_core.ModelFormatError``. "may load": it
@@ -51,9 +54,9 @@ import numpy as np
 
 MAGIC = b"\x89GBC\r\n\x1a\n"
 MUST_REJECT = {"truncate", "stale-flip", "child", "cycle", "feature", "nonfinite",
-               "length", "count"}
+               "length", "count", "claim"}
 KINDS = ["truncate", "stale-flip", "flip", "overwrite", "json", "child", "cycle", "feature",
-         "nonfinite", "length", "count", "splice"]
+         "nonfinite", "length", "count", "claim", "splice"]
 
 WORKER = textwrap.dedent("""
     import json, sys, traceback, warnings
@@ -100,7 +103,13 @@ def split(blob):
     return header, bytearray(blob[start: len(blob) - 32]), hlen
 
 
-def assemble(header, payload, version=1, text=None):
+def assemble(header, payload, version=None, text=None):
+    """A file of ``header`` (or the JSON ``text``) and ``payload`` with a valid
+    checksum; the prelude's version is the header's (so that the mutation, not a
+    version mismatch, is what a reader sees)."""
+    if version is None:
+        version = header.get("format_version", 1) if isinstance(header, dict) else 1
+        version = version if isinstance(version, int) and 0 < version < 2**32 else 1
     text = json.dumps(header, separators=(",", ":")).encode() if text is None else text
     head = struct.pack("<8sII", MAGIC, version, len(text)) + text
     head += b"\0" * (-len(head) % 8)
@@ -191,7 +200,8 @@ def mutate(kind, blob, others, rng):
         text = bytearray(blob[16: 16 + hlen])
         pos = int(rng.integers(0, len(text)))
         text[pos] = int(rng.choice(list(b'{}[]",:0123456789-.eE ntfrxa\\')))
-        return assemble(None, payload, text=bytes(text))
+        return assemble(None, payload, version=struct.unpack_from("<I", blob, 8)[0],
+                        text=bytes(text))
     if kind == "splice":
         h2, p2, _ = split(others[int(rng.integers(0, len(others)))])
         return assemble(header, p2) if rng.uniform() < 0.5 else assemble(h2, payload)
@@ -202,10 +212,34 @@ def mutate(kind, blob, others, rng):
     if kind == "count":
         key = str(rng.choice(["n_trees", "n_nodes", "n_features"]))
         if key == "n_features":
-            header[key] = rng.choice([0, -1, -2**31, 2**40, 1.5, "2", None, True])
+            header[key] = rng.choice([0, -1, -2**31, 2**24 + 1, 2**31 - 1, 2**40, 1.5, "2",
+                                      None, True])
             header[key] = header[key].item() if hasattr(header[key], "item") else header[key]
         else:
             header[key] = int(header[key]) + int(rng.choice([-1, 1, 2**31]))
+        return assemble(header, payload)
+    if kind == "claim":
+        what = str(rng.choice(["best_iteration", "unsorted", "mixed", "width"]))
+        classes = header["classes"]
+        if what == "best_iteration":
+            n_iterations = header["n_trees"] // header.get("n_outputs", 1)
+            header["best_iteration"] = n_iterations + int(rng.choice([1, 2, 2**31 - 2]))
+        elif what == "unsorted":
+            order = rng.permutation(len(classes["values"]))
+            if (order == np.arange(order.shape[0])).all():
+                order = order[::-1]
+            classes["values"] = [classes["values"][i] for i in order]
+            if "types" in classes:
+                classes["types"] = [classes["types"][i] for i in order]
+        elif what == "mixed":
+            k = len(classes["values"])
+            classes.update(dtype="|O", values=[True] + list(range(2, k + 1)),
+                           types=["bool"] + ["int"] * (k - 1))
+        else:  # wider than the format's limit on label width
+            k = len(classes["values"])
+            classes.update(dtype=f"<U{2**20 + int(rng.integers(1, 2**26))}",
+                           values=[f"{i:06d}" for i in range(k)])
+            classes.pop("types", None)
         return assemble(header, payload)
     if kind == "length":
         d = header["arrays"][int(rng.integers(0, len(header["arrays"])))]

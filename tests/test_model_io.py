@@ -271,8 +271,8 @@ def test_feature_names_and_string_labels_round_trip():
     np.array(["", "longer label"]),
     np.array([b"n", b"\xffy"]),
     np.array(["ham", "spam"], dtype=object),
-    np.array([1, "one"], dtype=object),
-    np.array([2.5, True], dtype=object),
+    np.array([1, 2.5], dtype=object),
+    np.array([False, True], dtype=object),
 ], ids=lambda c: f"{c.dtype}-{c.tolist()!r}")
 def test_class_labels_round_trip(paper_model, classes):
     model = copy.copy(paper_model)
@@ -988,3 +988,206 @@ def test_multiclass_round_trip(tmp_path):
     bad = header_edit(path.read_bytes(), classes={"dtype": "<U3", "values": ["cat", "dog"]})
     with pytest.raises(ModelFormatError, match="4 class labels"):
         gbc_core.from_bytes(bad)
+
+
+# ------------------------------------------ declared sizes bounded by the file's content
+def _peak_mib(work):
+    """(result or exception, peak traced MiB) of ``work()``."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        try:
+            result = work()
+        except Exception as exc:  # noqa: BLE001 - returned to the test
+            result = exc
+        return result, tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("n_features", [2**31 - 1, 2**24 + 1])
+def test_declared_feature_count_beyond_the_limit_is_refused(paper_model, n_features):
+    """A 2.5 KB file with a valid checksum claiming 2**31 - 1 features loaded, then
+    inspect allocated 16 GiB: the count is refused before anything is allocated."""
+    from gbc_core._validation import MAX_FEATURES
+
+    blob = header_edit(paper_model.to_bytes(), n_features=n_features)
+    assert len(blob) < 4096
+    error, peak = _peak_mib(lambda: gbc_core.from_bytes(blob))
+    assert isinstance(error, ModelFormatError) and "n_features" in str(error)
+    assert peak < 10
+    assert MAX_FEATURES == 2**24
+    # the limit is the Ensemble's rule, whoever builds one (a fit, a user)
+    with pytest.raises(ValueError, match="n_features"):
+        gbc_core.Ensemble(paper_model.ensemble.nodes, paper_model.ensemble.tree_offsets,
+                          n_outputs=1, init_raw=[0.0], learning_rate=1.0,
+                          n_features=n_features)
+
+
+def test_fit_refuses_more_features_than_a_model_holds():
+    """The limit holds for what a fit makes too (checked before any conversion: a
+    broadcast view costs no memory)."""
+    X = np.broadcast_to(np.float32(0.5), (4, 2**24 + 1))
+    with pytest.raises(ValueError, match="at most 2\\*\\*24"):
+        GradientBoostingClassifier(n_estimators=1).fit(X, [0, 1, 0, 1])
+
+
+def test_many_declared_features_cost_no_work_per_feature_in_predict(tmp_path, capsys,
+                                                                     monkeypatch, nan_model):
+    """A model may have features no tree uses (up to the limit): it loads, inspect
+    lists the features used, and predict on a file without those columns fails at once
+    without building a name per declared feature."""
+    from conftest import run_main
+
+    from gbc_core._validation import MAX_FEATURES
+
+    model = nan_model[0]
+    (tmp_path / "m.gbc").write_bytes(header_edit(model.to_bytes(), n_features=MAX_FEATURES))
+    (tmp_path / "d.csv").write_text("f0,f1\n1,2\n")
+    (rc, _, err), peak = _peak_mib(lambda: run_main(
+        capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o", "o.csv"))
+    assert rc == 1 and f"expects {MAX_FEATURES} features" in err
+    assert peak < 20
+    (rc, out, err), peak = _peak_mib(lambda: run_main(
+        capsys, monkeypatch, tmp_path, "inspect", "m.gbc", "--json"))
+    assert rc == 0, err
+    info = json.loads(out)
+    assert info["n_features"] == MAX_FEATURES
+    used = np.flatnonzero(model.feature_importances_)
+    assert sorted(d["index"] for d in info["importances"]) == used.tolist()
+    np.testing.assert_allclose([d["importance"] for d in info["importances"]],
+                               -np.sort(-model.feature_importances_[used]), rtol=1e-12)
+    assert peak < 200  # one float64 importance per feature: 128 MiB at the limit
+
+
+def test_class_label_bytes_are_bounded_before_allocation(paper_model):
+    """65536 classes of dtype <U1048576 would be a 256 GiB array: refused first."""
+    n = 65536
+    blob = paper_model.to_bytes()
+    empty = {"tree_offsets": np.zeros(1, np.int64), "train_score": np.zeros(0)}
+    empty.update({"nodes." + name: np.zeros(0, dt) for name, dt in
+                  gbc_core._model_io.NODE_COLUMNS})
+
+    def edit(h):
+        h.update(n_outputs=n, init_raw=[0.0] * n, n_trees=0, n_nodes=0,
+                 classes={"dtype": "<U1048576", "values": [f"{i:05d}" for i in range(n)]})
+    bad = rewrite(blob, empty, edit)
+    error, peak = _peak_mib(lambda: gbc_core.from_bytes(bad))
+    assert isinstance(error, ModelFormatError) and "bytes" in str(error), error
+    assert peak < 100
+    # the same classes of the width they need load
+    good = rewrite(blob, empty, lambda h: (edit(h), h["classes"].update(dtype="<U5")))
+    assert gbc_core.from_bytes(good).n_classes_ == n
+
+
+@pytest.mark.parametrize("classes, fragment", [
+    ({"dtype": "<i8", "values": [1, 0]}, "sorted"),
+    ({"dtype": "<U3", "values": ["yes", "no"]}, "sorted"),
+    ({"dtype": "|O", "values": ["b", "a"], "types": ["str", "str"]}, "sorted"),
+    ({"dtype": "|O", "values": [True, 2], "types": ["bool", "int"]}, "all numbers"),
+    ({"dtype": "|O", "values": [1, "one"], "types": ["int", "str"]}, "all numbers"),
+    ({"dtype": "|O", "values": [0, 2**63], "types": ["int", "int"]}, "int64"),
+])
+def test_unsorted_or_mixed_stored_classes_are_refused(paper_model, classes, fragment):
+    blob = header_edit(paper_model.to_bytes(), classes=classes)
+    with pytest.raises(ModelFormatError, match=fragment):
+        gbc_core.from_bytes(blob)
+    model = copy.copy(paper_model)  # and a writer refuses to write them
+    model.classes_ = np.array(classes["values"], dtype=classes["dtype"])
+    with pytest.raises(ValueError):
+        model.to_bytes()
+
+
+def test_best_iteration_beyond_the_iterations_is_refused(paper_model):
+    blob = paper_model.to_bytes()
+    n = paper_model.n_estimators_
+    assert gbc_core.from_bytes(header_edit(blob, best_iteration=n)).best_iteration_ == n
+    with pytest.raises(ModelFormatError, match="best_iteration"):
+        gbc_core.from_bytes(header_edit(blob, best_iteration=n + 1))
+    with pytest.raises(ModelFormatError, match="best_iteration"):
+        gbc_core.from_bytes(header_edit(blob, best_iteration=2**31 - 1))
+
+
+# ---------------------------------------------- Ensemble rules and version-1 files
+def _leaf(depth=0, value=0.5):
+    nodes = np.zeros(1, dtype=NODE_DTYPE)
+    nodes["feature"] = nodes["left"] = nodes["right"] = -1
+    nodes["threshold"] = nodes["threshold32"] = np.inf
+    nodes["value"], nodes["depth"], nodes["weighted_n"], nodes["n_samples"] = value, depth, 1, 1
+    return nodes
+
+
+def test_ensemble_refuses_a_one_leaf_tree_whose_root_has_depth_1():
+    ok_ = gbc_core.Ensemble.from_trees([_leaf(0)], n_outputs=1, init_raw=[0.0],
+                                       learning_rate=0.1, n_features=1)
+    assert ok_.n_trees == 1
+    with pytest.raises(ValueError, match="root must have depth 0"):
+        gbc_core.Ensemble.from_trees([_leaf(1)], n_outputs=1, init_raw=[0.0],
+                                     learning_rate=0.1, n_features=1)
+
+
+@pytest.mark.parametrize("n_trees, n_outputs", [(2, 3), (4, 3), (1, 5)])
+def test_ensemble_refuses_trees_that_are_not_whole_iterations(n_trees, n_outputs):
+    with pytest.raises(ValueError, match="not whole iterations"):
+        gbc_core.Ensemble.from_trees([_leaf()] * n_trees, n_outputs=n_outputs,
+                                     init_raw=[0.0] * n_outputs, learning_rate=0.1,
+                                     n_features=1)
+    whole = gbc_core.Ensemble.from_trees([_leaf()] * (2 * n_outputs), n_outputs=n_outputs,
+                                         init_raw=[0.0] * n_outputs, learning_rate=0.1,
+                                         n_features=1)
+    assert whole.n_iterations == 2
+
+
+@pytest.mark.parametrize("n_classes, n_outputs", [(3, 1), (2, 3), (4, 3)])
+def test_encode_refuses_classes_that_do_not_match_the_outputs(n_classes, n_outputs):
+    from gbc_core import _model_io
+
+    ensemble = gbc_core.Ensemble.from_trees([_leaf()] * n_outputs, n_outputs=n_outputs,
+                                            init_raw=[0.0] * n_outputs, learning_rate=0.1,
+                                            n_features=1)
+    content = {"classes": np.arange(n_classes), "feature_names": None, "params": {},
+               "best_iteration": None, "max_features": None,
+               **{name: None for name in _model_io.RECORD_ARRAYS}}
+    with pytest.raises(ValueError, match=f"{n_classes} classes do not match {n_outputs}"):
+        _model_io.encode(ensemble, content)
+    good = dict(content, classes=np.arange(2 if n_outputs == 1 else n_outputs))
+    assert gbc_core.from_bytes(_model_io.encode(ensemble, good)[0]).n_classes_ == max(
+        2, n_outputs)
+
+
+def _naive_raw_v1(model, X):
+    """F(x) of a binary model by walking each tree in Python: F0 + sum of
+    learning_rate x leaf value, the float32 comparison of the format."""
+    ens = model.ensemble
+    out = np.full(X.shape[0], ens.init_raw[0])
+    for i, x in enumerate(X.astype(np.float32)):
+        for tree in ens.trees():
+            j = 0
+            while tree["feature"][j] >= 0:
+                v = x[tree["feature"][j]]
+                right = (not tree["missing_go_left"][j]) if np.isnan(v) else \
+                    v > tree["threshold32"][j]
+                j = tree["right"][j] if right else tree["left"][j]
+            out[i] += ens.learning_rate * tree["value"][j]
+    return out
+
+
+@pytest.mark.parametrize("name", ["paper", "missing"])
+def test_version_1_stored_initial_score_is_used(name):
+    """Every committed version-1 fixture has F0 = 0: a version-1 file with another
+    F0 must predict with it."""
+    blob = (FIXTURES / f"{name}.gbc").read_bytes()
+    version, header, _ = split(blob)
+    assert version == 1 and header["init_raw"] == 0.0
+    crafted = header_edit(blob, init_raw=-0.8125)
+    assert split(crafted)[0] == 1
+    model = gbc_core.from_bytes(crafted)
+    plain = gbc_core.from_bytes(blob)
+    X = np.load(FIXTURES / "expected_predictions.npz")[f"{name}.X"]
+    raw = model.decision_function(X)
+    np.testing.assert_array_equal(raw, _naive_raw_v1(model, X))
+    assert model.init_raw_ == -0.8125
+    np.testing.assert_allclose(raw, plain.decision_function(X) - 0.8125, rtol=0, atol=1e-12)
+    p = model.predict_proba(X)[:, 1]
+    np.testing.assert_allclose(p, 1 / (1 + np.exp(-raw)), rtol=1e-15)

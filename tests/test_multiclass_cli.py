@@ -580,3 +580,93 @@ def test_dask_scoring(cluster, work, trained):
     for k in range(5):
         np.testing.assert_array_equal(out.column(f"proba_{k}").to_numpy(), proba[:, k])
     assert out.column("label").to_pylist() == ref.classes_[proba.argmax(axis=1)].tolist()
+
+
+# ------------------------------------------------ many classes: evaluate and chunks
+def many_class_model(n_classes, n_features=2):
+    """A Booster of ``n_classes`` classes, one iteration of stumps: output k splits
+    feature 0 at k and adds 1 on the right, so that the predicted class of a row is
+    the largest k < x0 (rows spread over every class)."""
+    from gbc_core import Booster, Ensemble
+    from gbc_core._common import NODE_DTYPE
+
+    trees = []
+    for k in range(n_classes):
+        nodes = np.zeros(3, dtype=NODE_DTYPE)
+        nodes["feature"] = [0, -1, -1]
+        nodes["left"] = [1, -1, -1]
+        nodes["right"] = [2, -1, -1]
+        nodes["threshold"] = [k + 0.5 - n_classes, np.inf, np.inf]  # exact in float32
+        nodes["threshold32"] = nodes["threshold"]
+        nodes["value"] = [0.0, 0.0, 1.0 + k * 1e-3]
+        nodes["depth"] = [0, 1, 1]
+        nodes["weighted_n"] = [2.0, 1.0, 1.0]
+        nodes["n_samples"] = [2, 1, 1]
+        trees.append(nodes)
+    ensemble = Ensemble.from_trees(trees, n_outputs=n_classes, init_raw=np.zeros(n_classes),
+                                   learning_rate=1.0, n_features=n_features)
+    return Booster(ensemble, np.arange(n_classes) * 3)
+
+
+def test_evaluate_confusion_matrix_of_many_classes(tmp_path, capsys, monkeypatch):
+    """1000 classes on 3000 rows: the counts of scikit-learn's confusion_matrix (the
+    matrix is counted in one pass over the rows, not one per pair of classes)."""
+    from gbc_core.metrics import confusion_matrix
+
+    k, n = 1000, 3000
+    model = many_class_model(k)
+    model.save(tmp_path / "m.gbc")
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(-k, 0, n), rng.normal(size=n)])
+    y = rng.integers(0, k, n) * 3
+    y[: n // 2] = model.predict(X[: n // 2].astype(np.float32))  # half right
+    pq.write_table(pa.table({"f0": X[:, 0], "f1": X[:, 1], "y": y}), tmp_path / "d.parquet")
+    res = json.loads(ok(run_main(capsys, monkeypatch, tmp_path, "evaluate", "m.gbc",
+                                 "d.parquet", "--target", "y", "--json")))
+    pred = model.predict(X.astype(np.float32))
+    assert len(np.unique(pred)) > k // 2
+    expected = skm.confusion_matrix(y, pred, labels=model.classes_)
+    assert res["confusion_matrix"] == expected.tolist()
+    assert res["accuracy"] == skm.accuracy_score(y, pred)
+    # the public function: labels in any order, labels outside them not counted
+    order = model.classes_[::-1][: k - 7]
+    np.testing.assert_array_equal(confusion_matrix(y, pred, order),
+                                  skm.confusion_matrix(y, pred, labels=order))
+    np.testing.assert_array_equal(confusion_matrix(y.astype(str), pred.astype(str),
+                                                   order.astype(str)),
+                                  skm.confusion_matrix(y.astype(str), pred.astype(str),
+                                                       labels=order.astype(str)))
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_default_chunk_is_bounded_by_the_number_of_classes(tmp_path, capsys, monkeypatch,
+                                                           command):
+    """The default chunk holds at most CHUNK_SCORE_VALUES scores (rows x classes)
+    however many classes; an explicit --chunk-rows is honoured."""
+    from gbc_core import _batch
+
+    k, n = 1000, 10_000
+    many_class_model(k).save(tmp_path / "m.gbc")
+    rng = np.random.default_rng(1)
+    pq.write_table(pa.table({"f0": rng.uniform(-k, 0, n), "f1": rng.normal(size=n),
+                             "y": rng.integers(0, k, n) * 3}), tmp_path / "d.parquet")
+    seen = []
+    local_scores = _batch._local_scores
+
+    def recording(model, chunks, n_jobs=None):
+        for chunk, raw in local_scores(model, chunks, n_jobs):
+            seen.append(raw.shape)
+            yield chunk, raw
+
+    monkeypatch.setattr(_batch, "_local_scores", recording)
+    args = (["-o", "o.parquet"] if command == "predict" else ["--target", "y"])
+    for given, most in ((None, _batch.CHUNK_SCORE_VALUES // k), ("9000", 9000)):
+        seen.clear()
+        extra = [] if given is None else ["--chunk-rows", given]
+        ok(run_main(capsys, monkeypatch, tmp_path, command, "m.gbc", "d.parquet", *args,
+                    *extra))
+        assert sum(rows for rows, _ in seen) == n
+        assert max(rows for rows, _ in seen) == most
+        assert all(cols == k for _, cols in seen)
+    assert _batch.CHUNK_SCORE_VALUES // k < _batch.DEFAULT_CHUNK_ROWS
+    assert _batch.default_chunk_rows(many_class_model(3)) == _batch.DEFAULT_CHUNK_ROWS

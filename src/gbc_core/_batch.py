@@ -18,6 +18,7 @@ from ._tabular import (
     LIBSVM_LABEL,
     AtomicOutput,
     DataError,
+    csv_labels,
     detect_format,
     one_line,
     open_data,
@@ -25,7 +26,34 @@ from ._tabular import (
     require_pyarrow,
 )
 
+#: Rows of a chunk when ``--chunk-rows`` is not given, at most: fewer for models with
+#: many classes or features (``default_chunk_rows``).
 DEFAULT_CHUNK_ROWS = 100_000
+#: Most values of a chunk's scores (rows x classes): raw scores, probabilities and
+#: their output columns are arrays of this size (32 MiB of float64 each).
+CHUNK_SCORE_VALUES = 1 << 22
+#: Most values of a chunk's features (rows x the model's features): 256 MiB of
+#: float32 (a LIBSVM chunk is dense at the model's width).
+CHUNK_FEATURE_VALUES = 1 << 26
+
+
+def default_chunk_rows(model):
+    """Rows per chunk for ``model`` when ``--chunk-rows`` is not given: at most
+    ``DEFAULT_CHUNK_ROWS``, and few enough that rows x classes stays within
+    ``CHUNK_SCORE_VALUES`` and rows x features within ``CHUNK_FEATURE_VALUES``
+    (so that memory does not grow with the number of classes or features); at
+    least 1."""
+    return max(1, min(DEFAULT_CHUNK_ROWS, CHUNK_SCORE_VALUES // int(model.n_classes_),
+                      CHUNK_FEATURE_VALUES // int(model.n_features_in_)))
+
+
+def _chunk_rows(args, model):
+    """``--chunk-rows`` as given (>= 1), else ``default_chunk_rows(model)``."""
+    if args.chunk_rows is None:
+        return default_chunk_rows(model)
+    if args.chunk_rows < 1:
+        raise DataError("--chunk-rows must be >= 1")
+    return args.chunk_rows
 
 
 # ------------------------------------------------------------------- helpers
@@ -123,18 +151,20 @@ def _open(args, path, fmt, n_features=None):
                      header=not getattr(args, "no_header", False), n_features=n_features)
 
 
-def _labels_from_column(table, name, path):
-    """Target labels of a pyarrow column: no nulls/NaN; strings stay strings."""
+def _labels_from_column(table, name, data):
+    """Target labels of a pyarrow column, each keeping its value: no nulls/NaN; a CSV
+    column's text typed by ``csv_labels``, a Parquet column's values as its type holds
+    them (a categorical column: the values its rows hold)."""
     col = table.column(name)
     if col.null_count:
-        raise DataError(f"target column {name!r} of {path} has {col.null_count} missing "
-                        "value(s); every row needs a label")
+        raise DataError(f"target column {name!r} of {data.path} has {col.null_count} "
+                        "missing value(s); every row needs a label")
+    if data.fmt != "parquet":
+        return csv_labels(col)
     y = col.to_numpy(zero_copy_only=False)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise DataError(f"target column {name!r} of {path} has NaN or infinite values; "
-                        "every row needs a label")
-    if y.dtype.kind == "f" and y.size and np.all(y == np.round(y)):
-        y = y.astype(np.int64)
+        raise DataError(f"target column {name!r} of {data.path} has NaN or infinite "
+                        "values; every row needs a label")
     return y
 
 
@@ -163,7 +193,7 @@ def _read_training_table(args, path, fmt, features=None):
     table = data.read(features, target)
     if table.num_rows == 0:
         raise DataError(f"{path} has no data rows")
-    y = _labels_from_column(table, target, path)
+    y = _labels_from_column(table, target, data)
     X = data.features(table, features)
     return X, y, features
 
@@ -219,6 +249,12 @@ def _distinct_labels(y):
     among them); a pyarrow array is hashed (sorting a NumPy array of strings takes
     many times longer)."""
     if hasattr(y, "dictionary_encode"):
+        import pyarrow as pa
+
+        if isinstance(y.type, pa.DictionaryType):
+            # A categorical column: its rows' values, not its categories (a category
+            # no row holds is no label).
+            y = y.cast(y.type.value_type)
         if hasattr(y, "combine_chunks"):
             y = y.combine_chunks()
         encoded = y.dictionary_encode()
@@ -309,13 +345,14 @@ def classification_metrics(booster, codes, raw):
     -------
     dict
         ``log_loss``, ``roc_auc``, ``roc_auc_per_class`` (None for two classes),
-        ``accuracy``, ``y`` (the labels of ``codes``) and ``pred`` (the predicted
-        labels).
+        ``accuracy``, ``y`` (the labels of ``codes``), ``pred`` (the predicted
+        labels) and ``pred_codes`` (their class codes).
     """
     from .metrics import accuracy, log_loss_from_raw, roc_auc, roc_auc_ovr
 
     y = booster.classes_[codes]
-    pred = booster.labels_from_raw(raw)
+    pred_codes = booster.loss.decision(np.asarray(raw, dtype=np.float64))
+    pred = booster.classes_[pred_codes]
     per_class = None
     if booster.n_classes_ == 2:
         y01 = codes.astype(np.float64)
@@ -326,7 +363,7 @@ def classification_metrics(booster, codes, raw):
         per_class = [None if np.isnan(a) else float(a) for a in aucs]
         loss = log_loss_from_raw(codes, raw)
     return {"log_loss": loss, "roc_auc": auc, "roc_auc_per_class": per_class,
-            "accuracy": accuracy(y, pred), "y": y, "pred": pred}
+            "accuracy": accuracy(y, pred), "y": y, "pred": pred, "pred_codes": pred_codes}
 
 
 def run_train(args):
@@ -408,9 +445,9 @@ def resolve_features(model, data, keep=(), drop=(), target=None):
             raise DataError(f"feature {missing[0]!r} required by the model is missing from "
                             f"{data.path}{more}")
         return names
-    generic = [f"f{j}" for j in range(n)]
-    if all(c in data.columns for c in generic):
-        return generic
+    columns = set(data.columns)
+    if n <= len(columns) and all(f"f{j}" in columns for j in range(n)):
+        return [f"f{j}" for j in range(n)]
     excluded = set(keep) | set(drop) | ({target} if target else set())
     candidates = [c for c in data.columns if c not in excluded]
     if len(candidates) != n:
@@ -502,9 +539,7 @@ def run_predict(args):
     if clash:
         raise DataError(f"--keep column {clash[0]!r} has the name of an output column "
                         f"(the output columns: {', '.join(out_names)})")
-    chunk_rows = args.chunk_rows
-    if chunk_rows < 1:
-        raise DataError("--chunk-rows must be >= 1")
+    chunk_rows = _chunk_rows(args, model)
     chunks = _iter_chunks(model, data, keep, chunk_rows, drop=args.drop or [],
                           n_features=args.n_features)
     progress = Progress(Progress.wanted(args.quiet), total=data.num_rows)
@@ -560,7 +595,7 @@ def run_predict(args):
 def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_features=None,
                    n_jobs=None):
     """Metrics of ``model`` (a Booster) on ``data`` (streamed); returns a dict."""
-    from .metrics import confusion_matrix
+    from .metrics import confusion_from_codes
 
     if data.kind == "libsvm":
         if target and target != LIBSVM_LABEL:
@@ -605,7 +640,8 @@ def evaluate_model(model, data, target, chunk_rows, drop=(), quiet=True, n_featu
     if res["roc_auc_per_class"] is not None:
         out["roc_auc_per_class"] = res["roc_auc_per_class"]
     out["accuracy"] = res["accuracy"]
-    out["confusion_matrix"] = confusion_matrix(res["y"], res["pred"], classes).tolist()
+    out["confusion_matrix"] = confusion_from_codes(codes, res["pred_codes"],
+                                                   classes.shape[0]).tolist()
     return out
 
 
@@ -626,9 +662,8 @@ def run_evaluate(args):
     model = load_model_file(args.model)
     fmt = _fmt_for(args.data, args.format)
     data = _open(args, args.data, fmt)
-    if args.chunk_rows < 1:
-        raise DataError("--chunk-rows must be >= 1")
-    res = evaluate_model(model, data, args.target, args.chunk_rows, drop=args.drop or [],
+    res = evaluate_model(model, data, args.target, _chunk_rows(args, model),
+                         drop=args.drop or [],
                          quiet=args.quiet or args.json, n_features=args.n_features,
                          n_jobs=args.n_jobs)
     if args.json:
@@ -693,7 +728,8 @@ def inspect_model(path, top=10):
     names = model.feature_names_in_
     names = None if names is None else [str(s) for s in names]
     imp = model.feature_importances_
-    order = np.argsort(-imp, kind="stable")
+    used = np.flatnonzero(imp > 0)  # sorted: not an array per declared feature
+    order = used[np.argsort(-imp[used], kind="stable")]
     classes = [_label(c) for c in model.classes_]
     return model, {
         "path": str(path),
@@ -718,7 +754,7 @@ def inspect_model(path, top=10):
         "importances": [
             {"feature": _feature_label(int(j), names), "index": int(j),
              "importance": float(imp[j])}
-            for j in order[: (len(order) if top is None else top)] if imp[j] > 0
+            for j in order[: (len(order) if top is None else top)]
         ],
     }
 
@@ -737,11 +773,13 @@ def _trees_to_show(model, info, iteration, label):
         return [(None, model.ensemble.tree_nodes(iteration, 0))]
     outputs = range(len(classes))
     if label is not None:
-        matches = [k for k, c in enumerate(classes) if str(c) == label]
-        if not matches:
+        # The rule of evaluate's labels (``label_codes``): by value, "+1" is 1.
+        code = _class_code(label, {c: k for k, c in enumerate(classes)},
+                           model.classes_.dtype.kind)
+        if code is None:
             raise DataError(f"--class {label!r} is not a class of the model; its classes "
                             f"are {classes}")
-        outputs = matches
+        outputs = [code]
     return [(classes[k], model.ensemble.tree_nodes(iteration, k)) for k in outputs]
 
 

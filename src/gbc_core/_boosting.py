@@ -129,6 +129,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     y : int array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
+        Rows of weight 0 take no part in the fit (see below).
     loss : BinomialLoss or MultinomialLoss
     params : dict
         Resolved hyper-parameters (``_params.resolve``).
@@ -150,6 +151,20 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     record : FitRecord
     """
     n_samples, n_features = X.shape
+    # Rows of zero weight take no part in a fit (scikit-learn's trees leave them out):
+    # no threshold is chosen from them, no sample count (min_samples_leaf,
+    # min_samples_split, n_node_samples) counts them, and they add nothing to a leaf
+    # value or a loss. The fit runs on the other rows alone; only the in-bag draw of
+    # ``subsample`` is made among all rows, as scikit-learn's (and the fractions of
+    # min_samples_* were resolved on all rows, as there). Without such rows (unit
+    # weights included) nothing is copied.
+    kept = None
+    if sample_weight is not None and not (sample_weight > 0).all():
+        kept = np.flatnonzero(sample_weight > 0)
+        X = np.asfortranarray(X[kept])
+        y = y[kept]
+        sample_weight = np.ascontiguousarray(sample_weight[kept])
+    n_rows = X.shape[0]
     n_outputs = loss.n_outputs
     n_threads = params["n_threads"]
     lr = params["learning_rate"]
@@ -162,7 +177,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     if previous is not None:
         ensemble, old = previous
         init_raw = ensemble.init_raw
-        raw = np.empty((n_samples, n_outputs))
+        raw = np.empty((n_rows, n_outputs))
         raw[:] = init_raw
         ensemble.add_raw(np.ascontiguousarray(X), raw, 0, ensemble.n_iterations, n_threads)
         trees = ensemble.trees()
@@ -174,7 +189,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     else:
         ensemble = None
         init_raw = loss.initial_raw(y, sample_weight, params["init"])
-        raw = np.empty((n_samples, n_outputs))
+        raw = np.empty((n_rows, n_outputs))
         raw[:] = init_raw
         trees = []
         bound = np.abs(init_raw)
@@ -206,6 +221,8 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         if params["subsample"] < 1.0:
             mask = np.zeros(n_samples, dtype=np.uint8)
             mask[rng.choice(n_samples, n_inbag, replace=False)] = 1
+            if kept is not None:
+                mask = np.ascontiguousarray(mask[kept])
         tree_seeds = [int(rng.integers(0, 2**63 - 1)) if params["max_features"] < n_features
                       else 0 for _ in range(n_outputs)]
         oob_before = None

@@ -105,7 +105,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Print one line per iteration when > 0.
     validation_fraction : float, default=0.1
         Fraction of the training data held out for early stopping when
-        ``n_iter_no_change`` is set (stratified).
+        ``n_iter_no_change`` is set (stratified: of each class's rows, and with
+        zero sample weights of its weighted rows and of the others apart, so
+        that the held-out rows have weight).
     n_iter_no_change : int or None, default=None
         Stop when the validation loss has not improved by ``tol`` for this many
         iterations; the model keeps its best iteration.
@@ -216,7 +218,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Class labels (numbers, strings or bools), at least two distinct ones.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative finite weights, not all zero.
+            Non-negative finite weights, not all zero. Rows of weight 0 take no
+            part in the fit (as in scikit-learn's trees); two classes must keep
+            weight, also after ``class_weight``.
         eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), default=None
             Validation data for early stopping and ``validation_score_``; replaces the
             internal ``validation_fraction`` split. ``class_weight`` applies to these
@@ -233,13 +237,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)
         w = check_sample_weight(sample_weight, n_samples)
-        if w is not None:
-            n_weighted = np.count_nonzero(np.bincount(codes, weights=w, minlength=classes.size))
-            if n_weighted < 2:
-                raise ValueError(
-                    f"y contains {n_weighted} class after sample_weight trimmed classes "
-                    "with zero weights, while a minimum of 2 classes are required.")
+        _check_weighted_classes(codes, classes, w, "sample_weight")
         w, class_factors = _class_weights(params["class_weight"], classes, codes, w)
+        _check_weighted_classes(codes, classes, w, "class_weight")
 
         previous = None
         if params["warm_start"] and self.__sklearn_is_fitted__():
@@ -266,14 +266,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         elif params["n_iter_no_change"] is not None:
             train_idx, val_idx = _stratified_split(codes, classes,
                                                    params["validation_fraction"],
-                                                   np.random.default_rng(seed))
+                                                   np.random.default_rng(seed),
+                                                   None if w is None else w > 0)
             eval_data = (np.ascontiguousarray(Xa[val_idx]), codes[val_idx],
                          None if w is None else w[val_idx])
             Xa = np.asfortranarray(Xa[train_idx])
             codes = codes[train_idx]
             w = None if w is None else np.ascontiguousarray(w[train_idx])
-            if w is not None and not (w > 0).any():
-                raise ValueError("the training part after the validation split has zero weight")
         if eval_data is not None:
             eval_data = (eval_data[0], eval_data[1], scale_weights(eval_data[2]))
         w = scale_weights(w)
@@ -495,6 +494,26 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
+def _check_weighted_classes(codes, classes, w, cause):
+    """Refuse weights that leave fewer than two classes with weight (scikit-learn's
+    rule for ``sample_weight``, applied as well to ``sample_weight`` x
+    ``class_weight``); ``cause`` names the parameter that trimmed the classes."""
+    if w is None:
+        return
+    weighted = np.bincount(codes, weights=w, minlength=classes.size) > 0
+    n_weighted = int(np.count_nonzero(weighted))
+    if n_weighted >= 2:
+        return
+    if cause == "sample_weight":
+        raise ValueError(
+            f"y contains {n_weighted} class after sample_weight trimmed classes "
+            "with zero weights, while a minimum of 2 classes are required.")
+    raise ValueError(
+        f"y contains {n_weighted} class after class_weight trimmed classes with zero "
+        f"weights (sample_weight x class_weight is zero for every row of "
+        f"{classes[~weighted].tolist()!r}), while a minimum of 2 classes are required.")
+
+
 def _class_weights(class_weight, classes, codes, w):
     """(w x class weight of each row, per-class factors or None)."""
     if class_weight is None:
@@ -536,20 +555,32 @@ def _check_eval_set(eval_set, names, classes, n_features, class_factors):
     codes = np.searchsorted(classes, yv)
     wv = None
     if len(eval_set) == 3 and eval_set[2] is not None:
-        wv = check_sample_weight(eval_set[2], Xv.shape[0])
+        wv = check_sample_weight(eval_set[2], Xv.shape[0], "eval_set w_val")
     if class_factors is not None:
         # The class weights apply to the validation rows too (as to the hold-out of
         # validation_fraction): the validation loss is the loss being minimised.
         wv = (1.0 if wv is None else scale_weights(wv)) * class_factors[codes]
         if not (wv > 0).any():
-            raise ValueError("eval_set: sample_weight x class_weight is zero for every sample")
+            raise ValueError(
+                "eval_set: its weights (w_val x class_weight) are zero for every row, so "
+                "its loss would be a perfect 0 at every iteration; give eval_set rows "
+                "weight")
         wv = np.ascontiguousarray(wv, dtype=np.float64)
     return Xv, codes, wv
 
 
-def _stratified_split(codes, classes, fraction, rng):
+def _stratified_split(codes, classes, fraction, rng, weighted=None):
     """Indices (train, validation) with ``fraction`` of each class (``classes[code]``)
-    held out."""
+    held out.
+
+    With ``weighted`` (a bool per row: weight > 0) and rows of zero weight, the rows
+    of each class with weight and those without are held out separately (each
+    ``fraction``), so that both parts get weight: every class with two or more
+    weighted rows has weighted rows on both sides, a class with one keeps it for
+    training. A split that cannot give the validation rows any weight (no class has
+    two weighted rows) is an error: its loss would be 0 at every iteration, a
+    perfect score that would stop the fit after one iteration.
+    """
     counts = np.bincount(codes, minlength=classes.size)
     too_few = (counts > 0) & (counts < 2)
     if too_few.any():
@@ -561,11 +592,26 @@ def _stratified_split(codes, classes, fraction, rng):
             "holds out validation_fraction of each class: pass eval_set or more "
             "samples)")
     val = []
-    for cls in range(classes.size):
-        idx = np.flatnonzero(codes == cls)
-        n_val = min(max(int(round(fraction * idx.size)), 1), idx.size - 1)
-        val.append(rng.permutation(idx)[:n_val])
-    val_idx = np.sort(np.concatenate(val))
+    if weighted is None or weighted.all():
+        for cls in range(classes.size):
+            idx = np.flatnonzero(codes == cls)
+            n_val = min(max(int(round(fraction * idx.size)), 1), idx.size - 1)
+            val.append(rng.permutation(idx)[:n_val])
+    else:
+        for cls in range(classes.size):
+            idx = np.flatnonzero((codes == cls) & weighted)
+            n_val = min(max(int(round(fraction * idx.size)), 1), idx.size - 1)
+            val.append(rng.permutation(idx)[:n_val])
+            idx = np.flatnonzero((codes == cls) & ~weighted)
+            val.append(rng.permutation(idx)[:int(round(fraction * idx.size))])
+        if not any(weighted[v].any() for v in val):
+            raise ValueError(
+                "early stopping holds out validation_fraction of each class's rows of "
+                f"positive weight, but only {int(np.count_nonzero(weighted))} row(s) have "
+                "weight and no class has two: the validation rows would have no weight "
+                "and a loss of 0 at every iteration. Pass eval_set, or give more rows "
+                "weight")
+    val_idx = np.sort(np.concatenate(val)).astype(np.intp)
     mask = np.ones(codes.shape[0], dtype=bool)
     mask[val_idx] = False
     return np.flatnonzero(mask), val_idx

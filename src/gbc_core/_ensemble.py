@@ -21,7 +21,7 @@ from ._common import NODE_DTYPE
 from ._params import effective_n_threads
 from ._predictor import Predictor
 from ._treeshap import TreeShap
-from ._validation import check_features
+from ._validation import MAX_FEATURES, check_features
 
 #: An ensemble keeps |F_k(x)| below this for every x: |init_raw[k]| + the sum over
 #: the trees of output k of learning_rate x their largest |leaf value| (the trainer
@@ -237,6 +237,7 @@ class Ensemble:
     learning_rate : float
         eta > 0.
     n_features : int
+        Features of a row, 1 to 2**24 (``MAX_FEATURES``); the trees may use fewer.
 
     Raises
     ------
@@ -259,8 +260,9 @@ class Ensemble:
             raise ValueError("init_raw must be finite")
         if not (np.isfinite(learning_rate) and learning_rate > 0):
             raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
-        if not 1 <= n_features <= _INT32_MAX:
-            raise ValueError(f"n_features must be in [1, 2**31 - 1], got {n_features}")
+        if not 1 <= n_features <= MAX_FEATURES:
+            raise ValueError(f"n_features must be in [1, 2**24 = {MAX_FEATURES}], got "
+                             f"{n_features}")
         validate_trees(nodes, offsets, n_features)
         if (offsets.shape[0] - 1) % n_outputs:
             raise ValueError(f"{offsets.shape[0] - 1} trees are not whole iterations of "
@@ -452,16 +454,22 @@ class Ensemble:
             inner = tree[tree["feature"] >= 0]
             if inner.shape[0] == 0:
                 continue
-            per_tree = np.zeros(self._n_features, dtype=np.float64)
-            np.add.at(per_tree, inner["feature"], inner["improvement"])
+            # The sums of the features the tree splits on (not an array of every
+            # feature per tree), added in node order as before.
+            used, which = np.unique(inner["feature"], return_inverse=True)
+            per_tree = np.zeros(used.shape[0], dtype=np.float64)
+            np.add.at(per_tree, which.reshape(-1), inner["improvement"])
             root_w = tree["weighted_n"][0]
             with np.errstate(over="ignore"):
-                total += per_tree / root_w if root_w > 0 else per_tree
+                total[used] += per_tree / root_w if root_w > 0 else per_tree
         if not np.isfinite(total).all():  # absurd statistics (a hand-edited model file)
             total = np.isinf(total).astype(np.float64)
-        if total.sum() <= 0:
-            return np.zeros(self._n_features, dtype=np.float64)
-        return total / total.sum()
+        sum_ = total.sum()
+        if sum_ <= 0:
+            total.fill(0.0)
+        else:
+            total /= sum_
+        return total
 
     # --------------------------------------------------------------- pickling
     def __getstate__(self):

@@ -37,6 +37,7 @@ import numpy as np
 from ._atomic import AtomicFile
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
+from ._validation import MAX_FEATURES
 from ._params import BY_NAME as PARAM_RULES
 from ._version import __version__
 
@@ -55,11 +56,16 @@ MAX_HEADER_SIZE = 64 * 1024 * 1024
 MAX_LABEL_WIDTH = 1 << 20
 #: Most class labels a model may have.
 MAX_CLASSES = 1 << 16
+#: Most bytes the class labels of fixed-width dtypes (``<U``, ``|S``) may take as an
+#: array (n_classes x width x bytes per character): the dtype a header declares is
+#: allocated, so it is bounded before that.
+MAX_LABEL_BYTES = 1 << 28
 #: Bytes read at a time from a file (a crafted header cannot make us allocate more
 #: than the file holds).
 _READ_CHUNK = 16 << 20
 _MAX_NESTING = 32
 _INT32_MAX = 2**31 - 1
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
 
 #: The node columns of the file: name and little-endian dtype, in file order.
 NODE_COLUMNS = (
@@ -181,11 +187,20 @@ def _decode_value(j, where, depth=0):
 _CLASS_DTYPE = re.compile(r"^(\|b1|\|[iu]1|<[iu][248]|<f[248]|<U[0-9]{1,8}|\|S[0-9]{1,8}|\|O)$")
 
 
+def _check_sorted(values):
+    """ValueError unless the labels ``values`` (Python scalars) strictly increase."""
+    if any(not a < b for a, b in zip(values, values[1:])):
+        raise ValueError(f"the class labels must be distinct and sorted in increasing "
+                         f"order (as a fit sorts them), got {values[:10]!r}")
+
+
 def _encode_classes(classes):
     c = np.asarray(classes)
     if c.ndim != 1 or not 2 <= c.shape[0] <= MAX_CLASSES:
         raise ValueError(f"classes_ must hold 2 to {MAX_CLASSES} labels, got shape {c.shape}")
     kind = c.dtype.kind
+    if kind in "biuUS" or kind == "f" and c.dtype.itemsize <= 8:
+        _check_sorted(c.tolist())
     if kind in "biu" or (kind == "f" and c.dtype.itemsize <= 8):
         dt = c.dtype.newbyteorder("<").str
         if kind == "f" and not np.isfinite(c).all():
@@ -194,6 +209,11 @@ def _encode_classes(classes):
     if kind in "US" and c.dtype.itemsize // (4 if kind == "U" else 1) > MAX_LABEL_WIDTH:
         raise ValueError(f"class labels longer than {MAX_LABEL_WIDTH} characters cannot be "
                          "stored in a model file")
+    if kind in "US" and c.nbytes > MAX_LABEL_BYTES:
+        raise ValueError(f"the class labels take {c.nbytes:,} bytes as an array of dtype "
+                         f"{c.dtype} (at most {MAX_LABEL_BYTES:,} can be stored): convert y "
+                         "to a narrower dtype (e.g. y.astype(str) keeps the longest label's "
+                         "width) or to objects")
     if kind == "U":
         return {"dtype": c.dtype.newbyteorder("<").str, "values": [str(v) for v in c]}
     if kind == "S":
@@ -206,6 +226,11 @@ def _encode_classes(classes):
             elif isinstance(v, str):
                 values.append(str(v)); types.append("str")
             elif isinstance(v, numbers.Integral):
+                if not _INT64_MIN <= int(v) <= _INT64_MAX:
+                    raise ValueError(
+                        f"the class label {v!r} is beyond 64-bit integers; an integer "
+                        "label must fit int64 (a file, a column of scores, NumPy hold "
+                        "it): convert y, e.g. with y.astype(str)")
                 values.append(int(v)); types.append("int")
             elif isinstance(v, numbers.Real) and math.isfinite(float(v)):
                 values.append(float(v)); types.append("float")
@@ -215,6 +240,13 @@ def _encode_classes(classes):
                     "a model file; labels must be str, int, float or bool (convert y, "
                     "e.g. with y.astype(str))"
                 )
+        kinds = {"number" if t in ("int", "float") else t for t in types}
+        if len(kinds) > 1:
+            raise ValueError(
+                f"class labels mixing {' and '.join(sorted(kinds))} values cannot be "
+                "stored in a model file (True would equal 1, and such labels do not "
+                "sort): labels must be all strings, all booleans or all numbers")
+        _check_sorted(values)
         return {"dtype": "|O", "values": values, "types": types}
     raise ValueError(f"class labels of dtype {c.dtype} cannot be stored in a model file; "
                      "labels must be str, int, float or bool (convert y, e.g. with "
@@ -259,6 +291,9 @@ def _decode_classes(obj, n_classes):
         width = dt.itemsize // (4 if kind == "U" else 1)
         if not 1 <= width <= MAX_LABEL_WIDTH:
             _fail(f"class label width {width} is out of range")
+        if n_classes * dt.itemsize > MAX_LABEL_BYTES:
+            _fail(f"{n_classes} class labels of dtype {dt_str} would take "
+                  f"{n_classes * dt.itemsize:,} bytes (at most {MAX_LABEL_BYTES:,})")
         if not all(isinstance(v, str) and len(v) <= width for v in values):
             _fail(f"class labels of dtype {dt_str} must be strings of at most {width} characters")
         if kind == "S":
@@ -282,12 +317,23 @@ def _decode_classes(obj, n_classes):
                 if not math.isfinite(v):
                     _fail("class labels must be finite")
             out[i] = v
+        kinds = {"number" if t in ("int", "float") else t for t in types}
+        if len(kinds) > 1:
+            _fail(f"object class labels must be all strings, all booleans or all numbers "
+                  f"(a fit never mixes them), got the types {sorted(set(types))}")
+        if "int" in types and not all(_INT64_MIN <= v <= _INT64_MAX for v in values
+                                      if _is_int(v)):
+            _fail("object integer class labels must fit int64")
     try:
         distinct = len({v.item() if hasattr(v, "item") else v for v in out}) == n_classes
     except TypeError:  # unhashable objects
         distinct = False
     if not distinct:
         _fail(f"the {n_classes} class labels must be distinct, got {out.tolist()[:10]!r}")
+    listed = out.tolist()
+    if any(not a < b for a, b in zip(listed, listed[1:])):
+        _fail(f"the class labels must be sorted in increasing order (as a fit sorts "
+              f"them), got {listed[:10]!r}")
     return out
 
 
@@ -669,7 +715,7 @@ def decode(data):
     version = header["format_version"]
     if header.get("estimator") != ESTIMATOR_NAME:
         _fail(f"header 'estimator' must be {ESTIMATOR_NAME!r}, got {header.get('estimator')!r}")
-    n_features = _int_field(header, "n_features", 1, _INT32_MAX)
+    n_features = _int_field(header, "n_features", 1, MAX_FEATURES)
     n_trees = _int_field(header, "n_trees", 0, len(payload))
     n_nodes = _int_field(header, "n_nodes", 0, len(payload))
     best = _int_field(header, "best_iteration", 0, _INT32_MAX, allow_none=True)
@@ -709,19 +755,23 @@ def decode(data):
     if offsets.shape[0] != n_trees + 1:
         _fail(f"tree_offsets has {offsets.shape[0]} entries, expected n_trees + 1 = "
               f"{n_trees + 1}")
-    nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
-    for name, _ in NODE_COLUMNS:
+    for name, _ in NODE_COLUMNS:  # checked before the nodes are allocated
         col = arrays["nodes." + name]
         if col.shape[0] != n_nodes:
             _fail(f"array 'nodes.{name}' has {col.shape[0]} entries, expected n_nodes = "
                   f"{n_nodes}")
-        nodes[name] = col
+    nodes = np.zeros(n_nodes, dtype=NODE_DTYPE)
+    for name, _ in NODE_COLUMNS:
+        nodes[name] = arrays["nodes." + name]
     try:
         ensemble = Ensemble(nodes, offsets, n_outputs=n_outputs, init_raw=init_raw,
                             learning_rate=learning_rate, n_features=n_features)
     except ValueError as exc:
         _fail(str(exc))
     n_iterations = ensemble.n_iterations
+    if best is not None and best > n_iterations:
+        _fail(f"header 'best_iteration' {best} is beyond the model's {n_iterations} "
+              "iterations (early stopping keeps the iterations up to the best one)")
     for name in RECORD_ARRAYS:
         if name in arrays and name != "validation_score" and arrays[name].shape[0] != n_iterations:
             _fail(f"array {name!r} has {arrays[name].shape[0]} entries, expected one per "

@@ -209,6 +209,67 @@ CSV_TRUE_VALUES = ("true", "True", "TRUE")
 CSV_FALSE_VALUES = ("false", "False", "FALSE")
 
 
+def _number_of_text(text):
+    """The number a CSV label ``text`` writes, when that number writes ``text`` back
+    exactly (``"7"``, ``"-2"``, ``"0.5"``, ``"1e-05"``; not ``"007"``, ``"+1"``,
+    ``" 7"``, ``"1.50"`` or ``"inf"``): an int, a finite float, or None."""
+    try:
+        number = int(text)
+    except ValueError:
+        pass
+    else:
+        return number if str(number) == text else None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if repr(number) == text and number - number == 0 else None
+
+
+def csv_labels(column):
+    """The labels of a CSV target column read as text (a pyarrow string array without
+    nulls), typed so that every label keeps its value.
+
+    The column is booleans when every label is a boolean word (``true``/``false``, at
+    most one word for each), numbers when every label is the text of its number (see
+    ``_number_of_text``): int64 (uint64 beyond int64 when none is negative) when all
+    are integers, else float64 (integers then within 2**53, exact in float64); in
+    both cases only when no two texts become the same value (``1`` beside ``1.0``).
+    Otherwise, or when the integers do not fit 64 bits, the labels are the texts as
+    written (``007`` beside ``7`` are two classes).
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+        bool, int64, uint64, float64, or object (str).
+    """
+    if hasattr(column, "combine_chunks"):
+        column = column.combine_chunks()
+    encoded = column.dictionary_encode()
+    texts = encoded.dictionary.to_pylist()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+
+    def typed(values, dtype):
+        return np.asarray(values, dtype=dtype)[indices]
+
+    words = {**dict.fromkeys(CSV_TRUE_VALUES, True), **dict.fromkeys(CSV_FALSE_VALUES, False)}
+    if texts and all(t in words for t in texts):
+        booleans = [words[t] for t in texts]
+        if len(set(booleans)) == len(texts):
+            return typed(booleans, np.bool_)
+    numbers = [_number_of_text(t) for t in texts]
+    if texts and all(v is not None for v in numbers) and len(set(numbers)) == len(texts):
+        if all(isinstance(v, int) for v in numbers):
+            low, high = min(numbers), max(numbers)
+            if -2**63 <= low and high < 2**63:
+                return typed(numbers, np.int64)
+            if 0 <= low and high < 2**64:
+                return typed(numbers, np.uint64)
+        elif all(isinstance(v, float) or abs(v) <= 2**53 for v in numbers):
+            return typed(numbers, np.float64)
+    return typed(texts, object)
+
+
 def _rebatch(batches, chunk_rows, pa):
     """Tables of exactly ``chunk_rows`` rows (the last may be shorter), in order."""
     pending, n = [], 0
@@ -426,8 +487,9 @@ class TableData:
             import pyarrow.csv as pacsv
 
             feature_types = self._csv_feature_types(features)
-            table = pacsv.read_csv(self._csv_source(),
-                                   **self._csv_options(columns, feature_types))
+            # The target is read as text, then typed by ``csv_labels``.
+            table = pacsv.read_csv(self._csv_source(), **self._csv_options(
+                columns, {target: self.pa.string(), **feature_types}))
             index = table.schema.get_field_index(target)
             return table.set_column(index, target, self._label_column(table.column(target)))
         except DataError:
@@ -556,9 +618,33 @@ def _repeats_an_index(row, col):
     return bool(((row[1:] == row[:-1]) & (col[1:] == col[:-1])).any())
 
 
-def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words):
+def _check_exact_labels(labels, data_lines, text_lines, first_line_no, path):
+    """DataError for the first label (float64 ``labels`` of ``data_lines``) beyond
+    2**53 that float64 does not hold exactly (``18446744073709551615`` would become
+    18446744073709551616): a LIBSVM label is a number, read as float64, and keeps its
+    value or is refused."""
+    big = np.flatnonzero(np.abs(labels) >= 2.0 ** 53)
+    if not big.size:
+        return
+    import decimal
+
+    for i in big:
+        word = data_lines[i].split(None, 1)[0]
+        if decimal.Decimal(word) != decimal.Decimal(float(labels[i])):
+            line = first_line_no + next(k for k, ln in enumerate(text_lines)
+                                        if ln is data_lines[i])
+            raise DataError(
+                f"{path}: line {line}: the label {word} is beyond 2**53 and float64 does "
+                f"not hold it exactly (it would become {float(labels[i]):.17g}); LIBSVM "
+                "labels are numbers: write labels that float64 holds, or use CSV or "
+                "Parquet for such labels")
+
+
+def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words,
+                        exact_labels=True):
     """``parse_libsvm_lines`` plus the label of each line as written (a list of str)
-    when ``label_words`` is true, else None."""
+    when ``label_words`` is true, else None. ``exact_labels``: the labels are used
+    (training, evaluating), so one that float64 does not hold is an error."""
     text_lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else ln
                   for ln in lines]
     if any("#" in ln for ln in text_lines):
@@ -592,6 +678,8 @@ def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words):
     row = np.repeat(np.arange(len(data_lines), dtype=np.int64), counts)
     if bad.any() or not np.isfinite(labels).all() or _repeats_an_index(row, col):
         raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
+    if exact_labels:
+        _check_exact_labels(labels, data_lines, text_lines, first_line_no, path)
     return labels, row, col - 1, pairs[:, 1], words
 
 
@@ -646,9 +734,10 @@ class LibsvmData:
 
         return [pa.string() for _ in names]
 
-    def iter_parsed(self, chunk_rows, n_features, label_words=False):
+    def iter_parsed(self, chunk_rows, n_features, label_words=False, exact_labels=True):
         """Yield ``(labels, row, col, value, n_rows, words)`` per block of lines;
-        ``words``: the labels as written when ``label_words`` is true, else None."""
+        ``words``: the labels as written when ``label_words`` is true, else None;
+        ``exact_labels``: see ``_parse_libsvm_block``."""
         import itertools
 
         line_no = 1
@@ -659,7 +748,7 @@ class LibsvmData:
                     if not lines:
                         break
                     labels, row, col, value, words = _parse_libsvm_block(
-                        lines, n_features, self.path, line_no, label_words)
+                        lines, n_features, self.path, line_no, label_words, exact_labels)
                     line_no += len(lines)
                     if labels.shape[0]:
                         yield labels, row, col, value, labels.shape[0], words
@@ -701,7 +790,8 @@ class LibsvmData:
                          libsvm_labels(labels[:n]) if target else None)
 
         for lab, row, col, value, k, lab_words in self.iter_parsed(
-                min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep)):
+                min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep),
+                exact_labels=bool(target)):
             pos = 0
             while pos < k:
                 if X is None:

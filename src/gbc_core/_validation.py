@@ -63,6 +63,11 @@ def align_columns(X, names, what="X"):
     return X[list(names)]  # same columns in another order: reorder by name
 
 
+#: Most features a model may have: every row of a fit or a prediction is that many
+#: float32 values (2**24 features are 64 MiB a row). A model file declaring more is
+#: refused before anything is allocated for its features.
+MAX_FEATURES = 1 << 24
+
 #: How many columns a message lists before "and N more".
 _MAX_LISTED = 10
 
@@ -410,6 +415,10 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         )
     library = _dataframe_library(X)
     labels = list(X.columns) if hasattr(X, "columns") and hasattr(X, "to_numpy") else None
+    shape = getattr(X, "shape", None)
+    if training and shape is not None and len(shape) == 2 and shape[1] > MAX_FEATURES:
+        raise ValueError(f"{name} has {shape[1]:,} features; a model holds at most "
+                         f"2**24 = {MAX_FEATURES:,} features")
     if training and labels is not None:
         _check_unique_names(labels, name)
     if library is None:
@@ -511,6 +520,16 @@ def check_target(y, n_samples):
                 "y mixes strings and numbers; labels must all be of one type "
                 f"(got {sorted(k.__name__ for k in kinds)})"
             )
+        booleans = {k for k in kinds if issubclass(k, (bool, np.bool_))}
+        if booleans and booleans != kinds:
+            # True == 1 in Python and NumPy: mixed, they would merge into one class.
+            # scikit-learn refuses such a y too ("Unknown label type").
+            raise ValueError(
+                "Unknown label type: y mixes booleans and numbers "
+                f"({sorted(k.__name__ for k in kinds)}); True would be the class 1 and "
+                "False the class 0. Labels must all be of one type: convert y (e.g. "
+                "y.astype(str), or booleans to 0/1)"
+            )
     try:
         classes, encoded = np.unique(y, return_inverse=True)
     except TypeError as exc:
@@ -527,26 +546,28 @@ def check_target(y, n_samples):
     return classes, encoded.astype(np.intp).ravel()
 
 
-def check_sample_weight(sample_weight, n_samples):
-    """Validate weights: 1-D, finite, non-negative, not all zero; return float64 or None."""
+def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
+    """Validate weights: 1-D, finite, non-negative, not all zero; return float64 or None.
+
+    ``name`` names the weights in the error messages."""
     if sample_weight is None:
         return None
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, float(sample_weight))
     w = np.asarray(sample_weight)
     if w.dtype.kind not in "biuf":
-        raise ValueError(f"sample_weight must be numeric, got dtype {w.dtype}")
+        raise ValueError(f"{name} must be numeric, got dtype {w.dtype}")
     w = np.ascontiguousarray(w, dtype=np.float64)
     if w.ndim != 1 or w.shape[0] != n_samples:
         raise ValueError(
-            f"sample_weight must have shape ({n_samples},), got {w.shape}"
+            f"{name} must have shape ({n_samples},), got {w.shape}"
         )
     if not np.isfinite(w).all():
-        raise ValueError("sample_weight contains NaN or infinity")
+        raise ValueError(f"{name} contains NaN or infinity")
     if (w < 0).any():
-        raise ValueError("sample_weight contains negative values; weights must be >= 0")
+        raise ValueError(f"{name} contains negative values; weights must be >= 0")
     if not (w > 0).any():
-        raise ValueError("sample_weight is zero for every sample; at least one must be > 0")
+        raise ValueError(f"{name} is zero for every sample; at least one must be > 0")
     return w
 
 

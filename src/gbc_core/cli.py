@@ -222,8 +222,10 @@ def build_parser():
                         "class for 3 or more classes (with --proba or --label: both)")
     p.add_argument("--keep", nargs="+", metavar="COL", default=[],
                    help="input columns copied to the output (e.g. an id)")
-    p.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
-                   help="rows per chunk; memory is bounded by the chunk size")
+    p.add_argument("--chunk-rows", type=_positive_int, default=None,
+                   help="rows per chunk; memory is bounded by the chunk size (default: "
+                        f"{DEFAULT_CHUNK_ROWS:,}, fewer for a model of many classes or "
+                        "features)")
     _n_jobs_option(p, BY_NAME, "; with --dask: per task, default: the host's CPUs "
                                "shared by its workers")
     p.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
@@ -249,8 +251,10 @@ def build_parser():
     p.add_argument("--target", "-t", metavar="COL",
                    help="label column (required for CSV/Parquet; LIBSVM uses its label)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument("--chunk-rows", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
-                   help="rows per chunk; memory is bounded by the chunk size")
+    p.add_argument("--chunk-rows", type=_positive_int, default=None,
+                   help="rows per chunk; memory is bounded by the chunk size (default: "
+                        f"{DEFAULT_CHUNK_ROWS:,}, fewer for a model of many classes or "
+                        "features)")
     _n_jobs_option(p, BY_NAME)
     _data_options(p)
     _common(p)

@@ -123,11 +123,42 @@ def accuracy(y_true, y_pred, sample_weight=None):
 
 
 def confusion_matrix(y_true, y_pred, labels):
-    """Counts ``C[i, j]`` of samples of class ``labels[i]`` predicted as ``labels[j]``."""
-    y_true = np.asarray(y_true)
-    y_pred = np.asarray(y_pred)
-    out = np.zeros((len(labels), len(labels)), dtype=np.int64)
-    for i, a in enumerate(labels):
-        for j, b in enumerate(labels):
-            out[i, j] = int(np.sum((y_true == a) & (y_pred == b)))
-    return out
+    """Counts ``C[i, j]`` of samples of class ``labels[i]`` predicted as ``labels[j]``
+    (samples whose true or predicted label is not in ``labels`` are not counted).
+
+    One pass over the samples whatever the number of labels: each label becomes its
+    index in ``labels``, then the pairs are counted (``confusion_from_codes``).
+    """
+    labels = np.asarray(labels)
+    return confusion_from_codes(_label_indices(y_true, labels), _label_indices(y_pred, labels),
+                                labels.shape[0])
+
+
+def _label_indices(values, labels):
+    """The index in ``labels`` of each of ``values`` (matched by ``==``, as a dict
+    matches keys), -1 for a value that is not a label."""
+    values = np.asarray(values).reshape(-1)
+    index = {}
+    for k, label in enumerate(labels.tolist()):
+        index.setdefault(label, k)
+    try:
+        distinct, inverse = np.unique(values, return_inverse=True)
+    except TypeError:  # objects that do not sort: one lookup per value
+        return np.fromiter((index.get(v, -1) for v in values.tolist()), dtype=np.intp,
+                           count=values.shape[0])
+    codes = np.array([index.get(v, -1) for v in distinct.tolist()], dtype=np.intp)
+    return codes[inverse.reshape(-1)]
+
+
+def confusion_from_codes(true_codes, pred_codes, n_classes):
+    """The confusion matrix (n_classes, n_classes) of class codes (integers in
+    [0, n_classes); a negative code is not counted): one ``np.bincount`` of the
+    pairs, linear in the samples; the matrix itself holds n_classes**2 counts."""
+    true_codes = np.asarray(true_codes, dtype=np.int64).reshape(-1)
+    pred_codes = np.asarray(pred_codes, dtype=np.int64).reshape(-1)
+    keep = (true_codes >= 0) & (pred_codes >= 0)
+    if not keep.all():
+        true_codes, pred_codes = true_codes[keep], pred_codes[keep]
+    pairs = true_codes * n_classes + pred_codes
+    counts = np.bincount(pairs, minlength=n_classes * n_classes)
+    return counts.astype(np.int64).reshape(n_classes, n_classes)
