@@ -25,7 +25,7 @@ from setuptools import Extension, setup
 
 MODULES = [
     "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter", "_grower",
-    "_leaves", "_predictor",
+    "_leaves", "_predictor", "_binning_kernels", "_treeshap",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
 PXDS = ["_common", "_split_finder"]

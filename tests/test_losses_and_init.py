@@ -242,6 +242,9 @@ def test_an_init_whose_scores_vary_by_row_is_not_saved_but_pickles(tmp_path):
                                              "init='prior'"):
             write()
     assert not (tmp_path / "m.gbc").exists()
+    with pytest.raises(ValueError, match="predict_contributions: the init estimator "
+                                         "\\(LogisticRegression\\)"):
+        model.predict_contributions(X[:5])
     estimator = pickle.loads(pickle.dumps(model))
     booster = pickle.loads(pickle.dumps(model.booster_))
     assert estimator.booster_.init_estimator is not None

@@ -28,6 +28,7 @@ _PUBLIC = {
     "NODE_DTYPE": ("._common", "NODE_DTYPE"),
     "newton_leaf_values": ("._math", "newton_leaf_values"),
     "show_config": ("._config", "show_config"),
+    "from_sklearn": ("._sklearn_io", "from_sklearn"),
     "ModelFormatError": ("._model_io", "ModelFormatError"),
     "read_model_header": ("._model_io", "read_header"),
     "DataConversionWarning": ("._validation", "DataConversionWarning"),

@@ -17,6 +17,7 @@ from ._loss import MultinomialLoss as MultinomialLoss
 from ._math import newton_leaf_values as newton_leaf_values
 from ._model_io import ModelFormatError as ModelFormatError
 from ._model_io import read_header
+from ._sklearn_io import from_sklearn as from_sklearn
 from ._validation import DataConversionWarning as DataConversionWarning
 from ._version import __version__ as __version__
 

@@ -500,6 +500,21 @@ def proba_columns(classes):
     return [(f"proba_{label}", k) for k, label in enumerate(labels)]
 
 
+def contribution_columns(classes, feature_names, n_features):
+    """The columns of ``predict --contributions``: ``[(name, class code or None,
+    feature index or None)]``: ``contrib_<feature>`` per feature and
+    ``contrib_expected_value`` for two classes (code None), ``contrib_<label>_<feature>``
+    and ``contrib_<label>_expected_value`` per class otherwise. Features are named
+    ``f<j>`` for a model without feature names."""
+    features = [(_feature_label(j, feature_names), j) for j in range(n_features)]
+    features.append(("expected_value", None))
+    labels = classes.tolist()
+    if len(labels) == 2:
+        return [(f"contrib_{name}", None, j) for name, j in features]
+    return [(f"contrib_{label}_{name}", k, j)
+            for k, label in enumerate(labels) for name, j in features]
+
+
 def run_predict(args):
     model = load_model_file(args.model)
     fmt = _fmt_for(args.data, args.format)
@@ -508,9 +523,20 @@ def run_predict(args):
     pa = require_pyarrow("Writing scores (Parquet or CSV)")
     keep = list(dict.fromkeys(args.keep or []))
     want_label = bool(args.label)
-    want_proba = bool(args.proba) or not want_label
+    want_contributions = bool(getattr(args, "contributions", False))
+    want_proba = bool(args.proba) or not (want_label or want_contributions)
+    if want_contributions and args.dask:
+        raise DataError("--contributions are computed here, not on a Dask cluster: "
+                        "leave out --dask")
     probas = proba_columns(model.classes_) if want_proba else []
-    out_names = [name for name, _ in probas] + (["label"] if want_label else [])
+    contribs = (contribution_columns(model.classes_, model.feature_names_in_,
+                                     model.n_features_in_) if want_contributions else [])
+    out_names = ([name for name, _ in probas] + (["label"] if want_label else [])
+                 + [name for name, _, _ in contribs])
+    repeated = sorted({n for n in out_names if out_names.count(n) > 1})
+    if repeated:
+        raise DataError(f"the output would have the column {repeated[0]!r} twice (class "
+                        "labels and feature names make the names of --contributions)")
     clash = [k for k in keep if k in out_names]
     if clash:
         raise DataError(f"--keep column {clash[0]!r} has the name of an output column "
@@ -541,6 +567,11 @@ def run_predict(args):
             if want_label:
                 arrays.append(pa.array(model.labels_from_raw(raw)))
                 names.append("label")
+            if contribs:
+                phi = model.ensemble.predict_contributions(chunk.X, n_jobs=args.n_jobs)
+                arrays += [pa.array(phi[:, 0 if k is None else k, -1 if j is None else j])
+                           for _, k, j in contribs]
+                names += [name for name, _, _ in contribs]
             out.write_table(pa.Table.from_arrays(arrays, names=names))
             n_rows += chunk.n_rows
             progress.update(chunk.n_rows)
@@ -550,6 +581,7 @@ def run_predict(args):
             fields += [pa.field(name, pa.float64()) for name, _ in probas]
             if want_label:
                 fields.append(pa.field("label", pa.array(classes).type))
+            fields += [pa.field(name, pa.float64()) for name, _, _ in contribs]
             schema = pa.schema(fields)
         out.commit(empty_schema=schema)
     except BaseException:

@@ -237,9 +237,51 @@ class Booster:
         for raw in self._staged_raw(X, n_jobs):
             yield self.labels_from_raw(raw)
 
+    def predict_contributions(self, X, *, n_jobs=None):
+        """Feature contributions to :meth:`decision_function` (exact path-dependent
+        TreeSHAP, see :meth:`Ensemble.predict_contributions`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features + 1) for two classes, (n_samples,
+        n_classes, n_features + 1) otherwise
+            Column f is the SHAP value of feature f; the last column is the expected
+            value (F0 plus each tree's cover-weighted mean). Each row (per class)
+            adds up to the decision function.
+
+        Raises
+        ------
+        ValueError
+            With an ``init_estimator``: its raw scores vary by row and belong to no
+            feature of the trees, so no expected value is common to the rows.
+        """
+        if self.init_estimator is not None:
+            raise ValueError(
+                f"predict_contributions: the init estimator "
+                f"({type(self.init_estimator).__name__}) gives initial raw scores that "
+                "vary by row, outside the trees, so the contributions would not add up "
+                "to the decision function from one expected value; fit with "
+                "init='prior' (or 'zero', or a DummyClassifier)")
+        out = self.ensemble.predict_contributions(self.align_columns(X), n_jobs=n_jobs)
+        return out[:, 0, :] if out.shape[1] == 1 else out
+
     def apply(self, X):
         """Leaf of every row in every tree, shape (n_samples, n_estimators_, n_outputs)."""
         return self.ensemble.apply(self.align_columns(X))
+
+    # ---------------------------------------------------------- scikit-learn
+    def to_sklearn(self):
+        """A fitted scikit-learn ``GradientBoostingClassifier`` with these trees,
+        predicting the same probabilities (``plot_tree``, ``partial_dependence`` and
+        ``shap.TreeExplainer`` work on it). Needs scikit-learn.
+
+        Each split's direction for missing values is written as the tree's
+        ``missing_go_to_left``, which scikit-learn's trees follow; its
+        GradientBoostingClassifier refuses NaN in ``predict``.
+        """
+        from ._sklearn_io import to_sklearn
+
+        return to_sklearn(self)
 
     # ------------------------------------------------------------- model file
     def _file_content(self, params):

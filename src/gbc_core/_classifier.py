@@ -6,7 +6,8 @@ early-stopping hold-out) and runs the boosting loop (``_boosting``); the fitted 
 is a :class:`~gbc_core.Booster` (``booster_``), which predicts, saves and loads. What
 scikit-learn gives every estimator (``get_params``/``set_params``, ``clone``,
 metadata routing, the HTML repr, the feature-name warnings, ``score``) comes from
-its base classes. This is the only module that imports scikit-learn.
+its base classes. With ``_sklearn_io`` (scikit-learn's own model in and out), this is
+the only module that imports scikit-learn.
 """
 
 import numbers
@@ -408,6 +409,25 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """Yield the predicted labels after each iteration."""
         return self._fitted_booster(X).staged_predict(X, n_jobs=self.n_jobs)
 
+    def predict_contributions(self, X):
+        """Feature contributions to :meth:`decision_function`: the exact
+        path-dependent TreeSHAP values (Lundberg, Erion and Lee 2018).
+
+        A feature's contribution is its Shapley value for the raw score, the
+        expectation over the features left out following each node's cover (the
+        in-bag sample weight it saw in the fit); a missing value follows the split's
+        learned direction, as in :meth:`predict`. The result does not depend on
+        ``n_jobs``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_in_ + 1) for two classes,
+        (n_samples, n_classes, n_features_in_ + 1) otherwise
+            The last column is the expected value (F0 plus each tree's cover-weighted
+            mean); each row (per class) adds up to the decision function.
+        """
+        return self._fitted_booster(X).predict_contributions(X, n_jobs=self.n_jobs)
+
     def apply(self, X):
         """Leaf (tree-relative node index) of each row in each tree, shape
         (n_samples, n_estimators_, n_trees_per_iteration_)."""
@@ -440,6 +460,11 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def trees(self):
         """The fitted trees, each a structured array of nodes (see ``NODE_DTYPE``)."""
         return self._fitted_booster().trees()
+
+    def to_sklearn(self):
+        """The fitted model as a scikit-learn ``GradientBoostingClassifier``
+        predicting the same probabilities (see :meth:`Booster.to_sklearn`)."""
+        return self._fitted_booster().to_sklearn()
 
     # ------------------------------------------------------------ persistence
     def save(self, path):

@@ -20,6 +20,7 @@ import numpy as np
 from ._common import NODE_DTYPE
 from ._params import effective_n_threads
 from ._predictor import Predictor
+from ._treeshap import TreeShap
 from ._validation import MAX_FEATURES, check_features
 
 #: An ensemble keeps |F_k(x)| below this for every x: |init_raw[k]| + the sum over
@@ -376,6 +377,60 @@ class Ensemble:
         raw scores ``out`` (n_samples, n_outputs), for rows ``X`` already checked
         (float32, C order): the additions of a fit, in the same order."""
         self._predictor.predict_raw(X, out, iteration_start, iteration_stop, n_threads)
+
+    def _tree_shap(self):
+        """The TreeSHAP form of the trees (built on first use)."""
+        shap = self.__dict__.get("_shap")
+        if shap is None:
+            inner = self._nodes["feature"] >= 0
+            bad = inner & ~(self._nodes["weighted_n"] > 0)
+            if bad.any():
+                i = _first(bad)
+                t = int(np.searchsorted(self._offsets, i, side="right")) - 1
+                raise ValueError(
+                    f"tree {t}, node {i - int(self._offsets[t])}: an inner node with "
+                    "weighted_n 0 has no cover to split; TreeSHAP needs the sample "
+                    "weight each node saw in the fit (weighted_n > 0 at every split)")
+            # eta * gamma_j, the same float64 product as the predictor's.
+            scaled = self._learning_rate * self._nodes["value"]
+            shap = TreeShap(self._nodes, self._offsets, scaled, self._n_features,
+                            self._n_outputs)
+            self._shap = shap
+        return shap
+
+    def expected_value(self):
+        """The raw scores with no feature known, per output (n_outputs,): F0 plus, for
+        each tree, the mean of what its leaves add weighted by their covers
+        (``weighted_n``, the in-bag sample weight each node saw in the fit): the last
+        column of :meth:`predict_contributions`."""
+        return self._tree_shap().expected_values(self._init_raw)
+
+    def predict_contributions(self, X, *, n_jobs=None):
+        """Feature contributions to the raw scores (exact path-dependent TreeSHAP).
+
+        ``out[i, k, f]`` is the SHAP value of feature f for row i and raw score k
+        (Lundberg, Erion and Lee 2018, Algorithm 2: the expectation over the
+        features left out follows each node's cover ``weighted_n``; a missing value
+        follows the split's learned direction, as in prediction); the last column is
+        :meth:`expected_value`. Each row's contributions add up to its raw score.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_jobs : int or None
+            Threads (None: all cores); the result does not depend on it.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs, n_features + 1)
+        """
+        Xa = self._check_X(X)
+        shap = self._tree_shap()
+        out = np.zeros((Xa.shape[0], self._n_outputs, self._n_features + 1),
+                       dtype=np.float64)
+        out[:, :, -1] = shap.expected_values(self._init_raw)
+        shap.contributions(Xa, out, effective_n_threads(n_jobs))
+        return out
 
     def apply(self, X):
         """Leaf (tree-relative node index) of every row in every tree.

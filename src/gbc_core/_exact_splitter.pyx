@@ -15,8 +15,7 @@ of two consecutive distinct float32 values of the node, as in scikit-learn.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.float cimport DBL_MAX
-from libc.math cimport INFINITY, isinf
+from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -25,6 +24,7 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD, grow_buffer,
 )
+from ._common cimport midpoint as _midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
@@ -230,21 +230,6 @@ cdef inline void _consider(
     with_missing.s = st.acc.s + st.miss.s
     _try_split(&st.best, total, &with_missing, lo, hi, MISSING_LEFT, min_samples_leaf,
                min_weight_leaf)
-
-
-cdef inline float64_t _midpoint(float32_t lo, float32_t hi) noexcept nogil:
-    """Threshold between two consecutive distinct values, as scikit-learn computes it.
-
-    With lo = -inf (an ordinary value here) the threshold is -DBL_MAX: only -inf goes
-    left, and the threshold stays finite.
-    """
-    cdef float64_t t
-    if isinf(lo):
-        return -DBL_MAX
-    t = lo / 2.0 + hi / 2.0
-    if t == hi or isinf(t):
-        t = lo
-    return t
 
 
 cdef inline void _keep_split(

@@ -215,6 +215,11 @@ def build_parser():
                         "class) for two classes, 'proba_<label>' per class otherwise")
     p.add_argument("--label", action="store_true",
                    help="write 'label', the predicted class (with --proba: both)")
+    p.add_argument("--contributions", action="store_true",
+                   help="write each feature's contribution to the raw score (TreeSHAP): "
+                        "'contrib_<feature>' per feature and 'contrib_expected_value' "
+                        "(their sum is the raw score); 'contrib_<label>_<feature>' per "
+                        "class for 3 or more classes (with --proba or --label: both)")
     p.add_argument("--keep", nargs="+", metavar="COL", default=[],
                    help="input columns copied to the output (e.g. an id)")
     p.add_argument("--chunk-rows", type=_positive_int, default=None,

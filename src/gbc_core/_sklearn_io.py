@@ -1,0 +1,339 @@
+"""scikit-learn's GradientBoostingClassifier as a model format: import and export.
+
+:func:`from_sklearn` reads a fitted ``sklearn.ensemble.GradientBoostingClassifier``
+into a gbc-core estimator; :func:`to_sklearn` writes a :class:`~gbc_core.Booster`
+as a fitted scikit-learn one. Both go through the public attributes of an
+:class:`~gbc_core.Ensemble` and a Booster (the trees' nodes, the offsets, K, F0, the
+learning rate, the labels and feature names), like ``_model_io``.
+
+The two models are the same function of X:
+
+- a tree sends x left when ``x <= threshold``, on float32 x: scikit-learn compares
+  the float32 value with its float64 threshold, gbc-core with ``threshold32``, the
+  largest float32 not above the float64 threshold, which decides alike for every
+  float32 x;
+- both store a leaf's gamma without the learning rate and add ``learning_rate *
+  gamma`` to raw score k, tree after tree in iteration order, from F0;
+- a split's direction for missing values (NaN) is the trees' ``missing_go_to_left``
+  (scikit-learn >= 1.3), which its trees' own ``predict``/``apply`` follow; its
+  GradientBoostingClassifier refuses NaN in fit and predict, so that every gbc-core
+  model is written as it is and every scikit-learn one read as its trees are.
+
+scikit-learn is imported here only (and by ``_classifier``): importing gbc-core,
+loading a model and scoring never load this module.
+"""
+
+import numpy as np
+
+from ._booster import Booster
+from ._common import NODE_DTYPE
+from ._ensemble import Ensemble
+from ._loss import LOSS_NAMES
+
+# Hyper-parameters the two estimators share (same name, same meaning). They shape a
+# refit, not the trees read or written.
+#: DummyClassifier strategies whose probabilities do not depend on the row.
+_CONSTANT_DUMMY = ("prior", "most_frequent", "constant", "uniform")
+
+_SHARED_PARAMS = (
+    "learning_rate", "max_depth", "min_samples_split", "min_samples_leaf",
+    "min_weight_fraction_leaf", "subsample", "max_features", "validation_fraction",
+    "n_iter_no_change", "tol",
+)
+
+
+def _float32_at_most(threshold):
+    """Largest float32 <= each float64 threshold (``threshold32`` of a node)."""
+    t = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t32 = t.astype(np.float32)
+        above = t32.astype(np.float64) > t
+    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
+    return t32
+
+
+def _sklearn_gbc():
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    return GradientBoostingClassifier
+
+
+# ----------------------------------------------------------------- import
+def _init_raw_of(est, n_features):
+    """F0 of a fitted scikit-learn GradientBoostingClassifier: zeros for
+    ``init="zero"``, scikit-learn's own initial raw scores for a prior."""
+    from sklearn.dummy import DummyClassifier
+
+    init = est.init_
+    if isinstance(init, str) and init == "zero":
+        return np.zeros(est.n_trees_per_iteration_, dtype=np.float64), "zero"
+    if not (isinstance(init, DummyClassifier) and init.strategy in _CONSTANT_DUMMY):
+        raise ValueError(
+            f"from_sklearn: the init estimator {init!r} cannot be represented; gbc-core "
+            "models start from F0 = 0 (init='zero'), the class prior (the default "
+            "init, or DummyClassifier(strategy='prior')) or the constant scores of a "
+            "DummyClassifier of another constant strategy")
+    # The init's raw scores as scikit-learn computes them (the link of its loss
+    # applied to the clipped probabilities): the same for every row.
+    row = np.zeros((1, n_features), dtype=np.float32)
+    return np.asarray(est._raw_predict_init(row), dtype=np.float64)[0].copy(), "prior"
+
+
+def _nodes_of_sklearn_tree(tree_):
+    """gbc-core nodes (NODE_DTYPE) of a scikit-learn ``Tree`` of a gradient boosting
+    stage (missing values go where the tree's ``missing_go_to_left`` sends them)."""
+    n = tree_.node_count
+    left = tree_.children_left.astype(np.int64)
+    right = tree_.children_right.astype(np.int64)
+    leaf = left == -1
+    nodes = np.zeros(n, dtype=NODE_DTYPE)
+    nodes["feature"] = np.where(leaf, -1, tree_.feature)
+    nodes["left"] = left
+    nodes["right"] = right
+    threshold = np.where(leaf, 0.0, tree_.threshold.astype(np.float64))
+    nodes["threshold"] = threshold
+    nodes["threshold32"] = _float32_at_most(threshold)
+    nodes["value"] = np.where(leaf, tree_.value[:, 0, 0], 0.0)
+    nodes["n_samples"] = tree_.n_node_samples
+    w = tree_.weighted_n_node_samples.astype(np.float64)
+    nodes["weighted_n"] = w
+    impurity = tree_.impurity.astype(np.float64)
+    inner = np.flatnonzero(~leaf)
+    # The weighted impurity decrease of each split (what scikit-learn's feature
+    # importances add up), never below 0 through rounding.
+    decrease = (w[inner] * impurity[inner] - w[left[inner]] * impurity[left[inner]]
+                - w[right[inner]] * impurity[right[inner]])
+    nodes["improvement"][inner] = np.maximum(decrease, 0.0)
+    depth = np.zeros(n, dtype=np.int64)
+    for j in inner:  # children come after their parents
+        depth[left[j]] = depth[right[j]] = depth[j] + 1
+    nodes["depth"] = np.minimum(depth, 255)
+    nodes["missing_go_left"] = np.where(leaf, 0, tree_.missing_go_to_left)
+    return nodes
+
+
+def _params_of_sklearn(est, init):
+    params = {name: getattr(est, name) for name in _SHARED_PARAMS}
+    params["n_estimators"] = int(est.n_estimators_)
+    params["loss"] = est.loss
+    params["init"] = init
+    random_state = est.random_state
+    params["random_state"] = random_state if (
+        random_state is None or isinstance(random_state, (int, np.integer))) else None
+    return params
+
+
+def from_sklearn(est):
+    """A gbc-core model of a fitted scikit-learn ``GradientBoostingClassifier``.
+
+    The trees, F0, the learning rate, the class labels and the feature names are
+    read as they are: the model's probabilities are scikit-learn's (to rounding of
+    the last bits: the raw scores are the same sums, the sigmoid or softmax is
+    gbc-core's) and it can then be saved, scored by the command line, on Dask, and
+    explained (``predict_contributions``).
+
+    Parameters
+    ----------
+    est : sklearn.ensemble.GradientBoostingClassifier
+        Fitted, with ``loss="log_loss"`` (binary or multiclass) or
+        ``"exponential"``, and ``init="zero"``, the default prior or a
+        ``DummyClassifier`` of a constant strategy (``"prior"``, ``"most_frequent"``,
+        ``"constant"``, ``"uniform"``: its scores are F0).
+
+    Returns
+    -------
+    gbc_core.GradientBoostingClassifier
+        Fitted (its ``booster_`` holds the imported trees); its parameters are
+        scikit-learn's where the two share them (``init`` is ``"zero"`` or
+        ``"prior"``), which shape a refit only. A missing value (which scikit-learn's
+        GradientBoostingClassifier refuses) goes where the trees'
+        ``missing_go_to_left`` sends it.
+
+    Raises
+    ------
+    TypeError
+        For anything but a scikit-learn GradientBoostingClassifier.
+    ValueError
+        For an unfitted model, or an init estimator whose scores vary by row.
+    """
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    from ._classifier import GradientBoostingClassifier
+
+    if not isinstance(est, _sklearn_gbc()):
+        raise TypeError("from_sklearn expects a fitted sklearn.ensemble."
+                        f"GradientBoostingClassifier, got {type(est).__name__}")
+    try:
+        check_is_fitted(est, "estimators_")
+    except NotFittedError:
+        raise ValueError("from_sklearn: the GradientBoostingClassifier is not fitted") from None
+    if est.loss not in LOSS_NAMES:
+        raise ValueError(
+            f"from_sklearn: loss={est.loss!r} cannot be represented; gbc-core models "
+            "the log-loss and the exponential loss")
+    n_features = int(est.n_features_in_)
+    init_raw, init = _init_raw_of(est, n_features)
+    stages = est.estimators_
+    trees = [_nodes_of_sklearn_tree(stages[m, k].tree_)
+             for m in range(stages.shape[0]) for k in range(stages.shape[1])]
+    ensemble = Ensemble.from_trees(trees, n_outputs=stages.shape[1], init_raw=init_raw,
+                                   learning_rate=est.learning_rate, n_features=n_features)
+    names = getattr(est, "feature_names_in_", None)
+    params = _params_of_sklearn(est, init)
+    booster = Booster(ensemble, est.classes_, feature_names=names, params=params,
+                      max_features=int(est.max_features_), loss=est.loss)
+    model = GradientBoostingClassifier(**params)
+    model.booster_ = booster
+    return model
+
+
+# ----------------------------------------------------------------- export
+def _sklearn_tree(nodes, n_features, max_features, node_dtype):
+    """A fitted scikit-learn ``DecisionTreeRegressor`` with the tree ``nodes``."""
+    from sklearn.tree import DecisionTreeRegressor
+    from sklearn.tree._tree import Tree
+
+    n = nodes.shape[0]
+    leaf = nodes["feature"] < 0
+    w = nodes["weighted_n"]
+    left, right = nodes["left"].astype(np.int64), nodes["right"].astype(np.int64)
+    inner = np.flatnonzero(~leaf)
+    # An inner node's value and impurity, which gbc-core does not store: the
+    # cover-weighted mean of its leaves' values (what scikit-learn shows and
+    # explains), and impurities (0 at the leaves) whose weighted decreases are the
+    # splits' improvements, so that the feature importances are gbc-core's.
+    value = np.where(leaf, nodes["value"], 0.0)
+    impurity = np.zeros(n, dtype=np.float64)
+    for j in inner[::-1]:  # children come after their parents
+        l, r = left[j], right[j]
+        value[j] = (w[l] * value[l] + w[r] * value[r]) / w[j] if w[j] > 0 else 0.0
+        if w[j] > 0:
+            impurity[j] = (nodes["improvement"][j] + w[l] * impurity[l]
+                           + w[r] * impurity[r]) / w[j]
+    out = np.zeros(n, dtype=node_dtype)
+    fields = {
+        "left_child": np.where(leaf, -1, left),
+        "right_child": np.where(leaf, -1, right),
+        "feature": np.where(leaf, -2, nodes["feature"]),
+        "threshold": np.where(leaf, -2.0, nodes["threshold"]),
+        "impurity": impurity,
+        "n_node_samples": nodes["n_samples"],
+        "weighted_n_node_samples": w,
+        "missing_go_to_left": np.where(leaf, 0, nodes["missing_go_left"]),
+    }
+    for name in node_dtype.names:
+        out[name] = fields[name]
+    depth = np.zeros(n, dtype=np.int64)
+    for j in inner:
+        depth[left[j]] = depth[right[j]] = depth[j] + 1
+    tree_ = Tree(n_features, np.array([1], dtype=np.intp), 1)
+    tree_.__setstate__({"max_depth": int(depth.max()), "node_count": n, "nodes": out,
+                        "values": value.reshape(n, 1, 1)})
+    est = DecisionTreeRegressor()
+    est.tree_ = tree_
+    est.n_features_in_ = n_features
+    est.n_outputs_ = 1
+    est.max_features_ = max_features
+    return est
+
+
+def _prior_init(booster, n_features, link):
+    """A fitted ``DummyClassifier(strategy="prior")`` whose raw scores, ``link`` (that
+    of scikit-learn's loss) of its probabilities, are F0 (to rounding)."""
+    from sklearn.dummy import DummyClassifier
+
+    init_raw = booster.ensemble.init_raw
+    K = booster.n_classes_
+    init = DummyClassifier(strategy="prior")
+    # scikit-learn fits the init estimator on the class codes (as floats).
+    init.fit(np.zeros((K, n_features)), np.arange(K, dtype=np.float64))
+    # The model's own sigmoid or softmax of F0.
+    prior = booster.proba_from_raw(init_raw.reshape(1, -1), n_jobs=1)[0]
+    if K == 2:
+        p = prior[1]
+        # The probability nearby whose logit is F0 exactly, where there is one.
+        for _ in range(4):
+            logit = float(link(np.array([p]))[0])
+            if logit == init_raw[0]:
+                break
+            p = np.nextafter(p, np.inf if logit < init_raw[0] else -np.inf)
+        prior = np.array([1.0 - p, p])
+    init.class_prior_ = prior
+    return init
+
+
+def to_sklearn(booster):
+    """A fitted scikit-learn ``GradientBoostingClassifier`` predicting as ``booster``.
+
+    Parameters
+    ----------
+    booster : Booster
+
+    Returns
+    -------
+    sklearn.ensemble.GradientBoostingClassifier
+        ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees (inner
+        nodes' values are their leaves' cover-weighted means, impurities such that
+        the feature importances are gbc-core's, each split's ``missing_go_to_left``
+        gbc-core's direction for missing values, which the trees' ``predict`` and
+        ``apply`` follow; the GradientBoostingClassifier itself refuses NaN);
+        ``init_`` is ``"zero"``, a ``DummyClassifier(strategy="prior")``, or the
+        booster's fitted ``init_estimator`` (scores that vary by row); ``loss`` is
+        the booster's. It is for
+        prediction and inspection: the record of the fit (``train_score_``, the
+        out-of-bag scores) is not written, so scikit-learn cannot warm-start from it.
+
+    Raises
+    ------
+    ValueError
+        For an F0 that scikit-learn's prior cannot give (to 1e-12).
+    """
+    from sklearn.tree._tree import Tree
+
+    if not isinstance(booster, Booster):
+        raise TypeError(f"to_sklearn expects a Booster, got {type(booster).__name__}")
+    ensemble = booster.ensemble
+    n_features, K = ensemble.n_features, ensemble.n_outputs
+    per_row = booster.init_estimator is not None
+    zero = not per_row and not ensemble.init_raw.any()
+    params = {k: v for k, v in booster.params.items() if k in _SHARED_PARAMS}
+    params["loss"] = booster.loss
+    random_state = booster.params.get("random_state")
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        params["random_state"] = random_state
+    est = _sklearn_gbc()(n_estimators=ensemble.n_iterations, init="zero" if zero else None,
+                         **params)
+    est.learning_rate = ensemble.learning_rate
+    est.classes_ = booster.classes_.copy()
+    est.n_classes_ = booster.n_classes_
+    est.n_trees_per_iteration_ = K
+    est.n_features_in_ = n_features
+    if booster.feature_names_in_ is not None:
+        est.feature_names_in_ = np.asarray(booster.feature_names_in_, dtype=object)
+    max_features = booster.max_features_ if booster.max_features_ is not None else n_features
+    est.max_features_ = int(max_features)
+    est._loss = est._get_loss(sample_weight=None)
+    node_dtype = Tree(1, np.array([1], dtype=np.intp), 1).__getstate__()["nodes"].dtype
+    stages = np.empty((ensemble.n_iterations, K), dtype=object)
+    for m in range(ensemble.n_iterations):
+        for k in range(K):
+            stages[m, k] = _sklearn_tree(ensemble.tree_nodes(m, k), n_features,
+                                         int(max_features), node_dtype)
+    est.estimators_ = stages
+    est.n_estimators_ = ensemble.n_iterations
+    if per_row:
+        # scikit-learn's own path: the fitted init estimator's probabilities, clipped,
+        # through its loss's link, as gbc-core computes them.
+        est.init = est.init_ = booster.init_estimator
+        return est
+    est.init_ = "zero" if zero else _prior_init(booster, n_features, est._loss.link.link)
+    if not zero:
+        got = est._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
+        error = np.abs(got - ensemble.init_raw)
+        if not (error <= 1e-12 * np.maximum(1.0, np.abs(ensemble.init_raw))).all():
+            raise ValueError(
+                f"to_sklearn: F0 = {ensemble.init_raw.tolist()} cannot be written as "
+                "scikit-learn's prior (its raw scores would be "
+                f"{np.asarray(got).tolist()})")
+    return est

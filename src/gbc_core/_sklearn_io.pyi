@@ -1,0 +1,7 @@
+from typing import Any
+
+from ._booster import Booster
+from ._classifier import GradientBoostingClassifier
+
+def from_sklearn(est: Any) -> GradientBoostingClassifier: ...
+def to_sklearn(booster: Booster) -> Any: ...
