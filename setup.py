@@ -28,11 +28,12 @@ MODULES = [
     "_leaves", "_predictor",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
-PXDS = ["_common", "_split_finder"]
+PXDS = ["_common", "_split_finder", "_choice"]
 # Plain C headers of a module (vector kernels written in C).
 HEADERS = {
     "_predictor": ["_simd.h"],
     "_exact_splitter": ["_scan.h", "_criterion.h"],
+    "_split_finder": ["_criterion.h"],
     "_grower": ["_criterion.h"],
 }
 
