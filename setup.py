@@ -24,7 +24,8 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = [
-    "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter", "_grower",
+    "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter",
+    "_histogram_splitter", "_grower",
     "_leaves", "_predictor",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
@@ -33,6 +34,7 @@ PXDS = ["_common", "_split_finder", "_choice"]
 HEADERS = {
     "_predictor": ["_simd.h"],
     "_exact_splitter": ["_scan.h", "_criterion.h"],
+    "_histogram_splitter": ["_criterion.h"],
     "_split_finder": ["_criterion.h"],
     "_grower": ["_criterion.h"],
 }
