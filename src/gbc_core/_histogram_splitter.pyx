@@ -171,6 +171,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         side_t* parent_hist      # the previous level's (the parents)
         candidate_t* cand        # per node and feature
         row_stat_t* ordered      # row statistics in partition order
+        float64_t* ordered_wr    # w * r alone, in partition order (unit weights)
+        bint unit_weights        # every weight of the tree is 1: w of a bin is n
         const row_stat_t* row_stats
         object _row_stats_ref
         public object reducer
@@ -180,6 +182,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.parent_hist = NULL
         self.cand = NULL
         self.ordered = NULL
+        self.ordered_wr = NULL
         self.capacity = 0
 
     def __init__(self, const uint8_t[::1, :] bins, const int32_t[::1] n_bins_non_missing,
@@ -210,12 +213,15 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.reducer = None
         self.ordered = <row_stat_t*>grow_buffer(NULL, self.n_samples, sizeof(row_stat_t),
                                                 "row statistics")
+        self.ordered_wr = <float64_t*>grow_buffer(NULL, self.n_samples, sizeof(float64_t),
+                                                  "row statistics")
 
     def __dealloc__(self):
         free(self.hist)
         free(self.parent_hist)
         free(self.cand)
         free(self.ordered)
+        free(self.ordered_wr)
 
     cdef object partition_bins(self):
         return self.bins
@@ -227,8 +233,14 @@ cdef class HistogramSplitFinder(SplitFinder):
                         const int32_t[::1] row_slot) except -1:
         if row_stats.shape[0] != self.n_samples:
             raise ValueError(f"row_stats must have {self.n_samples} rows")
+        cdef intp_t i
+        cdef bint unit = True
         self._row_stats_ref = row_stats
         self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
+        with nogil:
+            for i in range(self.n_samples):
+                unit = unit & (row_stats[i].w == 1.0)
+        self.unit_weights = unit
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
@@ -258,8 +270,25 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef const row_stat_t* rs
         cdef intp_t i
         cdef uint8_t b
+        cdef const float64_t* wr
         memset(h, 0, self.stride * sizeof(side_t))
-        if nd.stop - nd.start == self.n_samples:
+        if self.unit_weights:
+            # The weight of a bin is its count (a sum of ones, exact in float64).
+            if nd.stop - nd.start == self.n_samples:
+                rs = self.row_stats
+                for i in range(self.n_samples):
+                    b = col[i]
+                    h[b].n += 1
+                    h[b].s += rs[i].wr
+            else:
+                wr = self.ordered_wr
+                for i in range(nd.start, nd.stop):
+                    b = col[partition[i]]
+                    h[b].n += 1
+                    h[b].s += wr[i]
+            for i in range(self.stride):
+                h[i].w = <float64_t>h[i].n
+        elif nd.stop - nd.start == self.n_samples:
             # Every row, in row order (the partition is the identity).
             rs = self.row_stats
             for i in range(self.n_samples):
@@ -289,8 +318,12 @@ cdef class HistogramSplitFinder(SplitFinder):
             nd = &level.nodes[s]
             if nd.stats != STATS_COLLECT or nd.stop - nd.start == self.n_samples:
                 continue
-            for i in range(nd.start, nd.stop):
-                self.ordered[i] = self.row_stats[level.partition[i]]
+            if self.unit_weights:
+                for i in range(nd.start, nd.stop):
+                    self.ordered_wr[i] = self.row_stats[level.partition[i]].wr
+            else:
+                for i in range(nd.start, nd.stop):
+                    self.ordered[i] = self.row_stats[level.partition[i]]
         for t in prange(n_tasks, schedule="dynamic", num_threads=n_threads):
             nd = &level.nodes[t // self.n_features]
             if nd.stats == STATS_COLLECT:
