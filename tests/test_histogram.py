@@ -397,6 +397,9 @@ def test_hist_equals_exact_where_binning_is_exact(n_classes, options):
     np.testing.assert_allclose(hist.predict_proba(X), exact.predict_proba(X), rtol=0, atol=1e-9)
     for a, b in zip(exact.booster_.trees(), hist.booster_.trees()):
         np.testing.assert_array_equal(a["feature"], b["feature"])
+        # The exact search's thresholds, bit for bit.
+        np.testing.assert_array_equal(a["threshold"], b["threshold"])
+        np.testing.assert_array_equal(a["missing_go_left"], b["missing_go_left"])
 
 
 def test_hist_equals_exact_with_class_weights_and_early_stopping():
