@@ -24,12 +24,13 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD, grow_buffer,
 )
+from ._common cimport midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
 from ._choice cimport (
-    consider, wins, midpoint, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
+    consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
 )
 from ._sorting import presort_features
 
