@@ -570,16 +570,16 @@ cdef class ExactSplitFinder(SplitFinder):
         self.capacity = n_nodes
         return 0
 
-    cdef void rows_moved(self, const int32_t* partition, intp_t start, intp_t stop,
+    cdef void rows_moved(self, const int32_t* moved, intp_t start, intp_t stop,
                          int32_t slot) noexcept nogil:
         cdef intp_t i
         cdef int32_t row
-        cdef packed_row_t* rows = self.rows
+        cdef packed_row_t* records = self.rows
         cdef uint8_t* row_node = self.row_node
         cdef uint8_t byte = _node_byte(slot)
         for i in range(start, stop):
-            row = partition[i]
-            rows[row].slot = slot
+            row = moved[i]
+            records[row].slot = slot
             row_node[row] = byte
 
     cdef void collect(self, const level_t* level) noexcept nogil:
