@@ -77,11 +77,8 @@ ctypedef struct block_t:
     # A task of the partition: rows partition[start:stop] of the split node ``slot``.
     intp_t start
     intp_t stop
-    intp_t n_left
-    intp_t dest_left         # where its left rows go in the partition
-    intp_t dest_right        # and its right rows
+    intp_t n_left            # its first n_left rows go left
     intp_t slot
-    intp_t child             # slot of the left child in the next level
 
 
 cdef inline void _sums_zero(node_sums_t* a) noexcept nogil:
@@ -181,6 +178,7 @@ cdef class TreeGrower:
         int32_t* perm
         block_t* blocks
         intp_t block_capacity
+        intp_t* block_first            # first block of each split node (and the end)
 
     def __cinit__(self):
         self.nodes = NULL
@@ -194,6 +192,7 @@ cdef class TreeGrower:
         self.scratch_left = NULL
         self.scratch_right = NULL
         self.blocks = NULL
+        self.block_first = NULL
         self.block_capacity = 0
         self.node_capacity = 0
         self.level_capacity = 0
@@ -245,6 +244,7 @@ cdef class TreeGrower:
         free(self.scratch_left)
         free(self.scratch_right)
         free(self.blocks)
+        free(self.block_first)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
@@ -267,6 +267,8 @@ cdef class TreeGrower:
             if self.max_features < self.n_features:
                 self.allowed = <uint8_t*>grow_buffer(self.allowed, capacity * self.n_features,
                                                sizeof(uint8_t), "feature draws")
+            self.block_first = <intp_t*>grow_buffer(self.block_first, capacity + 1,
+                                                    sizeof(intp_t), "partition tasks")
             self.level_capacity = capacity
         return 0
 
@@ -570,8 +572,7 @@ cdef class TreeGrower:
         give the rows of the nodes that were not split their leaf, sum w, w * r and
         w * r^2 per child (for the impurity test of the next level) and make the
         children the level's nodes."""
-        cdef intp_t s, j, c, n_blocks = 0, n_rows = 0, start, stop, pos, left_total
-        cdef intp_t j_first, b_i
+        cdef intp_t s, j, c, n_blocks = 0, n_rows = 0, start, stop, left_total
         cdef level_node_t* next_level = self.level_nodes + self.level_capacity
         cdef level_node_t* nd
         cdef block_t* blk
@@ -593,7 +594,6 @@ cdef class TreeGrower:
                 blk.start = start
                 blk.stop = stop
                 blk.slot = next_level[2 * j].parent
-                blk.child = 2 * j
                 n_blocks += 1
                 start = stop
                 if start >= nd.stop:
@@ -602,67 +602,70 @@ cdef class TreeGrower:
         n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
         for c in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
             self._split_block(&self.blocks[c])
-        # Where each block's rows go: a node's left rows first, block by block.
+        # The children's ranges: a node's left rows first, block by block.
         c = 0
         for j in range(n_split):
             nd = &self.level_nodes[next_level[2 * j].parent]
             left_total = 0
-            j_first = c
+            self.block_first[j] = c
             while c < n_blocks and self.blocks[c].slot == next_level[2 * j].parent:
                 left_total = left_total + self.blocks[c].n_left
                 c += 1
-            pos = nd.start
-            for b_i in range(j_first, c):
-                self.blocks[b_i].dest_left = pos
-                pos += self.blocks[b_i].n_left
-            for b_i in range(j_first, c):
-                self.blocks[b_i].dest_right = pos
-                pos += self.blocks[b_i].stop - self.blocks[b_i].start - self.blocks[b_i].n_left
             next_level[2 * j].start = nd.start
             next_level[2 * j].stop = nd.start + left_total
             next_level[2 * j + 1].start = nd.start + left_total
             next_level[2 * j + 1].stop = nd.stop
-        for c in prange(n_blocks, schedule="static", num_threads=n_threads):
-            blk = &self.blocks[c]
-            memcpy(self.partition + blk.dest_left, self.scratch_left + blk.start,
-                   blk.n_left * sizeof(int32_t))
-            memcpy(self.partition + blk.dest_right, self.scratch_right + blk.start,
-                   (blk.stop - blk.start - blk.n_left) * sizeof(int32_t))
-            self.finder.rows_moved(self.scratch_left, blk.start, blk.start + blk.n_left,
-                                   <int32_t>blk.child)
-            self.finder.rows_moved(self.scratch_right, blk.start, blk.stop - blk.n_left,
-                                   <int32_t>(blk.child + 1))
-        if with_sums:
-            for c in prange(2 * n_split, schedule="dynamic", num_threads=n_threads):
-                self._child_sums(&next_level[c], &self.level_sums[c], row_stats, residual)
+        self.block_first[n_split] = n_blocks
+        # Each child's rows copied back block by block, the finder told, and summed
+        # while they are in cache.
+        for c in prange(2 * n_split, schedule="dynamic", num_threads=n_threads):
+            self._finish_child(c, &next_level[c], &self.level_sums[c], row_stats, residual,
+                               with_sums)
         # The children become the nodes of the next level.
         for s in range(2 * n_split):
             self.level_nodes[s] = next_level[s]
 
-    cdef void _child_sums(self, const level_node_t* nd, node_sums_t* sums,
-                          const row_stat_t[::1] row_stats,
-                          const float64_t[::1] residual) noexcept nogil:
-        """w, w * r, w * r^2 and the residual range of a child's rows, added per
-        block of 2^CHUNK_SHIFT row indices (in increasing order) then block by
-        block, so the sums do not depend on the number of threads."""
-        cdef intp_t i, chunk = -1
+    cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
+                            const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                            bint with_sums) noexcept nogil:
+        """Copy the rows of child ``c`` (the left or right rows of its parent's blocks,
+        in block order: increasing row order) to its range of the partition, tell
+        the finder, and sum w, w * r, w * r^2 and the residual range of its rows,
+        added per block of 2^CHUNK_SHIFT row indices (in increasing order) then block
+        by block, so the sums do not depend on the number of threads."""
+        cdef intp_t b, i, n, pos = nd.start, chunk = -1
+        cdef const block_t* blk
+        cdef const int32_t* seg
         cdef int32_t row
         cdef float64_t w, r
         cdef node_sums_t part
         _sums_zero(sums)
         _sums_zero(&part)
-        for i in range(nd.start, nd.stop):
-            row = self.partition[i]
-            if (row >> CHUNK_SHIFT) != chunk:
-                if chunk >= 0:
-                    _sums_add(sums, &part)
-                    _sums_zero(&part)
-                chunk = row >> CHUNK_SHIFT
-            w = row_stats[row].w
-            r = residual[row]
-            part.w += w
-            part.wr += row_stats[row].wr
-            part.wr2 += w * r * r
-            _sums_range(&part, w, r)
+        for b in range(self.block_first[c // 2], self.block_first[c // 2 + 1]):
+            blk = &self.blocks[b]
+            if c % 2 == 0:
+                seg = self.scratch_left + blk.start
+                n = blk.n_left
+            else:
+                seg = self.scratch_right + blk.start
+                n = blk.stop - blk.start - blk.n_left
+            memcpy(self.partition + pos, seg, n * sizeof(int32_t))
+            pos += n
+            self.finder.rows_moved(seg, 0, n, <int32_t>c)
+            if not with_sums:
+                continue
+            for i in range(n):
+                row = seg[i]
+                if (row >> CHUNK_SHIFT) != chunk:
+                    if chunk >= 0:
+                        _sums_add(sums, &part)
+                        _sums_zero(&part)
+                    chunk = row >> CHUNK_SHIFT
+                w = row_stats[row].w
+                r = residual[row]
+                part.w += w
+                part.wr += row_stats[row].wr
+                part.wr2 += w * r * r
+                _sums_range(&part, w, r)
         if chunk >= 0:
             _sums_add(sums, &part)
