@@ -24,15 +24,18 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 MODULES = [
-    "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter", "_grower",
-    "_leaves", "_predictor", "_binning_kernels", "_treeshap",
+    "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter",
+    "_histogram_splitter", "_grower", "_leaves", "_predictor", "_binning_kernels",
+    "_treeshap",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
-PXDS = ["_common", "_split_finder"]
+PXDS = ["_common", "_split_finder", "_choice"]
 # Plain C headers of a module (vector kernels written in C).
 HEADERS = {
     "_predictor": ["_simd.h"],
     "_exact_splitter": ["_scan.h", "_criterion.h"],
+    "_histogram_splitter": ["_criterion.h"],
+    "_split_finder": ["_criterion.h"],
     "_grower": ["_criterion.h"],
 }
 

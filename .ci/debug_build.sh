@@ -47,7 +47,7 @@ WHEEL="$(ls "$WORK"/dist/*.whl)"
 
 # 1. The generated C has Cython's bounds checks: each kernel module that indexes
 #    memoryviews calls __Pyx_RaiseBufferIndexError (a release build has none).
-for mod in _exact_splitter _grower _leaves _predictor; do
+for mod in _exact_splitter _histogram_splitter _grower _leaves _predictor; do
     c="$WORK/src/src/gbc_core/$mod.c"
     [ -f "$c" ] || { echo "debug build: $mod.c was not generated in place"; exit 1; }
     n="$(grep -c '__Pyx_RaiseBufferIndexError' "$c" || true)"

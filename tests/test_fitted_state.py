@@ -38,6 +38,8 @@ OTHER_VALUES = {
     "tol": 0.5,
     "n_jobs": 1,
     "class_weight": "balanced",
+    "split_method": "hist",
+    "max_bins": 7,
 }
 
 

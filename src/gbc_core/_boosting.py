@@ -15,10 +15,12 @@ import time
 
 import numpy as np
 
+from ._binning import BinMapper
 from ._common import NODE_DTYPE
 from ._ensemble import RAW_SCORE_LIMIT, Ensemble
 from ._exact_splitter import ExactSplitFinder
 from ._grower import TreeGrower
+from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 from ._predictor import Predictor
 
 
@@ -119,6 +121,25 @@ def _stacked(trees, n_features, learning_rate, n_outputs):
                      n_features, n_outputs)
 
 
+def make_split_finder(X, params):
+    """The split finder ``params["split_method"]`` names, built on ``X``.
+
+    ``"hist"`` bins X here, once per fit (``BinMapper``, ``params["max_bins"]``
+    bins, seeded: the same data gives the same edges, so a warm start on the same
+    data continues with the first fit's bins); the trees store the bin edges as
+    real thresholds (between the values of two bins), so nothing after the fit sees
+    bins.
+    """
+    n_threads = params["n_threads"]
+    if params["split_method"] == "exact":
+        return ExactSplitFinder(X, n_threads)
+    mapper = BinMapper(max_bins=params["max_bins"]).fit(X, n_threads)
+    bins = mapper.transform(X, n_threads)
+    lo, hi = bin_value_ranges(X, bins, mapper.missing_bin, n_threads)
+    return HistogramSplitFinder(bins, np.asarray(mapper.n_bins_non_missing, dtype=np.int32),
+                                lo, hi, mapper.missing_bin, n_threads)
+
+
 def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
           callbacks=(), init_scores=None):
     """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
@@ -179,7 +200,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     n_rows = X.shape[0]
     n_threads = params["n_threads"]
     lr = params["learning_rate"]
-    finder = ExactSplitFinder(X, n_threads)
+    finder = make_split_finder(X, params)
     grower = TreeGrower(
         X, finder, -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],

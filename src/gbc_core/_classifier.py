@@ -143,6 +143,16 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         leaf values sum w r / sum w |r|, probabilities sigma(2F), class 1 where
         F >= 0; ``train_score_`` and the other scores are the mean exponential
         loss).
+    split_method : {"exact", "hist"}, default="exact"
+        "exact" (the paper's) tries every threshold between two distinct values of
+        a feature; "hist" bins every feature once per fit (at most ``max_bins``
+        bins, quantile edges; a feature with at most ``max_bins`` distinct values
+        gets one bin per value, so its thresholds are the exact search's) and tries
+        the bin edges: much faster on many rows. Thresholds are stored as real
+        values: the model predicts, saves and exports alike.
+    max_bins : int, default=255
+        Bins per feature of ``split_method="hist"`` (2 to 255; missing values get a
+        bin of their own).
 
     Attributes
     ----------
@@ -205,6 +215,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         warm_start=DEFAULTS["warm_start"],
         class_weight=DEFAULTS["class_weight"],
         loss=DEFAULTS["loss"],
+        split_method=DEFAULTS["split_method"],
+        max_bins=DEFAULTS["max_bins"],
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -223,6 +235,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.warm_start = warm_start
         self.class_weight = class_weight
+        self.split_method = split_method
+        self.max_bins = max_bins
         self.loss = loss
 
     # --------------------------------------------------------------------- fit

@@ -30,6 +30,8 @@ class GradientBoostingClassifier:
     warm_start: bool
     class_weight: Mapping[Any, float] | Literal["balanced"] | None
     loss: Literal["log_loss"]
+    split_method: Literal["exact", "hist"]
+    max_bins: int
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -68,6 +70,8 @@ class GradientBoostingClassifier:
         warm_start: bool = False,
         class_weight: Mapping[Any, float] | Literal["balanced"] | None = None,
         loss: Literal["log_loss"] = "log_loss",
+        split_method: Literal["exact", "hist"] = "exact",
+        max_bins: int = 255,
     ) -> None: ...
     def fit(
         self,

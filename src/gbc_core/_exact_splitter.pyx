@@ -24,20 +24,15 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD, grow_buffer,
 )
-from ._common cimport midpoint as _midpoint
+from ._common cimport midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
+from ._choice cimport (
+    consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
+)
 from ._sorting import presort_features
-
-cdef extern from "_criterion.h" nogil:
-    float64_t split_diff "gbc_split_diff"(float64_t total_s, float64_t total_w,
-                                          float64_t s_left, float64_t w_left)
-    float64_t split_den "gbc_split_den"(float64_t total_w, float64_t w_left)
-    float64_t split_proxy "gbc_split_proxy"(float64_t diff, float64_t den)
-    bint may_beat "gbc_may_beat"(float64_t diff, float64_t den, float64_t bound)
-    const float64_t BOUND_FACTOR "GBC_BOUND_FACTOR"
 
 cdef extern from *:
     """
@@ -172,23 +167,9 @@ cdef inline void _try_split(
     int64_t min_samples_leaf,
     float64_t min_weight_leaf,
 ) noexcept nogil:
-    """Keep the split if it is valid and strictly better than ``best``."""
-    cdef float64_t w_right, diff, den, proxy
-    cdef int64_t n_right = total.n - left.n
-    if left.n < min_samples_leaf or n_right < min_samples_leaf:
-        return
-    w_right = total.w - left.w
-    if left.w <= 0.0 or w_right <= 0.0 or left.w < min_weight_leaf or w_right < min_weight_leaf:
-        return
-    diff = split_diff(total.s, total.w, left.s, left.w)
-    den = split_den(total.w, left.w)
-    # Cheap conservative test first: it only skips splits that cannot be better, so
-    # the decision is that of the exact comparison below.
-    if not may_beat(diff, den, best.proxy * BOUND_FACTOR):
-        return
-    proxy = split_proxy(diff, den)
-    if proxy > best.proxy:
-        best.proxy = proxy
+    """Keep the split if it is valid and strictly better than ``best`` (the rule of
+    ``_choice.pxd``)."""
+    if consider(&best.proxy, total, left, min_samples_leaf, min_weight_leaf):
         best.lo = lo
         best.hi = hi
         best.all_left = 0
@@ -498,6 +479,7 @@ cdef class ExactSplitFinder(SplitFinder):
         scan_t* scan             # per thread and node: state of the feature scan
         candidate_t* thread_best # per thread and node: best split so far
         node_scan_t* node_scan   # per thread and node: hot state of the unit-weight scan
+        int level_threads        # threads whose candidates the last collect left
         object _row_stats_ref    # keeps row_stats alive while row_stats points into it
 
     def __cinit__(self):
@@ -576,7 +558,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.all_rows_in_root = in_root
         return 0
 
-    cdef int reserve(self, intp_t n_nodes) except -1:
+    cdef int start_level(self, intp_t n_nodes) except -1:
         if n_nodes <= self.capacity:
             return 0
         self.scan = <scan_t*>grow_buffer(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
@@ -588,18 +570,22 @@ cdef class ExactSplitFinder(SplitFinder):
         self.capacity = n_nodes
         return 0
 
-    cdef void rows_moved(self, const int32_t* row_slot, intp_t start,
-                         intp_t stop) noexcept nogil:
+    cdef void rows_moved(self, const int32_t* moved, intp_t start, intp_t stop,
+                         int32_t slot) noexcept nogil:
         cdef intp_t i
-        cdef int32_t slot
-        cdef packed_row_t* rows = self.rows
+        cdef int32_t row
+        cdef packed_row_t* records = self.rows
         cdef uint8_t* row_node = self.row_node
+        cdef uint8_t byte = _node_byte(slot)
         for i in range(start, stop):
-            slot = row_slot[i]
-            rows[i].slot = slot
-            row_node[i] = _node_byte(slot)
+            row = moved[i]
+            records[row].slot = slot
+            row_node[row] = byte
 
-    cdef void find_splits(self, const level_t* level, split_t* best) noexcept nogil:
+    cdef void collect(self, const level_t* level) noexcept nogil:
+        """The fused scan: the candidates of every splittable node, per thread (the
+        scan cannot keep the statistics of every threshold); ``choose`` merges
+        them."""
         cdef intp_t f, k, s, n_valid, row
         cdef intp_t n_slots = level.n_nodes
         cdef int tid, t
@@ -714,20 +700,24 @@ cdef class ExactSplitFinder(SplitFinder):
                 if st.best.proxy > tb[s].proxy:
                     tb[s] = st.best
                     tb[s].feature = <int32_t>f
+        self.level_threads = n_threads
+
+    cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
+        cdef intp_t s
+        cdef int t
+        cdef candidate_t* b
         # Deterministic reduction over threads: largest gain, then lowest feature.
-        for t in range(1, n_threads):
-            for s in range(n_slots):
+        for t in range(1, self.level_threads):
+            for s in range(level.n_nodes):
                 b = &self.thread_best[t * self.capacity + s]
-                if b.feature < 0:
-                    continue
-                if (b.proxy > self.thread_best[s].proxy or (
-                        b.proxy == self.thread_best[s].proxy
-                        and b.feature < self.thread_best[s].feature)):
+                if wins(b.proxy, b.feature, self.thread_best[s].proxy,
+                        self.thread_best[s].feature):
                     self.thread_best[s] = b[0]
-        for s in range(n_slots):
+        for s in range(level.n_nodes):
             b = &self.thread_best[s]
             best[s].proxy = b.proxy
             best[s].left = b.left
             best[s].feature = b.feature
-            best[s].threshold = INFINITY if b.all_left else _midpoint(b.lo, b.hi)
+            best[s].threshold = INFINITY if b.all_left else midpoint(b.lo, b.hi)
             best[s].missing_go_left = b.missing_go_left
+            best[s].bin = 0

@@ -1,12 +1,16 @@
 """Level-wise growth of one regression tree, with any ``SplitFinder``.
 
 The grower owns the tree being grown and what lives as long as the fit: the node
-buffer, the nodes of the level being split, which node each row is in
-(``node_of_row``, and ``row_slot``: the row's node among the level's nodes), the
-feature draws of ``max_features`` and the partition of the rows. It asks its split
-finder for the best split of every node of a level at once, applies the splits, and
-moves the rows of the split nodes to their children, telling the finder which rows
-moved. It never looks at how the finder ranks splits (``_split_finder.pxd``).
+buffer, the nodes of the level being split (each with its parent, its sibling and
+its in-bag rows as the range ``[start, stop)`` of the partition array, in increasing
+row order, as scikit-learn's histogram-gradient-boosting splitter keeps them), the
+feature draws of ``max_features`` and, once a tree is grown, the leaf of every row
+(``node_of_row``). Per level it tells its split finder which statistics to compute
+(every splittable node's, or with a finder that subtracts, the smaller child of each
+pair from its rows and the larger from its parent), lets it collect, derive, reduce
+and choose (``_split_finder.pxd``), applies the splits and partitions the rows of
+the split nodes: on the finder's bins when it has bins, else on raw X. It never
+looks at how the finder ranks splits.
 
 A node is split if it holds at least ``min_samples_split`` samples, ``2 x
 min_samples_leaf`` samples and ``2 x min_weight_leaf`` weight, and if its residuals
@@ -22,7 +26,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, nextafterf
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -32,8 +36,10 @@ from ._common cimport (
 )
 from ._common import NODE_DTYPE
 from ._split_finder cimport (
-    SplitFinder, side_t, level_node_t, level_t, split_t, MISSING_TO_LARGER,
+    SplitFinder, side_t, level_node_t, level_t, split_t, plan_statistics,
+    STATS_NONE, STATS_COLLECT,
 )
+from ._choice cimport missing_left
 
 cdef extern from "_criterion.h" nogil:
     float64_t improvement_of "gbc_improvement"(float64_t proxy, float64_t total_w)
@@ -41,13 +47,15 @@ cdef extern from "_criterion.h" nogil:
                                           float64_t sum_wr2)
 
 cdef enum:
-    # Rows per chunk of the partition pass; fixed, so that the per-child sums are
-    # added in the same order for any number of threads.
-    CHUNK = 8192
-    # Below this many rows the partition runs on one thread.
+    # The sums of a child's rows (for its impurity test) are added per block of
+    # CHUNK consecutive row indices, then the blocks in order: the same numbers as
+    # a pass over the rows in chunks of CHUNK rows would give.
+    CHUNK_SHIFT = 13
+    # Rows per task of the partition; the partition is stable, so the result does
+    # not depend on how the rows are cut.
+    BLOCK = 16384
+    # Below this many rows a level is partitioned on one thread.
     MIN_PARALLEL_ROWS = 200000
-    # Values per child kept by the partition pass (the fields of node_sums_t).
-    N_SUMS = 5
 
 
 ctypedef unsigned long long uint64_t_t
@@ -63,6 +71,14 @@ ctypedef struct node_sums_t:
     float64_t wr2
     float64_t r_min
     float64_t r_max
+
+
+ctypedef struct block_t:
+    # A task of the partition: rows partition[start:stop] of the split node ``slot``.
+    intp_t start
+    intp_t stop
+    intp_t n_left            # its first n_left rows go left
+    intp_t slot
 
 
 cdef inline void _sums_zero(node_sums_t* a) noexcept nogil:
@@ -118,9 +134,11 @@ cdef class TreeGrower:
     Parameters
     ----------
     X : float32 array of shape (n_samples, n_features), Fortran order
-        The features (read to move rows to the children of a split).
+        The features (read to move rows to the children of a split, unless the
+        finder has bins).
     finder : SplitFinder
-        Finds the best split of the nodes of each level (built on the same X).
+        Computes the statistics of the nodes of each level and chooses their splits
+        (built on the same X).
     max_depth : int
         Maximum depth; -1 for no limit.
     min_samples_split, min_samples_leaf : int
@@ -131,6 +149,9 @@ cdef class TreeGrower:
     """
     cdef:
         const float32_t[::1, :] X
+        const uint8_t[::1, :] bins     # the finder's bins, if it partitions on bins
+        bint on_bins
+        int missing_bin
         SplitFinder finder
         intp_t n_samples
         intp_t n_features
@@ -141,8 +162,12 @@ cdef class TreeGrower:
         float64_t min_weight_leaf
         intp_t max_features
         readonly int32_t[::1] node_of_row
-        int32_t[::1] row_slot          # node of the row among the level's, -1: none
+        int32_t[::1] row_slot          # 0 for an in-bag row, -1 (start_tree)
+        int32_t* partition             # in-bag rows, node by node
+        int32_t* scratch_left          # partition buffers
+        int32_t* scratch_right
         node_t* nodes
+        uint8_t* node_bin              # bin threshold of each split (on_bins)
         intp_t node_capacity
         readonly intp_t n_nodes
         level_node_t* level_nodes      # the level being split, then the next one
@@ -151,18 +176,24 @@ cdef class TreeGrower:
         intp_t level_capacity
         uint8_t* allowed
         int32_t* perm
-        float64_t* partial
-        intp_t partial_capacity
+        block_t* blocks
+        intp_t block_capacity
+        intp_t* block_first            # first block of each split node (and the end)
 
     def __cinit__(self):
         self.nodes = NULL
+        self.node_bin = NULL
         self.level_nodes = NULL
         self.level_sums = NULL
         self.best = NULL
         self.allowed = NULL
         self.perm = NULL
-        self.partial = NULL
-        self.partial_capacity = 0
+        self.partition = NULL
+        self.scratch_left = NULL
+        self.scratch_right = NULL
+        self.blocks = NULL
+        self.block_first = NULL
+        self.block_capacity = 0
         self.node_capacity = 0
         self.level_capacity = 0
 
@@ -173,6 +204,11 @@ cdef class TreeGrower:
             raise ValueError("the split finder was built for data of another shape")
         self.X = X
         self.finder = finder
+        bins = finder.partition_bins()
+        self.on_bins = bins is not None
+        if self.on_bins:
+            self.bins = bins
+            self.missing_bin = finder.missing_bin()
         self.n_samples = X.shape[0]
         self.n_features = X.shape[1]
         self.max_depth = max_depth
@@ -183,33 +219,38 @@ cdef class TreeGrower:
         self.n_threads = max(1, n_threads)
         self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
         self.row_slot = np.zeros(self.n_samples, dtype=np.int32)
-        self.perm = <int32_t*>malloc(max(1, self.n_features) * sizeof(int32_t))
-        if self.perm == NULL:
-            raise MemoryError()
-        # A first guess; both buffers grow (per level, never per node) when needed.
+        self.perm = <int32_t*>grow_buffer(NULL, self.n_features, sizeof(int32_t),
+                                          "feature draws")
+        self.partition = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
+                                               "row partition")
+        self.scratch_left = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
+                                                  "row partition")
+        self.scratch_right = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
+                                                   "row partition")
+        # A first guess; the buffers grow (per level, never per node) when needed.
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
         self._reserve_nodes(min(2 * width + 1, 2 * max(self.n_samples, 1) + 1))
 
     def __dealloc__(self):
         free(self.nodes)
+        free(self.node_bin)
         free(self.level_nodes)
         free(self.level_sums)
         free(self.best)
         free(self.allowed)
         free(self.perm)
-        free(self.partial)
-
-    cdef int _reserve_partial(self, intp_t capacity) except -1:
-        if capacity > self.partial_capacity:
-            self.partial = <float64_t*>grow_buffer(self.partial, capacity, sizeof(float64_t),
-                                             "partial sums")
-            self.partial_capacity = capacity
-        return 0
+        free(self.partition)
+        free(self.scratch_left)
+        free(self.scratch_right)
+        free(self.blocks)
+        free(self.block_first)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
             self.nodes = <node_t*>grow_buffer(self.nodes, capacity, sizeof(node_t), "tree nodes")
+            self.node_bin = <uint8_t*>grow_buffer(self.node_bin, capacity, sizeof(uint8_t),
+                                                  "tree nodes")
             self.node_capacity = capacity
         return 0
 
@@ -226,8 +267,16 @@ cdef class TreeGrower:
             if self.max_features < self.n_features:
                 self.allowed = <uint8_t*>grow_buffer(self.allowed, capacity * self.n_features,
                                                sizeof(uint8_t), "feature draws")
+            self.block_first = <intp_t*>grow_buffer(self.block_first, capacity + 1,
+                                                    sizeof(intp_t), "partition tasks")
             self.level_capacity = capacity
-        self.finder.reserve(capacity)
+        return 0
+
+    cdef int _reserve_blocks(self, intp_t count) except -1:
+        if count > self.block_capacity:
+            self.blocks = <block_t*>grow_buffer(self.blocks, count, sizeof(block_t),
+                                                "partition tasks")
+            self.block_capacity = count
         return 0
 
     def nodes_array(self):
@@ -249,6 +298,7 @@ cdef class TreeGrower:
         nd.left = -1
         nd.right = -1
         nd.depth = <uint8_t>min(depth, 255)
+        self.node_bin[i] = 0
 
     def grow(self, const row_stat_t[::1] row_stats, const float64_t[::1] residual,
              const uint8_t[::1] sample_mask, unsigned long long seed=0):
@@ -270,12 +320,12 @@ cdef class TreeGrower:
         n_nodes : int
             Number of nodes; ``node_of_row`` then holds the leaf of every row.
         """
-        cdef intp_t i, n = self.n_samples
+        cdef intp_t i, s, n = self.n_samples, n_inbag = 0
         cdef side_t root
         cdef node_sums_t root_sums
         cdef int depth = 0
-        cdef intp_t n_slots, n_split, level_first_child, n_chunks
-        cdef bint chunked
+        cdef intp_t n_slots, n_split
+        cdef bint last_level
         cdef level_t level
         if row_stats.shape[0] != n or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
@@ -284,15 +334,16 @@ cdef class TreeGrower:
         root.w = 0.0
         root.s = 0.0
         _sums_zero(&root_sums)
-        cdef int32_t* node_of_row = &self.node_of_row[0] if n > 0 else NULL
         cdef int32_t* row_slot = &self.row_slot[0] if n > 0 else NULL
+        cdef int32_t* partition = self.partition
         cdef bint in_bag
         with nogil:
             for i in range(n):
-                node_of_row[i] = 0
                 in_bag = sample_mask is None or sample_mask[i]
                 row_slot[i] = 0 if in_bag else -1
                 if in_bag:
+                    partition[n_inbag] = <int32_t>i
+                    n_inbag += 1
                     root.n += 1
                     root.w += row_stats[i].w
                     root.s += row_stats[i].wr
@@ -305,10 +356,13 @@ cdef class TreeGrower:
         self.n_nodes = 1
         self.level_nodes[0].total = root
         self.level_nodes[0].node = 0
+        self.level_nodes[0].start = 0
+        self.level_nodes[0].stop = n_inbag
+        self.level_nodes[0].parent = -1
+        self.level_nodes[0].sibling = -1
         self.level_sums[0] = root_sums
         n_slots = 1
-        level.nodes = self.level_nodes
-        level.row_slot = &self.row_slot[0] if n > 0 else NULL
+        level.partition = partition
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
@@ -316,29 +370,39 @@ cdef class TreeGrower:
                 break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
             self._reserve_level(n_slots)
+            self._reserve_blocks(n // BLOCK + n_slots + 1)
+            self.finder.start_level(n_slots)
             level.nodes = self.level_nodes
             level.n_nodes = n_slots
             level.allowed = NULL
             if self.max_features < self.n_features:
                 self._draw_features(n_slots, seed)
                 level.allowed = self.allowed
-            n_chunks = (n + CHUNK - 1) // CHUNK
-            chunked = n_chunks * N_SUMS * 2 * n_slots <= (1 << 22)
-            self._reserve_partial(N_SUMS * 2 * n_slots * (n_chunks if chunked else 1))
+            # The children of the last level are leaves: their sums are not needed.
+            last_level = self.max_depth >= 0 and depth + 1 >= self.max_depth
             with nogil:
-                self.finder.find_splits(&level, self.best)
-                level_first_child = self.n_nodes
+                self.finder.collect(&level)
+            self.finder.reduce(&level)
+            with nogil:
+                if self.finder.subtracts:
+                    self.finder.derive(&level)
+                self.finder.choose(&level, self.best)
                 n_split = self._apply_splits(n_slots, depth)
-                if n_split > 0:
-                    self._partition(level_first_child, 2 * n_split, row_stats, residual,
-                                    chunked)
+                self._partition(n_slots, n_split, row_stats, residual, not last_level)
             n_slots = 2 * n_split
             # Ctrl-C (or any pending signal) stops a fit between two levels.
             PyErr_CheckSignals()
             depth += 1
+        with nogil:
+            for s in range(n_slots):
+                self._set_leaf(&self.level_nodes[s])
+            if sample_mask is not None:
+                self._route_out_of_bag(sample_mask)
         return self.n_nodes
 
     cdef bint _mark_splittable(self, intp_t n_slots):
+        """Which nodes of the level may split, and the statistics the finder must
+        compute for them."""
         cdef intp_t s
         cdef bint any_ = False
         cdef level_node_t* nd
@@ -354,6 +418,12 @@ cdef class TreeGrower:
                 and impurity_of(sums.w, sums.wr, sums.wr2) > IMPURITY_EPSILON
             )
             any_ = any_ or nd.splittable
+        if n_slots == 1:
+            self.level_nodes[0].stats = STATS_COLLECT if self.level_nodes[0].splittable else STATS_NONE
+        else:
+            for s in range(0, n_slots, 2):
+                plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1],
+                                self.finder.subtracts)
         return any_
 
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed):
@@ -372,7 +442,8 @@ cdef class TreeGrower:
                 self.allowed[s * d + self.perm[j]] = 1
 
     cdef intp_t _apply_splits(self, intp_t n_slots, int depth) noexcept nogil:
-        """Turn the best split of each node into two children; return how many split."""
+        """Turn the best split of each node into two children (the nodes of the next
+        level, written after the current level's); return how many split."""
         cdef intp_t s, n_split = 0
         cdef split_t* b
         cdef node_t* nd
@@ -388,13 +459,12 @@ cdef class TreeGrower:
             nd.feature = b.feature
             nd.threshold = b.threshold
             nd.threshold32 = _float32_at_most(b.threshold)
-            if b.missing_go_left == MISSING_TO_LARGER:
-                nd.missing_go_left = b.left.n >= self.level_nodes[s].total.n - b.left.n
-            else:
-                nd.missing_go_left = b.missing_go_left
+            nd.missing_go_left = missing_left(b.missing_go_left, b.left.n,
+                                              self.level_nodes[s].total.n)
             nd.improvement = improvement_of(b.proxy, self.level_nodes[s].total.w)
             nd.left = <int32_t>left_id
             nd.right = <int32_t>(left_id + 1)
+            self.node_bin[self.level_nodes[s].node] = b.bin
             right.n = self.level_nodes[s].total.n - b.left.n
             right.w = self.level_nodes[s].total.w - b.left.w
             right.s = self.level_nodes[s].total.s - b.left.s
@@ -402,80 +472,200 @@ cdef class TreeGrower:
             self._init_node(left_id + 1, &right, depth + 1)
             next_level[2 * n_split].total = b.left
             next_level[2 * n_split].node = <int32_t>left_id
+            next_level[2 * n_split].parent = <int32_t>s
+            next_level[2 * n_split].sibling = <int32_t>(2 * n_split + 1)
             next_level[2 * n_split + 1].total = right
             next_level[2 * n_split + 1].node = <int32_t>(left_id + 1)
+            next_level[2 * n_split + 1].parent = <int32_t>s
+            next_level[2 * n_split + 1].sibling = <int32_t>(2 * n_split)
             self.n_nodes += 2
             n_split += 1
+        return n_split
+
+    cdef void _set_leaf(self, const level_node_t* nd) noexcept nogil:
+        cdef intp_t i
+        cdef int32_t node = nd.node
+        cdef int32_t* node_of_row = &self.node_of_row[0]
+        for i in range(nd.start, nd.stop):
+            node_of_row[self.partition[i]] = node
+
+    cdef inline bint _goes_left_raw(self, intp_t row, const node_t* nd) noexcept nogil:
+        """Where the split ``nd`` sends ``row``, by its threshold on raw X."""
+        cdef float32_t x = self.X[row, nd.feature]
+        if x != x:
+            return nd.missing_go_left
+        return x <= nd.threshold32
+
+    cdef void _route_out_of_bag(self, const uint8_t[::1] sample_mask) noexcept nogil:
+        """The leaf of every out-of-bag row, routed on raw X by the stored thresholds
+        (as the model predicts: a bin empty in a node's in-bag rows may straddle a
+        threshold placed between the values of its rows)."""
+        cdef intp_t i
+        cdef int32_t node
+        cdef int32_t* node_of_row = &self.node_of_row[0]
+        cdef int n_threads = self.n_threads if self.n_samples >= MIN_PARALLEL_ROWS else 1
+        for i in prange(self.n_samples, schedule="static", num_threads=n_threads):
+            if sample_mask[i]:
+                continue
+            node = 0
+            while self.nodes[node].feature >= 0:
+                if self._goes_left_raw(i, &self.nodes[node]):
+                    node = self.nodes[node].left
+                else:
+                    node = self.nodes[node].right
+            node_of_row[i] = node
+
+    cdef void _split_block(self, block_t* blk) noexcept nogil:
+        """Stable split of one block of a node's rows into the two scratch buffers."""
+        cdef intp_t i, n_left = 0, n_right = 0
+        cdef int32_t row
+        cdef const level_node_t* parent = &self.level_nodes[blk.slot]
+        cdef const node_t* nd = &self.nodes[parent.node]
+        cdef uint8_t bin = self.node_bin[parent.node]
+        cdef uint8_t miss = nd.missing_go_left
+        cdef int32_t* part = self.partition
+        cdef int32_t* left = self.scratch_left + blk.start
+        cdef int32_t* right = self.scratch_right + blk.start
+        cdef const uint8_t* col_b
+        cdef const float32_t* col_x
+        cdef uint8_t b
+        cdef float32_t x, t32 = nd.threshold32
+        cdef int missing_bin = self.missing_bin
+        cdef bint go_left
+        if self.on_bins:
+            col_b = &self.bins[0, nd.feature]
+            for i in range(blk.start, blk.stop):
+                row = part[i]
+                b = col_b[row]
+                if b == missing_bin:
+                    go_left = miss
+                else:
+                    go_left = b <= bin
+                if go_left:
+                    left[n_left] = row
+                    n_left += 1
+                else:
+                    right[n_right] = row
+                    n_right += 1
+        else:
+            col_x = &self.X[0, nd.feature]
+            for i in range(blk.start, blk.stop):
+                row = part[i]
+                x = col_x[row]
+                if x != x:
+                    go_left = miss
+                else:
+                    go_left = x <= t32
+                if go_left:
+                    left[n_left] = row
+                    n_left += 1
+                else:
+                    right[n_right] = row
+                    n_right += 1
+        blk.n_left = n_left
+
+    cdef void _partition(self, intp_t n_slots, intp_t n_split,
+                         const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                         bint with_sums) noexcept nogil:
+        """Move the rows of every node split at this level to its children (a stable
+        partition of the node's range: each child's rows stay in increasing order),
+        give the rows of the nodes that were not split their leaf, sum w, w * r and
+        w * r^2 per child (for the impurity test of the next level) and make the
+        children the level's nodes."""
+        cdef intp_t s, j, c, n_blocks = 0, n_rows = 0, start, stop, left_total
+        cdef level_node_t* next_level = self.level_nodes + self.level_capacity
+        cdef level_node_t* nd
+        cdef block_t* blk
+        cdef int n_threads
+        for s in range(n_slots):
+            nd = &self.level_nodes[s]
+            if not nd.splittable or self.best[s].feature < 0:
+                self._set_leaf(nd)
+                self.finder.rows_moved(self.partition, nd.start, nd.stop, -1)
+        if n_split == 0:
+            return
+        # Cut the split nodes' ranges into blocks of BLOCK rows.
+        for j in range(n_split):
+            nd = &self.level_nodes[next_level[2 * j].parent]
+            start = nd.start
+            while True:
+                stop = min(start + BLOCK, nd.stop)
+                blk = &self.blocks[n_blocks]
+                blk.start = start
+                blk.stop = stop
+                blk.slot = next_level[2 * j].parent
+                n_blocks += 1
+                start = stop
+                if start >= nd.stop:
+                    break
+            n_rows += nd.stop - nd.start
+        n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
+        for c in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
+            self._split_block(&self.blocks[c])
+        # The children's ranges: a node's left rows first, block by block.
+        c = 0
+        for j in range(n_split):
+            nd = &self.level_nodes[next_level[2 * j].parent]
+            left_total = 0
+            self.block_first[j] = c
+            while c < n_blocks and self.blocks[c].slot == next_level[2 * j].parent:
+                left_total = left_total + self.blocks[c].n_left
+                c += 1
+            next_level[2 * j].start = nd.start
+            next_level[2 * j].stop = nd.start + left_total
+            next_level[2 * j + 1].start = nd.start + left_total
+            next_level[2 * j + 1].stop = nd.stop
+        self.block_first[n_split] = n_blocks
+        # Each child's rows copied back block by block, the finder told, and summed
+        # while they are in cache.
+        for c in prange(2 * n_split, schedule="dynamic", num_threads=n_threads):
+            self._finish_child(c, &next_level[c], &self.level_sums[c], row_stats, residual,
+                               with_sums)
         # The children become the nodes of the next level.
         for s in range(2 * n_split):
             self.level_nodes[s] = next_level[s]
-        return n_split
 
-    cdef void _partition(self, intp_t level_first_child, intp_t n_next,
-                         const row_stat_t[::1] row_stats, const float64_t[::1] residual,
-                         bint chunked) noexcept nogil:
-        """Move every row of a node split at this level to its child, and sum w,
-        w * r and w * r^2 per child (for the impurity test of the next level).
-
-        Rows are taken in fixed chunks whose partial sums are added in chunk order,
-        so the sums do not depend on the number of threads.
-        """
-        cdef intp_t c, s, n = self.n_samples
-        cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-        cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
-        cdef node_sums_t* partial = <node_sums_t*>self.partial
-        for s in range(n_next):
-            _sums_zero(&self.level_sums[s])
-        if chunked:
-            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
-                self._partition_chunk(c, level_first_child, n_next, row_stats, residual,
-                                      partial + c * n_next)
-            for c in range(n_chunks):
-                for s in range(n_next):
-                    _sums_add(&self.level_sums[s], &partial[c * n_next + s])
-        else:
-            for c in range(n_chunks):
-                self._partition_chunk(c, level_first_child, n_next, row_stats, residual,
-                                      partial)
-                for s in range(n_next):
-                    _sums_add(&self.level_sums[s], &partial[s])
-
-    cdef void _partition_chunk(self, intp_t c, intp_t level_first_child, intp_t n_next,
-                               const row_stat_t[::1] row_stats,
-                               const float64_t[::1] residual,
-                               node_sums_t* sums) noexcept nogil:
-        cdef intp_t i, s
-        cdef intp_t start = c * CHUNK, stop = min((c + 1) * CHUNK, self.n_samples)
-        cdef int32_t node, child, slot
-        cdef node_t* nd
-        cdef float32_t x
-        cdef bint go_left
+    cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
+                            const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                            bint with_sums) noexcept nogil:
+        """Copy the rows of child ``c`` (the left or right rows of its parent's blocks,
+        in block order: increasing row order) to its range of the partition, tell
+        the finder, and sum w, w * r, w * r^2 and the residual range of its rows,
+        added per block of 2^CHUNK_SHIFT row indices (in increasing order) then block
+        by block, so the sums do not depend on the number of threads."""
+        cdef intp_t b, i, n, pos = nd.start, chunk = -1
+        cdef const block_t* blk
+        cdef const int32_t* seg
+        cdef int32_t row
         cdef float64_t w, r
-        cdef int32_t* node_of_row = &self.node_of_row[0]
-        cdef int32_t* row_slot = &self.row_slot[0]
-        cdef const node_t* nodes = self.nodes
-        for s in range(n_next):
-            _sums_zero(&sums[s])
-        for i in range(start, stop):
-            node = node_of_row[i]
-            nd = &nodes[node]
-            if nd.feature < 0:
-                row_slot[i] = -1
-                continue
-            x = self.X[i, nd.feature]
-            if x != x:
-                go_left = nd.missing_go_left
+        cdef node_sums_t part
+        _sums_zero(sums)
+        _sums_zero(&part)
+        for b in range(self.block_first[c // 2], self.block_first[c // 2 + 1]):
+            blk = &self.blocks[b]
+            if c % 2 == 0:
+                seg = self.scratch_left + blk.start
+                n = blk.n_left
             else:
-                go_left = x <= nd.threshold32
-            child = nd.left if go_left else nd.right
-            node_of_row[i] = child
-            if row_slot[i] >= 0:
-                slot = <int32_t>(child - level_first_child)
-                row_slot[i] = slot
-                w = row_stats[i].w
-                r = residual[i]
-                sums[slot].w += w
-                sums[slot].wr += row_stats[i].wr
-                sums[slot].wr2 += w * r * r
-                _sums_range(&sums[slot], w, r)
-        self.finder.rows_moved(row_slot, start, stop)
+                seg = self.scratch_right + blk.start
+                n = blk.stop - blk.start - blk.n_left
+            memcpy(self.partition + pos, seg, n * sizeof(int32_t))
+            pos += n
+            self.finder.rows_moved(seg, 0, n, <int32_t>c)
+            if not with_sums:
+                continue
+            for i in range(n):
+                row = seg[i]
+                if (row >> CHUNK_SHIFT) != chunk:
+                    if chunk >= 0:
+                        _sums_add(sums, &part)
+                        _sums_zero(&part)
+                    chunk = row >> CHUNK_SHIFT
+                w = row_stats[row].w
+                r = residual[row]
+                part.w += w
+                part.wr += row_stats[row].wr
+                part.wr2 += w * r * r
+                _sums_range(&part, w, r)
+        if chunk >= 0:
+            _sums_add(sums, &part)

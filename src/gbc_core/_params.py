@@ -234,6 +234,11 @@ PARAMS = (
     Param("n_jobs", None, [NONE, ThreadCount()],
           "threads (None: all cores or OMP_NUM_THREADS; negative: counted back from "
           "the number of CPUs); results are identical for any value"),
+    Param("split_method", "exact", [Options("exact", "hist")],
+          "split search: 'exact' (every distinct value, the paper's) or 'hist' (the "
+          "edges of at most max_bins bins per feature, computed once per fit)"),
+    Param("max_bins", 255, [Integer(2, 255)],
+          "bins per feature of split_method='hist' (missing values get one more)"),
     Param("class_weight", None, [NONE, Options("balanced"), ClassWeights()],
           "weights of the classes, multiplied with the sample weights: 'balanced' "
           "or a dict of label -> weight"),

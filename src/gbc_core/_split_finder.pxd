@@ -1,39 +1,65 @@
 # The interface between the tree grower (_grower.pyx) and a split finder.
 #
-# The grower owns the tree: its levels, which node each row is in, the partition of
-# the rows after each level, the feature draws of max_features and every buffer
-# that lives as long as the fit. A split finder owns what it needs to rank the
-# splits of one level: ExactSplitFinder (_exact_splitter.pyx) scans pre-sorted
-# features; a histogram finder would bin the features once and scan bins. Both rank
-# splits with the one criterion of _criterion.h.
+# The grower owns the tree: its levels, the partition of the in-bag rows (each node
+# of a level holds the index range [start, stop) of ``partition``, its rows in
+# increasing order), each node's parent and sibling, the feature draws of
+# max_features and every buffer that lives as long as the fit. A split finder owns
+# the statistics it ranks splits with: ExactSplitFinder (_exact_splitter.pyx) scans
+# pre-sorted features, HistogramSplitFinder (_histogram_splitter.pyx) builds
+# per-node histograms of binned features. Both choose with the one rule of
+# _choice.pxd.
 #
-# Per tree, the grower calls ``start_tree`` once (with the GIL), then per level
-# ``reserve`` (with the GIL: buffers grow per level, never per node),
-# ``find_splits`` (without the GIL) and, while it moves the rows of the split nodes
-# to their children, ``rows_moved`` for each block of rows it has moved (without
-# the GIL, possibly from several threads on disjoint blocks).
+# Per tree the grower calls ``start_tree`` once (with the GIL). Per level:
+#   start_level (GIL)  make room for the level's nodes (buffers grow per level,
+#                      never per node); a finder that subtracts keeps the previous
+#                      level's statistics: they are the parents of this one;
+#   collect (nogil)    statistics of the nodes marked STATS_COLLECT, from their rows;
+#   reduce (GIL)       the hook where the collected statistics of the same nodes,
+#                      held by several processes, are summed in a fixed order (in
+#                      one process: nothing to do);
+#   derive (nogil)     statistics of the nodes marked STATS_DERIVE: their parent's
+#                      minus their sibling's, both reduced (only a finder with
+#                      ``subtracts``);
+#   choose (nogil)     the best split of every splittable node, from the reduced
+#                      statistics;
+# then, while the grower partitions the rows of the split nodes, ``rows_moved``
+# for each block of rows that moved to a child (without the GIL, possibly from
+# several threads on disjoint blocks). A finder that partitions on bins returns its bin matrix from
+# ``partition_bins``: the grower then routes rows by ``split_t.bin`` (missing bin
+# ``missing_bin``) instead of by the float32 threshold on raw X.
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t
 
 ctypedef struct side_t:
-    # Sufficient statistics of a set of samples.
+    # Sufficient statistics of a set of samples (also one bin of a histogram).
     int64_t n
     float64_t w              # sum of sample weights
     float64_t s              # sum of w * r (r = y - p, the residual the tree fits)
 
+cdef enum:
+    # What a finder must compute for a node of a level (level_node_t.stats).
+    STATS_NONE = 0           # nothing: not split, and not needed by its sibling
+    STATS_COLLECT = 1        # from its rows
+    STATS_DERIVE = 2         # its parent's minus its sibling's
+
 ctypedef struct level_node_t:
     # A node of the level being split, as the grower describes it.
     side_t total
+    intp_t start             # its in-bag rows: partition[start:stop]
+    intp_t stop
     int32_t node             # index of the node in the tree being grown
+    int32_t parent           # slot of its parent in the previous level (-1: root)
+    int32_t sibling          # slot of its sibling in this level (-1: root)
     uint8_t splittable       # 0: the finder must not split it
+    uint8_t stats            # STATS_NONE, STATS_COLLECT or STATS_DERIVE
 
 ctypedef struct level_t:
-    # The level being split. Rows whose ``row_slot`` is s >= 0 are in ``nodes[s]``.
+    # The level being split: nodes[0 .. n_nodes).
     const level_node_t* nodes
     intp_t n_nodes
     # n_nodes x n_features: 1 where a node may split on a feature (max_features
     # draws); NULL: every feature.
     const uint8_t* allowed
-    const int32_t* row_slot
+    const int32_t* partition
     int64_t min_samples_leaf
     float64_t min_weight_leaf
 
@@ -51,16 +77,47 @@ ctypedef struct split_t:
     float64_t threshold      # x <= threshold goes left (+inf: every value left)
     int32_t feature          # -1: no valid split
     uint8_t missing_go_left  # MISSING_RIGHT, MISSING_LEFT or MISSING_TO_LARGER
+    uint8_t bin              # finders that partition on bins: bin <= this goes left
 
 
 cdef class SplitFinder:
     cdef readonly intp_t n_samples
     cdef readonly intp_t n_features
+    cdef readonly bint subtracts   # derive() is offered: the grower collects only
+                                   # the smaller child of a pair
     cdef int n_threads
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const int32_t[::1] row_slot) except -1
-    cdef int reserve(self, intp_t n_nodes) except -1
-    cdef void find_splits(self, const level_t* level, split_t* best) noexcept nogil
-    cdef void rows_moved(self, const int32_t* row_slot, intp_t start,
-                         intp_t stop) noexcept nogil
+    cdef int start_level(self, intp_t n_nodes) except -1
+    cdef void collect(self, const level_t* level) noexcept nogil
+    cdef void derive(self, const level_t* level) noexcept nogil
+    cdef int reduce(self, const level_t* level) except -1
+    cdef void choose(self, const level_t* level, split_t* best) noexcept nogil
+    cdef void rows_moved(self, const int32_t* rows, intp_t start, intp_t stop,
+                         int32_t slot) noexcept nogil
+    cdef object partition_bins(self)
+    cdef int missing_bin(self)
+
+
+cdef inline void plan_statistics(level_node_t* left, level_node_t* right,
+                                 bint subtracts) noexcept nogil:
+    """What the finder computes for two siblings (set in their ``stats``): each
+    splittable node's statistics; with a finder that subtracts, those of the one with
+    fewer samples (the left on a tie) from its rows and the other's from its parent's
+    minus its sibling's (node totals: the same decision in every process)."""
+    cdef level_node_t* small = left
+    cdef level_node_t* large = right
+    if not subtracts:
+        left.stats = STATS_COLLECT if left.splittable else STATS_NONE
+        right.stats = STATS_COLLECT if right.splittable else STATS_NONE
+        return
+    if right.total.n < left.total.n:
+        small = right
+        large = left
+    if not large.splittable:
+        small.stats = STATS_COLLECT if small.splittable else STATS_NONE
+        large.stats = STATS_NONE
+    else:
+        small.stats = STATS_COLLECT
+        large.stats = STATS_DERIVE

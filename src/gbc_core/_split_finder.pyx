@@ -1,9 +1,11 @@
 """The split-finder interface (see ``_split_finder.pxd``) and its Python hook.
 
-``SplitFinder`` is the base class of every split finder. Besides the C-level methods
-the grower calls, it offers :meth:`SplitFinder.level_splits`, which runs one level of
-the search on rows the caller assigns to nodes: the tests hold every finder to a
-brute-force search through it, with the same inputs the grower would give.
+``SplitFinder`` is the base class of every split finder. Besides the C-level steps
+the grower calls, it offers :meth:`SplitFinder.level_splits`, which runs one level
+of the search (optionally below a parent level, so that a finder that subtracts
+derives the larger child of each pair from its parent) on rows the caller assigns
+to nodes: the tests hold every finder to a brute-force search through it, with the
+same inputs the grower would give.
 """
 from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc
@@ -17,15 +19,16 @@ from ._common import ROW_STAT_DTYPE
 SPLIT_DTYPE = np.dtype([
     ("feature", np.int32), ("threshold", np.float64), ("missing_go_left", np.uint8),
     ("proxy", np.float64), ("left_n", np.int64), ("left_w", np.float64),
-    ("left_s", np.float64),
+    ("left_s", np.float64), ("bin", np.uint8),
 ])
 
 
 cdef class SplitFinder:
-    """Base class of the split finders: find the best split of every node of a level.
+    """Base class of the split finders: the statistics of the nodes of a level, and
+    the best split of each.
 
-    Subclasses implement the C-level methods; this class only defines the interface
-    and :meth:`level_splits`.
+    Subclasses implement the C-level steps; this class defines the interface, the
+    in-process ``reduce`` (nothing to sum) and :meth:`level_splits`.
     """
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
@@ -34,32 +37,51 @@ cdef class SplitFinder:
         rows of its root (``row_slot[i]`` is 0 for an in-bag row, else -1)."""
         raise NotImplementedError
 
-    cdef int reserve(self, intp_t n_nodes) except -1:
-        """Make room for a level of ``n_nodes`` nodes."""
+    cdef int start_level(self, intp_t n_nodes) except -1:
+        """Make room for a level of ``n_nodes`` nodes (the level before it, if the
+        finder subtracts, becomes the parents' level)."""
         raise NotImplementedError
 
-    cdef void find_splits(self, const level_t* level, split_t* best) noexcept nogil:
-        """Write the best split of each node of ``level`` to ``best[0 .. n_nodes)``.
+    cdef void collect(self, const level_t* level) noexcept nogil:
+        """Statistics of the nodes marked STATS_COLLECT, from their rows."""
+        pass
 
-        A split is valid if both children have at least ``min_samples_leaf`` samples
-        and ``min_weight_leaf`` weight (positive); among valid splits of equal proxy
-        the lowest feature wins, then the lowest threshold, then missing values to
-        the right. ``feature = -1`` where a node has no valid split or is not
-        splittable.
-        """
+    cdef void derive(self, const level_t* level) noexcept nogil:
+        """Statistics of the nodes marked STATS_DERIVE: parent minus sibling."""
+        pass
+
+    cdef int reduce(self, const level_t* level) except -1:
+        """Sum the statistics of the level's nodes over the processes that hold a
+        part of the rows, in a fixed order. One process holds every row: nothing to
+        do. A distributed finder overrides this (with the GIL: it may call Python)."""
+        return 0
+
+    cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
+        """Write the best split of each node of ``level`` to ``best[0 .. n_nodes)``
+        with the rule of ``_choice.pxd``; ``feature = -1`` where a node has no valid
+        split or is not splittable."""
         cdef intp_t s
         for s in range(level.n_nodes):
             best[s].feature = -1
             best[s].proxy = -INFINITY
 
-    cdef void rows_moved(self, const int32_t* row_slot, intp_t start,
-                         intp_t stop) noexcept nogil:
-        """Rows ``start .. stop-1`` moved to the nodes of the next level
-        (``row_slot``, -1 for a row in no node of it)."""
+    cdef void rows_moved(self, const int32_t* rows, intp_t start, intp_t stop,
+                         int32_t slot) noexcept nogil:
+        """The rows ``rows[start:stop]`` (row indices) are now in the node ``slot``
+        of the next level (-1: in no node of it)."""
         pass
 
+    cdef object partition_bins(self):
+        """The uint8 bins (n_samples, n_features, Fortran) the grower partitions on,
+        or None: the grower partitions on raw X."""
+        return None
+
+    cdef int missing_bin(self):
+        """The bin of missing values in ``partition_bins`` (-1: no bins)."""
+        return -1
+
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
-                     float64_t min_weight_leaf=0.0):
+                     float64_t min_weight_leaf=0.0, parent_slot=None):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -72,6 +94,11 @@ cdef class SplitFinder:
             1 where a node may split on a feature (default: every feature).
         min_samples_leaf : int
         min_weight_leaf : float
+        parent_slot : int32 array of shape (n_samples,), optional
+            A level above: node ``s`` is a child of node ``s // 2`` of that level and
+            the sibling of ``s ^ 1`` (so every row of ``s`` has parent slot
+            ``s // 2``). Its statistics are collected first, and a finder that
+            subtracts derives the larger child of each pair from them.
 
         Returns
         -------
@@ -79,22 +106,46 @@ cdef class SplitFinder:
             Nodes are splittable unless they hold fewer than ``2 min_samples_leaf``
             samples; ``feature = -1`` where no valid split exists.
         """
-        cdef row_stat_t[::1] stats = np.ascontiguousarray(row_stats, dtype=ROW_STAT_DTYPE)
-        cdef int32_t[::1] slot_of = np.ascontiguousarray(row_slot, dtype=np.int32)
+        stats = np.ascontiguousarray(row_stats, dtype=ROW_STAT_DTYPE)
+        slot_of = np.ascontiguousarray(row_slot, dtype=np.int32)
         if stats.shape[0] != self.n_samples or slot_of.shape[0] != self.n_samples:
             raise ValueError(f"row_stats and row_slot must have {self.n_samples} rows")
-        cdef intp_t n_nodes = int(np.max(row_slot)) + 1 if self.n_samples else 0
-        n_nodes = max(n_nodes, 1)
+        n_nodes = max(int(np.max(slot_of)) + 1 if self.n_samples else 0, 1)
+        if parent_slot is not None:
+            parent_of = np.ascontiguousarray(parent_slot, dtype=np.int32)
+            n_nodes += n_nodes % 2
+            inside = slot_of >= 0
+            if (parent_of.shape[0] != self.n_samples
+                    or not np.array_equal(parent_of[inside], slot_of[inside] // 2)):
+                raise ValueError("every row of node s must have parent slot s // 2")
         cdef uint8_t[:, ::1] allowed_view
         if allowed is not None:
             allowed_view = np.ascontiguousarray(allowed, dtype=np.uint8).reshape(
                 n_nodes, self.n_features)
-        cdef level_node_t* nodes = <level_node_t*>malloc(n_nodes * sizeof(level_node_t))
-        cdef split_t* best = <split_t*>malloc(n_nodes * sizeof(split_t))
+        # The root's rows are every row with a slot: start the tree with them.
+        in_bag = (slot_of >= 0) if parent_slot is None else (parent_of >= 0)
+        self.start_tree(stats, np.where(in_bag, 0, -1).astype(np.int32))
+        if parent_slot is not None:
+            self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
+                            min_samples_leaf, min_weight_leaf, False)
+        return self._run_level(stats, slot_of, allowed_view if allowed is not None else None,
+                               n_nodes, parent_slot, min_samples_leaf, min_weight_leaf,
+                               parent_slot is not None)
+
+    def _run_level(self, stats_array, slot_array, allowed, intp_t n_nodes, parent_slot,
+                   int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent):
+        cdef const row_stat_t[::1] stats = stats_array
+        cdef const int32_t[::1] slot_of = slot_array
+        cdef const uint8_t[:, ::1] allowed_view
+        # Rows of no node first (they leave), then the rows of each node in order.
+        cdef int32_t[::1] part = np.argsort(slot_array, kind="stable").astype(np.int32)
+        cdef intp_t n_out = np.count_nonzero(slot_array < 0)
+        counts = np.bincount(slot_array[slot_array >= 0], minlength=n_nodes)
+        starts = n_out + np.concatenate([[0], np.cumsum(counts)])
+        cdef level_node_t* nodes = <level_node_t*>malloc(max(n_nodes, 1) * sizeof(level_node_t))
+        cdef split_t* best = <split_t*>malloc(max(n_nodes, 1) * sizeof(split_t))
         cdef intp_t i, s
         cdef level_t level
-        # The root's rows are every row with a slot: start the tree with them.
-        root_slot = np.where(np.asarray(slot_of) >= 0, 0, -1).astype(np.int32)
         try:
             if nodes == NULL or best == NULL:
                 raise MemoryError()
@@ -103,6 +154,10 @@ cdef class SplitFinder:
                 nodes[s].total.w = 0.0
                 nodes[s].total.s = 0.0
                 nodes[s].node = <int32_t>s
+                nodes[s].start = starts[s]
+                nodes[s].stop = starts[s + 1]
+                nodes[s].parent = <int32_t>(s // 2) if below_parent else -1
+                nodes[s].sibling = <int32_t>(s ^ 1) if below_parent else -1
             for i in range(self.n_samples):
                 s = slot_of[i]
                 if s >= 0:
@@ -111,22 +166,37 @@ cdef class SplitFinder:
                     nodes[s].total.s += stats[i].wr
             for s in range(n_nodes):
                 nodes[s].splittable = nodes[s].total.n >= 2 * min_samples_leaf
-            self.start_tree(stats, root_slot)
-            self.reserve(n_nodes)
-            with nogil:
-                self.rows_moved(&slot_of[0], 0, self.n_samples)
+                nodes[s].stats = STATS_COLLECT
+            if below_parent:
+                for s in range(0, n_nodes, 2):
+                    plan_statistics(&nodes[s], &nodes[s + 1], self.subtracts)
+            self.start_level(n_nodes)
             level.nodes = nodes
             level.n_nodes = n_nodes
-            level.allowed = &allowed_view[0, 0] if allowed is not None else NULL
-            level.row_slot = &slot_of[0]
+            level.allowed = NULL
+            if allowed is not None:
+                allowed_view = allowed
+                level.allowed = &allowed_view[0, 0]
+            level.partition = &part[0] if part.shape[0] else NULL
             level.min_samples_leaf = max(min_samples_leaf, 1)
             level.min_weight_leaf = min_weight_leaf
             with nogil:
-                self.find_splits(&level, best)
+                self.rows_moved(level.partition, 0, n_out, -1)
+                for s in range(n_nodes):
+                    self.rows_moved(level.partition, nodes[s].start, nodes[s].stop,
+                                    <int32_t>s)
+                self.collect(&level)
+            self.reduce(&level)
+            with nogil:
+                self.derive(&level)
+                self.choose(&level, best)
             out = np.zeros(n_nodes, dtype=SPLIT_DTYPE)
             for s in range(n_nodes):
+                if not nodes[s].splittable:
+                    best[s].feature = -1
                 out[s] = (best[s].feature, best[s].threshold, best[s].missing_go_left,
-                          best[s].proxy, best[s].left.n, best[s].left.w, best[s].left.s)
+                          best[s].proxy, best[s].left.n, best[s].left.w, best[s].left.s,
+                          best[s].bin if best[s].feature >= 0 else 0)
             return out
         finally:
             free(nodes)

@@ -1,0 +1,123 @@
+"""Fit time and peak memory of gbc-core's histogram and exact fits and LightGBM's.
+
+Each fit runs in its own subprocess (so that its peak resident memory is its own);
+the libraries are timed in interleaved rounds, and the medians are reported, so that
+all of them span the same periods of a machine whose speed drifts.
+
+Usage::
+
+    python benchmarks/hist_vs_lightgbm.py --rows 1000000 --n-jobs 1,2 --rounds 3
+
+Data: scikit-learn's ``make_classification`` (28 float32 features, 14 informative,
+seed 0), the first ``--rows`` rows to fit and 100,000 more to score (test AUC),
+generated once and loaded by every subprocess from ``.npy`` files (so that the peak
+memory is the fit's, not the generator's).
+Model: 100 iterations of depth-3 trees, learning rate 0.1; LightGBM with
+``num_leaves=8, max_depth=3, reg_lambda=0, min_child_samples=1,
+min_child_weight=0, max_bin=255`` (its defaults otherwise). Peak RSS is the
+process's maximum resident set after the fit; the next column subtracts the resident
+set just before the fit (X, y and the imported libraries).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+WORKER = r"""
+import json, os, sys, time
+import numpy as np
+method, n_jobs, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+Xtr = np.load(os.path.join(data, "X_train.npy"))  # float32, Fortran order
+ytr = np.load(os.path.join(data, "y_train.npy"))
+if method == "lightgbm":
+    import lightgbm
+    model = lightgbm.LGBMClassifier(n_estimators=100, learning_rate=0.1, num_leaves=8,
+                                    max_depth=3, reg_lambda=0.0, min_child_samples=1,
+                                    min_child_weight=0.0, max_bin=255, n_jobs=n_jobs,
+                                    verbose=-1)
+else:
+    from gbc_core import GradientBoostingClassifier
+    model = GradientBoostingClassifier(n_estimators=100, learning_rate=0.1, max_depth=3,
+                                       split_method=method, n_jobs=n_jobs)
+base = rss_mb()
+t = time.perf_counter(); c = time.process_time()
+model.fit(Xtr, ytr)
+fit_s, cpu_s = time.perf_counter() - t, time.process_time() - c
+# VmHWM: the high-water mark of this process's memory (ru_maxrss would keep the
+# parent's across exec).
+with open("/proc/self/status") as f:
+    peak = next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
+del Xtr
+Xte = np.load(os.path.join(data, "X_test.npy"))
+yte = np.load(os.path.join(data, "y_test.npy"))
+from sklearn.metrics import roc_auc_score
+auc = roc_auc_score(yte, model.predict_proba(Xte)[:, 1])
+print(json.dumps({"fit": fit_s, "cpu": cpu_s, "peak_mb": peak, "beyond_mb": peak - base,
+                  "auc": auc}))
+"""
+
+
+def make_data(rows, directory):
+    from sklearn.datasets import make_classification
+    import numpy as np
+    X, y = make_classification(rows + 100000, 28, n_informative=14, random_state=0)
+    X = X.astype(np.float32)
+    np.save(os.path.join(directory, "X_train.npy"), np.asfortranarray(X[:rows]))
+    np.save(os.path.join(directory, "y_train.npy"), y[:rows])
+    np.save(os.path.join(directory, "X_test.npy"), X[rows:])
+    np.save(os.path.join(directory, "y_test.npy"), y[rows:])
+
+
+def run(method, n_jobs, data, src):
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (os.path.abspath(src), os.environ.get("PYTHONPATH")) if p)
+    out = subprocess.run([sys.executable, "-c", WORKER, method, str(n_jobs), data],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--n-jobs", default="1,2")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--methods", default="hist,lightgbm,exact")
+    parser.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"),
+                        help="gbc-core source tree to import (built in place)")
+    args = parser.parse_args()
+    methods = args.methods.split(",")
+    with tempfile.TemporaryDirectory() as data:
+        make_data(args.rows, data)
+        print(f"{args.rows} rows x 28 float32 (X = {args.rows * 28 * 4 / 2**20:.0f} MiB), "
+              f"100 iterations of depth 3, {args.rounds} interleaved rounds; load average "
+              "at start " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print("| n_jobs | method | fit s (median) | per round | fit CPU s (all threads) | "
+              "peak RSS MiB | peak - RSS before fit, MiB | test AUC |")
+        print("| ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |")
+        for n_jobs in (int(j) for j in args.n_jobs.split(",")):
+            results = {m: [] for m in methods}
+            for _ in range(args.rounds):
+                for m in methods:
+                    results[m].append(run(m, n_jobs, data, args.src))
+            for m in methods:
+                r = results[m]
+                print(f"| {n_jobs} | {m} | {statistics.median(x['fit'] for x in r):.2f} | "
+                      + ", ".join(f"{x['fit']:.2f}" for x in r)
+                      + f" | {statistics.median(x['cpu'] for x in r):.2f} | "
+                      f"{statistics.median(x['peak_mb'] for x in r):.0f} | "
+                      f"{statistics.median(x['beyond_mb'] for x in r):.0f} | "
+                      f"{statistics.median(x['auc'] for x in r):.4f} |", flush=True)
+    print("- load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()

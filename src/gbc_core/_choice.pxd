@@ -1,0 +1,81 @@
+# The choice of a split, written once for every split finder.
+#
+# A finder offers the candidate splits of a node feature by feature in increasing
+# feature order and, within a feature, in increasing threshold order: for each
+# threshold, missing values sent right, then left (or, in a node without missing
+# values, one candidate whose missing values follow the larger child); after the
+# last threshold, "every non-missing value left, every missing value right"
+# (threshold +inf). ``consider`` keeps a candidate if it is valid and strictly
+# better than the best so far, so among equal proxies the first offered wins: the
+# lowest feature, then the lowest threshold, then missing values right. Candidates
+# found on several threads (or features scanned apart) are merged with ``wins``,
+# which gives the same result whatever the number of threads. The threshold between
+# the largest value going left and the smallest going right is ``midpoint`` of
+# _common.pxd (shared with the binning layer, whose edges are such thresholds).
+#
+# The exact finder's lean scans (_exact_splitter.pyx, _scan.h) evaluate the same
+# rule with the tests reordered for speed on features without missing values and
+# positive weights; tests/test_split_finder.py holds them to the general path,
+# which calls ``consider``.
+from ._common cimport float64_t, int32_t, int64_t, uint8_t
+from ._split_finder cimport side_t, MISSING_TO_LARGER
+
+cdef extern from "_criterion.h" nogil:
+    float64_t split_diff "gbc_split_diff"(float64_t total_s, float64_t total_w,
+                                          float64_t s_left, float64_t w_left)
+    float64_t split_den "gbc_split_den"(float64_t total_w, float64_t w_left)
+    float64_t split_proxy "gbc_split_proxy"(float64_t diff, float64_t den)
+    bint may_beat "gbc_may_beat"(float64_t diff, float64_t den, float64_t bound)
+    const float64_t BOUND_FACTOR "GBC_BOUND_FACTOR"
+
+
+cdef inline bint leaves_allowed(const side_t* total, const side_t* left,
+                                int64_t min_samples_leaf,
+                                float64_t min_weight_leaf) noexcept nogil:
+    """Both children hold at least ``min_samples_leaf`` samples and a positive
+    weight of at least ``min_weight_leaf``."""
+    cdef float64_t w_right = total.w - left.w
+    if left.n < min_samples_leaf or total.n - left.n < min_samples_leaf:
+        return False
+    return not (left.w <= 0.0 or w_right <= 0.0 or left.w < min_weight_leaf
+                or w_right < min_weight_leaf)
+
+
+cdef inline bint consider(float64_t* best_proxy, const side_t* total, const side_t* left,
+                          int64_t min_samples_leaf, float64_t min_weight_leaf) noexcept nogil:
+    """Keep the split (left child ``left`` of a node ``total``) if it is valid and
+    its proxy is strictly above ``best_proxy[0]``: update it and return True."""
+    cdef float64_t diff, den, proxy
+    if not leaves_allowed(total, left, min_samples_leaf, min_weight_leaf):
+        return False
+    diff = split_diff(total.s, total.w, left.s, left.w)
+    den = split_den(total.w, left.w)
+    # Cheap conservative test first: it only skips splits that cannot be better, so
+    # the decision is that of the exact comparison below.
+    if not may_beat(diff, den, best_proxy[0] * BOUND_FACTOR):
+        return False
+    proxy = split_proxy(diff, den)
+    if proxy > best_proxy[0]:
+        best_proxy[0] = proxy
+        return True
+    return False
+
+
+cdef inline bint wins(float64_t proxy, int32_t feature, float64_t best_proxy,
+                      int32_t best_feature) noexcept nogil:
+    """A split found on ``feature`` replaces the best so far (found on
+    ``best_feature``, -1: none): a larger proxy, or the same on a lower feature."""
+    if feature < 0:
+        return False
+    return best_feature < 0 or proxy > best_proxy or (
+        proxy == best_proxy and feature < best_feature)
+
+
+cdef inline uint8_t missing_left(uint8_t direction, int64_t n_left,
+                                 int64_t n_total) noexcept nogil:
+    """Whether missing values go left: MISSING_TO_LARGER follows the child with
+    more samples (left on a tie)."""
+    if direction == MISSING_TO_LARGER:
+        return n_left >= n_total - n_left
+    return direction
+

@@ -1,0 +1,444 @@
+"""Histogram split search on binned features (the ``SplitFinder`` of ``split_method="hist"``).
+
+The features are binned once per fit (``_binning.BinMapper``: uint8 bins, Fortran
+order, missing values in bin ``missing_bin``). Per level, the histogram of a node
+holds, for every feature and bin, the number of its rows, their weight and their
+sum of w * r (``side_t``). The grower asks for the histogram of the smaller child of
+each pair (``collect``: its rows' statistics gathered once into a contiguous buffer,
+then one pass per feature, features in parallel) and of the larger one as its
+parent's minus its sibling's (``derive``). Every sum runs over a node's rows in
+their partition order (increasing row index) and every feature is built by one
+thread, so the histograms, and the trees, are the same for any number of threads.
+
+``choose`` scans each feature's bins in increasing order with the rule of
+``_choice.pxd``: between two bins that hold rows of the node, missing values right,
+then left (or to the larger child in a node without missing values), and last
+"every non-missing value left, missing values right" (no split between two bins
+whose values are closer than the exact search's tolerance). The threshold of a split
+between bins b and c (the next bin holding rows of the node) is the exact search's
+midpoint between the largest training value of bin b and the smallest of bin c
+(``bin_value_ranges``): where every feature has at most ``max_bins`` distinct values
+(one bin per value), the thresholds are the exact search's, bit for bit; with c = b +
+1 it is bin b's edge. Every in-bag row of the node is on the same side of it as its
+bin, so the model is an ordinary tree whose thresholds route the training rows as
+the partition on the bins did.
+"""
+cimport cython
+from cython.parallel cimport prange
+from libc.math cimport INFINITY
+from libc.stdlib cimport free
+from libc.string cimport memset
+
+import numpy as np
+
+from ._common cimport (
+    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t,
+    FEATURE_THRESHOLD, grow_buffer,
+)
+from ._split_finder cimport (
+    SplitFinder, side_t, level_node_t, level_t, split_t, STATS_COLLECT, STATS_DERIVE,
+    MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
+)
+from ._choice cimport consider, wins
+from ._common cimport midpoint
+
+#: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
+BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
+
+cdef enum:
+    # Below this many (row, feature) values a level's histograms are built on one
+    # thread.
+    MIN_PARALLEL_VALUES = 1000000
+
+
+ctypedef struct candidate_t:
+    # The best split of one node on one feature.
+    float64_t proxy
+    side_t left
+    int32_t feature          # -1: none
+    uint8_t bin              # bins <= bin go left
+    uint8_t next_bin         # the first bin to the right holding rows of the node
+    uint8_t missing_go_left
+    uint8_t all_left         # every non-missing value left (threshold +inf)
+
+
+cdef inline void _side_add(side_t* a, const side_t* b) noexcept nogil:
+    a.n += b.n
+    a.w += b.w
+    a.s += b.s
+
+
+cdef inline void _keep(candidate_t* c, const side_t* left, uint8_t b, uint8_t next_bin,
+                       uint8_t missing_go_left) noexcept nogil:
+    c.left = left[0]
+    c.bin = b
+    c.next_bin = next_bin
+    c.missing_go_left = missing_go_left
+
+
+cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
+                        const side_t* miss, uint8_t b, uint8_t next_bin,
+                        int64_t min_samples_leaf, float64_t min_weight_leaf) noexcept nogil:
+    """The split "bins <= b left" (the next bin with rows: ``next_bin``), missing
+    values right then left (or to the larger child without missing values)."""
+    cdef side_t with_missing
+    if miss.n == 0:
+        if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf):
+            _keep(c, acc, b, next_bin, MISSING_TO_LARGER)
+        return
+    if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf):
+        _keep(c, acc, b, next_bin, MISSING_RIGHT)
+    with_missing.n = acc.n + miss.n
+    with_missing.w = acc.w + miss.w
+    with_missing.s = acc.s + miss.s
+    if consider(&c.proxy, total, &with_missing, min_samples_leaf, min_weight_leaf):
+        _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
+
+
+def bin_value_ranges(const float32_t[::1, :] X, const uint8_t[::1, :] bins,
+                     int missing_bin, int n_threads=1):
+    """The smallest and the largest value of every bin of every feature.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), Fortran order
+    bins : uint8 array of the same shape, Fortran order (X binned)
+    missing_bin : int
+    n_threads : int
+
+    Returns
+    -------
+    lo, hi : float32 arrays of shape (n_features, missing_bin)
+        +inf and -inf for a bin without rows. Data spread over processes: the
+        element-wise minimum of the partitions' ``lo`` and maximum of their ``hi``.
+    """
+    cdef intp_t n = X.shape[0], d = X.shape[1], f, i
+    cdef uint8_t b
+    cdef float32_t x
+    if bins.shape[0] != n or bins.shape[1] != d:
+        raise ValueError("X and bins must have the same shape")
+    lo_arr = np.full((d, missing_bin), np.inf, dtype=np.float32)
+    hi_arr = np.full((d, missing_bin), -np.inf, dtype=np.float32)
+    cdef float32_t[:, ::1] lo = lo_arr
+    cdef float32_t[:, ::1] hi = hi_arr
+    for f in prange(d, schedule="static", nogil=True, num_threads=max(1, n_threads)):
+        for i in range(n):
+            b = bins[i, f]
+            if b >= missing_bin:
+                continue
+            x = X[i, f]
+            if x < lo[f, b]:
+                lo[f, b] = x
+            if x > hi[f, b]:
+                hi[f, b] = x
+    return lo_arr, hi_arr
+
+
+@cython.final
+cdef class HistogramSplitFinder(SplitFinder):
+    """Histogram split search: the candidate thresholds are the bin edges.
+
+    Parameters
+    ----------
+    bins : uint8 array of shape (n_samples, n_features), Fortran order
+        The binned features (``BinMapper.transform``).
+    n_bins_non_missing : int32 array of shape (n_features,)
+        Bins of non-missing values of each feature (at most ``missing_bin``).
+    bin_lo, bin_hi : float32 arrays of shape (n_features, missing_bin)
+        The smallest and the largest training value of each bin
+        (``bin_value_ranges``): a split is placed between them.
+    missing_bin : int
+        The bin of missing values (``max_bins``), at most 255.
+    n_threads : int
+
+    Attributes
+    ----------
+    reducer : callable or None
+        The distributed hook (None in one process): called once per level with the
+        GIL, after the histograms of the level's STATS_COLLECT nodes are built and
+        before the others are derived, with ``(histograms, collected)``:
+        ``histograms`` an array of ``BIN_DTYPE`` of shape (n_nodes, n_features,
+        missing_bin + 1) viewing this finder's buffer, ``collected`` the slots of the
+        nodes built from rows. It must leave in ``histograms[collected]`` their sums
+        over every process, added in a fixed (worker) order.
+    """
+    cdef:
+        const uint8_t[::1, :] bins
+        const int32_t[::1] n_bins
+        const float32_t[:, ::1] bin_lo
+        const float32_t[:, ::1] bin_hi
+        int stride               # bins per feature in a histogram (missing_bin + 1)
+        int missing
+        intp_t capacity          # nodes per level the buffers hold
+        side_t* hist             # the level's histograms
+        side_t* parent_hist      # the previous level's (the parents)
+        candidate_t* cand        # per node and feature
+        row_stat_t* ordered      # row statistics in partition order
+        float64_t* ordered_wr    # w * r alone, in partition order (unit weights)
+        bint unit_weights        # every weight of the tree is 1: w of a bin is n
+        const row_stat_t* row_stats
+        object _row_stats_ref
+        public object reducer
+
+    def __cinit__(self):
+        self.hist = NULL
+        self.parent_hist = NULL
+        self.cand = NULL
+        self.ordered = NULL
+        self.ordered_wr = NULL
+        self.capacity = 0
+
+    def __init__(self, const uint8_t[::1, :] bins, const int32_t[::1] n_bins_non_missing,
+                 const float32_t[:, ::1] bin_lo, const float32_t[:, ::1] bin_hi,
+                 int missing_bin, int n_threads=1):
+        cdef intp_t f
+        if not 1 <= missing_bin <= 255:
+            raise ValueError(f"missing_bin must be in [1, 255], got {missing_bin}")
+        if (n_bins_non_missing.shape[0] != bins.shape[1]
+                or bin_lo.shape[0] != bins.shape[1] or bin_lo.shape[1] != missing_bin
+                or bin_hi.shape[0] != bins.shape[1] or bin_hi.shape[1] != missing_bin):
+            raise ValueError("bins, n_bins_non_missing and the bin ranges disagree on "
+                             "the number of features or bins")
+        for f in range(bins.shape[1]):
+            if not 1 <= n_bins_non_missing[f] <= missing_bin:
+                raise ValueError(f"feature {f}: {n_bins_non_missing[f]} bins, expected "
+                                 f"1 to {missing_bin}")
+        self.bins = bins
+        self.n_bins = n_bins_non_missing
+        self.bin_lo = bin_lo
+        self.bin_hi = bin_hi
+        self.missing = missing_bin
+        self.stride = missing_bin + 1
+        self.n_samples = bins.shape[0]
+        self.n_features = bins.shape[1]
+        self.n_threads = max(1, n_threads)
+        self.subtracts = True
+        self.reducer = None
+        self.ordered = <row_stat_t*>grow_buffer(NULL, self.n_samples, sizeof(row_stat_t),
+                                                "row statistics")
+        self.ordered_wr = <float64_t*>grow_buffer(NULL, self.n_samples, sizeof(float64_t),
+                                                  "row statistics")
+
+    def __dealloc__(self):
+        free(self.hist)
+        free(self.parent_hist)
+        free(self.cand)
+        free(self.ordered)
+        free(self.ordered_wr)
+
+    cdef object partition_bins(self):
+        return self.bins
+
+    cdef int missing_bin(self):
+        return self.missing
+
+    cdef int start_tree(self, const row_stat_t[::1] row_stats,
+                        const int32_t[::1] row_slot) except -1:
+        if row_stats.shape[0] != self.n_samples:
+            raise ValueError(f"row_stats must have {self.n_samples} rows")
+        cdef intp_t i
+        cdef bint unit = True
+        self._row_stats_ref = row_stats
+        self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
+        with nogil:
+            for i in range(self.n_samples):
+                unit = unit & (row_stats[i].w == 1.0)
+        self.unit_weights = unit
+        return 0
+
+    cdef int start_level(self, intp_t n_nodes) except -1:
+        cdef side_t* tmp = self.parent_hist
+        cdef intp_t per_node = self.n_features * self.stride
+        # This level's histograms become the parents' of the next one.
+        self.parent_hist = self.hist
+        self.hist = tmp
+        if n_nodes > self.capacity:
+            self.hist = <side_t*>grow_buffer(self.hist, n_nodes * per_node, sizeof(side_t),
+                                             "histograms")
+            self.parent_hist = <side_t*>grow_buffer(self.parent_hist, n_nodes * per_node,
+                                                    sizeof(side_t), "histograms")
+            self.cand = <candidate_t*>grow_buffer(self.cand, n_nodes * self.n_features,
+                                                  sizeof(candidate_t), "split buffers")
+            self.capacity = n_nodes
+        return 0
+
+    cdef int _threads_for(self, intp_t n_values) noexcept nogil:
+        return self.n_threads if n_values >= MIN_PARALLEL_VALUES else 1
+
+    cdef void _build(self, const level_node_t* nd, intp_t slot, intp_t f,
+                     const int32_t* partition) noexcept nogil:
+        """The histogram of feature ``f`` of the node ``nd`` (slot ``slot``)."""
+        cdef side_t* h = self.hist + (slot * self.n_features + f) * self.stride
+        cdef const uint8_t* col = &self.bins[0, f]
+        cdef const row_stat_t* rs
+        cdef intp_t i
+        cdef uint8_t b
+        cdef const float64_t* wr
+        memset(h, 0, self.stride * sizeof(side_t))
+        if self.unit_weights:
+            # The weight of a bin is its count (a sum of ones, exact in float64).
+            if nd.stop - nd.start == self.n_samples:
+                rs = self.row_stats
+                for i in range(self.n_samples):
+                    b = col[i]
+                    h[b].n += 1
+                    h[b].s += rs[i].wr
+            else:
+                wr = self.ordered_wr
+                for i in range(nd.start, nd.stop):
+                    b = col[partition[i]]
+                    h[b].n += 1
+                    h[b].s += wr[i]
+            for i in range(self.stride):
+                h[i].w = <float64_t>h[i].n
+        elif nd.stop - nd.start == self.n_samples:
+            # Every row, in row order (the partition is the identity).
+            rs = self.row_stats
+            for i in range(self.n_samples):
+                b = col[i]
+                h[b].n += 1
+                h[b].w += rs[i].w
+                h[b].s += rs[i].wr
+        else:
+            rs = self.ordered
+            for i in range(nd.start, nd.stop):
+                b = col[partition[i]]
+                h[b].n += 1
+                h[b].w += rs[i].w
+                h[b].s += rs[i].wr
+
+    cdef void collect(self, const level_t* level) noexcept nogil:
+        cdef intp_t s, i, t, n_rows = 0
+        cdef intp_t n_tasks = level.n_nodes * self.n_features
+        cdef const level_node_t* nd
+        cdef int n_threads
+        for s in range(level.n_nodes):
+            if level.nodes[s].stats == STATS_COLLECT:
+                n_rows += level.nodes[s].stop - level.nodes[s].start
+        n_threads = self._threads_for(n_rows * self.n_features)
+        # The rows' statistics in partition order, once per node.
+        for s in prange(level.n_nodes, schedule="dynamic", num_threads=n_threads):
+            nd = &level.nodes[s]
+            if nd.stats != STATS_COLLECT or nd.stop - nd.start == self.n_samples:
+                continue
+            if self.unit_weights:
+                for i in range(nd.start, nd.stop):
+                    self.ordered_wr[i] = self.row_stats[level.partition[i]].wr
+            else:
+                for i in range(nd.start, nd.stop):
+                    self.ordered[i] = self.row_stats[level.partition[i]]
+        for t in prange(n_tasks, schedule="dynamic", num_threads=n_threads):
+            nd = &level.nodes[t // self.n_features]
+            if nd.stats == STATS_COLLECT:
+                self._build(nd, t // self.n_features, t % self.n_features, level.partition)
+
+    cdef void derive(self, const level_t* level) noexcept nogil:
+        cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features
+        cdef const level_node_t* nd
+        cdef side_t* h
+        cdef const side_t* p
+        cdef const side_t* sib
+        cdef intp_t f
+        cdef int n_threads = self._threads_for(n_tasks * self.stride * 64)
+        for t in prange(n_tasks, schedule="static", num_threads=n_threads):
+            s = t // self.n_features
+            f = t % self.n_features
+            nd = &level.nodes[s]
+            if nd.stats != STATS_DERIVE:
+                continue
+            h = self.hist + (s * self.n_features + f) * self.stride
+            p = self.parent_hist + (nd.parent * self.n_features + f) * self.stride
+            sib = self.hist + (nd.sibling * self.n_features + f) * self.stride
+            for b in range(self.stride):
+                h[b].n = p[b].n - sib[b].n
+                h[b].w = p[b].w - sib[b].w
+                h[b].s = p[b].s - sib[b].s
+
+    def level_statistics(self, intp_t n_nodes):
+        """The histograms of the current level's first ``n_nodes`` nodes, as an
+        array of BIN_DTYPE of shape (n_nodes, n_features, missing_bin + 1) that
+        views this finder's buffer (valid until the next level starts)."""
+        if not 0 < n_nodes <= self.capacity:
+            raise ValueError(f"n_nodes must be in [1, {self.capacity}], got {n_nodes}")
+        cdef side_t[::1] view = <side_t[:n_nodes * self.n_features * self.stride]> self.hist
+        return np.asarray(view).view(BIN_DTYPE).reshape(n_nodes, self.n_features, self.stride)
+
+    cdef int reduce(self, const level_t* level) except -1:
+        cdef intp_t s
+        if self.reducer is None:
+            return 0
+        collected = [s for s in range(level.n_nodes)
+                     if level.nodes[s].stats == STATS_COLLECT]
+        self.reducer(self.level_statistics(level.n_nodes), np.asarray(collected, dtype=np.intp))
+        return 0
+
+    cdef void _scan(self, const level_t* level, intp_t s, intp_t f,
+                    candidate_t* c) noexcept nogil:
+        """The best split of node ``s`` on feature ``f``, bins in increasing order."""
+        cdef const side_t* h = self.hist + (s * self.n_features + f) * self.stride
+        cdef const side_t* total = &level.nodes[s].total
+        cdef const side_t* miss = &h[self.missing]
+        cdef side_t acc
+        cdef intp_t b, nb = self.n_bins[f]
+        cdef int last = -1
+        cdef int64_t msl = level.min_samples_leaf
+        cdef float64_t mwl = level.min_weight_leaf
+        acc.n = 0
+        acc.w = 0.0
+        acc.s = 0.0
+        c.proxy = -INFINITY
+        c.all_left = 0
+        for b in range(nb):
+            if h[b].n == 0:
+                continue
+            # As the exact search: no split between values closer than
+            # FEATURE_THRESHOLD (float32 arithmetic).
+            if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
+                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl)
+            _side_add(&acc, &h[b])
+            last = <int>b
+        if miss.n > 0 and acc.n > 0:
+            # Every non-missing value left, every missing value right.
+            if consider(&c.proxy, total, &acc, msl, mwl):
+                c.left = acc
+                c.bin = <uint8_t>(nb - 1)
+                c.missing_go_left = MISSING_RIGHT
+                c.all_left = 1
+        c.feature = <int32_t>f if c.proxy > -INFINITY else -1
+
+    cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
+        cdef intp_t t, s, f, d = self.n_features
+        cdef intp_t n_tasks = level.n_nodes * d
+        cdef candidate_t* c
+        cdef candidate_t* top
+        cdef int n_threads = self._threads_for(n_tasks * self.stride * 64)
+        for t in prange(n_tasks, schedule="static", num_threads=n_threads):
+            s = t // d
+            f = t % d
+            c = &self.cand[t]
+            c.feature = -1
+            c.proxy = -INFINITY
+            if level.nodes[s].splittable and (
+                    level.allowed == NULL or level.allowed[t]):
+                self._scan(level, s, f, c)
+        for s in range(level.n_nodes):
+            top = NULL
+            for f in range(d):
+                c = &self.cand[s * d + f]
+                if top == NULL and c.feature >= 0:
+                    top = c
+                elif top != NULL and wins(c.proxy, c.feature, top.proxy, top.feature):
+                    top = c
+            best[s].feature = -1
+            best[s].proxy = -INFINITY
+            if top == NULL:
+                continue
+            best[s].feature = top.feature
+            best[s].proxy = top.proxy
+            best[s].left = top.left
+            best[s].bin = top.bin
+            best[s].missing_go_left = top.missing_go_left
+            best[s].threshold = (
+                INFINITY if top.all_left
+                else midpoint(self.bin_hi[top.feature, top.bin],
+                              self.bin_lo[top.feature, top.next_bin]))

@@ -1,0 +1,506 @@
+"""The histogram split finder (``split_method="hist"``).
+
+``HistogramSplitFinder`` is held, through ``SplitFinder.level_splits`` (one level,
+or one level below a parent level so that the larger child of each pair is derived
+from its parent), to a brute force in NumPy: the histograms of every node (per bin,
+the rows' counts, weights and w * r added in row order; a derived node's as its
+parent's minus its sibling's), then every split between two bins that hold rows of
+the node (and whose values are more than the exact search's 1e-7 apart, float32)
+with missing values right then left (or to the larger child without any),
+then "every value left, missing values right", under the minimum leaf size and
+weight and the per-node feature masks, the first strictly better candidate kept:
+the finder's answer must be the brute force's, bit for bit. Then the fitted models:
+routing by the stored thresholds equals the binned partition, the hist fit equals
+the exact fit where binning is exact, it is as accurate on continuous data, and it
+works with every option of the estimator and the command line.
+"""
+
+import numpy as np
+import pytest
+
+import gbc_core
+from gbc_core import GradientBoostingClassifier
+from gbc_core._boosting import BinMapper, make_split_finder
+from gbc_core._common import ROW_STAT_DTYPE
+from gbc_core._grower import TreeGrower
+from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges
+
+from conftest import require, run_main
+from test_split_finder import F32_TOLERANCE, _data, _midpoint, _sequential_sum, _weights
+
+MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
+
+
+def _binned(X, max_bins):
+    X32 = np.asfortranarray(X, dtype=np.float32)
+    mapper = BinMapper(max_bins=max_bins).fit(X32, 1)
+    bins = mapper.transform(X32, 1)
+    nb = np.asarray(mapper.n_bins_non_missing, dtype=np.int32)
+    # The smallest and largest value of each bin, by NumPy.
+    lo = np.full((X32.shape[1], max_bins), np.inf, dtype=np.float32)
+    hi = np.full((X32.shape[1], max_bins), -np.inf, dtype=np.float32)
+    for f in range(X32.shape[1]):
+        for b in np.unique(bins[:, f]):
+            if b < max_bins:
+                lo[f, b] = X32[bins[:, f] == b, f].min()
+                hi[f, b] = X32[bins[:, f] == b, f].max()
+    got = bin_value_ranges(X32, bins, max_bins, 1)
+    np.testing.assert_array_equal(got[0], lo)
+    np.testing.assert_array_equal(got[1], hi)
+    return X32, bins, nb, (lo, hi), mapper.missing_bin
+
+
+def _histograms(bins, stride, wr, w, rows):
+    """(n, w, s) per feature and bin of the rows ``rows`` (row order)."""
+    h = np.zeros((bins.shape[1], stride, 3))
+    for f in range(bins.shape[1]):
+        b = bins[rows, f]
+        for v in np.unique(b):
+            sel = rows[b == v]
+            h[f, v] = (sel.size, _sequential_sum(w[sel]), _sequential_sum(wr[sel]))
+    return h
+
+
+def brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed=None,
+                     min_samples_leaf=1, min_weight_leaf=0.0, parent_slot=None):
+    """The best split of every node: (feature, threshold, missing_go_left, proxy,
+    left_n, left_w, left_s, bin), or None."""
+    stride = missing_bin + 1
+    n_nodes = int(row_slot.max()) + 1
+    if parent_slot is not None:
+        n_nodes += n_nodes % 2
+    nodes = [np.flatnonzero(row_slot == s) for s in range(n_nodes)]
+    totals = [(r.size, _sequential_sum(w[r]), _sequential_sum(wr[r])) for r in nodes]
+    splittable = [t[0] >= 2 * min_samples_leaf for t in totals]
+    hists = [_histograms(bins, stride, wr, w, r) for r in nodes]
+    if parent_slot is not None:
+        # The larger child of a pair (the right on a tie) is its parent minus its sibling.
+        for s in range(0, n_nodes, 2):
+            large = s if totals[s][0] > totals[s + 1][0] else s + 1
+            if splittable[large]:
+                parent = _histograms(bins, stride, wr, w, np.flatnonzero(parent_slot == s // 2))
+                hists[large] = parent - hists[large ^ 1]
+    out = []
+    for s in range(n_nodes):
+        total_n, total_w, total_s = totals[s]
+        best = None
+
+        def consider(feature, threshold, direction, left, b):
+            nonlocal best
+            n_left, w_left, s_left = left
+            w_right = total_w - w_left
+            if (n_left < min_samples_leaf or total_n - n_left < min_samples_leaf
+                    or w_left <= 0 or w_right <= 0
+                    or w_left < min_weight_leaf or w_right < min_weight_leaf):
+                return
+            diff = (total_s - s_left) * w_left - s_left * (total_w - w_left)
+            den = w_left * (total_w - w_left)
+            proxy = diff * diff / den
+            if best is None or proxy > best[3]:
+                best = (feature, threshold, direction, proxy, int(n_left), w_left, s_left, b)
+
+        if splittable[s]:
+            for f in range(bins.shape[1]):
+                if allowed is not None and not allowed[s, f]:
+                    continue
+                h = hists[s][f]
+                miss = h[missing_bin]
+                acc, last = None, -1
+                for b in range(nb[f]):
+                    if h[b, 0] == 0:
+                        continue
+                    if acc is not None and ranges[0][f, b] > np.float32(
+                            ranges[1][f, last] + F32_TOLERANCE):
+                        # Between the largest value of the last bin with rows and
+                        # the smallest of this one (the exact search's midpoint).
+                        t = _midpoint(ranges[1][f, last], ranges[0][f, b])
+                        if miss[0] == 0:
+                            consider(f, t, MISSING_TO_LARGER, acc, last)
+                        else:
+                            consider(f, t, MISSING_RIGHT, acc, last)
+                            consider(f, t, MISSING_LEFT, (acc[0] + miss[0], acc[1] + miss[1],
+                                                          acc[2] + miss[2]), last)
+                    if acc is not None:
+                        acc = (acc[0] + h[b, 0], acc[1] + h[b, 1], acc[2] + h[b, 2])
+                    else:
+                        acc = (0 + h[b, 0], 0.0 + h[b, 1], 0.0 + h[b, 2])
+                    last = b
+                if miss[0] > 0 and acc is not None:
+                    consider(f, np.inf, MISSING_RIGHT, acc, nb[f] - 1)
+        out.append(best)
+    return out
+
+
+def _check(X, wr, w, row_slot, max_bins=16, allowed=None, min_samples_leaf=1,
+           min_weight_leaf=0.0, n_threads=1, parent_slot=None):
+    """The finder's splits equal the brute force's; returns how many nodes split."""
+    X32, bins, nb, ranges, missing_bin = _binned(X, max_bins)
+    stats = np.empty(X32.shape[0], dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = wr, w
+    finder = HistogramSplitFinder(bins, nb, *ranges, missing_bin, n_threads)
+    got = finder.level_splits(stats, row_slot, allowed, min_samples_leaf, min_weight_leaf,
+                              parent_slot=parent_slot)
+    expected = brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed,
+                                min_samples_leaf, min_weight_leaf, parent_slot)
+    assert got.shape[0] == len(expected)
+    n_split = 0
+    for s, (g, e) in enumerate(zip(got, expected)):
+        if e is None:
+            assert g["feature"] == -1, f"node {s}: found {g}, brute force found none"
+            continue
+        n_split += 1
+        found = (int(g["feature"]), float(g["threshold"]), int(g["missing_go_left"]),
+                 float(g["proxy"]), int(g["left_n"]), float(g["left_w"]), float(g["left_s"]),
+                 int(g["bin"]))
+        assert found == tuple(e), f"node {s}: finder {found} != brute force {tuple(e)}"
+        # The threshold on the raw values and the bin on the bins send the same rows
+        # left, and they are the left child the statistics describe.
+        rows = np.flatnonzero(row_slot == s)
+        x = X32[rows, found[0]].astype(np.float64)
+        go_left = x <= found[1]
+        on_bins = bins[rows, found[0]] <= found[7]
+        missing = np.isnan(x)
+        go_left[missing] = on_bins[missing] = found[2] == MISSING_LEFT
+        np.testing.assert_array_equal(go_left, on_bins)
+        assert int(go_left.sum()) == found[4], f"node {s}: threshold and left count disagree"
+    return n_split
+
+
+DATA_KINDS = ["continuous", "ties", "nan", "special"]
+WEIGHT_KINDS = ["unit", "float64", "zeros"]
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+@pytest.mark.parametrize("weight_kind", WEIGHT_KINDS)
+@pytest.mark.parametrize("max_bins", [2, 7, 255])
+def test_root_against_brute_force(data_kind, weight_kind, max_bins):
+    X, r = _data(1, 300, 5, data_kind)
+    w = _weights(weight_kind, 300, 2)
+    row_slot = np.zeros(300, dtype=np.int32)
+    for msl in (1, 3, 40):
+        _check(X, w * r, w, row_slot, max_bins=max_bins, min_samples_leaf=msl)
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+@pytest.mark.parametrize("weight_kind", WEIGHT_KINDS)
+@pytest.mark.parametrize("n_nodes", [2, 7, 40])
+def test_levels_against_brute_force(data_kind, weight_kind, n_nodes):
+    """Several nodes, rows in no node (subsample masks)."""
+    rng = np.random.default_rng(n_nodes)
+    n = 24 * n_nodes
+    X, r = _data(3, n, 4, data_kind)
+    w = _weights(weight_kind, n, 4)
+    row_slot = rng.integers(0, n_nodes, size=n).astype(np.int32)
+    row_slot[rng.random(n) < 0.1] = -1
+    assert _check(X, w * r, w, row_slot, max_bins=32, min_samples_leaf=2) > 0.8 * n_nodes
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+@pytest.mark.parametrize("weight_kind", WEIGHT_KINDS)
+def test_derived_siblings_against_brute_force(data_kind, weight_kind):
+    """Below a parent level: the smaller child of each pair from its rows, the larger
+    from its parent's histogram minus its sibling's (equal sizes: the left built)."""
+    rng = np.random.default_rng(11)
+    n = 600
+    X, r = _data(4, n, 4, data_kind)
+    w = _weights(weight_kind, n, 5)
+    parent = rng.integers(0, 5, size=n).astype(np.int32)
+    parent[rng.random(n) < 0.1] = -1
+    child = np.where(parent >= 0, 2 * parent + (rng.random(n) < 0.3 + 0.1 * parent), -1)
+    # One pair of equal sizes.
+    rows = np.flatnonzero(parent == 0)
+    child[rows] = np.where(np.arange(rows.size) < rows.size // 2, 0, 1)
+    if rows.size % 2:
+        child[rows[-1]] = -1
+        parent[rows[-1]] = -1
+    child = child.astype(np.int32)
+    for msl in (1, 5):
+        assert _check(X, w * r, w, child, max_bins=24, min_samples_leaf=msl,
+                      parent_slot=parent) > 5
+
+
+@pytest.mark.parametrize("data_kind", DATA_KINDS)
+def test_minimum_leaf_weight_and_feature_masks(data_kind):
+    X, r = _data(5, 400, 4, data_kind)
+    w = _weights("float64", 400, 6)
+    rng = np.random.default_rng(7)
+    row_slot = rng.integers(0, 3, size=400).astype(np.int32)
+    total = w.sum()
+    for fraction in (0.01, 0.1, 0.3):
+        _check(X, w * r, w, row_slot, max_bins=20, min_weight_leaf=fraction * total / 3)
+    allowed = (rng.random((3, 4)) < 0.5).astype(np.uint8)
+    allowed[:, 0] = 0
+    _check(X, w * r, w, row_slot, max_bins=20, allowed=allowed)
+    assert _check(X, w * r, w, row_slot, allowed=np.zeros((3, 4), np.uint8)) == 0
+
+
+def test_tie_break_lowest_feature_then_lowest_threshold_then_missing_right():
+    X = np.array([[1, 1, 5], [2, 2, 6], [3, 3, 7], [4, 4, 8]], dtype=float)
+    r = np.array([0.5, -0.5, -0.5, 0.5])
+    w = np.ones(4)
+    row_slot = np.zeros(4, dtype=np.int32)
+    _, bins, nb, ranges, mb = _binned(X, 255)
+    best = brute_force_hist(bins, nb, ranges, mb, r, w, row_slot)[0]
+    assert best[0] == 0 and best[1] == 1.5
+    _check(X, r, w, row_slot, max_bins=255)
+    X2 = np.array([[1.0], [2.0], [np.nan], [3.0], [4.0]])
+    r2 = np.array([1.0, 1.0, 0.0, -1.0, -1.0])
+    _, bins, nb, ranges, mb = _binned(X2, 255)
+    best = brute_force_hist(bins, nb, ranges, mb, r2, np.ones(5),
+                            np.zeros(5, dtype=np.int32))[0]
+    assert best[2] == MISSING_RIGHT
+    _check(X2, r2, np.ones(5), np.zeros(5, dtype=np.int32), max_bins=255)
+
+
+def test_threads_build_the_same_histograms():
+    """A level long enough for several threads: the brute force's answer."""
+    X, r = _data(9, 60000, 20, "nan")
+    w = _weights("float64", 60000, 9)
+    row_slot = np.random.default_rng(9).integers(0, 4, size=60000).astype(np.int32)
+    _check(X, w * r, w, row_slot, max_bins=255, n_threads=2)
+
+
+def test_reduce_hook_sees_and_replaces_the_collected_histograms():
+    """``reducer`` gets the collected nodes' histograms (the brute force's), and what
+    it leaves there is what the split is chosen from."""
+    X, r = _data(12, 500, 3, "nan")
+    w = _weights("float64", 500, 12)
+    X32, bins, nb, ranges, mb = _binned(X, 32)
+    stats = np.empty(500, dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = w * r, w
+    row_slot = np.random.default_rng(1).integers(0, 2, size=500).astype(np.int32)
+    seen = []
+
+    def record(histograms, collected):
+        seen.append((histograms.copy(), collected.copy()))
+
+    finder = HistogramSplitFinder(bins, nb, *ranges, mb, 1)
+    finder.reducer = record
+    finder.level_splits(stats, row_slot)
+    (h, collected), = seen
+    np.testing.assert_array_equal(collected, [0, 1])
+    for s in (0, 1):
+        expected = _histograms(bins, mb + 1, w * r, w, np.flatnonzero(row_slot == s))
+        np.testing.assert_array_equal(h["n"][s], expected[..., 0])
+        np.testing.assert_array_equal(h["w"][s], expected[..., 1])
+        np.testing.assert_array_equal(h["s"][s], expected[..., 2])
+
+    def erase(histograms, collected):
+        histograms[collected] = 0
+
+    finder.reducer = erase
+    assert (finder.level_splits(stats, row_slot)["feature"] == -1).all()
+
+
+# ------------------------------------------------------------------ fitted trees
+def _special_values(n, seed):
+    """Columns with values on and next to bin edges, -0.0, +-inf and NaN."""
+    rng = np.random.default_rng(seed)
+    base = rng.choice(np.linspace(-2, 2, 9).astype(np.float32), size=n)
+    X = np.empty((n, 5), dtype=np.float32)
+    X[:, 0] = base
+    X[:, 1] = rng.choice(np.array([-np.inf, -1.0, -0.0, 0.0, 1.0, np.inf, np.nan],
+                                  dtype=np.float32), size=n)
+    X[:, 2] = rng.normal(size=n).astype(np.float32)
+    X[:, 3] = rng.normal(size=n).astype(np.float32)
+    X[rng.random(n) < 0.1, 3] = np.nan
+    X[:, 4] = rng.choice(np.float32([1.0, 1.0 + 2**-23, 1.0 + 2**-22, 1.5, 3.0]), size=n)
+    return X
+
+
+def test_routing_by_stored_thresholds_matches_the_binned_partition():
+    """Every training row (in bag or out of bag) ends in the leaf the partition on
+    the bins put it in when routed by the stored threshold on its raw value."""
+    n = 6000
+    X = _special_values(n, 0)
+    # Rows whose values are the continuous features' edges and their float32
+    # neighbours (the edges are float64; x <= edge is tested on float32 x).
+    mapper = BinMapper(max_bins=8).fit(np.asfortranarray(X), 1)
+    for f in (2, 3):
+        edges = np.asarray(mapper.thresholds[f])
+        for k, e in enumerate(edges):
+            e32 = np.float32(e)
+            vals = [e32, np.nextafter(e32, np.float32(-np.inf)),
+                    np.nextafter(e32, np.float32(np.inf))]
+            X[30 * k + 3 * f: 30 * k + 3 * f + 3, f] = vals
+    X = np.asfortranarray(X)
+    rng = np.random.default_rng(1)
+    y = (rng.random(n) < 0.5).astype(float)
+    params = dict(split_method="hist", max_bins=8, n_threads=1)
+    for subsample in (None, 0.7):
+        finder = make_split_finder(X, params)
+        grower = TreeGrower(X, finder, 6, 2, 1, 0.0, 5, 1)
+        stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        r = y - 0.5 + rng.normal(scale=0.1, size=n)
+        stats["wr"], stats["w"] = r, 1.0
+        mask = None if subsample is None else (rng.random(n) < subsample).astype(np.uint8)
+        grower.grow(stats, r, mask, 7)
+        nodes = grower.nodes_array()
+        assert (nodes["feature"] >= 0).sum() > 20
+        leaves = _route(nodes, X)
+        np.testing.assert_array_equal(leaves, np.asarray(grower.node_of_row))
+
+
+def _route(nodes, X):
+    """The leaf of every row by the thresholds (float32 x <= threshold32, NaN by
+    missing_go_left): the predictor's rule."""
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        k = 0
+        while nodes[k]["feature"] >= 0:
+            x = X[i, nodes[k]["feature"]]
+            left = bool(nodes[k]["missing_go_left"]) if np.isnan(x) else (
+                float(x) <= float(nodes[k]["threshold"]))
+            assert left == (bool(nodes[k]["missing_go_left"]) if np.isnan(x)
+                            else x <= nodes[k]["threshold32"])
+            k = nodes[k]["left"] if left else nodes[k]["right"]
+        out[i] = k
+    return out
+
+
+def test_model_apply_matches_training_leaves():
+    """The fitted model's apply (raw values, stored thresholds) on the training rows
+    gives the leaves whose values the fit computed: the training loss of the last
+    iteration equals the loss of predict_proba."""
+    X = _special_values(3000, 2)
+    y = (np.nan_to_num(X[:, 2]) + np.random.default_rng(3).normal(size=3000) > 0).astype(int)
+    model = GradientBoostingClassifier(split_method="hist", max_bins=6, n_estimators=15,
+                                       max_depth=4, random_state=0).fit(X, y)
+    p = model.predict_proba(X)[:, 1]
+    loss = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+    np.testing.assert_allclose(model.train_score_[-1], loss, rtol=1e-12)
+
+
+def _grid_data(n, d, seed, n_values=40, nan=True):
+    """Features with at most ``n_values`` distinct values (binning is exact)."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, n_values, size=(n, d)).astype(np.float32) * np.float32(0.37)
+    if nan:
+        X[rng.random((n, d)) < 0.05] = np.nan
+    logit = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) * (np.nan_to_num(X[:, 2]) > 5)
+    return X, logit, rng
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("options", [
+    {}, {"subsample": 0.7, "random_state": 3}, {"max_features": 3, "random_state": 4},
+    {"min_samples_leaf": 7, "max_depth": 4}, {"min_weight_fraction_leaf": 0.05},
+])
+def test_hist_equals_exact_where_binning_is_exact(n_classes, options):
+    X, logit, rng = _grid_data(3000, 6, 5)
+    if n_classes == 2:
+        y = (logit + rng.logistic(size=3000) > 2).astype(int)
+    else:
+        y = np.digitize(logit + rng.logistic(size=3000), [1, 4])
+    w = rng.uniform(0.5, 2.0, size=3000)  # continuous weights: no tie between splits
+    kw = dict(n_estimators=25, learning_rate=0.3, **options)
+    exact = GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    hist = GradientBoostingClassifier(split_method="hist", max_bins=40, **kw).fit(
+        X, y, sample_weight=w)
+    np.testing.assert_allclose(hist.predict_proba(X), exact.predict_proba(X), rtol=0, atol=1e-9)
+    for a, b in zip(exact.booster_.trees(), hist.booster_.trees()):
+        np.testing.assert_array_equal(a["feature"], b["feature"])
+        # The exact search's thresholds, bit for bit.
+        np.testing.assert_array_equal(a["threshold"], b["threshold"])
+        np.testing.assert_array_equal(a["missing_go_left"], b["missing_go_left"])
+
+
+def test_hist_equals_exact_with_class_weights_and_early_stopping():
+    X, logit, rng = _grid_data(4000, 5, 6)
+    y = (logit + rng.logistic(size=4000) > 2).astype(int)
+    w = rng.uniform(0.5, 2.0, size=4000)
+    X_val, logit_val, _ = _grid_data(1000, 5, 7)
+    y_val = (logit_val + rng.logistic(size=1000) > 2).astype(int)
+    for kw, fit_kw in [
+        (dict(class_weight={0: 1.0, 1: 2.5}), {}),
+        (dict(n_iter_no_change=3, validation_fraction=0.2, random_state=1), {}),
+        (dict(n_iter_no_change=3), {"eval_set": (X_val, y_val)}),
+    ]:
+        kw = dict(n_estimators=200, learning_rate=0.5, **kw)
+        exact = GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w, **fit_kw)
+        hist = GradientBoostingClassifier(split_method="hist", max_bins=40, **kw).fit(
+            X, y, sample_weight=w, **fit_kw)
+        assert hist.n_estimators_ == exact.n_estimators_
+        np.testing.assert_allclose(hist.predict_proba(X_val), exact.predict_proba(X_val),
+                                   rtol=0, atol=1e-9)
+        if "n_iter_no_change" in kw:
+            assert hist.n_estimators_ < 200
+
+
+def test_hist_auc_close_to_exact_on_continuous_data():
+    metrics = require("sklearn.metrics")
+    datasets = require("sklearn.datasets")
+    X, y = datasets.make_classification(30000, 20, n_informative=10, random_state=0)
+    X = X.astype(np.float32)
+    Xtr, ytr, Xte, yte = X[:20000], y[:20000], X[20000:], y[20000:]
+    auc = {}
+    for method in ("exact", "hist"):
+        model = GradientBoostingClassifier(split_method=method, n_estimators=100,
+                                           random_state=0).fit(Xtr, ytr)
+        auc[method] = metrics.roc_auc_score(yte, model.predict_proba(Xte)[:, 1])
+    assert abs(auc["hist"] - auc["exact"]) <= 0.003, auc
+
+
+def test_n_jobs_gives_the_same_model():
+    """Large enough for the parallel histograms, partition and routing."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(260000, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.02] = np.nan
+    y = (np.nan_to_num(X[:, 0]) + rng.normal(size=260000) > 0).astype(int)
+    models = [GradientBoostingClassifier(split_method="hist", n_estimators=4, n_jobs=j,
+                                         subsample=0.9, random_state=0).fit(X, y)
+              for j in (1, 2)]
+    # (The model files differ in the stored n_jobs only.)
+    trees = [np.concatenate(m.booster_.trees()).tobytes() for m in models]
+    assert trees[0] == trees[1]
+    assert models[0].train_score_.tobytes() == models[1].train_score_.tobytes()
+
+
+def test_warm_start_is_a_single_fit():
+    X, logit, rng = _grid_data(2000, 5, 8)
+    X[:, 4] = rng.normal(size=2000)  # a continuous feature: quantile edges
+    y = np.digitize(logit + rng.logistic(size=2000), [1, 4])
+    kw = dict(split_method="hist", max_bins=16, subsample=0.8, max_features=3,
+              random_state=2)
+    once = GradientBoostingClassifier(n_estimators=20, **kw).fit(X, y)
+    warm = GradientBoostingClassifier(n_estimators=8, warm_start=True, **kw).fit(X, y)
+    warm.set_params(n_estimators=20).fit(X, y)
+    # (The model files differ in the stored parameters only.)
+    assert (np.concatenate(warm.booster_.trees()).tobytes()
+            == np.concatenate(once.booster_.trees()).tobytes())
+    np.testing.assert_array_equal(warm.oob_scores_, once.oob_scores_)
+
+
+def test_parameters_are_checked():
+    X, y = np.zeros((10, 2), np.float32), np.arange(10) % 2
+    for bad in [dict(max_bins=1), dict(max_bins=256), dict(max_bins=2.5),
+                dict(max_bins="8"), dict(split_method="histogram"),
+                dict(split_method=None)]:
+        name = next(iter(bad))
+        with pytest.raises(ValueError, match=name):
+            GradientBoostingClassifier(**bad).fit(X, y)
+
+
+def test_cli_train_hist_round_trip(tmp_path, capsys, monkeypatch):
+    pd = require("pandas")
+    X, logit, rng = _grid_data(800, 4, 9, nan=False)
+    X[:, 3] = rng.normal(size=800)
+    y = (logit + rng.logistic(size=800) > 2).astype(int)
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(4)])
+    df["target"] = y
+    df.to_csv(tmp_path / "train.csv", index=False)
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "train.csv", "-t", "target",
+                          "-o", "model.gbc", "--split-method", "hist", "--max-bins", "63",
+                          "--n-estimators", "20")
+    assert rc == 0, err
+    model = gbc_core.load(tmp_path / "model.gbc")
+    assert model.params["split_method"] == "hist" and model.params["max_bins"] == 63
+    back = pd.read_csv(tmp_path / "train.csv")
+    ref = GradientBoostingClassifier(split_method="hist", max_bins=63, n_estimators=20)
+    ref.fit(back[[f"x{j}" for j in range(4)]], back["target"])
+    np.testing.assert_array_equal(model.predict_proba(back[[f"x{j}" for j in range(4)]]),
+                                  ref.predict_proba(back[[f"x{j}" for j in range(4)]]))
+    with pytest.raises(SystemExit):
+        run_main(capsys, monkeypatch, tmp_path, "train", "train.csv", "-t", "target",
+                 "-o", "m2.gbc", "--max-bins", "300")
+    assert "max_bins must be an integer in [2, 255]" in capsys.readouterr().err
