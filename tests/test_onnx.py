@@ -163,21 +163,26 @@ def test_labels_keep_their_values_and_type(labels):
 
 
 def test_a_model_without_trees_predicts_its_initial_scores():
-    ensemble = Ensemble.from_trees([], n_outputs=3, init_raw=[0.5, -1.0, 2.0],
+    # Two largest raw scores tie: the first of them is the label, as gbc-core's.
+    ensemble = Ensemble.from_trees([], n_outputs=3, init_raw=[-1.0, 2.0, 2.0],
                                    learning_rate=0.1, n_features=2)
     booster = Booster(ensemble, np.array([10, 20, 30]))
     X = np.array([[0.0, 1.0], [np.nan, 3.0]], dtype=np.float32)
-    _assert_same(booster, X)
+    label, _ = _assert_same(booster, X)
+    assert label.tolist() == [20, 20]
 
 
-def test_a_single_leaf_tree():
+@pytest.mark.parametrize("loss", ["log_loss", "exponential"])
+def test_single_leaf_trees_and_a_raw_score_of_zero(loss):
+    """F = -0.25 + 0.5 x 0.25 + 0.5 x 0.25 = 0 exactly: the positive class (F >= 0)."""
     leaf = np.zeros(1, dtype=NODE_DTYPE)
     leaf["feature"] = leaf["left"] = leaf["right"] = -1
-    leaf["value"] = 1.5
+    leaf["value"] = 0.25
     ensemble = Ensemble.from_trees([leaf, leaf], n_outputs=1, init_raw=[-0.25],
-                                   learning_rate=0.1, n_features=1)
-    booster = Booster(ensemble, np.array(["a", "b"]))
-    _assert_same(booster, np.array([[0.0], [np.nan]], dtype=np.float32))
+                                   learning_rate=0.5, n_features=1)
+    booster = Booster(ensemble, np.array(["a", "b"]), loss=loss)
+    label, proba = _assert_same(booster, np.array([[0.0], [np.nan]], dtype=np.float32))
+    assert label.tolist() == ["b", "b"] and proba.tolist() == [[0.5, 0.5]] * 2
 
 
 def test_unexportable_models_are_refused():
