@@ -9,9 +9,11 @@ and of the Booster (the labels, the loss, the feature names), like ``_model_io``
 The graph:
 
 - input ``input``: float32 of shape [N, n_features] (NaN is a missing value);
-- one ``TreeEnsembleRegressor`` (``ai.onnx.ml`` opset 3) with K targets gives the
-  raw scores F [N, K]: its thresholds, leaf weights and base values are doubles
-  (the ``*_as_tensor`` attributes), so that a float32 x is compared with each
+- the rows are cast to double (exactly) and one ``TreeEnsembleRegressor``
+  (``ai.onnx.ml`` opset 3) with K targets gives the raw scores F [N, K]: its
+  thresholds, leaf weights and base values are doubles (the ``*_as_tensor``
+  attributes; onnxruntime compares and adds in its input's type and reads them for
+  double input only), so that a float32 x is compared with each
   split's ``threshold32`` (mode ``BRANCH_LEQ``: x <= threshold32 goes to the true
   branch, gbc-core's left child; the largest float32 not above the float64
   threshold decides every float32 x as gbc-core does), a NaN follows the split's
