@@ -7,6 +7,7 @@ threshold go the same way in both.
 """
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -267,3 +268,15 @@ def test_cli_export_errors_are_one_line(tmp_path, capsys, monkeypatch):
     assert rc == 1 and err.startswith(ERROR_PREFIX) and "target_opset" in err
     assert not (tmp_path / "m.onnx").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_without_onnx_the_error_says_what_to_install(tmp_path, capsys, monkeypatch):
+    X, score = _data(n=300)
+    model = GradientBoostingClassifier(n_estimators=2).fit(X, _labels(score, 2))
+    model.save(tmp_path / "m.gbc")
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    with pytest.raises(ImportError, match=r"gbc-core\[onnx\]"):
+        to_onnx(model)
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "export", "m.gbc", "-o", "m.onnx")
+    assert rc == 1 and err.startswith(ERROR_PREFIX) and "gbc-core[onnx]" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.gbc"]
