@@ -51,7 +51,7 @@ from gbc_core.metrics import (  # noqa: E402
 )
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX signals, pipes and modes")
-COMMANDS = ["demo", "train", "predict", "evaluate", "inspect"]
+COMMANDS = ["demo", "train", "predict", "evaluate", "inspect", "export"]
 
 
 def sigmoid(raw):

@@ -1,4 +1,4 @@
-"""The batch commands behind ``gbc-core train | predict | evaluate | inspect``.
+"""The batch commands behind ``gbc-core train | predict | evaluate | inspect | export``.
 
 Each ``run_*`` function takes the parsed command-line arguments and returns the exit
 code; user errors are raised as :class:`~gbc_core._tabular.DataError` with a one-line
@@ -852,4 +852,27 @@ def run_inspect(args):
             print(f"  {d['feature']:<{w}}  {d['importance']:.4f}  {bar}")
     else:
         print("importances: all zero (no splits)")
+    return 0
+
+
+# ------------------------------------------------------------------- export
+def run_export(args):
+    from .onnx import to_onnx
+
+    model = load_model_file(args.model)
+    # An output that is the input, or not writable, fails before the export.
+    out = AtomicOutput(args.output, inputs=[args.model])
+    try:
+        try:
+            proto = to_onnx(model, target_opset=args.opset)
+        except ValueError as exc:
+            raise DataError(f"cannot export {args.model}: {one_line(exc)}") from None
+        out.write_bytes(proto.SerializeToString())
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+    if not args.quiet:
+        print(f"ONNX model ({model.n_classes_} classes, {model.n_estimators_} iterations, "
+              f"opset {proto.opset_import[0].version}) written to {args.output}")
     return 0

@@ -1,6 +1,7 @@
 """Command line: ``gbc-core COMMAND`` (same as ``python -m gbc_core COMMAND``).
 
-Commands: ``demo`` (the default), ``train``, ``predict``, ``evaluate``, ``inspect``.
+Commands: ``demo`` (the default), ``train``, ``predict``, ``evaluate``, ``inspect``,
+``export``.
 User errors print one line ``gbc-core: error: ...`` and exit with status 1 (``--debug``
 shows the traceback); argument errors exit with status 2, an interrupt with 130.
 """
@@ -21,6 +22,7 @@ _COMMAND_MODULES = {
     "predict": ("gbc_core._batch", "gbc_core._booster"),
     "evaluate": ("gbc_core._batch", "gbc_core._booster", "gbc_core.metrics"),
     "inspect": ("gbc_core._batch", "gbc_core._booster"),
+    "export": ("gbc_core._batch", "gbc_core._booster", "gbc_core.onnx", "onnx"),
 }
 #: CSV and Parquet support (optional; pyarrow loads ``pyarrow.pandas_compat`` on its
 #: first conversion).
@@ -57,6 +59,12 @@ def _cmd_inspect(args):
     from ._batch import run_inspect
 
     return run_inspect(args)
+
+
+def _cmd_export(args):
+    from ._batch import run_export
+
+    return run_export(args)
 
 
 # ------------------------------------------------------------ argument types
@@ -275,6 +283,22 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _common(p)
     p.set_defaults(func=_cmd_inspect)
+
+    # export
+    p = _parser(
+        sub, "export", "write a model as an ONNX graph (needs the onnx package)",
+        description="Write MODEL as an ONNX graph for onnxruntime and other ONNX "
+                    "runtimes: input 'input' (float32 rows, NaN for a missing value), "
+                    "outputs 'label' and 'probabilities' (one column per class). The "
+                    "output appears only when the run succeeds.")
+    p.add_argument("model", metavar="MODEL", help="model file (from train or save)")
+    p.add_argument("--output", "-o", required=True, metavar="OUT",
+                   help="ONNX file to write (e.g. model.onnx)")
+    p.add_argument("--opset", type=_positive_int, default=None,
+                   help="opset of the main ONNX domain (default: 17; the tree ensemble "
+                        "is ai.onnx.ml opset 3)")
+    _common(p)
+    p.set_defaults(func=_cmd_export)
     return parser
 
 
