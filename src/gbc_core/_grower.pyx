@@ -148,6 +148,18 @@ cdef class TreeGrower:
     max_features : int
         Features drawn at random for each node (``n_features`` for all).
     n_threads : int
+
+    Attributes
+    ----------
+    reducer : callable or None
+        The distributed hook for the grower's own sums (None in one process; the
+        finder's histograms have their own, ``HistogramSplitFinder.reducer``):
+        called with the GIL as ``reducer(values, n_summed)`` with the root's totals
+        and sums at the start of a tree, then before each later level with the sums
+        of the splittable test of the level's nodes; it must leave in ``values``
+        the element-wise sums over every process of the first ``n_summed`` columns
+        (in a fixed process order), the minimum of the next column and the maximum
+        of the last.
     """
     cdef:
         const float32_t[::1, :] X
@@ -180,6 +192,7 @@ cdef class TreeGrower:
         int32_t* perm
         block_t* blocks
         intp_t block_capacity
+        public object reducer
 
     def __cinit__(self):
         self.nodes = NULL
@@ -194,6 +207,7 @@ cdef class TreeGrower:
         self.scratch_right = NULL
         self.blocks = NULL
         self.block_capacity = 0
+        self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
 
@@ -346,6 +360,8 @@ cdef class TreeGrower:
                     root.s += row_stats[i].wr
                     root_sums.wr2 += row_stats[i].w * residual[i] * residual[i]
                     _sums_range(&root_sums, row_stats[i].w, residual[i])
+        if self.reducer is not None:
+            root, root_sums = self._reduce_root(root, root_sums)
         root_sums.w = root.w
         root_sums.wr = root.s
         self.finder.start_tree(row_stats, self.row_slot)
@@ -363,6 +379,8 @@ cdef class TreeGrower:
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
+            if depth > 0 and self.reducer is not None:
+                self._reduce_sums(n_slots)
             if not self._mark_splittable(n_slots):
                 break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
@@ -396,6 +414,44 @@ cdef class TreeGrower:
             if sample_mask is not None:
                 self._route_out_of_bag(sample_mask)
         return self.n_nodes
+
+    cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
+        """(Data spread over processes) the root's totals and sums over every
+        process: ``reducer(values, n_summed)`` must leave in ``values`` (float64, one
+        row per node) the sums over processes of its first ``n_summed`` columns, in
+        a fixed order, the minimum of the next column and the maximum of the last."""
+        values = np.array([[root.n, root.w, root.s, sums.wr2, sums.r_min, sums.r_max]],
+                          dtype=np.float64)
+        self.reducer(values, 4)
+        root.n = <int64_t>values[0, 0]
+        root.w = values[0, 1]
+        root.s = values[0, 2]
+        sums.wr2 = values[0, 3]
+        sums.r_min = values[0, 4]
+        sums.r_max = values[0, 5]
+        return root, sums
+
+    cdef int _reduce_sums(self, intp_t n_slots) except -1:
+        """(Data spread over processes) the sums of the splittable test of the
+        level's nodes (w, w * r, w * r^2, the residual range) over every process."""
+        cdef intp_t s
+        cdef float64_t[:, ::1] v
+        values = np.empty((n_slots, 5), dtype=np.float64)
+        v = values
+        for s in range(n_slots):
+            v[s, 0] = self.level_sums[s].w
+            v[s, 1] = self.level_sums[s].wr
+            v[s, 2] = self.level_sums[s].wr2
+            v[s, 3] = self.level_sums[s].r_min
+            v[s, 4] = self.level_sums[s].r_max
+        self.reducer(values, 3)
+        for s in range(n_slots):
+            self.level_sums[s].w = v[s, 0]
+            self.level_sums[s].wr = v[s, 1]
+            self.level_sums[s].wr2 = v[s, 2]
+            self.level_sums[s].r_min = v[s, 3]
+            self.level_sums[s].r_max = v[s, 4]
+        return 0
 
     cdef bint _mark_splittable(self, intp_t n_slots):
         """Which nodes of the level may split, and the statistics the finder must

@@ -23,7 +23,8 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-__all__ = ["predict_proba", "predict", "decision_function", "score_chunks"]
+__all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
+           "DaskGradientBoostingClassifier"]
 
 
 def _import_dask():
@@ -274,3 +275,659 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     finally:
         if own:
             client.close()
+
+
+# ================================================================ training
+# Data-parallel training of split_method="hist" (the model of LightGBM's
+# data-parallel tree learner). One actor per worker holding training partitions
+# (``_PartActor``) keeps that worker's rows, bins, raw scores and residuals for the
+# whole fit and runs the boosting loop of ``_distributed.PartTrainer``; every sum
+# over rows goes through the all-reduce of a ``_Coordinator`` actor, which adds the
+# ranks' arrays in rank order. The client sends parameters and receives the
+# partitions' sketches, shapes and labels, and the trees: never X.
+
+#: Seconds a rank waits for the others at one step of a fit, by default.
+DEFAULT_STEP_TIMEOUT = 120.0
+
+
+class _Coordinator:
+    """The all-reduce of a fit: waits for the array of every rank at a step and
+    returns their sum (``_distributed.allreduce_local``, rank order) to each.
+
+    Its methods are coroutines: they run on the worker's event loop, so waiting for
+    the other ranks blocks no thread."""
+
+    def __init__(self, n_ranks, timeout):
+        self.n_ranks = n_ranks
+        self.timeout = timeout
+        self.steps = {}
+        self.error = None
+
+    def _entry(self, step):
+        import asyncio
+
+        entry = self.steps.get(step)
+        if entry is None:
+            entry = self.steps[step] = {"parts": [None] * self.n_ranks, "arrived": 0,
+                                        "taken": 0, "result": None,
+                                        "event": asyncio.Event()}
+        return entry
+
+    async def allreduce(self, step, rank, values, n_summed):
+        import asyncio
+
+        from ._distributed import allreduce_local
+
+        if self.error is not None:
+            raise RuntimeError(self.error)
+        entry = self._entry(step)
+        entry["parts"][rank] = values
+        entry["arrived"] += 1
+        if entry["arrived"] == self.n_ranks:
+            try:
+                entry["result"] = allreduce_local(entry["parts"], n_summed)
+            except Exception as exc:  # noqa: BLE001 - every rank gets the error
+                entry["result"] = exc
+            entry["parts"] = None
+            entry["event"].set()
+        else:
+            try:
+                await asyncio.wait_for(entry["event"].wait(), self.timeout)
+            except asyncio.TimeoutError:
+                missing = [r for r, p in enumerate(entry["parts"] or []) if p is None]
+                self.error = (f"distributed fit: rank(s) {missing} did not reach step "
+                              f"{step} within {self.timeout:g} s (a worker lost or "
+                              "stalled)")
+                self._wake_all()
+                raise RuntimeError(self.error) from None
+        if self.error is not None:
+            raise RuntimeError(self.error)
+        entry["taken"] += 1
+        if entry["taken"] == self.n_ranks:
+            del self.steps[step]
+        if isinstance(entry["result"], Exception):
+            raise entry["result"]
+        return entry["result"]
+
+    def _wake_all(self):
+        for entry in self.steps.values():
+            entry["event"].set()
+
+    async def abort(self, reason):
+        """End the fit: every waiting and later step raises ``reason``."""
+        if self.error is None:
+            self.error = reason
+        self._wake_all()
+        return True
+
+
+class _ActorComm:
+    """``allreduce`` of one rank, through the coordinator actor (each call one step;
+    every rank makes the same calls in the same order)."""
+
+    def __init__(self, coordinator, rank, timeout):
+        self.coordinator = coordinator
+        self.rank = rank
+        self.timeout = timeout
+        self.step = 0
+
+    def allreduce(self, values, n_summed):
+        import asyncio
+        import inspect
+
+        self.step += 1
+        pending = self.coordinator.allreduce(self.step, self.rank,
+                                             np.ascontiguousarray(values), n_summed)
+        if inspect.iscoroutine(pending):
+            # The coordinator lives on this worker: run its coroutine on the loop.
+            from distributed import get_worker
+
+            loop = get_worker().loop.asyncio_loop
+            pending = asyncio.run_coroutine_threadsafe(pending, loop)
+            return pending.result(self.timeout + 10)
+        return pending.result(timeout=self.timeout + 10)
+
+
+def _as_float32_part(part, name):
+    from ._validation import check_features
+
+    return check_features(part, name, dtype=np.float32, order="C")
+
+
+class _PartActor:
+    """The training rows of one worker for one fit (a Dask actor)."""
+
+    def __init__(self, X_parts, y_parts, w_parts, eval_parts):
+        X = [_as_float32_part(p, "X") for p in X_parts]
+        widths = {x.shape[1] for x in X}
+        if len(widths) > 1:
+            raise ValueError(f"the partitions of X have different numbers of columns: "
+                             f"{sorted(widths)}")
+        self.X = np.asfortranarray(np.concatenate(X, axis=0))
+        del X
+        self.y = np.concatenate([np.asarray(p).ravel() for p in y_parts])
+        if self.y.shape[0] != self.X.shape[0]:
+            raise ValueError(f"y has {self.y.shape[0]} labels in the partitions of a "
+                             f"worker that hold {self.X.shape[0]} rows of X: X and y "
+                             "must be partitioned alike")
+        self.w = None
+        if w_parts is not None:
+            from ._validation import check_sample_weight
+
+            w = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in w_parts])
+            self.w = check_sample_weight(w, self.X.shape[0]) if w.size else w
+        self.eval_parts = eval_parts
+        self.trainer = None
+
+    def label_counts(self):
+        """(distinct labels, their counts) of this worker's rows."""
+        return np.unique(self.y, return_counts=True)
+
+    def describe(self, max_sketch):
+        """(rows, columns, distinct labels, largest weight, sketch)."""
+        from ._distributed import sketch
+
+        top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
+        return (self.X.shape[0], self.X.shape[1], np.unique(self.y), top,
+                sketch(self.X, max_sketch))
+
+    def setup(self, classes, exponent, class_factors, mapper, n_threads):
+        """Class codes, weights scaled by 2**-exponent, the bins; returns the sums
+        the parameters need and the bins' value ranges."""
+        from ._distributed import PartTrainer
+
+        codes = np.searchsorted(classes, self.y).astype(np.int32)
+        w = self.w
+        if class_factors is not None:
+            w = (np.ones(codes.shape[0]) if w is None else w) * class_factors[codes]
+        if w is not None and exponent:
+            w = np.ldexp(w, -exponent)
+        w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        eval_part = None
+        if self.eval_parts is not None:
+            Xv, yv, wv = self.eval_parts
+            Xv = np.ascontiguousarray(np.concatenate(
+                [_as_float32_part(p, "eval_set X") for p in Xv], axis=0))
+            yv = np.concatenate([np.asarray(p).ravel() for p in yv])
+            known = np.isin(yv, classes)
+            if not known.all():
+                raise ValueError(f"eval_set y has labels not seen in y: "
+                                 f"{np.unique(yv[~known])!r}")
+            cv = np.searchsorted(classes, yv).astype(np.int32)
+            if wv is not None:
+                wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv])
+            if class_factors is not None:
+                wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
+            eval_part = (Xv, cv, wv)
+        self.trainer = PartTrainer(self.X, codes, w, eval_part)
+        lo, hi = self.trainer.bin(mapper, n_threads)
+        total_w = float(codes.shape[0] if w is None else w.sum())
+        return codes.shape[0], total_w, np.bincount(codes, minlength=classes.size), lo, hi
+
+    def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout):
+        """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
+        params = dict(params)
+        wph = params.pop("_workers_per_host", {})
+        if params.get("n_jobs") is None:
+            params["n_threads"] = _n_jobs_for_task(None, wph)
+        comm = _ActorComm(coordinator, rank, timeout)
+        out = self.trainer.fit(comm, n_classes, params, seed, lo, hi)
+        return out if rank == 0 else None
+
+    def memory(self):
+        """(peak resident memory of this worker's process in bytes, bytes of its
+        part: X, bins, state)."""
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return peak, int(self.X.nbytes)
+
+
+def _parts_of(collection, client, name):
+    """(futures of the row partitions in order, holder of each) of a persisted Dask
+    Array (columns in one chunk) or DataFrame/Series."""
+    from distributed import futures_of
+
+    keys = collection.__dask_keys__()
+    flat = []
+    stack = [keys]
+    while stack:  # flatten the nested key lists in order
+        item = stack.pop(0)
+        if isinstance(item, list):
+            stack[:0] = item
+        else:
+            flat.append(item)
+    by_key = {f.key: f for f in futures_of(collection)}
+    futures = [by_key[k] for k in flat]
+    who = client.who_has(futures)
+    holders = []
+    for f in futures:
+        where = sorted(who.get(f.key, ()) or ())
+        if not where:
+            raise RuntimeError(f"{name}: a partition is held by no worker")
+        holders.append(where[0])
+    return futures, holders
+
+
+def _alive(client):
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:
+        info = client.scheduler_info()
+    return set(info["workers"])
+
+
+def _wait_all(client, futures, ranks, what):
+    """The results of actor calls ``futures`` (one per rank); a clear error, never a
+    hang, when a rank fails or its worker leaves the cluster."""
+    import time
+
+    checked = 0.0
+    while True:
+        done = [f.done() for f in futures]
+        for f, d in zip(futures, done):
+            if d:
+                try:
+                    f.result()
+                except Exception as exc:
+                    raise RuntimeError(f"distributed fit: {what} failed on a worker: "
+                                       f"{type(exc).__name__}: {exc}") from exc
+        if all(done):
+            return [f.result() for f in futures]
+        now = time.monotonic()
+        if now - checked > 0.5:
+            checked = now
+            lost = sorted(set(ranks) - _alive(client))
+            if lost:
+                raise RuntimeError(f"distributed fit: worker(s) {lost} left the cluster "
+                                   f"during {what}; the fit cannot go on without their rows")
+        time.sleep(0.01)
+
+
+def _as_dask(obj, name, row_chunks):
+    """``obj`` as a Dask collection partitioned like X (NumPy/pandas are wrapped)."""
+    import dask.array as da
+
+    if obj is None or hasattr(obj, "__dask_graph__"):
+        return obj
+    arr = np.asarray(obj)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if row_chunks is None:
+        raise TypeError(f"{name} must be a Dask Series or Array when X is a Dask "
+                        "DataFrame")
+    if arr.shape[0] != sum(row_chunks):
+        raise ValueError(f"{name} has {arr.shape[0]} rows, X has {sum(row_chunks)}")
+    return da.from_array(arr, chunks=(row_chunks,))
+
+
+def _dask_X(X, name):
+    """(X with its columns in one chunk, its row chunks or None, feature names)."""
+    import dask.array as da
+
+    from ._validation import feature_names_of
+
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
+        if X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        if any(np.isnan(c) for c in X.chunks[0]):
+            X = X.compute_chunk_sizes()
+        return X, X.chunks[0], None
+    if hasattr(X, "to_delayed") and hasattr(X, "npartitions") and hasattr(X, "_meta"):
+        return X, None, feature_names_of(X._meta)
+    raise TypeError(f"{name} must be a Dask Array or DataFrame, got {type(X).__name__}")
+
+
+def _align_y(y, X, row_chunks, name):
+    import dask.array as da
+
+    y = _as_dask(y, name, row_chunks)
+    if y is None:
+        return None
+    if isinstance(y, da.Array) and row_chunks is not None:
+        if y.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got {y.ndim}-D")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} has {y.shape[0]} rows, X has {X.shape[0]}")
+        if y.chunks[0] != row_chunks:
+            y = y.rechunk((row_chunks,))
+    elif getattr(y, "npartitions", None) != getattr(X, "npartitions", None) and (
+            not isinstance(y, da.Array) or len(y.chunks[0]) != X.npartitions):
+        raise ValueError(f"{name} must have the partitions of X ({X.npartitions}), got "
+                         f"{getattr(y, 'npartitions', None) or len(y.chunks[0])}")
+    return y
+
+
+class DaskGradientBoostingClassifier:
+    """Gradient boosting trained on a Dask cluster (``split_method="hist"``).
+
+    The parameters of :class:`gbc_core.GradientBoostingClassifier` (its split method
+    is always ``"hist"``) plus ``client`` and ``step_timeout``. ``fit`` takes Dask
+    Arrays or DataFrames partitioned across the workers: the rows stay where they are,
+    each worker holding its partitions binned and their residual state for the whole
+    fit in an actor; per level the workers' histograms are summed in worker order,
+    so every worker chooses the same splits. Where every feature has at most
+    ``max_bins`` distinct values, the model is the single-process hist fit of the
+    concatenated rows (up to the rounding of sums formed per worker).
+
+    Not supported in a distributed fit (a clear error): ``subsample < 1``,
+    ``warm_start`` and early stopping without ``eval_set`` (the hold-out of
+    ``validation_fraction``).
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        Default: the current client.
+    step_timeout : float, default=120
+        Seconds a worker waits for the others at one step of the fit before the fit
+        ends with an error (a worker that left the cluster ends it at once).
+
+    Attributes
+    ----------
+    booster_ : Booster
+        The fitted model; the fitted attributes of the in-memory estimator are read
+        through :meth:`to_local`.
+    """
+
+    def __init__(self, n_estimators=100, learning_rate=0.1, max_depth=3,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 subsample=1.0, max_features=None, init="zero", random_state=None,
+                 n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
+                 tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
+                 split_method="hist", max_bins=255, client=None,
+                 step_timeout=DEFAULT_STEP_TIMEOUT):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.subsample = subsample
+        self.max_features = max_features
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.warm_start = warm_start
+        self.class_weight = class_weight
+        self.loss = loss
+        self.split_method = split_method
+        self.max_bins = max_bins
+        self.client = client
+        self.step_timeout = step_timeout
+
+    _OWN = ("client", "step_timeout")
+
+    def get_params(self, deep=True):
+        """The parameters (scikit-learn's convention)."""
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params):
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}")
+            setattr(self, key, value)
+        return self
+
+    def _model_params(self):
+        return {k: v for k, v in self.get_params().items() if k not in self._OWN}
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Fit on the workers holding ``X``'s partitions.
+
+        Parameters
+        ----------
+        X : dask.array.Array or dask.dataframe.DataFrame of shape (n, n_features)
+        y : dask Array or Series partitioned like X (or a NumPy array with X an Array)
+        sample_weight : like y, optional
+        eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), optional
+            Validation rows (Dask or NumPy/pandas); their loss is summed on the
+            workers after each iteration (``validation_score_``, early stopping
+            with ``n_iter_no_change``).
+
+        Returns
+        -------
+        self
+        """
+        _import_dask()
+        from ._booster import Booster
+        from ._distributed import SKETCH_SIZE, mapper_from_sketches
+        from ._ensemble import Ensemble
+        from ._model_io import check_labels
+        from ._params import check_params, resolve
+
+        params = check_params(self._model_params())
+        if params["split_method"] != "hist":
+            raise ValueError("DaskGradientBoostingClassifier trains with split_method="
+                             f"'hist' only, got {params['split_method']!r}")
+        if params["subsample"] < 1.0:
+            raise ValueError("subsample < 1 is not supported by the distributed fit")
+        if params["warm_start"]:
+            raise ValueError("warm_start is not supported by the distributed fit")
+        if params["n_iter_no_change"] is not None and eval_set is None:
+            raise ValueError("early stopping in a distributed fit needs eval_set (the "
+                             "validation_fraction hold-out is not supported)")
+        timeout = float(self.step_timeout)
+        if not timeout > 0:
+            raise ValueError(f"step_timeout must be > 0, got {self.step_timeout!r}")
+        client = _get_client(self.client)
+        if client is None:
+            raise ValueError("DaskGradientBoostingClassifier needs a distributed Client "
+                             "(client=..., or a current one)")
+        rs = params["random_state"]
+        seed = (int(rs) if isinstance(rs, (int, np.integer))
+                else int(np.random.SeedSequence().entropy % (2**63)))
+
+        X, row_chunks, names = _dask_X(X, "X")
+        y = _align_y(y, X, row_chunks, "y")
+        w = _align_y(sample_weight, X, row_chunks, "sample_weight")
+        collections = [c for c in (X, y, w) if c is not None]
+        if eval_set is not None:
+            if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
+                raise ValueError("eval_set must be a tuple (X_val, y_val) or "
+                                 "(X_val, y_val, w_val)")
+            Xv = eval_set[0]
+            if not hasattr(Xv, "__dask_graph__"):
+                import dask.array as da
+
+                Xv = da.from_array(np.asarray(Xv, dtype=np.float32))
+            Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
+            yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
+            wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
+                  if len(eval_set) == 3 else None)
+            collections += [c for c in (Xv, yv, wv) if c is not None]
+
+        persisted = client.persist(collections)
+        from distributed import wait
+
+        wait(persisted)
+        it = iter(persisted)
+        X = next(it)
+        y = next(it)
+        w = next(it) if w is not None else None
+        xf, holders = _parts_of(X, client, "X")
+        yf, _ = _parts_of(y, client, "y")
+        wf = _parts_of(w, client, "sample_weight")[0] if w is not None else None
+        if len(yf) != len(xf) or (wf is not None and len(wf) != len(xf)):
+            raise ValueError("X, y and sample_weight must have the same partitions")
+        ranks = sorted(set(holders))
+        eval_for = {r: None for r in ranks}
+        if eval_set is not None:
+            Xv = next(it)
+            yv = next(it)
+            wv = next(it) if wv is not None else None
+            vf, vholders = _parts_of(Xv, client, "eval_set X")
+            vyf, _ = _parts_of(yv, client, "eval_set y")
+            vwf = _parts_of(wv, client, "eval_set sample_weight")[0] if wv is not None else None
+            eval_for = {r: ([], [], [] if vwf is not None else None) for r in ranks}
+            for i, holder in enumerate(vholders):
+                r = holder if holder in eval_for else ranks[i % len(ranks)]
+                eval_for[r][0].append(vf[i])
+                eval_for[r][1].append(vyf[i])
+                if vwf is not None:
+                    eval_for[r][2].append(vwf[i])
+
+        actor_futures = []
+        coordinator_future = None
+        handles = []
+        coordinator = None
+        try:
+            for addr in ranks:
+                mine = [i for i, h in enumerate(holders) if h == addr]
+                actor_futures.append(client.submit(
+                    _PartActor, [xf[i] for i in mine], [yf[i] for i in mine],
+                    None if wf is None else [wf[i] for i in mine], eval_for[addr],
+                    workers=[addr], allow_other_workers=False, actor=True, pure=False))
+            coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
+                                               workers=[ranks[0]], actor=True, pure=False)
+            del persisted, X, y, w, xf, yf, wf
+            wait(actor_futures + [coordinator_future], timeout=timeout)
+            handles = [f.result() for f in actor_futures]
+            coordinator = coordinator_future.result()
+
+            described = _wait_all(client, [h.describe(SKETCH_SIZE) for h in handles],
+                                  ranks, "reading the partitions")
+            widths = {d[1] for d in described}
+            if len(widths) != 1:
+                raise ValueError(f"the workers' partitions of X have different numbers "
+                                 f"of columns: {sorted(widths)}")
+            n_features = widths.pop()
+            n_total = sum(d[0] for d in described)
+            if n_total == 0:
+                raise ValueError("X has no rows")
+            labels = np.concatenate([d[2] for d in described])
+            classes = np.unique(labels)
+            check_labels(classes)
+            if classes.size < 2:
+                raise ValueError(f"y must hold at least 2 classes, got {classes.size}")
+            top = max(d[3] for d in described)
+            exponent = 0
+            from ._validation import WEIGHT_RANGE
+
+            if top > 0 and not WEIGHT_RANGE[0] <= top <= WEIGHT_RANGE[1]:
+                exponent = int(np.frexp(top)[1])
+            class_factors = self._class_factors(params["class_weight"], classes,
+                                                handles, client, ranks)
+            mapper = mapper_from_sketches([d[4] for d in described], params["max_bins"])
+            wph = workers_per_host(client)
+            n_threads = 1 if params["n_jobs"] is None else resolve(
+                params, n_total, n_features, 1.0)["n_threads"]
+            setups = _wait_all(
+                client, [h.setup(classes, exponent, class_factors, mapper, n_threads)
+                         for h in handles], ranks, "binning")
+            total_w = sum(s[1] for s in setups)
+            if not total_w > 0:
+                raise ValueError("sample_weight is zero for every sample")
+            lo = np.minimum.reduce([s[3] for s in setups])
+            hi = np.maximum.reduce([s[4] for s in setups])
+            resolved = resolve(params, n_total, n_features, total_w)
+            resolved["_workers_per_host"] = wph
+            results = _wait_all(
+                client, [h.fit(coordinator, r, classes.size, resolved, seed, lo, hi,
+                               timeout) for r, h in enumerate(handles)], ranks, "the fit")
+            trees, init_raw, record = results[0]
+            ensemble = Ensemble.from_trees(trees, n_outputs=init_raw.shape[0],
+                                           init_raw=init_raw,
+                                           learning_rate=params["learning_rate"],
+                                           n_features=n_features)
+            self.booster_ = Booster(ensemble, classes, feature_names=names,
+                                    params=self._model_params(), record=record,
+                                    max_features=resolved["max_features"])
+            self.__dict__.pop("_local", None)
+        except BaseException:
+            if coordinator is not None:
+                try:
+                    coordinator.abort("distributed fit: interrupted by the client").result(
+                        timeout=5)
+                except Exception:  # noqa: BLE001 - its worker may be gone
+                    pass
+            raise
+        finally:
+            handles = coordinator = None
+            client.cancel(actor_futures + ([coordinator_future] if coordinator_future
+                                           is not None else []), force=True)
+        return self
+
+    def _class_factors(self, class_weight, classes, handles, client, ranks):
+        if class_weight is None:
+            return None
+        if class_weight == "balanced":
+            counts = np.zeros(classes.size)
+            for labels, n in _wait_all(client, [h.label_counts() for h in handles], ranks,
+                                       "counting the classes"):
+                counts[np.searchsorted(classes, labels)] += n
+            with np.errstate(divide="ignore"):
+                per_class = counts.sum() / (classes.size * counts)
+        else:
+            unknown = [k for k in class_weight if not np.any(classes == k)]
+            if unknown:
+                raise ValueError(f"class_weight has labels not in y: {unknown!r}")
+            per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        from ._validation import scale_weights
+
+        return scale_weights(per_class)
+
+    # ----------------------------------------------------------------- predict
+    def _booster(self):
+        if "booster_" not in self.__dict__:
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+        return self.booster_
+
+    def to_local(self):
+        """The fitted model as a plain :class:`gbc_core.GradientBoostingClassifier`
+        (save, load, the command line, everything)."""
+        from ._classifier import GradientBoostingClassifier
+
+        return GradientBoostingClassifier.from_bytes(
+            self._booster().to_bytes(params=self._model_params()))
+
+    def _local(self):
+        local = self.__dict__.get("_local")
+        if local is None:
+            local = self.__dict__["_local"] = self.to_local()
+        return local
+
+    @staticmethod
+    def _is_dask(X):
+        return hasattr(X, "__dask_graph__")
+
+    def predict_proba(self, X):
+        """Class probabilities: a NumPy array for NumPy/pandas input, a lazy Dask Array
+        for Dask input (scored on the workers)."""
+        if self._is_dask(X):
+            return predict_proba(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
+        return self._local().predict_proba(X)
+
+    def predict(self, X):
+        """Predicted labels (NumPy, or Dask for Dask input)."""
+        if self._is_dask(X):
+            return predict(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
+        return self._local().predict(X)
+
+    def decision_function(self, X):
+        """Raw scores F(x) (NumPy, or Dask for Dask input)."""
+        if self._is_dask(X):
+            return decision_function(self._booster(), X, n_jobs=self.n_jobs,
+                                     client=self.client)
+        return self._local().decision_function(X)
+
+    def __getattr__(self, name):
+        # The fitted attributes of the in-memory estimator (classes_, n_estimators_,
+        # train_score_, ...).
+        if name.endswith("_") and not name.startswith("_") and "booster_" in self.__dict__:
+            return getattr(self._local(), name)
+        raise AttributeError(name)
