@@ -391,6 +391,9 @@ class _ActorComm:
 def _as_float32_part(part, name):
     from ._validation import check_features
 
+    shape = getattr(part, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[0] == 0:
+        return np.empty((0, shape[1]), dtype=np.float32)  # an empty partition
     return check_features(part, name, dtype=np.float32, order="C")
 
 
@@ -498,7 +501,16 @@ def _parts_of(collection, client, name):
         else:
             flat.append(item)
     by_key = {f.key: f for f in futures_of(collection)}
-    futures = [by_key[k] for k in flat]
+    if all(k in by_key for k in flat):
+        futures = [by_key[k] for k in flat]
+    else:
+        # A persisted DataFrame may name its partitions apart from its keys: the
+        # futures of one layer, in the order of their partition index.
+        names = {f.key[0] for f in by_key.values() if isinstance(f.key, tuple)}
+        if len(names) != 1 or len(by_key) != len(flat):
+            raise RuntimeError(f"{name}: cannot match the partitions of the persisted "
+                               "collection with its futures")
+        futures = sorted(by_key.values(), key=lambda f: f.key[1:])
     who = client.who_has(futures)
     holders = []
     for f in futures:
@@ -843,7 +855,7 @@ class DaskGradientBoostingClassifier:
             self.booster_ = Booster(ensemble, classes, feature_names=names,
                                     params=self._model_params(), record=record,
                                     max_features=resolved["max_features"])
-            self.__dict__.pop("_local", None)
+            self.__dict__.pop("_local_model", None)
         except BaseException:
             if coordinator is not None:
                 try:
@@ -895,10 +907,14 @@ class DaskGradientBoostingClassifier:
         return GradientBoostingClassifier.from_bytes(
             self._booster().to_bytes(params=self._model_params()))
 
+    def trees(self):
+        """The fitted trees (see ``GradientBoostingClassifier.trees``)."""
+        return self._local().trees()
+
     def _local(self):
-        local = self.__dict__.get("_local")
+        local = self.__dict__.get("_local_model")
         if local is None:
-            local = self.__dict__["_local"] = self.to_local()
+            local = self.__dict__["_local_model"] = self.to_local()
         return local
 
     @staticmethod
