@@ -270,3 +270,34 @@ def test_refused_options(client):
         DaskGradientBoostingClassifier(split_method="exact").fit(Xd, yd)
     with pytest.raises(TypeError, match="Dask Array or DataFrame"):
         DaskGradientBoostingClassifier().fit(X, y)
+
+
+def test_cli_train_dask(client, tmp_path, capsys, monkeypatch):
+    """``gbc-core train --dask SCHEDULER``: the workers read the Parquet file's row
+    groups and train; the model equals the in-memory hist fit of the file."""
+    from conftest import run_main
+
+    pq = require("pyarrow.parquet")
+    pa = require("pyarrow")
+    X, y, _ = _data(1200, 3, seed=21)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df["id"] = np.arange(len(df))
+    df["y"] = np.array(["a", "b", "c"])[y]
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=300)
+    address = client.scheduler.address
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", path, "--target", "y",
+                            "--drop", "id", "-o", "m.gbc", "--dask", address,
+                            "--split-method", "hist", "--n-estimators", "8",
+                            "--random-state", "0")
+    assert rc == 0, err
+    assert "Dask cluster" in out
+    model = GradientBoostingClassifier.load(tmp_path / "m.gbc")
+    ref = GradientBoostingClassifier(split_method="hist", n_estimators=8, random_state=0).fit(
+        df[[f"f{i}" for i in range(5)]], df["y"])
+    assert list(model.feature_names_in_) == [f"f{i}" for i in range(5)]
+    assert np.abs(model.predict_proba(df) - ref.predict_proba(df)).max() <= 1e-9
+    # exact is refused with --dask, naming the option
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", path, "--target", "y",
+                            "-o", "m2.gbc", "--dask", address)
+    assert rc != 0 and "--split-method hist" in err

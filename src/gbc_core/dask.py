@@ -409,6 +409,10 @@ class _PartActor:
         self.X = np.asfortranarray(np.concatenate(X, axis=0))
         del X
         self.y = np.concatenate([np.asarray(p).ravel() for p in y_parts])
+        if self.y.dtype.kind == "f" and not np.isfinite(self.y).all():
+            raise ValueError("y has NaN or infinite labels; every row needs a label")
+        if self.y.dtype.kind == "O" and any(v is None or v != v for v in self.y):
+            raise ValueError("y has missing labels; every row needs a label")
         if self.y.shape[0] != self.X.shape[0]:
             raise ValueError(f"y has {self.y.shape[0]} labels in the partitions of a "
                              f"worker that hold {self.X.shape[0]} rows of X: X and y "
