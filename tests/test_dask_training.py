@@ -301,3 +301,27 @@ def test_cli_train_dask(client, tmp_path, capsys, monkeypatch):
     rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", path, "--target", "y",
                             "-o", "m2.gbc", "--dask", address)
     assert rc != 0 and "--split-method hist" in err
+
+
+def test_grower_without_raw_values():
+    """A part keeps bins only: the grower takes X=None with a finder that has bins,
+    and refuses it where raw values are needed."""
+    from gbc_core._common import ROW_STAT_DTYPE
+    from gbc_core._exact_splitter import ExactSplitFinder
+    from gbc_core._grower import TreeGrower
+    from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges
+
+    X = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(6, 2))
+    with pytest.raises(ValueError, match="X is needed"):
+        TreeGrower(None, ExactSplitFinder(X, 1), 2, 2, 1, 0.0, 2, 1)
+    bins = np.asfortranarray(np.arange(12, dtype=np.uint8).reshape(6, 2) // 2)
+    lo, hi = bin_value_ranges(X, bins, 8, 1)
+    finder = HistogramSplitFinder(bins, np.full(2, 6, dtype=np.int32), lo, hi, 8, 1)
+    grower = TreeGrower(None, finder, 2, 2, 1, 0.0, 2, 1)
+    stats = np.zeros(6, dtype=ROW_STAT_DTYPE)
+    stats["w"] = 1.0
+    stats["wr"] = [-1, -1, -1, 1, 1, 1]
+    residual = np.ascontiguousarray(stats["wr"])
+    assert grower.grow(stats, residual, None) == 3
+    with pytest.raises(ValueError, match="sample mask needs X"):
+        grower.grow(stats, residual, np.ones(6, dtype=np.uint8))

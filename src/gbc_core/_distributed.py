@@ -112,13 +112,54 @@ def allreduce_local(arrays, n_summed):
     return out
 
 
+def merge_sketches(sketches, max_values=SKETCH_SIZE):
+    """One sketch of the values of several (a part's partitions): per feature the
+    union of their values, or ``max_values`` quantiles of it when it is longer."""
+    out = []
+    for f in range(len(sketches[0])):
+        values = np.unique(np.concatenate([s[f] for s in sketches]))
+        if values.size > max_values:
+            pick = np.round(np.linspace(0, values.size - 1, max_values)).astype(np.int64)
+            values = values[pick]
+        out.append(values)
+    return out
+
+
+def bin_parts(parts, mapper, n_threads):
+    """The bins of a part's partitions, each binned apart (``parts``: float32 arrays,
+    converted one at a time by the caller's iterator), and the bins' value ranges.
+
+    Returns
+    -------
+    bins : uint8 array of shape (n_rows, n_features), Fortran order
+    lo, hi : float32 arrays: the smallest and largest value of each bin in these
+        rows (to be reduced over the parts by element-wise min / max)
+    """
+    missing = int(mapper.missing_bin)
+    blocks, lo, hi = [], None, None
+    for X in parts:
+        X = np.asfortranarray(X, dtype=np.float32)
+        b = mapper.transform(X, n_threads)
+        p_lo, p_hi = bin_value_ranges(X, b, missing, n_threads)
+        lo = p_lo if lo is None else np.minimum(lo, p_lo)
+        hi = p_hi if hi is None else np.maximum(hi, p_hi)
+        blocks.append(b)
+        del X
+    bins = np.asfortranarray(np.concatenate(blocks, axis=0))
+    return bins, lo, hi
+
+
 class PartTrainer:
-    """One process's part of a data-parallel fit: its rows, bins and fit state.
+    """One process's part of a data-parallel fit: its binned rows and fit state.
 
     Parameters
     ----------
-    X : float32 array of shape (n_rows, n_features), Fortran order
-        This part's rows (possibly none).
+    bins : uint8 array of shape (n_rows, n_features), Fortran order
+        This part's rows (possibly none), binned with the mapper of every part
+        (:func:`bin_parts`); raw values are not kept.
+    n_bins_non_missing : int32 array (n_features,)
+    missing_bin : int
+        As the ``BinMapper``'s.
     codes : int array of shape (n_rows,)
         Class codes 0 .. n_classes - 1 (the classes of every part together).
     sample_weight : float64 array or None
@@ -127,20 +168,14 @@ class PartTrainer:
         This part's validation rows.
     """
 
-    def __init__(self, X, codes, sample_weight, eval_part=None):
-        self.X = X
+    def __init__(self, bins, n_bins_non_missing, missing_bin, codes, sample_weight,
+                 eval_part=None):
+        self.bins = bins
+        self.n_bins = np.asarray(n_bins_non_missing, dtype=np.int32)
+        self.missing_bin = int(missing_bin)
         self.codes = np.ascontiguousarray(codes, dtype=np.int32)
         self.w = sample_weight
         self.eval_part = eval_part
-
-    # ------------------------------------------------------------ binning
-    def bin(self, mapper, n_threads):
-        """Bin this part's rows with ``mapper``; returns the bins' value ranges
-        (lo, hi) of these rows, to be reduced by element-wise min / max."""
-        self.bins = mapper.transform(self.X, n_threads)
-        self.n_bins = np.asarray(mapper.n_bins_non_missing, dtype=np.int32)
-        self.missing_bin = int(mapper.missing_bin)
-        return bin_value_ranges(self.X, self.bins, self.missing_bin, n_threads)
 
     # ------------------------------------------------------------ the fit
     def fit(self, comm, n_classes, params, seed, lo, hi):
@@ -163,7 +198,7 @@ class PartTrainer:
         init_raw : float64 array (K,)
         record : FitRecord
         """
-        n, n_features = self.X.shape
+        n, n_features = self.bins.shape
         K = 1 if n_classes == 2 else n_classes
         lr = params["learning_rate"]
         n_threads = params["n_threads"]
@@ -171,7 +206,7 @@ class PartTrainer:
         finder = HistogramSplitFinder(self.bins, self.n_bins, lo, hi, self.missing_bin,
                                       n_threads)
         finder.reducer = red.finder
-        grower = TreeGrower(self.X, finder,
+        grower = TreeGrower(None, finder,
                             -1 if params["max_depth"] is None else params["max_depth"],
                             params["min_samples_split"], params["min_samples_leaf"],
                             params["min_weight_leaf"], params["max_features"], n_threads)

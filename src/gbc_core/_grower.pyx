@@ -135,9 +135,10 @@ cdef class TreeGrower:
 
     Parameters
     ----------
-    X : float32 array of shape (n_samples, n_features), Fortran order
+    X : float32 array of shape (n_samples, n_features), Fortran order, or None
         The features (read to move rows to the children of a split, unless the
-        finder has bins).
+        finder has bins, and to route out-of-bag rows). None: a finder with bins
+        and no sample mask only (the grower then never reads raw values).
     finder : SplitFinder
         Computes the statistics of the nodes of each level and chooses their splits
         (built on the same X).
@@ -165,6 +166,7 @@ cdef class TreeGrower:
         const float32_t[::1, :] X
         const uint8_t[::1, :] bins     # the finder's bins, if it partitions on bins
         bint on_bins
+        bint has_X                     # False: bins only (no out-of-bag rows)
         int missing_bin
         SplitFinder finder
         intp_t n_samples
@@ -214,17 +216,22 @@ cdef class TreeGrower:
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
                  int64_t min_samples_split, int64_t min_samples_leaf,
                  float64_t min_weight_leaf, intp_t max_features, int n_threads):
-        if finder.n_samples != X.shape[0] or finder.n_features != X.shape[1]:
-            raise ValueError("the split finder was built for data of another shape")
-        self.X = X
-        self.finder = finder
         bins = finder.partition_bins()
+        self.has_X = X is not None
+        if not self.has_X and bins is None:
+            raise ValueError("X is needed with a split finder without bins")
+        if self.has_X and (finder.n_samples != X.shape[0]
+                           or finder.n_features != X.shape[1]):
+            raise ValueError("the split finder was built for data of another shape")
+        if self.has_X:
+            self.X = X
+        self.finder = finder
         self.on_bins = bins is not None
         if self.on_bins:
             self.bins = bins
             self.missing_bin = finder.missing_bin()
-        self.n_samples = X.shape[0]
-        self.n_features = X.shape[1]
+        self.n_samples = finder.n_samples
+        self.n_features = finder.n_features
         self.max_depth = max_depth
         self.min_samples_split = max(min_samples_split, 2)
         self.min_samples_leaf = max(min_samples_leaf, 1)
@@ -341,6 +348,9 @@ cdef class TreeGrower:
         if row_stats.shape[0] != n or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
             raise ValueError(f"row_stats, residual and sample_mask must have {n} rows")
+        if sample_mask is not None and not self.has_X:
+            raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
+                             "their raw values)")
         root.n = 0
         root.w = 0.0
         root.s = 0.0

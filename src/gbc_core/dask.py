@@ -401,30 +401,36 @@ class _PartActor:
     """The training rows of one worker for one fit (a Dask actor)."""
 
     def __init__(self, X_parts, y_parts, w_parts, eval_parts):
-        X = [_as_float32_part(p, "X") for p in X_parts]
-        widths = {x.shape[1] for x in X}
+        # The partitions as they are (no copy): converted to float32 one at a time
+        # when sketched and binned, and let go once binned.
+        self.X_parts = list(X_parts)
+        widths = {p.shape[1] for p in self.X_parts if len(getattr(p, "shape", ())) == 2}
         if len(widths) > 1:
             raise ValueError(f"the partitions of X have different numbers of columns: "
                              f"{sorted(widths)}")
-        self.X = np.asfortranarray(np.concatenate(X, axis=0))
-        del X
+        self.n_rows = sum(p.shape[0] for p in self.X_parts)
+        self.n_features = widths.pop() if widths else 0
         self.y = np.concatenate([np.asarray(p).ravel() for p in y_parts])
         if self.y.dtype.kind == "f" and not np.isfinite(self.y).all():
             raise ValueError("y has NaN or infinite labels; every row needs a label")
         if self.y.dtype.kind == "O" and any(v is None or v != v for v in self.y):
             raise ValueError("y has missing labels; every row needs a label")
-        if self.y.shape[0] != self.X.shape[0]:
+        if self.y.shape[0] != self.n_rows:
             raise ValueError(f"y has {self.y.shape[0]} labels in the partitions of a "
-                             f"worker that hold {self.X.shape[0]} rows of X: X and y "
+                             f"worker that hold {self.n_rows} rows of X: X and y "
                              "must be partitioned alike")
         self.w = None
         if w_parts is not None:
             from ._validation import check_sample_weight
 
             w = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in w_parts])
-            self.w = check_sample_weight(w, self.X.shape[0]) if w.size else w
+            self.w = check_sample_weight(w, self.n_rows) if w.size else w
         self.eval_parts = eval_parts
         self.trainer = None
+
+    def _float_parts(self):
+        for part in self.X_parts:
+            yield _as_float32_part(part, "X")
 
     def label_counts(self):
         """(distinct labels, their counts) of this worker's rows."""
@@ -432,16 +438,18 @@ class _PartActor:
 
     def describe(self, max_sketch):
         """(rows, columns, distinct labels, largest weight, sketch)."""
-        from ._distributed import sketch
+        from ._distributed import merge_sketches, sketch
 
         top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
-        return (self.X.shape[0], self.X.shape[1], np.unique(self.y), top,
-                sketch(self.X, max_sketch))
+        sketches = [sketch(X, max_sketch) for X in self._float_parts()]
+        merged = (merge_sketches(sketches, max_sketch) if sketches
+                  else [np.empty(0, np.float32)] * self.n_features)
+        return self.n_rows, self.n_features, np.unique(self.y), top, merged
 
     def setup(self, classes, exponent, class_factors, mapper, n_threads):
         """Class codes, weights scaled by 2**-exponent, the bins; returns the sums
         the parameters need and the bins' value ranges."""
-        from ._distributed import PartTrainer
+        from ._distributed import PartTrainer, bin_parts
 
         codes = np.searchsorted(classes, self.y).astype(np.int32)
         w = self.w
@@ -466,8 +474,13 @@ class _PartActor:
             if class_factors is not None:
                 wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
             eval_part = (Xv, cv, wv)
-        self.trainer = PartTrainer(self.X, codes, w, eval_part)
-        lo, hi = self.trainer.bin(mapper, n_threads)
+            self.eval_parts = None
+        parts = (self._float_parts() if self.X_parts
+                 else [np.empty((0, self.n_features), np.float32)])
+        bins, lo, hi = bin_parts(parts, mapper, n_threads)
+        self.X_parts = None  # the raw rows are no longer needed: bins only
+        self.trainer = PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
+                                   codes, w, eval_part)
         total_w = float(codes.shape[0] if w is None else w.sum())
         return codes.shape[0], total_w, np.bincount(codes, minlength=classes.size), lo, hi
 
@@ -481,13 +494,6 @@ class _PartActor:
         out = self.trainer.fit(comm, n_classes, params, seed, lo, hi)
         return out if rank == 0 else None
 
-    def memory(self):
-        """(peak resident memory of this worker's process in bytes, bytes of its
-        part: X, bins, state)."""
-        import resource
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return peak, int(self.X.nbytes)
 
 
 def _parts_of(collection, client, name):
