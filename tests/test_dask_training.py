@@ -325,3 +325,22 @@ def test_grower_without_raw_values():
     assert grower.grow(stats, residual, None) == 3
     with pytest.raises(ValueError, match="sample mask needs X"):
         grower.grow(stats, residual, np.ones(6, dtype=np.uint8))
+
+
+@pytest.mark.parametrize("n_classes, class_weight", [(2, {0: 1.0, 1: 3.0}), (3, "balanced")])
+def test_class_weight(client, n_classes, class_weight):
+    X, y, w = _data(1200, n_classes, seed=17)
+    ref = _reference(X, y, w, class_weight=class_weight)
+    model = DaskGradientBoostingClassifier(**PARAMS, class_weight=class_weight).fit(
+        da.from_array(X, chunks=300), da.from_array(y, chunks=300),
+        sample_weight=da.from_array(w, chunks=300))
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+
+
+def test_bad_partition_names_the_column(client):
+    df = pd.DataFrame({"a": np.arange(40.0), "when": ["x"] * 40})
+    ddf = dd.from_pandas(df, npartitions=2)
+    ys = dd.from_pandas(pd.Series(np.arange(40) % 2), npartitions=2)
+    with pytest.raises(RuntimeError, match="when"):
+        DaskGradientBoostingClassifier(**PARAMS).fit(ddf, ys)
+    assert _settled(client)

@@ -544,6 +544,12 @@ def _wait_all(client, futures, ranks, what):
     hang, when a rank fails or its worker leaves the cluster."""
     import time
 
+    def check_lost():
+        lost = sorted(set(ranks) - _alive(client))
+        if lost:
+            raise RuntimeError(f"distributed fit: worker(s) {lost} left the cluster "
+                               f"during {what}; the fit cannot go on without their rows")
+
     checked = 0.0
     while True:
         done = [f.done() for f in futures]
@@ -552,6 +558,9 @@ def _wait_all(client, futures, ranks, what):
                 try:
                     f.result()
                 except Exception as exc:
+                    if isinstance(exc, OSError):  # e.g. the actor's worker is gone
+                        time.sleep(0.5)  # the scheduler notices a lost worker
+                        check_lost()
                     raise RuntimeError(f"distributed fit: {what} failed on a worker: "
                                        f"{type(exc).__name__}: {exc}") from exc
         if all(done):
@@ -559,10 +568,7 @@ def _wait_all(client, futures, ranks, what):
         now = time.monotonic()
         if now - checked > 0.5:
             checked = now
-            lost = sorted(set(ranks) - _alive(client))
-            if lost:
-                raise RuntimeError(f"distributed fit: worker(s) {lost} left the cluster "
-                                   f"during {what}; the fit cannot go on without their rows")
+            check_lost()
         time.sleep(0.01)
 
 
