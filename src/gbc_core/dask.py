@@ -532,11 +532,16 @@ def _parts_of(collection, client, name):
 
 
 def _alive(client):
+    """The workers of the cluster now (asked of the scheduler), or None when the
+    scheduler does not answer."""
     try:
-        info = client.scheduler_info(n_workers=-1)
-    except TypeError:
-        info = client.scheduler_info()
-    return set(info["workers"])
+        try:
+            info = client.sync(client.scheduler.identity, n_workers=-1)
+        except TypeError:  # older distributed
+            info = client.sync(client.scheduler.identity)
+    except Exception:  # noqa: BLE001 - unknown: no conclusion drawn
+        return None
+    return set(info.get("workers", ()))
 
 
 def _wait_all(client, futures, ranks, what):
@@ -544,11 +549,14 @@ def _wait_all(client, futures, ranks, what):
     hang, when a rank fails or its worker leaves the cluster."""
     import time
 
-    def check_lost():
-        lost = sorted(set(ranks) - _alive(client))
+    def check_lost(cause=None):
+        alive = _alive(client)
+        lost = [] if alive is None else sorted(set(ranks) - alive)
         if lost:
-            raise RuntimeError(f"distributed fit: worker(s) {lost} left the cluster "
-                               f"during {what}; the fit cannot go on without their rows")
+            raise RuntimeError(
+                f"distributed fit: worker(s) {lost} left the cluster during {what}; the "
+                "fit cannot go on without their rows"
+                + ("" if cause is None else f" ({type(cause).__name__}: {cause})"))
 
     checked = 0.0
     while True:
@@ -560,7 +568,7 @@ def _wait_all(client, futures, ranks, what):
                 except Exception as exc:
                     if isinstance(exc, OSError):  # e.g. the actor's worker is gone
                         time.sleep(0.5)  # the scheduler notices a lost worker
-                        check_lost()
+                        check_lost(exc)
                     raise RuntimeError(f"distributed fit: {what} failed on a worker: "
                                        f"{type(exc).__name__}: {exc}") from exc
         if all(done):
