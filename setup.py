@@ -25,8 +25,7 @@ from setuptools import Extension, setup
 
 MODULES = [
     "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter",
-    "_histogram_splitter", "_grower",
-    "_leaves", "_predictor",
+    "_histogram_splitter", "_grower", "_leaves", "_predictor", "_binning_kernels",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
 PXDS = ["_common", "_split_finder", "_choice"]

@@ -59,7 +59,8 @@ print(json.dumps({"fit": fit_s, "peak_mb": peak, "beyond_mb": peak - base, "auc"
 def run(method, rows, n_jobs, src):
     env = dict(os.environ)
     if src:
-        env["PYTHONPATH"] = os.path.abspath(src)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (os.path.abspath(src), os.environ.get("PYTHONPATH")) if p)
     out = subprocess.run([sys.executable, "-c", WORKER, method, str(rows), str(n_jobs)],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])

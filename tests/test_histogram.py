@@ -5,7 +5,8 @@ or one level below a parent level so that the larger child of each pair is deriv
 from its parent), to a brute force in NumPy: the histograms of every node (per bin,
 the rows' counts, weights and w * r added in row order; a derived node's as its
 parent's minus its sibling's), then every split between two bins that hold rows of
-the node with missing values right then left (or to the larger child without any),
+the node (and whose values are more than the exact search's 1e-7 apart, float32)
+with missing values right then left (or to the larger child without any),
 then "every value left, missing values right", under the minimum leaf size and
 weight and the per-node feature masks, the first strictly better candidate kept:
 the finder's answer must be the brute force's, bit for bit. Then the fitted models:
@@ -25,7 +26,7 @@ from gbc_core._grower import TreeGrower
 from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 
 from conftest import require, run_main
-from test_split_finder import _data, _midpoint, _sequential_sum, _weights
+from test_split_finder import F32_TOLERANCE, _data, _midpoint, _sequential_sum, _weights
 
 MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
 
@@ -108,7 +109,8 @@ def brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed=Non
                 for b in range(nb[f]):
                     if h[b, 0] == 0:
                         continue
-                    if acc is not None:
+                    if acc is not None and ranges[0][f, b] > np.float32(
+                            ranges[1][f, last] + F32_TOLERANCE):
                         # Between the largest value of the last bin with rows and
                         # the smallest of this one (the exact search's midpoint).
                         t = _midpoint(ranges[1][f, last], ranges[0][f, b])
@@ -118,6 +120,7 @@ def brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed=Non
                             consider(f, t, MISSING_RIGHT, acc, last)
                             consider(f, t, MISSING_LEFT, (acc[0] + miss[0], acc[1] + miss[1],
                                                           acc[2] + miss[2]), last)
+                    if acc is not None:
                         acc = (acc[0] + h[b, 0], acc[1] + h[b, 1], acc[2] + h[b, 2])
                     else:
                         acc = (0 + h[b, 0], 0.0 + h[b, 1], 0.0 + h[b, 2])
@@ -397,6 +400,9 @@ def test_hist_equals_exact_where_binning_is_exact(n_classes, options):
     np.testing.assert_allclose(hist.predict_proba(X), exact.predict_proba(X), rtol=0, atol=1e-9)
     for a, b in zip(exact.booster_.trees(), hist.booster_.trees()):
         np.testing.assert_array_equal(a["feature"], b["feature"])
+        # The exact search's thresholds, bit for bit.
+        np.testing.assert_array_equal(a["threshold"], b["threshold"])
+        np.testing.assert_array_equal(a["missing_go_left"], b["missing_go_left"])
 
 
 def test_hist_equals_exact_with_class_weights_and_early_stopping():

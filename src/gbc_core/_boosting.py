@@ -15,17 +15,13 @@ import time
 
 import numpy as np
 
+from ._binning import BinMapper
 from ._common import NODE_DTYPE
 from ._ensemble import RAW_SCORE_LIMIT, Ensemble
 from ._exact_splitter import ExactSplitFinder
 from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 from ._predictor import Predictor
-
-try:
-    from ._binning import BinMapper
-except ImportError:  # until the binning layer lands
-    from ._binning_standin import BinMapper
 
 
 class FitRecord:

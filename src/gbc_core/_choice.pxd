@@ -9,16 +9,15 @@
 # better than the best so far, so among equal proxies the first offered wins: the
 # lowest feature, then the lowest threshold, then missing values right. Candidates
 # found on several threads (or features scanned apart) are merged with ``wins``,
-# which gives the same result whatever the number of threads.
+# which gives the same result whatever the number of threads. The threshold between
+# the largest value going left and the smallest going right is ``midpoint`` of
+# _common.pxd (shared with the binning layer, whose edges are such thresholds).
 #
 # The exact finder's lean scans (_exact_splitter.pyx, _scan.h) evaluate the same
 # rule with the tests reordered for speed on features without missing values and
 # positive weights; tests/test_split_finder.py holds them to the general path,
 # which calls ``consider``.
-from libc.float cimport DBL_MAX
-from libc.math cimport isinf
-
-from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t
+from ._common cimport float64_t, int32_t, int64_t, uint8_t
 from ._split_finder cimport side_t, MISSING_TO_LARGER
 
 cdef extern from "_criterion.h" nogil:
@@ -80,16 +79,3 @@ cdef inline uint8_t missing_left(uint8_t direction, int64_t n_left,
         return n_left >= n_total - n_left
     return direction
 
-
-cdef inline float64_t midpoint(float32_t lo, float32_t hi) noexcept nogil:
-    """The threshold between the largest value going left and the smallest going
-    right, as scikit-learn computes it: lo / 2 + hi / 2 in float64 (lo where that
-    rounds to hi or overflows). With lo = -inf (an ordinary value here) the threshold
-    is -DBL_MAX: only -inf goes left, and the threshold stays finite."""
-    cdef float64_t t
-    if isinf(lo):
-        return -DBL_MAX
-    t = lo / 2.0 + hi / 2.0
-    if t == hi or isinf(t):
-        t = lo
-    return t

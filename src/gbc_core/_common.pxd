@@ -1,4 +1,6 @@
 # One place for the dtypes and the node struct shared by all kernels.
+from libc.float cimport DBL_MAX
+from libc.math cimport isinf
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport realloc
 
@@ -39,6 +41,24 @@ ctypedef struct node_t:
     float32_t threshold32      # largest float32 <= threshold: same decisions on float32 x
     uint8_t missing_go_left    # 1 if NaN goes left at this split
     uint8_t depth              # depth of the node (root = 0)
+
+cdef inline float64_t midpoint(float32_t lo, float32_t hi) noexcept nogil:
+    """Threshold between two consecutive distinct values lo < hi, as scikit-learn
+    computes it: lo/2 + hi/2 in float64, or lo where that rounds to hi or overflows.
+
+    With lo = -inf (an ordinary value here) the threshold is -DBL_MAX: only -inf goes
+    left, and the threshold stays finite. The one definition of a split threshold,
+    shared by the exact split finder and the binning layer (whose bin edges are the
+    thresholds the exact search would choose).
+    """
+    cdef float64_t t
+    if isinf(lo):
+        return -DBL_MAX
+    t = lo / 2.0 + hi / 2.0
+    if t == hi or isinf(t):
+        t = lo
+    return t
+
 
 ctypedef struct row_stat_t:
     # Per-row statistics gathered by the split scan, refreshed after every tree.

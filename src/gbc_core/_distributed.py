@@ -26,50 +26,9 @@ from ._ensemble import RAW_SCORE_LIMIT
 from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 
-try:
-    from ._binning import BinMapper
-except ImportError:  # until the binning layer lands
-    from ._binning_standin import BinMapper
-
 #: A Newton denominator below this makes the leaf value 0 (``_common.pxd``'s
 #: HESSIAN_EPSILON, the guard of the kernels' leaf values).
 HESSIAN_EPSILON = 1e-150
-
-#: Distinct values per feature a part sends as they are; beyond, this many quantiles.
-SKETCH_SIZE = 4096
-
-
-def sketch(X, max_values=SKETCH_SIZE):
-    """Per feature, the distinct non-missing values of ``X`` (float32, sorted), or
-    ``max_values`` of its quantiles when it has more: what a part tells about its
-    values for the bin edges. Mergeable (:func:`mapper_from_sketches`)."""
-    out = []
-    for f in range(X.shape[1]):
-        x = X[:, f]
-        values = np.unique(x[~np.isnan(x)])
-        if values.size > max_values:
-            x = np.sort(x[~np.isnan(x)])
-            pick = np.round(np.linspace(0, x.size - 1, max_values)).astype(np.int64)
-            values = np.unique(x[pick])
-        out.append(values.astype(np.float32))
-    return out
-
-
-def mapper_from_sketches(sketches, max_bins):
-    """One ``BinMapper`` for every part from their :func:`sketch` (a list per part).
-
-    Where the parts together hold at most ``max_bins`` distinct values of a feature,
-    the merged sketch holds all of them and the edges are those of a ``BinMapper``
-    fitted on every row; beyond, quantiles of the merged values.
-    """
-    n_features = len(sketches[0])
-    merged = [np.unique(np.concatenate([s[f] for s in sketches])) for f in range(n_features)]
-    n_rows = max([m.size for m in merged] + [1])
-    values = np.full((n_rows, n_features), np.nan, dtype=np.float32, order="F")
-    for f, m in enumerate(merged):
-        values[: m.size, f] = m
-    return BinMapper(max_bins=max_bins).fit(values, 1)
-
 
 class _Reducer:
     """The grower's and the finder's ``reducer`` hooks on ``comm``."""
@@ -109,19 +68,6 @@ def allreduce_local(arrays, n_summed):
         if out.shape[-1] > n_summed + 1:
             np.maximum(out[..., n_summed + 1:], a[..., n_summed + 1:],
                        out=out[..., n_summed + 1:])
-    return out
-
-
-def merge_sketches(sketches, max_values=SKETCH_SIZE):
-    """One sketch of the values of several (a part's partitions): per feature the
-    union of their values, or ``max_values`` quantiles of it when it is longer."""
-    out = []
-    for f in range(len(sketches[0])):
-        values = np.unique(np.concatenate([s[f] for s in sketches]))
-        if values.size > max_values:
-            pick = np.round(np.linspace(0, values.size - 1, max_values)).astype(np.int64)
-            values = values[pick]
-        out.append(values)
     return out
 
 

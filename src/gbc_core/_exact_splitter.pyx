@@ -24,12 +24,13 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD, grow_buffer,
 )
+from ._common cimport midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
 from ._choice cimport (
-    consider, wins, midpoint, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
+    consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
 )
 from ._sorting import presort_features
 
@@ -569,16 +570,16 @@ cdef class ExactSplitFinder(SplitFinder):
         self.capacity = n_nodes
         return 0
 
-    cdef void rows_moved(self, const int32_t* partition, intp_t start, intp_t stop,
+    cdef void rows_moved(self, const int32_t* moved, intp_t start, intp_t stop,
                          int32_t slot) noexcept nogil:
         cdef intp_t i
         cdef int32_t row
-        cdef packed_row_t* rows = self.rows
+        cdef packed_row_t* records = self.rows
         cdef uint8_t* row_node = self.row_node
         cdef uint8_t byte = _node_byte(slot)
         for i in range(start, stop):
-            row = partition[i]
-            rows[row].slot = slot
+            row = moved[i]
+            records[row].slot = slot
             row_node[row] = byte
 
     cdef void collect(self, const level_t* level) noexcept nogil:

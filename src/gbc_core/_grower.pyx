@@ -81,6 +81,7 @@ ctypedef struct block_t:
     intp_t dest_left         # where its left rows go in the partition
     intp_t dest_right        # and its right rows
     intp_t slot
+    intp_t child             # slot of the left child in the next level
 
 
 cdef inline void _sums_zero(node_sums_t* a) noexcept nogil:
@@ -658,6 +659,7 @@ cdef class TreeGrower:
                 blk.start = start
                 blk.stop = stop
                 blk.slot = next_level[2 * j].parent
+                blk.child = 2 * j
                 n_blocks += 1
                 start = stop
                 if start >= nd.stop:
@@ -692,10 +694,12 @@ cdef class TreeGrower:
                    blk.n_left * sizeof(int32_t))
             memcpy(self.partition + blk.dest_right, self.scratch_right + blk.start,
                    (blk.stop - blk.start - blk.n_left) * sizeof(int32_t))
-        for c in prange(2 * n_split, schedule="dynamic", num_threads=n_threads):
-            self.finder.rows_moved(self.partition, next_level[c].start, next_level[c].stop,
-                                   <int32_t>c)
-            if with_sums:
+            self.finder.rows_moved(self.scratch_left, blk.start, blk.start + blk.n_left,
+                                   <int32_t>blk.child)
+            self.finder.rows_moved(self.scratch_right, blk.start, blk.stop - blk.n_left,
+                                   <int32_t>(blk.child + 1))
+        if with_sums:
+            for c in prange(2 * n_split, schedule="dynamic", num_threads=n_threads):
                 self._child_sums(&next_level[c], &self.level_sums[c], row_stats, residual)
         # The children become the nodes of the next level.
         for s in range(2 * n_split):

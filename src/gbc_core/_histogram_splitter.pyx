@@ -13,7 +13,8 @@ thread, so the histograms, and the trees, are the same for any number of threads
 ``choose`` scans each feature's bins in increasing order with the rule of
 ``_choice.pxd``: between two bins that hold rows of the node, missing values right,
 then left (or to the larger child in a node without missing values), and last
-"every non-missing value left, missing values right". The threshold of a split
+"every non-missing value left, missing values right" (no split between two bins
+whose values are closer than the exact search's tolerance). The threshold of a split
 between bins b and c (the next bin holding rows of the node) is the exact search's
 midpoint between the largest training value of bin b and the smallest of bin c
 (``bin_value_ranges``): where every feature has at most ``max_bins`` distinct values
@@ -31,13 +32,15 @@ from libc.string cimport memset
 import numpy as np
 
 from ._common cimport (
-    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t, grow_buffer,
+    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t,
+    FEATURE_THRESHOLD, grow_buffer,
 )
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t, STATS_COLLECT, STATS_DERIVE,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
-from ._choice cimport consider, midpoint, wins
+from ._choice cimport consider, wins
+from ._common cimport midpoint
 
 #: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
 BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
@@ -388,7 +391,9 @@ cdef class HistogramSplitFinder(SplitFinder):
         for b in range(nb):
             if h[b].n == 0:
                 continue
-            if acc.n > 0:
+            # As the exact search: no split between values closer than
+            # FEATURE_THRESHOLD (float32 arithmetic).
+            if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
                 _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl)
             _side_add(&acc, &h[b])
             last = <int>b

@@ -23,8 +23,8 @@
 #   choose (nogil)     the best split of every splittable node, from the reduced
 #                      statistics;
 # then, while the grower partitions the rows of the split nodes, ``rows_moved``
-# for each node's range (without the GIL, possibly from several threads on
-# disjoint ranges). A finder that partitions on bins returns its bin matrix from
+# for each block of rows that moved to a child (without the GIL, possibly from
+# several threads on disjoint blocks). A finder that partitions on bins returns its bin matrix from
 # ``partition_bins``: the grower then routes rows by ``split_t.bin`` (missing bin
 # ``missing_bin``) instead of by the float32 threshold on raw X.
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t
@@ -94,7 +94,7 @@ cdef class SplitFinder:
     cdef void derive(self, const level_t* level) noexcept nogil
     cdef int reduce(self, const level_t* level) except -1
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil
-    cdef void rows_moved(self, const int32_t* partition, intp_t start, intp_t stop,
+    cdef void rows_moved(self, const int32_t* rows, intp_t start, intp_t stop,
                          int32_t slot) noexcept nogil
     cdef object partition_bins(self)
     cdef int missing_bin(self)

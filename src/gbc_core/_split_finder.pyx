@@ -65,10 +65,10 @@ cdef class SplitFinder:
             best[s].feature = -1
             best[s].proxy = -INFINITY
 
-    cdef void rows_moved(self, const int32_t* partition, intp_t start, intp_t stop,
+    cdef void rows_moved(self, const int32_t* rows, intp_t start, intp_t stop,
                          int32_t slot) noexcept nogil:
-        """The rows ``partition[start:stop]`` are now in the node ``slot`` of the
-        next level (-1: in no node of it)."""
+        """The rows ``rows[start:stop]`` (row indices) are now in the node ``slot``
+        of the next level (-1: in no node of it)."""
         pass
 
     cdef object partition_bins(self):

@@ -436,15 +436,15 @@ class _PartActor:
         """(distinct labels, their counts) of this worker's rows."""
         return np.unique(self.y, return_counts=True)
 
-    def describe(self, max_sketch):
-        """(rows, columns, distinct labels, largest weight, sketch)."""
-        from ._distributed import merge_sketches, sketch
+    def describe(self, max_bins):
+        """(rows, columns, distinct labels, largest weight, a ``BinSketch`` per
+        partition)."""
+        from ._binning import BinMapper
 
         top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
-        sketches = [sketch(X, max_sketch) for X in self._float_parts()]
-        merged = (merge_sketches(sketches, max_sketch) if sketches
-                  else [np.empty(0, np.float32)] * self.n_features)
-        return self.n_rows, self.n_features, np.unique(self.y), top, merged
+        mapper = BinMapper(max_bins=max_bins)
+        sketches = [mapper.sketch(X) for X in self._float_parts()]
+        return self.n_rows, self.n_features, np.unique(self.y), top, sketches
 
     def setup(self, classes, exponent, class_factors, mapper, n_threads):
         """Class codes, weights scaled by 2**-exponent, the bins; returns the sums
@@ -737,7 +737,7 @@ class DaskGradientBoostingClassifier:
         """
         _import_dask()
         from ._booster import Booster
-        from ._distributed import SKETCH_SIZE, mapper_from_sketches
+        from ._binning import BinMapper
         from ._ensemble import Ensemble
         from ._model_io import check_labels
         from ._params import check_params, resolve
@@ -831,7 +831,7 @@ class DaskGradientBoostingClassifier:
             handles = [f.result() for f in actor_futures]
             coordinator = coordinator_future.result()
 
-            described = _wait_all(client, [h.describe(SKETCH_SIZE) for h in handles],
+            described = _wait_all(client, [h.describe(params["max_bins"]) for h in handles],
                                   ranks, "reading the partitions")
             widths = {d[1] for d in described}
             if len(widths) != 1:
@@ -854,7 +854,8 @@ class DaskGradientBoostingClassifier:
                 exponent = int(np.frexp(top)[1])
             class_factors = self._class_factors(params["class_weight"], classes,
                                                 handles, client, ranks)
-            mapper = mapper_from_sketches([d[4] for d in described], params["max_bins"])
+            mapper = BinMapper.from_sketches([s for d in described for s in d[4]],
+                                             params["max_bins"])
             wph = workers_per_host(client)
             n_threads = 1 if params["n_jobs"] is None else resolve(
                 params, n_total, n_features, 1.0)["n_threads"]

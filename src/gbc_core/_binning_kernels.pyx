@@ -1,0 +1,461 @@
+"""Kernels of the binning layer (``_binning.py`` validates and orchestrates).
+
+Three passes over the raw float32 features, each in parallel over features or over
+blocks of rows, each writing only its own feature's or block's output, so that the
+results never depend on the number of threads:
+
+- ``scan_distinct``: the sorted distinct non-NaN values of every feature with their
+  counts, up to a cap (a feature with more stops early), and the number of non-NaN
+  values of every feature;
+- ``sorted_sample``: the non-NaN values of some features, all of them or those at
+  given ranks (a subsample), sorted (LSD radix sort on the float32 bit patterns);
+- ``map_to_bins``: the bin of every value (the number of thresholds below it, NaN
+  to the missing bin).
+
+-0.0 and 0.0 are one value: the first two passes write 0.0 for both. ``midpoints``
+computes bin edges with the split threshold of ``_common.pxd`` (``midpoint``), the
+one the exact split finder uses.
+"""
+from cython.parallel cimport prange, threadid
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memmove, memset
+
+from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t
+from ._common cimport midpoint
+
+import numpy as np
+
+cdef enum:
+    # Rows per block of ``map_to_bins`` (a block of 28 float32 features is 450 KB).
+    ROW_BLOCK = 4096
+
+
+cdef inline uint32_t _key(float32_t v) noexcept nogil:
+    """A uint32 whose unsigned order is the numeric order of a non-NaN float32
+    (-0.0 has the key of 0.0)."""
+    cdef uint32_t bits
+    if v == 0:
+        v = 0
+    memcpy(&bits, &v, 4)
+    if bits & 0x80000000u:
+        return ~bits
+    return bits | 0x80000000u
+
+
+cdef inline float32_t _value(uint32_t key) noexcept nogil:
+    """The float32 of a key (inverse of ``_key``)."""
+    cdef uint32_t bits
+    cdef float32_t v
+    if key & 0x80000000u:
+        bits = key & 0x7FFFFFFFu
+    else:
+        bits = ~key
+    memcpy(&v, &bits, 4)
+    return v
+
+
+cdef intp_t _distinct_one(
+    const float32_t* col,
+    intp_t n,
+    intp_t stride,
+    intp_t cap,
+    float32_t* values,
+    int64_t* counts,
+    int64_t* n_valid,
+) noexcept nogil:
+    """Sorted distinct non-NaN values of one column and their counts, at most ``cap``.
+
+    Returns their number, or ``cap + 1`` when the column has more (``values`` and
+    ``counts`` then hold no meaning). ``n_valid`` (unless NULL) gets the number of
+    non-NaN values; without it, a column with more than ``cap`` values is left at
+    the first value past the cap.
+    """
+    cdef intp_t i = 0, k = 0, lo, hi, mid, last = -1
+    cdef int64_t n_nan = 0
+    cdef float32_t v
+    while i < n:
+        v = col[i * stride]
+        i += 1
+        if v != v:
+            n_nan += 1
+            continue
+        if v == 0:
+            v = 0
+        if last >= 0 and values[last] == v:
+            counts[last] += 1
+            continue
+        lo = 0
+        hi = k
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if values[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < k and values[lo] == v:
+            counts[lo] += 1
+            last = lo
+            continue
+        if k == cap:
+            k = cap + 1
+            break
+        memmove(values + lo + 1, values + lo, (k - lo) * sizeof(float32_t))
+        memmove(counts + lo + 1, counts + lo, (k - lo) * sizeof(int64_t))
+        values[lo] = v
+        counts[lo] = 1
+        k += 1
+        last = lo
+    if n_valid != NULL:
+        while i < n:
+            v = col[i * stride]
+            i += 1
+            if v != v:
+                n_nan += 1
+        n_valid[0] = n - n_nan
+    return k
+
+
+def scan_distinct(
+    const float32_t[:, :] X,
+    float32_t[:, ::1] values,
+    int64_t[:, ::1] counts,
+    int32_t[::1] n_distinct,
+    int64_t[::1] n_valid,
+    int n_threads,
+):
+    """Distinct non-NaN values of every feature, up to ``values.shape[1]`` of them.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), any strides
+    values : float32 array of shape (n_features, cap), output
+        ``values[f, :n_distinct[f]]``: the distinct values of feature ``f`` in
+        ascending order (-0.0 written as 0.0), when ``n_distinct[f] <= cap``.
+    counts : int64 array of shape (n_features, cap), output
+        How many times each of those values occurs.
+    n_distinct : int32 array of shape (n_features,), output
+        The number of distinct values, or ``cap + 1`` for a feature with more.
+    n_valid : int64 array of shape (n_features,), output
+        The number of non-NaN values of each feature.
+    n_threads : int
+        OpenMP threads (features are shared out among them).
+    """
+    cdef intp_t n = X.shape[0]
+    cdef intp_t d = X.shape[1]
+    cdef intp_t cap = values.shape[1]
+    cdef intp_t f, blk, start, stop, i
+    cdef intp_t row_stride, col_stride, n_blocks
+    cdef const float32_t* base
+    cdef const float32_t* row
+    cdef int64_t[:, ::1] n_nan
+    cdef int64_t* nan_blk
+    cdef bint by_rows
+    if d == 0:
+        return
+    if n == 0:
+        for f in range(d):
+            n_distinct[f] = 0
+            n_valid[f] = 0
+        return
+    row_stride = X.strides[0] // sizeof(float32_t)
+    col_stride = X.strides[1] // sizeof(float32_t)
+    base = &X[0, 0]
+    # Row-major X: the missing values are counted in one pass over the rows (a
+    # column of it is strided), and a column with many distinct values is left
+    # after the first few hundred rows.
+    by_rows = col_stride == 1 and d > 1
+    if by_rows:
+        n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+        n_nan = np.zeros((n_blocks, d), dtype=np.int64)
+        with nogil:
+            for blk in prange(n_blocks, schedule="static",
+                              num_threads=max(1, min(n_threads, n_blocks))):
+                start = blk * ROW_BLOCK
+                stop = min(start + ROW_BLOCK, n)
+                nan_blk = &n_nan[blk, 0]
+                for i in range(start, stop):
+                    row = base + i * row_stride
+                    for f in range(d):
+                        nan_blk[f] += row[f] != row[f]
+        for f in range(d):
+            n_valid[f] = n
+            for blk in range(n_blocks):
+                n_valid[f] -= n_nan[blk, f]
+    n_threads = max(1, min(n_threads, d))
+    with nogil:
+        for f in prange(d, schedule="dynamic", num_threads=n_threads):
+            n_distinct[f] = <int32_t>_distinct_one(
+                base + f * col_stride, n, row_stride, cap,
+                &values[f, 0], &counts[f, 0], NULL if by_rows else &n_valid[f],
+            )
+
+
+cdef uint32_t* _radix_sort(uint32_t* a, uint32_t* b, intp_t n) noexcept nogil:
+    """Sort ``a[:n]`` (``b`` is scratch of the same size); returns the sorted buffer."""
+    cdef intp_t counts[256]
+    cdef intp_t i, pos
+    cdef int shift, digit
+    cdef uint32_t* tmp
+    if n == 0:
+        return a
+    for shift in range(0, 32, 8):
+        memset(counts, 0, sizeof(counts))
+        for i in range(n):
+            counts[(a[i] >> shift) & 0xFF] += 1
+        if counts[(a[0] >> shift) & 0xFF] == n:
+            continue
+        pos = 0
+        for digit in range(256):
+            pos += counts[digit]
+            counts[digit] = pos - counts[digit]
+        for i in range(n):
+            digit = (a[i] >> shift) & 0xFF
+            b[counts[digit]] = a[i]
+            counts[digit] += 1
+        tmp = a
+        a = b
+        b = tmp
+    return a
+
+
+cdef void _sample_one(
+    const float32_t* col,
+    intp_t n,
+    intp_t stride,
+    const int64_t* ranks,
+    intp_t n_take,
+    bint no_nan,
+    uint32_t* keys,
+    uint32_t* scratch,
+    float32_t* out,
+) noexcept nogil:
+    """The non-NaN values of one column (all, or those whose rank among them is in
+    the sorted ``ranks[:n_take]``), sorted into ``out[:n_take]``. ``no_nan``: the
+    column has no NaN, so a rank is a row."""
+    cdef intp_t i, k = 0
+    cdef int64_t rank = 0
+    cdef float32_t v
+    cdef uint32_t* sorted_keys
+    if ranks == NULL:
+        for i in range(n):
+            if k == n_take:
+                break
+            v = col[i * stride]
+            if v == v:
+                keys[k] = _key(v)
+                k += 1
+    elif no_nan:
+        for k in range(n_take):
+            keys[k] = _key(col[ranks[k] * stride])
+        k = n_take
+    else:
+        for i in range(n):
+            if k == n_take:
+                break
+            v = col[i * stride]
+            if v == v:
+                if rank == ranks[k]:
+                    keys[k] = _key(v)
+                    k += 1
+                rank += 1
+    sorted_keys = _radix_sort(keys, scratch, k)
+    for i in range(k):
+        out[i] = _value(sorted_keys[i])
+
+
+def sorted_sample(
+    const float32_t[:, :] X,
+    const int32_t[::1] features,
+    const int64_t[:, ::1] ranks,
+    const int32_t[::1] rank_set,
+    const int64_t[::1] n_take,
+    const int64_t[::1] n_valid,
+    float32_t[:, ::1] out,
+    int n_threads,
+):
+    """Sorted non-NaN values of some features: all of them, or a subsample.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), any strides
+    features : int32 array of shape (q,)
+        The features to sample.
+    ranks : int64 array of shape (n_sets, m)
+        Sets of ranks (ascending, distinct) among a feature's non-NaN values.
+    rank_set : int32 array of shape (q,)
+        For ``features[i]``: the row of ``ranks`` whose first ``n_take[i]`` ranks
+        are taken, or -1 to take every non-NaN value.
+    n_take : int64 array of shape (q,)
+        How many values of ``features[i]`` are taken (its number of non-NaN values
+        when ``rank_set[i]`` is -1).
+    n_valid : int64 array of shape (q,)
+        The number of non-NaN values of ``features[i]``.
+    out : float32 array of shape (q, m), output
+        ``out[i, :n_take[i]]``: the values taken, ascending, -0.0 written as 0.0.
+    n_threads : int
+        OpenMP threads (features are shared out among them).
+    """
+    cdef intp_t n = X.shape[0]
+    cdef intp_t q = features.shape[0]
+    cdef intp_t m = out.shape[1]
+    cdef intp_t i, tid
+    cdef intp_t row_stride, col_stride
+    cdef const float32_t* base
+    cdef uint32_t* keys
+    cdef const int64_t* r
+    if q == 0 or n == 0 or m == 0:
+        return
+    for i in range(q):
+        if n_take[i] > m or (rank_set[i] >= 0 and n_take[i] > ranks.shape[1]):
+            raise ValueError("n_take exceeds the room of out or of ranks")
+    row_stride = X.strides[0] // sizeof(float32_t)
+    col_stride = X.strides[1] // sizeof(float32_t)
+    base = &X[0, 0]
+    n_threads = max(1, min(n_threads, q))
+    keys = <uint32_t*>malloc(2 * n_threads * m * sizeof(uint32_t))
+    if keys == NULL:
+        raise MemoryError(f"cannot allocate sort buffers for {m} values")
+    try:
+        with nogil:
+            for i in prange(q, schedule="dynamic", num_threads=n_threads):
+                tid = threadid()
+                if rank_set[i] >= 0:
+                    r = &ranks[rank_set[i], 0]
+                else:
+                    r = NULL
+                _sample_one(
+                    base + features[i] * col_stride, n, row_stride, r, n_take[i],
+                    n_valid[i] == n, keys + 2 * tid * m, keys + (2 * tid + 1) * m, &out[i, 0],
+                )
+    finally:
+        free(keys)
+
+
+def midpoints(const float32_t[::1] lo, const float32_t[::1] hi):
+    """``midpoint(lo[i], hi[i])`` for every i (float64 array): the split threshold
+    between two consecutive distinct values ``lo[i] < hi[i]``."""
+    cdef intp_t n = lo.shape[0]
+    cdef intp_t i
+    if hi.shape[0] != n:
+        raise ValueError("lo and hi differ in length")
+    out = np.empty(n, dtype=np.float64)
+    cdef float64_t[::1] o = out
+    for i in range(n):
+        o[i] = midpoint(lo[i], hi[i])
+    return out
+
+
+cdef inline void _bins_of(
+    const float64_t* t,
+    intp_t n_t,
+    const float32_t* col,
+    intp_t stride,
+    intp_t start,
+    intp_t stop,
+    uint8_t missing_bin,
+    uint8_t* out,
+) noexcept nogil:
+    """``out[i]`` = the number of thresholds ``t[:n_t]`` (ascending, n_t >= 1) below
+    ``col[i * stride]`` (``missing_bin`` for NaN), for i in start .. stop-1.
+
+    A branch-free binary search (the compiler turns each step into a conditional
+    move), four values at a time so that their searches overlap.
+    """
+    cdef const float64_t* b0
+    cdef const float64_t* b1
+    cdef const float64_t* b2
+    cdef const float64_t* b3
+    cdef float64_t x0, x1, x2, x3
+    cdef intp_t i = start, m, half
+    while i + 4 <= stop:
+        x0 = col[i * stride]
+        x1 = col[(i + 1) * stride]
+        x2 = col[(i + 2) * stride]
+        x3 = col[(i + 3) * stride]
+        b0 = t
+        b1 = t
+        b2 = t
+        b3 = t
+        m = n_t
+        while m > 1:
+            half = m >> 1
+            b0 = b0 + half if b0[half] < x0 else b0
+            b1 = b1 + half if b1[half] < x1 else b1
+            b2 = b2 + half if b2[half] < x2 else b2
+            b3 = b3 + half if b3[half] < x3 else b3
+            m -= half
+        out[i] = missing_bin if x0 != x0 else <uint8_t>((b0 - t) + (b0[0] < x0))
+        out[i + 1] = missing_bin if x1 != x1 else <uint8_t>((b1 - t) + (b1[0] < x1))
+        out[i + 2] = missing_bin if x2 != x2 else <uint8_t>((b2 - t) + (b2[0] < x2))
+        out[i + 3] = missing_bin if x3 != x3 else <uint8_t>((b3 - t) + (b3[0] < x3))
+        i += 4
+    while i < stop:
+        x0 = col[i * stride]
+        b0 = t
+        m = n_t
+        while m > 1:
+            half = m >> 1
+            b0 = b0 + half if b0[half] < x0 else b0
+            m -= half
+        out[i] = missing_bin if x0 != x0 else <uint8_t>((b0 - t) + (b0[0] < x0))
+        i += 1
+
+
+def map_to_bins(
+    const float32_t[:, :] X,
+    const float64_t[::1] thresholds,
+    const int64_t[::1] offsets,
+    uint8_t missing_bin,
+    uint8_t[::1, :] out,
+    int n_threads,
+):
+    """The bin of every value: the number of its feature's thresholds below it.
+
+    Parameters
+    ----------
+    X : float32 array of shape (n_samples, n_features), any strides
+    thresholds : float64 array
+        The thresholds of every feature, one after the other, each ascending, then
+        one element of padding.
+    offsets : int64 array of shape (n_features + 1,)
+        Feature ``f``'s thresholds are ``thresholds[offsets[f]:offsets[f + 1]]``
+        (at most 255 of them).
+    missing_bin : uint8
+        The bin of NaN.
+    out : uint8 array of shape (n_samples, n_features), Fortran order, output
+    n_threads : int
+        OpenMP threads (blocks of rows are shared out among them).
+    """
+    cdef intp_t n = X.shape[0]
+    cdef intp_t d = X.shape[1]
+    cdef intp_t n_blocks, blk, start, stop, f, i, n_t
+    cdef intp_t row_stride, col_stride
+    cdef const float32_t* base
+    cdef const float32_t* col
+    cdef const float64_t* t
+    cdef uint8_t* o
+    cdef float32_t v
+    if n == 0 or d == 0:
+        return
+    if offsets.shape[0] != d + 1 or thresholds.shape[0] < offsets[d] + 1:
+        raise ValueError("thresholds and offsets do not describe n_features features")
+    row_stride = X.strides[0] // sizeof(float32_t)
+    col_stride = X.strides[1] // sizeof(float32_t)
+    base = &X[0, 0]
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    n_threads = max(1, min(n_threads, n_blocks))
+    with nogil:
+        for blk in prange(n_blocks, schedule="static", num_threads=n_threads):
+            start = blk * ROW_BLOCK
+            stop = min(start + ROW_BLOCK, n)
+            for f in range(d):
+                t = &thresholds[offsets[f]]
+                n_t = offsets[f + 1] - offsets[f]
+                col = base + f * col_stride
+                o = &out[0, f]
+                if n_t == 0:
+                    for i in range(start, stop):
+                        v = col[i * row_stride]
+                        o[i] = missing_bin if v != v else 0
+                else:
+                    _bins_of(t, n_t, col, row_stride, start, stop, missing_bin, o)
