@@ -650,7 +650,8 @@ class DaskGradientBoostingClassifier:
 
     Not supported in a distributed fit (a clear error): ``subsample < 1``,
     ``warm_start`` and early stopping without ``eval_set`` (the hold-out of
-    ``validation_fraction``).
+    ``validation_fraction``). ``verbose`` prints nothing (the loop runs on the
+    workers); ``train_score_`` and ``validation_score_`` hold the losses.
 
     Parameters
     ----------
