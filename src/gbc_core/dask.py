@@ -1,4 +1,8 @@
-"""Scoring on a Dask cluster (optional extra ``gbc-core[dask]``).
+"""Scoring and training on a Dask cluster (optional extra ``gbc-core[dask]``).
+
+Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
+stay on their workers; see the section "Distributed training" of
+docs/architecture.md and the bottom half of this module). Scoring:
 
 The model travels to the workers as its compact model-format bytes (``to_bytes()``),
 not as a pickle of Python objects; each worker rebuilds it once with ``from_bytes``
