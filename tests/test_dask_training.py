@@ -227,15 +227,16 @@ def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     assert _settled(client)
 
 
-def test_lost_worker_ends_the_fit_with_an_error():
-    """A worker killed mid-fit: a clear error (not a hang), well before the step
-    timeout."""
+@pytest.mark.parametrize("rank", [0, 1])
+def test_lost_worker_ends_the_fit_with_an_error(rank):
+    """A worker killed mid-fit (rank 0 also holds the coordinator): a clear error,
+    not a hang, well before the step timeout."""
     X, y, _ = _data(3000, 2, seed=13)
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         Xd = da.from_array(X, chunks=750)
         yd = da.from_array(y, chunks=750)
-        victim = _workers(c)[1]
+        victim = _workers(c)[rank]
         outcome = {}
 
         def run():
