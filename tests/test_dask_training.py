@@ -209,11 +209,11 @@ def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     X, y, _ = _data(2000, 2, seed=11)
     real = gdask._wait_all
 
-    def interrupting(c, futures, ranks, what):
+    def interrupting(c, futures, ranks, what, timeout=None):
         if what == "the fit":
             time.sleep(0.5)  # mid-fit
             raise KeyboardInterrupt
-        return real(c, futures, ranks, what)
+        return real(c, futures, ranks, what, timeout)
 
     monkeypatch.setattr(gdask, "_wait_all", interrupting)
     model = DaskGradientBoostingClassifier(**dict(PARAMS, n_estimators=5000))
@@ -258,6 +258,16 @@ def test_lost_worker_ends_the_fit_with_an_error(rank):
         err = outcome["error"]
         assert isinstance(err, RuntimeError)
         assert "left the cluster" in str(err) or "failed on a worker" in str(err)
+
+
+def test_every_wait_is_bounded(client):
+    """A step_timeout too short for the workers to answer: an error naming it, and
+    nothing left behind."""
+    X, y, _ = _data(400, 2)
+    with pytest.raises(RuntimeError, match="within .* s \\(step_timeout\\)"):
+        DaskGradientBoostingClassifier(**PARAMS, step_timeout=1e-6).fit(
+            da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    assert _settled(client)
 
 
 def test_refused_options(client):

@@ -548,10 +548,14 @@ def _alive(client):
     return set(info.get("workers", ()))
 
 
-def _wait_all(client, futures, ranks, what):
+def _wait_all(client, futures, ranks, what, timeout=None):
     """The results of actor calls ``futures`` (one per rank); a clear error, never a
-    hang, when a rank fails or its worker leaves the cluster."""
+    hang, when a rank fails or its worker leaves the cluster, or (``timeout``
+    seconds) does not answer. (The fit itself has no overall bound: each of its
+    steps has one, in the coordinator.)"""
     import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
 
     def check_lost(cause=None):
         alive = _alive(client)
@@ -581,6 +585,10 @@ def _wait_all(client, futures, ranks, what):
         if now - checked > 0.5:
             checked = now
             check_lost()
+        if deadline is not None and now > deadline:
+            slow = [r for r, d in zip(ranks, done) if not d]
+            raise RuntimeError(f"distributed fit: worker(s) {slow} did not finish "
+                               f"{what} within {timeout:g} s (step_timeout)")
         time.sleep(0.01)
 
 
@@ -832,12 +840,16 @@ class DaskGradientBoostingClassifier:
             coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
                                                workers=[ranks[0]], actor=True, pure=False)
             del persisted, X, y, w, xf, yf, wf
-            wait(actor_futures + [coordinator_future], timeout=timeout)
+            try:
+                wait(actor_futures + [coordinator_future], timeout=timeout)
+            except TimeoutError:
+                raise RuntimeError(f"distributed fit: the workers did not start the fit's "
+                                   f"actors within {timeout:g} s (step_timeout)") from None
             handles = [f.result() for f in actor_futures]
             coordinator = coordinator_future.result()
 
             described = _wait_all(client, [h.describe(params["max_bins"]) for h in handles],
-                                  ranks, "reading the partitions")
+                                  ranks, "reading the partitions", timeout)
             widths = {d[1] for d in described}
             if len(widths) != 1:
                 raise ValueError(f"the workers' partitions of X have different numbers "
@@ -866,7 +878,7 @@ class DaskGradientBoostingClassifier:
                 params, n_total, n_features, 1.0)["n_threads"]
             setups = _wait_all(
                 client, [h.setup(classes, exponent, class_factors, mapper, n_threads)
-                         for h in handles], ranks, "binning")
+                         for h in handles], ranks, "binning", timeout)
             total_w = sum(s[1] for s in setups)
             if not total_w > 0:
                 raise ValueError("sample_weight is zero for every sample")
@@ -906,7 +918,7 @@ class DaskGradientBoostingClassifier:
         if class_weight == "balanced":
             counts = np.zeros(classes.size)
             for labels, n in _wait_all(client, [h.label_counts() for h in handles], ranks,
-                                       "counting the classes"):
+                                       "counting the classes", self.step_timeout):
                 counts[np.searchsorted(classes, labels)] += n
             with np.errstate(divide="ignore"):
                 per_class = counts.sum() / (classes.size * counts)
