@@ -120,9 +120,22 @@ def test_dataframe_labels_and_no_weights(client):
     df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
     ddf = dd.from_pandas(df, npartitions=4)
     ys = dd.from_pandas(pd.Series(labels), npartitions=4)
-    ref = GradientBoostingClassifier(split_method="hist", **PARAMS, init="prior").fit(
-        df, labels)
-    model = DaskGradientBoostingClassifier(**PARAMS, init="prior").fit(ddf, ys)
+    Xv, yv, _ = _data(300, 3, seed=6)
+    dv = pd.DataFrame(Xv, columns=[f"f{i}" for i in range(5)])[["f3", "f0", "f4", "f1", "f2"]]
+    lv = np.array(["low", "mid", "top"])[yv]
+    # Leaves of 20 rows or more: no exact ties between splits that route the
+    # validation rows apart (see test_early_stopping_with_eval_set).
+    params = dict(PARAMS, init="prior", min_samples_leaf=20)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        df, labels, eval_set=(dv, lv))
+    model = DaskGradientBoostingClassifier(**params).fit(
+        ddf, ys, eval_set=(dd.from_pandas(dv, npartitions=2),
+                           dd.from_pandas(pd.Series(lv), npartitions=2)))
+    # eval_set columns by name (given in another order)
+    np.testing.assert_allclose(model.validation_score_, ref.validation_score_, rtol=1e-9)
+    model_np = DaskGradientBoostingClassifier(**params).fit(
+        ddf, ys, eval_set=(dv, lv))
+    np.testing.assert_allclose(model_np.validation_score_, ref.validation_score_, rtol=1e-9)
     assert list(model.feature_names_in_) == list(df.columns)
     assert np.abs(model.predict_proba(df) - ref.predict_proba(df)).max() <= 1e-9
     assert (model.predict(df) == ref.predict(df)).all()

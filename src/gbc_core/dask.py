@@ -465,16 +465,21 @@ class _PartActor:
         eval_part = None
         if self.eval_parts is not None:
             Xv, yv, wv = self.eval_parts
+            # (A worker may hold no validation partition: then no validation row.)
             Xv = np.ascontiguousarray(np.concatenate(
-                [_as_float32_part(p, "eval_set X") for p in Xv], axis=0))
-            yv = np.concatenate([np.asarray(p).ravel() for p in yv])
+                [_as_float32_part(p, "eval_set X") for p in Xv]
+                + [np.empty((0, self.n_features), np.float32)], axis=0))
+            yv = np.concatenate([np.asarray(p).ravel() for p in yv] + [np.empty(0, classes.dtype)])
             known = np.isin(yv, classes)
             if not known.all():
                 raise ValueError(f"eval_set y has labels not seen in y: "
                                  f"{np.unique(yv[~known])!r}")
             cv = np.searchsorted(classes, yv).astype(np.int32)
             if wv is not None:
-                wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv])
+                wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv]
+                                    + [np.empty(0)])
+            if Xv.shape[0] != yv.shape[0] or (wv is not None and wv.shape[0] != yv.shape[0]):
+                raise ValueError("eval_set X, y and sample_weight must be partitioned alike")
             if class_factors is not None:
                 wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
             eval_part = (Xv, cv, wv)
@@ -626,6 +631,20 @@ def _dask_X(X, name):
     if hasattr(X, "to_delayed") and hasattr(X, "npartitions") and hasattr(X, "_meta"):
         return X, None, feature_names_of(X._meta)
     raise TypeError(f"{name} must be a Dask Array or DataFrame, got {type(X).__name__}")
+
+
+def _align_names(X, names):
+    """``X`` (pandas or Dask DataFrame) with the columns ``names`` in that order
+    (other columns ignored); anything else as is."""
+    from ._validation import align_columns, feature_names_of
+
+    if hasattr(X, "__dask_graph__") and hasattr(X, "_meta"):
+        given = feature_names_of(X._meta)
+        if given is None or np.array_equal(given, names):
+            return X
+        align_columns(X._meta, names, "eval_set X")  # the errors of a missing name
+        return X[list(names)]
+    return align_columns(X, names, "eval_set X")
 
 
 def _align_y(y, X, row_chunks, name):
@@ -786,17 +805,22 @@ class DaskGradientBoostingClassifier:
                 raise ValueError("eval_set must be a tuple (X_val, y_val) or "
                                  "(X_val, y_val, w_val)")
             Xv = eval_set[0]
+            if names is not None:
+                Xv = _align_names(Xv, names)  # by name, as in memory
             if not hasattr(Xv, "__dask_graph__"):
                 import dask.array as da
 
-                Xv = da.from_array(np.asarray(Xv, dtype=np.float32))
+                from ._validation import check_features
+
+                Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
             Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
             yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
             wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
                   if len(eval_set) == 3 else None)
             collections += [c for c in (Xv, yv, wv) if c is not None]
 
-        persisted = client.persist(collections)
+        # One persist per collection (arrays and DataFrames are graphs of two kinds).
+        persisted = [client.persist(c) for c in collections]
         from distributed import wait
 
         wait(persisted)
