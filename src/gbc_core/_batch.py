@@ -368,6 +368,90 @@ def classification_metrics(booster, codes, raw):
             "accuracy": accuracy(y, pred), "y": y, "pred": pred, "pred_codes": pred_codes}
 
 
+def _dask_frame(args, path, fmt, features=None):
+    """(X, y, feature names) of ``path`` as a lazy Dask DataFrame: the workers read
+    its partitions (Parquet row groups, CSV blocks) themselves."""
+    import dask.dataframe as dd
+
+    if fmt == "libsvm":
+        raise DataError("--dask trains on CSV/TSV or Parquet files (LIBSVM: without --dask)")
+    if fmt == "parquet":
+        ddf = dd.read_parquet(path)
+    else:
+        sep = args.delimiter or ("\t" if fmt == "tsv" else ",")
+        ddf = dd.read_csv(path, sep=sep, header=None if args.no_header else "infer",
+                          blocksize="64MB")
+        if args.no_header:
+            ddf.columns = [f"col{i}" for i in range(len(ddf.columns))]
+    columns = [str(c) for c in ddf.columns]
+    target = args.target
+    if not target:
+        raise DataError(f"--target COL is required for {fmt.upper()} data ({path})")
+    if target not in columns:
+        raise DataError(f"target column {target!r} not found in {path}; columns: "
+                        f"{', '.join(columns[:10])}{' ...' if len(columns) > 10 else ''}")
+    if features is None:
+        drop = list(args.drop or [])
+        unknown = [c for c in drop if c not in columns]
+        if unknown:
+            raise DataError(f"--drop column(s) {unknown} not found in {path}")
+        features = [c for c in columns if c != target and c not in set(drop)]
+        if not features:
+            raise DataError(f"{path} has no feature columns besides the target {target!r}")
+    else:
+        missing = [c for c in features if c not in columns]
+        if missing:
+            raise DataError(f"feature column {missing[0]!r} (used in training) is missing "
+                            f"from {path}")
+    return ddf[features], ddf[target], features
+
+
+def _run_train_dask(args, fmt, out):
+    """``train --dask SCHEDULER``: the workers read DATA and train
+    (``DaskGradientBoostingClassifier``); the client never reads the rows."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ImportError('--dask needs dask.distributed: pip install "gbc-core[dask]"') from None
+    from .dask import DaskGradientBoostingClassifier
+
+    params = _estimator_params(args)
+    if params["split_method"] != "hist":
+        raise DataError("--dask trains with --split-method hist (the distributed fit "
+                        "sums histograms over the workers)")
+    if args.n_features is not None:
+        raise DataError("--n-features applies to LIBSVM data only")
+    X, y, names = _dask_frame(args, args.data, fmt)
+    eval_set = None
+    if args.eval:
+        efmt = _fmt_for(args.eval, args.eval_format, fallback=args.format)
+        Xv, yv, _ = _dask_frame(args, args.eval, efmt, features=names)
+        eval_set = (Xv, yv)
+    t0 = time.perf_counter()
+    client = Client(args.dask, set_as_default=False)
+    try:
+        model = DaskGradientBoostingClassifier(**params, client=client)
+        try:
+            model.fit(X, y, eval_set=eval_set)
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"cannot train on {args.data}: {one_line(exc)}") from None
+    finally:
+        client.close()
+    fit_s = time.perf_counter() - t0
+    local = model.to_local()
+    local.save(out)
+    say = print if not args.quiet else (lambda *a, **k: None)
+    say(f"trained on the Dask cluster {args.dask}: {len(names)} features of {args.data} "
+        f"(read and fit {fit_s:.2f}s)")
+    say(f"{describe_classes(local.classes_)}; {local.n_estimators_} iterations "
+        f"({local.n_estimators_ * local.n_trees_per_iteration_} trees); training log-loss "
+        f"{local.train_score_[-1]:.5f}")
+    if local.best_iteration_ is not None:
+        say(f"early stopping kept the best iteration: {local.best_iteration_} iterations")
+    say(f"model written to {out}")
+    return 0
+
+
 def run_train(args):
     from ._classifier import GradientBoostingClassifier
 
@@ -375,6 +459,8 @@ def run_train(args):
     fmt = _fmt_for(args.data, args.format)
     # Fail on an unwritable output, or one that is an input, before the (long) fit.
     AtomicOutput(out, inputs=[args.data, args.eval]).abort()
+    if getattr(args, "dask", None):
+        return _run_train_dask(args, fmt, out)
     t0 = time.perf_counter()
     if fmt == "libsvm":
         if args.target and args.target != LIBSVM_LABEL:

@@ -133,9 +133,10 @@ cdef class TreeGrower:
 
     Parameters
     ----------
-    X : float32 array of shape (n_samples, n_features), Fortran order
+    X : float32 array of shape (n_samples, n_features), Fortran order, or None
         The features (read to move rows to the children of a split, unless the
-        finder has bins).
+        finder has bins, and to route out-of-bag rows). None: a finder with bins
+        and no sample mask only (the grower then never reads raw values).
     finder : SplitFinder
         Computes the statistics of the nodes of each level and chooses their splits
         (built on the same X).
@@ -146,11 +147,24 @@ cdef class TreeGrower:
     max_features : int
         Features drawn at random for each node (``n_features`` for all).
     n_threads : int
+
+    Attributes
+    ----------
+    reducer : callable or None
+        The distributed hook for the grower's own sums (None in one process; the
+        finder's histograms have their own, ``HistogramSplitFinder.reducer``):
+        called with the GIL as ``reducer(values, n_summed)`` with the root's totals
+        and sums at the start of a tree, then before each later level with the sums
+        of the splittable test of the level's nodes; it must leave in ``values``
+        the element-wise sums over every process of the first ``n_summed`` columns
+        (in a fixed process order), the minimum of the next column and the maximum
+        of the last.
     """
     cdef:
         const float32_t[::1, :] X
         const uint8_t[::1, :] bins     # the finder's bins, if it partitions on bins
         bint on_bins
+        bint has_X                     # False: bins only (no out-of-bag rows)
         int missing_bin
         SplitFinder finder
         intp_t n_samples
@@ -179,6 +193,7 @@ cdef class TreeGrower:
         block_t* blocks
         intp_t block_capacity
         intp_t* block_first            # first block of each split node (and the end)
+        public object reducer
 
     def __cinit__(self):
         self.nodes = NULL
@@ -194,23 +209,29 @@ cdef class TreeGrower:
         self.blocks = NULL
         self.block_first = NULL
         self.block_capacity = 0
+        self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
 
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
                  int64_t min_samples_split, int64_t min_samples_leaf,
                  float64_t min_weight_leaf, intp_t max_features, int n_threads):
-        if finder.n_samples != X.shape[0] or finder.n_features != X.shape[1]:
-            raise ValueError("the split finder was built for data of another shape")
-        self.X = X
-        self.finder = finder
         bins = finder.partition_bins()
+        self.has_X = X is not None
+        if not self.has_X and bins is None:
+            raise ValueError("X is needed with a split finder without bins")
+        if self.has_X and (finder.n_samples != X.shape[0]
+                           or finder.n_features != X.shape[1]):
+            raise ValueError("the split finder was built for data of another shape")
+        if self.has_X:
+            self.X = X
+        self.finder = finder
         self.on_bins = bins is not None
         if self.on_bins:
             self.bins = bins
             self.missing_bin = finder.missing_bin()
-        self.n_samples = X.shape[0]
-        self.n_features = X.shape[1]
+        self.n_samples = finder.n_samples
+        self.n_features = finder.n_features
         self.max_depth = max_depth
         self.min_samples_split = max(min_samples_split, 2)
         self.min_samples_leaf = max(min_samples_leaf, 1)
@@ -330,6 +351,9 @@ cdef class TreeGrower:
         if row_stats.shape[0] != n or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
             raise ValueError(f"row_stats, residual and sample_mask must have {n} rows")
+        if sample_mask is not None and not self.has_X:
+            raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
+                             "their raw values)")
         root.n = 0
         root.w = 0.0
         root.s = 0.0
@@ -349,6 +373,8 @@ cdef class TreeGrower:
                     root.s += row_stats[i].wr
                     root_sums.wr2 += row_stats[i].w * residual[i] * residual[i]
                     _sums_range(&root_sums, row_stats[i].w, residual[i])
+        if self.reducer is not None:
+            root, root_sums = self._reduce_root(root, root_sums)
         root_sums.w = root.w
         root_sums.wr = root.s
         self.finder.start_tree(row_stats, self.row_slot)
@@ -366,6 +392,8 @@ cdef class TreeGrower:
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
+            if depth > 0 and self.reducer is not None:
+                self._reduce_sums(n_slots)
             if not self._mark_splittable(n_slots):
                 break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
@@ -399,6 +427,44 @@ cdef class TreeGrower:
             if sample_mask is not None:
                 self._route_out_of_bag(sample_mask)
         return self.n_nodes
+
+    cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
+        """(Data spread over processes) the root's totals and sums over every
+        process: ``reducer(values, n_summed)`` must leave in ``values`` (float64, one
+        row per node) the sums over processes of its first ``n_summed`` columns, in
+        a fixed order, the minimum of the next column and the maximum of the last."""
+        values = np.array([[root.n, root.w, root.s, sums.wr2, sums.r_min, sums.r_max]],
+                          dtype=np.float64)
+        self.reducer(values, 4)
+        root.n = <int64_t>values[0, 0]
+        root.w = values[0, 1]
+        root.s = values[0, 2]
+        sums.wr2 = values[0, 3]
+        sums.r_min = values[0, 4]
+        sums.r_max = values[0, 5]
+        return root, sums
+
+    cdef int _reduce_sums(self, intp_t n_slots) except -1:
+        """(Data spread over processes) the sums of the splittable test of the
+        level's nodes (w, w * r, w * r^2, the residual range) over every process."""
+        cdef intp_t s
+        cdef float64_t[:, ::1] v
+        values = np.empty((n_slots, 5), dtype=np.float64)
+        v = values
+        for s in range(n_slots):
+            v[s, 0] = self.level_sums[s].w
+            v[s, 1] = self.level_sums[s].wr
+            v[s, 2] = self.level_sums[s].wr2
+            v[s, 3] = self.level_sums[s].r_min
+            v[s, 4] = self.level_sums[s].r_max
+        self.reducer(values, 3)
+        for s in range(n_slots):
+            self.level_sums[s].w = v[s, 0]
+            self.level_sums[s].wr = v[s, 1]
+            self.level_sums[s].wr2 = v[s, 2]
+            self.level_sums[s].r_min = v[s, 3]
+            self.level_sums[s].r_max = v[s, 4]
+        return 0
 
     cdef bint _mark_splittable(self, intp_t n_slots):
         """Which nodes of the level may split, and the statistics the finder must

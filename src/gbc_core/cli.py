@@ -192,6 +192,10 @@ def build_parser():
                         "--n-iter-no-change for early stopping")
     p.add_argument("--eval-format", choices=["csv", "tsv", "parquet", "libsvm"],
                    help="format of --eval (default: its extension, else --format)")
+    p.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                   help="train on a Dask cluster (e.g. tcp://host:8786) with "
+                        "--split-method hist: the workers read DATA (CSV or Parquet, "
+                        "a path they can all read) and keep their rows")
     _data_options(p)
     g = p.add_argument_group("hyper-parameters (as GradientBoostingClassifier's)")
     for param in PARAMS:
@@ -377,6 +381,8 @@ def _modules_of(args):
         names += _TABLE_MODULES
     if getattr(args, "dask", None):
         names += ["gbc_core.dask", "distributed"]
+        if args.command == "train":
+            names += ["dask.dataframe"]
     return names
 
 

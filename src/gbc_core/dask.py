@@ -1,4 +1,8 @@
-"""Scoring on a Dask cluster (optional extra ``gbc-core[dask]``).
+"""Scoring and training on a Dask cluster (optional extra ``gbc-core[dask]``).
+
+Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
+stay on their workers; see the section "Distributed training" of
+docs/architecture.md and the bottom half of this module). Scoring:
 
 The model travels to the workers as its compact model-format bytes (``to_bytes()``),
 not as a pickle of Python objects; each worker rebuilds it once with ``from_bytes``
@@ -23,7 +27,8 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-__all__ = ["predict_proba", "predict", "decision_function", "score_chunks"]
+__all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
+           "DaskGradientBoostingClassifier"]
 
 
 def _import_dask():
@@ -274,3 +279,737 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     finally:
         if own:
             client.close()
+
+
+# ================================================================ training
+# Data-parallel training of split_method="hist" (the model of LightGBM's
+# data-parallel tree learner). One actor per worker holding training partitions
+# (``_PartActor``) keeps that worker's rows, bins, raw scores and residuals for the
+# whole fit and runs the boosting loop of ``_distributed.PartTrainer``; every sum
+# over rows goes through the all-reduce of a ``_Coordinator`` actor, which adds the
+# ranks' arrays in rank order. The client sends parameters and receives the
+# partitions' sketches, shapes and labels, and the trees: never X.
+
+#: Seconds a rank waits for the others at one step of a fit, by default.
+DEFAULT_STEP_TIMEOUT = 120.0
+
+
+class _Coordinator:
+    """The all-reduce of a fit: waits for the array of every rank at a step and
+    returns their sum (``_distributed.allreduce_local``, rank order) to each.
+
+    Its methods are coroutines: they run on the worker's event loop, so waiting for
+    the other ranks blocks no thread."""
+
+    def __init__(self, n_ranks, timeout):
+        self.n_ranks = n_ranks
+        self.timeout = timeout
+        self.steps = {}
+        self.error = None
+
+    def _entry(self, step):
+        import asyncio
+
+        entry = self.steps.get(step)
+        if entry is None:
+            entry = self.steps[step] = {"parts": [None] * self.n_ranks, "arrived": 0,
+                                        "taken": 0, "result": None,
+                                        "event": asyncio.Event()}
+        return entry
+
+    async def allreduce(self, step, rank, values, n_summed):
+        import asyncio
+
+        from ._distributed import allreduce_local
+
+        if self.error is not None:
+            raise RuntimeError(self.error)
+        entry = self._entry(step)
+        entry["parts"][rank] = values
+        entry["arrived"] += 1
+        if entry["arrived"] == self.n_ranks:
+            try:
+                entry["result"] = allreduce_local(entry["parts"], n_summed)
+            except Exception as exc:  # noqa: BLE001 - every rank gets the error
+                entry["result"] = exc
+            entry["parts"] = None
+            entry["event"].set()
+        else:
+            try:
+                await asyncio.wait_for(entry["event"].wait(), self.timeout)
+            except asyncio.TimeoutError:
+                missing = [r for r, p in enumerate(entry["parts"] or []) if p is None]
+                self.error = (f"distributed fit: rank(s) {missing} did not reach step "
+                              f"{step} within {self.timeout:g} s (a worker lost or "
+                              "stalled)")
+                self._wake_all()
+                raise RuntimeError(self.error) from None
+        if self.error is not None:
+            raise RuntimeError(self.error)
+        entry["taken"] += 1
+        if entry["taken"] == self.n_ranks:
+            del self.steps[step]
+        if isinstance(entry["result"], Exception):
+            raise entry["result"]
+        return entry["result"]
+
+    def _wake_all(self):
+        for entry in self.steps.values():
+            entry["event"].set()
+
+    async def abort(self, reason):
+        """End the fit: every waiting and later step raises ``reason``."""
+        if self.error is None:
+            self.error = reason
+        self._wake_all()
+        return True
+
+
+class _ActorComm:
+    """``allreduce`` of one rank, through the coordinator actor (each call one step;
+    every rank makes the same calls in the same order)."""
+
+    def __init__(self, coordinator, rank, timeout):
+        self.coordinator = coordinator
+        self.rank = rank
+        self.timeout = timeout
+        self.step = 0
+
+    def allreduce(self, values, n_summed):
+        import asyncio
+        import inspect
+
+        self.step += 1
+        pending = self.coordinator.allreduce(self.step, self.rank,
+                                             np.ascontiguousarray(values), n_summed)
+        if inspect.iscoroutine(pending):
+            # The coordinator lives on this worker: run its coroutine on the loop.
+            from distributed import get_worker
+
+            loop = get_worker().loop.asyncio_loop
+            pending = asyncio.run_coroutine_threadsafe(pending, loop)
+            return pending.result(self.timeout + 10)
+        return pending.result(timeout=self.timeout + 10)
+
+
+def _as_float32_part(part, name):
+    from ._validation import check_features
+
+    shape = getattr(part, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[0] == 0:
+        return np.empty((0, shape[1]), dtype=np.float32)  # an empty partition
+    return check_features(part, name, dtype=np.float32, order="C")
+
+
+class _PartActor:
+    """The training rows of one worker for one fit (a Dask actor)."""
+
+    def __init__(self, X_parts, y_parts, w_parts, eval_parts):
+        # The partitions as they are (no copy): converted to float32 one at a time
+        # when sketched and binned, and let go once binned.
+        self.X_parts = list(X_parts)
+        widths = {p.shape[1] for p in self.X_parts if len(getattr(p, "shape", ())) == 2}
+        if len(widths) > 1:
+            raise ValueError(f"the partitions of X have different numbers of columns: "
+                             f"{sorted(widths)}")
+        self.n_rows = sum(p.shape[0] for p in self.X_parts)
+        self.n_features = widths.pop() if widths else 0
+        self.y = np.concatenate([np.asarray(p).ravel() for p in y_parts])
+        if self.y.dtype.kind == "f" and not np.isfinite(self.y).all():
+            raise ValueError("y has NaN or infinite labels; every row needs a label")
+        if self.y.dtype.kind == "O" and any(v is None or v != v for v in self.y):
+            raise ValueError("y has missing labels; every row needs a label")
+        if self.y.shape[0] != self.n_rows:
+            raise ValueError(f"y has {self.y.shape[0]} labels in the partitions of a "
+                             f"worker that hold {self.n_rows} rows of X: X and y "
+                             "must be partitioned alike")
+        self.w = None
+        if w_parts is not None:
+            from ._validation import check_sample_weight
+
+            w = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in w_parts])
+            self.w = check_sample_weight(w, self.n_rows) if w.size else w
+        self.eval_parts = eval_parts
+        self.trainer = None
+
+    def _float_parts(self):
+        for part in self.X_parts:
+            yield _as_float32_part(part, "X")
+
+    def label_counts(self):
+        """(distinct labels, their counts) of this worker's rows."""
+        return np.unique(self.y, return_counts=True)
+
+    def describe(self, max_bins):
+        """(rows, columns, distinct labels, largest weight, a ``BinSketch`` per
+        partition)."""
+        from ._binning import BinMapper
+
+        top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
+        mapper = BinMapper(max_bins=max_bins)
+        sketches = [mapper.sketch(X) for X in self._float_parts()]
+        return self.n_rows, self.n_features, np.unique(self.y), top, sketches
+
+    def setup(self, classes, exponent, class_factors, mapper, n_threads):
+        """Class codes, weights scaled by 2**-exponent, the bins; returns the sums
+        the parameters need and the bins' value ranges."""
+        from ._distributed import PartTrainer, bin_parts
+
+        codes = np.searchsorted(classes, self.y).astype(np.int32)
+        w = self.w
+        if class_factors is not None:
+            w = (np.ones(codes.shape[0]) if w is None else w) * class_factors[codes]
+        if w is not None and exponent:
+            w = np.ldexp(w, -exponent)
+        w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        eval_part = None
+        if self.eval_parts is not None:
+            Xv, yv, wv = self.eval_parts
+            # (A worker may hold no validation partition: then no validation row.)
+            Xv = np.ascontiguousarray(np.concatenate(
+                [_as_float32_part(p, "eval_set X") for p in Xv]
+                + [np.empty((0, self.n_features), np.float32)], axis=0))
+            yv = np.concatenate([np.asarray(p).ravel() for p in yv] + [np.empty(0, classes.dtype)])
+            known = np.isin(yv, classes)
+            if not known.all():
+                raise ValueError(f"eval_set y has labels not seen in y: "
+                                 f"{np.unique(yv[~known])!r}")
+            cv = np.searchsorted(classes, yv).astype(np.int32)
+            if wv is not None:
+                wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv]
+                                    + [np.empty(0)])
+            if Xv.shape[0] != yv.shape[0] or (wv is not None and wv.shape[0] != yv.shape[0]):
+                raise ValueError("eval_set X, y and sample_weight must be partitioned alike")
+            if class_factors is not None:
+                wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
+            eval_part = (Xv, cv, wv)
+            self.eval_parts = None
+        parts = (self._float_parts() if self.X_parts
+                 else [np.empty((0, self.n_features), np.float32)])
+        bins, lo, hi = bin_parts(parts, mapper, n_threads)
+        self.X_parts = None  # the raw rows are no longer needed: bins only
+        self.trainer = PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
+                                   codes, w, eval_part)
+        total_w = float(codes.shape[0] if w is None else w.sum())
+        return codes.shape[0], total_w, np.bincount(codes, minlength=classes.size), lo, hi
+
+    def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout):
+        """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
+        params = dict(params)
+        wph = params.pop("_workers_per_host", {})
+        if params.get("n_jobs") is None:
+            params["n_threads"] = _n_jobs_for_task(None, wph)
+        comm = _ActorComm(coordinator, rank, timeout)
+        out = self.trainer.fit(comm, n_classes, params, seed, lo, hi)
+        return out if rank == 0 else None
+
+
+
+def _parts_of(collection, client, name):
+    """(futures of the row partitions in order, holder of each) of a persisted Dask
+    Array (columns in one chunk) or DataFrame/Series."""
+    from distributed import futures_of
+
+    keys = collection.__dask_keys__()
+    flat = []
+    stack = [keys]
+    while stack:  # flatten the nested key lists in order
+        item = stack.pop(0)
+        if isinstance(item, list):
+            stack[:0] = item
+        else:
+            flat.append(item)
+    by_key = {f.key: f for f in futures_of(collection)}
+    if all(k in by_key for k in flat):
+        futures = [by_key[k] for k in flat]
+    else:
+        # A persisted DataFrame may name its partitions apart from its keys: the
+        # futures of one layer, in the order of their partition index.
+        names = {f.key[0] for f in by_key.values() if isinstance(f.key, tuple)}
+        if len(names) != 1 or len(by_key) != len(flat):
+            raise RuntimeError(f"{name}: cannot match the partitions of the persisted "
+                               "collection with its futures")
+        futures = sorted(by_key.values(), key=lambda f: f.key[1:])
+    who = client.who_has(futures)
+    holders = []
+    for f in futures:
+        where = sorted(who.get(f.key, ()) or ())
+        if not where:
+            raise RuntimeError(f"{name}: a partition is held by no worker")
+        holders.append(where[0])
+    return futures, holders
+
+
+def _alive(client):
+    """The workers of the cluster now (asked of the scheduler), or None when the
+    scheduler does not answer."""
+    try:
+        try:
+            info = client.sync(client.scheduler.identity, n_workers=-1)
+        except TypeError:  # older distributed
+            info = client.sync(client.scheduler.identity)
+    except Exception:  # noqa: BLE001 - unknown: no conclusion drawn
+        return None
+    return set(info.get("workers", ()))
+
+
+def _wait_all(client, futures, ranks, what, timeout=None):
+    """The results of actor calls ``futures`` (one per rank); a clear error, never a
+    hang, when a rank fails or its worker leaves the cluster, or (``timeout``
+    seconds) does not answer. (The fit itself has no overall bound: each of its
+    steps has one, in the coordinator.)"""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def check_lost(cause=None):
+        alive = _alive(client)
+        lost = [] if alive is None else sorted(set(ranks) - alive)
+        if lost:
+            raise RuntimeError(
+                f"distributed fit: worker(s) {lost} left the cluster during {what}; the "
+                "fit cannot go on without their rows"
+                + ("" if cause is None else f" ({type(cause).__name__}: {cause})"))
+
+    checked = 0.0
+    while True:
+        done = [f.done() for f in futures]
+        for f, d in zip(futures, done):
+            if d:
+                try:
+                    f.result()
+                except Exception as exc:
+                    if isinstance(exc, OSError):  # e.g. the actor's worker is gone
+                        time.sleep(0.5)  # the scheduler notices a lost worker
+                        check_lost(exc)
+                    raise RuntimeError(f"distributed fit: {what} failed on a worker: "
+                                       f"{type(exc).__name__}: {exc}") from exc
+        if all(done):
+            return [f.result() for f in futures]
+        now = time.monotonic()
+        if now - checked > 0.5:
+            checked = now
+            check_lost()
+        if deadline is not None and now > deadline:
+            slow = [r for r, d in zip(ranks, done) if not d]
+            raise RuntimeError(f"distributed fit: worker(s) {slow} did not finish "
+                               f"{what} within {timeout:g} s (step_timeout)")
+        time.sleep(0.01)
+
+
+def _as_dask(obj, name, row_chunks):
+    """``obj`` as a Dask collection partitioned like X (NumPy/pandas are wrapped)."""
+    import dask.array as da
+
+    if obj is None or hasattr(obj, "__dask_graph__"):
+        return obj
+    arr = np.asarray(obj)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if row_chunks is None:
+        raise TypeError(f"{name} must be a Dask Series or Array when X is a Dask "
+                        "DataFrame")
+    if arr.shape[0] != sum(row_chunks):
+        raise ValueError(f"{name} has {arr.shape[0]} rows, X has {sum(row_chunks)}")
+    return da.from_array(arr, chunks=(row_chunks,))
+
+
+def _dask_X(X, name):
+    """(X with its columns in one chunk, its row chunks or None, feature names)."""
+    import dask.array as da
+
+    from ._validation import feature_names_of
+
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
+        if X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        if any(np.isnan(c) for c in X.chunks[0]):
+            X = X.compute_chunk_sizes()
+        return X, X.chunks[0], None
+    if hasattr(X, "to_delayed") and hasattr(X, "npartitions") and hasattr(X, "_meta"):
+        return X, None, feature_names_of(X._meta)
+    raise TypeError(f"{name} must be a Dask Array or DataFrame, got {type(X).__name__}")
+
+
+def _align_names(X, names):
+    """``X`` (pandas or Dask DataFrame) with the columns ``names`` in that order
+    (other columns ignored); anything else as is."""
+    from ._validation import align_columns, feature_names_of
+
+    if hasattr(X, "__dask_graph__") and hasattr(X, "_meta"):
+        given = feature_names_of(X._meta)
+        if given is None or np.array_equal(given, names):
+            return X
+        align_columns(X._meta, names, "eval_set X")  # the errors of a missing name
+        return X[list(names)]
+    return align_columns(X, names, "eval_set X")
+
+
+def _align_y(y, X, row_chunks, name):
+    import dask.array as da
+
+    y = _as_dask(y, name, row_chunks)
+    if y is None:
+        return None
+    if isinstance(y, da.Array) and row_chunks is not None:
+        if y.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got {y.ndim}-D")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} has {y.shape[0]} rows, X has {X.shape[0]}")
+        if y.chunks[0] != row_chunks:
+            y = y.rechunk((row_chunks,))
+    elif getattr(y, "npartitions", None) != getattr(X, "npartitions", None) and (
+            not isinstance(y, da.Array) or len(y.chunks[0]) != X.npartitions):
+        raise ValueError(f"{name} must have the partitions of X ({X.npartitions}), got "
+                         f"{getattr(y, 'npartitions', None) or len(y.chunks[0])}")
+    return y
+
+
+class DaskGradientBoostingClassifier:
+    """Gradient boosting trained on a Dask cluster (``split_method="hist"``).
+
+    The parameters of :class:`gbc_core.GradientBoostingClassifier` (its split method
+    is always ``"hist"``) plus ``client`` and ``step_timeout``. ``fit`` takes Dask
+    Arrays or DataFrames partitioned across the workers: the rows stay where they are,
+    each worker holding its partitions binned and their residual state for the whole
+    fit in an actor; per level the workers' histograms are summed in worker order,
+    so every worker chooses the same splits. Where every feature has at most
+    ``max_bins`` distinct values, the model is the single-process hist fit of the
+    concatenated rows (up to the rounding of sums formed per worker).
+
+    Not supported in a distributed fit (a clear error): ``subsample < 1``,
+    ``warm_start`` and early stopping without ``eval_set`` (the hold-out of
+    ``validation_fraction``). ``verbose`` prints nothing (the loop runs on the
+    workers); ``train_score_`` and ``validation_score_`` hold the losses.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        Default: the current client.
+    step_timeout : float, default=120
+        Seconds a worker waits for the others at one step of the fit before the fit
+        ends with an error (a worker that left the cluster ends it at once).
+
+    Attributes
+    ----------
+    booster_ : Booster
+        The fitted model; the fitted attributes of the in-memory estimator are read
+        through :meth:`to_local`.
+    """
+
+    def __init__(self, n_estimators=100, learning_rate=0.1, max_depth=3,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 subsample=1.0, max_features=None, init="zero", random_state=None,
+                 n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
+                 tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
+                 split_method="hist", max_bins=255, client=None,
+                 step_timeout=DEFAULT_STEP_TIMEOUT):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.subsample = subsample
+        self.max_features = max_features
+        self.init = init
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.warm_start = warm_start
+        self.class_weight = class_weight
+        self.loss = loss
+        self.split_method = split_method
+        self.max_bins = max_bins
+        self.client = client
+        self.step_timeout = step_timeout
+
+    _OWN = ("client", "step_timeout")
+
+    def get_params(self, deep=True):
+        """The parameters (scikit-learn's convention)."""
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params):
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}")
+            setattr(self, key, value)
+        return self
+
+    def _model_params(self):
+        return {k: v for k, v in self.get_params().items() if k not in self._OWN}
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Fit on the workers holding ``X``'s partitions.
+
+        Parameters
+        ----------
+        X : dask.array.Array or dask.dataframe.DataFrame of shape (n, n_features)
+        y : dask Array or Series partitioned like X (or a NumPy array with X an Array)
+        sample_weight : like y, optional
+        eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), optional
+            Validation rows (Dask or NumPy/pandas); their loss is summed on the
+            workers after each iteration (``validation_score_``, early stopping
+            with ``n_iter_no_change``).
+
+        Returns
+        -------
+        self
+        """
+        _import_dask()
+        from ._booster import Booster
+        from ._binning import BinMapper
+        from ._ensemble import Ensemble
+        from ._model_io import check_labels
+        from ._params import check_params, resolve
+
+        params = check_params(self._model_params())
+        if params["split_method"] != "hist":
+            raise ValueError("DaskGradientBoostingClassifier trains with split_method="
+                             f"'hist' only, got {params['split_method']!r}")
+        if params["subsample"] < 1.0:
+            raise ValueError("subsample < 1 is not supported by the distributed fit")
+        if params["warm_start"]:
+            raise ValueError("warm_start is not supported by the distributed fit")
+        if params["n_iter_no_change"] is not None and eval_set is None:
+            raise ValueError("early stopping in a distributed fit needs eval_set (the "
+                             "validation_fraction hold-out is not supported)")
+        timeout = float(self.step_timeout)
+        if not timeout > 0:
+            raise ValueError(f"step_timeout must be > 0, got {self.step_timeout!r}")
+        client = _get_client(self.client)
+        if client is None:
+            raise ValueError("DaskGradientBoostingClassifier needs a distributed Client "
+                             "(client=..., or a current one)")
+        rs = params["random_state"]
+        seed = (int(rs) if isinstance(rs, (int, np.integer))
+                else int(np.random.SeedSequence().entropy % (2**63)))
+
+        X, row_chunks, names = _dask_X(X, "X")
+        y = _align_y(y, X, row_chunks, "y")
+        w = _align_y(sample_weight, X, row_chunks, "sample_weight")
+        collections = [c for c in (X, y, w) if c is not None]
+        if eval_set is not None:
+            if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
+                raise ValueError("eval_set must be a tuple (X_val, y_val) or "
+                                 "(X_val, y_val, w_val)")
+            Xv = eval_set[0]
+            if names is not None:
+                Xv = _align_names(Xv, names)  # by name, as in memory
+            if not hasattr(Xv, "__dask_graph__"):
+                import dask.array as da
+
+                from ._validation import check_features
+
+                Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
+            Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
+            yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
+            wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
+                  if len(eval_set) == 3 else None)
+            collections += [c for c in (Xv, yv, wv) if c is not None]
+
+        # One persist per collection (arrays and DataFrames are graphs of two kinds).
+        persisted = [client.persist(c) for c in collections]
+        from distributed import wait
+
+        wait(persisted)
+        it = iter(persisted)
+        X = next(it)
+        y = next(it)
+        w = next(it) if w is not None else None
+        xf, holders = _parts_of(X, client, "X")
+        yf, _ = _parts_of(y, client, "y")
+        wf = _parts_of(w, client, "sample_weight")[0] if w is not None else None
+        if len(yf) != len(xf) or (wf is not None and len(wf) != len(xf)):
+            raise ValueError("X, y and sample_weight must have the same partitions")
+        ranks = sorted(set(holders))
+        eval_for = {r: None for r in ranks}
+        if eval_set is not None:
+            Xv = next(it)
+            yv = next(it)
+            wv = next(it) if wv is not None else None
+            vf, vholders = _parts_of(Xv, client, "eval_set X")
+            vyf, _ = _parts_of(yv, client, "eval_set y")
+            vwf = _parts_of(wv, client, "eval_set sample_weight")[0] if wv is not None else None
+            eval_for = {r: ([], [], [] if vwf is not None else None) for r in ranks}
+            for i, holder in enumerate(vholders):
+                r = holder if holder in eval_for else ranks[i % len(ranks)]
+                eval_for[r][0].append(vf[i])
+                eval_for[r][1].append(vyf[i])
+                if vwf is not None:
+                    eval_for[r][2].append(vwf[i])
+
+        actor_futures = []
+        coordinator_future = None
+        handles = []
+        coordinator = None
+        try:
+            for addr in ranks:
+                mine = [i for i, h in enumerate(holders) if h == addr]
+                actor_futures.append(client.submit(
+                    _PartActor, [xf[i] for i in mine], [yf[i] for i in mine],
+                    None if wf is None else [wf[i] for i in mine], eval_for[addr],
+                    workers=[addr], allow_other_workers=False, actor=True, pure=False))
+            coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
+                                               workers=[ranks[0]], actor=True, pure=False)
+            del persisted, X, y, w, xf, yf, wf
+            try:
+                wait(actor_futures + [coordinator_future], timeout=timeout)
+            except TimeoutError:
+                raise RuntimeError(f"distributed fit: the workers did not start the fit's "
+                                   f"actors within {timeout:g} s (step_timeout)") from None
+            handles = [f.result() for f in actor_futures]
+            coordinator = coordinator_future.result()
+
+            described = _wait_all(client, [h.describe(params["max_bins"]) for h in handles],
+                                  ranks, "reading the partitions", timeout)
+            widths = {d[1] for d in described}
+            if len(widths) != 1:
+                raise ValueError(f"the workers' partitions of X have different numbers "
+                                 f"of columns: {sorted(widths)}")
+            n_features = widths.pop()
+            n_total = sum(d[0] for d in described)
+            if n_total == 0:
+                raise ValueError("X has no rows")
+            labels = np.concatenate([d[2] for d in described])
+            classes = np.unique(labels)
+            check_labels(classes)
+            if classes.size < 2:
+                raise ValueError(f"y must hold at least 2 classes, got {classes.size}")
+            top = max(d[3] for d in described)
+            exponent = 0
+            from ._validation import WEIGHT_RANGE
+
+            if top > 0 and not WEIGHT_RANGE[0] <= top <= WEIGHT_RANGE[1]:
+                exponent = int(np.frexp(top)[1])
+            class_factors = self._class_factors(params["class_weight"], classes,
+                                                handles, client, ranks)
+            mapper = BinMapper.from_sketches([s for d in described for s in d[4]],
+                                             params["max_bins"])
+            wph = workers_per_host(client)
+            n_threads = 1 if params["n_jobs"] is None else resolve(
+                params, n_total, n_features, 1.0)["n_threads"]
+            setups = _wait_all(
+                client, [h.setup(classes, exponent, class_factors, mapper, n_threads)
+                         for h in handles], ranks, "binning", timeout)
+            total_w = sum(s[1] for s in setups)
+            if not total_w > 0:
+                raise ValueError("sample_weight is zero for every sample")
+            lo = np.minimum.reduce([s[3] for s in setups])
+            hi = np.maximum.reduce([s[4] for s in setups])
+            resolved = resolve(params, n_total, n_features, total_w)
+            resolved["_workers_per_host"] = wph
+            results = _wait_all(
+                client, [h.fit(coordinator, r, classes.size, resolved, seed, lo, hi,
+                               timeout) for r, h in enumerate(handles)], ranks, "the fit")
+            trees, init_raw, record = results[0]
+            ensemble = Ensemble.from_trees(trees, n_outputs=init_raw.shape[0],
+                                           init_raw=init_raw,
+                                           learning_rate=params["learning_rate"],
+                                           n_features=n_features)
+            self.booster_ = Booster(ensemble, classes, feature_names=names,
+                                    params=self._model_params(), record=record,
+                                    max_features=resolved["max_features"])
+            self.__dict__.pop("_local_model", None)
+        except BaseException:
+            if coordinator is not None:
+                try:
+                    coordinator.abort("distributed fit: interrupted by the client").result(
+                        timeout=5)
+                except Exception:  # noqa: BLE001 - its worker may be gone
+                    pass
+            raise
+        finally:
+            handles = coordinator = None
+            client.cancel(actor_futures + ([coordinator_future] if coordinator_future
+                                           is not None else []), force=True)
+        return self
+
+    def _class_factors(self, class_weight, classes, handles, client, ranks):
+        if class_weight is None:
+            return None
+        if class_weight == "balanced":
+            counts = np.zeros(classes.size)
+            for labels, n in _wait_all(client, [h.label_counts() for h in handles], ranks,
+                                       "counting the classes", self.step_timeout):
+                counts[np.searchsorted(classes, labels)] += n
+            with np.errstate(divide="ignore"):
+                per_class = counts.sum() / (classes.size * counts)
+        else:
+            unknown = [k for k in class_weight if not np.any(classes == k)]
+            if unknown:
+                raise ValueError(f"class_weight has labels not in y: {unknown!r}")
+            per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        from ._validation import scale_weights
+
+        return scale_weights(per_class)
+
+    # ----------------------------------------------------------------- predict
+    def _booster(self):
+        if "booster_" not in self.__dict__:
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+        return self.booster_
+
+    def to_local(self):
+        """The fitted model as a plain :class:`gbc_core.GradientBoostingClassifier`
+        (save, load, the command line, everything)."""
+        from ._classifier import GradientBoostingClassifier
+
+        return GradientBoostingClassifier.from_bytes(
+            self._booster().to_bytes(params=self._model_params()))
+
+    def trees(self):
+        """The fitted trees (see ``GradientBoostingClassifier.trees``)."""
+        return self._local().trees()
+
+    def _local(self):
+        local = self.__dict__.get("_local_model")
+        if local is None:
+            local = self.__dict__["_local_model"] = self.to_local()
+        return local
+
+    @staticmethod
+    def _is_dask(X):
+        return hasattr(X, "__dask_graph__")
+
+    def predict_proba(self, X):
+        """Class probabilities: a NumPy array for NumPy/pandas input, a lazy Dask Array
+        for Dask input (scored on the workers)."""
+        if self._is_dask(X):
+            return predict_proba(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
+        return self._local().predict_proba(X)
+
+    def predict(self, X):
+        """Predicted labels (NumPy, or Dask for Dask input)."""
+        if self._is_dask(X):
+            return predict(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
+        return self._local().predict(X)
+
+    def decision_function(self, X):
+        """Raw scores F(x) (NumPy, or Dask for Dask input)."""
+        if self._is_dask(X):
+            return decision_function(self._booster(), X, n_jobs=self.n_jobs,
+                                     client=self.client)
+        return self._local().decision_function(X)
+
+    def __getattr__(self, name):
+        # The fitted attributes of the in-memory estimator (classes_, n_estimators_,
+        # train_score_, ...).
+        if name.endswith("_") and not name.startswith("_") and "booster_" in self.__dict__:
+            return getattr(self._local(), name)
+        raise AttributeError(name)

@@ -1,0 +1,370 @@
+"""Distributed training on Dask (``DaskGradientBoostingClassifier``, hist) on a local
+cluster of two worker processes: the model equals the single-process hist fit of the
+concatenated rows where binning is exact, X never leaves its workers, a lost worker
+or an interrupted fit ends cleanly."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import require
+
+require("dask")
+require("distributed")
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import pandas as pd  # noqa: E402
+from distributed import Client, LocalCluster, wait  # noqa: E402
+
+import gbc_core.dask as gdask  # noqa: E402
+from gbc_core import GradientBoostingClassifier  # noqa: E402
+from gbc_core.dask import DaskGradientBoostingClassifier  # noqa: E402
+
+PARAMS = dict(n_estimators=12, max_depth=3, learning_rate=0.3, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+def _workers(client):
+    return sorted(client.scheduler_info()["workers"])
+
+
+def _data(n, n_classes, seed=0, nan=True):
+    """Rounded features (few distinct values: exact binning), NaN, continuous weights
+    (no exact ties between candidate splits)."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(n, 5)), 1).astype(np.float32)
+    X[:, 4] = rng.integers(0, 7, n)
+    if nan:
+        X[rng.random((n, 5)) < 0.05] = np.nan
+    score = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    w = rng.uniform(0.2, 3.0, n)
+    return X, y, w
+
+
+def _placed(client, arr, where):
+    """``arr`` (a NumPy array) as a persisted Dask Array of row blocks of the sizes
+    ``where`` gives, block i held by worker ``where[i][1]``."""
+    sizes = tuple(n for n, _ in where)
+    blocks = da.from_array(arr, chunks=(sizes,) + tuple((s,) for s in arr.shape[1:]))
+    with dask.annotate(workers=lambda key: [where[key[1]][1]], allow_other_workers=False):
+        placed = blocks.map_blocks(np.asarray)
+    placed = client.persist(placed, optimize_graph=False)
+    wait(placed)
+    return placed
+
+
+def _holders(client, arr):
+    from distributed import futures_of
+
+    who = client.who_has(futures_of(arr))
+    return {w for ws in who.values() for w in ws}
+
+
+def _reference(X, y, w, **extra):
+    return GradientBoostingClassifier(split_method="hist", **PARAMS, **extra).fit(
+        X, y, sample_weight=w)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("layout", ["one_worker", "two_workers", "empty_parts",
+                                    "class_pure_parts", "worker_without_rows"])
+def test_equals_single_process_fit(client, n_classes, layout):
+    X, y, w = _data(1500, n_classes, seed=n_classes)
+    w0, w1 = _workers(client)
+    if layout == "class_pure_parts":
+        # Sorted by class: most partitions lack every class but one.
+        order = np.argsort(y, kind="stable")
+        X, y, w = X[order], y[order], w[order]
+    cuts = {"one_worker": [0, 700, 1500], "two_workers": [0, 400, 900, 1500],
+            "empty_parts": [0, 0, 600, 600, 1000, 1500], "class_pure_parts":
+            [0, 300, 600, 900, 1200, 1500], "worker_without_rows": [0, 1500, 1500]}[layout]
+    sizes = np.diff(cuts)
+    where = [(int(n), w0 if layout == "one_worker" or (layout == "worker_without_rows"
+                                                       and i == 0)
+              else (w1 if layout == "worker_without_rows" else [w0, w1][i % 2]))
+             for i, n in enumerate(sizes)]
+    Xd = _placed(client, X, where)
+    yd = _placed(client, y, where)
+    wd = _placed(client, w, where)
+    assert len(Xd.chunks[0]) == len(sizes)
+    assert _holders(client, Xd) == {h for _, h in where}  # the layout under test
+    ref = _reference(X, y, w)
+    model = DaskGradientBoostingClassifier(**PARAMS).fit(Xd, yd, sample_weight=wd)
+    diff = np.abs(model.predict_proba(X) - ref.predict_proba(X)).max()
+    assert diff <= 1e-9, diff
+    assert np.array_equal(model.classes_, ref.classes_)
+    assert model.n_estimators_ == ref.n_estimators_
+    for a, b in zip(model.trees(), ref.trees()):
+        # The same partition of the rows (two splits that part a node's rows alike,
+        # e.g. the two rows of a node, tie exactly, and the rounding of the sums,
+        # formed per worker, may pick either).
+        np.testing.assert_array_equal(np.sort(a["n_samples"]), np.sort(b["n_samples"]))
+    np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+
+
+def test_dataframe_labels_and_no_weights(client):
+    X, y, _ = _data(1200, 3, seed=5)
+    labels = np.array(["low", "mid", "top"])[y]
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    ddf = dd.from_pandas(df, npartitions=4)
+    ys = dd.from_pandas(pd.Series(labels), npartitions=4)
+    Xv, yv, _ = _data(300, 3, seed=6)
+    dv = pd.DataFrame(Xv, columns=[f"f{i}" for i in range(5)])[["f3", "f0", "f4", "f1", "f2"]]
+    lv = np.array(["low", "mid", "top"])[yv]
+    # Leaves of 20 rows or more: no exact ties between splits that route the
+    # validation rows apart (see test_early_stopping_with_eval_set).
+    params = dict(PARAMS, init="prior", min_samples_leaf=20)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        df, labels, eval_set=(dv, lv))
+    model = DaskGradientBoostingClassifier(**params).fit(
+        ddf, ys, eval_set=(dd.from_pandas(dv, npartitions=2),
+                           dd.from_pandas(pd.Series(lv), npartitions=2)))
+    # eval_set columns by name (given in another order)
+    np.testing.assert_allclose(model.validation_score_, ref.validation_score_, rtol=1e-9)
+    model_np = DaskGradientBoostingClassifier(**params).fit(
+        ddf, ys, eval_set=(dv, lv))
+    np.testing.assert_allclose(model_np.validation_score_, ref.validation_score_, rtol=1e-9)
+    assert list(model.feature_names_in_) == list(df.columns)
+    assert np.abs(model.predict_proba(df) - ref.predict_proba(df)).max() <= 1e-9
+    assert (model.predict(df) == ref.predict(df)).all()
+    # Dask in, Dask out (the workers score).
+    out = model.predict_proba(ddf)
+    assert isinstance(out, da.Array)
+    np.testing.assert_array_equal(out.compute(), model.predict_proba(df))
+
+
+def test_early_stopping_with_eval_set(client):
+    X, y, w = _data(2000, 2, seed=7)
+    Xv, yv, wv = _data(600, 2, seed=8)
+    # Leaves of 20 rows or more: no two splits part a node's rows alike (an exact tie
+    # that the rounding of the sums may break either way, routing the validation rows
+    # apart).
+    params = dict(PARAMS, n_estimators=200, learning_rate=0.8, n_iter_no_change=3,
+                  min_samples_leaf=20)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        X, y, sample_weight=w, eval_set=(Xv, yv, wv))
+    model = DaskGradientBoostingClassifier(**params).fit(
+        da.from_array(X, chunks=500), da.from_array(y, chunks=500),
+        sample_weight=da.from_array(w, chunks=500),
+        eval_set=(da.from_array(Xv, chunks=200), da.from_array(yv, chunks=200),
+                  da.from_array(wv, chunks=200)))
+    assert ref.n_estimators_ < 200  # early stopping did stop
+    assert model.n_estimators_ == ref.n_estimators_
+    np.testing.assert_allclose(model.validation_score_, ref.validation_score_, rtol=1e-9)
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+
+
+def test_to_local_saves_loads_and_predicts(client, tmp_path):
+    X, y, w = _data(800, 2, seed=3)
+    model = DaskGradientBoostingClassifier(**PARAMS).fit(
+        da.from_array(X, chunks=300), da.from_array(y, chunks=300))
+    local = model.to_local()
+    assert type(local) is GradientBoostingClassifier
+    assert local.get_params()["split_method"] == "hist"
+    local.save(tmp_path / "m.gbc")
+    loaded = GradientBoostingClassifier.load(tmp_path / "m.gbc")
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    np.testing.assert_array_equal(model.decision_function(da.from_array(X, chunks=300))
+                                  .compute(), local.decision_function(X))
+
+
+def test_x_never_leaves_its_workers(client):
+    """No partition of X is ever served by its worker's get_data (to the client or to
+    another worker): the actors read their rows where they are."""
+    X, y, w = _data(1000, 2, seed=9)
+    Xd = client.persist(da.from_array(X, chunks=250))
+    wait(Xd)
+    from distributed import futures_of
+
+    x_keys = {str(f.key) for f in futures_of(Xd)}
+
+    def served(dask_worker):
+        return [str(k) for entry in dask_worker.transfer_outgoing_log for k in entry["keys"]]
+
+    before = client.run(served)
+    DaskGradientBoostingClassifier(**PARAMS).fit(Xd, da.from_array(y, chunks=250))
+    after = client.run(served)
+    moved = [k for addr in after for k in after[addr][len(before[addr]):] if k in x_keys]
+    assert moved == []
+    # The check sees a gather of X (it can fail).
+    client.gather(futures_of(Xd)[0])
+    again = client.run(served)
+    assert any(k in x_keys for addr in again for k in again[addr][len(after[addr]):])
+
+
+def _actors(client):
+    return client.run(lambda dask_worker: len(dask_worker.state.actors))
+
+
+def _settled(client, deadline=10.0):
+    """Wait until no actor and no task is left on the cluster."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if sum(_actors(client).values()) == 0 and not any(client.processing().values()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
+    X, y, _ = _data(2000, 2, seed=11)
+    real = gdask._wait_all
+
+    def interrupting(c, futures, ranks, what, timeout=None):
+        if what == "the fit":
+            time.sleep(0.5)  # mid-fit
+            raise KeyboardInterrupt
+        return real(c, futures, ranks, what, timeout)
+
+    monkeypatch.setattr(gdask, "_wait_all", interrupting)
+    model = DaskGradientBoostingClassifier(**dict(PARAMS, n_estimators=5000))
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(da.from_array(X, chunks=500), da.from_array(y, chunks=500))
+    assert _settled(client)
+    monkeypatch.setattr(gdask, "_wait_all", real)
+    # The cluster is usable again.
+    DaskGradientBoostingClassifier(**PARAMS).fit(da.from_array(X, chunks=500),
+                                                 da.from_array(y, chunks=500))
+    assert _settled(client)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_lost_worker_ends_the_fit_with_an_error(rank):
+    """A worker killed mid-fit (rank 0 also holds the coordinator): a clear error,
+    not a hang, well before the step timeout."""
+    X, y, _ = _data(3000, 2, seed=13)
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        Xd = da.from_array(X, chunks=750)
+        yd = da.from_array(y, chunks=750)
+        victim = _workers(c)[rank]
+        outcome = {}
+
+        def run():
+            try:
+                DaskGradientBoostingClassifier(
+                    **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300
+                ).fit(Xd, yd)
+                outcome["error"] = None
+            except Exception as exc:  # noqa: BLE001
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        time.sleep(2.0)
+        pid = c.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGKILL)
+        thread.join(60)
+        assert not thread.is_alive(), "the fit hung after a worker was lost"
+        err = outcome["error"]
+        assert isinstance(err, RuntimeError)
+        assert "left the cluster" in str(err) or "failed on a worker" in str(err)
+
+
+def test_every_wait_is_bounded(client):
+    """A step_timeout too short for the workers to answer: an error naming it, and
+    nothing left behind."""
+    X, y, _ = _data(400, 2)
+    with pytest.raises(RuntimeError, match="within .* s \\(step_timeout\\)"):
+        DaskGradientBoostingClassifier(**PARAMS, step_timeout=1e-6).fit(
+            da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    assert _settled(client)
+
+
+def test_refused_options(client):
+    X, y, _ = _data(200, 2)
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    with pytest.raises(ValueError, match="subsample"):
+        DaskGradientBoostingClassifier(subsample=0.5).fit(Xd, yd)
+    with pytest.raises(ValueError, match="eval_set"):
+        DaskGradientBoostingClassifier(n_iter_no_change=3).fit(Xd, yd)
+    with pytest.raises(ValueError, match="hist"):
+        DaskGradientBoostingClassifier(split_method="exact").fit(Xd, yd)
+    with pytest.raises(TypeError, match="Dask Array or DataFrame"):
+        DaskGradientBoostingClassifier().fit(X, y)
+
+
+def test_cli_train_dask(client, tmp_path, capsys, monkeypatch):
+    """``gbc-core train --dask SCHEDULER``: the workers read the Parquet file's row
+    groups and train; the model equals the in-memory hist fit of the file."""
+    from conftest import run_main
+
+    pq = require("pyarrow.parquet")
+    pa = require("pyarrow")
+    X, y, _ = _data(1200, 3, seed=21)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df["id"] = np.arange(len(df))
+    df["y"] = np.array(["a", "b", "c"])[y]
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=300)
+    address = client.scheduler.address
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", path, "--target", "y",
+                            "--drop", "id", "-o", "m.gbc", "--dask", address,
+                            "--split-method", "hist", "--n-estimators", "8",
+                            "--random-state", "0")
+    assert rc == 0, err
+    assert "Dask cluster" in out
+    model = GradientBoostingClassifier.load(tmp_path / "m.gbc")
+    ref = GradientBoostingClassifier(split_method="hist", n_estimators=8, random_state=0).fit(
+        df[[f"f{i}" for i in range(5)]], df["y"])
+    assert list(model.feature_names_in_) == [f"f{i}" for i in range(5)]
+    assert np.abs(model.predict_proba(df) - ref.predict_proba(df)).max() <= 1e-9
+    # exact is refused with --dask, naming the option
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", path, "--target", "y",
+                            "-o", "m2.gbc", "--dask", address)
+    assert rc != 0 and "--split-method hist" in err
+
+
+def test_grower_without_raw_values():
+    """A part keeps bins only: the grower takes X=None with a finder that has bins,
+    and refuses it where raw values are needed."""
+    from gbc_core._common import ROW_STAT_DTYPE
+    from gbc_core._exact_splitter import ExactSplitFinder
+    from gbc_core._grower import TreeGrower
+    from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges
+
+    X = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(6, 2))
+    with pytest.raises(ValueError, match="X is needed"):
+        TreeGrower(None, ExactSplitFinder(X, 1), 2, 2, 1, 0.0, 2, 1)
+    bins = np.asfortranarray(np.arange(12, dtype=np.uint8).reshape(6, 2) // 2)
+    lo, hi = bin_value_ranges(X, bins, 8, 1)
+    finder = HistogramSplitFinder(bins, np.full(2, 6, dtype=np.int32), lo, hi, 8, 1)
+    grower = TreeGrower(None, finder, 2, 2, 1, 0.0, 2, 1)
+    stats = np.zeros(6, dtype=ROW_STAT_DTYPE)
+    stats["w"] = 1.0
+    stats["wr"] = [-1, -1, -1, 1, 1, 1]
+    residual = np.ascontiguousarray(stats["wr"])
+    assert grower.grow(stats, residual, None) == 3
+    with pytest.raises(ValueError, match="sample mask needs X"):
+        grower.grow(stats, residual, np.ones(6, dtype=np.uint8))
+
+
+@pytest.mark.parametrize("n_classes, class_weight", [(2, {0: 1.0, 1: 3.0}), (3, "balanced")])
+def test_class_weight(client, n_classes, class_weight):
+    X, y, w = _data(1200, n_classes, seed=17)
+    ref = _reference(X, y, w, class_weight=class_weight)
+    model = DaskGradientBoostingClassifier(**PARAMS, class_weight=class_weight).fit(
+        da.from_array(X, chunks=300), da.from_array(y, chunks=300),
+        sample_weight=da.from_array(w, chunks=300))
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+
+
+def test_bad_partition_names_the_column(client):
+    df = pd.DataFrame({"a": np.arange(40.0), "when": ["x"] * 40})
+    ddf = dd.from_pandas(df, npartitions=2)
+    ys = dd.from_pandas(pd.Series(np.arange(40) % 2), npartitions=2)
+    with pytest.raises(RuntimeError, match="when"):
+        DaskGradientBoostingClassifier(**PARAMS).fit(ddf, ys)
+    assert _settled(client)
