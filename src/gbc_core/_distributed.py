@@ -23,6 +23,7 @@ from . import _leaves
 from ._boosting import EarlyStopping, FitRecord, _stacked
 from ._common import ROW_STAT_DTYPE
 from ._ensemble import RAW_SCORE_LIMIT
+from ._loss import prior_from_class_weights
 from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 
@@ -265,17 +266,9 @@ def _loss_mean(y, raw, w, K):
 
 
 def _initial_raw(class_w, n_classes, init):
-    """F0 from the weights of the classes (summed over every part): the losses'
-    ``initial_raw`` (``_loss.py``) on the reduced sums."""
+    """F0 from the weights of the classes (summed over every part): the prior of the
+    losses (``_loss.prior_from_class_weights``) on the reduced sums, or 0."""
     K = 1 if n_classes == 2 else n_classes
     if init == "zero":
         return np.zeros(K)
-    if n_classes == 2:
-        pos, neg = float(class_w[1]), float(class_w[0])
-        if pos <= 0 or neg <= 0:
-            return np.zeros(1)
-        return np.array([np.log(pos / neg)])
-    eps = np.finfo(np.float64).eps
-    p = class_w / float(class_w.sum())
-    log_p = np.log(np.clip(p, eps, 1 - eps))
-    return log_p - log_p.mean()
+    return prior_from_class_weights(class_w, K)

@@ -87,8 +87,19 @@ def _prior(y, sample_weight, n_classes, n_outputs):
     if codes.size and not (0 <= codes.min() and codes.max() < n_classes):
         raise ValueError(f"class codes must lie in 0 .. {n_classes - 1}")
     sums, total = _leaves.class_weight_sums(codes, _weights(sample_weight), n_classes)
+    return prior_from_class_weights(sums, n_outputs, total)
+
+
+def prior_from_class_weights(class_weight, n_outputs, total=None):
+    """The initial raw scores of ``init="prior"`` (shape (n_outputs,)) from the
+    weight of each class (a distributed fit reduces these sums over its processes);
+    ``total`` defaults to their sum in class order. The logarithms are C's (the
+    kernel's), so that F0 does not depend on the CPU."""
+    class_weight = np.ascontiguousarray(class_weight, dtype=np.float64)
+    if total is None:
+        total = _leaves.weight_total(class_weight)
     out = np.empty(n_outputs, dtype=np.float64)
-    _leaves.prior_raw(sums, total, _EPS, out)
+    _leaves.prior_raw(class_weight, total, _EPS, out)
     return out
 
 
