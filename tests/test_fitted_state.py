@@ -38,6 +38,7 @@ OTHER_VALUES = {
     "tol": 0.5,
     "n_jobs": 1,
     "class_weight": "balanced",
+    "leaf_solver": "exact",
 }
 
 

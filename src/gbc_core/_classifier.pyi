@@ -30,6 +30,7 @@ class GradientBoostingClassifier:
     warm_start: bool
     class_weight: Mapping[Any, float] | Literal["balanced"] | None
     loss: Literal["log_loss"]
+    leaf_solver: Literal["newton", "exact"]
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -68,6 +69,7 @@ class GradientBoostingClassifier:
         warm_start: bool = False,
         class_weight: Mapping[Any, float] | Literal["balanced"] | None = None,
         loss: Literal["log_loss"] = "log_loss",
+        leaf_solver: Literal["newton", "exact"] = "newton",
     ) -> None: ...
     def fit(
         self,
