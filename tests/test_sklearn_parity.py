@@ -48,7 +48,7 @@ PARAMETERS = {
     "n_estimators", "learning_rate", "max_depth", "min_samples_split",
     "min_samples_leaf", "min_weight_fraction_leaf", "subsample", "max_features", "init",
     "random_state", "n_jobs", "verbose", "validation_fraction", "n_iter_no_change", "tol",
-    "warm_start", "class_weight", "loss",
+    "warm_start", "class_weight", "loss", "leaf_solver",
 }
 
 
@@ -206,7 +206,7 @@ def test_get_params_set_params_round_trip():
                   min_samples_leaf=3, min_weight_fraction_leaf=0.01, subsample=0.7,
                   max_features="sqrt", init="prior", random_state=5, n_jobs=1, verbose=0,
                   validation_fraction=0.2, n_iter_no_change=4, tol=1e-3, warm_start=True,
-                  class_weight="balanced", loss="log_loss")
+                  class_weight="balanced", loss="log_loss", leaf_solver="exact")
     assert set(params) == PARAMETERS
     assert set(GradientBoostingClassifier().get_params()) == PARAMETERS
     assert GradientBoostingClassifier(**params).get_params() == params
