@@ -40,6 +40,7 @@ OTHER_VALUES = {
     "class_weight": "balanced",
     "split_method": "hist",
     "max_bins": 7,
+    "leaf_solver": "exact",
 }
 
 

@@ -8,6 +8,8 @@ rounding of it), and the full-precision values are recomputed independently with
 plain NumPy from the paper's formulas.
 """
 
+import io
+
 import numpy as np
 import pytest
 
@@ -111,3 +113,97 @@ def test_staged_predictions_follow_the_iterations():
     for m, proba in enumerate(stages):
         np.testing.assert_allclose(proba[:, 1], PAPER_P[m], atol=1e-4)
         np.testing.assert_array_equal(proba[:, 1], history[m]["prob"])
+
+
+# ------------------------------------------------------------------ trace
+def _trace_tables(text):
+    """The row tables and terminal-node tables of ``paper.trace``'s text."""
+    rows, nodes, current = [], [], None
+    for line in text.splitlines():
+        parts = line.split()
+        if line.startswith("Iteration"):
+            rows.append([])
+            current = rows[-1]
+        elif line.startswith("Tree T_"):
+            nodes.append([])
+            current = nodes[-1]
+        elif parts and parts[0].isdigit() and current is not None:
+            current.append(parts)
+    return rows, nodes
+
+
+def test_trace_prints_the_appendix_numbers():
+    """paper.trace on the appendix's model: each iteration's p_{m-1}, r_m, terminal
+    nodes Omega_{m,j}, F_m and p_m as the appendix prints them, sum r and
+    sum p(1 - p) of the naive run, gamma of eq. 1 as the appendix's (within its
+    rounding), and the exact gamma as scipy's root of sum (y - sigma(F + gamma))."""
+    from scipy.optimize import brentq
+    from scipy.special import expit
+
+    from gbc_core.paper import trace
+
+    model, history = paper_example()
+    out = io.StringIO()
+    text = trace(model, PAPER_X, PAPER_Y, file=out)
+    assert out.getvalue() == text
+    rows, nodes = _trace_tables(text)
+    assert len(rows) == len(nodes) == 3
+    omegas = [["1, 2, 3", "4, 5, 6"], ["1, 2", "3, 4, 5, 6"], ["1, 2, 3, 4", "5, 6"]]
+    F_before = np.zeros(6)
+    naive = _naive_paper_run()
+    for m, (table, leaves) in enumerate(zip(rows, nodes)):
+        table = np.array([[float(v) for v in r] for r in table])
+        # index, x, y, p_{m-1}, r_m, leaf j, F_m, p_m
+        np.testing.assert_array_equal(table[:, 0], np.arange(1, 7))
+        np.testing.assert_array_equal(table[:, 1], PAPER_X)
+        np.testing.assert_array_equal(table[:, 2], PAPER_Y)
+        np.testing.assert_allclose(table[:, 4], PAPER_RESIDUALS[m], atol=1.5e-4)
+        np.testing.assert_allclose(table[:, 6], PAPER_F[m], atol=1.5e-4)
+        np.testing.assert_allclose(table[:, 7], PAPER_P[m], atol=1.5e-4)
+        p = expit(F_before)
+        np.testing.assert_allclose(table[:, 3], p, atol=5e-5)
+        r = PAPER_Y - p
+        for j, line in enumerate(leaves):
+            # leaf j, Omega (comma-separated indices), sum r, sum p(1-p), newton,
+            # exact, tree value
+            assert line[0] == str(j + 1)
+            members = np.array([int(v.rstrip(",")) for v in line[1:-5]]) - 1
+            assert ", ".join(str(i + 1) for i in members) == omegas[m][j]
+            sum_r, sum_h, newton, exact, value = map(float, line[-5:])
+            assert sum_r == pytest.approx(r[members].sum(), abs=5e-5)
+            assert sum_h == pytest.approx((p * (1 - p))[members].sum(), abs=5e-5)
+            # (the appendix's -0.0669 is -0.06672 in full precision, printed -0.0667)
+            assert newton == pytest.approx(naive[m][1][j], abs=5e-5)
+            assert newton == pytest.approx(PAPER_GAMMA[m][j], abs=2.5e-4)
+            assert value == newton
+            y, f = PAPER_Y[members], F_before[members]
+            root = brentq(lambda g: np.sum(y - expit(f + g)), -10, 10, xtol=1e-14)
+            assert exact == pytest.approx(root, abs=5e-5)
+        F_before = history[m]["raw"]
+    # The first leaf of iteration 1: eq. 1's 2/3 against the exact log 2.
+    assert nodes[0][0][-3:] == ["0.6667", "0.6931", "0.6667"]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("solver", ["newton", "exact"])
+def test_trace_of_a_small_fit_shows_the_solver_it_used(n_classes, solver):
+    """On any small fit (no subsample, no weights) the tree's values are the column
+    of the solver the fit used."""
+    from gbc_core import GradientBoostingClassifier
+    from gbc_core.paper import trace
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.digitize(X[:, 0] + rng.normal(scale=0.5, size=30), [0.0, 0.8][: n_classes - 1])
+    labels = np.array(["a", "b", "c"])[y]
+    model = GradientBoostingClassifier(n_estimators=3, max_depth=2, learning_rate=0.5,
+                                       leaf_solver=solver).fit(X, labels)
+    text = trace(model, X, labels, digits=10, file=io.StringIO())
+    rows, nodes = _trace_tables(text)
+    assert len(nodes) == 3 * (1 if n_classes == 2 else 3)
+    column = -3 if solver == "newton" else -2
+    for leaves in nodes:
+        for line in leaves:
+            assert float(line[-1]) == pytest.approx(float(line[column]), abs=2e-10)
+    with pytest.raises(ValueError, match="one label of the model's classes"):
+        trace(model, X, np.array(["z"] * 30), file=io.StringIO())

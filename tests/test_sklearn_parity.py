@@ -49,6 +49,7 @@ PARAMETERS = {
     "min_samples_leaf", "min_weight_fraction_leaf", "subsample", "max_features", "init",
     "random_state", "n_jobs", "verbose", "validation_fraction", "n_iter_no_change", "tol",
     "warm_start", "class_weight", "loss", "split_method", "max_bins",
+    "leaf_solver",
 }
 
 
@@ -207,7 +208,7 @@ def test_get_params_set_params_round_trip():
                   max_features="sqrt", init="prior", random_state=5, n_jobs=1, verbose=0,
                   validation_fraction=0.2, n_iter_no_change=4, tol=1e-3, warm_start=True,
                   class_weight="balanced", loss="log_loss", split_method="hist",
-                  max_bins=31)
+                  max_bins=31, leaf_solver="exact")
     assert set(params) == PARAMETERS
     assert set(GradientBoostingClassifier().get_params()) == PARAMETERS
     assert GradientBoostingClassifier(**params).get_params() == params

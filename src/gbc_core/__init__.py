@@ -27,6 +27,7 @@ _PUBLIC = {
     "MultinomialLoss": ("._loss", "MultinomialLoss"),
     "NODE_DTYPE": ("._common", "NODE_DTYPE"),
     "newton_leaf_values": ("._math", "newton_leaf_values"),
+    "exact_leaf_values": ("._math", "exact_leaf_values"),
     "show_config": ("._config", "show_config"),
     "from_sklearn": ("._sklearn_io", "from_sklearn"),
     "ModelFormatError": ("._model_io", "ModelFormatError"),

@@ -14,6 +14,7 @@ from ._ensemble import Tree as Tree
 from ._loss import BinomialLoss as BinomialLoss
 from ._loss import ExponentialLoss as ExponentialLoss
 from ._loss import MultinomialLoss as MultinomialLoss
+from ._math import exact_leaf_values as exact_leaf_values
 from ._math import newton_leaf_values as newton_leaf_values
 from ._model_io import ModelFormatError as ModelFormatError
 from ._model_io import read_header

@@ -153,6 +153,18 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     max_bins : int, default=255
         Bins per feature of ``split_method="hist"`` (2 to 255; missing values get a
         bin of their own).
+    leaf_solver : {"newton", "exact"}, default="newton"
+        How a grown tree's leaf values are set. "newton": one Newton step from
+        gamma = 0, the paper's eq. 1 (scikit-learn's; for 3 or more classes with
+        its factor (K - 1)/K). "exact": each leaf's gamma minimises the weighted
+        loss of the leaf's in-bag rows at F + gamma exactly (two classes: the root
+        of sum w (y - sigma(F + gamma)) = 0, by a safeguarded Newton iteration; K
+        classes: the tree of class k adds gamma to F_k alone, the other scores
+        fixed at the start of the iteration, a 1-D convex problem; the
+        exponential loss: 1/2 log(sum_{y=1} w e^-F / sum_{y=0} w e^F)). A pure
+        leaf (one class only) has no minimiser: its gamma is capped where every
+        row's loss is below machine epsilon. The learning rate scales gamma in
+        both cases (F += eta * gamma). See ``docs/leaf_solver.md``.
 
     Attributes
     ----------
@@ -217,6 +229,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         loss=DEFAULTS["loss"],
         split_method=DEFAULTS["split_method"],
         max_bins=DEFAULTS["max_bins"],
+        leaf_solver=DEFAULTS["leaf_solver"],
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -238,6 +251,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.split_method = split_method
         self.max_bins = max_bins
         self.loss = loss
+        self.leaf_solver = leaf_solver
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
@@ -268,7 +282,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         n_samples, n_features = Xa.shape
         classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)
-        loss = loss_for(classes.size, params["loss"])
+        loss = loss_for(classes.size, params["loss"], params["leaf_solver"])
         w = check_sample_weight(sample_weight, n_samples)
         # scikit-learn fits an init estimator with weights when any are given.
         weighted = sample_weight is not None or params["class_weight"] is not None
@@ -356,6 +370,12 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"warm_start: loss={params['loss']!r} differs from the loss "
                 f"{booster.loss!r} of the fitted trees (refit with warm_start=False)")
+        fitted_solver = (booster.params or {}).get("leaf_solver", "newton")
+        if params["leaf_solver"] != fitted_solver:
+            raise ValueError(
+                f"warm_start: leaf_solver={params['leaf_solver']!r} differs from the "
+                f"leaf solver {fitted_solver!r} of the fitted trees (refit with "
+                "warm_start=False)")
         if params["n_estimators"] == booster.n_estimators_:
             return None
         record = FitRecord(booster.train_score_, None, booster.oob_scores_,

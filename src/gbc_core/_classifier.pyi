@@ -32,6 +32,7 @@ class GradientBoostingClassifier:
     loss: Literal["log_loss"]
     split_method: Literal["exact", "hist"]
     max_bins: int
+    leaf_solver: Literal["newton", "exact"]
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -72,6 +73,7 @@ class GradientBoostingClassifier:
         loss: Literal["log_loss"] = "log_loss",
         split_method: Literal["exact", "hist"] = "exact",
         max_bins: int = 255,
+        leaf_solver: Literal["newton", "exact"] = "newton",
     ) -> None: ...
     def fit(
         self,

@@ -3,14 +3,18 @@
 Binomial (2 classes, the paper's model): leaf values of eq. 1 and the fused
 per-tree update of F, p and r. Multinomial (3 or more classes): softmax
 probabilities and residuals of every class, the leaf values of one class's tree
-and its update. ``_loss.py`` holds the loss objects that call them."""
+and its update. The exact leaf solve (``leaf_solver="exact"``): each leaf's gamma
+minimises that leaf's loss exactly (see ``exact_leaf_values``). ``_loss.py`` holds
+the loss objects that call them."""
 cimport cython
 from cython.parallel cimport prange
-from libc.float cimport DBL_MAX
+from libc.float cimport DBL_EPSILON, DBL_MAX
 from libc.math cimport exp, log, log1p, fabs
 from libc.stdlib cimport malloc, free
 
 import numpy as np
+
+from ._common import NODE_DTYPE
 
 from ._common cimport (
     float64_t, int32_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
@@ -83,6 +87,258 @@ cdef inline float64_t newton_step(float64_t numerator, float64_t denominator) no
     return numerator / denominator
 
 
+# ---------------------------------------------------------- the exact leaf solve
+# leaf_solver="exact": each leaf's gamma minimises that leaf's (weighted, in-bag)
+# loss of F + gamma exactly, instead of eq. 1's single Newton step from gamma = 0
+# (the paper's "Trial 1", eq. 7, solved numerically). The learning rate still
+# scales it: F += eta * gamma.
+#
+# Log-loss (LOGISTIC): rows i of the leaf with target t_i in {0, 1}, log-odds z_i
+# and weight w_i; gamma is the root of g(gamma) = sum w (t - sigma(z + gamma)),
+# decreasing in gamma. With W1, W0 the weights of t = 1 and t = 0 and z in
+# [zmin, zmax], sigma(zmin + gamma) <= the weighted mean of sigma(z + gamma) <=
+# sigma(zmax + gamma), so the root lies in [log(W1/W0) - zmax, log(W1/W0) - zmin]:
+# a safeguarded Newton (Newton where it stays inside the bracket and shrinks fast
+# enough, bisection otherwise: Numerical Recipes' rtsafe) finds it to rounding.
+# Binary: z = F. Multinomial, the tree of class k: the loss of the leaf's rows as
+# a function of gamma added to F_k alone, the other classes' scores fixed (all at
+# the start of the iteration, as the residuals), is
+#   sum w [log(e^(F_k + gamma) + S) - F_y - gamma [y = k]],  S = sum_{j != k} e^F_j,
+# whose derivative is sum w (sigma(z + gamma) - [y = k]) with z = F_k - log S, the
+# log-odds of class k against the rest: the same problem with t = [y = k].
+#
+# Exponential loss (EXPONENTIAL): sum w e^(-(2t - 1)(F + gamma)) is minimised in
+# closed form by gamma = 1/2 log(sum_{t=1} w e^-F / sum_{t=0} w e^F), both sums
+# taken in the log domain (shifted by their largest exponent): no overflow.
+#
+# A pure leaf (every in-bag row of one class, W0 = 0 or W1 = 0) has no minimiser:
+# its loss falls towards 0 as gamma goes to +-infinity. Its gamma is capped at the
+# smallest |gamma| at which every row's loss term is at most machine epsilon
+# (the signed margin (2t - 1)(z + gamma) reaches PURE_MARGIN = -log(DBL_EPSILON),
+# where sigma rounds to the label within epsilon), and 0 if every row is already
+# there: gamma = max(0, PURE_MARGIN - zmin) for t = 1, min(0, -PURE_MARGIN - zmax)
+# for t = 0. So |gamma| <= PURE_MARGIN + max |z| stays finite and the raw-score
+# bound of the fit (``RAW_SCORE_LIMIT``) grows by at most eta times that.
+
+cdef enum:
+    LOGISTIC = 0
+    EXPONENTIAL = 1
+    MAX_SOLVE_ITERATIONS = 200
+
+cdef extern from *:
+    """
+    #define GBC_PURE_MARGIN 36.04365338911715
+    """
+    # -log(DBL_EPSILON): the margin at which a pure leaf's rows are within machine
+    # epsilon of their label (the cap of a pure leaf's exact gamma).
+    const float64_t PURE_MARGIN "GBC_PURE_MARGIN"
+
+
+cdef inline void logistic_terms(float64_t t, float64_t u, float64_t* g,
+                                float64_t* h) noexcept nogil:
+    """g = t - sigma(u) and h = sigma(u) (1 - sigma(u)), each with full relative
+    precision: t - sigma(u) is sigma(-u) for t = 1 and -sigma(u) for t = 0."""
+    cdef float64_t e = exp(-fabs(u))
+    cdef float64_t s = 1.0 / (1.0 + e)       # sigma(|u|)
+    cdef float64_t c = e / (1.0 + e)         # sigma(-|u|)
+    h[0] = s * c
+    if t != 0.0:
+        g[0] = c if u >= 0 else s
+    else:
+        g[0] = -(s if u >= 0 else c)
+
+
+cdef float64_t logistic_leaf(const intp_t* rows, intp_t n_rows, const int32_t[::1] codes,
+                             int32_t positive, const float64_t* z,
+                             const float64_t[::1] sample_weight) noexcept nogil:
+    """The exact gamma of one leaf of the log-loss (see above); ``rows`` in row order."""
+    cdef intp_t a, i, it
+    cdef float64_t w, t, zi, w1 = 0.0, w0 = 0.0, wz = 0.0, zmin = DBL_MAX, zmax = -DBL_MAX
+    cdef float64_t lo, hi, x, g, h, gi, hterm, dx, dxold, tol
+    for a in range(n_rows):
+        i = rows[a]
+        w = 1.0 if sample_weight is None else sample_weight[i]
+        zi = z[i]
+        if codes[i] == positive:
+            w1 += w
+        else:
+            w0 += w
+        wz += w * zi
+        if zi < zmin:
+            zmin = zi
+        if zi > zmax:
+            zmax = zi
+    if not w1 + w0 > 0:
+        return 0.0
+    if w0 == 0.0:
+        return max(0.0, PURE_MARGIN - zmin)
+    if w1 == 0.0:
+        return min(0.0, -PURE_MARGIN - zmax)
+    x = log(w1) - log(w0)
+    lo = x - zmax
+    hi = x - zmin
+    # Start at the root of the leaf whose rows all have the mean log-odds (exact
+    # when they are equal, as in the first iteration from a constant F0).
+    x = x - wz / (w1 + w0)
+    if x < lo:
+        x = lo
+    elif x > hi:
+        x = hi
+    dxold = hi - lo
+    dx = dxold
+    for it in range(MAX_SOLVE_ITERATIONS):
+        if not hi > lo:
+            break
+        g = 0.0
+        h = 0.0
+        for a in range(n_rows):
+            i = rows[a]
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            logistic_terms(1.0 if codes[i] == positive else 0.0, z[i] + x,
+                           &gi, &hterm)
+            g += w * gi
+            h += w * hterm
+        if g == 0.0:
+            break
+        if g > 0.0:
+            lo = x
+        else:
+            hi = x
+        # Newton where it lands inside the bracket and at least halves the step
+        # of two iterations before; otherwise bisect (rtsafe).
+        if (not h > 0.0 or not (lo < x + g / h < hi)
+                or fabs(2.0 * g) > fabs(dxold * h)):
+            dxold = dx
+            dx = 0.5 * (hi - lo)
+            x = lo + dx
+        else:
+            dxold = dx
+            dx = g / h
+            x = x + dx
+        tol = 4.0 * DBL_EPSILON * (1.0 + fabs(x))
+        if fabs(dx) <= tol:
+            break
+    return x
+
+
+cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
+                                const int32_t[::1] codes, const float64_t* f,
+                                const float64_t[::1] sample_weight) noexcept nogil:
+    """The exact gamma of one leaf of the exponential loss (see above)."""
+    cdef intp_t a, i
+    cdef float64_t w, fi, w1 = 0.0, w0 = 0.0, min1 = DBL_MAX, max0 = -DBL_MAX
+    cdef float64_t s1 = 0.0, s0 = 0.0
+    for a in range(n_rows):
+        i = rows[a]
+        w = 1.0 if sample_weight is None else sample_weight[i]
+        fi = f[i]
+        if codes[i] != 0:
+            w1 += w
+            if fi < min1:
+                min1 = fi
+        else:
+            w0 += w
+            if fi > max0:
+                max0 = fi
+    if not w1 + w0 > 0:
+        return 0.0
+    if w0 == 0.0:
+        return max(0.0, PURE_MARGIN - min1)
+    if w1 == 0.0:
+        return min(0.0, -PURE_MARGIN - max0)
+    for a in range(n_rows):
+        i = rows[a]
+        w = 1.0 if sample_weight is None else sample_weight[i]
+        if codes[i] != 0:
+            s1 += w * exp(min1 - f[i])
+        else:
+            s0 += w * exp(f[i] - max0)
+    # log sum_{t=1} w e^-F = -min1 + log s1; log sum_{t=0} w e^F = max0 + log s0.
+    return 0.5 * ((log(s1) - min1) - (log(s0) + max0))
+
+
+cdef int solve_exact(node_t[::1] nodes, const int32_t[::1] leaf_of_row,
+                     const uint8_t[::1] sample_mask, const int32_t[::1] codes,
+                     int32_t positive, const float64_t[::1] z,
+                     const float64_t[::1] sample_weight, int kind) except -1:
+    """``nodes[j].value`` = the exact gamma of every leaf j from its in-bag rows (0
+    for inner nodes). The rows are grouped by leaf (a counting sort, so each leaf
+    sees its rows in row order: the sums do not depend on anything but the data)."""
+    cdef intp_t n = leaf_of_row.shape[0], n_nodes = nodes.shape[0], i, j
+    cdef intp_t* start = <intp_t*>malloc((n_nodes + 1) * sizeof(intp_t))
+    cdef intp_t* order = <intp_t*>malloc(max(n, 1) * sizeof(intp_t))
+    if start == NULL or order == NULL:
+        free(start)
+        free(order)
+        raise MemoryError()
+    try:
+        with nogil:
+            for j in range(n_nodes + 1):
+                start[j] = 0
+            for i in range(n):
+                if sample_mask is None or sample_mask[i]:
+                    start[leaf_of_row[i] + 1] += 1
+            for j in range(n_nodes):
+                start[j + 1] += start[j]
+            for i in range(n):
+                if sample_mask is None or sample_mask[i]:
+                    j = leaf_of_row[i]
+                    order[start[j]] = i
+                    start[j] += 1
+            # start[j] is now the end of leaf j's rows, the start of leaf j + 1's.
+            for j in range(n_nodes - 1, 0, -1):
+                start[j] = start[j - 1]
+            start[0] = 0
+            for j in range(n_nodes):
+                if nodes[j].feature >= 0:
+                    nodes[j].value = 0.0
+                elif kind == LOGISTIC:
+                    nodes[j].value = logistic_leaf(order + start[j], start[j + 1] - start[j],
+                                                   codes, positive, &z[0], sample_weight)
+                else:
+                    nodes[j].value = exponential_leaf(order + start[j],
+                                                      start[j + 1] - start[j], codes, &z[0],
+                                                      sample_weight)
+    finally:
+        free(start)
+        free(order)
+    return 0
+
+
+def exact_leaf_values_kernel(const int32_t[::1] codes, int32_t positive,
+                             const float64_t[::1] z, const int32_t[::1] leaf,
+                             const float64_t[::1] sample_weight, intp_t n_leaves,
+                             int exponential):
+    """The exact gamma of each leaf id in ``0 .. n_leaves - 1`` (inputs validated):
+    of the log-loss of log-odds ``z`` with targets ``codes == positive``, or of the
+    exponential loss of raw scores ``z`` (class codes 0/1)."""
+    nodes = np.zeros(n_leaves, dtype=NODE_DTYPE)
+    nodes["feature"] = -1
+    cdef node_t[::1] view = nodes
+    solve_exact(view, leaf, None, codes, positive, z, sample_weight,
+                EXPONENTIAL if exponential else LOGISTIC)
+    return nodes["value"].copy()
+
+
+def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
+    """out[k, i] = F_k - log sum_{j != k} e^F_j: the log-odds of class k against
+    the others of raw scores ``raw`` of shape (n_classes, n_samples) (stable)."""
+    cdef intp_t i, k, j, n = raw.shape[1], n_classes = raw.shape[0]
+    cdef float64_t top, total
+    with nogil:
+        for i in range(n):
+            for k in range(n_classes):
+                top = -DBL_MAX
+                for j in range(n_classes):
+                    if j != k and raw[j, i] > top:
+                        top = raw[j, i]
+                total = 0.0
+                for j in range(n_classes):
+                    if j != k:
+                        total = total + exp(raw[j, i] - top)
+                out[k, i] = raw[k, i] - (top + log(total))
+
+
 cdef void set_leaf_values(
     node_t[::1] nodes,
     const float64_t[::1] residual,
@@ -143,12 +399,15 @@ def boosting_update(
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
     int n_threads,
+    const int32_t[::1] codes=None,
 ):
     """One boosting step after the tree of iteration m has been grown.
 
-    Sets ``nodes[j].value = gamma_j`` for every leaf (paper eq. 1, on in-bag rows),
-    then in one pass over the rows: F += eta * gamma (eq. 2), p = sigma(F) (eq. 3),
-    r = y - p (Algorithm 1, line 6) and the row statistics of the next split search.
+    Sets ``nodes[j].value = gamma_j`` for every leaf (on in-bag rows: paper eq. 1,
+    or, when the class codes ``codes`` (int32 copy of ``y``) are given, the exact
+    minimiser of the leaf's log-loss, ``exact_leaf_values``), then in one pass over
+    the rows: F += eta * gamma (eq. 2), p = sigma(F) (eq. 3), r = y - p (Algorithm
+    1, line 6) and the row statistics of the next split search.
 
     Returns
     -------
@@ -167,9 +426,16 @@ def boosting_update(
         free(partial)
         raise MemoryError()
     try:
+        if codes is not None:
+            solve_exact(nodes, leaf_of_row, sample_mask, codes, 1, raw, sample_weight,
+                        LOGISTIC)
         with nogil:
-            set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight, sample_mask,
-                            1.0, learning_rate, num)
+            if codes is None:
+                set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight,
+                                sample_mask, 1.0, learning_rate, num)
+            else:
+                for j in range(n_nodes):
+                    num[j] = learning_rate * nodes[j].value
             step = num
             if n < 200000:  # too short to pay for a parallel region
                 n_threads = 1
@@ -494,21 +760,35 @@ def multinomial_tree_update(
     float64_t factor,
     float64_t learning_rate,
     float64_t[::1] raw,
+    const int32_t[::1] codes=None,
+    int32_t k=0,
+    const float64_t[::1] log_odds=None,
 ):
     """Leaf values of the tree of one class, then F_k += eta * gamma for every row.
 
     Sets ``nodes[j].value = gamma_j = newton_step(factor * sum w r, sum w p (1 - p))``
     over the in-bag rows of leaf j (``factor`` = (K - 1)/K), inner nodes to 0, and
-    adds ``learning_rate * gamma`` of its leaf to the raw score of every row.
+    adds ``learning_rate * gamma`` of its leaf to the raw score of every row. With
+    the class codes ``codes``, the class ``k`` of the tree and the log-odds of class
+    k against the others at the start of the iteration (``log_odds``,
+    ``class_log_odds``), gamma_j is instead the exact minimiser of the leaf's
+    multinomial log-loss in F_k (``exact_leaf_values``).
     """
-    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i
+    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i, j
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
     try:
+        if codes is not None:
+            solve_exact(nodes, leaf_of_row, sample_mask, codes, k, log_odds,
+                        sample_weight, LOGISTIC)
         with nogil:
-            set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight, sample_mask,
-                            factor, learning_rate, sums)
+            if codes is None:
+                set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight,
+                                sample_mask, factor, learning_rate, sums)
+            else:
+                for j in range(n_nodes):
+                    sums[j] = learning_rate * nodes[j].value
             for i in range(n):
                 raw[i] = raw[i] + sums[leaf_of_row[i]]
     finally:
@@ -643,12 +923,15 @@ def exponential_update(
     float64_t[::1] raw,
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
+    const int32_t[::1] codes=None,
 ):
     """One boosting step of the exponential loss after a tree has been grown.
 
     Sets ``nodes[j].value = gamma_j = sum w r / sum w |r|`` over the in-bag rows of
-    leaf j (0 where the denominator is below 1e-150; inner nodes 0), then for every
-    row F += eta * gamma, r and the row statistics of the next tree.
+    leaf j (0 where the denominator is below 1e-150; inner nodes 0), or, with the
+    class codes ``codes`` (int32 copy of ``y``), the exact minimiser
+    1/2 log(sum_{y=1} w e^-F / sum_{y=0} w e^F) (``exact_leaf_values``); then for
+    every row F += eta * gamma, r and the row statistics of the next tree.
 
     Returns
     -------
@@ -664,22 +947,27 @@ def exponential_update(
     if num == NULL:
         raise MemoryError()
     try:
+        if codes is not None:
+            solve_exact(nodes, leaf_of_row, sample_mask, codes, 1, raw, sample_weight,
+                        EXPONENTIAL)
         with nogil:
             for j in range(2 * n_nodes):
                 num[j] = 0.0
-            for i in range(y.shape[0]):
-                if sample_mask is not None and not sample_mask[i]:
-                    continue
-                w = 1.0 if sample_weight is None else sample_weight[i]
-                r = residual[i]
-                j = leaf_of_row[i]
-                num[j] += w * r
-                num[n_nodes + j] += w * fabs(r)
+            if codes is None:
+                for i in range(y.shape[0]):
+                    if sample_mask is not None and not sample_mask[i]:
+                        continue
+                    w = 1.0 if sample_weight is None else sample_weight[i]
+                    r = residual[i]
+                    j = leaf_of_row[i]
+                    num[j] += w * r
+                    num[n_nodes + j] += w * fabs(r)
             for j in range(n_nodes):
-                if nodes[j].feature < 0:
-                    nodes[j].value = newton_step(num[j], num[n_nodes + j])
-                else:
-                    nodes[j].value = 0.0
+                if codes is None:
+                    if nodes[j].feature < 0:
+                        nodes[j].value = newton_step(num[j], num[n_nodes + j])
+                    else:
+                        nodes[j].value = 0.0
                 num[j] = learning_rate * nodes[j].value
             n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, num,
                                           leaf_of_row, residual, row_stats, sums)

@@ -20,6 +20,11 @@ tree and the update of the raw scores. The numbers are computed by the kernels o
   sum w r / sum w |r|, F += eta * gamma: scikit-learn's
   ``GradientBoostingClassifier(loss="exponential")``.
 
+Each loss takes the fit's ``leaf_solver``: ``"newton"`` (the leaf values above:
+one Newton step, the paper's eq. 1) or ``"exact"`` (each leaf's gamma minimises the
+leaf's loss of F + gamma exactly, the learning rate still scaling it; pure leaves
+capped; see ``_leaves.pyx`` and ``docs/leaf_solver.md``).
+
 Each loss has a ``name``, the value of the ``loss`` parameter that selects it and
 the name a model file stores (``"log_loss"`` for the binomial and the multinomial
 log-loss: the number of classes tells them apart; ``"exponential"``).
@@ -44,20 +49,31 @@ _EPS = np.finfo(np.float64).eps
 
 #: The names of the losses (the ``loss`` parameter's values, a model file's ``loss``).
 LOSS_NAMES = ("log_loss", "exponential")
+#: The leaf solvers (the ``leaf_solver`` parameter's values).
+LEAF_SOLVERS = ("newton", "exact")
 
 
-def loss_for(n_classes, name="log_loss"):
+def _check_solver(leaf_solver):
+    if leaf_solver not in LEAF_SOLVERS:
+        raise ValueError(f"unknown leaf_solver {leaf_solver!r}; the leaf solvers are "
+                         + ", ".join(repr(n) for n in LEAF_SOLVERS))
+    return leaf_solver
+
+
+def loss_for(n_classes, name="log_loss", leaf_solver="newton"):
     """The loss ``name`` of a classifier with ``n_classes`` classes.
 
     ``"log_loss"``: binomial for 2 classes, multinomial for more;
     ``"exponential"``: 2 classes only (scikit-learn's error otherwise).
+    ``leaf_solver``: ``"newton"`` or ``"exact"`` (the leaf values of its fits).
 
     Raises
     ------
     ValueError
-        For an unknown name, fewer than 2 classes, or the exponential loss with more
-        than 2 classes.
+        For an unknown name or leaf solver, fewer than 2 classes, or the
+        exponential loss with more than 2 classes.
     """
+    _check_solver(leaf_solver)
     if name not in LOSS_NAMES:
         raise ValueError(f"unknown loss {name!r}; the losses are "
                          + ", ".join(repr(n) for n in LOSS_NAMES))
@@ -68,10 +84,10 @@ def loss_for(n_classes, name="log_loss"):
             raise ValueError(
                 f"loss='{name}' is only suitable for a binary classification problem, "
                 f"you have n_classes={n_classes}. Please use loss='log_loss' instead.")
-        return ExponentialLoss()
+        return ExponentialLoss(leaf_solver)
     if n_classes == 2:
-        return BinomialLoss()
-    return MultinomialLoss(n_classes)
+        return BinomialLoss(leaf_solver)
+    return MultinomialLoss(n_classes, leaf_solver)
 
 
 def _weights(sample_weight):
@@ -118,6 +134,9 @@ class BinomialLoss:
     n_classes = 2
     n_outputs = 1
 
+    def __init__(self, leaf_solver="newton"):
+        self.leaf_solver = _check_solver(leaf_solver)
+
     def initial_raw(self, y, sample_weight, init):
         """F0: 0 (``init="zero"``, the paper's) or the log-odds of the weighted class
         frequencies (``"prior"``; 0 when a class has no weight). Shape (1,)."""
@@ -127,7 +146,8 @@ class BinomialLoss:
 
     def start(self, y, sample_weight, raw, n_threads):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1)."""
-        return _BinomialFit(y, _weights(sample_weight), raw, n_threads)
+        return _BinomialFit(y, _weights(sample_weight), raw, n_threads,
+                            self.leaf_solver == "exact")
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean log-loss of raw scores ``raw`` (n, 1) for class codes ``y``."""
@@ -167,9 +187,11 @@ class BinomialLoss:
 class _BinomialFit:
     """Raw scores, probabilities and residuals of the training rows during a fit."""
 
-    def __init__(self, y, sample_weight, raw, n_threads):
+    def __init__(self, y, sample_weight, raw, n_threads, exact=False):
         n = y.shape[0]
         self.y = np.ascontiguousarray(y, dtype=np.float64)
+        # The class codes of the exact leaf solve (None: eq. 1's Newton step).
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
         self.sample_weight = sample_weight
         self.n_threads = n_threads
         self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
@@ -190,7 +212,7 @@ class _BinomialFit:
         update of F, p and r that follows, in one fused pass."""
         self.last_loss = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.prob, self.residual, self.row_stats, self.n_threads)
+            self.raw, self.prob, self.residual, self.row_stats, self.n_threads, self.codes)
 
     def finish_iteration(self, sample_mask):
         """The weighted log-loss of the in-bag rows after the iteration."""
@@ -207,11 +229,12 @@ class MultinomialLoss:
 
     name = "log_loss"
 
-    def __init__(self, n_classes):
+    def __init__(self, n_classes, leaf_solver="newton"):
         if n_classes < 3:
             raise ValueError(f"the multinomial loss needs 3 or more classes, got {n_classes}")
         self.n_classes = n_classes
         self.n_outputs = n_classes
+        self.leaf_solver = _check_solver(leaf_solver)
 
     def initial_raw(self, y, sample_weight, init):
         """F0: zeros (``init="zero"``) or ``"prior"``: log p_k - mean_j log p_j with p
@@ -223,7 +246,8 @@ class MultinomialLoss:
 
     def start(self, y, sample_weight, raw, n_threads):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, K)."""
-        return _MultinomialFit(self.n_classes, y, _weights(sample_weight), raw, n_threads)
+        return _MultinomialFit(self.n_classes, y, _weights(sample_weight), raw, n_threads,
+                               self.leaf_solver == "exact")
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean of -log p_y for raw scores ``raw`` (n, K)."""
@@ -262,9 +286,13 @@ class _MultinomialFit:
     """Per-class raw scores, probabilities and residuals of the training rows
     (arrays of shape (K, n_samples): one contiguous row per class)."""
 
-    def __init__(self, n_classes, y, sample_weight, raw, n_threads):
+    def __init__(self, n_classes, y, sample_weight, raw, n_threads, exact=False):
         n = y.shape[0]
         self.y = np.ascontiguousarray(y, dtype=np.int32)
+        self.exact = exact
+        # The exact leaf solve: each class's log-odds against the others at the
+        # start of the iteration (the other classes fixed there, as the residuals).
+        self.log_odds = np.empty((n_classes, n), dtype=np.float64) if exact else None
         self.sample_weight = sample_weight
         self.n_threads = n_threads
         self.factor = (n_classes - 1) / n_classes
@@ -274,22 +302,33 @@ class _MultinomialFit:
         self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
                                   self.residual, n_threads)
+        if exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
 
     def tree_target(self, k):
         _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
         return self.row_stats, self.residual[k]
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
-        _leaves.multinomial_tree_update(
-            nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
-            self.sample_weight, self.factor, learning_rate, self.raw[k])
+        if self.exact:
+            _leaves.multinomial_tree_update(
+                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
+                self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
+                self.log_odds[k])
+        else:
+            _leaves.multinomial_tree_update(
+                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
+                self.sample_weight, self.factor, learning_rate, self.raw[k])
 
     def finish_iteration(self, sample_mask):
         """Probabilities and residuals of the next iteration; returns the weighted
         log-loss of the in-bag rows."""
-        return _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
+        loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
                                          sample_mask, self.prob, self.residual,
                                          self.n_threads)
+        if self.exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
+        return loss
 
     def held_out_loss(self, held_out):
         w = None if self.sample_weight is None else self.sample_weight[held_out]
@@ -311,6 +350,9 @@ class ExponentialLoss:
     n_classes = 2
     n_outputs = 1
 
+    def __init__(self, leaf_solver="newton"):
+        self.leaf_solver = _check_solver(leaf_solver)
+
     def initial_raw(self, y, sample_weight, init):
         """F0: 0 (``init="zero"``) or half the log-odds of the weighted class
         frequencies (``"prior"``, scikit-learn's 0.5 logit(p); 0 when a class has
@@ -321,7 +363,8 @@ class ExponentialLoss:
 
     def start(self, y, sample_weight, raw, n_threads):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1)."""
-        return _ExponentialFit(y, _weights(sample_weight), raw)
+        return _ExponentialFit(y, _weights(sample_weight), raw,
+                               self.leaf_solver == "exact")
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean exponential loss of raw scores ``raw`` (n, 1) (scikit-learn's
@@ -364,9 +407,10 @@ def _overflow_error(n_rows):
 class _ExponentialFit:
     """Raw scores and residuals of the training rows during a fit."""
 
-    def __init__(self, y, sample_weight, raw):
+    def __init__(self, y, sample_weight, raw, exact=False):
         n = y.shape[0]
         self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
         self.sample_weight = sample_weight
         self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
         self.residual = np.empty(n, dtype=np.float64)
@@ -385,7 +429,7 @@ class _ExponentialFit:
         """Leaf values of the grown tree (``nodes``, updated in place), then F and r."""
         self.last_loss, n_overflow = _leaves.exponential_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.residual, self.row_stats)
+            self.raw, self.residual, self.row_stats, self.codes)
         if n_overflow:
             raise _overflow_error(n_overflow)
 

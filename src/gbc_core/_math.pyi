@@ -7,3 +7,9 @@ def newton_leaf_values(
     leaf: ArrayLike,
     sample_weight: ArrayLike | None = None,
 ) -> NDArray[np.float64]: ...
+def exact_leaf_values(
+    y: ArrayLike,
+    raw: ArrayLike,
+    leaf: ArrayLike,
+    sample_weight: ArrayLike | None = None,
+) -> NDArray[np.float64]: ...

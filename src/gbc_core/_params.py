@@ -242,6 +242,9 @@ PARAMS = (
     Param("class_weight", None, [NONE, Options("balanced"), ClassWeights()],
           "weights of the classes, multiplied with the sample weights: 'balanced' "
           "or a dict of label -> weight"),
+    Param("leaf_solver", "newton", [Options("newton", "exact")],
+          "leaf values: 'newton' (one Newton step, the paper's eq. 1) or 'exact' (each "
+          "leaf's gamma minimises the leaf's loss exactly; pure leaves capped)"),
 )
 
 #: Parameters by name.

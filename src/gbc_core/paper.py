@@ -7,11 +7,16 @@ and everything else (gamma_j of eq. 1, F += eta gamma, p = sigma(F), r = y - p) 
 computed by the binomial loss that every fit uses after growing each tree; the
 result is an ordinary fitted model (a :class:`~gbc_core.Booster`).
 
+:func:`trace` prints the appendix's tables (rows with p, r, their terminal node, F
+and p after the iteration; per terminal node sum r, sum p(1 - p) and gamma of both
+leaf solvers: eq. 1's Newton step and the exact minimiser) for any small fit.
+
 This module uses the public API only (``gbc_core.__all__``).
 """
 
 import numpy as np
 
+from . import _leaves
 from ._booster import Booster
 from ._boosting import FitRecord
 from ._common import NODE_DTYPE
@@ -98,3 +103,133 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
 def paper_example():
     """The appendix run: ``fit_fixed_stumps(PAPER_X, PAPER_Y, PAPER_THRESHOLDS, 0.1)``."""
     return fit_fixed_stumps(PAPER_X, PAPER_Y, PAPER_THRESHOLDS, PAPER_LEARNING_RATE)
+
+
+def _fmt(value, digits):
+    text = f"{value:.{digits}f}"
+    return "0." + "0" * digits if text == "-0." + "0" * digits else text
+
+
+def trace(model, X, y, *, digits=4, file=None):
+    """Print the appendix's tables for a small fit, iteration by iteration.
+
+    For each iteration m (and each class's tree with 3 or more classes): the table
+    of the rows (index i, the features x, label y, p_{m-1}, the residual
+    r_m = y - p_{m-1}, the terminal node j of T_m, F_m and p_m after the
+    iteration), then one line per terminal node j: Omega_{m,j} (1-based row
+    indices), sum r, sum p(1 - p), gamma of eq. 1 (``"newton"``: sum r / sum p(1 - p);
+    with K classes (K - 1)/K times it, scikit-learn's), the exact gamma
+    (``"exact"``: the root of sum (y - sigma(F + gamma)) = 0; with K classes the
+    minimiser in F_k with the other scores fixed) and the value the model's tree
+    holds. Unweighted, over the rows given: for a fit with ``subsample < 1`` or
+    sample weights the model's leaves were set from other sums.
+
+    Parameters
+    ----------
+    model : GradientBoostingClassifier or Booster
+        Fitted with the log-loss (the paper's; 2 or more classes).
+    X : array-like of shape (n_samples, n_features)
+        The rows to trace (the training rows, for the appendix's numbers).
+    y : array-like of shape (n_samples,)
+        Their labels, as given to fit.
+    digits : int, default=4
+        Decimals printed (the appendix's 4).
+    file : text stream, optional
+        Where to print (default: standard output).
+
+    Returns
+    -------
+    str
+        The text printed.
+    """
+    import sys
+
+    from ._math import exact_leaf_values, newton_leaf_values
+
+    booster = getattr(model, "booster_", model)
+    if booster.loss != "log_loss":
+        raise ValueError(f"trace follows the paper's log-loss; this model's loss is "
+                         f"{booster.loss!r}")
+    X = np.asarray(X)
+    if X.ndim == 1:
+        X = X[:, None]
+    y = np.asarray(y)
+    classes = booster.classes_
+    codes = np.searchsorted(classes, y)
+    if y.shape != (X.shape[0],) or not (
+            (codes < classes.size).all() and np.array_equal(classes[np.minimum(
+                codes, classes.size - 1)], y)):
+        raise ValueError(f"y must hold one label of the model's classes "
+                         f"{classes.tolist()} per row of X")
+    n = X.shape[0]
+    K = booster.ensemble.n_outputs
+    eta = booster.learning_rate
+    leaves = booster.apply(X)
+    F = np.empty((n, K))
+    F[:] = booster.init_raw_
+    staged = [F.copy()] + [np.asarray(raw, dtype=np.float64).reshape(n, K)
+                           for raw in booster.staged_decision_function(X)]
+    n_x = min(X.shape[1], 3)
+    lines = [f"Gradient boosting trace: {n} rows, {booster.n_estimators_} iteration(s), "
+             f"eta = {eta:g}, F_0 = {np.round(np.asarray(booster.init_raw_), digits).tolist()}"]
+    w = 9 + digits
+    for m in range(booster.n_estimators_):
+        before, after = staged[m], staged[m + 1]
+        p_before = _proba(booster, before)
+        p_after = _proba(booster, after)
+        log_odds = None
+        if K > 1:
+            log_odds = np.empty((K, n))
+            _leaves.class_log_odds(np.ascontiguousarray(before.T), log_odds)
+        for k in range(K):
+            tree = booster.estimators_[m, k]
+            t = (codes == (1 if K == 1 else k)).astype(np.float64)
+            p = p_before[:, 1 if K == 1 else k]
+            r = t - p
+            leaf = leaves[:, m, k]
+            ids = np.unique(leaf)
+            number = {int(node): j + 1 for j, node in enumerate(ids)}
+            title = f"Iteration {m + 1}" + ("" if K == 1 else f", class {classes[k]!r}")
+            lines += ["", title, ""]
+            header = f"{'index i':>8}" + "".join(f"{'x' + str(c + 1) if n_x > 1 else 'x':>{w}}"
+                                                for c in range(n_x))
+            header += (f"{'y':>6}{'p_' + str(m):>{w}}{'r_' + str(m + 1):>{w}}{'leaf j':>8}"
+                       f"{'F_' + str(m + 1):>{w}}{'p_' + str(m + 1):>{w}}")
+            lines.append(header)
+            for i in range(n):
+                row = f"{i + 1:>8}" + "".join(f"{X[i, c]:>{w}g}" for c in range(n_x))
+                row += (f"{int(t[i]) if K > 1 else str(y[i]):>6}{_fmt(p[i], digits):>{w}}"
+                        f"{_fmt(r[i], digits):>{w}}{number[int(leaf[i])]:>8}"
+                        f"{_fmt(after[i, k], digits):>{w}}"
+                        f"{_fmt(p_after[i, 1 if K == 1 else k], digits):>{w}}")
+                lines.append(row)
+            dense = np.searchsorted(ids, leaf)
+            newton = newton_leaf_values(r, p, dense)
+            if K > 1:
+                newton = newton * ((K - 1) / K)
+            exact = exact_leaf_values(t.astype(np.intp), before[:, 0] if K == 1
+                                      else log_odds[k], dense)
+            lines += ["", f"Tree T_{m + 1}" + ("" if K == 1 else f" (class {classes[k]!r})")
+                      + ": terminal nodes", ""]
+            lines.append(f"{'leaf j':>8}  {'Omega_' + str(m + 1) + ',j':<24}{'sum r':>{w}}"
+                         f"{'sum p(1-p)':>{w + 2}}{'gamma newton':>{w + 4}}"
+                         f"{'gamma exact':>{w + 4}}{'tree value':>{w + 4}}")
+            for j, node in enumerate(ids):
+                rows = np.flatnonzero(dense == j)
+                members = ", ".join(str(i + 1) for i in rows)
+                if len(members) > 24:
+                    members = members[:20] + " ..."
+                sum_r = sum(float(r[i]) for i in rows)
+                sum_h = sum(float(p[i] * (1.0 - p[i])) for i in rows)
+                lines.append(f"{j + 1:>8}  {members:<24}{_fmt(sum_r, digits):>{w}}"
+                             f"{_fmt(sum_h, digits):>{w + 2}}"
+                             f"{_fmt(newton[j], digits):>{w + 4}}"
+                             f"{_fmt(exact[j], digits):>{w + 4}}"
+                             f"{_fmt(tree.value[node], digits):>{w + 4}}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="", file=sys.stdout if file is None else file)
+    return text
+
+
+def _proba(booster, raw):
+    return booster.proba_from_raw(raw[:, 0] if raw.shape[1] == 1 else raw)
