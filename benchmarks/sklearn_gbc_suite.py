@@ -21,8 +21,7 @@ offers. It is excluded, with the first reason that matches, when
    classifier (regressor-only tests and tests of scikit-learn's helpers);
 3. its body (docstring and comments left out) uses something gbc-core does not
    offer: the parameters ``max_leaf_nodes``, ``min_impurity_decrease``,
-   ``criterion`` or ``ccp_alpha``; ``fit(..., monitor=...)``; sparse containers;
-   or scikit-learn's
+   ``criterion`` or ``ccp_alpha``; sparse containers; or scikit-learn's
    internals: a private attribute (``._loss``, ``._raw_predict``), ``init_``,
    scikit-learn's tree objects (``.tree_``) or a function imported from a private
    module of ``sklearn.ensemble`` or ``sklearn.tree`` (``predict_stages``,
@@ -70,7 +69,6 @@ NOT_OFFERED = [
     (r"\bmin_impurity_decrease\b", "min_impurity_decrease is not offered"),
     (r"\bcriterion\b", "criterion is not offered"),
     (r"\bccp_alpha\b", "ccp_alpha is not offered"),
-    (r"\bmonitor\s*=", "fit(monitor=...) is not offered"),
     (r"\b(?:sparse|csc|csr|coo)_container\b", "sparse input is not offered"),
     (r"\.tree_\b", "scikit-learn's tree objects (estimators_[i, j].tree_)"),
     (r"\.init_\b", "scikit-learn's init_ estimator"),

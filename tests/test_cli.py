@@ -81,6 +81,21 @@ def trained(work):
     return work / "model.gbc"
 
 
+def test_train_prints_the_training_log_loss(work):
+    """The summary line gives the log-loss itself (train_score_ is scikit-learn's
+    deviance for two classes, twice it), as a naive NumPy twin computes it."""
+    proc = ok(cli("train", "train.csv", "--target", "target", "--drop", "id",
+                  "-o", "ll.gbc", "--n-estimators", "10", "--random-state", "0", cwd=work))
+    printed = [w for w in proc.stdout.split("training log-loss ")[1].split()][0]
+    model = gbc_core.load(work / "ll.gbc")
+    df = pacsv.read_csv(work / "train.csv").to_pandas()
+    raw = model.decision_function(df[[f"x{j}" for j in range(5)]])
+    y = (df["target"] == model.classes_[1]).to_numpy()
+    expected = np.mean(np.logaddexp(0.0, raw) - y * raw)
+    assert float(printed) == pytest.approx(expected, abs=6e-6)
+    assert float(printed) == pytest.approx(model.train_score_[-1] / 2, abs=6e-6)
+
+
 def _in_process_scores(model, table):
     df = table.to_pandas()
     return model.predict_proba(df[list(model.feature_names_in_)])[:, 1], model.predict(

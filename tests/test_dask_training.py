@@ -292,6 +292,15 @@ def test_refused_options(client):
         DaskGradientBoostingClassifier(n_iter_no_change=3).fit(Xd, yd)
     with pytest.raises(ValueError, match="hist"):
         DaskGradientBoostingClassifier(split_method="exact").fit(Xd, yd)
+    # What the distributed fit does not train is refused, never trained as another
+    # model: the exponential loss, the exact leaf solve, an init estimator.
+    with pytest.raises(ValueError, match="loss='exponential'"):
+        DaskGradientBoostingClassifier(loss="exponential").fit(Xd, yd)
+    with pytest.raises(ValueError, match="leaf_solver='exact'"):
+        DaskGradientBoostingClassifier(leaf_solver="exact").fit(Xd, yd)
+    from sklearn.dummy import DummyClassifier
+    with pytest.raises(ValueError, match="init estimator"):
+        DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)
     with pytest.raises(TypeError, match="Dask Array or DataFrame"):
         DaskGradientBoostingClassifier().fit(X, y)
 

@@ -1247,3 +1247,34 @@ def test_version_1_stored_initial_score_is_used(name):
     np.testing.assert_allclose(raw, plain.decision_function(X) - 0.8125, rtol=0, atol=1e-12)
     p = model.predict_proba(X)[:, 1]
     np.testing.assert_allclose(p, 1 / (1 + np.exp(-raw)), rtol=1e-15)
+
+
+# ------------------------------------------------------ the record's units
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_record_units_of_older_and_newer_files(n_classes):
+    """A file carries record_units "scikit-learn" and loads its record unchanged; the
+    same file without the key (as written before it) holds the loss itself: the
+    reader doubles a binary log-loss record and turns out-of-bag NaN into 0; any
+    other value of the key is refused."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int) + (n_classes == 3) * (X[:, 1] > 0.5)
+    model = GradientBoostingClassifier(n_estimators=4, warm_start=True).fit(X, y)
+    model.set_params(n_estimators=6, subsample=0.7, random_state=0).fit(
+        X, y, eval_set=(X[:50], y[:50]))
+    blob = model.to_bytes()
+    assert split(blob)[1]["record_units"] == "scikit-learn"
+    same = gbc_core.from_bytes(blob)
+    for name in ("train_score_", "validation_score_", "oob_scores_", "oob_improvement_"):
+        np.testing.assert_array_equal(getattr(same, name), getattr(model, name))
+    factor = 2.0 if n_classes == 2 else 1.0
+    arrays = arrays_of(blob)
+    old = {name: arrays[name] / factor for name in
+           ("train_score", "validation_score", "oob_scores", "oob_improvement")}
+    old["oob_scores"][:4] = old["oob_improvement"][:4] = np.nan
+    older = gbc_core.from_bytes(rewrite(blob, old, edit=lambda h: h.pop("record_units")))
+    for name in ("train_score_", "validation_score_", "oob_scores_", "oob_improvement_"):
+        np.testing.assert_array_equal(getattr(older, name), getattr(model, name))
+    assert (older.oob_scores_[:4] == 0).all()
+    with pytest.raises(gbc_core.ModelFormatError, match="record_units"):
+        gbc_core.from_bytes(header_edit(blob, record_units="loss"))

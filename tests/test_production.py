@@ -28,6 +28,12 @@ def _log_loss(y, raw, w=None):
     return float(np.sum(w * (np.logaddexp(0.0, raw) - y * raw)) / np.sum(w))
 
 
+def _deviance(y, raw, w=None):
+    """The binomial deviance, twice the mean log-loss: scikit-learn's train_score_
+    (and validation and out-of-bag scores) of two classes."""
+    return 2 * _log_loss(y, raw, w)
+
+
 def _sigmoid(raw):
     return 1.0 / (1.0 + np.exp(-raw))
 
@@ -208,7 +214,7 @@ def test_missing_values_beat_imputation_by_zero():
     assert p[missing].mean() > 0.8 and p[zeros].mean() < 0.25
     # The training scores are those of predict on the training rows (NaN included).
     assert with_nan.train_score_[-1] == pytest.approx(
-        _log_loss(y, with_nan.decision_function(X)), rel=1e-12)
+        _deviance(y, with_nan.decision_function(X)), rel=1e-12)
 
 
 def test_infinities_are_ordinary_values():
@@ -228,7 +234,7 @@ def test_infinities_are_ordinary_values():
     assert proba[0] > 0.9 and proba[1] < 0.1
     # NaN never seen in training follows the larger child (the finite values here).
     assert (proba[2] < 0.5) == (root["missing_go_left"] == 1)
-    assert model.train_score_[-1] == pytest.approx(_log_loss(y, model.decision_function(X)))
+    assert model.train_score_[-1] == pytest.approx(_deviance(y, model.decision_function(X)))
 
 
 def test_minus_infinity_splits_save_and_load():
@@ -264,7 +270,7 @@ def test_feature_of_only_minus_and_plus_infinity():
     assert not np.isnan(model.booster_.ensemble.nodes["threshold"]).any()
     proba = model.predict_proba(X)[:, 1]
     assert (proba[y == 1] > 0.9).all() and (proba[y == 0] < 0.1).all()
-    assert model.train_score_[-1] == pytest.approx(_log_loss(y, model.decision_function(X)))
+    assert model.train_score_[-1] == pytest.approx(_deviance(y, model.decision_function(X)))
 
 
 # ------------------------------------------------------------------ weights
@@ -315,7 +321,7 @@ def test_weighted_leaf_values_and_train_score_against_numpy():
             rows = leaves[:, m] == j
             expected = np.sum(w[rows] * (y[rows] - p[rows])) / np.sum(w[rows] * p[rows] * (1 - p[rows]))
             assert tree["value"][j] == pytest.approx(expected, rel=1e-9, abs=1e-12)
-    expected_scores = [_log_loss(y, raw, w) for raw in staged[1:]]
+    expected_scores = [_deviance(y, raw, w) for raw in staged[1:]]
     np.testing.assert_allclose(model.train_score_, expected_scores, rtol=1e-12)
 
 
@@ -343,7 +349,7 @@ def test_class_weight_applies_to_the_validation_rows():
     factors = np.where(yv == 1, 4.0, 1.0)
     staged = list(model.staged_decision_function(Xv))
     np.testing.assert_allclose(model.validation_score_,
-                               [_log_loss(yv, raw, wv * factors) for raw in staged], rtol=1e-12)
+                               [_deviance(yv, raw, wv * factors) for raw in staged], rtol=1e-12)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -399,7 +405,7 @@ def test_early_stopping_with_eval_set_keeps_the_best_iteration():
     assert scores[best - 1] + 1e-3 < scores[:best - 1].min(initial=np.inf)
     # validation_score_ is the weighted loss of the staged scores ...
     staged = list(model.staged_decision_function(Xv))
-    np.testing.assert_allclose(scores[:best], [_log_loss(yv, s, wv) for s in staged],
+    np.testing.assert_allclose(scores[:best], [_deviance(yv, s, wv) for s in staged],
                                rtol=1e-12)
     # ... and the model kept is the model of best_iteration_ trees.
     plain = GBC(**{**params, "n_estimators": best}).fit(X, y)
@@ -446,7 +452,7 @@ def test_eval_set_without_early_stopping_records_the_validation_loss():
     model = GBC(n_estimators=12).fit(X, y, eval_set=(Xv, yv))
     assert model.n_estimators_ == 12 and model.best_iteration_ is None
     staged = list(model.staged_decision_function(Xv))
-    np.testing.assert_allclose(model.validation_score_, [_log_loss(yv, s) for s in staged],
+    np.testing.assert_allclose(model.validation_score_, [_deviance(yv, s) for s in staged],
                                rtol=1e-12)
     assert not hasattr(GBC(n_estimators=3).fit(X, y), "validation_score_")
 
@@ -528,7 +534,7 @@ def test_warm_start_adds_early_stopping_to_a_model_fitted_without():
     best, run = _best_and_stop(scores, 1e-4, 3)
     assert model.best_iteration_ == best == model.n_estimators_
     staged = list(model.staged_decision_function(Xv))
-    np.testing.assert_allclose(scores[:best], [_log_loss(yv, s) for s in staged], rtol=1e-12)
+    np.testing.assert_allclose(scores[:best], [_deviance(yv, s) for s in staged], rtol=1e-12)
 
 
 # -------------------------------------------------- subsample, max_features
@@ -559,7 +565,7 @@ def test_subsample_draws_in_bag_rows_per_tree():
             expected = np.sum(w[rows] * (y[rows] - p[rows])) / np.sum(w[rows] * p[rows] * (1 - p[rows]))
             assert tree["value"][j] == pytest.approx(expected, rel=1e-9, abs=1e-12)
         assert model.train_score_[m] == pytest.approx(
-            _log_loss(y[inbag], staged[m + 1][inbag], w[inbag]), rel=1e-12)
+            _deviance(y[inbag], staged[m + 1][inbag], w[inbag]), rel=1e-12)
 
 
 def test_max_features_resolution_and_effect():

@@ -79,9 +79,8 @@ def test_zero_weight_rows_shape_no_tree_as_in_sklearn(n_classes):
             _assert_same_tree(ours.estimators_[m, k], ref.estimators_[m, k].tree_)
     np.testing.assert_allclose(ours.feature_importances_, ref.feature_importances_,
                                rtol=1e-9, atol=1e-12)
-    # scikit-learn's binary train_score_ is the deviance, twice the log-loss.
-    scale = 2 if n_classes == 2 else 1
-    np.testing.assert_allclose(scale * ours.train_score_, ref.train_score_, rtol=1e-9)
+    # train_score_ is in scikit-learn's units (for two classes, the deviance).
+    np.testing.assert_allclose(ours.train_score_, ref.train_score_, rtol=1e-9)
     # And the rows of zero weight change nothing: the model of the other rows alone.
     keep = w > 0
     alone = GBC(**params).fit(X[keep], y[keep], sample_weight=w[keep])
@@ -135,7 +134,9 @@ def test_zero_weight_rows_with_subsample(n_classes):
         for rows, score in [(inbag, ours.train_score_[m]), (~inbag, ours.oob_scores_[m])]:
             expected = sklearn_metrics.log_loss(y[rows], proba[rows], sample_weight=w[rows],
                                                 labels=np.arange(max(n_classes, 2)))
-            assert score == pytest.approx(expected, rel=1e-10)
+            # scikit-learn's units: for two classes the deviance, twice the log-loss.
+            factor = 2 if n_classes == 2 else 1
+            assert score == pytest.approx(factor * expected, rel=1e-10)
     # A warm start goes on as a single fit would.
     half = GBC(**dict(params, n_estimators=3, warm_start=True)).fit(X, y, sample_weight=w)
     half.set_params(n_estimators=6).fit(X, y, sample_weight=w)
@@ -247,8 +248,7 @@ def test_raw_scores_beyond_800_train_and_predict_finite(n_classes):
     raw = raw[:, None] if raw.ndim == 1 else raw
     assert np.abs(raw).max() >= 1000
     assert np.isfinite(ours.train_score_).all()
-    scale = 2 if n_classes == 2 else 1
-    np.testing.assert_allclose(scale * ours.train_score_, ref.train_score_, rtol=1e-12)
+    np.testing.assert_allclose(ours.train_score_, ref.train_score_, rtol=1e-12)
     np.testing.assert_allclose(ours.decision_function(X_new), ref.decision_function(X_new),
                                rtol=1e-12)
     proba = ours.predict_proba(X_new)
@@ -362,7 +362,8 @@ def test_an_equal_validation_loss_is_not_an_improvement():
     y = np.arange(40) % 2
     model = GBC(n_estimators=20, n_iter_no_change=3, tol=0.0)
     model.fit(X, y, eval_set=(X[:10], y[:10]))
-    np.testing.assert_array_equal(model.validation_score_, [np.log(2)] * 4)
+    # (The binomial deviance: twice the log-loss, exactly.)
+    np.testing.assert_array_equal(model.validation_score_, [2 * np.log(2)] * 4)
     assert model.best_iteration_ == model.n_estimators_ == 1
 
 
@@ -404,6 +405,7 @@ class _ScriptedLoss:
     (``values[m][k]`` for the tree of output k of iteration m)."""
 
     n_outputs = 3
+    score_factor = 1.0
 
     def __init__(self, values):
         self.values = values
@@ -526,4 +528,5 @@ def test_eval_set_lacking_a_class_is_scored_over_every_class(n_classes):
     for m, proba in enumerate(model.staged_predict_proba(Xv)):
         expected = sklearn_metrics.log_loss(yv, proba, labels=model.classes_,
                                             sample_weight=wv)
-        assert model.validation_score_[m] == pytest.approx(expected, rel=1e-12)
+        factor = 2 if n_classes == 2 else 1  # scikit-learn's units
+        assert model.validation_score_[m] == pytest.approx(factor * expected, rel=1e-12)

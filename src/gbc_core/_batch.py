@@ -501,9 +501,13 @@ def run_train(args):
     say = print if not args.quiet else (lambda *a, **k: None)
     say(f"trained on {X.shape[0]:,} rows x {X.shape[1]} features of {args.data} "
         f"(read {read_s:.2f}s, fit {fit_s:.2f}s)")
+    # train_score_ is in scikit-learn's units (for two classes and the log-loss,
+    # the deviance: twice the log-loss); the line gives the loss itself.
+    loss_function = model.booster_.loss_function
+    loss_name = "exponential loss" if loss_function.name == "exponential" else "log-loss"
     say(f"{describe_classes(model.classes_)}; {model.n_estimators_} iterations "
-        f"({model.n_estimators_ * model.n_trees_per_iteration_} trees); training log-loss "
-        f"{model.train_score_[-1]:.5f}")
+        f"({model.n_estimators_ * model.n_trees_per_iteration_} trees); training "
+        f"{loss_name} {model.train_score_[-1] / loss_function.score_factor:.5f}")
     if model.best_iteration_ is not None:
         say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
     if eval_set is not None:

@@ -5,7 +5,12 @@ loss's K outputs grow one tree on that output's residuals and let the loss set i
 leaf values and update the raw scores; then record the training loss (and the
 out-of-bag and validation losses when there are such rows) and ask the callbacks
 whether to stop. Early stopping and the per-iteration log are callbacks
-(:class:`EarlyStopping`, :class:`Log`), as in the peers' training APIs.
+(:class:`EarlyStopping`, :class:`Log`), as in the peers' training APIs; so is the
+estimator's ``fit(monitor=...)``.
+
+The record is in scikit-learn's units: each loss times the loss's
+``score_factor`` (2 for the binomial log-loss, whose deviance scikit-learn
+reports; 1 otherwise).
 
 NumPy and the kernels only: no scikit-learn.
 """
@@ -30,15 +35,18 @@ class FitRecord:
     Attributes
     ----------
     train_score : list of float or None
-        Weighted loss of the in-bag training rows after each iteration (None: not
+        Weighted loss of the in-bag training rows after each iteration, times the
+        loss's ``score_factor`` (scikit-learn's ``train_score_``; None: not
         recorded, e.g. a model read from a file that does not hold it).
     validation_score : list of float or None
-        Weighted loss of the validation rows after each iteration (None: no
-        validation data).
+        Weighted loss of the validation rows after each iteration, in the same
+        units (None: no validation data).
     oob_scores, oob_improvement : list of float or None
         With ``subsample < 1``: the weighted loss of the out-of-bag rows of each
-        iteration after it, and its decrease over the iteration (scikit-learn's
-        ``oob_scores_`` and ``oob_improvement_``). None otherwise.
+        iteration after it, and its decrease over the iteration, in the same units
+        (scikit-learn's ``oob_scores_`` and ``oob_improvement_``; 0 for the
+        iterations of an earlier fit without subsampling, as there). None
+        otherwise.
     best_iteration : int or None
         Set by early stopping: the number of iterations kept.
     """
@@ -83,7 +91,7 @@ class EarlyStopping:
         else:
             self.since_best += 1
 
-    def after_iteration(self, iteration, record):
+    def after_iteration(self, iteration, record, current):
         self._see(iteration, record.validation_score[-1])
         return self.since_best >= self.patience
 
@@ -104,7 +112,7 @@ class Log:
               file=self.stream)
         return False
 
-    def after_iteration(self, iteration, record):
+    def after_iteration(self, iteration, record, current):
         valid = "" if record.validation_score is None else f"{record.validation_score[-1]:12.4f}"
         print(f"{iteration + 1:>6} {record.train_score[-1]:12.4f} {valid:>12} "
               f"{time.perf_counter() - self.started:9.2f}s", file=self.stream, flush=True)
@@ -164,7 +172,8 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         A model fitted on the same data to continue (warm start).
     callbacks : sequence
         Objects with ``start(record) -> stop``, ``after_iteration(iteration,
-        record) -> stop`` and ``finish(record)``.
+        record, current) -> stop`` and ``finish(record)``; ``current()`` builds the
+        Ensemble of the iterations fitted so far (on demand: it copies the trees).
     init_scores : optional
         The initial raw scores, instead of the loss's of ``params["init"]``: an
         array (n_outputs,) (a constant F0), or a pair (training rows (n_samples,
@@ -186,6 +195,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     # min_samples_* were resolved on all rows, as there). Without such rows (unit
     # weights included) nothing is copied.
     n_outputs = loss.n_outputs
+    factor = loss.score_factor
     row_scores = val_scores = None
     if init_scores is not None and not isinstance(init_scores, np.ndarray):
         row_scores, val_scores = init_scores
@@ -245,7 +255,11 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
             # The validation loss of each iteration already fitted, on these rows (the
             # same additions as in a single fit): early stopping resumes its state.
             ensemble.add_raw(X_val, raw_val, m, m + 1, n_threads)
-            record.validation_score.append(loss.loss(y_val, raw_val, w_val))
+            record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
+
+    def current():
+        return Ensemble.from_trees(trees, n_outputs=n_outputs, init_raw=init_raw,
+                                   learning_rate=lr, n_features=n_features)
 
     stop = False
     for callback in callbacks:
@@ -265,7 +279,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
                       else 0 for _ in range(n_outputs)]
         oob_before = None
         if mask is not None and not (record.oob_scores and m > 0):
-            oob_before = state.held_out_loss(mask == 0)
+            oob_before = factor * state.held_out_loss(mask == 0)
         new_trees = []
         for k in range(n_outputs):
             row_stats, residual = state.tree_target(k)
@@ -280,21 +294,23 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
                     "and overflow; use a smaller learning_rate")
             new_trees.append(nodes)
         trees.extend(new_trees)
-        record.train_score.append(state.finish_iteration(mask))
+        record.train_score.append(factor * state.finish_iteration(mask))
         if mask is not None:
             if record.oob_scores is None:
-                record.oob_scores = [np.nan] * m
-                record.oob_improvement = [np.nan] * m
-            oob = state.held_out_loss(mask == 0)
+                # The iterations fitted without subsampling (a warm start switched it
+                # on): 0, as scikit-learn writes.
+                record.oob_scores = [0.0] * m
+                record.oob_improvement = [0.0] * m
+            oob = factor * state.held_out_loss(mask == 0)
             before = record.oob_scores[-1] if oob_before is None else oob_before
             record.oob_scores.append(oob)
             record.oob_improvement.append(before - oob)
         if raw_val is not None:
             _stacked(new_trees, n_features, lr, n_outputs).predict_raw(
                 X_val, raw_val, 0, 1, n_threads)
-            record.validation_score.append(loss.loss(y_val, raw_val, w_val))
+            record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
         for callback in callbacks:
-            stop = callback.after_iteration(m, record) or stop
+            stop = callback.after_iteration(m, record, current) or stop
     for callback in callbacks:
         callback.finish(record)
     n_kept = len(trees) // n_outputs

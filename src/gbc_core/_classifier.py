@@ -125,7 +125,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Stop when the validation loss has not improved by ``tol`` for this many
         iterations; the model keeps its best iteration.
     tol : float, default=1e-4
-        Minimum improvement of the validation loss for early stopping.
+        Minimum improvement of the validation loss for early stopping, in the units
+        of ``validation_score_`` (scikit-learn's: for two classes and the
+        log-loss, twice the mean log-loss).
     warm_start : bool, default=False
         Add trees to the fitted model instead of starting again when ``fit`` is
         called with a larger ``n_estimators``. On the same data, fitting 50
@@ -184,18 +186,23 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     estimators_ : ndarray of shape (n_estimators_, n_trees_per_iteration_)
         The trees (:class:`gbc_core.Tree`: node arrays named as scikit-learn's).
     train_score_ : ndarray of shape (n_estimators_,)
-        Weighted training log-loss (in-bag rows) after each iteration.
+        Weighted training loss (in-bag rows) after each iteration, in
+        scikit-learn's units: for two classes and the log-loss the binomial
+        deviance, twice the mean log-loss; for more classes the mean log-loss; for
+        ``loss="exponential"`` the mean exponential loss.
     validation_score_ : ndarray of shape (n_iterations,)
-        Weighted validation log-loss after each iteration run (when there is
-        validation data: ``eval_set`` or ``n_iter_no_change``), including the
-        iterations after ``best_iteration_`` that early stopping discarded.
+        Weighted validation loss after each iteration run, in the units of
+        ``train_score_`` (when there is validation data: ``eval_set`` or
+        ``n_iter_no_change``; ``tol`` is in these units, as in scikit-learn),
+        including the iterations after ``best_iteration_`` that early stopping
+        discarded.
     best_iteration_ : int or None
         With early stopping, the number of iterations kept. Else None.
     oob_scores_, oob_improvement_ : ndarray of shape (n_estimators_,)
-        With ``subsample < 1``: the weighted log-loss of the out-of-bag rows after
-        each iteration, and its decrease over the iteration. NaN for the iterations
-        of an earlier fit without subsampling that a warm start went on from
-        (scikit-learn writes 0 there).
+        With ``subsample < 1``: the weighted loss of the out-of-bag rows after
+        each iteration, and its decrease over the iteration, in the units of
+        ``train_score_``. 0 for the iterations of an earlier fit without
+        subsampling that a warm start went on from (as scikit-learn).
     oob_score_ : float
         ``oob_scores_[-1]``.
     max_features_ : int
@@ -254,7 +261,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.leaf_solver = leaf_solver
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y, sample_weight=None, eval_set=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None):
         """Fit the ensemble (paper Algorithm 1).
 
         Parameters
@@ -271,6 +278,19 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             Validation data for early stopping and ``validation_score_``; replaces the
             internal ``validation_fraction`` split. ``class_weight`` applies to these
             rows too.
+        monitor : callable, default=None
+            scikit-learn's contract: called after each iteration ``i`` (counted from
+            0, warm starts included) as ``monitor(i, self, locals)``; when it returns
+            True the fit stops and keeps iterations 0 .. i (``n_estimators_`` = i + 1,
+            ``train_score_`` and the out-of-bag arrays as long). During the call
+            ``self`` is fitted with the iterations so far: ``train_score_[i]``,
+            ``oob_improvement_[i]``, ``estimators_``, ``predict_proba`` and the other
+            methods reflect iterations 0 .. i. ``locals`` is a dict of the fit's
+            values: ``i``, ``self``, ``X`` (the training rows, float32), ``y`` (their
+            class codes), ``sample_weight`` (None or the weights) and ``record``
+            (``train_score``, ``validation_score``, ``oob_scores``,
+            ``oob_improvement`` lists); scikit-learn's private locals are not there.
+            With early stopping the model keeps its best iteration up to i.
 
         Returns
         -------
@@ -339,13 +359,30 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
         if params["verbose"]:
             callbacks.append(Log())
-        ensemble, record = boost(Xa, codes, w, loss, resolved, seed,
-                                 eval_set=eval_data, previous=previous, callbacks=callbacks,
-                                 init_scores=init_scores)
-        self.booster_ = Booster(ensemble, classes, feature_names=names,
-                                params=self.get_params(deep=False), record=record,
-                                max_features=resolved["max_features"], loss=loss.name,
-                                init_estimator=init_estimator)
+
+        def booster_of(ensemble, record):
+            return Booster(ensemble, classes, feature_names=names,
+                           params=self.get_params(deep=False), record=record,
+                           max_features=resolved["max_features"], loss=loss.name,
+                           init_estimator=init_estimator)
+
+        before = self.__dict__.get("booster_")
+        if monitor is not None:
+            if not callable(monitor):
+                raise TypeError(f"monitor must be callable, got {type(monitor).__name__}")
+            callbacks.append(_Monitor(monitor, self, booster_of, Xa, codes, w))
+        try:
+            ensemble, record = boost(Xa, codes, w, loss, resolved, seed,
+                                     eval_set=eval_data, previous=previous,
+                                     callbacks=callbacks, init_scores=init_scores)
+        except BaseException:
+            # A monitor saw a provisional model: a failed fit leaves the one before.
+            if monitor is not None:
+                self.__dict__.pop("booster_", None)
+                if before is not None:
+                    self.booster_ = before
+            raise
+        self.booster_ = booster_of(ensemble, record)
         return self
 
     def _warm_start_from(self, params, classes, n_features, names):
@@ -568,6 +605,34 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
+class _Monitor:
+    """The boosting loop's callback of ``fit(monitor=...)``: after each iteration,
+    the estimator gets the model of the iterations so far and the monitor is
+    called as scikit-learn calls it; a true result stops the fit."""
+
+    def __init__(self, monitor, estimator, booster_of, X, y, sample_weight):
+        self.monitor = monitor
+        self.estimator = estimator
+        self.booster_of = booster_of
+        self.values = {"X": X, "y": y, "sample_weight": sample_weight}
+
+    def start(self, record):
+        return False
+
+    def after_iteration(self, iteration, record, current):
+        n = iteration + 1
+        record_so_far = FitRecord(
+            record.train_score[:n], record.validation_score,
+            None if record.oob_scores is None else record.oob_scores[:n],
+            None if record.oob_improvement is None else record.oob_improvement[:n])
+        self.estimator.booster_ = self.booster_of(current(), record_so_far)
+        values = dict(self.values, i=iteration, self=self.estimator, record=record)
+        return bool(self.monitor(iteration, self.estimator, values))
+
+    def finish(self, record):
+        pass
+
+
 #: DummyClassifier strategies whose probabilities do not depend on the row.
 _CONSTANT_DUMMY = ("prior", "most_frequent", "constant", "uniform")
 
@@ -678,7 +743,8 @@ def _check_eval_set(eval_set, names, classes, n_features, class_factors):
         raise ValueError("eval_set y must be 1-D with one label per row of eval_set X")
     known = np.isin(yv, classes)
     if not known.all():
-        raise ValueError(f"eval_set y has labels not seen in y: {np.unique(yv[~known])!r}")
+        raise ValueError(f"eval_set y has labels not seen in y: "
+                         f"{np.unique(yv[~known]).tolist()!r}")
     codes = np.searchsorted(classes, yv)
     wv = None
     if len(eval_set) == 3 and eval_set[2] is not None:
@@ -706,7 +772,10 @@ def _stratified_split(codes, classes, fraction, rng, weighted=None):
     weighted rows has weighted rows on both sides, a class with one keeps it for
     training. A split that cannot give the validation rows any weight (no class has
     two weighted rows) is an error: its loss would be 0 at every iteration, a
-    perfect score that would stop the fit after one iteration.
+    perfect score that would stop the fit after one iteration. So is a fraction that
+    holds out all the (weighted) rows of a class, round(fraction x its rows) >= its
+    rows (scikit-learn's "The training data after the early stopping split is missing
+    some classes"); otherwise each class keeps at least one row in each part.
     """
     counts = np.bincount(codes, minlength=classes.size)
     too_few = (counts > 0) & (counts < 2)
@@ -719,15 +788,27 @@ def _stratified_split(codes, classes, fraction, rng, weighted=None):
             "holds out validation_fraction of each class: pass eval_set or more "
             "samples)")
     val = []
+
+    def n_held_out(cls, size):
+        n_val = int(round(fraction * size))
+        if size >= 2 and n_val >= size:
+            # scikit-learn's error: the init estimator and the class codes would
+            # miss this class.
+            raise ValueError(
+                "The training data after the early stopping split is missing some "
+                f"classes: validation_fraction={fraction!r} holds out all {size} rows "
+                f"of class {classes[cls:cls + 1].tolist()[0]!r}. Use a smaller "
+                "validation_fraction, or pass eval_set.")
+        return min(max(n_val, 1), size - 1)
+
     if weighted is None or weighted.all():
         for cls in range(classes.size):
             idx = np.flatnonzero(codes == cls)
-            n_val = min(max(int(round(fraction * idx.size)), 1), idx.size - 1)
-            val.append(rng.permutation(idx)[:n_val])
+            val.append(rng.permutation(idx)[:n_held_out(cls, idx.size)])
     else:
         for cls in range(classes.size):
             idx = np.flatnonzero((codes == cls) & weighted)
-            n_val = min(max(int(round(fraction * idx.size)), 1), idx.size - 1)
+            n_val = n_held_out(cls, idx.size)
             val.append(rng.permutation(idx)[:n_val])
             idx = np.flatnonzero((codes == cls) & ~weighted)
             val.append(rng.permutation(idx)[:int(round(fraction * idx.size))])

@@ -23,7 +23,7 @@ from . import _leaves
 from ._boosting import EarlyStopping, FitRecord, _stacked
 from ._common import ROW_STAT_DTYPE
 from ._ensemble import RAW_SCORE_LIMIT
-from ._loss import prior_from_class_weights
+from ._loss import BinomialLoss, MultinomialLoss, prior_from_class_weights
 from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 
@@ -190,6 +190,7 @@ class PartTrainer:
                 stopper.start(record)
         trees = []
         bound = np.abs(init_raw)
+        score_factor = (BinomialLoss if K == 1 else MultinomialLoss).score_factor
         for m in range(params["n_estimators"]):
             rng = np.random.default_rng([seed, m])
             tree_seeds = [int(rng.integers(0, 2**63 - 1))
@@ -243,10 +244,12 @@ class PartTrainer:
                 else:
                     losses += [0.0, 0.0]
             total = comm.allreduce(np.asarray(losses, dtype=np.float64), len(losses))
-            record.train_score.append(total[0] / total[1] if total[1] > 0 else 0.0)
+            # Scores in scikit-learn's units, as the in-memory fit records them.
+            record.train_score.append(score_factor * total[0] / total[1] if total[1] > 0 else 0.0)
             if raw_val is not None:
-                record.validation_score.append(total[2] / total[3] if total[3] > 0 else 0.0)
-                if stopper is not None and stopper.after_iteration(m, record):
+                record.validation_score.append(
+                    score_factor * total[2] / total[3] if total[3] > 0 else 0.0)
+                if stopper is not None and stopper.after_iteration(m, record, None):
                     break
         if stopper is not None:
             stopper.finish(record)

@@ -36,6 +36,10 @@ probabilities ``prob`` and residuals ``residual`` (per output) and offers
 a grown tree and adds it to the raw scores), ``finish_iteration(sample_mask)`` (the
 in-bag loss after an iteration) and ``held_out_loss(mask)``.
 
+A fit records its losses in scikit-learn's units (``train_score_``, the out-of-bag
+and validation scores): the loss times ``score_factor``, 2 for the binomial
+log-loss (scikit-learn reports the deviance, twice the mean log-loss), 1 otherwise.
+
 A new loss is a class with the same methods (see ``docs/architecture.md``).
 """
 
@@ -133,6 +137,9 @@ class BinomialLoss:
     name = "log_loss"
     n_classes = 2
     n_outputs = 1
+    #: scikit-learn's ``train_score_`` (and OOB and validation scores) of two classes
+    #: is the binomial deviance: twice the mean log-loss.
+    score_factor = 2.0
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)
@@ -228,6 +235,8 @@ class MultinomialLoss:
     """The log-loss of K >= 3 classes with one raw score per class (softmax)."""
 
     name = "log_loss"
+    #: scikit-learn's scores of K >= 3 classes are the mean log-loss itself.
+    score_factor = 1.0
 
     def __init__(self, n_classes, leaf_solver="newton"):
         if n_classes < 3:
@@ -349,6 +358,8 @@ class ExponentialLoss:
     name = "exponential"
     n_classes = 2
     n_outputs = 1
+    #: scikit-learn's scores of the exponential loss are its mean value itself.
+    score_factor = 1.0
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)

@@ -90,6 +90,11 @@ _ARRAY_DTYPES.update({"nodes." + name: dt for name, dt in NODE_COLUMNS})
 #: Arrays a file may leave out: records a model may not have (a model built from
 #: given trees has no training record).
 OPTIONAL_ARRAYS = set(RECORD_ARRAYS)
+#: The header's ``record_units``: the record arrays are in scikit-learn's units (the
+#: loss times the loss's ``score_factor``: twice the mean log-loss for two classes
+#: and the log-loss). Files without the key (written before it) hold the loss
+#: itself; the reader converts them.
+RECORD_UNITS = "scikit-learn"
 
 
 class ModelFormatError(ValueError):
@@ -429,6 +434,7 @@ def encode(ensemble, content):
         "n_nodes": int(nodes.shape[0]),
         "best_iteration": None if best is None else int(best),
         "max_features": None if max_features is None else int(max_features),
+        "record_units": RECORD_UNITS,
         "payload_size": payload_size,
         "arrays": descriptors,
     }
@@ -720,6 +726,21 @@ def _check_loss(loss, n_outputs):
               f"the file has n_outputs {n_outputs}")
 
 
+def _older_record(arrays, loss, n_outputs):
+    """The record arrays of a file without ``record_units`` (written before it), in
+    scikit-learn's units, in place: such a file holds the loss itself, so the
+    binomial log-loss is doubled (exact in floating point); the out-of-bag arrays'
+    NaN, which marked the iterations of a fit without subsampling before a warm
+    start switched it on, become scikit-learn's 0."""
+    for name in RECORD_ARRAYS:
+        if name not in arrays:
+            continue
+        if loss == "log_loss" and n_outputs == 1:
+            arrays[name] = arrays[name] * 2.0
+        if name in ("oob_scores", "oob_improvement"):
+            arrays[name] = np.where(np.isnan(arrays[name]), 0.0, arrays[name])
+
+
 def decode(data):
     """The ensemble and classifier content of model bytes, every field validated.
 
@@ -801,6 +822,12 @@ def decode(data):
                   f"iteration ({n_iterations})")
     if ("oob_scores" in arrays) != ("oob_improvement" in arrays):
         _fail("arrays 'oob_scores' and 'oob_improvement' come together")
+    units = header.get("record_units")
+    if units is None:
+        _older_record(arrays, loss, n_outputs)
+    elif units != RECORD_UNITS:
+        _fail(f"header 'record_units' must be {RECORD_UNITS!r} (a newer gbc-core may "
+              f"know more), got {units!r}")
     content = {name: arrays.get(name) for name in RECORD_ARRAYS}
     content.update(loss=loss, classes=classes, feature_names=names, params=params,
                    best_iteration=best, max_features=max_features)

@@ -541,7 +541,8 @@ def check_target(y, n_samples):
         )
     if classes.size < 2:
         raise ValueError(
-            f"y has only one class ({classes[0]!r}); classification needs at least two"
+            f"y has only one class ({classes[:1].tolist()[0]!r}); classification needs "
+            "at least two"
         )
     return classes, encoded.astype(np.intp).ravel()
 

@@ -704,7 +704,7 @@ class DaskGradientBoostingClassifier:
                  subsample=1.0, max_features=None, init="zero", random_state=None,
                  n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
                  tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
-                 split_method="hist", max_bins=255, client=None,
+                 split_method="hist", max_bins=255, leaf_solver="newton", client=None,
                  step_timeout=DEFAULT_STEP_TIMEOUT):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -726,6 +726,7 @@ class DaskGradientBoostingClassifier:
         self.loss = loss
         self.split_method = split_method
         self.max_bins = max_bins
+        self.leaf_solver = leaf_solver
         self.client = client
         self.step_timeout = step_timeout
 
@@ -778,6 +779,15 @@ class DaskGradientBoostingClassifier:
         if params["split_method"] != "hist":
             raise ValueError("DaskGradientBoostingClassifier trains with split_method="
                              f"'hist' only, got {params['split_method']!r}")
+        if params["loss"] != "log_loss":
+            raise ValueError(f"loss={params['loss']!r} is not supported by the distributed "
+                             "fit (it trains the log-loss)")
+        if params["leaf_solver"] != "newton":
+            raise ValueError(f"leaf_solver={params['leaf_solver']!r} is not supported by "
+                             "the distributed fit (it takes the Newton step, eq. 1)")
+        if not (params["init"] is None or isinstance(params["init"], str)):
+            raise ValueError("an init estimator is not supported by the distributed fit "
+                             "(use init='zero' or 'prior')")
         if params["subsample"] < 1.0:
             raise ValueError("subsample < 1 is not supported by the distributed fit")
         if params["warm_start"]:

@@ -96,7 +96,7 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
     model = Booster(ensemble, np.array([0, 1]),
                     params={"n_estimators": len(thresholds), "learning_rate": learning_rate,
                             "max_depth": 1},
-                    record=FitRecord(losses))
+                    record=FitRecord([BinomialLoss.score_factor * v for v in losses]))
     return model, history
 
 
