@@ -44,7 +44,7 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402  (machine description, memory probes, data generation)
 
 LIBRARIES = ("gbc-exact", "gbc-hist", "lightgbm", "xgboost-hist")
-N_TREES, MAX_DEPTH, LEARNING_RATE, SEED = 100, 3, 0.1, 0
+N_TREES, MAX_DEPTH, LEARNING_RATE, SEED = bench.N_TREES, bench.MAX_DEPTH, bench.LEARNING_RATE, bench.SEED
 
 
 def parse_workload(name):
@@ -84,27 +84,12 @@ def make_model(library, n_classes, n_jobs):
             init="zero", random_state=SEED, n_jobs=n_jobs,
             split_method=library.split("-")[1],
         )
-    if library == "lightgbm":
-        from lightgbm import LGBMClassifier
-
-        return LGBMClassifier(
-            n_estimators=N_TREES, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
-            num_leaves=2**MAX_DEPTH, reg_lambda=0.0, reg_alpha=0.0,
-            min_child_samples=1, min_child_weight=0.0, min_split_gain=0.0,
-            subsample=1.0, colsample_bytree=1.0, max_bin=255, boost_from_average=False,
-            n_jobs=n_jobs, random_state=SEED, verbose=-1,
-        )
-    if library == "xgboost-hist":
-        from xgboost import XGBClassifier
-
-        extra = ({"objective": "binary:logistic", "base_score": 0.5} if n_classes == 2
-                 else {"objective": "multi:softprob"})
-        return XGBClassifier(
-            n_estimators=N_TREES, learning_rate=LEARNING_RATE, max_depth=MAX_DEPTH,
-            tree_method="hist", grow_policy="depthwise", reg_lambda=0.0, reg_alpha=0.0,
-            gamma=0.0, min_child_weight=0.0, subsample=1.0, colsample_bytree=1.0,
-            max_bin=256, n_jobs=n_jobs, random_state=SEED, **extra,
-        )
+    if library in ("lightgbm", "xgboost-hist"):
+        # bench.py's configuration of the peers (the same hyper-parameters).
+        model = bench.make_model(library, n_jobs)
+        if library == "xgboost-hist" and n_classes > 2:
+            model.set_params(objective="multi:softprob", base_score=None)
+        return model
     raise ValueError(f"unknown library {library!r}; choose from {', '.join(LIBRARIES)}")
 
 
