@@ -122,7 +122,9 @@ class Log:
         pass
 
 
-def _stacked(trees, n_features, learning_rate, n_outputs):
+def iteration_predictor(trees, n_features, learning_rate, n_outputs):
+    """A ``Predictor`` of the K trees of one iteration (node arrays ``trees``): adds
+    that iteration to the raw scores of validation rows."""
     sizes = [t.shape[0] for t in trees]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return Predictor(np.concatenate(trees).astype(NODE_DTYPE), offsets, learning_rate,
@@ -306,7 +308,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
             record.oob_scores.append(oob)
             record.oob_improvement.append(before - oob)
         if raw_val is not None:
-            _stacked(new_trees, n_features, lr, n_outputs).predict_raw(
+            iteration_predictor(new_trees, n_features, lr, n_outputs).predict_raw(
                 X_val, raw_val, 0, 1, n_threads)
             record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
         for callback in callbacks:

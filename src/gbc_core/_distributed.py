@@ -20,7 +20,7 @@ kernels only: no Dask, no scikit-learn.
 import numpy as np
 
 from . import _leaves
-from ._boosting import EarlyStopping, FitRecord, _stacked
+from ._boosting import EarlyStopping, FitRecord, iteration_predictor
 from ._common import ROW_STAT_DTYPE
 from ._ensemble import RAW_SCORE_LIMIT
 from ._loss import BinomialLoss, MultinomialLoss, prior_from_class_weights
@@ -237,7 +237,7 @@ class PartTrainer:
             if raw_val is not None:
                 X_val, y_val, w_val = self.eval_part
                 if X_val.shape[0]:
-                    _stacked(new_trees, n_features, lr, K).predict_raw(
+                    iteration_predictor(new_trees, n_features, lr, K).predict_raw(
                         X_val, raw_val, 0, 1, n_threads)
                     wv = np.ones(X_val.shape[0]) if w_val is None else w_val
                     losses += [_loss_mean(y_val, raw_val, w_val, K) * wv.sum(), wv.sum()]
