@@ -551,7 +551,10 @@ cdef class TreeGrower:
     cdef void _set_leaf(self, const level_node_t* nd) noexcept nogil:
         cdef intp_t i
         cdef int32_t node = nd.node
-        cdef int32_t* node_of_row = &self.node_of_row[0]
+        cdef int32_t* node_of_row
+        if nd.stop <= nd.start:
+            return  # (no rows: a process of a distributed fit may have none)
+        node_of_row = &self.node_of_row[0]
         for i in range(nd.start, nd.stop):
             node_of_row[self.partition[i]] = node
 
@@ -598,8 +601,16 @@ cdef class TreeGrower:
         cdef float32_t x, t32 = nd.threshold32
         cdef int missing_bin = self.missing_bin
         cdef bint go_left
-        if self.on_bins:
+        if blk.stop <= blk.start:
+            # An empty block (a process of a distributed fit without rows): its
+            # columns have no element 0 to point at.
+            col_b = NULL
+            col_x = NULL
+        elif self.on_bins:
             col_b = &self.bins[0, nd.feature]
+        else:
+            col_x = &self.X[0, nd.feature]
+        if self.on_bins:
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 b = col_b[row]
@@ -614,7 +625,6 @@ cdef class TreeGrower:
                     right[n_right] = row
                     n_right += 1
         else:
-            col_x = &self.X[0, nd.feature]
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 x = col_x[row]

@@ -269,7 +269,8 @@ cdef class HistogramSplitFinder(SplitFinder):
                      const int32_t* partition) noexcept nogil:
         """The histogram of feature ``f`` of the node ``nd`` (slot ``slot``)."""
         cdef side_t* h = self.hist + (slot * self.n_features + f) * self.stride
-        cdef const uint8_t* col = &self.bins[0, f]
+        # (No rows, as a process of a distributed fit may have: no element 0.)
+        cdef const uint8_t* col = &self.bins[0, f] if self.n_samples > 0 else NULL
         cdef const row_stat_t* rs
         cdef intp_t i
         cdef uint8_t b
