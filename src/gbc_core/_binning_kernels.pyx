@@ -18,40 +18,16 @@ one the exact split finder uses.
 """
 from cython.parallel cimport prange, threadid
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy, memmove, memset
+from libc.string cimport memmove, memset
 
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t
-from ._common cimport midpoint
+from ._common cimport midpoint, sort_key, key_value
 
 import numpy as np
 
 cdef enum:
     # Rows per block of ``map_to_bins`` (a block of 28 float32 features is 450 KB).
     ROW_BLOCK = 4096
-
-
-cdef inline uint32_t _key(float32_t v) noexcept nogil:
-    """A uint32 whose unsigned order is the numeric order of a non-NaN float32
-    (-0.0 has the key of 0.0)."""
-    cdef uint32_t bits
-    if v == 0:
-        v = 0
-    memcpy(&bits, &v, 4)
-    if bits & 0x80000000u:
-        return ~bits
-    return bits | 0x80000000u
-
-
-cdef inline float32_t _value(uint32_t key) noexcept nogil:
-    """The float32 of a key (inverse of ``_key``)."""
-    cdef uint32_t bits
-    cdef float32_t v
-    if key & 0x80000000u:
-        bits = key & 0x7FFFFFFFu
-    else:
-        bits = ~key
-    memcpy(&v, &bits, 4)
-    return v
 
 
 cdef intp_t _distinct_one(
@@ -242,11 +218,11 @@ cdef void _sample_one(
                 break
             v = col[i * stride]
             if v == v:
-                keys[k] = _key(v)
+                keys[k] = sort_key(v)
                 k += 1
     elif no_nan:
         for k in range(n_take):
-            keys[k] = _key(col[ranks[k] * stride])
+            keys[k] = sort_key(col[ranks[k] * stride])
         k = n_take
     else:
         for i in range(n):
@@ -255,12 +231,12 @@ cdef void _sample_one(
             v = col[i * stride]
             if v == v:
                 if rank == ranks[k]:
-                    keys[k] = _key(v)
+                    keys[k] = sort_key(v)
                     k += 1
                 rank += 1
     sorted_keys = _radix_sort(keys, scratch, k)
     for i in range(k):
-        out[i] = _value(sorted_keys[i])
+        out[i] = key_value(sorted_keys[i])
 
 
 def sorted_sample(

@@ -3,6 +3,7 @@ from libc.float cimport DBL_MAX
 from libc.math cimport isinf
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport realloc
+from libc.string cimport memcpy
 
 ctypedef float float32_t
 ctypedef double float64_t
@@ -74,3 +75,30 @@ cdef inline void* grow_buffer(void* buffer, Py_ssize_t count, size_t item_size,
     if p == NULL:
         raise MemoryError(f"cannot allocate {count} {what} ({count * item_size} bytes)")
     return p
+
+
+cdef inline uint32_t sort_key(float32_t v) noexcept nogil:
+    """A uint32 whose unsigned order is the numeric order of float32 values: NaN maps
+    to the largest key (missing values sort last) and -0.0 to the key of +0.0. The
+    radix sorts of the exact finder's presort and of the binning layer sort these."""
+    cdef uint32_t bits
+    if v != v:
+        return 0xFFFFFFFFu
+    if v == 0:
+        v = 0
+    memcpy(&bits, &v, 4)
+    if bits & 0x80000000u:
+        return ~bits
+    return bits | 0x80000000u
+
+
+cdef inline float32_t key_value(uint32_t key) noexcept nogil:
+    """The float32 of a non-NaN ``sort_key`` (its inverse)."""
+    cdef uint32_t bits
+    cdef float32_t v
+    if key & 0x80000000u:
+        bits = key & 0x7FFFFFFFu
+    else:
+        bits = ~key
+    memcpy(&v, &bits, 4)
+    return v

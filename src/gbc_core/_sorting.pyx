@@ -2,25 +2,9 @@
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
-from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t
-
-
-cdef inline uint32_t _sort_key(float32_t v) noexcept nogil:
-    """Map a float32 to a uint32 whose unsigned order is the numeric order.
-
-    NaN maps to the largest key (missing values sort last) and -0.0 to the key of +0.0.
-    """
-    cdef uint32_t bits
-    if v != v:
-        return 0xFFFFFFFFu
-    if v == 0:
-        v = 0
-    memcpy(&bits, &v, 4)
-    if bits & 0x80000000u:
-        return ~bits
-    return bits | 0x80000000u
+from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t, sort_key
 
 
 cdef int _sort_one_feature(
@@ -41,7 +25,7 @@ cdef int _sort_one_feature(
     cdef int32_t* itmp
     cdef intp_t n_missing = 0
     for i in range(n):
-        keys_a[i] = _sort_key(column[i])
+        keys_a[i] = sort_key(column[i])
         idx_a[i] = <int32_t>i
         if column[i] != column[i]:
             n_missing += 1
