@@ -140,6 +140,9 @@ class BinomialLoss:
     #: scikit-learn's ``train_score_`` (and OOB and validation scores) of two classes
     #: is the binomial deviance: twice the mean log-loss.
     score_factor = 2.0
+    #: p = sigma(link_scale * F): the log-odds of the probabilities are link_scale * F
+    #: (what an exporter writes as the link).
+    link_scale = 1.0
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)
@@ -237,6 +240,8 @@ class MultinomialLoss:
     name = "log_loss"
     #: scikit-learn's scores of K >= 3 classes are the mean log-loss itself.
     score_factor = 1.0
+    #: p = softmax(link_scale * F).
+    link_scale = 1.0
 
     def __init__(self, n_classes, leaf_solver="newton"):
         if n_classes < 3:
@@ -360,6 +365,8 @@ class ExponentialLoss:
     n_outputs = 1
     #: scikit-learn's scores of the exponential loss are its mean value itself.
     score_factor = 1.0
+    #: p = sigma(2F): scikit-learn's probabilities of the exponential loss.
+    link_scale = 2.0
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)
@@ -386,7 +393,7 @@ class ExponentialLoss:
 
     def log_odds(self, raw):
         """The log-odds of the probabilities of raw scores (n, 1): 2F (exact)."""
-        return np.multiply(raw, 2.0)
+        return np.multiply(raw, self.link_scale)
 
     def proba(self, raw, n_threads=1):
         """Class probabilities (n, 2): column 1 is sigma(2F)."""

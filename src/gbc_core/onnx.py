@@ -252,11 +252,13 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
         return name
 
     if K == 1:
-        if booster.loss == "exponential":
-            nodes.append(helper.make_node("Mul", ["raw", const("two", np.float32(2.0))],
-                                          ["score"], name="half_logit"))
-        else:
+        # The loss's link: p = sigma(link_scale * F).
+        scale = booster.loss_function.link_scale
+        if scale == 1.0:
             nodes.append(helper.make_node("Identity", ["raw"], ["score"], name="logit"))
+        else:
+            nodes.append(helper.make_node("Mul", ["raw", const("scale", np.float32(scale))],
+                                          ["score"], name="scaled_logit"))
         nodes += [
             helper.make_node("Neg", ["score"], ["neg_score"]),
             helper.make_node("Concat", ["neg_score", "score"], ["scores"], axis=1),
