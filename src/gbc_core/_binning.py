@@ -31,7 +31,16 @@ import operator
 
 import numpy as np
 
-from ._binning_kernels import map_to_bins, midpoints, scan_distinct, sorted_sample
+from ._binning_kernels import (
+    map_to_bins,
+    map_to_bins_csc,
+    midpoints,
+    scan_distinct,
+    scan_distinct_csc,
+    sorted_sample,
+    sorted_sample_csc,
+)
+from ._validation import is_sparse_matrix, sparse_arrays
 
 MISSING_BIN_DOC = "NaN goes to bin index max_bins (255 with the default)"
 
@@ -54,9 +63,29 @@ def _check_int(value, name, low, high=None):
     return value
 
 
+class _Columns:
+    """Sparse columns (a checked float32 CSC matrix, see ``check_features``) as the
+    kernels take them: ``data``, ``indices``, ``indptr``, ``shape``."""
+
+    def __init__(self, X):
+        self.data, self.indices, self.indptr = sparse_arrays(X)
+        self.shape = X.shape
+
+
 def _check_X(X, n_features=None):
     """X as a 2-D float32 array with C or Fortran layout (others are copied to
-    Fortran order, values unchanged), or a clear error."""
+    Fortran order, values unchanged), or sparse columns (``_Columns``) of a float32
+    CSC matrix, or a clear error."""
+    if is_sparse_matrix(X):
+        if X.format != "csc" or X.dtype != np.float32:
+            raise TypeError(f"a sparse X must be a float32 CSC matrix, got {X.format} "
+                            f"of {X.dtype}")
+        if n_features is not None and X.shape[1] != n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the BinMapper was fitted with "
+                f"{n_features} features"
+            )
+        return _Columns(X)
     if not isinstance(X, np.ndarray):
         raise TypeError(
             f"X must be a NumPy float32 array of shape (n_samples, n_features), got "
@@ -89,7 +118,11 @@ def _scan(X, cap, n_threads):
     counts = np.empty((d, cap), dtype=np.int64)
     n_distinct = np.empty(d, dtype=np.int32)
     n_valid = np.empty(d, dtype=np.int64)
-    scan_distinct(X, values, counts, n_distinct, n_valid, n_threads)
+    if isinstance(X, _Columns):
+        scan_distinct_csc(X.data, X.indices, X.indptr, X.shape[0], values, counts,
+                          n_distinct, n_valid, n_threads)
+    else:
+        scan_distinct(X, values, counts, n_distinct, n_valid, n_threads)
     return values, counts, n_distinct, n_valid
 
 
@@ -132,8 +165,12 @@ def _sorted_samples(X, features, n_valid, subsample, random_state, n_threads):
         ranks = np.empty((max(len(sets), 1), subsample if sets else 1), dtype=np.int64)
         for nv, s in sets.items():
             ranks[s] = _sample_ranks(nv, subsample, random_state)
-        sorted_sample(X, chunk, ranks, rank_set, take[lo:lo + group],
-                      n_valid[chunk], out, n_threads)
+        if isinstance(X, _Columns):
+            sorted_sample_csc(X.data, X.indices, X.indptr, X.shape[0], chunk, ranks,
+                              rank_set, take[lo:lo + group], out, n_threads)
+        else:
+            sorted_sample(X, chunk, ranks, rank_set, take[lo:lo + group],
+                          n_valid[chunk], out, n_threads)
         for i, f in enumerate(chunk):
             yield f, out[i, : take[lo + i]]
 
@@ -288,8 +325,10 @@ class BinMapper:
 
         Parameters
         ----------
-        X : float32 array of shape (n_samples, n_features), C or Fortran order
-            NaN marks a missing value.
+        X : float32 array of shape (n_samples, n_features), C or Fortran order, or a float32 CSC matrix
+            NaN marks a missing value. Sparse columns are read as they are (an
+            implicit zero is the value 0.0, counted, not visited): the thresholds
+            of the same data dense.
         n_threads : int, default=1
             OpenMP threads; the thresholds do not depend on it.
 
@@ -331,8 +370,9 @@ class BinMapper:
 
         Parameters
         ----------
-        X : float32 array of shape (n_samples, n_features), C or Fortran order
-            With the features the mapper was fitted with. NaN marks a missing value.
+        X : float32 array of shape (n_samples, n_features), C or Fortran order, or a float32 CSC matrix
+            With the features the mapper was fitted with. NaN marks a missing
+            value; a sparse column's implicit zeros go to the bin of 0.0.
         n_threads : int, default=1
             OpenMP threads; the bins do not depend on it.
 
@@ -348,7 +388,11 @@ class BinMapper:
         X = _check_X(X, self.n_features_in_)
         n_threads = _check_int(n_threads, "n_threads", 1)
         out = np.empty(X.shape, dtype=np.uint8, order="F")
-        map_to_bins(X, self._packed, self._offsets, self.missing_bin, out, n_threads)
+        if isinstance(X, _Columns):
+            map_to_bins_csc(X.data, X.indices, X.indptr, self._packed, self._offsets,
+                            self.missing_bin, out, n_threads)
+        else:
+            map_to_bins(X, self._packed, self._offsets, self.missing_bin, out, n_threads)
         return out
 
     def fit_transform(self, X, n_threads=1):

@@ -12,6 +12,12 @@ results never depend on the number of threads:
 - ``map_to_bins``: the bin of every value (the number of thresholds below it, NaN
   to the missing bin).
 
+Each pass has a twin for sparse columns (``*_csc``: float32 ``data``, int32 row
+``indices`` ascending and distinct within a column, int64 ``indptr``), in which a row
+without an entry in a column holds the value 0.0: the twins give what the dense
+pass gives on the same data densified, without densifying it (a column's implicit
+zeros are counted, not visited).
+
 -0.0 and 0.0 are one value: the first two passes write 0.0 for both. ``midpoints``
 computes bin edges with the split threshold of ``_common.pxd`` (``midpoint``), the
 one the exact split finder uses.
@@ -435,3 +441,211 @@ def map_to_bins(
                         o[i] = missing_bin if v != v else 0
                 else:
                     _bins_of(t, n_t, col, row_stride, start, stop, missing_bin, o)
+
+
+# ------------------------------------------------------------ sparse columns
+cdef intp_t _add_zeros(float32_t* values, int64_t* counts, intp_t k, intp_t cap,
+                       int64_t n_zeros) noexcept nogil:
+    """Add ``n_zeros`` values 0.0 to the ``k`` sorted distinct values of a column and
+    their counts (at most ``cap``); returns the new number, ``cap + 1`` when over."""
+    cdef intp_t lo = 0, hi = k, mid
+    if n_zeros == 0 or k > cap:
+        return k
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < k and values[lo] == 0:
+        counts[lo] += n_zeros
+        return k
+    if k == cap:
+        return cap + 1
+    memmove(values + lo + 1, values + lo, (k - lo) * sizeof(float32_t))
+    memmove(counts + lo + 1, counts + lo, (k - lo) * sizeof(int64_t))
+    values[lo] = 0
+    counts[lo] = n_zeros
+    return k + 1
+
+
+def scan_distinct_csc(
+    const float32_t[::1] data,
+    const int32_t[::1] indices,
+    const int64_t[::1] indptr,
+    intp_t n_rows,
+    float32_t[:, ::1] values,
+    int64_t[:, ::1] counts,
+    int32_t[::1] n_distinct,
+    int64_t[::1] n_valid,
+    int n_threads,
+):
+    """``scan_distinct`` of sparse columns of ``n_rows`` rows (see the module
+    docstring): the implicit zeros of a column count as the value 0.0."""
+    cdef intp_t d = indptr.shape[0] - 1
+    cdef intp_t cap = values.shape[1]
+    cdef intp_t f, k
+    cdef int64_t start, nnz
+    if d <= 0:
+        return
+    n_threads = max(1, min(n_threads, d))
+    with nogil:
+        for f in prange(d, schedule="dynamic", num_threads=n_threads):
+            start = indptr[f]
+            nnz = indptr[f + 1] - start
+            if nnz > 0:
+                k = _distinct_one(&data[start], nnz, 1, cap, &values[f, 0],
+                                  &counts[f, 0], &n_valid[f])
+            else:
+                k = 0
+                n_valid[f] = 0
+            n_valid[f] += n_rows - nnz
+            n_distinct[f] = <int32_t>_add_zeros(&values[f, 0], &counts[f, 0], k, cap,
+                                                n_rows - nnz)
+
+
+cdef void _sample_one_csc(
+    const float32_t* data,
+    const int32_t* rows,
+    intp_t nnz,
+    intp_t n_rows,
+    const int64_t* ranks,
+    intp_t n_take,
+    uint32_t* keys,
+    uint32_t* scratch,
+    float32_t* out,
+) noexcept nogil:
+    """``_sample_one`` of a sparse column: the non-NaN values in row order are the
+    stored ones with the runs of implicit zeros between them; a rank that falls in
+    such a run takes 0.0."""
+    cdef intp_t p, k = 0
+    cdef int64_t rank = 0, gap, previous = -1
+    cdef float32_t v
+    cdef uint32_t zero = sort_key(0)
+    cdef uint32_t* sorted_keys
+    if ranks == NULL:
+        for p in range(nnz):
+            v = data[p]
+            if v == v:
+                keys[k] = sort_key(v)
+                k += 1
+        for p in range(n_take - k):
+            keys[k] = zero
+            k += 1
+    else:
+        for p in range(nnz + 1):
+            if k == n_take:
+                break
+            gap = (rows[p] if p < nnz else n_rows) - previous - 1
+            while k < n_take and ranks[k] < rank + gap:
+                keys[k] = zero
+                k += 1
+            rank += gap
+            if p == nnz:
+                break
+            previous = rows[p]
+            v = data[p]
+            if v == v:
+                if k < n_take and rank == ranks[k]:
+                    keys[k] = sort_key(v)
+                    k += 1
+                rank += 1
+    sorted_keys = _radix_sort(keys, scratch, k)
+    for p in range(k):
+        out[p] = key_value(sorted_keys[p])
+
+
+def sorted_sample_csc(
+    const float32_t[::1] data,
+    const int32_t[::1] indices,
+    const int64_t[::1] indptr,
+    intp_t n_rows,
+    const int32_t[::1] features,
+    const int64_t[:, ::1] ranks,
+    const int32_t[::1] rank_set,
+    const int64_t[::1] n_take,
+    float32_t[:, ::1] out,
+    int n_threads,
+):
+    """``sorted_sample`` of sparse columns of ``n_rows`` rows (see the module
+    docstring)."""
+    cdef intp_t q = features.shape[0]
+    cdef intp_t m = out.shape[1]
+    cdef intp_t i, tid
+    cdef int64_t start
+    cdef uint32_t* keys
+    cdef const int64_t* r
+    if q == 0 or n_rows == 0 or m == 0:
+        return
+    for i in range(q):
+        if n_take[i] > m or (rank_set[i] >= 0 and n_take[i] > ranks.shape[1]):
+            raise ValueError("n_take exceeds the room of out or of ranks")
+    n_threads = max(1, min(n_threads, q))
+    keys = <uint32_t*>malloc(2 * n_threads * m * sizeof(uint32_t))
+    if keys == NULL:
+        raise MemoryError(f"cannot allocate sort buffers for {m} values")
+    try:
+        with nogil:
+            for i in prange(q, schedule="dynamic", num_threads=n_threads):
+                tid = threadid()
+                if rank_set[i] >= 0:
+                    r = &ranks[rank_set[i], 0]
+                else:
+                    r = NULL
+                start = indptr[features[i]]
+                _sample_one_csc(
+                    &data[start] if indptr[features[i] + 1] > start else NULL,
+                    &indices[start] if indptr[features[i] + 1] > start else NULL,
+                    indptr[features[i] + 1] - start, n_rows, r, n_take[i],
+                    keys + 2 * tid * m, keys + (2 * tid + 1) * m, &out[i, 0],
+                )
+    finally:
+        free(keys)
+
+
+def map_to_bins_csc(
+    const float32_t[::1] data,
+    const int32_t[::1] indices,
+    const int64_t[::1] indptr,
+    const float64_t[::1] thresholds,
+    const int64_t[::1] offsets,
+    uint8_t missing_bin,
+    uint8_t[::1, :] out,
+    int n_threads,
+):
+    """``map_to_bins`` of sparse columns (see the module docstring): each column of
+    ``out`` is filled with the bin of 0.0, then the bins of its stored values are
+    written (in parallel over features)."""
+    cdef intp_t n = out.shape[0]
+    cdef intp_t d = out.shape[1]
+    cdef intp_t f, n_t, i
+    cdef int64_t start, stop, p
+    cdef const float64_t* t
+    cdef uint8_t* o
+    cdef uint8_t zero_bin, b
+    cdef float32_t zero = 0
+    if n == 0 or d == 0:
+        return
+    if (offsets.shape[0] != d + 1 or thresholds.shape[0] < offsets[d] + 1
+            or indptr.shape[0] != d + 1):
+        raise ValueError("thresholds, offsets and indptr do not describe n_features "
+                         "features")
+    n_threads = max(1, min(n_threads, d))
+    with nogil:
+        for f in prange(d, schedule="dynamic", num_threads=n_threads):
+            t = &thresholds[offsets[f]]
+            n_t = offsets[f + 1] - offsets[f]
+            o = &out[0, f]
+            start = indptr[f]
+            stop = indptr[f + 1]
+            if n_t == 0:
+                memset(o, 0, n)
+                for p in range(start, stop):
+                    if data[p] != data[p]:
+                        o[indices[p]] = missing_bin
+            else:
+                _bins_of(t, n_t, &zero, 0, 0, 1, missing_bin, &zero_bin)
+                memset(o, zero_bin, n)
+                for p in range(start, stop):
+                    _bins_of(t, n_t, &data[p], 0, 0, 1, missing_bin, &b)
+                    o[indices[p]] = b

@@ -154,8 +154,9 @@ class Booster:
     def _init_scores(self, X):
         """(initial raw scores (n_samples, n_outputs), the checked float32 rows) of
         the rows ``X`` (already aligned), from the ``init_estimator``'s
-        probabilities of the float32 rows (what scikit-learn gives it)."""
-        Xa = check_features(X, "X", dtype=np.float32, order="C")
+        probabilities of the float32 rows (what scikit-learn gives it; sparse rows
+        as a float32 CSR matrix)."""
+        Xa = check_features(X, "X", dtype=np.float32, order="C", sparse="csr")
         if Xa.shape[1] != self.ensemble.n_features:
             raise ValueError(f"X has {Xa.shape[1]} features, but the model expects "
                              f"{self.ensemble.n_features}")

@@ -22,11 +22,12 @@ import numpy as np
 
 from ._binning import BinMapper
 from ._common import NODE_DTYPE
-from ._ensemble import RAW_SCORE_LIMIT, Ensemble
+from ._ensemble import RAW_SCORE_LIMIT, Ensemble, add_raw_to
 from ._exact_splitter import ExactSplitFinder
 from ._grower import TreeGrower
-from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
+from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges, bin_value_ranges_csc
 from ._predictor import Predictor
+from ._validation import as_format, is_sparse_matrix, sparse_arrays, take_rows
 
 
 class FitRecord:
@@ -131,6 +132,17 @@ def iteration_predictor(trees, n_features, learning_rate, n_outputs):
                      n_features, n_outputs)
 
 
+def dense_columns(X):
+    """A float32 CSC matrix (``check_features``) as a Fortran-order float32 array,
+    written one column (feature) at a time from its entries: the dense X of
+    ``split_method="exact"`` (n_samples x n_features x 4 bytes) and nothing more."""
+    out = np.zeros(X.shape, dtype=np.float32, order="F")
+    data, indices, indptr = sparse_arrays(X)
+    for j in range(X.shape[1]):
+        out[indices[indptr[j]:indptr[j + 1]], j] = data[indptr[j]:indptr[j + 1]]
+    return out
+
+
 def make_split_finder(X, params):
     """The split finder ``params["split_method"]`` names, built on ``X``.
 
@@ -138,14 +150,21 @@ def make_split_finder(X, params):
     bins, seeded: the same data gives the same edges, so a warm start on the same
     data continues with the first fit's bins); the trees store the bin edges as
     real thresholds (between the values of two bins), so nothing after the fit sees
-    bins.
+    bins. A sparse X (float32 CSC) is binned column by column from its entries
+    (implicit zeros in the bin of 0.0), never densified; the exact finder takes
+    dense X only.
     """
     n_threads = params["n_threads"]
     if params["split_method"] == "exact":
         return ExactSplitFinder(X, n_threads)
     mapper = BinMapper(max_bins=params["max_bins"]).fit(X, n_threads)
     bins = mapper.transform(X, n_threads)
-    lo, hi = bin_value_ranges(X, bins, mapper.missing_bin, n_threads)
+    if is_sparse_matrix(X):
+        zero_bin = mapper.transform(np.zeros((1, X.shape[1]), dtype=np.float32))[0]
+        lo, hi = bin_value_ranges_csc(*sparse_arrays(X), bins, np.ascontiguousarray(zero_bin),
+                                      mapper.missing_bin, n_threads)
+    else:
+        lo, hi = bin_value_ranges(X, bins, mapper.missing_bin, n_threads)
     return HistogramSplitFinder(bins, np.asarray(mapper.n_bins_non_missing, dtype=np.int32),
                                 lo, hi, mapper.missing_bin, n_threads)
 
@@ -156,7 +175,12 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
 
     Parameters
     ----------
-    X : float32 array of shape (n_samples, n_features), Fortran order
+    X : float32 array of shape (n_samples, n_features), Fortran order, or a float32 CSC matrix
+        Sparse X (``check_features(..., sparse="csc")``): ``split_method="hist"``
+        bins its columns without densifying them (and routes out-of-bag rows on
+        them); ``"exact"`` densifies it first (``dense_columns``: n_samples x
+        n_features float32, one column at a time). The model is the one of the
+        same data dense, bit for bit.
     y : int array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
@@ -168,7 +192,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         Iteration m draws its rows and feature seeds from a stream seeded by
         (seed, m): the same trees whether a model is fitted at once or grown by
         warm starts.
-    eval_set : tuple (X_val float32 C order, y_val codes, w_val or None), optional
+    eval_set : tuple (X_val float32 C order or float32 CSR, y_val codes, w_val or None), optional
         Validation rows: their loss is recorded after each iteration.
     previous : tuple (Ensemble, FitRecord), optional
         A model fitted on the same data to continue (warm start).
@@ -201,10 +225,13 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     row_scores = val_scores = None
     if init_scores is not None and not isinstance(init_scores, np.ndarray):
         row_scores, val_scores = init_scores
+    sparse = is_sparse_matrix(X)
+    if sparse and params["split_method"] == "exact":
+        X, sparse = dense_columns(X), False
     kept = None
     if sample_weight is not None and not (sample_weight > 0).all():
         kept = np.flatnonzero(sample_weight > 0)
-        X = np.asfortranarray(X[kept])
+        X = take_rows(X, kept, "csc") if sparse else np.asfortranarray(X[kept])
         y = y[kept]
         sample_weight = np.ascontiguousarray(sample_weight[kept])
         if row_scores is not None:
@@ -214,16 +241,18 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     lr = params["learning_rate"]
     finder = make_split_finder(X, params)
     grower = TreeGrower(
-        X, finder, -1 if params["max_depth"] is None else params["max_depth"],
+        None if sparse else X, finder,
+        -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
-        params["max_features"], n_threads,
+        params["max_features"], n_threads, columns=sparse_arrays(X) if sparse else None,
     )
     if previous is not None:
         ensemble, old = previous
         init_raw = ensemble.init_raw
         raw = np.empty((n_rows, n_outputs))
         raw[:] = init_raw if row_scores is None else row_scores
-        ensemble.add_raw(np.ascontiguousarray(X), raw, 0, ensemble.n_iterations, n_threads)
+        ensemble.add_raw(as_format(X, "csr") if sparse else np.ascontiguousarray(X), raw, 0,
+                         ensemble.n_iterations, n_threads)
         trees = ensemble.trees()
         bound = ensemble.raw_bound()
         # (A model read from a file without its training record: NaN, unknown.)
@@ -308,8 +337,8 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
             record.oob_scores.append(oob)
             record.oob_improvement.append(before - oob)
         if raw_val is not None:
-            iteration_predictor(new_trees, n_features, lr, n_outputs).predict_raw(
-                X_val, raw_val, 0, 1, n_threads)
+            add_raw_to(iteration_predictor(new_trees, n_features, lr, n_outputs),
+                       X_val, raw_val, 0, 1, n_threads)
             record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
         for callback in callbacks:
             stop = callback.after_iteration(m, record, current) or stop

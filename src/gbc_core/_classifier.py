@@ -29,7 +29,9 @@ from ._validation import (
     check_sample_weight,
     check_target,
     feature_names_of,
+    is_sparse_matrix,
     scale_weights,
+    take_rows,
 )
 
 
@@ -266,8 +268,15 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Numeric features; NaN marks a missing value.
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Numeric features; NaN marks a missing value. Sparse input (CSR or CSC,
+            matrix or array classes; other formats are converted): an implicit
+            zero is the value 0.0, never missing, a stored NaN is missing, and the
+            model is the one of the same data dense, bit for bit. Memory:
+            ``split_method="hist"`` bins the sparse columns without densifying X
+            (its bins take n_samples x n_features bytes, as for dense X);
+            ``"exact"`` densifies X into an n_samples x n_features float32 array,
+            one feature at a time, as its search needs.
         y : array-like of shape (n_samples,)
             Class labels (numbers, strings or bools), at least two distinct ones.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -298,7 +307,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
-        Xa = check_features(X, "X", dtype=np.float32, order="F", training=True)
+        Xa = check_features(X, "X", dtype=np.float32, order="F", training=True, sparse="csc")
+        sparse = is_sparse_matrix(Xa)
         n_samples, n_features = Xa.shape
         classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)
@@ -337,9 +347,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
                                                    params["validation_fraction"],
                                                    np.random.default_rng(seed),
                                                    None if w is None else w > 0)
-            eval_data = (np.ascontiguousarray(Xa[val_idx]), codes[val_idx],
+            eval_data = (take_rows(Xa, val_idx, "csr") if sparse
+                         else np.ascontiguousarray(Xa[val_idx]), codes[val_idx],
                          None if w is None else w[val_idx])
-            Xa = np.asfortranarray(Xa[train_idx])
+            Xa = take_rows(Xa, train_idx, "csc") if sparse else np.asfortranarray(Xa[train_idx])
             codes = codes[train_idx]
             w = None if w is None else np.ascontiguousarray(w[train_idx])
         if previous is not None:
@@ -602,6 +613,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
 
@@ -680,10 +692,13 @@ def _init_scores(estimator, loss, X, eval_data, n_classes):
                 "class of y (its classes_ must be every class code)")
         return loss.raw_from_proba(proba)
 
+    if is_sparse_matrix(X):  # the estimator gets the rows as a float32 CSR matrix
+        X = X.tocsr()
+    else:
+        X = np.ascontiguousarray(X)
     if isinstance(estimator, DummyClassifier) and estimator.strategy in _CONSTANT_DUMMY:
-        return scores(np.ascontiguousarray(X[:1]))[0]
-    return (scores(np.ascontiguousarray(X)),
-            None if eval_data is None else scores(eval_data[0]))
+        return scores(X[:1])[0]
+    return (scores(X), None if eval_data is None else scores(eval_data[0]))
 
 
 def _check_weighted_classes(codes, classes, w, cause):
@@ -730,12 +745,13 @@ def _class_weights(class_weight, classes, codes, w):
 
 
 def _check_eval_set(eval_set, names, classes, n_features, class_factors):
-    """(X_val float32 C order, class codes, weights or None) of an ``eval_set``; a
-    DataFrame's columns are matched with the training columns ``names``."""
+    """(X_val float32 C order or float32 CSR, class codes, weights or None) of an
+    ``eval_set``; a DataFrame's columns are matched with the training columns
+    ``names``."""
     if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
         raise ValueError("eval_set must be a tuple (X_val, y_val) or (X_val, y_val, w_val)")
     Xv = check_features(align_columns(eval_set[0], names, "eval_set X"), "eval_set X",
-                        dtype=np.float32, order="C")
+                        dtype=np.float32, order="C", sparse="csr")
     if Xv.shape[1] != n_features:
         raise ValueError(f"eval_set X has {Xv.shape[1]} features, but X has {n_features}")
     yv = np.asarray(eval_set[1])

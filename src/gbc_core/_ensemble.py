@@ -21,7 +21,13 @@ from ._common import NODE_DTYPE
 from ._params import effective_n_threads
 from ._predictor import Predictor
 from ._treeshap import TreeShap
-from ._validation import MAX_FEATURES, check_features
+from ._validation import (
+    MAX_FEATURES,
+    as_format,
+    check_features,
+    is_sparse_matrix,
+    sparse_arrays,
+)
 
 #: An ensemble keeps |F_k(x)| below this for every x: |init_raw[k]| + the sum over
 #: the trees of output k of learning_rate x their largest |leaf value| (the trainer
@@ -186,6 +192,18 @@ def raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate):
     return bound
 
 
+def add_raw_to(predictor, X, out, iteration_start, iteration_stop, n_threads):
+    """``predictor.predict_raw`` of checked rows ``X``: a float32 C-order array, or a
+    float32 CSR matrix of ``check_features`` (scored row by row in the kernel, never
+    densified: ``Predictor.predict_raw_csr``); the same scores either way."""
+    if is_sparse_matrix(X):
+        data, indices, indptr = sparse_arrays(as_format(X, "csr"))
+        predictor.predict_raw_csr(data, indices, indptr, out, iteration_start,
+                                  iteration_stop, n_threads)
+    else:
+        predictor.predict_raw(X, out, iteration_start, iteration_stop, n_threads)
+
+
 class Tree:
     """One regression tree of an ensemble, with the node arrays named as in
     scikit-learn's ``tree_``.
@@ -334,7 +352,7 @@ class Ensemble:
 
     # ------------------------------------------------------------- prediction
     def _check_X(self, X):
-        Xa = check_features(X, "X", dtype=np.float32, order="C")
+        Xa = check_features(X, "X", dtype=np.float32, order="C", sparse="csr")
         if Xa.shape[1] != self._n_features:
             raise ValueError(f"X has {Xa.shape[1]} features, but the model expects "
                              f"{self._n_features}")
@@ -345,7 +363,11 @@ class Ensemble:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Sparse input (CSR or CSC, matrix or array classes; other formats are
+            converted to CSR): an implicit zero is the value 0.0, a stored NaN a
+            missing value; the rows are scored one at a time, never densified, with
+            the scores of the same data dense.
         n_jobs : int or None
             Threads (None: all cores); the result does not depend on it.
         iterations : int, optional
@@ -359,7 +381,7 @@ class Ensemble:
         out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
         out[:] = self._init_raw
         stop = self.n_iterations if iterations is None else int(iterations)
-        self._predictor.predict_raw(Xa, out, 0, stop, effective_n_threads(n_jobs))
+        add_raw_to(self._predictor, Xa, out, 0, stop, effective_n_threads(n_jobs))
         return out
 
     def staged_predict_raw(self, X, *, n_jobs=None):
@@ -369,14 +391,15 @@ class Ensemble:
         out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
         out[:] = self._init_raw
         for m in range(self.n_iterations):
-            self._predictor.predict_raw(Xa, out, m, m + 1, n_threads)
+            add_raw_to(self._predictor, Xa, out, m, m + 1, n_threads)
             yield out.copy()
 
     def add_raw(self, X, out, iteration_start, iteration_stop, n_threads=1):
         """Add the trees of iterations ``iteration_start .. iteration_stop-1`` to the
         raw scores ``out`` (n_samples, n_outputs), for rows ``X`` already checked
-        (float32, C order): the additions of a fit, in the same order."""
-        self._predictor.predict_raw(X, out, iteration_start, iteration_stop, n_threads)
+        (float32, C order, or a float32 CSR matrix of ``check_features``): the
+        additions of a fit, in the same order."""
+        add_raw_to(self._predictor, X, out, iteration_start, iteration_stop, n_threads)
 
     def _tree_shap(self):
         """The TreeSHAP form of the trees (built on first use)."""
@@ -416,7 +439,9 @@ class Ensemble:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Sparse rows are read one at a time (see :meth:`predict_raw`); the
+            result itself is dense.
         n_jobs : int or None
             Threads (None: all cores); the result does not depend on it.
 
@@ -429,7 +454,10 @@ class Ensemble:
         out = np.zeros((Xa.shape[0], self._n_outputs, self._n_features + 1),
                        dtype=np.float64)
         out[:, :, -1] = shap.expected_values(self._init_raw)
-        shap.contributions(Xa, out, effective_n_threads(n_jobs))
+        if is_sparse_matrix(Xa):
+            shap.contributions_csr(*sparse_arrays(Xa), out, effective_n_threads(n_jobs))
+        else:
+            shap.contributions(Xa, out, effective_n_threads(n_jobs))
         return out
 
     def apply(self, X):
@@ -439,7 +467,10 @@ class Ensemble:
         -------
         ndarray of int32, shape (n_samples, n_iterations, n_outputs)
         """
-        return self._predictor.apply(self._check_X(X))
+        Xa = self._check_X(X)
+        if is_sparse_matrix(Xa):
+            return self._predictor.apply_csr(*sparse_arrays(Xa))
+        return self._predictor.apply(Xa)
 
     def feature_importances(self):
         """Normalised total squared-error decrease of the splits on each feature.

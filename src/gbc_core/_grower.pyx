@@ -147,6 +147,11 @@ cdef class TreeGrower:
     max_features : int
         Features drawn at random for each node (``n_features`` for all).
     n_threads : int
+    columns : tuple (data, indices, indptr) or None, default=None
+        With ``X`` None and a finder with bins: the features as sparse columns
+        (CSC: float32 ``data``, int32 row ``indices`` ascending within each column,
+        int64 ``indptr`` of n_features + 1), read only to route out-of-bag rows
+        (a row absent from a column holds 0.0). The caller checks the structure.
 
     Attributes
     ----------
@@ -165,6 +170,10 @@ cdef class TreeGrower:
         const uint8_t[::1, :] bins     # the finder's bins, if it partitions on bins
         bint on_bins
         bint has_X                     # False: bins only (no out-of-bag rows)
+        bint sparse                    # raw values from the CSC columns below
+        const float32_t[::1] col_data
+        const int32_t[::1] col_rows
+        const int64_t[::1] col_start
         int missing_bin
         SplitFinder finder
         intp_t n_samples
@@ -215,15 +224,26 @@ cdef class TreeGrower:
 
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
                  int64_t min_samples_split, int64_t min_samples_leaf,
-                 float64_t min_weight_leaf, intp_t max_features, int n_threads):
+                 float64_t min_weight_leaf, intp_t max_features, int n_threads,
+                 columns=None):
         bins = finder.partition_bins()
-        self.has_X = X is not None
+        self.sparse = columns is not None
+        if self.sparse:
+            if X is not None or bins is None:
+                raise ValueError("sparse columns go with a split finder with bins, "
+                                 "without X")
+            self.col_data, self.col_rows, self.col_start = columns
+            if (self.col_start.shape[0] != finder.n_features + 1
+                    or self.col_data.shape[0] != self.col_rows.shape[0]
+                    or self.col_start[finder.n_features] != self.col_data.shape[0]):
+                raise ValueError("the sparse columns do not match the split finder")
+        self.has_X = X is not None or self.sparse
         if not self.has_X and bins is None:
             raise ValueError("X is needed with a split finder without bins")
-        if self.has_X and (finder.n_samples != X.shape[0]
-                           or finder.n_features != X.shape[1]):
+        if X is not None and (finder.n_samples != X.shape[0]
+                              or finder.n_features != X.shape[1]):
             raise ValueError("the split finder was built for data of another shape")
-        if self.has_X:
+        if X is not None:
             self.X = X
         self.finder = finder
         self.on_bins = bins is not None
@@ -560,7 +580,24 @@ cdef class TreeGrower:
 
     cdef inline bint _goes_left_raw(self, intp_t row, const node_t* nd) noexcept nogil:
         """Where the split ``nd`` sends ``row``, by its threshold on raw X."""
-        cdef float32_t x = self.X[row, nd.feature]
+        cdef float32_t x
+        cdef int64_t lo, hi, mid
+        if self.sparse:
+            # The row's value in the feature's column: a binary search of its rows,
+            # 0.0 where the column holds no entry for it.
+            x = 0
+            lo = self.col_start[nd.feature]
+            hi = self.col_start[nd.feature + 1]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if self.col_rows[mid] < row:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < self.col_start[nd.feature + 1] and self.col_rows[lo] == row:
+                x = self.col_data[lo]
+        else:
+            x = self.X[row, nd.feature]
         if x != x:
             return nd.missing_go_left
         return x <= nd.threshold32

@@ -134,6 +134,50 @@ def bin_value_ranges(const float32_t[::1, :] X, const uint8_t[::1, :] bins,
     return lo_arr, hi_arr
 
 
+def bin_value_ranges_csc(const float32_t[::1] data, const int32_t[::1] indices,
+                         const int64_t[::1] indptr, const uint8_t[::1, :] bins,
+                         const uint8_t[::1] zero_bin, int missing_bin, int n_threads=1):
+    """``bin_value_ranges`` of sparse columns (CSC: float32 ``data``, int32 row
+    ``indices`` ascending and distinct within a column, int64 ``indptr``; a row
+    without an entry holds 0.0, of bin ``zero_bin[f]``), visiting the values in row
+    order as the dense version does: the same ``lo`` and ``hi``, signed zeros
+    included."""
+    cdef intp_t n = bins.shape[0], d = bins.shape[1], f
+    cdef int64_t p, start, stop, previous
+    cdef uint8_t b
+    cdef float32_t x
+    if indptr.shape[0] != d + 1 or zero_bin.shape[0] != d:
+        raise ValueError("indptr, zero_bin and bins describe different features")
+    lo_arr = np.full((d, missing_bin), np.inf, dtype=np.float32)
+    hi_arr = np.full((d, missing_bin), -np.inf, dtype=np.float32)
+    cdef float32_t[:, ::1] lo = lo_arr
+    cdef float32_t[:, ::1] hi = hi_arr
+    for f in prange(d, schedule="dynamic", nogil=True, num_threads=max(1, n_threads)):
+        start = indptr[f]
+        stop = indptr[f + 1]
+        previous = -1
+        for p in range(start, stop + 1):
+            if (indices[p] if p < stop else n) > previous + 1 and zero_bin[f] < missing_bin:
+                # Implicit zeros before this entry (or after the last one).
+                b = zero_bin[f]
+                if 0 < lo[f, b]:
+                    lo[f, b] = 0
+                if 0 > hi[f, b]:
+                    hi[f, b] = 0
+            if p == stop:
+                break
+            previous = indices[p]
+            b = bins[previous, f]
+            if b >= missing_bin:
+                continue
+            x = data[p]
+            if x < lo[f, b]:
+                lo[f, b] = x
+            if x > hi[f, b]:
+                hi[f, b] = x
+    return lo_arr, hi_arr
+
+
 @cython.final
 cdef class HistogramSplitFinder(SplitFinder):
     """Histogram split search: the candidate thresholds are the bin edges.

@@ -20,7 +20,7 @@ predictions on the training rows are bit-identical to the training scores.
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport calloc, malloc, free
 
 import numpy as np
 
@@ -531,4 +531,82 @@ cdef class Predictor:
             for t in range(self.n_trees):
                 for i in range(n):
                     out[i, t] = <int32_t>_leaf_of(&self.nodes[self.tree_offsets[t]], &X[i, 0])
+        return leaves.reshape(n, self.n_iterations, self.n_outputs)
+
+    def predict_raw_csr(self, const float32_t[::1] data, const int32_t[::1] indices,
+                        const int64_t[::1] indptr, float64_t[:, ::1] out,
+                        intp_t iteration_start=0, intp_t iteration_stop=-1,
+                        int n_threads=1):
+        """``predict_raw`` of rows given as CSR (compressed sparse rows).
+
+        Row i holds ``data[indptr[i]:indptr[i + 1]]`` at the columns
+        ``indices[indptr[i]:indptr[i + 1]]`` (distinct, each in [0, n_features):
+        the caller checks) and 0.0 at every other column; NaN in ``data`` is a
+        missing value. Each thread scatters one row at a time into a zeroed row of
+        ``n_features`` floats (and clears it after): no block of X is ever dense.
+        The leaves are those of the dense rows and each output's trees are added in
+        iteration order, so the scores equal ``predict_raw`` of the dense rows bit
+        for bit.
+        """
+        if iteration_stop < 0 or iteration_stop > self.n_iterations:
+            iteration_stop = self.n_iterations
+        iteration_start = min(max(iteration_start, 0), iteration_stop)
+        cdef intp_t n = indptr.shape[0] - 1
+        if out.shape[0] != n or out.shape[1] != self.n_outputs:
+            raise ValueError(f"out must have shape ({n}, {self.n_outputs})")
+        if indices.shape[0] != data.shape[0] or (n >= 0 and indptr[n] > data.shape[0]):
+            raise ValueError("data, indices and indptr do not describe CSR rows")
+        if n * (iteration_stop - iteration_start) * self.n_outputs < MIN_PARALLEL_WORK:
+            n_threads = 1
+        n_threads = max(1, n_threads)
+        cdef float32_t* rows = <float32_t*>calloc(n_threads * self.n_features,
+                                                  sizeof(float32_t))
+        if rows == NULL:
+            raise MemoryError(f"cannot allocate {n_threads} rows of {self.n_features} "
+                              "features")
+        cdef intp_t i, k, m
+        cdef int64_t p, first
+        cdef float32_t* row
+        cdef float64_t s
+        try:
+            with nogil:
+                for i in prange(n, schedule="static", num_threads=n_threads):
+                    row = rows + threadid() * self.n_features
+                    for p in range(indptr[i], indptr[i + 1]):
+                        row[indices[p]] = data[p]
+                    for k in range(self.n_outputs):
+                        s = out[i, k]
+                        for m in range(iteration_start, iteration_stop):
+                            first = self.tree_offsets[m * self.n_outputs + k]
+                            s = s + self.scaled_value[first + _leaf_of(&self.nodes[first],
+                                                                       row)]
+                        out[i, k] = s
+                    for p in range(indptr[i], indptr[i + 1]):
+                        row[indices[p]] = 0
+        finally:
+            free(rows)
+
+    def apply_csr(self, const float32_t[::1] data, const int32_t[::1] indices,
+                  const int64_t[::1] indptr):
+        """``apply`` of rows given as CSR (see ``predict_raw_csr``)."""
+        cdef intp_t n = indptr.shape[0] - 1, t, i
+        cdef int64_t p
+        if indices.shape[0] != data.shape[0] or (n >= 0 and indptr[n] > data.shape[0]):
+            raise ValueError("data, indices and indptr do not describe CSR rows")
+        leaves = np.zeros((n, self.n_trees), dtype=np.int32)
+        cdef int32_t[:, ::1] out = leaves
+        cdef float32_t* row = <float32_t*>calloc(max(self.n_features, 1), sizeof(float32_t))
+        if row == NULL:
+            raise MemoryError(f"cannot allocate a row of {self.n_features} features")
+        try:
+            with nogil:
+                for i in range(n):
+                    for p in range(indptr[i], indptr[i + 1]):
+                        row[indices[p]] = data[p]
+                    for t in range(self.n_trees):
+                        out[i, t] = <int32_t>_leaf_of(&self.nodes[self.tree_offsets[t]], row)
+                    for p in range(indptr[i], indptr[i + 1]):
+                        row[indices[p]] = 0
+        finally:
+            free(row)
         return leaves.reshape(n, self.n_iterations, self.n_outputs)

@@ -18,7 +18,7 @@ one path buffer, allocated once per call.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport calloc, malloc, free
 
 import numpy as np
 
@@ -256,3 +256,50 @@ cdef class TreeShap:
                                  &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0, -1)
         finally:
             free(paths)
+
+    def contributions_csr(self, const float32_t[::1] data, const int32_t[::1] indices,
+                          const int64_t[::1] indptr, float64_t[:, :, ::1] out,
+                          int n_threads=1):
+        """``contributions`` of rows given as CSR (compressed sparse rows): row i
+        holds ``data[indptr[i]:indptr[i + 1]]`` at the columns
+        ``indices[indptr[i]:indptr[i + 1]]`` (distinct, in [0, n_features): the
+        caller checks) and 0.0 elsewhere. Each thread scatters one row at a time
+        into a zeroed row of ``n_features`` floats, cleared after: the same
+        contributions as the dense rows, bit for bit."""
+        cdef intp_t n = indptr.shape[0] - 1, i, t
+        cdef int64_t p
+        if (out.shape[0] != n or out.shape[1] != self.n_outputs
+                or out.shape[2] != self.n_features + 1):
+            raise ValueError(f"out must have shape ({n}, {self.n_outputs}, "
+                             f"{self.n_features + 1})")
+        if indices.shape[0] != data.shape[0] or (n >= 0 and indptr[n] > data.shape[0]):
+            raise ValueError("data, indices and indptr do not describe CSR rows")
+        cdef intp_t path_size = (self.max_depth + 2) * (self.max_depth + 3) // 2
+        if n < MIN_PARALLEL_ROWS:
+            n_threads = 1
+        n_threads = max(1, n_threads)
+        cdef path_t* paths = <path_t*>malloc(n_threads * path_size * sizeof(path_t))
+        cdef float32_t* rows = <float32_t*>calloc(n_threads * max(self.n_features, 1),
+                                                  sizeof(float32_t))
+        if paths == NULL or rows == NULL:
+            free(paths)
+            free(rows)
+            raise MemoryError(f"cannot allocate {n_threads} TreeSHAP paths and rows")
+        cdef path_t* path
+        cdef float32_t* row
+        try:
+            with nogil:
+                for i in prange(n, schedule="dynamic", num_threads=n_threads):
+                    path = paths + threadid() * path_size
+                    row = rows + threadid() * self.n_features
+                    for p in range(indptr[i], indptr[i + 1]):
+                        row[indices[p]] = data[p]
+                    for t in range(self.n_trees):
+                        _recurse(&self.nodes[self.tree_offsets[t]],
+                                 &self.value[self.tree_offsets[t]], row,
+                                 &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0, -1)
+                    for p in range(indptr[i], indptr[i + 1]):
+                        row[indices[p]] = 0
+        finally:
+            free(paths)
+            free(rows)

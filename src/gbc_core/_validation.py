@@ -13,6 +13,88 @@ def _is_sparse(X):
     return hasattr(X, "tocsr") or hasattr(X, "toarray") and hasattr(X, "nnz")
 
 
+def _is_scipy_sparse(X):
+    """Whether ``X`` is a scipy.sparse matrix or array (scipy is never imported here)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
+
+
+#: The sparse formats taken as they are; scipy's other formats are converted.
+SPARSE_FORMATS = ("csr", "csc")
+
+
+def sparse_arrays(X):
+    """(data float32, indices int32, indptr int64) of a checked CSR or CSC matrix
+    (``check_features``' output), converted only where the dtypes differ."""
+    return (np.ascontiguousarray(X.data, dtype=np.float32),
+            np.ascontiguousarray(X.indices, dtype=np.int32),
+            np.ascontiguousarray(X.indptr, dtype=np.int64))
+
+
+def take_rows(X, rows, fmt):
+    """The rows ``rows`` (indices) of a checked sparse matrix, as a checked matrix of
+    format ``fmt`` ("csr" or "csc")."""
+    out = X.tocsr()[rows].asformat(fmt)
+    if not out.has_sorted_indices:
+        out = out.sorted_indices()
+    return out
+
+
+def as_format(X, fmt):
+    """A checked sparse matrix in the format ``fmt`` (itself if it is)."""
+    return X if X.format == fmt else take_rows(X, slice(None), fmt)
+
+
+def is_sparse_matrix(X):
+    """Whether ``X`` is a sparse matrix of ``check_features`` (a scipy CSR/CSC)."""
+    return not isinstance(X, np.ndarray) and _is_scipy_sparse(X)
+
+
+def _check_sparse(X, name, dtype, fmt, allow_nan, training):
+    """A scipy.sparse ``X`` as a CSR or CSC (``fmt``) matrix of ``dtype``, in
+    canonical form (indices sorted and distinct within each row or column,
+    duplicates summed as ``toarray`` sums them). An implicit zero is the value 0.0;
+    NaN stored in ``data`` is a missing value. See ``check_features``."""
+    _check_shape(X.shape, name)
+    if training and X.shape[1] > MAX_FEATURES:
+        raise ValueError(f"{name} has {X.shape[1]:,} features; a model holds at most "
+                         f"2**24 = {MAX_FEATURES:,} features")
+    kind = X.dtype.kind
+    if kind == "c":
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers")
+    if kind not in "biuf":
+        raise TypeError(f"{name} is a sparse matrix of unsupported dtype {X.dtype}; "
+                        "expected numbers")
+    if X.format != fmt:
+        # scikit-learn converts the other formats (coo, lil, dok, bsr, dia) too.
+        X = X.asformat(fmt)
+    try:
+        X.check_format(full_check=True)
+    except ValueError as exc:
+        raise ValueError(f"{name} is not a valid sparse {fmt.upper()} matrix: {exc}") from None
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # as toarray() adds them
+    data = X.data
+    with np.errstate(over="ignore", invalid="ignore"):
+        held = np.asarray(data, dtype=dtype)
+    if not allow_nan and np.isnan(held).any():
+        raise ValueError(f"{name} contains NaN")
+    if training and _may_lose(data.dtype, held.dtype):
+        lost = _lossy_values(data, held)
+        if lost.any():
+            if fmt == "csr":
+                columns = np.unique(X.indices[lost])
+            else:
+                columns = np.unique(np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))[lost])
+            _warn_lossy_columns([str(j) for j in columns], name, dtype, stacklevel=5)
+    cls = type(X)
+    out = cls((held, X.indices, X.indptr), shape=X.shape, dtype=dtype)
+    out.has_sorted_indices = True
+    out.has_canonical_format = True
+    return out
+
+
 def feature_names_of(X):
     """Column names of a DataFrame-like ``X`` if they are all strings, else None.
 
@@ -322,30 +404,47 @@ def _lossy_columns(original, converted):
     in most data); only those are looked at again.
     """
     kind, n_columns = original.dtype.kind, original.shape[1]
-    exact_bits = np.finfo(converted.dtype).nmant + 1
-    exact_limit = 2.0 ** exact_bits
-    if (kind == "b" or kind == "f" and original.dtype.itemsize <= converted.dtype.itemsize
-            or kind in "iu" and np.iinfo(original.dtype).bits <= exact_bits):
+    if not _may_lose(original.dtype, converted.dtype):
         return np.zeros(n_columns, dtype=bool)
+    exact_limit = 2.0 ** (np.finfo(converted.dtype).nmant + 1)
     high = np.fmax.reduce(converted, axis=0) >= exact_limit
     low = np.fmin.reduce(converted, axis=0) <= -exact_limit
     lossy = np.zeros(n_columns, dtype=bool)
     for j in np.flatnonzero(high | low):
-        big = np.abs(converted[:, j]) >= exact_limit
-        given, held = original[big, j], converted[big, j]
-        if kind == "f":
-            fractions_below = 2.0 ** (np.finfo(original.dtype).nmant + 1)
-            lost = np.isfinite(given) & (np.isinf(held) | (
-                (np.abs(given) < fractions_below) & (given == np.floor(given)) & (held != given)))
-        else:  # held is an integer here: compare as integers, inside the integer range
-            bound = 2.0 ** (np.iinfo(original.dtype).bits - (kind == "i"))
-            with np.errstate(invalid="ignore"):
-                lost = ~((held < bound) & (held >= -bound) & (held.astype(given.dtype) == given))
-        lossy[j] = lost.any()
+        lossy[j] = _lossy_values(original[:, j], converted[:, j]).any()
     return lossy
 
 
-def _warn_lossy_columns(columns, name, dtype):
+def _may_lose(original, converted):
+    """Whether some value of dtype ``original`` may be lost in the float dtype
+    ``converted`` (see ``_lossy_columns``)."""
+    exact_bits = np.finfo(converted).nmant + 1
+    kind = original.kind
+    return not (kind == "b" or kind == "f" and original.itemsize <= converted.itemsize
+                or kind in "iu" and np.iinfo(original).bits <= exact_bits)
+
+
+def _lossy_values(given, held):
+    """Per value of the 1-D ``given``, whether ``held`` (its float conversion) loses
+    it (the rule of ``_lossy_columns``)."""
+    exact_limit = 2.0 ** (np.finfo(held.dtype).nmant + 1)
+    lost = np.zeros(given.shape[0], dtype=bool)
+    big = np.abs(held) >= exact_limit
+    given, held = given[big], held[big]
+    kind = given.dtype.kind
+    if kind == "f":
+        fractions_below = 2.0 ** (np.finfo(given.dtype).nmant + 1)
+        lost[big] = np.isfinite(given) & (np.isinf(held) | (
+            (np.abs(given) < fractions_below) & (given == np.floor(given)) & (held != given)))
+    else:  # held is an integer here: compare as integers, inside the integer range
+        bound = 2.0 ** (np.iinfo(given.dtype).bits - (kind == "i"))
+        with np.errstate(invalid="ignore"):
+            lost[big] = ~((held < bound) & (held >= -bound)
+                          & (held.astype(given.dtype) == given))
+    return lost
+
+
+def _warn_lossy_columns(columns, name, dtype, stacklevel=4):
     """One DataConversionWarning naming the ``columns`` whose values ``dtype`` changes."""
     info = np.finfo(dtype)
     exact = 2 ** (info.nmant + 1)
@@ -357,12 +456,13 @@ def _warn_lossy_columns(columns, name, dtype):
         "(data to score is converted the same way); if the difference matters, re-encode "
         "these columns (e.g. ids as categories, timestamps from a recent origin)",
         DataConversionWarning,
-        stacklevel=4,  # the caller of fit
+        stacklevel=stacklevel,  # the caller of fit
     )
 
 
-def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, training=False):
-    """Return ``X`` as a 2-D array of ``dtype`` in ``order``.
+def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, training=False,
+                   sparse=None):
+    """Return ``X`` as a 2-D array of ``dtype`` in ``order`` (or a sparse matrix).
 
     Numbers and booleans are taken as they are; NaN, and the nulls of DataFrames
     (pd.NA, None, polars null), are missing values. Date/time columns, text and other
@@ -386,15 +486,22 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         become the feature names), and one ``DataConversionWarning`` names the columns
         holding values that ``dtype`` does not represent (see ``_lossy_columns``). Data
         scored later is converted the same way, without a warning.
+    sparse : {"csr", "csc"} or None, default=None
+        For a scipy.sparse ``X`` (matrix or array class, any format): the format
+        returned (a CSR or CSC of ``dtype`` in canonical form: sorted, distinct
+        indices, duplicates summed; an implicit zero is the value 0.0, a stored NaN
+        a missing value; the same dtype, shape, NaN and conversion rules as dense
+        input). None: sparse input is refused.
 
     Returns
     -------
-    ndarray of shape (n_samples, n_features)
+    ndarray of shape (n_samples, n_features), or a scipy.sparse CSR/CSC matrix
 
     Raises
     ------
     TypeError
-        For sparse input, or an array of a dtype that is not numbers (e.g. structured).
+        For sparse input without ``sparse`` (or not scipy's), or an array of a dtype
+        that is not numbers (e.g. structured).
     ValueError
         For date/time, non-numeric or complex columns, empty or non-2-D input,
         duplicated column names in training, NaN when ``allow_nan`` is False.
@@ -408,10 +515,16 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         if not allow_nan and np.isnan(out).any():
             raise ValueError(f"{name} contains NaN")
         return out
+    if _is_scipy_sparse(X) and sparse is not None:
+        return _check_sparse(X, name, dtype, sparse, allow_nan, training)
     if _is_sparse(X):
+        what = ("accepted as scipy.sparse CSR or CSC matrices or arrays (csr_matrix, "
+                "csr_array, csc_matrix, csc_array; scipy's other formats are converted)"
+                if sparse is not None else "not supported here")
         raise TypeError(
-            f"{name} is a sparse matrix; sparse input is not supported, "
-            f"pass a dense array (e.g. {name}.toarray())"
+            f"{name} is a sparse matrix of type {type(X).__name__}; sparse input is "
+            f"{what}: convert it (e.g. scipy.sparse.csr_matrix({name})) or pass a dense "
+            f"array (e.g. {name}.toarray())"
         )
     library = _dataframe_library(X)
     labels = list(X.columns) if hasattr(X, "columns") and hasattr(X, "to_numpy") else None
