@@ -230,7 +230,7 @@ def test_libsvm_train_predict_and_feature_count(libsvm_files, tmp_path, capsys, 
         pass
     else:
         Xs, ys = load_svmlight_file(str(test), n_features=model.n_features_in_)
-        np.testing.assert_array_equal(Xs.toarray().astype(np.float32), X_test)
+        np.testing.assert_array_equal(Xs.toarray().astype(np.float32), X_test.toarray())
         np.testing.assert_array_equal(ys, y_test)
 
     # A file using only the first indices keeps the model's feature count ...
@@ -255,7 +255,8 @@ def test_libsvm_train_predict_and_feature_count(libsvm_files, tmp_path, capsys, 
     assert gbc_core.load(tmp_path / "wide.gbc").n_features_in_ == 200
 
     # The same rows as a Parquet table with columns f0..f(n-1) score identically.
-    cols = {f"f{j}": X_test[:, j] for j in range(X_test.shape[1])}
+    dense = X_test.toarray()
+    cols = {f"f{j}": dense[:, j] for j in range(X_test.shape[1])}
     pq.write_table(pa.table({"label": y_test, **cols}), tmp_path / "ag_table.parquet")
     assert run_main(capsys, monkeypatch, tmp_path, "predict", "ag.gbc", "ag_table.parquet",
                     "-o", "ag2.parquet")[0] == 0

@@ -119,6 +119,27 @@ def test_local_scheduler_scores_three_classes(local_scheduler, multiclass):
     assert set(labels) == {"ant", "bee", "cow"}
 
 
+def _sparse_blocks(X, chunks):
+    """``X`` as a Dask Array whose blocks are scipy CSR matrices (zeros implicit)."""
+    sparse = require("scipy.sparse")
+    return da.from_array(X, chunks=chunks).map_blocks(
+        sparse.csr_matrix, meta=sparse.csr_matrix((0, 0), dtype=X.dtype))
+
+
+def test_local_scheduler_scores_sparse_blocks(local_scheduler, multiclass):
+    model, df = multiclass
+    X = df.to_numpy().copy()
+    X[np.abs(X) < 0.8] = 0.0  # mostly zeros
+    X[::50, 1] = np.nan  # stored: missing values
+    dX = _sparse_blocks(X, (700, 4))
+    booster = model.booster_  # (rows without names: taken in the order of the fit)
+    proba = gdask.predict_proba(model, dX).compute()
+    np.testing.assert_array_equal(proba, booster.predict_proba(X))
+    np.testing.assert_array_equal(gdask.decision_function(model.to_bytes(), dX).compute(),
+                                  booster.decision_function(X))
+    np.testing.assert_array_equal(gdask.predict(booster, dX).compute(), booster.predict(X))
+
+
 def test_empty_input(local_scheduler, fitted):
     model, test = fitted
     empty = dd.from_pandas(test.iloc[:0], npartitions=1)
@@ -167,6 +188,16 @@ def test_dataframe_and_array_match_single_process(cluster, fitted):
     cached = client.run(lambda: list(__import__("gbc_core.dask", fromlist=["_"])._cache))
     assert len(cached) == 2
     assert all(len(v) == 1 for v in cached.values())
+
+
+def test_sparse_blocks_on_the_cluster(cluster, fitted):
+    _, client = cluster
+    model, test = fitted
+    X = test[list(model.feature_names_in_)].to_numpy().copy()
+    X[np.abs(X) < 1.0] = 0.0
+    dX = _sparse_blocks(X, (1500, 3))  # column blocks too: joined on the workers
+    np.testing.assert_array_equal(gdask.predict_proba(model, dX, client=client).compute(),
+                                  model.booster_.predict_proba(X))
 
 
 def test_threads_per_task_do_not_oversubscribe(cluster):

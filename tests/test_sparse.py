@@ -318,3 +318,54 @@ def test_hist_fit_bins_sparse_columns_without_densifying_X():
         tracemalloc.stop()
     dense_bytes = n * p * 4
     assert peak < dense_bytes // 2, (peak, dense_bytes)
+
+
+def _widened(model, n_features):
+    """``model``'s trees in a Booster of ``n_features`` features (the trees use the
+    first few): a wide model without a wide fit."""
+    from gbc_core import Ensemble
+
+    ens = model.booster_.ensemble
+    wide = Ensemble(ens.nodes, ens.tree_offsets, n_outputs=ens.n_outputs,
+                    init_raw=ens.init_raw, learning_rate=ens.learning_rate,
+                    n_features=n_features)
+    return Booster(wide, model.classes_)
+
+
+def test_cli_scores_a_wide_libsvm_file_without_densifying_it(tmp_path, capsys, monkeypatch):
+    from conftest import run_main
+
+    pq = require("pyarrow.parquet")
+    from gbc_core._tabular import LibsvmData
+
+    rng = np.random.default_rng(3)
+    X, y, _ = _data(n=300, p=5, seed=3)
+    model = GradientBoostingClassifier(n_estimators=5, random_state=0).fit(X, y)
+    p = 300_000  # a chunk of rows at this width: 1.2 MB a row in float32
+    booster = _widened(model, p)
+    booster.save(tmp_path / "wide.gbc")
+    lines = []
+    for i in range(5000):
+        cols = np.sort(rng.choice(p, size=6, replace=False))
+        cols[:2] = rng.choice(5, size=2, replace=False)  # the model's features
+        cols = np.unique(cols)
+        vals = rng.normal(size=cols.size).round(3)
+        lines.append(f"{i % 2} " + " ".join(f"{c + 1}:{v}" for c, v in zip(cols, vals)))
+    (tmp_path / "wide.svm").write_text("\n".join(lines) + "\n")
+    tracemalloc.start()
+    try:
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "wide.gbc",
+                              "wide.svm", "-o", "wide.parquet", "--quiet")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rc == 0, err
+    # Dense chunks of this width would take hundreds of MB (the former reader's
+    # chunks of 223 rows: 268 MB); the sparse rows take a few MB.
+    assert peak < 64 * 2**20, peak
+    X_read, _ = LibsvmData(tmp_path / "wide.svm", n_features=p).read_all()
+    assert X_read.format == "csr"
+    got = pq.read_table(tmp_path / "wide.parquet").column("proba").to_numpy()
+    _same(got, booster.predict_proba(X_read)[:, 1])
+    # The same rows dense (the model's 5 features only matter) score alike.
+    _same(got, model.predict_proba(X_read[:, :5].toarray())[:, 1])

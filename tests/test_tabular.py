@@ -57,7 +57,12 @@ def test_libsvm_chunks_equal_whole_file_and_sklearn(tmp_path):
     X, y = LibsvmData(path, n_features=40).read_all(chunk_rows=1000)
     parts = list(LibsvmData(path).iter_chunks(40, ["label"], 77, target="label"))
     assert [c.n_rows for c in parts][:2] == [77, 77]
-    np.testing.assert_array_equal(np.concatenate([c.X for c in parts]), X)
+    # The rows are sparse (CSR, float32), never densified.
+    assert X.format == "csr" and X.dtype == np.float32
+    assert all(c.X.format == "csr" and c.X.shape == (c.n_rows, 40) for c in parts)
+    sparse = require("scipy.sparse")
+    np.testing.assert_array_equal(sparse.vstack([c.X for c in parts]).toarray(), X.toarray())
+    X = X.toarray()
     np.testing.assert_array_equal(np.concatenate([c.labels for c in parts]), y)
     # the kept label is the text of the file
     assert sum((c.columns["label"] for c in parts), []) == [ln.split()[0] for ln in lines]

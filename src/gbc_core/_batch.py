@@ -33,24 +33,28 @@ DEFAULT_CHUNK_ROWS = 100_000
 #: their output columns are arrays of this size (32 MiB of float64 each).
 CHUNK_SCORE_VALUES = 1 << 22
 #: Most values of a chunk's features (rows x the model's features): 256 MiB of
-#: float32 (a LIBSVM chunk is dense at the model's width).
+#: float32 (a CSV/Parquet chunk, or the contributions of a chunk, are dense at the
+#: model's width; a LIBSVM chunk is sparse).
 CHUNK_FEATURE_VALUES = 1 << 26
 
 
-def default_chunk_rows(model):
+def default_chunk_rows(model, sparse=False):
     """Rows per chunk for ``model`` when ``--chunk-rows`` is not given: at most
     ``DEFAULT_CHUNK_ROWS``, and few enough that rows x classes stays within
-    ``CHUNK_SCORE_VALUES`` and rows x features within ``CHUNK_FEATURE_VALUES``
-    (so that memory does not grow with the number of classes or features); at
-    least 1."""
-    return max(1, min(DEFAULT_CHUNK_ROWS, CHUNK_SCORE_VALUES // int(model.n_classes_),
-                      CHUNK_FEATURE_VALUES // int(model.n_features_in_)))
+    ``CHUNK_SCORE_VALUES`` and, unless the chunks are ``sparse`` (LIBSVM rows
+    scored without contributions: memory follows their entries), rows x features
+    within ``CHUNK_FEATURE_VALUES`` (so that memory does not grow with the number
+    of classes or features); at least 1."""
+    rows = min(DEFAULT_CHUNK_ROWS, CHUNK_SCORE_VALUES // int(model.n_classes_))
+    if not sparse:
+        rows = min(rows, CHUNK_FEATURE_VALUES // int(model.n_features_in_))
+    return max(1, rows)
 
 
-def _chunk_rows(args, model):
-    """``--chunk-rows`` as given (>= 1), else ``default_chunk_rows(model)``."""
+def _chunk_rows(args, model, sparse=False):
+    """``--chunk-rows`` as given (>= 1), else ``default_chunk_rows(model, sparse)``."""
     if args.chunk_rows is None:
-        return default_chunk_rows(model)
+        return default_chunk_rows(model, sparse)
     if args.chunk_rows < 1:
         raise DataError("--chunk-rows must be >= 1")
     return args.chunk_rows
@@ -631,7 +635,7 @@ def run_predict(args):
     if clash:
         raise DataError(f"--keep column {clash[0]!r} has the name of an output column "
                         f"(the output columns: {', '.join(out_names)})")
-    chunk_rows = _chunk_rows(args, model)
+    chunk_rows = _chunk_rows(args, model, sparse=data.kind == "libsvm" and not contribs)
     chunks = _iter_chunks(model, data, keep, chunk_rows, drop=args.drop or [],
                           n_features=args.n_features)
     progress = Progress(Progress.wanted(args.quiet), total=data.num_rows)
@@ -754,7 +758,8 @@ def run_evaluate(args):
     model = load_model_file(args.model)
     fmt = _fmt_for(args.data, args.format)
     data = _open(args, args.data, fmt)
-    res = evaluate_model(model, data, args.target, _chunk_rows(args, model),
+    res = evaluate_model(model, data, args.target,
+                         _chunk_rows(args, model, sparse=data.kind == "libsvm"),
                          drop=args.drop or [],
                          quiet=args.quiet or args.json, n_features=args.n_features,
                          n_jobs=args.n_jobs)

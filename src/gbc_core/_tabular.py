@@ -2,7 +2,8 @@
 
 CSV and Parquet are read and written with pyarrow (the optional ``gbc-core[io]``
 extra, imported lazily); LIBSVM text is read by a small chunked reader of our own
-(NumPy only). Every reader can stream: ``iter_chunks`` yields bounded blocks of rows
+(NumPy, and scipy.sparse for its rows: a LIBSVM file's rows are CSR matrices, never
+densified). Every reader can stream: ``iter_chunks`` yields bounded blocks of rows
 in file order, so scoring a file needs memory proportional to the chunk size only.
 """
 
@@ -130,7 +131,8 @@ def open_data(path, fmt=None, *, delimiter=None, header=True, n_features=None):
 
 # ------------------------------------------------------------------- chunks
 class Chunk:
-    """A block of rows: ``X`` (float32, C order), the kept columns and the labels.
+    """A block of rows: ``X`` (float32, C order; a float32 CSR matrix for LIBSVM),
+    the kept columns and the labels.
 
     ``columns`` maps each kept column's name to its values as read (a pyarrow array,
     or a list of the label words of a LIBSVM file); ``labels`` holds the target's
@@ -694,10 +696,14 @@ def parse_libsvm_lines(lines, n_features=None, *, path="<data>", first_line_no=1
     return _parse_libsvm_block(lines, n_features, path, first_line_no, False)[:4]
 
 
-def densify(n_rows, row, col, value, n_features):
-    X = np.zeros((n_rows, n_features), dtype=np.float32)
-    X[row, col] = value
-    return X
+def sparse_rows(n_rows, row, col, value, n_features):
+    """The entries (0-based ``row``, ``col``, ``value``) as a float32 CSR matrix of
+    ``n_rows`` x ``n_features``: the rows as read, never densified (a row's other
+    features are 0.0, as in the file)."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((np.asarray(value, dtype=np.float32), (row, col)),
+                         shape=(n_rows, n_features), dtype=np.float32)
 
 
 def libsvm_labels(labels):
@@ -756,7 +762,8 @@ class LibsvmData:
             raise DataError(f"cannot read {self.path}: {one_line(exc)}") from None
 
     def read_all(self, chunk_rows=100_000):
-        """The whole file: ``(X float32, labels)``, width ``n_features`` or the max index."""
+        """The whole file: ``(X, labels)``, X a float32 CSR matrix (scipy.sparse) of
+        width ``n_features`` or the max index."""
         labels, rows, cols, vals = [], [], [], []
         n = 0
         for lab, row, col, value, k, _ in self.iter_parsed(chunk_rows, self.n_features):
@@ -771,47 +778,49 @@ class LibsvmData:
         n_features = self.n_features
         if n_features is None:
             n_features = int(col.max()) + 1 if col.size else 1
-        X = densify(n, np.concatenate(rows), col, np.concatenate(vals), n_features)
+        X = sparse_rows(n, np.concatenate(rows), col, np.concatenate(vals), n_features)
         return X, libsvm_labels(np.concatenate(labels))
 
     def iter_chunks(self, n_features, keep, chunk_rows, target=None):
-        """Dense chunks of ``chunk_rows`` rows; lines are parsed in small sub-blocks
-        written straight into the chunk, so memory stays near the chunk's own size.
+        """Chunks of ``chunk_rows`` rows whose X is a float32 CSR matrix (the entries
+        as read: a wide file is never densified, not even a chunk of it); lines
+        are parsed in small sub-blocks, so memory stays near the chunk's entries.
 
         ``keep`` (``["label"]`` or empty): the label passed through as written, as
         text (``+1`` stays ``+1``); ``target`` (``"label"`` or None): the label as a
         number in ``Chunk.labels``.
         """
-        X = labels = words = None
+        pieces, labels, words = [], [], []
         filled = 0
 
-        def emit(n):
-            return Chunk(X[:n], {name: words for name in keep}, n,
-                         libsvm_labels(labels[:n]) if target else None)
+        def emit():
+            row = np.concatenate([r for r, _, _ in pieces])
+            col = np.concatenate([c for _, c, _ in pieces])
+            value = np.concatenate([v for _, _, v in pieces])
+            lab = np.concatenate(labels)
+            return Chunk(sparse_rows(filled, row, col, value, n_features),
+                         {name: list(words) for name in keep}, filled,
+                         libsvm_labels(lab) if target else None)
 
         for lab, row, col, value, k, lab_words in self.iter_parsed(
                 min(chunk_rows, LIBSVM_SUB_BLOCK), n_features, label_words=bool(keep),
                 exact_labels=bool(target)):
             pos = 0
             while pos < k:
-                if X is None:
-                    X = np.zeros((chunk_rows, n_features), dtype=np.float32)
-                    labels = np.empty(chunk_rows, dtype=np.float64)
-                    words = []
-                    filled = 0
                 take = min(k - pos, chunk_rows - filled)
                 lo, hi = np.searchsorted(row, [pos, pos + take])
-                X[filled + row[lo:hi] - pos, col[lo:hi]] = value[lo:hi]
-                labels[filled: filled + take] = lab[pos: pos + take]
+                pieces.append((filled + row[lo:hi] - pos, col[lo:hi], value[lo:hi]))
+                labels.append(lab[pos: pos + take])
                 if keep:
                     words.extend(lab_words[pos: pos + take])
                 filled += take
                 pos += take
                 if filled == chunk_rows:
-                    yield emit(filled)
-                    X = labels = words = None
-        if X is not None and filled:
-            yield emit(filled)
+                    yield emit()
+                    pieces, labels, words = [], [], []
+                    filled = 0
+        if filled:
+            yield emit()
 
 
 # ------------------------------------------------------------------- output

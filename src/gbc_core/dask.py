@@ -22,6 +22,7 @@ the public API only (``Booster``: ``from_bytes``, ``predict_raw``,
 
 import hashlib
 import os
+import sys
 import threading
 from collections import OrderedDict, deque
 
@@ -100,10 +101,16 @@ def _n_jobs_for_task(n_jobs, workers_per_host):
     return _auto_n_jobs(workers_per_host.get(host, max(workers_per_host.values())))
 
 
+def _is_sparse_block(X):
+    """Whether a block is a scipy.sparse matrix (scored row by row, never densified)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
+
+
 def _raw_block(X, model_bytes, digest, n_jobs, workers_per_host):
     """Raw scores F(x), shape (n, n_outputs), of one block (runs on a worker)."""
     model = _model_from_bytes(model_bytes, digest)
-    if not hasattr(X, "columns"):
+    if not hasattr(X, "columns") and not _is_sparse_block(X):
         X = np.asarray(X)
     if X.shape[0] == 0:
         return np.empty((0, model.ensemble.n_outputs), dtype=np.float64)
