@@ -15,13 +15,12 @@ A collected test case applies when it fits gbc-core's classifier with what gbc-c
 offers. It is excluded, with the first reason that matches, when
 
 1. one of its parameters is ``GradientBoostingRegressor`` (the regressor's case of
-   a test run for both estimators) or a sparse matrix class (sparse input is not
-   offered);
+   a test run for both estimators);
 2. its body does not name ``GradientBoostingClassifier`` and no parameter is the
    classifier (regressor-only tests and tests of scikit-learn's helpers);
 3. its body (docstring and comments left out) uses something gbc-core does not
    offer: the parameters ``max_leaf_nodes``, ``min_impurity_decrease``,
-   ``criterion`` or ``ccp_alpha``; sparse containers; or scikit-learn's
+   ``criterion`` or ``ccp_alpha``; or scikit-learn's
    internals: a private attribute (``._loss``, ``._raw_predict``), ``init_``,
    scikit-learn's tree objects (``.tree_``) or a function imported from a private
    module of ``sklearn.ensemble`` or ``sklearn.tree`` (``predict_stages``,
@@ -51,7 +50,6 @@ import tempfile
 import textwrap
 
 import pytest
-import scipy.sparse
 import sklearn
 from sklearn.ensemble import GradientBoostingRegressor
 
@@ -59,9 +57,6 @@ import gbc_core
 
 TEST_MODULE = "sklearn.ensemble.tests.test_gradient_boosting"
 INJECTED_IMPORT = "from gbc_core import GradientBoostingClassifier"
-# Sparse matrix and array classes (scipy.sparse.sparray is new in SciPy 1.8).
-SPARSE_TYPES = tuple(getattr(scipy.sparse, name) for name in ("spmatrix", "sparray")
-                     if hasattr(scipy.sparse, name))
 
 # Uses in a test's body of what gbc-core does not offer: (pattern, reason).
 NOT_OFFERED = [
@@ -69,7 +64,6 @@ NOT_OFFERED = [
     (r"\bmin_impurity_decrease\b", "min_impurity_decrease is not offered"),
     (r"\bcriterion\b", "criterion is not offered"),
     (r"\bccp_alpha\b", "ccp_alpha is not offered"),
-    (r"\b(?:sparse|csc|csr|coo)_container\b", "sparse input is not offered"),
     (r"\.tree_\b", "scikit-learn's tree objects (estimators_[i, j].tree_)"),
     (r"\.init_\b", "scikit-learn's init_ estimator"),
     (r"\._[A-Za-z]\w*", "a private attribute of scikit-learn's estimator"),
@@ -161,8 +155,6 @@ def exclusion_reason(params, body, private_names):
     for value in params.values():
         if value is GradientBoostingRegressor:
             return "the GradientBoostingRegressor case"
-        if isinstance(value, type) and issubclass(value, SPARSE_TYPES):
-            return "sparse input is not offered"
     uses_classifier = "GradientBoostingClassifier" in body or any(
         value is gbc_core.GradientBoostingClassifier for value in params.values())
     if not uses_classifier:
