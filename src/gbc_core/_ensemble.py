@@ -197,6 +197,9 @@ def add_raw_to(predictor, X, out, iteration_start, iteration_stop, n_threads):
     float32 CSR matrix of ``check_features`` (scored row by row in the kernel, never
     densified: ``Predictor.predict_raw_csr``); the same scores either way."""
     if is_sparse_matrix(X):
+        if X.shape[1] != predictor.n_features:  # (the kernel scatters by column index)
+            raise ValueError(f"X has {X.shape[1]} features, but the model expects "
+                             f"{predictor.n_features}")
         data, indices, indptr = sparse_arrays(as_format(X, "csr"))
         predictor.predict_raw_csr(data, indices, indptr, out, iteration_start,
                                   iteration_stop, n_threads)
