@@ -6,6 +6,10 @@ hyper-parameters it was fitted with and the record of its fit. It predicts like 
 estimator (and bit for bit the same), saves and loads the model format, and imports
 neither scikit-learn nor pandas: batch jobs, the command line and Dask workers use
 it to score quickly. ``GradientBoostingClassifier`` wraps one (``booster_``).
+
+Every method taking rows ``X`` takes arrays, DataFrames and scipy.sparse matrices
+(CSR or CSC, matrix or array classes; other formats converted): sparse rows are
+scored one at a time, never densified, with the results of the same data dense.
 """
 
 import numpy as np

@@ -74,6 +74,12 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     the softmax residuals (the multinomial loss). It is the model scikit-learn's
     ``GradientBoostingClassifier(init="zero")`` trains.
 
+    X may be a scipy.sparse matrix (CSR or CSC, matrix or array classes; other
+    formats are converted) in ``fit`` and every method that takes rows: an implicit
+    zero is the value 0.0, a stored NaN a missing value, and the results are those
+    of the same data dense, bit for bit (see ``fit`` for the memory of each split
+    method; prediction never densifies the rows).
+
     Parameters
     ----------
     n_estimators : int, default=100
