@@ -325,7 +325,7 @@ class BinMapper:
 
         Parameters
         ----------
-        X : float32 array of shape (n_samples, n_features), C or Fortran order, or a float32 CSC matrix
+        X : float32 array (n_samples, n_features), C or Fortran order, or float32 CSC
             NaN marks a missing value. Sparse columns are read as they are (an
             implicit zero is the value 0.0, counted, not visited): the thresholds
             of the same data dense.
@@ -370,7 +370,7 @@ class BinMapper:
 
         Parameters
         ----------
-        X : float32 array of shape (n_samples, n_features), C or Fortran order, or a float32 CSC matrix
+        X : float32 array (n_samples, n_features), C or Fortran order, or float32 CSC
             With the features the mapper was fitted with. NaN marks a missing
             value; a sparse column's implicit zeros go to the bin of 0.0.
         n_threads : int, default=1

@@ -175,7 +175,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
 
     Parameters
     ----------
-    X : float32 array of shape (n_samples, n_features), Fortran order, or a float32 CSC matrix
+    X : float32 array (n_samples, n_features), Fortran order, or a float32 CSC matrix
         Sparse X (``check_features(..., sparse="csc")``): ``split_method="hist"``
         bins its columns without densifying them (and routes out-of-bag rows on
         them); ``"exact"`` densifies it first (``dense_columns``: n_samples x
@@ -192,7 +192,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         Iteration m draws its rows and feature seeds from a stream seeded by
         (seed, m): the same trees whether a model is fitted at once or grown by
         warm starts.
-    eval_set : tuple (X_val float32 C order or float32 CSR, y_val codes, w_val or None), optional
+    eval_set : tuple (X_val float32 C order or CSR, y_val codes, w_val or None), optional
         Validation rows: their loss is recorded after each iteration.
     previous : tuple (Ensemble, FitRecord), optional
         A model fitted on the same data to continue (warm start).
