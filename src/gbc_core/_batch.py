@@ -319,6 +319,28 @@ def _estimator_params(args):
     return {p.name: getattr(args, p.name) for p in PARAMS if p.cli is not None}
 
 
+def _class_weight_for(params, classes, where):
+    """``params`` with a ``class_weight`` dict read from the command line (JSON: its
+    keys are text) keyed by the classes ``classes`` it names, matched by value as
+    ``label_codes`` matches labels (``"1"`` and ``"+1"`` are the class 1)."""
+    weights = params.get("class_weight")
+    if not isinstance(weights, dict):
+        return params
+    index = {c: k for k, c in enumerate(classes.tolist())}
+    out = {}
+    for key, value in weights.items():
+        code = _class_code(key, index, classes.dtype.kind)
+        if code is None:
+            raise DataError(f"--class-weight: {key!r} is not a label of {where} (its "
+                            f"labels: {classes.tolist()[:10]}"
+                            f"{' ...' if len(classes) > 10 else ''})")
+        label = classes.tolist()[code]
+        if label in out:
+            raise DataError(f"--class-weight names the label {label!r} twice")
+        out[label] = value
+    return {**params, "class_weight": out}
+
+
 def _label(value):
     """A class label as a plain Python value (for JSON and messages)."""
     return value.item() if hasattr(value, "item") else value
@@ -422,6 +444,9 @@ def _run_train_dask(args, fmt, out):
     if args.n_features is not None:
         raise DataError("--n-features applies to LIBSVM data only")
     X, y, names = _dask_frame(args, args.data, fmt)
+    if isinstance(params["class_weight"], dict):  # the labels, read by the workers
+        classes = np.unique(np.asarray(y.drop_duplicates().compute()))
+        params = _class_weight_for(params, classes, _labels_where(args.data, args.target))
     eval_set = None
     if args.eval:
         efmt = _fmt_for(args.eval, args.eval_format, fallback=args.format)
@@ -489,7 +514,9 @@ def run_train(args):
         eval_codes = label_codes(yv, classes, where, f"the training data {args.data}")
         eval_set = (Xv, classes[eval_codes])
 
-    model = GradientBoostingClassifier(**_estimator_params(args))
+    params = _class_weight_for(_estimator_params(args), np.unique(y),
+                               _labels_where(args.data, None if names is None else args.target))
+    model = GradientBoostingClassifier(**params)
     t0 = time.perf_counter()
     try:
         model.fit(X if names is None else _NamedFrame(X, names), y, eval_set=eval_set)

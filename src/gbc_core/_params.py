@@ -241,7 +241,8 @@ PARAMS = (
           "bins per feature of split_method='hist' (missing values get one more)"),
     Param("class_weight", None, [NONE, Options("balanced"), ClassWeights()],
           "weights of the classes, multiplied with the sample weights: 'balanced' "
-          "or a dict of label -> weight"),
+          "or a dict of label -> weight (command line: a JSON object such as "
+          "'{\"0\": 1, \"1\": 3}', labels matched to the target's by value)"),
     Param("leaf_solver", "newton", [Options("newton", "exact")],
           "leaf values: 'newton' (one Newton step, the paper's eq. 1) or 'exact' (each "
           "leaf's gamma minimises the leaf's loss exactly; pure leaves capped)"),
