@@ -104,6 +104,77 @@ class Progress:
             self._draw(final=True)
 
 
+def _duration(seconds):
+    """``12.3s``, ``4m05s`` or ``2h03m``."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+class TrainProgress:
+    """The progress of ``train``'s fit, as a ``fit(monitor=...)`` callable.
+
+    On a terminal (``tty=True``) one line redrawn in place at most every
+    ``interval`` seconds: a bar, the iterations done out of ``n_estimators``, the
+    time so far and the time left (the iterations left at the mean time per
+    iteration so far; early stopping may end sooner). Elsewhere plain lines, one
+    per tenth of ``n_estimators``. It never looks at the model (so it costs
+    nothing per iteration) and never stops the fit.
+    """
+
+    WIDTH = 24
+
+    def __init__(self, n_estimators, tty, stream=None, interval=0.25, first=0):
+        self.total = int(n_estimators)
+        self.tty = tty
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.first = int(first)  # iterations fitted before (a warm start)
+        self.start = time.perf_counter()
+        self._last = -np.inf
+        self._next_tenth = 1
+        self._drawn = False
+
+    def _line(self, done):
+        elapsed = time.perf_counter() - self.start
+        run = done - self.first
+        left = (self.total - done) * elapsed / run if run > 0 else 0.0
+        pct = 100.0 * done / self.total
+        text = (f"{done:,}/{self.total:,} iterations {pct:5.1f}%  elapsed "
+                f"{_duration(elapsed)}  left {_duration(left)}")
+        if not self.tty:
+            return "training " + text
+        filled = int(self.WIDTH * done / self.total)
+        return f"\rtraining [{'#' * filled}{'.' * (self.WIDTH - filled)}] {text}"
+
+    def __call__(self, i, estimator, values):
+        done = i + 1
+        if self.tty:
+            now = time.perf_counter()
+            if now - self._last >= self.interval or done == self.total:
+                self._last = now
+                self.stream.write(self._line(done))
+                self.stream.flush()
+                self._drawn = True
+        elif done * 10 >= self._next_tenth * self.total:
+            while done * 10 >= self._next_tenth * self.total:
+                self._next_tenth += 1
+            self.stream.write(self._line(done) + "\n")
+            self.stream.flush()
+        return False
+
+    def close(self):
+        """End the redrawn line (on a terminal)."""
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
 def load_model_file(path):
     """Load a model file as a :class:`~gbc_core.Booster` (no scikit-learn); every
     failure is a one-line DataError."""
@@ -517,11 +588,21 @@ def run_train(args):
     params = _class_weight_for(_estimator_params(args), np.unique(y),
                                _labels_where(args.data, None if names is None else args.target))
     model = GradientBoostingClassifier(**params)
+    # Progress on stderr: a bar on a terminal, plain lines elsewhere, nothing with
+    # --quiet or with -v (the verbose report has the time left).
+    progress = None
+    if not args.quiet and not params["verbose"]:
+        progress = TrainProgress(params["n_estimators"],
+                                 tty=Progress.wanted(False, sys.stderr))
     t0 = time.perf_counter()
     try:
-        model.fit(X if names is None else _NamedFrame(X, names), y, eval_set=eval_set)
+        model.fit(X if names is None else _NamedFrame(X, names), y, eval_set=eval_set,
+                  monitor=progress)
     except (ValueError, TypeError) as exc:
         raise DataError(f"cannot train on {args.data}: {one_line(exc)}") from None
+    finally:
+        if progress is not None:
+            progress.close()
     fit_s = time.perf_counter() - t0
     model.save(out)
 

@@ -115,7 +115,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         ``OMP_NUM_THREADS``); negative values count back from the number of CPUs.
         Results are bit-identical for any value.
     verbose : int, default=0
-        Print one line per iteration when > 0.
+        Print scikit-learn's progress report on stdout: ``Iter``, ``Train Loss``,
+        ``OOB Improve`` (with ``subsample < 1``), ``Valid Loss`` (with validation
+        data) and ``Remaining Time``. 1: iterations 1-10, then every 10th to 100,
+        every 100th to 1,000, ... (scikit-learn's rate); > 1: every iteration.
     validation_fraction : float, default=0.1
         Fraction of the training data held out for early stopping when
         ``n_iter_no_change`` is set (stratified: of each class's rows, and with
@@ -358,7 +361,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         if params["n_iter_no_change"] is not None and eval_data is not None:
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
         if params["verbose"]:
-            callbacks.append(Log())
+            callbacks.append(Log(params["verbose"], params["n_estimators"],
+                                 params["subsample"]))
 
         def booster_of(ensemble, record):
             return Booster(ensemble, classes, feature_names=names,
@@ -605,6 +609,34 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
+class _LazyBooster:
+    """The model of the iterations so far, built on its first use: a monitor that
+    only counts iterations or reads the clock (the command line's progress) costs
+    nothing, where building the model of every iteration would cost time in the
+    number of trees so far, each iteration."""
+
+    __slots__ = ("_build", "_booster")
+
+    def __init__(self, build):
+        self._build = build
+        self._booster = None
+
+    def _get(self):
+        if self._booster is None:
+            self._booster = self._build()
+        return self._booster
+
+    def __getattr__(self, name):
+        return getattr(self._get(), name)
+
+    def __reduce__(self):  # pickled (or deep-copied) as the Booster itself
+        booster = self._get()
+        return booster.__reduce_ex__(2)
+
+    def __repr__(self):
+        return repr(self._get())
+
+
 class _Monitor:
     """The boosting loop's callback of ``fit(monitor=...)``: after each iteration,
     the estimator gets the model of the iterations so far and the monitor is
@@ -625,7 +657,8 @@ class _Monitor:
             record.train_score[:n], record.validation_score,
             None if record.oob_scores is None else record.oob_scores[:n],
             None if record.oob_improvement is None else record.oob_improvement[:n])
-        self.estimator.booster_ = self.booster_of(current(), record_so_far)
+        self.estimator.booster_ = _LazyBooster(
+            lambda: self.booster_of(current(), record_so_far))
         values = dict(self.values, i=iteration, self=self.estimator, record=record)
         return bool(self.monitor(iteration, self.estimator, values))
 

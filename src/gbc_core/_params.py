@@ -220,7 +220,9 @@ PARAMS = (
                                  Fraction(0, 1, low_open=True)],
           "features drawn for each node: 'sqrt', 'log2', a count or a fraction "
           "(None: all)"),
-    Param("verbose", 0, [Integer(0)], "print one line per iteration when > 0",
+    Param("verbose", 0, [Integer(0)], "print scikit-learn's progress report (iteration, training loss, out-of-bag "
+          "improvement, validation loss, time left): 1 at iterations 1-10, 20, ..., 100, "
+          "200, ...; 2 or more every iteration",
           cli="count"),
     Param("warm_start", False, [Boolean()],
           "fit adds trees to the fitted model up to n_estimators", cli=None),

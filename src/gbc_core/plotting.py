@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_importance", "plot_tree", "plot_metric", "plot_contributions"]
+__all__ = ["plot_importance", "plot_tree", "plot_metric", "plot_contributions", "importances",
+           "staged_loss"]
 
 #: The importance types of :func:`plot_importance`.
 IMPORTANCE_TYPES = ("gain", "split", "shap")
