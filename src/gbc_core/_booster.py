@@ -132,7 +132,7 @@ class Booster:
 
     @property
     def estimators_(self):
-        """The trees as an array (n_estimators_, n_outputs) of :class:`Tree`."""
+        """The trees as an array (n_iterations, n_outputs) of :class:`Tree`."""
         ens = self.ensemble
         out = np.empty((ens.n_iterations, ens.n_outputs), dtype=object)
         for m in range(ens.n_iterations):
@@ -266,7 +266,7 @@ class Booster:
         return out[:, 0, :] if out.shape[1] == 1 else out
 
     def apply(self, X):
-        """Leaf of every row in every tree, shape (n_samples, n_estimators_, n_outputs)."""
+        """Leaf of every row in every tree, shape (n_samples, n_iterations, n_outputs)."""
         return self.ensemble.apply(self.align_columns(X))
 
     # ---------------------------------------------------------- scikit-learn

@@ -145,7 +145,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         The loss minimised: the log-loss (binomial for two classes, multinomial for
         more), or, for two classes only, AdaBoost's exponential loss
         y e^-F + (1 - y) e^F (scikit-learn's: trees fitted to y e^-F - (1 - y) e^F,
-        leaf values sum w r / sum w |r|, probabilities sigma(2F), class 1 where
+        leaf values sum w r / sum w abs(r), probabilities sigma(2F), class 1 where
         F >= 0; ``train_score_`` and the other scores are the mean exponential
         loss).
     split_method : {"exact", "hist"}, default="exact"
@@ -186,9 +186,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Number of iterations kept.
     n_trees_per_iteration_ : int
         1 for two classes, the number of classes otherwise.
-    estimators_ : ndarray of shape (n_estimators_, n_trees_per_iteration_)
+    estimators_ : ndarray of shape (n_iterations, n_trees_per_iteration)
         The trees (:class:`gbc_core.Tree`: node arrays named as scikit-learn's).
-    train_score_ : ndarray of shape (n_estimators_,)
+    train_score_ : ndarray of shape (n_iterations,)
         Weighted training loss (in-bag rows) after each iteration, in
         scikit-learn's units: for two classes and the log-loss the binomial
         deviance, twice the mean log-loss; for more classes the mean log-loss; for
@@ -201,7 +201,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         discarded.
     best_iteration_ : int or None
         With early stopping, the number of iterations kept. Else None.
-    oob_scores_, oob_improvement_ : ndarray of shape (n_estimators_,)
+    oob_scores_, oob_improvement_ : ndarray of shape (n_iterations,)
         With ``subsample < 1``: the weighted loss of the out-of-bag rows after
         each iteration, and its decrease over the iteration, in the units of
         ``train_score_``. 0 for the iterations of an earlier fit without
@@ -213,7 +213,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     init_raw_ : float or ndarray of shape (n_classes,)
         F0 (0 with an init estimator whose scores vary by row: they come from
         ``booster_.init_estimator``, the fitted clone of ``init``).
-    feature_importances_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (n_features,)
         Normalised total squared-error decrease per feature.
     """
 
@@ -473,7 +473,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         return self._fitted_booster(X).predict(X, n_jobs=self.n_jobs)
 
     def staged_decision_function(self, X):
-        """Yield the raw scores after each iteration (1, 2, ..., n_estimators_)."""
+        """Yield the raw scores after each iteration (1, 2, ..., n_iterations)."""
         return self._fitted_booster(X).staged_decision_function(X, n_jobs=self.n_jobs)
 
     def staged_predict_proba(self, X):
@@ -496,8 +496,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_ + 1) for two classes,
-        (n_samples, n_classes, n_features_in_ + 1) otherwise
+        ndarray of shape (n_samples, n_features + 1) for two classes,
+        (n_samples, n_classes, n_features + 1) otherwise
             The last column is the expected value (F0 plus each tree's cover-weighted
             mean); each row (per class) adds up to the decision function.
         """
@@ -505,7 +505,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
     def apply(self, X):
         """Leaf (tree-relative node index) of each row in each tree, shape
-        (n_samples, n_estimators_, n_trees_per_iteration_)."""
+        (n_samples, n_iterations, n_trees_per_iteration)."""
         return self._fitted_booster(X).apply(X)
 
     # ------------------------------------------------------------- inspection
@@ -523,7 +523,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     oob_score_ = _fitted_attribute("oob_score_", "out-of-bag loss of the last iteration")
     max_features_ = _fitted_attribute("max_features_", "features drawn per node")
     init_raw_ = _fitted_attribute("init_raw_", "F0")
-    estimators_ = _fitted_attribute("estimators_", "the trees, (n_estimators_, K)")
+    estimators_ = _fitted_attribute("estimators_", "the trees, (n_iterations, K)")
     feature_importances_ = _fitted_attribute("feature_importances_",
                                              "normalised squared-error decrease per feature")
 

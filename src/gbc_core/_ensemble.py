@@ -23,7 +23,7 @@ from ._predictor import Predictor
 from ._treeshap import TreeShap
 from ._validation import MAX_FEATURES, check_features
 
-#: An ensemble keeps |F_k(x)| below this for every x: |init_raw[k]| + the sum over
+#: An ensemble keeps abs(F_k(x)) below this for every x: abs(init_raw[k]) + the sum over
 #: the trees of output k of learning_rate x their largest |leaf value| (the trainer
 #: refuses to go further, the loader refuses such files), so that no raw score can
 #: overflow to infinity (an inf - inf would be a NaN probability).
@@ -175,7 +175,7 @@ def _node_array(nodes):
 
 
 def raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate):
-    """The largest |F_k(x)| over every x, per output: |init_raw[k]| + the sum over
+    """The largest abs(F_k(x)) over every x, per output: abs(init_raw[k]) + the sum over
     the trees of output k of learning_rate x their largest |leaf value|."""
     bound = np.abs(np.asarray(init_raw, dtype=np.float64)).copy()
     n_trees = len(offsets) - 1
@@ -328,7 +328,7 @@ class Ensemble:
         return (iteration % self.n_iterations) * self._n_outputs + output
 
     def raw_bound(self):
-        """Per output, the largest |F_k(x)| any x can reach."""
+        """Per output, the largest abs(F_k(x)) any x can reach."""
         return raw_score_bound(self._nodes, self._offsets, self._n_outputs, self._init_raw,
                                self._learning_rate)
 

@@ -17,7 +17,7 @@ tree and the update of the raw scores. The numbers are computed by the kernels o
   GradientBoostingClassifier.
 - :class:`ExponentialLoss`: two classes, AdaBoost's loss y e^-F + (1 - y) e^F, one
   raw score F, p = sigma(2F), trees fitted to r = y e^-F - (1 - y) e^F, leaf values
-  sum w r / sum w |r|, F += eta * gamma: scikit-learn's
+  sum w r / sum w abs(r), F += eta * gamma: scikit-learn's
   ``GradientBoostingClassifier(loss="exponential")``.
 
 Each loss takes the fit's ``leaf_solver``: ``"newton"`` (the leaf values above:
@@ -357,7 +357,7 @@ class ExponentialLoss:
     L(y, F) = y e^-F + (1 - y) e^F for class codes y in {0, 1}; p = sigma(2F) (the
     probability that minimises the expected loss); a row is predicted class 1 where
     F >= 0. Trees fit r = y e^-F - (1 - y) e^F; leaf values are scikit-learn's
-    Newton step sum w r / sum w |r| (|r| is the Hessian), always in [-1, 1].
+    Newton step sum w r / sum w abs(r) (abs(r) is the Hessian), always in [-1, 1].
     """
 
     name = "exponential"

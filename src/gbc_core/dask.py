@@ -11,9 +11,20 @@ with ``n_jobs`` threads chosen so that the workers of a host times their threads
 oversubscribe it: ``max(1, cpus // (workers on the host x threads per worker))``.
 
 >>> import dask.dataframe as dd
+>>> import pandas as pd
+>>> from distributed import Client, LocalCluster
+>>> from gbc_core import GradientBoostingClassifier
 >>> from gbc_core.dask import predict_proba
->>> ddf = dd.read_parquet("data/*.parquet")
->>> proba = predict_proba(model, ddf)   # dask Array (n, n_classes); columns by name
+>>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+>>> client = Client(cluster)
+>>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+>>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, [0, 0, 1, 1])
+>>> ddf = dd.from_pandas(X, npartitions=2)   # or dd.read_parquet("data/*.parquet")
+>>> proba = predict_proba(model, ddf, client=client)  # a Dask Array (n, n_classes)
+>>> bool((proba.compute() == model.predict_proba(X)).all())
+True
+>>> client.close()
+>>> cluster.close()
 
 Results are bit-identical to ``model.predict_proba`` in one process. The module uses
 the public API only (``Booster``: ``from_bytes``, ``predict_raw``,

@@ -374,7 +374,7 @@ def staged_loss(model, X, y):
 
     Returns
     -------
-    ndarray of float64, shape (n_estimators_,)
+    ndarray of float64, shape (n_iterations,)
 
     Examples
     --------
