@@ -32,6 +32,13 @@ from ._predictor import Predictor
 class FitRecord:
     """What a fit measured, one entry per iteration.
 
+    Parameters
+    ----------
+    train_score, validation_score, oob_scores, oob_improvement : sequence of float or None
+        The attributes below (copied to lists).
+    best_iteration : int or None
+        As below.
+
     Attributes
     ----------
     train_score : list of float or None
@@ -49,6 +56,13 @@ class FitRecord:
         otherwise.
     best_iteration : int or None
         Set by early stopping: the number of iterations kept.
+
+    Examples
+    --------
+    >>> from gbc_core import FitRecord
+    >>> record = FitRecord([1.2, 1.1], validation_score=[1.25, 1.2])
+    >>> record.train_score, record.best_iteration
+    ([1.2, 1.1], None)
     """
 
     def __init__(self, train_score=(), validation_score=None, oob_scores=None,

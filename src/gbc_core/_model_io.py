@@ -103,6 +103,15 @@ class ModelFormatError(ValueError):
     Raised for wrong magic bytes, an unsupported format version, a checksum
     mismatch, truncation, and any inconsistent content (array lengths, tree
     structure, feature ids, non-finite values, class labels, hyper-parameters).
+
+    Examples
+    --------
+    >>> import gbc_core
+    >>> try:
+    ...     gbc_core.from_bytes(b"not a model")
+    ... except gbc_core.ModelFormatError as exc:
+    ...     print(type(exc).__name__, isinstance(exc, ValueError))
+    ModelFormatError True
     """
 
 

@@ -841,6 +841,10 @@ class DaskGradientBoostingClassifier:
 
     Parameters
     ----------
+    n_estimators, learning_rate, max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, subsample, max_features, init, random_state, n_jobs, verbose, validation_fraction, n_iter_no_change, tol, warm_start, class_weight, loss, split_method, max_bins, leaf_solver
+        As :class:`gbc_core.GradientBoostingClassifier`'s, with the defaults of
+        its parameter table (``split_method`` must be ``"hist"``; what the
+        distributed fit does not support is refused by ``fit``).
     client : distributed.Client, optional
         Default: the current client.
     step_timeout : float, default=120
