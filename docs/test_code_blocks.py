@@ -81,8 +81,6 @@ def _run_bash(path, line, code, cwd):
         command = command.split("  #")[0].strip()
         if not command:
             continue
-        while command.endswith("\\"):
-            raise AssertionError(f"{path.name}:{line}: continued lines are joined first")
         args = shlex.split(command)
         assert args[0] == "gbc-core", (
             f"{path.name}:{line}: a bash block that runs must hold gbc-core commands only "
