@@ -45,7 +45,6 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DATA_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
 
 # Common hyper-parameters.
 N_TREES = 100
@@ -166,10 +165,17 @@ def make_generated(n_train, seed=SEED):
 
 def prepare_workload(name, data_dir, out_dir):
     """Write the workload's arrays to ``out_dir`` as .npy files and describe it."""
-    if name == "higgs":
+    if name == "higgs" and data_dir is None:  # the sample the package ships
+        from gbc_core.datasets import load_higgs_sample
+
+        X_train, y_train, X_test, y_test = load_higgs_sample()
+        X_train = np.ascontiguousarray(X_train, dtype=np.float32)
+        X_test = np.ascontiguousarray(X_test, dtype=np.float32)
+        source = "HIGGS sample (gbc_core.datasets.load_higgs_sample)"
+    elif name == "higgs":
         X_train, y_train = load_tsv(os.path.join(data_dir, "higgs_sample.train"))
         X_test, y_test = load_tsv(os.path.join(data_dir, "higgs_sample.test"))
-        source = "HIGGS sample (../shared/data/higgs_sample.train/.test)"
+        source = f"HIGGS sample ({data_dir}/higgs_sample.train/.test)"
     elif name in GENERATED:
         X_train, y_train, X_test, y_test = make_generated(GENERATED[name])
         source = f"make_classification(seed={SEED})"
@@ -606,9 +612,10 @@ def parse_args(argv=None):
                         help="single-row predict_proba calls for the latency")
     parser.add_argument("--n-jobs", type=int, default=n_cores(),
                         help="threads for every library (default: all cores)")
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
-                        help="directory of higgs_sample.train/.test "
-                             "(default: ../shared/data beside the checkout)")
+    parser.add_argument("--data-dir", default=None,
+                        help="directory of higgs_sample.train/.test (default: the same "
+                             "sample as shipped with the package, "
+                             "gbc_core.datasets.load_higgs_sample)")
     parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                         help="before each library, wait up to SECONDS for the CPUs to be "
                              "at most 25%% busy (shared machines; default: do not wait)")

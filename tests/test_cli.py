@@ -481,3 +481,99 @@ def test_no_arguments_runs_the_demo_parser():
     assert parser.parse_args(["demo"]).func.__name__ == "_cmd_demo"
     for cmd in ("train", "predict", "evaluate", "inspect"):
         assert cmd in parser.format_help()
+
+
+def test_train_class_weight_dict_as_json(work, tmp_path, capsys, monkeypatch):
+    """``--class-weight '{"yes": 3}'`` (the help offers a dict) trains the fit of
+    ``class_weight={"yes": 3}`` in Python; labels match by value, as evaluate's do
+    (a CSV target of 0/1 is the integers 0 and 1, which the JSON key "1" names)."""
+    args = ("train", work / "train.csv", "--target", "target", "--drop", "id",
+            "--n-estimators", "15", "--random-state", "0")
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, *args, "-o", "w.gbc",
+                          "--class-weight", '{"yes": 3, "no": 0.5}', "--quiet")
+    assert rc == 0, err
+    df = pacsv.read_csv(work / "train.csv").to_pandas()
+    X = df[[f"x{j}" for j in range(5)]]
+    ref = gbc_core.GradientBoostingClassifier(
+        n_estimators=15, random_state=0, class_weight={"yes": 3, "no": 0.5}).fit(X, df["target"])
+    np.testing.assert_array_equal(gbc_core.load(tmp_path / "w.gbc").predict_proba(X),
+                                  ref.predict_proba(X))
+
+    # Integer labels: the JSON keys (text) name the integer classes by value.
+    ints = pa.table({"a": np.arange(40.0), "y": np.arange(40) % 2})
+    pacsv.write_csv(ints, tmp_path / "ints.csv")
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "ints.csv", "-t", "y",
+                          "-o", "i.gbc", "--n-estimators", "3",
+                          "--class-weight", '{"+1": 4}', "--quiet")
+    assert rc == 0, err
+    ref = gbc_core.GradientBoostingClassifier(n_estimators=3, class_weight={1: 4}).fit(
+        ints.to_pandas()[["a"]], ints.to_pandas()["y"])
+    np.testing.assert_array_equal(gbc_core.load(tmp_path / "i.gbc").predict_proba(
+        ints.to_pandas()[["a"]]), ref.predict_proba(ints.to_pandas()[["a"]]))
+
+    # A label that is not in the data, or text that is not a JSON object: clear errors.
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, *args, "-o", "x.gbc",
+                          "--class-weight", '{"maybe": 2}')
+    check_error(args, ["--class-weight", "'maybe'", "not a label"], rc, err)
+    with pytest.raises(SystemExit) as exc:
+        run_main(capsys, monkeypatch, tmp_path, *args, "-o", "x.gbc",
+                 "--class-weight", "{yes: 2}")
+    assert exc.value.code == 2
+    assert "class_weight" in capsys.readouterr().err
+
+
+def _stderr_on_a_terminal(args, cwd):
+    """(exit code, what the command wrote to stderr, a pseudo-terminal)."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gbc_core", *map(str, args)],
+                              cwd=cwd, stdout=subprocess.PIPE, stderr=slave,
+                              stdin=subprocess.DEVNULL, timeout=300)
+        os.close(slave)
+        slave = None
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    return proc.returncode, b"".join(chunks).decode()
+
+
+TRAIN_ARGS = ("train", "train.csv", "--target", "target", "--drop", "id",
+              "--n-estimators", "40", "--max-depth", "2")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+def test_train_progress_bar_on_a_terminal(work):
+    rc, err = _stderr_on_a_terminal([*TRAIN_ARGS, "-o", "bar.gbc"], work)
+    assert rc == 0, err
+    assert "\rtraining [" in err and "40/40 iterations 100.0%" in err and "left " in err
+    assert "[" + "#" * 24 + "]" in err  # the full bar at the end
+
+
+def test_train_progress_lines_off_a_terminal_and_quiet(work):
+    proc = ok(cli(*TRAIN_ARGS, "-o", "lines.gbc", cwd=work))
+    lines = proc.stderr.splitlines()
+    # One plain line per tenth of the iterations, no carriage returns.
+    assert [line.split()[1] for line in lines] == [f"{4 * k}/40" for k in range(1, 11)]
+    assert all(line.startswith("training ") and " left " in line for line in lines)
+    assert "\r" not in proc.stderr and lines[-1].split()[3] == "100.0%"
+    assert "model written to lines.gbc" in proc.stdout
+    # --quiet: nothing at all; -v: the verbose report instead of the progress.
+    proc = ok(cli(*TRAIN_ARGS, "-o", "quiet.gbc", "--quiet", cwd=work))
+    assert proc.stderr == "" and proc.stdout == ""
+    proc = ok(cli(*TRAIN_ARGS, "-o", "verbose.gbc", "-v", cwd=work))
+    assert proc.stderr == "" and "Remaining Time" in proc.stdout
+    # The progress does not change the model.
+    assert (gbc_core.load(work / "lines.gbc").to_bytes()
+            == gbc_core.load(work / "quiet.gbc").to_bytes())

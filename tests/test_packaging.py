@@ -15,7 +15,11 @@ import pytest
 import gbc_core
 
 STUBBED_MODULES = ["__init__", "_booster", "_boosting", "_classifier", "_config", "_ensemble",
-                   "_loss", "_math", "_model_io", "_sklearn_io", "onnx"]
+                   "_loss", "_math", "_model_io", "_sklearn_io", "onnx", "dask", "metrics",
+                   "paper", "plotting", "datasets/__init__"]
+#: The public modules besides ``gbc_core`` itself: each has a stub declaring every
+#: public function and class (``test_every_public_module_is_stubbed``).
+PUBLIC_MODULES = ["dask", "metrics", "paper", "plotting", "onnx", "datasets"]
 
 
 def _stub_tree(module):
@@ -66,7 +70,7 @@ def test_typing_files_are_installed():
 
 @pytest.mark.parametrize("module", STUBBED_MODULES)
 def test_stubs_only_declare_names_that_exist(module):
-    runtime = import_module(f"gbc_core.{module}")
+    runtime = import_module("gbc_core." + module.removesuffix("/__init__").replace("/", "."))
     for node in _stub_tree(module).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
             assert hasattr(runtime, node.name), f"{module}.pyi declares missing {node.name}"
@@ -75,6 +79,26 @@ def test_stubs_only_declare_names_that_exist(module):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and not item.name.startswith("__"):
                     assert hasattr(cls, item.name), f"{node.name}.{item.name} is stubbed but missing"
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
+def test_every_public_module_is_stubbed(module):
+    """Every public function and class of a public module is declared in its stub
+    (``__all__`` where the module has one, else every name without an underscore
+    that the module defines)."""
+    runtime = import_module(f"gbc_core.{module}")
+    stub = "datasets/__init__" if module == "datasets" else module
+    declared = {n.name for n in _stub_tree(stub).body
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    names = getattr(runtime, "__all__", None) or [
+        n for n, v in vars(runtime).items() if not n.startswith("_")
+        and (inspect.isfunction(v) or inspect.isclass(v))
+        and v.__module__ == runtime.__name__]
+    public = [n for n in names if inspect.isfunction(getattr(runtime, n))
+              or inspect.isclass(getattr(runtime, n))]
+    assert public, module
+    missing = sorted(set(public) - declared)
+    assert not missing, f"gbc_core/{stub}.pyi lacks {missing}"
 
 
 def test_public_names_resolve_through_stubs():

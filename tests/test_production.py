@@ -772,25 +772,58 @@ def test_feature_importances_against_numpy():
         _proxy(np.sum(w * r * left), np.sum(w * left), np.sum(w * r), w.sum()), rel=1e-10)
 
 
-def test_verbose_prints_one_line_per_iteration(capsys):
+def _report(text):
+    """(header columns, [(iteration, [values...], remaining time)]) of a verbose
+    report."""
+    lines = text.strip().splitlines()
+    header = re.split(r"\s{2,}", lines[0].strip())
+    rows = []
+    for line in lines[1:]:
+        fields = line.split()
+        rows.append((int(fields[0]), [float(v) for v in fields[1:-1]], fields[-1]))
+    return header, rows
+
+
+@pytest.mark.parametrize("verbose, subsample", [(1, 1.0), (1, 0.7), (2, 1.0)])
+def test_verbose_reports_scikit_learns_columns_at_its_rate(capsys, verbose, subsample):
+    """The report of scikit-learn's GradientBoostingClassifier, same header, same
+    iterations (1-10, then every 10th to 100, ... with verbose=1; each with
+    verbose=2), same training losses and out-of-bag improvements."""
+    SkGBC = require("sklearn.ensemble").GradientBoostingClassifier
+    X = make_continuous(n_samples=500, n_features=5, seed=31)[0]
+    y = make_continuous(n_samples=500, n_features=5, seed=31)[1]
+    params = dict(n_estimators=130, max_depth=2, subsample=subsample, verbose=verbose)
+    GBC(**params, random_state=0).fit(X, y)
+    ours = _report(capsys.readouterr().out)
+    SkGBC(**params, init="zero", random_state=0).fit(X, y)
+    theirs = _report(capsys.readouterr().out)
+    assert ours[0] == theirs[0]
+    assert [r[0] for r in ours[1]] == [r[0] for r in theirs[1]]
+    expected = list(range(1, 11)) + list(range(20, 101, 10)) if verbose == 1 else list(
+        range(1, 131))
+    assert [r[0] for r in ours[1]] == expected
+    for (_, mine, left), (_, sk, _) in zip(ours[1], theirs[1]):
+        assert re.fullmatch(r"\d+\.\d\d[sm]", left)
+        if subsample == 1.0:  # the same trees; subsampled rows are drawn differently
+            np.testing.assert_allclose(mine, sk, atol=1.5e-4)
+        else:
+            assert len(mine) == len(sk) == 2
+
+
+def test_verbose_validation_column_and_warm_start(capsys):
     X, y = _nan_data(n=400, seed=29)
     Xv, yv = _nan_data(n=200, seed=30)
-    model = GBC(n_estimators=7, verbose=1).fit(X, y, eval_set=(Xv, yv))
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].split() == ["Iter", "Train", "Loss", "Valid", "Loss", "Elapsed"]
-    assert len(lines) == 8
-    elapsed = []
-    for i, line in enumerate(lines[1:]):
-        it, train, valid, secs = line.split()
-        assert int(it) == i + 1
-        assert train == f"{model.train_score_[i]:.4f}"
-        assert valid == f"{model.validation_score_[i]:.4f}"
-        assert re.fullmatch(r"\d+\.\d\ds", secs)
-        elapsed.append(float(secs[:-1]))
-    assert elapsed == sorted(elapsed)
-    # Without validation data the column is empty; verbose=0 prints nothing.
-    GBC(n_estimators=2, verbose=1).fit(X, y)
-    assert [len(line.split()) for line in capsys.readouterr().out.splitlines()[1:]] == [3, 3]
+    model = GBC(n_estimators=7, verbose=2, warm_start=True).fit(X, y, eval_set=(Xv, yv))
+    header, rows = _report(capsys.readouterr().out)
+    assert header == ["Iter", "Train Loss", "Valid Loss", "Remaining Time"]
+    assert [r[0] for r in rows] == list(range(1, 8))
+    for i, (_, values, _) in enumerate(rows):
+        assert values == [float(f"{model.train_score_[i]:.4f}"),
+                          float(f"{model.validation_score_[i]:.4f}")]
+    # A warm start reports its new iterations, numbered from the first fit's.
+    model.set_params(n_estimators=9)
+    model.fit(X, y, eval_set=(Xv, yv))
+    assert [r[0] for r in _report(capsys.readouterr().out)[1]] == [8, 9]
     GBC(n_estimators=2).fit(X, y, eval_set=(Xv, yv))
     assert capsys.readouterr().out == ""
 

@@ -180,6 +180,31 @@ def test_monitor_sees_the_model_of_the_iterations_so_far():
     assert_array_equal(model.train_score_, once.train_score_)
 
 
+def test_a_monitor_that_does_not_look_at_the_model_builds_none(monkeypatch):
+    """The model of the iterations so far is built when the monitor uses it: a
+    monitor that only counts (the command line's progress) builds no Ensemble per
+    iteration (which would cost time in the number of trees so far, each
+    iteration); one that reads the model gets the model of iterations 0 .. i."""
+    from gbc_core._ensemble import Ensemble
+
+    X, y, _ = _data(2, seed=5)
+    built = []
+    original = Ensemble.from_trees.__func__
+
+    def counting(cls, *args, **kwargs):
+        built.append(1)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Ensemble, "from_trees", classmethod(counting))
+    GradientBoostingClassifier(n_estimators=30).fit(X, y, monitor=lambda i, est, v: False)
+    assert len(built) == 1  # the fitted model only
+    built.clear()
+    sizes = []
+    GradientBoostingClassifier(n_estimators=5).fit(
+        X, y, monitor=lambda i, est, v: sizes.append(est.n_estimators_))
+    assert sizes == [1, 2, 3, 4, 5] and len(built) == 6
+
+
 def test_a_failing_monitor_leaves_the_model_before_the_fit():
     X, y, _ = _data(2, seed=5)
 

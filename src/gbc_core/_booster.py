@@ -73,6 +73,21 @@ class Booster:
     oob_scores_, oob_improvement_ : ndarray or None
     oob_score_ : float or None
     max_features_ : int or None
+
+    Examples
+    --------
+    A Booster is what :func:`gbc_core.load` returns (and an estimator's
+    ``booster_``): the fitted model without scikit-learn.
+
+    >>> import io
+    >>> import gbc_core
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> X = [[0.0], [1.0], [2.0], [3.0]]
+    >>> buffer = io.BytesIO()
+    >>> GradientBoostingClassifier(n_estimators=3).fit(X, ["a", "a", "b", "b"]).save(buffer)
+    >>> booster = gbc_core.load(io.BytesIO(buffer.getvalue()))
+    >>> booster.classes_.tolist(), booster.predict([[0.0], [3.0]]).tolist()
+    (['a', 'b'], ['a', 'b'])
     """
 
     def __init__(self, ensemble, classes, *, feature_names=None, params=None, record=None,
@@ -136,7 +151,7 @@ class Booster:
 
     @property
     def estimators_(self):
-        """The trees as an array (n_estimators_, n_outputs) of :class:`Tree`."""
+        """The trees as an array (n_iterations, n_outputs) of :class:`Tree`."""
         ens = self.ensemble
         out = np.empty((ens.n_iterations, ens.n_outputs), dtype=object)
         for m in range(ens.n_iterations):
@@ -145,14 +160,55 @@ class Booster:
         return out
 
     def trees(self):
-        """Every tree's nodes (structured arrays), in iteration order."""
+        """Every tree's nodes (structured arrays of ``gbc_core.NODE_DTYPE``), in
+        iteration order.
+
+        Returns
+        -------
+        list of ndarray
+            Copies, K per iteration for K outputs.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> len(booster.trees())
+        5
+        """
         return self.ensemble.trees()
 
     # -------------------------------------------------------------- prediction
     def align_columns(self, X, what="X"):
-        """A DataFrame's columns selected by the model's feature names (any order,
-        other columns ignored; a missing or repeated name is a ValueError); anything
-        else, or any input of a model fitted without names, as is."""
+        """A DataFrame's columns selected by the model's feature names (any order, other
+        columns ignored; a missing or repeated name is a ValueError); anything else, or any
+        input of a model fitted without names, as is.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        what : str, default="X"
+            How an error names the input.
+
+        Returns
+        -------
+        array-like
+            The columns of the model's features, in the model's order.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.align_columns(X) is X   # no feature names: as is
+        True
+        """
         return align_columns(X, self.feature_names_in_, what)
 
     def _init_scores(self, X):
@@ -172,8 +228,31 @@ class Booster:
         return self.loss_function.raw_from_proba(proba), Xa
 
     def predict_raw(self, X, *, n_jobs=None):
-        """Raw scores F(x) of shape (n_samples, n_outputs) (columns by name for a
-        DataFrame of a model fitted with names)."""
+        """Raw scores F(x) of every output.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+            n_outputs is 1 for two classes, the number of classes otherwise.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.predict_raw([[5.0]]).shape
+        (1, 1)
+        """
         X = self.align_columns(X)
         if self.init_estimator is None:
             return self.ensemble.predict_raw(X, n_jobs=n_jobs)
@@ -194,17 +273,80 @@ class Booster:
             yield raw.copy()
 
     def proba_from_raw(self, raw, *, n_jobs=None):
-        """Class probabilities (n_samples, n_classes) of raw scores (n, n_outputs)."""
+        """Class probabilities of raw scores (the loss's link).
+
+        Parameters
+        ----------
+        raw : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            Raw scores, as :meth:`predict_raw` gives them.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.proba_from_raw(booster.predict_raw([[5.0]])).round(3)
+        array([[0.298, 0.702]])
+        """
         return self.loss_function.proba(np.asarray(raw, dtype=np.float64).reshape(
             -1, self.ensemble.n_outputs), effective_n_threads(n_jobs))
 
     def labels_from_raw(self, raw):
         """Predicted labels of raw scores: the class of largest probability (for two
-        classes ``classes_[1]`` where F >= 0, as scikit-learn)."""
+        classes ``classes_[1]`` where F >= 0, as scikit-learn).
+
+        Parameters
+        ----------
+        raw : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            Raw scores, as :meth:`predict_raw` gives them.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels of ``classes_``.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.labels_from_raw([[-0.3], [0.0]])
+        array([0, 1])
+        """
         return self.classes_[self.codes_from_raw(raw)]
 
     def codes_from_raw(self, raw):
-        """Predicted class codes (indices into ``classes_``) of raw scores."""
+        """Predicted class codes (indices into ``classes_``) of raw scores.
+
+        Parameters
+        ----------
+        raw : array-like of shape (n_samples, n_outputs) or (n_samples,)
+            Raw scores, as :meth:`predict_raw` gives them.
+
+        Returns
+        -------
+        ndarray of intp, shape (n_samples,)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.codes_from_raw([[-0.3], [0.2]]).tolist()
+        [0, 1]
+        """
         return self.loss_function.decision(
             np.asarray(raw, dtype=np.float64).reshape(-1, self.ensemble.n_outputs))
 
@@ -212,33 +354,195 @@ class Booster:
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
     def decision_function(self, X, *, n_jobs=None):
-        """F(x): shape (n_samples,) for two classes, (n_samples, n_classes) otherwise."""
+        """Raw scores F(x), as the estimator's ``decision_function``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes, (n_samples, n_classes) otherwise
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.decision_function([[0.0], [5.0]]).round(3)
+        array([-0.857,  0.857])
+        """
         return self._decision(self.predict_raw(X, n_jobs=n_jobs))
 
     def predict_proba(self, X, *, n_jobs=None):
-        """Class probabilities, shape (n_samples, n_classes); column i is ``classes_[i]``."""
+        """Class probabilities; column i is ``classes_[i]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.predict_proba([[5.0]]).round(3)
+        array([[0.298, 0.702]])
+        """
         return self.proba_from_raw(self.predict_raw(X, n_jobs=n_jobs), n_jobs=n_jobs)
 
     def predict_log_proba(self, X, *, n_jobs=None):
-        """log of :meth:`predict_proba`, computed from F (finite where p underflows)."""
+        """Log of :meth:`predict_proba`, computed from F (finite where p underflows).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.predict_log_proba([[5.0]]).round(3)
+        array([[-1.211, -0.354]])
+        """
         return self.loss_function.log_proba(self.predict_raw(X, n_jobs=n_jobs))
 
     def predict(self, X, *, n_jobs=None):
-        """Predicted labels (see :meth:`labels_from_raw`)."""
+        """Predicted labels (see :meth:`labels_from_raw`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.predict([[0.0], [5.0]])
+        array([0, 1])
+        """
         return self.labels_from_raw(self.predict_raw(X, n_jobs=n_jobs))
 
     def staged_decision_function(self, X, *, n_jobs=None):
-        """Yield F(x) after each iteration."""
+        """F(x) after each iteration.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The raw scores of the first m iterations, m = 1, 2, ...
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> [round(float(f[0]), 3) for f in booster.staged_decision_function([[5.0]])]
+        [0.2, 0.382, 0.55, 0.708, 0.857]
+        """
         for raw in self._staged_raw(X, n_jobs):
             yield self._decision(raw)
 
     def staged_predict_proba(self, X, *, n_jobs=None):
-        """Yield the class probabilities after each iteration."""
+        """The class probabilities after each iteration.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Yields
+        ------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> len(list(booster.staged_predict_proba([[5.0]])))
+        5
+        """
         for raw in self._staged_raw(X, n_jobs):
             yield self.proba_from_raw(raw, n_jobs=n_jobs)
 
     def staged_predict(self, X, *, n_jobs=None):
-        """Yield the predicted labels after each iteration."""
+        """The predicted labels after each iteration.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> [int(p[0]) for p in booster.staged_predict([[5.0]])]
+        [1, 1, 1, 1, 1]
+        """
         for raw in self._staged_raw(X, n_jobs):
             yield self.labels_from_raw(raw)
 
@@ -246,10 +550,17 @@ class Booster:
         """Feature contributions to :meth:`decision_function` (exact path-dependent
         TreeSHAP, see :meth:`Ensemble.predict_contributions`).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result is the same for any value.
+
         Returns
         -------
-        ndarray of shape (n_samples, n_features + 1) for two classes, (n_samples,
-        n_classes, n_features + 1) otherwise
+        ndarray of shape (n_samples, n_features + 1) for two classes, or (n_samples, n_classes, n_features + 1)
             Column f is the SHAP value of feature f; the last column is the expected
             value (F0 plus each tree's cover-weighted mean). Each row (per class)
             adds up to the decision function.
@@ -259,6 +570,16 @@ class Booster:
         ValueError
             With an ``init_estimator``: its raw scores vary by row and belong to no
             feature of the trees, so no expected value is common to the rows.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.predict_contributions([[5.0]]).round(3)
+        array([[0.857, 0.   ]])
         """
         if self.init_estimator is not None:
             raise ValueError(
@@ -271,18 +592,55 @@ class Booster:
         return out[:, 0, :] if out.shape[1] == 1 else out
 
     def apply(self, X):
-        """Leaf of every row in every tree, shape (n_samples, n_estimators_, n_outputs)."""
+        """The leaf of every row in every tree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score (a DataFrame's columns are matched by name when the model has
+            feature names); NaN is a missing value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_iterations, n_outputs)
+            Tree-relative node indices.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> booster.apply([[0.0], [5.0]])[:, 0, 0].tolist()
+        [1, 2]
+        """
         return self.ensemble.apply(self.align_columns(X))
 
     # ---------------------------------------------------------- scikit-learn
     def to_sklearn(self):
         """A fitted scikit-learn ``GradientBoostingClassifier`` with these trees,
-        predicting the same probabilities (``plot_tree``, ``partial_dependence`` and
-        ``shap.TreeExplainer`` work on it). Needs scikit-learn.
+        predicting the same probabilities. Needs scikit-learn.
 
         Each split's direction for missing values is written as the tree's
         ``missing_go_to_left``, which scikit-learn's trees follow; its
         GradientBoostingClassifier refuses NaN in ``predict``.
+
+        Returns
+        -------
+        sklearn.ensemble.GradientBoostingClassifier
+            ``plot_tree``, ``partial_dependence`` and ``shap.TreeExplainer`` work on it.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> import numpy as np
+        >>> bool(np.allclose(booster.to_sklearn().predict_proba(X), booster.predict_proba(X)))
+        True
         """
         from ._sklearn_io import to_sklearn
 
@@ -304,14 +662,40 @@ class Booster:
         }
 
     def encode(self, *, params=None, without_init_estimator=False):
-        """The model's bytes in the model format, and the parameters the format
-        cannot hold (a dict; they are stored as such and load as None).
+        """The model's bytes in the model format, and the parameters the format cannot
+        hold (they are stored as such and load as None).
 
-        ``params`` replaces the hyper-parameters stored with it (default: the
-        booster's own). A booster with an ``init_estimator`` (initial raw scores
-        that vary by row) has no complete model file: a ValueError, unless
-        ``without_init_estimator`` (the trees alone, for pickling, which stores the
-        estimator beside them).
+        Parameters
+        ----------
+        params : dict, optional
+            Replaces the hyper-parameters stored with the model (default: its own).
+        without_init_estimator : bool, default=False
+            Write the trees alone, without the init estimator (pickling stores the
+            estimator beside them).
+
+        Returns
+        -------
+        data : bytes
+            The model file's content.
+        unrepresentable : dict
+            The parameters stored as None.
+
+        Raises
+        ------
+        ValueError
+            A booster with an ``init_estimator`` (initial raw scores that vary by row)
+            has no complete model file, unless ``without_init_estimator``.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> data, unrepresentable = booster.encode()
+        >>> data[:4] == booster.to_bytes()[:4], unrepresentable
+        (True, {})
         """
         if self.init_estimator is not None and not without_init_estimator:
             raise ValueError(
@@ -326,30 +710,122 @@ class Booster:
     def to_bytes(self, *, params=None):
         """The model in the gbc-core model format (``docs/model_format.md``).
 
-        ``params`` replaces the hyper-parameters stored with it (default: the
-        booster's own). A parameter value the format cannot hold (e.g. a
-        ``RandomState``) is stored as such and loads as None, with a warning.
+        A parameter value the format cannot hold (e.g. a ``RandomState``) is stored as
+        such and loads as None, with a warning.
+
+        Parameters
+        ----------
+        params : dict, optional
+            Replaces the hyper-parameters stored with the model (default: its own).
+
+        Returns
+        -------
+        bytes
+            What :meth:`save` writes; :meth:`from_bytes` reads it.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> gbc_core.from_bytes(booster.to_bytes()).n_estimators_
+        5
         """
         data, unrepresentable = self.encode(params=params)
         _model_io.warn_unrepresentable(unrepresentable)
         return data
 
     def save(self, path, *, params=None):
-        """Write the model to ``path`` atomically (or to a binary file object)."""
+        """Write the model to ``path`` atomically (or to a binary file object).
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+            Where to write.
+        params : dict, optional
+            Replaces the hyper-parameters stored with the model (default: its own).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.gbc")
+        >>> booster.save(path)
+        >>> gbc_core.load(path).n_estimators_
+        5
+        """
         _model_io.save_bytes(self.to_bytes(params=params), path)
 
     @classmethod
     def from_bytes(cls, data):
         """The model of :meth:`to_bytes` output, every field validated.
 
-        Raises :class:`gbc_core.ModelFormatError` for corrupt or invalid data.
+        Parameters
+        ----------
+        data : bytes-like
+            A model in the gbc-core model format.
+
+        Returns
+        -------
+        Booster
+
+        Raises
+        ------
+        gbc_core.ModelFormatError
+            For corrupt or invalid data.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> gbc_core.Booster.from_bytes(booster.to_bytes()).n_estimators_
+        5
         """
         ensemble, content = _model_io.decode(data)
         return cls._from_content(ensemble, content)
 
     @classmethod
     def load(cls, path):
-        """The model saved at ``path`` (or read from a binary file object)."""
+        """The model saved at ``path`` (or read from a binary file object).
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+            A file written by ``save``.
+
+        Returns
+        -------
+        Booster
+
+        Raises
+        ------
+        gbc_core.ModelFormatError
+            For a corrupt, truncated or crafted file.
+
+        Examples
+        --------
+        >>> import gbc_core
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        >>> import io
+        >>> gbc_core.Booster.load(io.BytesIO(booster.to_bytes())).n_estimators_
+        5
+        """
         ensemble, content = _model_io.decode(_model_io.read_model_bytes(path))
         return cls._from_content(ensemble, content)
 

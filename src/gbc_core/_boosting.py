@@ -33,6 +33,13 @@ from ._validation import as_format, is_sparse_matrix, sparse_arrays, take_rows
 class FitRecord:
     """What a fit measured, one entry per iteration.
 
+    Parameters
+    ----------
+    train_score, validation_score, oob_scores, oob_improvement : sequence of float or None
+        The attributes below (copied to lists).
+    best_iteration : int or None
+        As below.
+
     Attributes
     ----------
     train_score : list of float or None
@@ -50,6 +57,13 @@ class FitRecord:
         otherwise.
     best_iteration : int or None
         Set by early stopping: the number of iterations kept.
+
+    Examples
+    --------
+    >>> from gbc_core import FitRecord
+    >>> record = FitRecord([1.2, 1.1], validation_score=[1.25, 1.2])
+    >>> record.train_score, record.best_iteration
+    ([1.2, 1.1], None)
     """
 
     def __init__(self, train_score=(), validation_score=None, oob_scores=None,
@@ -101,22 +115,68 @@ class EarlyStopping:
 
 
 class Log:
-    """One line per iteration on ``stream``: training and validation loss, time."""
+    """scikit-learn's verbose report on ``stream``: ``Iter``, ``Train Loss``, ``OOB
+    Improve`` (with ``subsample < 1``), ``Valid Loss`` (gbc-core's, with validation
+    data) and ``Remaining Time`` (the iterations left to ``n_estimators`` at the mean
+    time per iteration so far; early stopping may end sooner).
 
-    def __init__(self, stream=None):
+    ``verbose=1`` reports iterations 1-10, then every 10th to 100, every 100th to
+    1,000, and so on (scikit-learn's rate); ``verbose > 1`` every iteration.
+
+    Parameters
+    ----------
+    verbose : int
+        The estimator's ``verbose`` (>= 1).
+    n_estimators : int
+        Iterations the fit runs at most (counted from the first, warm starts too).
+    subsample : float
+        The fit's ``subsample``: below 1 the report has the ``OOB Improve`` column.
+    stream : file, optional
+        Where the report goes (default: ``sys.stdout``).
+    """
+
+    def __init__(self, verbose, n_estimators, subsample, stream=None):
+        self.verbose = verbose
+        self.n_estimators = n_estimators
+        self.subsample = subsample
         self.stream = stream if stream is not None else sys.stdout
         self.started = time.perf_counter()
+        self.begin_at = 0
+        self.every = 1
+        self.columns = ()
 
     def start(self, record):
         self.started = time.perf_counter()
-        print(f"{'Iter':>6} {'Train Loss':>12} {'Valid Loss':>12} {'Elapsed':>10}",
-              file=self.stream)
+        self.begin_at = len(record.train_score)  # a warm start's first new iteration
+        self.every = 1
+        columns = ["Iter", "Train Loss"]
+        if self.subsample < 1:
+            columns.append("OOB Improve")
+        if record.validation_score is not None:
+            columns.append("Valid Loss")
+        columns.append("Remaining Time")
+        self.columns = tuple(columns)
+        print(f"{columns[0]:>10} " + " ".join(f"{c:>16}" for c in columns[1:]),
+              file=self.stream, flush=True)
         return False
 
     def after_iteration(self, iteration, record, current):
-        valid = "" if record.validation_score is None else f"{record.validation_score[-1]:12.4f}"
-        print(f"{iteration + 1:>6} {record.train_score[-1]:12.4f} {valid:>12} "
-              f"{time.perf_counter() - self.started:9.2f}s", file=self.stream, flush=True)
+        done = iteration + 1 - self.begin_at  # iterations run by this fit
+        if done % self.every:
+            return False
+        elapsed = time.perf_counter() - self.started
+        remaining = (self.n_estimators - (iteration + 1)) * elapsed / done
+        remaining = f"{remaining / 60:.2f}m" if remaining > 60 else f"{remaining:.2f}s"
+        values = [f"{record.train_score[-1]:16.4f}"]
+        if "OOB Improve" in self.columns:
+            oob = record.oob_improvement[-1] if record.oob_improvement else 0.0
+            values.append(f"{oob:16.4f}")
+        if "Valid Loss" in self.columns:
+            values.append(f"{record.validation_score[-1]:16.4f}")
+        values.append(f"{remaining:>16}")
+        print(f"{iteration + 1:>10d} " + " ".join(values), file=self.stream, flush=True)
+        if self.verbose == 1 and done // (self.every * 10) > 0:
+            self.every *= 10  # scikit-learn's rate: powers of ten
         return False
 
     def finish(self, record):

@@ -123,7 +123,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         ``OMP_NUM_THREADS``); negative values count back from the number of CPUs.
         Results are bit-identical for any value.
     verbose : int, default=0
-        Print one line per iteration when > 0.
+        Print scikit-learn's progress report on stdout: ``Iter``, ``Train Loss``,
+        ``OOB Improve`` (with ``subsample < 1``), ``Valid Loss`` (with validation
+        data) and ``Remaining Time``. 1: iterations 1-10, then every 10th to 100,
+        every 100th to 1,000, ... (scikit-learn's rate); > 1: every iteration.
     validation_fraction : float, default=0.1
         Fraction of the training data held out for early stopping when
         ``n_iter_no_change`` is set (stratified: of each class's rows, and with
@@ -150,7 +153,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         The loss minimised: the log-loss (binomial for two classes, multinomial for
         more), or, for two classes only, AdaBoost's exponential loss
         y e^-F + (1 - y) e^F (scikit-learn's: trees fitted to y e^-F - (1 - y) e^F,
-        leaf values sum w r / sum w |r|, probabilities sigma(2F), class 1 where
+        leaf values sum w r / sum w abs(r), probabilities sigma(2F), class 1 where
         F >= 0; ``train_score_`` and the other scores are the mean exponential
         loss).
     split_method : {"exact", "hist"}, default="exact"
@@ -191,9 +194,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Number of iterations kept.
     n_trees_per_iteration_ : int
         1 for two classes, the number of classes otherwise.
-    estimators_ : ndarray of shape (n_estimators_, n_trees_per_iteration_)
+    estimators_ : ndarray of shape (n_iterations, n_trees_per_iteration)
         The trees (:class:`gbc_core.Tree`: node arrays named as scikit-learn's).
-    train_score_ : ndarray of shape (n_estimators_,)
+    train_score_ : ndarray of shape (n_iterations,)
         Weighted training loss (in-bag rows) after each iteration, in
         scikit-learn's units: for two classes and the log-loss the binomial
         deviance, twice the mean log-loss; for more classes the mean log-loss; for
@@ -206,7 +209,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         discarded.
     best_iteration_ : int or None
         With early stopping, the number of iterations kept. Else None.
-    oob_scores_, oob_improvement_ : ndarray of shape (n_estimators_,)
+    oob_scores_, oob_improvement_ : ndarray of shape (n_iterations,)
         With ``subsample < 1``: the weighted loss of the out-of-bag rows after
         each iteration, and its decrease over the iteration, in the units of
         ``train_score_``. 0 for the iterations of an earlier fit without
@@ -218,8 +221,19 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     init_raw_ : float or ndarray of shape (n_classes,)
         F0 (0 with an init estimator whose scores vary by row: they come from
         ``booster_.init_estimator``, the fitted clone of ``init``).
-    feature_importances_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (n_features,)
         Normalised total squared-error decrease per feature.
+
+    Examples
+    --------
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> from gbc_core.datasets import load_higgs_sample
+    >>> from gbc_core.metrics import roc_auc
+    >>> X_train, y_train, X_test, y_test = load_higgs_sample()
+    >>> model = GradientBoostingClassifier(n_estimators=100, max_depth=3).fit(X_train, y_train)
+    >>> proba = model.predict_proba(X_test)[:, 1]       # p = sigma(F(x))
+    >>> bool(roc_auc(y_test, proba) > 0.8)
+    True
     """
 
     def __init__(
@@ -310,6 +324,17 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         self
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> from gbc_core.datasets import load_higgs_sample
+        >>> X, y, X_test, y_test = load_higgs_sample()
+        >>> model = GradientBoostingClassifier(n_estimators=500, n_iter_no_change=10)
+        >>> model = model.fit(X[:6000], y[:6000], eval_set=(X[6000:], y[6000:]))
+        >>> model.best_iteration_ == model.n_estimators_ < 500
+        True
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
@@ -375,7 +400,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         if params["n_iter_no_change"] is not None and eval_data is not None:
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
         if params["verbose"]:
-            callbacks.append(Log())
+            callbacks.append(Log(params["verbose"], params["n_estimators"],
+                                 params["subsample"]))
 
         def booster_of(ensemble, record):
             return Booster(ensemble, classes, feature_names=names,
@@ -465,60 +491,235 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Raw scores F(x) = F0 + sum_m eta T_m(x) (paper Algorithm 2, before sigma).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
         Returns
         -------
         ndarray of shape (n_samples,) for two classes, (n_samples, n_classes) otherwise
+            The raw scores; ``predict_proba`` is their sigmoid (softmax).
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> model.decision_function([[0.0], [5.0]]).round(3)
+        array([-0.857,  0.857])
         """
         return self._fitted_booster(X).decision_function(X, n_jobs=self.n_jobs)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes); for two classes column 1
-        is p = sigma(F(x)), otherwise the softmax of the raw scores."""
+        """Class probabilities: for two classes column 1 is p = sigma(F(x)), otherwise the
+        softmax of the raw scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            One column per class, in the order of ``classes_``.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> model.predict_proba([[0.0], [5.0]]).round(3)
+        array([[0.702, 0.298],
+               [0.298, 0.702]])
+        """
         return self._fitted_booster(X).predict_proba(X, n_jobs=self.n_jobs)
 
     def predict_log_proba(self, X):
-        """log of :meth:`predict_proba`, computed from F (finite where p underflows)."""
+        """Log of :meth:`predict_proba`, computed from F (finite where p underflows).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> model.predict_log_proba([[5.0]]).round(3)
+        array([[-1.211, -0.354]])
+        """
         return self._fitted_booster(X).predict_log_proba(X, n_jobs=self.n_jobs)
 
     def predict(self, X):
         """Predicted labels: the class of largest probability (for two classes
-        ``classes_[1]`` where F(x) >= 0, as scikit-learn)."""
-        return self._fitted_booster(X).predict(X, n_jobs=self.n_jobs)
+        ``classes_[1]`` where F(x) >= 0, as scikit-learn).
 
-    def staged_decision_function(self, X):
-        """Yield the raw scores after each iteration (1, 2, ..., n_estimators_)."""
-        return self._fitted_booster(X).staged_decision_function(X, n_jobs=self.n_jobs)
-
-    def staged_predict_proba(self, X):
-        """Yield the class probabilities after each iteration."""
-        return self._fitted_booster(X).staged_predict_proba(X, n_jobs=self.n_jobs)
-
-    def staged_predict(self, X):
-        """Yield the predicted labels after each iteration."""
-        return self._fitted_booster(X).staged_predict(X, n_jobs=self.n_jobs)
-
-    def predict_contributions(self, X):
-        """Feature contributions to :meth:`decision_function`: the exact
-        path-dependent TreeSHAP values (Lundberg, Erion and Lee 2018).
-
-        A feature's contribution is its Shapley value for the raw score, the
-        expectation over the features left out following each node's cover (the
-        in-bag sample weight it saw in the fit); a missing value follows the split's
-        learned direction, as in :meth:`predict`. The result does not depend on
-        ``n_jobs``.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_ + 1) for two classes,
-        (n_samples, n_classes, n_features_in_ + 1) otherwise
+        ndarray of shape (n_samples,)
+            Labels of ``classes_``, as given to ``fit``.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> model.predict([[0.0], [5.0]])
+        array([0, 1])
+        """
+        return self._fitted_booster(X).predict(X, n_jobs=self.n_jobs)
+
+    def staged_decision_function(self, X):
+        """The raw scores after each iteration (1, 2, ..., n_iterations).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        generator of ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The raw scores of the first m iterations, for m = 1, 2, ...
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> [round(float(f[0]), 3) for f in model.staged_decision_function([[5.0]])]
+        [0.2, 0.382, 0.55, 0.708, 0.857]
+        """
+        return self._fitted_booster(X).staged_decision_function(X, n_jobs=self.n_jobs)
+
+    def staged_predict_proba(self, X):
+        """The class probabilities after each iteration.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        generator of ndarray of shape (n_samples, n_classes)
+            The probabilities of the first m iterations, for m = 1, 2, ...
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> len(list(model.staged_predict_proba([[5.0]])))
+        5
+        """
+        return self._fitted_booster(X).staged_predict_proba(X, n_jobs=self.n_jobs)
+
+    def staged_predict(self, X):
+        """The predicted labels after each iteration.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        generator of ndarray of shape (n_samples,)
+            The labels of the first m iterations, for m = 1, 2, ...
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> [int(p[0]) for p in model.staged_predict([[5.0]])]
+        [1, 1, 1, 1, 1]
+        """
+        return self._fitted_booster(X).staged_predict(X, n_jobs=self.n_jobs)
+
+    def predict_contributions(self, X):
+        """Feature contributions to :meth:`decision_function`: the exact path-dependent
+        TreeSHAP values (Lundberg, Erion and Lee 2018).
+
+        A feature's contribution is its Shapley value for the raw score, the
+        expectation over the features left out following each node's cover (the in-bag
+        sample weight it saw in the fit); a missing value follows the split's learned
+        direction, as in :meth:`predict`. The result does not depend on ``n_jobs``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features + 1) for two classes, or (n_samples, n_classes, n_features + 1)
             The last column is the expected value (F0 plus each tree's cover-weighted
             mean); each row (per class) adds up to the decision function.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> phi = model.predict_contributions([[5.0]])
+        >>> phi.shape, bool(abs(phi.sum() - model.decision_function([[5.0]])[0]) < 1e-12)
+        ((1, 2), True)
         """
         return self._fitted_booster(X).predict_contributions(X, n_jobs=self.n_jobs)
 
     def apply(self, X):
-        """Leaf (tree-relative node index) of each row in each tree, shape
-        (n_samples, n_estimators_, n_trees_per_iteration_)."""
+        """The leaf (tree-relative node index) of each row in each tree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
+            name when the model was fitted with names) or anything with ``__array__``;
+            NaN is a missing value.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_iterations, n_trees_per_iteration)
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> model.apply([[0.0], [5.0]])[:, 0, 0].tolist()
+        [1, 2]
+        """
         return self._fitted_booster(X).apply(X)
 
     # ------------------------------------------------------------- inspection
@@ -536,7 +737,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     oob_score_ = _fitted_attribute("oob_score_", "out-of-bag loss of the last iteration")
     max_features_ = _fitted_attribute("max_features_", "features drawn per node")
     init_raw_ = _fitted_attribute("init_raw_", "F0")
-    estimators_ = _fitted_attribute("estimators_", "the trees, (n_estimators_, K)")
+    estimators_ = _fitted_attribute("estimators_", "the trees, (n_iterations, K)")
     feature_importances_ = _fitted_attribute("feature_importances_",
                                              "normalised squared-error decrease per feature")
 
@@ -546,39 +747,156 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         return self._fitted_booster().ensemble.n_outputs
 
     def trees(self):
-        """The fitted trees, each a structured array of nodes (see ``NODE_DTYPE``)."""
+        """The fitted trees, each a structured array of nodes (``gbc_core.NODE_DTYPE``).
+
+        Returns
+        -------
+        list of ndarray
+            ``n_iterations * n_trees_per_iteration`` node arrays, in iteration order (the
+            trees of the classes of one iteration together).
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> trees = model.trees()
+        >>> len(trees), trees[0]["feature"].tolist()
+        (5, [0, -1, -1])
+        """
         return self._fitted_booster().trees()
 
     def to_sklearn(self):
-        """The fitted model as a scikit-learn ``GradientBoostingClassifier``
-        predicting the same probabilities (see :meth:`Booster.to_sklearn`)."""
+        """The fitted model as a scikit-learn ``GradientBoostingClassifier`` predicting the
+        same probabilities (see :meth:`Booster.to_sklearn`).
+
+        Returns
+        -------
+        sklearn.ensemble.GradientBoostingClassifier
+            Fitted, for ``sklearn.tree.plot_tree``, ``partial_dependence`` or
+            ``shap.TreeExplainer``.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> import numpy as np
+        >>> sk = model.to_sklearn()
+        >>> bool(np.allclose(sk.predict_proba(X), model.predict_proba(X)))
+        True
+        """
         return self._fitted_booster().to_sklearn()
 
     # ------------------------------------------------------------ persistence
     def save(self, path):
         """Save the fitted model to ``path`` (atomically) in the gbc-core model format.
 
-        The format is versioned data, not code (see ``docs/model_format.md``): read
-        it back with :func:`gbc_core.load` (a :class:`~gbc_core.Booster`) or
-        :meth:`load` (an estimator). ``path`` may also be a binary file object.
+        The format is versioned data, not code (see ``docs/model_format.md``): read it
+        back with :func:`gbc_core.load` (a :class:`~gbc_core.Booster`) or :meth:`load` (an
+        estimator). The file is written to a temporary file, synced and renamed.
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+            Where to write.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> import gbc_core, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.gbc")
+        >>> model.save(path)
+        >>> gbc_core.load(path).n_estimators_
+        5
         """
         self._fitted_booster().save(path, params=self.get_params(deep=False))
 
     def to_bytes(self):
-        """The fitted model as ``bytes`` in the gbc-core model format."""
+        """The fitted model as ``bytes`` in the gbc-core model format.
+
+        Returns
+        -------
+        bytes
+            What :meth:`save` writes; :meth:`from_bytes` reads it back.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> data = model.to_bytes()
+        >>> GradientBoostingClassifier.from_bytes(data).n_estimators_
+        5
+        """
         return self._fitted_booster().to_bytes(params=self.get_params(deep=False))
 
     @classmethod
     def from_bytes(cls, data):
         """The estimator of :meth:`to_bytes` output, every field validated.
 
-        Raises :class:`gbc_core.ModelFormatError` for corrupt or invalid data.
+        Parameters
+        ----------
+        data : bytes-like
+            A model in the gbc-core model format.
+
+        Returns
+        -------
+        GradientBoostingClassifier
+            Fitted, with the parameters the model stores.
+
+        Raises
+        ------
+        gbc_core.ModelFormatError
+            For corrupt or invalid data.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0]]
+        >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, [0, 0, 1, 1])
+        >>> copy = GradientBoostingClassifier.from_bytes(model.to_bytes())
+        >>> copy.get_params()["n_estimators"], bool((copy.predict(X) == model.predict(X)).all())
+        (3, True)
         """
         return cls._of_booster(Booster.from_bytes(data))
 
     @classmethod
     def load(cls, path):
-        """The estimator saved at ``path`` (or read from a binary file object)."""
+        """The estimator saved at ``path`` (or read from a binary file object).
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+            A file written by :meth:`save` (or ``Booster.save``).
+
+        Returns
+        -------
+        GradientBoostingClassifier
+            Fitted, with the parameters the file stores; :func:`gbc_core.load` gives
+            the lighter :class:`~gbc_core.Booster` instead.
+
+        Raises
+        ------
+        gbc_core.ModelFormatError
+            For a corrupt, truncated or crafted file.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0]]
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.gbc")
+        >>> GradientBoostingClassifier(n_estimators=3).fit(X, [0, 0, 1, 1]).save(path)
+        >>> GradientBoostingClassifier.load(path).n_estimators_
+        3
+        """
         return cls._of_booster(Booster.load(path))
 
     @classmethod
@@ -623,6 +941,34 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
+class _LazyBooster:
+    """The model of the iterations so far, built on its first use: a monitor that
+    only counts iterations or reads the clock (the command line's progress) costs
+    nothing, where building the model of every iteration would cost time in the
+    number of trees so far, each iteration."""
+
+    __slots__ = ("_build", "_booster")
+
+    def __init__(self, build):
+        self._build = build
+        self._booster = None
+
+    def _get(self):
+        if self._booster is None:
+            self._booster = self._build()
+        return self._booster
+
+    def __getattr__(self, name):
+        return getattr(self._get(), name)
+
+    def __reduce__(self):  # pickled (or deep-copied) as the Booster itself
+        booster = self._get()
+        return booster.__reduce_ex__(2)
+
+    def __repr__(self):
+        return repr(self._get())
+
+
 class _Monitor:
     """The boosting loop's callback of ``fit(monitor=...)``: after each iteration,
     the estimator gets the model of the iterations so far and the monitor is
@@ -643,7 +989,8 @@ class _Monitor:
             record.train_score[:n], record.validation_score,
             None if record.oob_scores is None else record.oob_scores[:n],
             None if record.oob_improvement is None else record.oob_improvement[:n])
-        self.estimator.booster_ = self.booster_of(current(), record_so_far)
+        self.estimator.booster_ = _LazyBooster(
+            lambda: self.booster_of(current(), record_so_far))
         values = dict(self.values, i=iteration, self=self.estimator, record=record)
         return bool(self.monitor(iteration, self.estimator, values))
 

@@ -10,12 +10,25 @@ def show_config(file=None):
     """Print the version, whether OpenMP is compiled in, the default thread count and
     the vectorised prediction kernel in use.
 
+    Parameters
+    ----------
+    file : file object, optional
+        Where to print (default: ``sys.stdout``).
+
     Returns
     -------
     dict
         ``{"version", "openmp", "threads", "predict_kernel", "python", "numpy"}``;
         ``predict_kernel`` is ``"avx2"`` on a CPU with AVX2 (x86-64, GCC or Clang
         build), else ``"portable"``: both give the same predictions.
+
+    Examples
+    --------
+    >>> import io
+    >>> import gbc_core
+    >>> info = gbc_core.show_config(file=io.StringIO())
+    >>> sorted(info)
+    ['numpy', 'openmp', 'predict_kernel', 'python', 'threads', 'version']
     """
     import numpy as np
 

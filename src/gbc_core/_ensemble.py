@@ -29,7 +29,7 @@ from ._validation import (
     sparse_arrays,
 )
 
-#: An ensemble keeps |F_k(x)| below this for every x: |init_raw[k]| + the sum over
+#: An ensemble keeps abs(F_k(x)) below this for every x: abs(init_raw[k]) + the sum over
 #: the trees of output k of learning_rate x their largest |leaf value| (the trainer
 #: refuses to go further, the loader refuses such files), so that no raw score can
 #: overflow to infinity (an inf - inf would be a NaN probability).
@@ -181,7 +181,7 @@ def _node_array(nodes):
 
 
 def raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate):
-    """The largest |F_k(x)| over every x, per output: |init_raw[k]| + the sum over
+    """The largest abs(F_k(x)) over every x, per output: abs(init_raw[k]) + the sum over
     the trees of output k of learning_rate x their largest |leaf value|."""
     bound = np.abs(np.asarray(init_raw, dtype=np.float64)).copy()
     n_trees = len(offsets) - 1
@@ -216,6 +216,19 @@ class Tree:
     ``children_left`` (missing values: ``missing_go_to_left``); ``value`` is the
     leaf's gamma (0 for an inner node): the tree adds ``learning_rate * value`` to
     its output's raw score.
+
+    Parameters
+    ----------
+    nodes : ndarray of ``NODE_DTYPE``
+        The tree's nodes (copied, read-only).
+
+    Examples
+    --------
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> model = GradientBoostingClassifier(n_estimators=2, max_depth=1).fit([[0.0], [1.0]], [0, 1])
+    >>> tree = model.estimators_[0, 0]
+    >>> tree.node_count, tree.feature.tolist(), tree.children_left.tolist()
+    (3, [0, -1, -1], [1, -1, -1])
     """
 
     def __init__(self, nodes):
@@ -265,6 +278,17 @@ class Ensemble:
     ValueError
         For trees that are not valid (see :func:`validate_trees`) or raw scores
         that could overflow.
+
+    Examples
+    --------
+    >>> from gbc_core import Ensemble
+    >>> from gbc_core.paper import stump_nodes
+    >>> nodes = stump_nodes(2.5)
+    >>> nodes["value"][1:] = [-1.0, 1.0]            # the leaves' gamma
+    >>> ensemble = Ensemble(nodes, [0, 3], n_outputs=1, init_raw=[0.0], learning_rate=0.5,
+    ...                     n_features=1)
+    >>> ensemble.predict_raw([[1.0], [4.0]]).ravel().tolist()
+    [-0.5, 0.5]
     """
 
     def __init__(self, nodes, tree_offsets, *, n_outputs, init_raw, learning_rate,
@@ -306,7 +330,42 @@ class Ensemble:
 
     @classmethod
     def from_trees(cls, trees, *, n_outputs, init_raw, learning_rate, n_features):
-        """An ensemble of a list of trees (node arrays) in iteration order."""
+        """An ensemble of a list of trees (node arrays) in iteration order.
+
+        Parameters
+        ----------
+        trees : list of ndarray
+            Node arrays (``NODE_DTYPE``), K per iteration.
+        n_outputs : int
+            Raw scores per row, K.
+        init_raw : array-like of shape (n_outputs,)
+            F0 of each output.
+        learning_rate : float
+            eta > 0.
+        n_features : int
+            Features of a row.
+
+        Returns
+        -------
+        Ensemble
+
+        Raises
+        ------
+        ValueError
+            For invalid trees or raw scores that could overflow.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> from gbc_core import Ensemble
+        >>> again = Ensemble.from_trees(ensemble.trees(), n_outputs=1, init_raw=[0.0],
+        ...                             learning_rate=0.1, n_features=1)
+        >>> bool((again.predict_raw(X) == ensemble.predict_raw(X)).all())
+        True
+        """
         sizes = [t.shape[0] for t in trees]
         offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
         nodes = (np.concatenate([_node_array(t) for t in trees]) if trees
@@ -327,16 +386,72 @@ class Ensemble:
                             doc="boosting iterations (trees per output)")
 
     def tree_nodes(self, iteration, output=0):
-        """The nodes of the tree of ``iteration`` for ``output`` (a read-only view)."""
+        """The nodes of the tree of ``iteration`` for ``output`` (a read-only view).
+
+        Parameters
+        ----------
+        iteration : int
+            0-based; negative counts from the end.
+        output : int, default=0
+            The output (class) of the tree: 0 for two classes.
+
+        Returns
+        -------
+        ndarray of ``NODE_DTYPE``
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.tree_nodes(0)["feature"].tolist()
+        [0, -1, -1]
+        """
         t = self._tree_index(iteration, output)
         return self._nodes[self._offsets[t]: self._offsets[t + 1]]
 
     def tree(self, iteration, output=0):
-        """The tree of ``iteration`` for ``output`` as a :class:`Tree`."""
+        """The tree of ``iteration`` for ``output`` as a :class:`Tree`.
+
+        Parameters
+        ----------
+        iteration : int
+            0-based; negative counts from the end.
+        output : int, default=0
+            The output (class) of the tree: 0 for two classes.
+
+        Returns
+        -------
+        Tree
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.tree(-1).node_count
+        3
+        """
         return Tree(self.tree_nodes(iteration, output))
 
     def trees(self):
-        """Every tree's nodes (copies), in iteration order (K per iteration)."""
+        """Every tree's nodes (copies), in iteration order (K per iteration).
+
+        Returns
+        -------
+        list of ndarray
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> len(ensemble.trees())
+        5
+        """
         return [self._nodes[self._offsets[t]: self._offsets[t + 1]].copy()
                 for t in range(self.n_trees)]
 
@@ -349,7 +464,22 @@ class Ensemble:
         return (iteration % self.n_iterations) * self._n_outputs + output
 
     def raw_bound(self):
-        """Per output, the largest |F_k(x)| any x can reach."""
+        """Per output, the largest abs(F_k(x)) any x can reach.
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            abs(F0) plus, per tree, learning_rate x its largest absolute leaf value.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.raw_bound().round(4)      # reached here: every tree's largest leaf
+        array([0.8571])
+        """
         return raw_score_bound(self._nodes, self._offsets, self._n_outputs, self._init_raw,
                                self._learning_rate)
 
@@ -371,7 +501,7 @@ class Ensemble:
             converted to CSR): an implicit zero is the value 0.0, a stored NaN a
             missing value; the rows are scored one at a time, never densified, with
             the scores of the same data dense.
-        n_jobs : int or None
+        n_jobs : int, optional
             Threads (None: all cores); the result does not depend on it.
         iterations : int, optional
             Use the first ``iterations`` iterations only (default: all).
@@ -379,6 +509,15 @@ class Ensemble:
         Returns
         -------
         ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.predict_raw([[5.0]], iterations=1).round(3)
+        array([[0.2]])
         """
         Xa = self._check_X(X)
         out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
@@ -388,7 +527,28 @@ class Ensemble:
         return out
 
     def staged_predict_raw(self, X, *, n_jobs=None):
-        """Yield the raw scores after each iteration (1, 2, ... iterations)."""
+        """The raw scores after each iteration (1, 2, ... iterations).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows (float32 after checking); NaN is a missing value.
+        n_jobs : int, optional
+            Threads (None: all cores); the result does not depend on it.
+
+        Yields
+        ------
+        ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> [round(float(f[0, 0]), 3) for f in ensemble.staged_predict_raw([[5.0]])][:2]
+        [0.2, 0.382]
+        """
         Xa = self._check_X(X)
         n_threads = effective_n_threads(n_jobs)
         out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
@@ -398,10 +558,36 @@ class Ensemble:
             yield out.copy()
 
     def add_raw(self, X, out, iteration_start, iteration_stop, n_threads=1):
-        """Add the trees of iterations ``iteration_start .. iteration_stop-1`` to the
-        raw scores ``out`` (n_samples, n_outputs), for rows ``X`` already checked
-        (float32, C order, or a float32 CSR matrix of ``check_features``): the
-        additions of a fit, in the same order."""
+        """Add the trees of iterations ``iteration_start .. iteration_stop-1`` to the raw
+        scores ``out``: the additions of a fit, in the same order.
+
+        Parameters
+        ----------
+        X : ndarray of float32 (C order) or float32 CSR matrix
+            Rows already checked (``check_features``).
+        out : ndarray of float64, shape (n_samples, n_outputs)
+            Raw scores, updated in place.
+        iteration_start, iteration_stop : int
+            The iterations added.
+        n_threads : int, default=1
+            Threads.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> import numpy as np
+        >>> out = np.zeros((1, 1))
+        >>> ensemble.add_raw(np.array([[5.0]], dtype=np.float32), out, 0, 1)
+        >>> out.round(3)
+        array([[0.2]])
+        """
         add_raw_to(self._predictor, X, out, iteration_start, iteration_stop, n_threads)
 
     def _tree_shap(self):
@@ -425,32 +611,57 @@ class Ensemble:
         return shap
 
     def expected_value(self):
-        """The raw scores with no feature known, per output (n_outputs,): F0 plus, for
-        each tree, the mean of what its leaves add weighted by their covers
-        (``weighted_n``, the in-bag sample weight each node saw in the fit): the last
-        column of :meth:`predict_contributions`."""
+        """The raw scores with no feature known, per output: F0 plus, for each tree, the
+        mean of what its leaves add weighted by their covers (``weighted_n``, the in-bag
+        sample weight each node saw in the fit): the last column of
+        :meth:`predict_contributions`.
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.expected_value().round(6)
+        array([0.])
+        """
         return self._tree_shap().expected_values(self._init_raw)
 
     def predict_contributions(self, X, *, n_jobs=None):
         """Feature contributions to the raw scores (exact path-dependent TreeSHAP).
 
-        ``out[i, k, f]`` is the SHAP value of feature f for row i and raw score k
-        (Lundberg, Erion and Lee 2018, Algorithm 2: the expectation over the
-        features left out follows each node's cover ``weighted_n``; a missing value
-        follows the split's learned direction, as in prediction); the last column is
-        :meth:`expected_value`. Each row's contributions add up to its raw score.
+        Lundberg, Erion and Lee 2018, Algorithm 2: the expectation over the features left
+        out follows each node's cover ``weighted_n``; a missing value follows the split's
+        learned direction, as in prediction. Each row's contributions add up to its raw
+        score.
 
         Parameters
         ----------
         X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Sparse rows are read one at a time (see :meth:`predict_raw`); the
             result itself is dense.
-        n_jobs : int or None
+        n_jobs : int, optional
             Threads (None: all cores); the result does not depend on it.
 
         Returns
         -------
         ndarray of shape (n_samples, n_outputs, n_features + 1)
+            ``out[i, k, f]`` is the SHAP value of feature f for row i and raw score k;
+            the last column is :meth:`expected_value`.
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> phi = ensemble.predict_contributions([[5.0]])
+        >>> bool(abs(phi.sum() - ensemble.predict_raw([[5.0]])[0, 0]) < 1e-12)
+        True
         """
         Xa = self._check_X(X)
         shap = self._tree_shap()
@@ -466,9 +677,23 @@ class Ensemble:
     def apply(self, X):
         """Leaf (tree-relative node index) of every row in every tree.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows (float32 after checking); NaN is a missing value.
+
         Returns
         -------
         ndarray of int32, shape (n_samples, n_iterations, n_outputs)
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.apply([[0.0], [5.0]])[:, 0, 0].tolist()
+        [1, 2]
         """
         Xa = self._check_X(X)
         if is_sparse_matrix(Xa):
@@ -478,9 +703,22 @@ class Ensemble:
     def feature_importances(self):
         """Normalised total squared-error decrease of the splits on each feature.
 
-        Each tree's decreases are divided by its root weight, then summed over the
-        trees and normalised to sum to 1 (as scikit-learn's gradient boosting);
-        zeros when no tree has a split.
+        Each tree's decreases are divided by its root weight, then summed over the trees
+        and normalised to sum to 1 (as scikit-learn's gradient boosting).
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            Sums to 1 (zeros when no tree has a split).
+
+        Examples
+        --------
+        >>> from gbc_core import GradientBoostingClassifier
+        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
+        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        >>> ensemble = fitted.booster_.ensemble
+        >>> ensemble.feature_importances()
+        array([1.])
         """
         total = np.zeros(self._n_features, dtype=np.float64)
         for t in range(self.n_trees):

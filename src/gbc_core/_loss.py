@@ -17,7 +17,7 @@ tree and the update of the raw scores. The numbers are computed by the kernels o
   GradientBoostingClassifier.
 - :class:`ExponentialLoss`: two classes, AdaBoost's loss y e^-F + (1 - y) e^F, one
   raw score F, p = sigma(2F), trees fitted to r = y e^-F - (1 - y) e^F, leaf values
-  sum w r / sum w |r|, F += eta * gamma: scikit-learn's
+  sum w r / sum w abs(r), F += eta * gamma: scikit-learn's
   ``GradientBoostingClassifier(loss="exponential")``.
 
 Each loss takes the fit's ``leaf_solver``: ``"newton"`` (the leaf values above:
@@ -132,7 +132,20 @@ def _raw_from_proba(proba, n_outputs, scale):
 
 
 class BinomialLoss:
-    """The log-loss of two classes with one raw score per row (the paper's model)."""
+    """The log-loss of two classes with one raw score per row (the paper's model).
+
+    Parameters
+    ----------
+    leaf_solver : {"newton", "exact"}, default="newton"
+        Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's loss.
+
+    Examples
+    --------
+    >>> from gbc_core import BinomialLoss, GradientBoostingClassifier
+    >>> model = GradientBoostingClassifier(n_estimators=2).fit([[0.0], [1.0]], [0, 1])
+    >>> isinstance(model.booster_.loss_function, BinomialLoss)
+    True
+    """
 
     name = "log_loss"
     n_classes = 2
@@ -149,48 +162,232 @@ class BinomialLoss:
 
     def initial_raw(self, y, sample_weight, init):
         """F0: 0 (``init="zero"``, the paper's) or the log-odds of the weighted class
-        frequencies (``"prior"``; 0 when a class has no weight). Shape (1,)."""
+        frequencies (``"prior"``; 0 when a class has no weight). Shape (1,).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        init : {"zero", "prior"} or None
+            ``init`` of the estimator (None: "prior").
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            F0 of each output.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.initial_raw(y, None, "zero").shape[0] == loss.n_outputs
+        True
+        """
         if init == "zero":
             return np.zeros(1)
         return _prior(y, sample_weight, 2, 1)
 
     def start(self, y, sample_weight, raw, n_threads):
-        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1)."""
+        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        raw : ndarray of shape (n_samples, n_outputs)
+            The initial raw scores F0 per row (one column for two classes, K for K classes).
+        n_threads : int
+            Threads of the fit.
+
+        Returns
+        -------
+        object
+            The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
+            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
+            ``held_out_loss(mask)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> state = loss.start(y, None, np.zeros((3, 1)), n_threads=1)
+        >>> callable(state.tree_target) and callable(state.update)
+        True
+        """
         return _BinomialFit(y, _weights(sample_weight), raw, n_threads,
                             self.leaf_solver == "exact")
 
     def loss(self, y, raw, sample_weight=None):
-        """Weighted mean log-loss of raw scores ``raw`` (n, 1) for class codes ``y``."""
+        """Weighted mean log-loss of raw scores ``raw`` (n, 1) for class codes ``y``.
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+
+        Returns
+        -------
+        float
+            The weighted mean loss (``train_score_`` is it times ``score_factor``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> round(loss.loss(y, raw), 4)
+        0.3778
+        """
         return float(_leaves.weighted_log_loss(
             np.ascontiguousarray(y, dtype=np.float64),
             np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
 
     def proba(self, raw, n_threads=1):
-        """Class probabilities (n, 2): column 1 is p = sigma(F) (paper eq. 3)."""
+        """Class probabilities (n, 2): column 1 is p = sigma(F) (paper eq. 3).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+        n_threads : int, default=1
+            Threads.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.proba(raw).round(3).tolist()
+        [[0.731, 0.269], [0.5, 0.5], [0.119, 0.881]]
+        """
         out = np.empty((raw.shape[0], 2), dtype=np.float64)
         _leaves.proba_from_raw(np.ascontiguousarray(raw[:, 0], dtype=np.float64), out,
                                n_threads)
         return out
 
     def log_proba(self, raw):
-        """log of :meth:`proba`, computed from F without overflow or log(0)."""
+        """log of :meth:`proba`, computed from F without overflow or log(0).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
+        True
+        """
         out = np.empty((raw.shape[0], 2), dtype=np.float64)
         _leaves.binomial_log_proba(np.ascontiguousarray(raw[:, 0], dtype=np.float64), out)
         return out
 
     def decision(self, raw):
-        """Class codes of raw scores: 1 where F >= 0 (p >= 0.5), as scikit-learn."""
+        """Class codes of raw scores: 1 where F >= 0 (p >= 0.5), as scikit-learn.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of intp, shape (n_samples,)
+            Class codes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.decision(raw).tolist()
+        [0, 1, 1]
+        """
         return (raw[:, 0] >= 0).astype(np.intp)
 
     def raw_from_proba(self, proba):
         """Raw scores (n, 1) of class probabilities (n, 2) (an ``init``
         estimator's): log(p / (1 - p)) of p = proba[:, 1] clipped to [eps, 1 - eps],
-        scikit-learn's ``_init_raw_predictions``."""
+        scikit-learn's ``_init_raw_predictions``.
+
+        Parameters
+        ----------
+        proba : array-like of shape (n_samples, n_classes)
+            Class probabilities.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> bool(np.allclose(loss.proba(loss.raw_from_proba(loss.proba(raw))), loss.proba(raw)))
+        True
+        """
         return _raw_from_proba(proba, 1, 1.0)
 
     def log_odds(self, raw):
         """The log-odds log(p / (1 - p)) of the probabilities of raw scores (n, 1):
-        the raw scores themselves."""
+        the raw scores themselves.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+            What an exporter writes before the sigmoid or softmax: ``link_scale * raw``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> loss = BinomialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.log_odds(raw).ravel().tolist() == (loss.link_scale * raw).ravel().tolist()
+        True
+        """
         return raw
 
 
@@ -235,7 +432,22 @@ class _BinomialFit:
 
 
 class MultinomialLoss:
-    """The log-loss of K >= 3 classes with one raw score per class (softmax)."""
+    """The log-loss of K >= 3 classes with one raw score per class (softmax).
+
+    Parameters
+    ----------
+    n_classes : int
+        K >= 3.
+    leaf_solver : {"newton", "exact"}, default="newton"
+        Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's loss.
+
+    Examples
+    --------
+    >>> from gbc_core import GradientBoostingClassifier, MultinomialLoss
+    >>> model = GradientBoostingClassifier(n_estimators=2).fit([[0.0], [1.0], [2.0]], [0, 1, 2])
+    >>> isinstance(model.booster_.loss_function, MultinomialLoss)
+    True
+    """
 
     name = "log_loss"
     #: scikit-learn's scores of K >= 3 classes are the mean log-loss itself.
@@ -253,46 +465,230 @@ class MultinomialLoss:
     def initial_raw(self, y, sample_weight, init):
         """F0: zeros (``init="zero"``) or ``"prior"``: log p_k - mean_j log p_j with p
         the weighted class frequencies clipped to [eps, 1 - eps] (scikit-learn's
-        prior). Shape (K,)."""
+        prior). Shape (K,).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        init : {"zero", "prior"} or None
+            ``init`` of the estimator (None: "prior").
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            F0 of each output.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> loss.initial_raw(y, None, "zero").shape[0] == loss.n_outputs
+        True
+        """
         if init == "zero":
             return np.zeros(self.n_classes)
         return _prior(y, sample_weight, self.n_classes, self.n_classes)
 
     def start(self, y, sample_weight, raw, n_threads):
-        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, K)."""
+        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, K).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        raw : ndarray of shape (n_samples, n_outputs)
+            The initial raw scores F0 per row (one column for two classes, K for K classes).
+        n_threads : int
+            Threads of the fit.
+
+        Returns
+        -------
+        object
+            The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
+            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
+            ``held_out_loss(mask)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> state = loss.start(y, None, np.zeros((3, 3)), n_threads=1)
+        >>> callable(state.tree_target) and callable(state.update)
+        True
+        """
         return _MultinomialFit(self.n_classes, y, _weights(sample_weight), raw, n_threads,
                                self.leaf_solver == "exact")
 
     def loss(self, y, raw, sample_weight=None):
-        """Weighted mean of -log p_y for raw scores ``raw`` (n, K)."""
+        """Weighted mean of -log p_y for raw scores ``raw`` (n, K).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+
+        Returns
+        -------
+        float
+            The weighted mean loss (``train_score_`` is it times ``score_factor``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> round(loss.loss(y, raw), 4)
+        0.5497
+        """
         return float(_leaves.multinomial_log_loss(
             np.ascontiguousarray(y, dtype=np.int32), np.ascontiguousarray(raw, dtype=np.float64),
             _weights(sample_weight)))
 
     def proba(self, raw, n_threads=1):
-        """Class probabilities (n, K): softmax of the raw scores."""
+        """Class probabilities (n, K): softmax of the raw scores.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+        n_threads : int, default=1
+            Threads.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> loss.proba(raw).round(3).tolist()
+        [[0.665, 0.245, 0.09], [0.333, 0.333, 0.333], [0.016, 0.117, 0.867]]
+        """
         out = np.empty(raw.shape, dtype=np.float64)
         _leaves.softmax(np.ascontiguousarray(raw, dtype=np.float64), out, n_threads)
         return out
 
     def log_proba(self, raw):
-        """log of :meth:`proba`: F_k - log sum_j exp(F_j), without log(0)."""
+        """log of :meth:`proba`: F_k - log sum_j exp(F_j), without log(0).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
+        True
+        """
         out = np.empty(raw.shape, dtype=np.float64)
         _leaves.multinomial_log_proba(np.ascontiguousarray(raw, dtype=np.float64), out)
         return out
 
     def decision(self, raw):
-        """Class codes of raw scores: the largest score (the first on ties)."""
+        """Class codes of raw scores: the largest score (the first on ties).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of intp, shape (n_samples,)
+            Class codes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> loss.decision(raw).tolist()
+        [0, 0, 2]
+        """
         return np.argmax(raw, axis=1)
 
     def raw_from_proba(self, proba):
         """Raw scores (n, K) of class probabilities (n, K) (an ``init``
         estimator's): log p_k - mean_j log p_j with p clipped to [eps, 1 - eps],
-        scikit-learn's ``_init_raw_predictions``."""
+        scikit-learn's ``_init_raw_predictions``.
+
+        Parameters
+        ----------
+        proba : array-like of shape (n_samples, n_classes)
+            Class probabilities.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> bool(np.allclose(loss.proba(loss.raw_from_proba(loss.proba(raw))), loss.proba(raw)))
+        True
+        """
         return _raw_from_proba(proba, self.n_classes, 1.0)
 
     def log_odds(self, raw):
-        """Raw scores whose softmax is the probabilities: the raw scores."""
+        """Raw scores whose softmax is the probabilities: the raw scores.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+            What an exporter writes before the sigmoid or softmax: ``link_scale * raw``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import MultinomialLoss
+        >>> loss = MultinomialLoss(3)
+        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> y = np.array([0, 1, 2])
+        >>> loss.log_odds(raw).ravel().tolist() == (loss.link_scale * raw).ravel().tolist()
+        True
+        """
         return raw
 
 
@@ -357,7 +753,20 @@ class ExponentialLoss:
     L(y, F) = y e^-F + (1 - y) e^F for class codes y in {0, 1}; p = sigma(2F) (the
     probability that minimises the expected loss); a row is predicted class 1 where
     F >= 0. Trees fit r = y e^-F - (1 - y) e^F; leaf values are scikit-learn's
-    Newton step sum w r / sum w |r| (|r| is the Hessian), always in [-1, 1].
+    Newton step sum w r / sum w abs(r) (abs(r) is the Hessian), always in [-1, 1].
+
+    Parameters
+    ----------
+    leaf_solver : {"newton", "exact"}, default="newton"
+        Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's loss.
+
+    Examples
+    --------
+    >>> from gbc_core import ExponentialLoss, GradientBoostingClassifier
+    >>> model = GradientBoostingClassifier(n_estimators=2, loss="exponential")
+    >>> model = model.fit([[0.0], [1.0]], [0, 1])
+    >>> isinstance(model.booster_.loss_function, ExponentialLoss)
+    True
     """
 
     name = "exponential"
@@ -374,42 +783,226 @@ class ExponentialLoss:
     def initial_raw(self, y, sample_weight, init):
         """F0: 0 (``init="zero"``) or half the log-odds of the weighted class
         frequencies (``"prior"``, scikit-learn's 0.5 logit(p); 0 when a class has
-        no weight). Shape (1,)."""
+        no weight). Shape (1,).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        init : {"zero", "prior"} or None
+            ``init`` of the estimator (None: "prior").
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            F0 of each output.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.initial_raw(y, None, "zero").shape[0] == loss.n_outputs
+        True
+        """
         if init == "zero":
             return np.zeros(1)
         return 0.5 * _prior(y, sample_weight, 2, 1)
 
     def start(self, y, sample_weight, raw, n_threads):
-        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1)."""
+        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        raw : ndarray of shape (n_samples, n_outputs)
+            The initial raw scores F0 per row (one column for two classes, K for K classes).
+        n_threads : int
+            Threads of the fit.
+
+        Returns
+        -------
+        object
+            The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
+            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
+            ``held_out_loss(mask)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> state = loss.start(y, None, np.zeros((3, 1)), n_threads=1)
+        >>> callable(state.tree_target) and callable(state.update)
+        True
+        """
         return _ExponentialFit(y, _weights(sample_weight), raw,
                                self.leaf_solver == "exact")
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean exponential loss of raw scores ``raw`` (n, 1) (scikit-learn's
-        ``train_score_`` scale: the loss itself, no factor)."""
+        ``train_score_`` scale: the loss itself, no factor).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+
+        Returns
+        -------
+        float
+            The weighted mean loss (``train_score_`` is it times ``score_factor``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> round(loss.loss(y, raw), 4)
+        0.5011
+        """
         return float(_leaves.exponential_loss(
             np.ascontiguousarray(y, dtype=np.float64),
             np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
 
     def log_odds(self, raw):
-        """The log-odds of the probabilities of raw scores (n, 1): 2F (exact)."""
+        """The log-odds of the probabilities of raw scores (n, 1): 2F (exact).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+            What an exporter writes before the sigmoid or softmax: ``link_scale * raw``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.log_odds(raw).ravel().tolist() == (loss.link_scale * raw).ravel().tolist()
+        True
+        """
         return np.multiply(raw, self.link_scale)
 
     def proba(self, raw, n_threads=1):
-        """Class probabilities (n, 2): column 1 is sigma(2F)."""
+        """Class probabilities (n, 2): column 1 is sigma(2F).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+        n_threads : int, default=1
+            Threads.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.proba(raw).round(3).tolist()
+        [[0.881, 0.119], [0.5, 0.5], [0.018, 0.982]]
+        """
         return BinomialLoss().proba(self.log_odds(raw), n_threads)
 
     def log_proba(self, raw):
-        """log of :meth:`proba`, computed from 2F without overflow or log(0)."""
+        """log of :meth:`proba`, computed from 2F without overflow or log(0).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
+        True
+        """
         return BinomialLoss().log_proba(self.log_odds(raw))
 
     def decision(self, raw):
-        """Class codes of raw scores: 1 where F >= 0, as scikit-learn."""
+        """Class codes of raw scores: 1 where F >= 0, as scikit-learn.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F (one column for two classes, K for K classes).
+
+        Returns
+        -------
+        ndarray of intp, shape (n_samples,)
+            Class codes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> loss.decision(raw).tolist()
+        [0, 1, 1]
+        """
         return (raw[:, 0] >= 0).astype(np.intp)
 
     def raw_from_proba(self, proba):
         """Raw scores (n, 1) of class probabilities (n, 2): 0.5 log(p / (1 - p)) of p
-        = proba[:, 1] clipped to [eps, 1 - eps] (scikit-learn's half-logit link)."""
+        = proba[:, 1] clipped to [eps, 1 - eps] (scikit-learn's half-logit link).
+
+        Parameters
+        ----------
+        proba : array-like of shape (n_samples, n_classes)
+            Class probabilities.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> loss = ExponentialLoss()
+        >>> raw = np.array([[-1.0], [0.0], [2.0]])
+        >>> y = np.array([0, 1, 1])
+        >>> bool(np.allclose(loss.proba(loss.raw_from_proba(loss.proba(raw))), loss.proba(raw)))
+        True
+        """
         return _raw_from_proba(proba, 1, 0.5)
 
 

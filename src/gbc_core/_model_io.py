@@ -103,6 +103,15 @@ class ModelFormatError(ValueError):
     Raised for wrong magic bytes, an unsupported format version, a checksum
     mismatch, truncation, and any inconsistent content (array lengths, tree
     structure, feature ids, non-finite values, class labels, hyper-parameters).
+
+    Examples
+    --------
+    >>> import gbc_core
+    >>> try:
+    ...     gbc_core.from_bytes(b"not a model")
+    ... except gbc_core.ModelFormatError as exc:
+    ...     print(type(exc).__name__, isinstance(exc, ValueError))
+    ModelFormatError True
     """
 
 
@@ -620,11 +629,38 @@ def read_model_bytes(source):
 
 
 def read_header(source):
-    """The JSON header of the model file at ``source`` (a path or a binary file
-    object): format and library versions, classes, parameters, array layout.
+    """The JSON header of a model file: format and library versions, classes,
+    parameters, array layout.
 
     Only the prelude and the header are read and checked (not the payload or the
-    checksum): use it to look at a file before loading it.
+    checksum): use it to look at a file before loading it. Public as
+    ``gbc_core.read_model_header``.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or binary file object
+        The model file.
+
+    Returns
+    -------
+    dict
+        The header's keys (``docs/model_format.md``), e.g. ``format_version``,
+        ``library_version``, ``classes``, ``params``, ``n_trees``.
+
+    Raises
+    ------
+    gbc_core.ModelFormatError
+        When the prelude or the header is invalid.
+
+    Examples
+    --------
+    >>> import io
+    >>> import gbc_core
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> data = GradientBoostingClassifier(n_estimators=3).fit([[0.0], [1.0]], [0, 1]).to_bytes()
+    >>> header = gbc_core.read_model_header(io.BytesIO(data))
+    >>> header["format_version"], header["n_trees"]
+    (3, 3)
     """
     fh, own = _open_source(source)
     try:

@@ -220,7 +220,9 @@ PARAMS = (
                                  Fraction(0, 1, low_open=True)],
           "features drawn for each node: 'sqrt', 'log2', a count or a fraction "
           "(None: all)"),
-    Param("verbose", 0, [Integer(0)], "print one line per iteration when > 0",
+    Param("verbose", 0, [Integer(0)], "print scikit-learn's progress report (iteration, training loss, out-of-bag "
+          "improvement, validation loss, time left): 1 at iterations 1-10, 20, ..., 100, "
+          "200, ...; 2 or more every iteration",
           cli="count"),
     Param("warm_start", False, [Boolean()],
           "fit adds trees to the fitted model up to n_estimators", cli=None),
@@ -241,7 +243,8 @@ PARAMS = (
           "bins per feature of split_method='hist' (missing values get one more)"),
     Param("class_weight", None, [NONE, Options("balanced"), ClassWeights()],
           "weights of the classes, multiplied with the sample weights: 'balanced' "
-          "or a dict of label -> weight"),
+          "or a dict of label -> weight (command line: a JSON object such as "
+          "'{\"0\": 1, \"1\": 3}', labels matched to the target's by value)"),
     Param("leaf_solver", "newton", [Options("newton", "exact")],
           "leaf values: 'newton' (one Newton step, the paper's eq. 1) or 'exact' (each "
           "leaf's gamma minimises the leaf's loss exactly; pure leaves capped)"),

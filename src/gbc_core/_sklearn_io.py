@@ -155,6 +155,17 @@ def from_sklearn(est):
         For anything but a scikit-learn GradientBoostingClassifier.
     ValueError
         For an unfitted model, or an init estimator whose scores vary by row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gbc_core
+    >>> from sklearn.ensemble import GradientBoostingClassifier as SklearnGBC
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]])
+    >>> sk = SklearnGBC(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+    >>> model = gbc_core.from_sklearn(sk)
+    >>> bool(np.allclose(model.predict_proba(X), sk.predict_proba(X), rtol=0, atol=1e-12))
+    True
     """
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted

@@ -712,7 +712,23 @@ def scale_weights(w):
 
 class DataConversionWarning(UserWarning):
     """A conversion of the input changed its shape, type or values (e.g. integers
-    beyond 2**24 that float32 does not represent)."""
+    beyond 2**24 that float32 does not represent).
+
+    When scikit-learn is loaded, the warning raised is scikit-learn's own
+    ``DataConversionWarning`` (so its checks recognise it); ``gbc_core.DataConversionWarning``
+    names the class in use.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import gbc_core
+    >>> X = [[2.0**25 + 1], [1.0], [2.0], [3.0]]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = gbc_core.GradientBoostingClassifier(n_estimators=1).fit(X, [0, 1, 0, 1])
+    >>> any(issubclass(w.category, gbc_core.DataConversionWarning) for w in caught)
+    True
+    """
 
 
 def _conversion_warning_class():

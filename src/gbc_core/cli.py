@@ -78,6 +78,8 @@ def _parameter_type(param):
         candidates = [text]
         if text.strip().lower() == "none":
             candidates.append(None)
+        if text.lstrip().startswith("{"):  # a dict, as JSON: {"0": 1, "1": 3}
+            candidates.append(_json_object(text, param.name))
         for convert in (int, float):  # "2" is the integer 2, never the fraction 2.0
             try:
                 candidates.append(convert(text))
@@ -92,6 +94,23 @@ def _parameter_type(param):
 
     parse.__name__ = param.name  # argparse names the type in its errors
     return parse
+
+
+def _json_object(text, name):
+    """The JSON object ``text`` as a dict (keys are text: the labels are matched to
+    the classes by value once the data is read, as ``--class`` and the evaluation
+    labels are)."""
+    import argparse
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{name}: {text!r} is not a JSON object ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{name}: {text!r} is not a JSON object")
+    return value
 
 
 def _positive_int(text):

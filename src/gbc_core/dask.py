@@ -11,9 +11,20 @@ with ``n_jobs`` threads chosen so that the workers of a host times their threads
 oversubscribe it: ``max(1, cpus // (workers on the host x threads per worker))``.
 
 >>> import dask.dataframe as dd
+>>> import pandas as pd
+>>> from distributed import Client, LocalCluster
+>>> from gbc_core import GradientBoostingClassifier
 >>> from gbc_core.dask import predict_proba
->>> ddf = dd.read_parquet("data/*.parquet")
->>> proba = predict_proba(model, ddf)   # dask Array (n, n_classes); columns by name
+>>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+>>> client = Client(cluster)
+>>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+>>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, [0, 0, 1, 1])
+>>> ddf = dd.from_pandas(X, npartitions=2)   # or dd.read_parquet("data/*.parquet")
+>>> proba = predict_proba(model, ddf, client=client)  # a Dask Array (n, n_classes)
+>>> bool((proba.compute() == model.predict_proba(X)).all())
+True
+>>> client.close()
+>>> cluster.close()
 
 Results are bit-identical to ``model.predict_proba`` in one process. The module uses
 the public API only (``Booster``: ``from_bytes``, ``predict_raw``,
@@ -159,7 +170,23 @@ def _get_client(client=None):
 
 
 def workers_per_host(client):
-    """``{host: number of workers}`` of a distributed client's cluster."""
+    """``{host: number of workers}`` of a distributed client's cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        The client (None: no cluster, an empty dict).
+
+    Returns
+    -------
+    dict of str to int
+
+    Examples
+    --------
+    >>> from gbc_core.dask import workers_per_host
+    >>> workers_per_host(None)
+    {}
+    """
     if client is None:
         return {}
     try:
@@ -224,38 +251,166 @@ def predict_proba(model, X, *, n_jobs=None, client=None):
         A fitted model, or its ``to_bytes()``.
     X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
         A DataFrame's columns are selected by the model's feature names (any order,
-        extra columns ignored) when it was fitted with names.
+        other columns ignored); an Array's columns are the model's features in order.
     n_jobs : int, optional
         Threads per task; default: the host's CPUs divided among its workers' threads
-        on a distributed cluster, 1 with the local schedulers.
+        (so the workers of a host do not oversubscribe it).
     client : distributed.Client, optional
         Default: the current client, if any.
 
     Returns
     -------
-    dask.array.Array of shape (n, n_classes), float64 (lazy; call ``.compute()``).
+    dask.array.Array of shape (n, n_classes), float64
+        Lazy; call ``.compute()``. Bit-identical to ``model.predict_proba``.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from distributed import Client, LocalCluster
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
+    >>> ddf = dd.from_pandas(X, npartitions=2)
+    >>> from gbc_core.dask import predict_proba
+    >>> proba = predict_proba(model, ddf, client=client).compute()
+    >>> bool((proba == model.predict_proba(X)).all())
+    True
+    >>> client.close()
+    >>> cluster.close()
     """
     return _apply(model, X, _proba_block, n_jobs, client, "proba")
 
 
 def predict(model, X, *, n_jobs=None, client=None):
-    """Predicted labels (the class of largest probability), as a lazy Dask Array."""
+    """Predicted labels (the class of largest probability), scored on the workers.
+
+    Parameters
+    ----------
+    model : GradientBoostingClassifier, Booster or bytes
+        A fitted model, or its ``to_bytes()``.
+    X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+        A DataFrame's columns are selected by the model's feature names (any order,
+        other columns ignored); an Array's columns are the model's features in order.
+    n_jobs : int, optional
+        Threads per task; default: the host's CPUs divided among its workers' threads
+        (so the workers of a host do not oversubscribe it).
+    client : distributed.Client, optional
+        Default: the current client, if any.
+
+    Returns
+    -------
+    dask.array.Array of shape (n,)
+        Lazy; the labels of ``model.classes_``.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from distributed import Client, LocalCluster
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
+    >>> ddf = dd.from_pandas(X, npartitions=2)
+    >>> from gbc_core.dask import predict
+    >>> predict(model, ddf, client=client).compute().tolist()
+    ['n', 'n', 'y', 'y']
+    >>> client.close()
+    >>> cluster.close()
+    """
     return _apply(model, X, _label_block, n_jobs, client, "label")
 
 
 def decision_function(model, X, *, n_jobs=None, client=None):
-    """Raw scores F(x), as a lazy Dask Array: shape (n,) for two classes, (n,
-    n_classes) otherwise."""
+    """Raw scores F(x), scored on the workers.
+
+    Parameters
+    ----------
+    model : GradientBoostingClassifier, Booster or bytes
+        A fitted model, or its ``to_bytes()``.
+    X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+        A DataFrame's columns are selected by the model's feature names (any order,
+        other columns ignored); an Array's columns are the model's features in order.
+    n_jobs : int, optional
+        Threads per task; default: the host's CPUs divided among its workers' threads
+        (so the workers of a host do not oversubscribe it).
+    client : distributed.Client, optional
+        Default: the current client, if any.
+
+    Returns
+    -------
+    dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise
+        Lazy; bit-identical to ``model.decision_function``.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from distributed import Client, LocalCluster
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
+    >>> ddf = dd.from_pandas(X, npartitions=2)
+    >>> from gbc_core.dask import decision_function
+    >>> raw = decision_function(model, ddf, client=client).compute()
+    >>> bool((raw == model.decision_function(X)).all())
+    True
+    >>> client.close()
+    >>> cluster.close()
+    """
     return _apply(model, X, _decision_block, n_jobs, client, "raw")
 
 
 def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     """Score an iterator of chunks (objects with an ``X`` array) on a cluster, in order.
 
-    Yields ``(chunk, raw scores (n, n_outputs))`` in the order of ``chunks`` while at most ``window``
-    chunks are in flight (default: two per worker thread), so memory stays bounded
-    by the chunk size. ``client`` is a ``distributed.Client`` or a scheduler address.
-    Used by ``gbc-core predict --dask ADDRESS``.
+    At most ``window`` chunks are in flight (default: two per worker thread), so
+    memory stays bounded by the chunk size. Used by ``gbc-core predict --dask ADDRESS``.
+
+    Parameters
+    ----------
+    client : distributed.Client or str
+        A client, or a scheduler address (a client is opened and closed here).
+    model : GradientBoostingClassifier, Booster or bytes
+        A fitted model, or its ``to_bytes()``.
+    chunks : iterable
+        Objects with an ``X`` attribute: a float32 array (rows, the model's features).
+    n_jobs : int, optional
+        Threads per task (default: the host's CPUs divided among its workers' threads).
+    window : int, optional
+        Most chunks scored at once (default: two per worker thread).
+
+    Yields
+    ------
+    chunk : object
+        Each chunk, in the order of ``chunks``.
+    raw : ndarray of shape (n_rows, n_outputs)
+        Its raw scores.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from distributed import Client, LocalCluster
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
+    >>> ddf = dd.from_pandas(X, npartitions=2)
+    >>> import types
+    >>> from gbc_core.dask import score_chunks
+    >>> chunks = [types.SimpleNamespace(X=X.to_numpy("float32")[i:i + 2]) for i in (0, 2)]
+    >>> [raw.shape for _, raw in score_chunks(client, model, chunks)]
+    [(2, 1), (2, 1)]
+    >>> client.close()
+    >>> cluster.close()
     """
     try:
         from distributed import Client
@@ -693,6 +848,10 @@ class DaskGradientBoostingClassifier:
 
     Parameters
     ----------
+    n_estimators, learning_rate, max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, subsample, max_features, init, random_state, n_jobs, verbose, validation_fraction, n_iter_no_change, tol, warm_start, class_weight, loss, split_method, max_bins, leaf_solver
+        As :class:`gbc_core.GradientBoostingClassifier`'s, with the defaults of
+        its parameter table (``split_method`` must be ``"hist"``; what the
+        distributed fit does not support is refused by ``fit``).
     client : distributed.Client, optional
         Default: the current client.
     step_timeout : float, default=120
@@ -704,6 +863,26 @@ class DaskGradientBoostingClassifier:
     booster_ : Booster
         The fitted model; the fitted attributes of the in-memory estimator are read
         through :meth:`to_local`.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from distributed import Client, LocalCluster
+    >>> from gbc_core.dask import DaskGradientBoostingClassifier
+    >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+    >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+    >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+    >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+    >>> model = model.fit(ddf, dy)
+    >>> local = model.to_local()          # a GradientBoostingClassifier: save, load, ...
+    >>> local.n_estimators_
+    5
+    >>> client.close()
+    >>> cluster.close()
     """
 
     def __init__(self, n_estimators=100, learning_rate=0.1, max_depth=3,
@@ -740,13 +919,47 @@ class DaskGradientBoostingClassifier:
     _OWN = ("client", "step_timeout")
 
     def get_params(self, deep=True):
-        """The parameters (scikit-learn's convention)."""
+        """The parameters (scikit-learn's convention).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Unused (no sub-estimators); scikit-learn's signature.
+
+        Returns
+        -------
+        dict
+            Every hyper-parameter, ``client`` and ``step_timeout``.
+
+        Examples
+        --------
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> DaskGradientBoostingClassifier(max_bins=64).get_params()["max_bins"]
+        64
+        """
         import inspect
 
         names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
         return {name: getattr(self, name) for name in names}
 
     def set_params(self, **params):
+        """Set parameters (scikit-learn's convention).
+
+        Parameters
+        ----------
+        **params : dict
+            Parameter names and values; an unknown name is a ValueError.
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> DaskGradientBoostingClassifier().set_params(n_estimators=20).n_estimators
+        20
+        """
         valid = self.get_params()
         for key, value in params.items():
             if key not in valid:
@@ -774,6 +987,26 @@ class DaskGradientBoostingClassifier:
         Returns
         -------
         self
+            The fitted estimator (``booster_``).
+
+        Examples
+        --------
+        >>> import dask.dataframe as dd
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from distributed import Client, LocalCluster
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+        >>> client = Client(cluster)
+        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+        >>> model = model.fit(ddf, dy)
+        >>> model.booster_.n_estimators_
+        5
+        >>> client.close()
+        >>> cluster.close()
         """
         _import_dask()
         from ._booster import Booster
@@ -984,14 +1217,65 @@ class DaskGradientBoostingClassifier:
 
     def to_local(self):
         """The fitted model as a plain :class:`gbc_core.GradientBoostingClassifier`
-        (save, load, the command line, everything)."""
+        (save, load, the command line, everything).
+
+        Returns
+        -------
+        GradientBoostingClassifier
+            Fitted, with this estimator's parameters.
+
+        Examples
+        --------
+        >>> import dask.dataframe as dd
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from distributed import Client, LocalCluster
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+        >>> client = Client(cluster)
+        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+        >>> model = model.fit(ddf, dy)
+        >>> local = model.to_local()
+        >>> local.n_estimators_, bool((local.predict_proba(X) == model.predict_proba(X)).all())
+        (5, True)
+        >>> client.close()
+        >>> cluster.close()
+        """
         from ._classifier import GradientBoostingClassifier
 
         return GradientBoostingClassifier.from_bytes(
             self._booster().to_bytes(params=self._model_params()))
 
     def trees(self):
-        """The fitted trees (see ``GradientBoostingClassifier.trees``)."""
+        """The fitted trees (see ``GradientBoostingClassifier.trees``).
+
+        Returns
+        -------
+        list of ndarray
+            One node array (``gbc_core.NODE_DTYPE``) per tree, in iteration order.
+
+        Examples
+        --------
+        >>> import dask.dataframe as dd
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from distributed import Client, LocalCluster
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+        >>> client = Client(cluster)
+        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+        >>> model = model.fit(ddf, dy)
+        >>> len(model.trees())
+        5
+        >>> client.close()
+        >>> cluster.close()
+        """
         return self._local().trees()
 
     def _local(self):
@@ -1006,19 +1290,110 @@ class DaskGradientBoostingClassifier:
 
     def predict_proba(self, X):
         """Class probabilities: a NumPy array for NumPy/pandas input, a lazy Dask Array
-        for Dask input (scored on the workers)."""
+        for Dask input (scored on the workers).
+
+        Parameters
+        ----------
+        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+            Rows to score: Dask input is scored on the workers, anything else in this
+            process.
+
+        Returns
+        -------
+        ndarray or dask.array.Array of shape (n, n_classes)
+
+        Examples
+        --------
+        >>> import dask.dataframe as dd
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from distributed import Client, LocalCluster
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+        >>> client = Client(cluster)
+        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+        >>> model = model.fit(ddf, dy)
+        >>> proba = model.predict_proba(ddf).compute()
+        >>> bool((proba == model.predict_proba(X)).all())
+        True
+        >>> client.close()
+        >>> cluster.close()
+        """
         if self._is_dask(X):
             return predict_proba(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
         return self._local().predict_proba(X)
 
     def predict(self, X):
-        """Predicted labels (NumPy, or Dask for Dask input)."""
+        """Predicted labels (NumPy, or Dask for Dask input).
+
+        Parameters
+        ----------
+        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+            Rows to score: Dask input is scored on the workers, anything else in this
+            process.
+
+        Returns
+        -------
+        ndarray or dask.array.Array of shape (n,)
+
+        Examples
+        --------
+        >>> import dask.dataframe as dd
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from distributed import Client, LocalCluster
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+        >>> client = Client(cluster)
+        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+        >>> model = model.fit(ddf, dy)
+        >>> model.predict(X.iloc[[0, 39]]).tolist()
+        [0, 1]
+        >>> client.close()
+        >>> cluster.close()
+        """
         if self._is_dask(X):
             return predict(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
         return self._local().predict(X)
 
     def decision_function(self, X):
-        """Raw scores F(x) (NumPy, or Dask for Dask input)."""
+        """Raw scores F(x) (NumPy, or Dask for Dask input).
+
+        Parameters
+        ----------
+        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+            Rows to score: Dask input is scored on the workers, anything else in this
+            process.
+
+        Returns
+        -------
+        ndarray or dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise
+
+        Examples
+        --------
+        >>> import dask.dataframe as dd
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> from distributed import Client, LocalCluster
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+        >>> client = Client(cluster)
+        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
+        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+        >>> model = model.fit(ddf, dy)
+        >>> model.decision_function(ddf).compute().shape
+        (40,)
+        >>> client.close()
+        >>> cluster.close()
+        """
         if self._is_dask(X):
             return decision_function(self._booster(), X, n_jobs=self.n_jobs,
                                      client=self.client)

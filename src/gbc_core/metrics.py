@@ -16,11 +16,25 @@ def log_loss(y_true, proba, sample_weight=None, eps=None):
 
     Parameters
     ----------
-    y_true : array-like of {0, 1}
-    proba : array-like of probabilities in [0, 1]
-    sample_weight : array-like, default=None
+    y_true : array-like of {0, 1}, shape (n_samples,)
+        The labels.
+    proba : array-like of shape (n_samples,)
+        Probabilities of the positive class, in [0, 1].
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows (None: all 1).
     eps : float, default=None
         Clip probabilities to ``[eps, 1 - eps]`` (default: float64 machine epsilon).
+
+    Returns
+    -------
+    float
+        The weighted mean of -(y log p + (1 - y) log(1 - p)).
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import log_loss
+    >>> round(log_loss([1, 0], [0.8, 0.4]), 4)
+    0.367
     """
     y = np.ascontiguousarray(y_true, dtype=np.float64).reshape(-1)
     p = np.ascontiguousarray(proba, dtype=np.float64).reshape(-1)
@@ -47,8 +61,21 @@ def log_loss_from_raw(y_true, raw, sample_weight=None):
     y_true : array-like of shape (n_samples,)
         {0, 1} for raw scores of shape (n_samples,) (F of the positive class); class
         codes 0 .. K - 1 for raw scores of shape (n_samples, K), K >= 3 (softmax).
-    raw : array-like
-    sample_weight : array-like, default=None
+    raw : array-like of shape (n_samples,) or (n_samples, K)
+        Raw scores F (``decision_function``).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows (None: all 1).
+
+    Returns
+    -------
+    float
+        The weighted mean log-loss of sigma(F) (softmax(F) for K classes).
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import log_loss_from_raw
+    >>> round(log_loss_from_raw([1, 0], [0.0, 0.0]), 4)   # p = 0.5: log 2
+    0.6931
     """
     f = np.asarray(raw, dtype=np.float64)
     w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
@@ -60,7 +87,29 @@ def log_loss_from_raw(y_true, raw, sample_weight=None):
 
 
 def roc_auc(y_true, score, sample_weight=None):
-    """Area under the ROC curve (ties get half credit), optionally weighted."""
+    """Area under the ROC curve (ties get half credit), optionally weighted.
+
+    Parameters
+    ----------
+    y_true : array-like of {0, 1}, shape (n_samples,)
+        The labels.
+    score : array-like of shape (n_samples,)
+        Scores ranking the rows (probabilities or raw scores of the positive class).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows (None: all 1).
+
+    Returns
+    -------
+    float
+        The probability that a random positive row scores above a random negative
+        one (weighted; a tie counts one half).
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import roc_auc
+    >>> roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    """
     y = np.asarray(y_true).astype(bool)
     s = np.asarray(score, dtype=np.float64)
     w = np.ones(y.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
@@ -104,6 +153,13 @@ def roc_auc_ovr(codes, proba, sample_weight=None, *, return_per_class=False):
         The macro average; None when no class has an AUC.
     per_class : ndarray of shape (K,)
         Only with ``return_per_class``: each class's AUC, NaN for a class without one.
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import roc_auc_ovr
+    >>> proba = [[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]]
+    >>> roc_auc_ovr([0, 1, 2, 1], proba)
+    1.0
     """
     codes = np.asarray(codes)
     proba = np.asarray(proba, dtype=np.float64)
@@ -118,7 +174,27 @@ def roc_auc_ovr(codes, proba, sample_weight=None, *, return_per_class=False):
 
 
 def accuracy(y_true, y_pred, sample_weight=None):
-    """Weighted fraction of correct predictions."""
+    """Weighted fraction of correct predictions.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        The labels.
+    y_pred : array-like of shape (n_samples,)
+        The predicted labels.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows (None: all 1).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import accuracy
+    >>> accuracy(["a", "b", "b"], ["a", "b", "a"], sample_weight=[1, 1, 2])
+    0.5
+    """
     return float(np.average(np.asarray(y_true) == np.asarray(y_pred), weights=sample_weight))
 
 
@@ -128,6 +204,26 @@ def confusion_matrix(y_true, y_pred, labels):
 
     One pass over the samples whatever the number of labels: each label becomes its
     index in ``labels``, then the pairs are counted (``confusion_from_codes``).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        The labels.
+    y_pred : array-like of shape (n_samples,)
+        The predicted labels.
+    labels : array-like of shape (n_classes,)
+        The classes, in the order of the rows and columns.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_classes, n_classes)
+        Rows: true class; columns: predicted class.
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import confusion_matrix
+    >>> confusion_matrix(["a", "b", "b"], ["a", "b", "a"], labels=["a", "b"]).tolist()
+    [[1, 0], [1, 1]]
     """
     labels = np.asarray(labels)
     return confusion_from_codes(_label_indices(y_true, labels), _label_indices(y_pred, labels),
@@ -151,9 +247,30 @@ def _label_indices(values, labels):
 
 
 def confusion_from_codes(true_codes, pred_codes, n_classes):
-    """The confusion matrix (n_classes, n_classes) of class codes (integers in
-    [0, n_classes); a negative code is not counted): one ``np.bincount`` of the
-    pairs, linear in the samples; the matrix itself holds n_classes**2 counts."""
+    """The confusion matrix of class codes.
+
+    One ``np.bincount`` of the pairs, linear in the samples; the matrix itself holds
+    n_classes**2 counts.
+
+    Parameters
+    ----------
+    true_codes : array-like of int, shape (n_samples,)
+        True class codes in [0, n_classes); a negative code is not counted.
+    pred_codes : array-like of int, shape (n_samples,)
+        Predicted class codes, likewise.
+    n_classes : int
+        The number of classes.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_classes, n_classes)
+
+    Examples
+    --------
+    >>> from gbc_core.metrics import confusion_from_codes
+    >>> confusion_from_codes([0, 1, 1, -1], [0, 1, 0, 0], 2).tolist()
+    [[1, 0], [1, 1]]
+    """
     true_codes = np.asarray(true_codes, dtype=np.int64).reshape(-1)
     pred_codes = np.asarray(pred_codes, dtype=np.int64).reshape(-1)
     keep = (true_codes >= 0) & (pred_codes >= 0)

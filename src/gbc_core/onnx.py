@@ -215,6 +215,19 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
         holds as they are (byte strings, Python objects of mixed types).
     TypeError
         For anything but a gbc-core model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnxruntime as ort
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> from gbc_core.onnx import to_onnx
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]], dtype=np.float32)
+    >>> model = GradientBoostingClassifier(n_estimators=3).fit(X, ["a", "a", "b", "b"])
+    >>> session = ort.InferenceSession(to_onnx(model).SerializeToString())
+    >>> label, proba = session.run(["label", "probabilities"], {"input": X})
+    >>> label.tolist(), bool(np.allclose(proba, model.predict_proba(X), atol=1e-6))
+    (['a', 'a', 'b', 'b'], True)
     """
     onnx = _require_onnx()
     from onnx import TensorProto, helper

@@ -32,7 +32,23 @@ PAPER_LEARNING_RATE = 0.1
 
 
 def float32_at_most(t):
-    """Largest float32 not above ``t`` (so float32 ``x <= t32`` iff ``x <= t``)."""
+    """Largest float32 not above ``t`` (so float32 ``x <= t32`` iff ``x <= t``).
+
+    Parameters
+    ----------
+    t : float
+        A threshold.
+
+    Returns
+    -------
+    numpy.float32
+
+    Examples
+    --------
+    >>> from gbc_core.paper import float32_at_most
+    >>> bool(float32_at_most(0.1) <= 0.1)
+    True
+    """
     t32 = np.float32(t)
     if float(t32) > t:
         t32 = np.nextafter(t32, np.float32(-np.inf))
@@ -40,7 +56,26 @@ def float32_at_most(t):
 
 
 def stump_nodes(threshold, feature=0):
-    """Nodes of a one-split tree: root ``x[feature] <= threshold``, leaves 1 and 2."""
+    """Nodes of a one-split tree: root ``x[feature] <= threshold``, leaves 1 and 2.
+
+    Parameters
+    ----------
+    threshold : float
+        The split.
+    feature : int, default=0
+        The feature split on.
+
+    Returns
+    -------
+    ndarray of ``gbc_core.NODE_DTYPE``, shape (3,)
+        The root and its two leaves (leaf values 0, set by the fit).
+
+    Examples
+    --------
+    >>> from gbc_core.paper import stump_nodes
+    >>> stump_nodes(3.5)["feature"].tolist()
+    [0, -1, -1]
+    """
     nodes = np.zeros(3, dtype=NODE_DTYPE)
     nodes["feature"] = [feature, -1, -1]
     nodes["left"] = [1, -1, -1]
@@ -71,6 +106,13 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
         Per iteration: ``residual`` (r_m, before the tree), ``prob_before``
         (p_{m-1}), ``leaf`` (1 or 2 per sample), ``gamma`` ({1: gamma_1, 2: gamma_2}),
         ``raw`` (F_m) and ``prob`` (p_m).
+
+    Examples
+    --------
+    >>> from gbc_core.paper import PAPER_X, PAPER_Y, fit_fixed_stumps
+    >>> model, history = fit_fixed_stumps(PAPER_X, PAPER_Y, [3.5], learning_rate=0.1)
+    >>> {leaf: round(gamma, 4) for leaf, gamma in history[0]["gamma"].items()}
+    {1: 0.6667, 2: -0.6667}
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.intp)
@@ -101,7 +143,22 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
 
 
 def paper_example():
-    """The appendix run: ``fit_fixed_stumps(PAPER_X, PAPER_Y, PAPER_THRESHOLDS, 0.1)``."""
+    """The appendix run: ``fit_fixed_stumps(PAPER_X, PAPER_Y, PAPER_THRESHOLDS, 0.1)``.
+
+    Returns
+    -------
+    model : Booster
+        The three stumps of the appendix.
+    history : list of dict
+        Per iteration, as :func:`fit_fixed_stumps` gives it.
+
+    Examples
+    --------
+    >>> from gbc_core.paper import paper_example
+    >>> model, history = paper_example()
+    >>> model.predict_proba([[7.0]]).round(4)     # the appendix's prediction for x = 7
+    array([[0.5142, 0.4858]])
+    """
     return fit_fixed_stumps(PAPER_X, PAPER_Y, PAPER_THRESHOLDS, PAPER_LEARNING_RATE)
 
 
@@ -141,6 +198,16 @@ def trace(model, X, y, *, digits=4, file=None):
     -------
     str
         The text printed.
+
+    Examples
+    --------
+    >>> import io
+    >>> from gbc_core import GradientBoostingClassifier
+    >>> from gbc_core.paper import PAPER_X, PAPER_Y, trace
+    >>> model = GradientBoostingClassifier(n_estimators=1, max_depth=1).fit(PAPER_X[:, None], PAPER_Y)
+    >>> text = trace(model, PAPER_X, PAPER_Y, file=io.StringIO())
+    >>> "Iteration 1" in text and "gamma newton" in text
+    True
     """
     import sys
 

@@ -24,6 +24,13 @@ def load_higgs_sample():
     y_train : ndarray of shape (7000,), labels in {0, 1}
     X_test : ndarray of shape (500, 28)
     y_test : ndarray of shape (500,)
+
+    Examples
+    --------
+    >>> from gbc_core.datasets import load_higgs_sample
+    >>> X_train, y_train, X_test, y_test = load_higgs_sample()
+    >>> X_train.shape, X_test.shape, sorted(set(y_train.tolist()))
+    ((7000, 28), (500, 28), [0, 1])
     """
     X_train, y_train = _read_tsv_gz("higgs_sample.train.gz")
     X_test, y_test = _read_tsv_gz("higgs_sample.test.gz")
