@@ -142,7 +142,7 @@ def make_split_finder(X, params):
     """
     n_threads = params["n_threads"]
     if params["split_method"] == "exact":
-        return ExactSplitFinder(X, n_threads)
+        return ExactSplitFinder(np.asfortranarray(X), n_threads)
     mapper = BinMapper(max_bins=params["max_bins"]).fit(X, n_threads)
     bins = mapper.transform(X, n_threads)
     lo, hi = bin_value_ranges(X, bins, mapper.missing_bin, n_threads)
@@ -156,7 +156,9 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
 
     Parameters
     ----------
-    X : float32 array of shape (n_samples, n_features), Fortran order
+    X : float32 array of shape (n_samples, n_features)
+        Fortran order, or C order with ``params["split_method"] == "hist"`` (binned
+        as it is; the exact search and out-of-bag routing take a Fortran copy).
     y : int array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
@@ -212,9 +214,16 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     n_rows = X.shape[0]
     n_threads = params["n_threads"]
     lr = params["learning_rate"]
+    # The grower partitions on raw X (Fortran order) for the exact search, on the
+    # bins for the histogram search, which needs X only to route out-of-bag rows.
+    grower_X = X
+    if params["split_method"] == "exact" or params["subsample"] < 1.0:
+        grower_X = X = np.asfortranarray(X)
+    elif not X.flags.f_contiguous:
+        grower_X = None
     finder = make_split_finder(X, params)
     grower = TreeGrower(
-        X, finder, -1 if params["max_depth"] is None else params["max_depth"],
+        grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
         params["max_features"], n_threads,
     )
@@ -245,6 +254,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         bound = np.abs(init_raw)
         record = FitRecord()
     state = loss.start(y, sample_weight, raw, n_threads)
+    del raw  # the state holds its own copy
     n_done = len(trees) // n_outputs
 
     raw_val = None
