@@ -280,7 +280,9 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     for m in range(n_done, params["n_estimators"]):
         if stop:
             break
-        rng = np.random.default_rng([seed, m])
+        # (Nothing to draw without subsampling and feature draws: no stream.)
+        draws = params["subsample"] < 1.0 or params["max_features"] < n_features
+        rng = np.random.default_rng([seed, m]) if draws else None
         mask = None
         if params["subsample"] < 1.0:
             mask = np.zeros(n_samples, dtype=np.uint8)
