@@ -7,6 +7,7 @@ all of them span the same periods of a machine whose speed drifts.
 Usage::
 
     python benchmarks/hist_vs_lightgbm.py --rows 1000000 --n-jobs 1,2 --rounds 3
+    python benchmarks/hist_vs_lightgbm.py --order C --methods hist,lightgbm   # C-order X
 
 Data: scikit-learn's ``make_classification`` (28 float32 features, 14 informative,
 seed 0), the first ``--rows`` rows to fit and 100,000 more to score (test AUC),
@@ -35,6 +36,8 @@ def rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 Xtr = np.load(os.path.join(data, "X_train.npy"))  # float32, Fortran order
+if len(sys.argv) > 4 and sys.argv[4] == "C":
+    Xtr = np.ascontiguousarray(Xtr)
 ytr = np.load(os.path.join(data, "y_train.npy"))
 if method == "lightgbm":
     import lightgbm
@@ -75,12 +78,12 @@ def make_data(rows, directory):
     np.save(os.path.join(directory, "y_test.npy"), y[rows:])
 
 
-def run(method, n_jobs, data, src):
+def run(method, n_jobs, data, src, order="F"):
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (os.path.abspath(src), os.environ.get("PYTHONPATH")) if p)
-    out = subprocess.run([sys.executable, "-c", WORKER, method, str(n_jobs), data],
+    out = subprocess.run([sys.executable, "-c", WORKER, method, str(n_jobs), data, order],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -91,13 +94,16 @@ def main():
     parser.add_argument("--n-jobs", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--methods", default="hist,lightgbm,exact")
+    parser.add_argument("--order", default="F", choices=("F", "C"),
+                        help="memory order of the float32 X given to fit")
     parser.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"),
                         help="gbc-core source tree to import (built in place)")
     args = parser.parse_args()
     methods = args.methods.split(",")
     with tempfile.TemporaryDirectory() as data:
         make_data(args.rows, data)
-        print(f"{args.rows} rows x 28 float32 (X = {args.rows * 28 * 4 / 2**20:.0f} MiB), "
+        print(f"{args.rows} rows x 28 float32 in {args.order} order "
+              f"(X = {args.rows * 28 * 4 / 2**20:.0f} MiB), "
               f"100 iterations of depth 3, {args.rounds} interleaved rounds; load average "
               "at start " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
         print("| n_jobs | method | fit s (median) | per round | fit CPU s (all threads) | "
@@ -107,7 +113,7 @@ def main():
             results = {m: [] for m in methods}
             for _ in range(args.rounds):
                 for m in methods:
-                    results[m].append(run(m, n_jobs, data, args.src))
+                    results[m].append(run(m, n_jobs, data, args.src, args.order))
             for m in methods:
                 r = results[m]
                 print(f"| {n_jobs} | {m} | {statistics.median(x['fit'] for x in r):.2f} | "

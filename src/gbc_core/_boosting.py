@@ -216,7 +216,7 @@ def make_split_finder(X, params):
     """
     n_threads = params["n_threads"]
     if params["split_method"] == "exact":
-        return ExactSplitFinder(X, n_threads)
+        return ExactSplitFinder(np.asfortranarray(X), n_threads)
     mapper = BinMapper(max_bins=params["max_bins"]).fit(X, n_threads)
     bins = mapper.transform(X, n_threads)
     if is_sparse_matrix(X):
@@ -235,7 +235,9 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
 
     Parameters
     ----------
-    X : float32 array (n_samples, n_features), Fortran order, or a float32 CSC matrix
+    X : float32 array (n_samples, n_features), or a float32 CSC matrix
+        Fortran order, or C order with ``params["split_method"] == "hist"`` (binned
+        as it is; the exact search and out-of-bag routing take a Fortran copy).
         Sparse X (``check_features(..., sparse="csc")``): ``split_method="hist"``
         bins its columns without densifying them (and routes out-of-bag rows on
         them); ``"exact"`` densifies it first (``dense_columns``: n_samples x
@@ -299,10 +301,17 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     n_rows = X.shape[0]
     n_threads = params["n_threads"]
     lr = params["learning_rate"]
+    # The grower partitions on raw X (Fortran order) for the exact search, on the
+    # bins for the histogram search, which needs X only to route out-of-bag rows.
+    # A sparse X (hist only) routes out-of-bag rows on its CSC columns.
+    grower_X = None if sparse else X
+    if not sparse and (params["split_method"] == "exact" or params["subsample"] < 1.0):
+        grower_X = X = np.asfortranarray(X)
+    elif not sparse and not X.flags.f_contiguous:
+        grower_X = None
     finder = make_split_finder(X, params)
     grower = TreeGrower(
-        None if sparse else X, finder,
-        -1 if params["max_depth"] is None else params["max_depth"],
+        grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
         params["max_features"], n_threads, columns=sparse_arrays(X) if sparse else None,
     )
@@ -334,6 +343,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         bound = np.abs(init_raw)
         record = FitRecord()
     state = loss.start(y, sample_weight, raw, n_threads)
+    del raw  # the state holds its own copy
     n_done = len(trees) // n_outputs
 
     raw_val = None
@@ -359,7 +369,9 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     for m in range(n_done, params["n_estimators"]):
         if stop:
             break
-        rng = np.random.default_rng([seed, m])
+        # (Nothing to draw without subsampling and feature draws: no stream.)
+        draws = params["subsample"] < 1.0 or params["max_features"] < n_features
+        rng = np.random.default_rng([seed, m]) if draws else None
         mask = None
         if params["subsample"] < 1.0:
             mask = np.zeros(n_samples, dtype=np.uint8)

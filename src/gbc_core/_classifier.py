@@ -338,10 +338,20 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
-        Xa = check_features(X, "X", dtype=np.float32, order="F", training=True, sparse="csc")
+        # The exact search sorts float32 columns (Fortran order). The histogram search
+        # bins X as it is given when it is float32 in C or Fortran order (no copy: the
+        # fit then holds X once, plus one byte per value for the bins), and a sparse
+        # X as CSC columns.
+        hist = params["split_method"] != "exact"
+        Xa = check_features(X, "X", dtype=np.float32, order="K" if hist else "F",
+                            training=True, sparse="csc")
         sparse = is_sparse_matrix(Xa)
+        if not sparse and not (Xa.flags.f_contiguous or Xa.flags.c_contiguous):
+            Xa = np.asfortranarray(Xa)
         n_samples, n_features = Xa.shape
         classes, codes = check_target(y, n_samples)
+        # int32 codes: the fit's state shares them (4 bytes per row, not 8 + 8).
+        codes = codes.astype(np.int32, copy=False)
         _model_io.check_labels(classes)
         loss = loss_for(classes.size, params["loss"], params["leaf_solver"])
         w = check_sample_weight(sample_weight, n_samples)

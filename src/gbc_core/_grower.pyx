@@ -187,8 +187,9 @@ cdef class TreeGrower:
         readonly int32_t[::1] node_of_row
         int32_t[::1] row_slot          # 0 for an in-bag row, -1 (start_tree)
         int32_t* partition             # in-bag rows, node by node
-        int32_t* scratch_left          # partition buffers
-        int32_t* scratch_right
+        int32_t* scratch               # partition buffer: per block, its left rows
+                                       # from the block's start, its right rows
+                                       # backwards from the block's end
         node_t* nodes
         uint8_t* node_bin              # bin threshold of each split (on_bins)
         intp_t node_capacity
@@ -213,8 +214,7 @@ cdef class TreeGrower:
         self.allowed = NULL
         self.perm = NULL
         self.partition = NULL
-        self.scratch_left = NULL
-        self.scratch_right = NULL
+        self.scratch = NULL
         self.blocks = NULL
         self.block_first = NULL
         self.block_capacity = 0
@@ -264,10 +264,8 @@ cdef class TreeGrower:
                                           "feature draws")
         self.partition = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
                                                "row partition")
-        self.scratch_left = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
-                                                  "row partition")
-        self.scratch_right = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
-                                                   "row partition")
+        self.scratch = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
+                                             "row partition")
         # A first guess; the buffers grow (per level, never per node) when needed.
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
@@ -282,8 +280,7 @@ cdef class TreeGrower:
         free(self.allowed)
         free(self.perm)
         free(self.partition)
-        free(self.scratch_left)
-        free(self.scratch_right)
+        free(self.scratch)
         free(self.blocks)
         free(self.block_first)
 
@@ -622,7 +619,10 @@ cdef class TreeGrower:
             node_of_row[i] = node
 
     cdef void _split_block(self, block_t* blk) noexcept nogil:
-        """Stable split of one block of a node's rows into the two scratch buffers."""
+        """Stable split of one block of a node's rows into its range of the scratch
+        buffer: the left rows in order from the block's start, the right rows in
+        reverse order from the block's end (``_finish_child`` reads them back in
+        order)."""
         cdef intp_t i, n_left = 0, n_right = 0
         cdef int32_t row
         cdef const level_node_t* parent = &self.level_nodes[blk.slot]
@@ -630,8 +630,8 @@ cdef class TreeGrower:
         cdef uint8_t bin = self.node_bin[parent.node]
         cdef uint8_t miss = nd.missing_go_left
         cdef int32_t* part = self.partition
-        cdef int32_t* left = self.scratch_left + blk.start
-        cdef int32_t* right = self.scratch_right + blk.start
+        cdef int32_t* left = self.scratch + blk.start
+        cdef int32_t* right = self.scratch + blk.stop - 1     # written downwards
         cdef const uint8_t* col_b
         cdef const float32_t* col_x
         cdef uint8_t b
@@ -659,7 +659,7 @@ cdef class TreeGrower:
                     left[n_left] = row
                     n_left += 1
                 else:
-                    right[n_right] = row
+                    right[-n_right] = row
                     n_right += 1
         else:
             for i in range(blk.start, blk.stop):
@@ -673,7 +673,7 @@ cdef class TreeGrower:
                     left[n_left] = row
                     n_left += 1
                 else:
-                    right[n_right] = row
+                    right[-n_right] = row
                     n_right += 1
         blk.n_left = n_left
 
@@ -748,7 +748,7 @@ cdef class TreeGrower:
         by block, so the sums do not depend on the number of threads."""
         cdef intp_t b, i, n, pos = nd.start, chunk = -1
         cdef const block_t* blk
-        cdef const int32_t* seg
+        cdef int32_t* seg
         cdef int32_t row
         cdef float64_t w, r
         cdef node_sums_t part
@@ -756,15 +756,16 @@ cdef class TreeGrower:
         _sums_zero(&part)
         for b in range(self.block_first[c // 2], self.block_first[c // 2 + 1]):
             blk = &self.blocks[b]
+            seg = self.partition + pos
             if c % 2 == 0:
-                seg = self.scratch_left + blk.start
                 n = blk.n_left
+                memcpy(seg, self.scratch + blk.start, n * sizeof(int32_t))
             else:
-                seg = self.scratch_right + blk.start
                 n = blk.stop - blk.start - blk.n_left
-            memcpy(self.partition + pos, seg, n * sizeof(int32_t))
+                for i in range(n):
+                    seg[i] = self.scratch[blk.stop - 1 - i]
+            self.finder.rows_moved(self.partition, pos, pos + n, <int32_t>c)
             pos += n
-            self.finder.rows_moved(seg, 0, n, <int32_t>c)
             if not with_sums:
                 continue
             for i in range(n):

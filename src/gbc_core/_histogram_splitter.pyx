@@ -95,13 +95,13 @@ cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
 
 
-def bin_value_ranges(const float32_t[::1, :] X, const uint8_t[::1, :] bins,
+def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
                      int missing_bin, int n_threads=1):
     """The smallest and the largest value of every bin of every feature.
 
     Parameters
     ----------
-    X : float32 array of shape (n_samples, n_features), Fortran order
+    X : float32 array of shape (n_samples, n_features), Fortran or C order
     bins : uint8 array of the same shape, Fortran order (X binned)
     missing_bin : int
     n_threads : int
@@ -111,26 +111,64 @@ def bin_value_ranges(const float32_t[::1, :] X, const uint8_t[::1, :] bins,
     lo, hi : float32 arrays of shape (n_features, missing_bin)
         +inf and -inf for a bin without rows. Data spread over processes: the
         element-wise minimum of the partitions' ``lo`` and maximum of their ``hi``.
+        Of values that compare equal (-0.0 and 0.0) the first in row order is kept,
+        whatever the layout and the number of threads.
     """
-    cdef intp_t n = X.shape[0], d = X.shape[1], f, i
+    cdef intp_t n = X.shape[0], d = X.shape[1], f, i, t, b_
+    cdef intp_t n_parts, first, last, col_stride = X.strides[1] // sizeof(float32_t)
     cdef uint8_t b
     cdef float32_t x
+    cdef const float32_t* row_x
     if bins.shape[0] != n or bins.shape[1] != d:
         raise ValueError("X and bins must have the same shape")
     lo_arr = np.full((d, missing_bin), np.inf, dtype=np.float32)
     hi_arr = np.full((d, missing_bin), -np.inf, dtype=np.float32)
     cdef float32_t[:, ::1] lo = lo_arr
     cdef float32_t[:, ::1] hi = hi_arr
-    for f in prange(d, schedule="static", nogil=True, num_threads=max(1, n_threads)):
-        for i in range(n):
-            b = bins[i, f]
-            if b >= missing_bin:
-                continue
-            x = X[i, f]
-            if x < lo[f, b]:
-                lo[f, b] = x
-            if x > hi[f, b]:
-                hi[f, b] = x
+    cdef float32_t[:, :, ::1] part_lo
+    cdef float32_t[:, :, ::1] part_hi
+    if n == 0:
+        return lo_arr, hi_arr
+    if X.strides[0] == sizeof(float32_t):
+        # Columns: one feature per task.
+        for f in prange(d, schedule="static", nogil=True, num_threads=max(1, n_threads)):
+            for i in range(n):
+                b = bins[i, f]
+                if b >= missing_bin:
+                    continue
+                x = X[i, f]
+                if x < lo[f, b]:
+                    lo[f, b] = x
+                if x > hi[f, b]:
+                    hi[f, b] = x
+        return lo_arr, hi_arr
+    # Rows (C order): each of n_parts consecutive row ranges has its own ranges,
+    # merged in row order below (so the first of equal values is kept, as above).
+    n_parts = max(1, min(<intp_t>n_threads, n // 65536))
+    part_lo = np.full((n_parts, d, missing_bin), np.inf, dtype=np.float32)
+    part_hi = np.full((n_parts, d, missing_bin), -np.inf, dtype=np.float32)
+    for t in prange(n_parts, schedule="static", nogil=True, num_threads=n_parts):
+        first = n * t // n_parts
+        last = n * (t + 1) // n_parts
+        for i in range(first, last):
+            row_x = &X[i, 0]
+            for f in range(d):
+                b = bins[i, f]
+                if b >= missing_bin:
+                    continue
+                x = row_x[f * col_stride]
+                if x < part_lo[t, f, b]:
+                    part_lo[t, f, b] = x
+                if x > part_hi[t, f, b]:
+                    part_hi[t, f, b] = x
+    with nogil:
+        for t in range(n_parts):
+            for f in range(d):
+                for b_ in range(missing_bin):
+                    if part_lo[t, f, b_] < lo[f, b_]:
+                        lo[f, b_] = part_lo[t, f, b_]
+                    if part_hi[t, f, b_] > hi[f, b_]:
+                        hi[f, b_] = part_hi[t, f, b_]
     return lo_arr, hi_arr
 
 

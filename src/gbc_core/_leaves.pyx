@@ -20,6 +20,13 @@ from ._common cimport (
     float64_t, int32_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
 )
 
+# Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
+# kernels read them as float64 (exact either way).
+ctypedef fused label_t:
+    int32_t
+    float64_t
+
+
 # Rows per chunk of the parallel reductions. Fixed, so that sums are formed in the
 # same order whatever the number of threads (bit-identical results for any n_jobs).
 cdef enum:
@@ -391,7 +398,7 @@ def boosting_update(
     node_t[::1] nodes,
     const int32_t[::1] leaf_of_row,
     const uint8_t[::1] sample_mask,
-    const float64_t[::1] y,
+    const label_t[::1] y,
     const float64_t[::1] sample_weight,
     float64_t learning_rate,
     float64_t[::1] raw,
@@ -470,7 +477,7 @@ def boosting_update(
 
 
 def init_state(
-    const float64_t[::1] y,
+    const label_t[::1] y,
     const float64_t[::1] sample_weight,
     float64_t[::1] raw,
     float64_t[::1] prob,
@@ -616,7 +623,7 @@ def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
     return total, weight
 
 
-def weighted_log_loss(const float64_t[::1] y, const float64_t[::1] raw,
+def weighted_log_loss(const label_t[::1] y, const float64_t[::1] raw,
                       const float64_t[::1] sample_weight):
     """Weighted mean log-loss of raw scores ``raw`` (stable for any magnitude)."""
     cdef intp_t i

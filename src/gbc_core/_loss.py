@@ -396,9 +396,11 @@ class _BinomialFit:
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False):
         n = y.shape[0]
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        # The class codes of the exact leaf solve (None: eq. 1's Newton step).
-        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
+        # The class codes 0/1 (int32: no copy of the fit's codes; the kernels read
+        # them as float64 labels), also those of the exact leaf solve (None: eq. 1's
+        # Newton step).
+        self.y = np.ascontiguousarray(y, dtype=np.int32)
+        self.codes = self.y if exact else None
         self.sample_weight = sample_weight
         self.n_threads = n_threads
         self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()

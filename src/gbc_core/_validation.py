@@ -477,7 +477,7 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         How messages call ``X``.
     dtype : float dtype, default=np.float32
         The dtype returned.
-    order : {"C", "F"}, default="C"
+    order : {"C", "F", "K"}, default="C"
         The memory layout returned.
     allow_nan : bool, default=True
         Whether NaN (a missing value) is accepted.
