@@ -80,6 +80,8 @@ def _check_same_model(ours, theirs, X):
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X),
                                rtol=0, atol=1e-12)
     assert ours.estimators_.shape == theirs.estimators_.shape
+    np.testing.assert_allclose(ours.feature_importances_, theirs.feature_importances_,
+                               rtol=0, atol=1e-12)
     n_nodes = 0
     for a, b in zip(ours.estimators_.ravel(), theirs.estimators_.ravel()):
         assert a.node_count == b.tree_.node_count
