@@ -298,6 +298,10 @@ def test_refused_options(client):
         DaskGradientBoostingClassifier(loss="exponential").fit(Xd, yd)
     with pytest.raises(ValueError, match="leaf_solver='exact'"):
         DaskGradientBoostingClassifier(leaf_solver="exact").fit(Xd, yd)
+    with pytest.raises(ValueError, match="min_impurity_decrease=0.01 is not supported"):
+        DaskGradientBoostingClassifier(min_impurity_decrease=0.01).fit(Xd, yd)
+    with pytest.raises(ValueError, match="ccp_alpha=0.001 is not supported"):
+        DaskGradientBoostingClassifier(ccp_alpha=0.001).fit(Xd, yd)
     from sklearn.dummy import DummyClassifier
     with pytest.raises(ValueError, match="init estimator"):
         DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)
@@ -377,3 +381,16 @@ def test_bad_partition_names_the_column(client):
     with pytest.raises(RuntimeError, match="when"):
         DaskGradientBoostingClassifier(**PARAMS).fit(ddf, ys)
     assert _settled(client)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_criterion(client, n_classes):
+    """criterion="squared_error" ranks the splits of the distributed fit too: the
+    single-process hist fit with it (to the rounding of the per-worker sums)."""
+    X, y, w = _data(1200, n_classes, seed=23)
+    ref = _reference(X, y, w, criterion="squared_error")
+    model = DaskGradientBoostingClassifier(**PARAMS, criterion="squared_error").fit(
+        da.from_array(X, chunks=300), da.from_array(y, chunks=300),
+        sample_weight=da.from_array(w, chunks=300))
+    assert model.to_local().get_params()["criterion"] == "squared_error"
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9

@@ -41,6 +41,9 @@ OTHER_VALUES = {
     "split_method": "hist",
     "max_bins": 7,
     "leaf_solver": "exact",
+    "criterion": "squared_error",
+    "min_impurity_decrease": 0.05,
+    "ccp_alpha": 0.01,
 }
 
 

@@ -49,7 +49,7 @@ PARAMETERS = {
     "min_samples_leaf", "min_weight_fraction_leaf", "subsample", "max_features", "init",
     "random_state", "n_jobs", "verbose", "validation_fraction", "n_iter_no_change", "tol",
     "warm_start", "class_weight", "loss", "split_method", "max_bins",
-    "leaf_solver",
+    "leaf_solver", "criterion", "min_impurity_decrease", "ccp_alpha",
 }
 
 
@@ -208,7 +208,8 @@ def test_get_params_set_params_round_trip():
                   max_features="sqrt", init="prior", random_state=5, n_jobs=1, verbose=0,
                   validation_fraction=0.2, n_iter_no_change=4, tol=1e-3, warm_start=True,
                   class_weight="balanced", loss="log_loss", split_method="hist",
-                  max_bins=31, leaf_solver="exact")
+                  max_bins=31, leaf_solver="exact", criterion="squared_error",
+                  min_impurity_decrease=0.01, ccp_alpha=0.001)
     assert set(params) == PARAMETERS
     assert set(GradientBoostingClassifier().get_params()) == PARAMETERS
     assert GradientBoostingClassifier(**params).get_params() == params
@@ -216,8 +217,8 @@ def test_get_params_set_params_round_trip():
     assert model.set_params(**params) is model
     assert model.get_params() == params
     assert GradientBoostingClassifier(**model.get_params()).get_params() == params
-    with pytest.raises(ValueError, match="Invalid parameter 'criterion'"):
-        model.set_params(criterion="friedman_mse")
+    with pytest.raises(ValueError, match="Invalid parameter 'alpha'"):
+        model.set_params(alpha=0.9)  # the regressor's quantile, not a classifier's
 
 
 def test_is_classifier():

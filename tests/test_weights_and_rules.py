@@ -500,16 +500,21 @@ def test_parameter_rules_are_sklearns(name):
 
 def test_defaults_are_sklearns():
     """Every parameter both estimators have defaults to scikit-learn's value, but
-    init ("zero", the paper's F0 = 0; scikit-learn's None is the prior)."""
+    init ("zero", the paper's F0 = 0; scikit-learn's None is the prior) and, from
+    scikit-learn 1.9 on, criterion (deprecated there, "deprecated" its placeholder
+    default; "friedman_mse" before, ours)."""
     from gbc_core._params import DEFAULTS
 
     ours = GBC().get_params()
     theirs = sklearn_ensemble.GradientBoostingClassifier().get_params()
     assert ours == DEFAULTS
-    shared = sorted(set(ours) & set(theirs) - {"init"})
+    shared = sorted(set(ours) & set(theirs) - {"init", "criterion"})
     assert {"tol", "validation_fraction", "min_samples_leaf", "n_estimators"} <= set(shared)
     assert {k: ours[k] for k in shared} == {k: theirs[k] for k in shared}
     assert (ours["init"], theirs["init"]) == ("zero", None)
+    assert ours["criterion"] == "friedman_mse"
+    assert theirs["criterion"] in ("friedman_mse", "deprecated")
+    assert {"min_impurity_decrease", "ccp_alpha"} <= set(shared)
 
 
 # ------------------------------------------- an eval_set that lacks a class

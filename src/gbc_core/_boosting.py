@@ -314,6 +314,8 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
         params["max_features"], n_threads, columns=sparse_arrays(X) if sparse else None,
+        criterion=params["criterion"], min_impurity_decrease=params["min_impurity_decrease"],
+        ccp_alpha=params["ccp_alpha"],
     )
     if previous is not None:
         ensemble, old = previous

@@ -13,12 +13,23 @@
 # the largest value going left and the smallest going right is ``midpoint`` of
 # _common.pxd (shared with the binning layer, whose edges are such thresholds).
 #
+# ``criterion`` (level_t.criterion) picks the proxy of _criterion.h: Friedman's
+# (CRITERION_FRIEDMAN_MSE, the default) or scikit-learn's MSE proxy
+# (CRITERION_SQUARED_ERROR); they rank a node's splits alike up to rounding.
+#
+# ``decrease_allowed`` is min_impurity_decrease, scikit-learn's rule: a chosen split
+# is kept when its weighted impurity decrease plus machine epsilon is not below the
+# bound (scikit-learn's tree builder makes a node a leaf when
+# ``improvement + EPSILON < min_impurity_decrease``).
+#
 # The exact finder's lean scans (_exact_splitter.pyx, _scan.h) evaluate the same
 # rule with the tests reordered for speed on features without missing values and
 # positive weights; tests/test_split_finder.py holds them to the general path,
 # which calls ``consider``.
-from ._common cimport float64_t, int32_t, int64_t, uint8_t
-from ._split_finder cimport side_t, MISSING_TO_LARGER
+from ._common cimport float64_t, int32_t, int64_t, uint8_t, IMPURITY_EPSILON
+from ._split_finder cimport (
+    side_t, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE, CRITERION_SQUARED_ERROR,
+)
 
 cdef extern from "_criterion.h" nogil:
     float64_t split_diff "gbc_split_diff"(float64_t total_s, float64_t total_w,
@@ -27,6 +38,13 @@ cdef extern from "_criterion.h" nogil:
     float64_t split_proxy "gbc_split_proxy"(float64_t diff, float64_t den)
     bint may_beat "gbc_may_beat"(float64_t diff, float64_t den, float64_t bound)
     const float64_t BOUND_FACTOR "GBC_BOUND_FACTOR"
+    float64_t mse_proxy "gbc_mse_proxy"(float64_t total_s, float64_t total_w,
+                                        float64_t s_left, float64_t w_left)
+    float64_t child_impurity "gbc_child_impurity"(float64_t w, float64_t wr,
+                                                  float64_t wr2)
+    float64_t weighted_decrease "gbc_weighted_decrease"(
+        float64_t total_weight, float64_t node_w, float64_t impurity,
+        float64_t w_left, float64_t impurity_left, float64_t impurity_right)
 
 
 cdef inline bint leaves_allowed(const side_t* total, const side_t* left,
@@ -42,11 +60,19 @@ cdef inline bint leaves_allowed(const side_t* total, const side_t* left,
 
 
 cdef inline bint consider(float64_t* best_proxy, const side_t* total, const side_t* left,
-                          int64_t min_samples_leaf, float64_t min_weight_leaf) noexcept nogil:
+                          int64_t min_samples_leaf, float64_t min_weight_leaf,
+                          uint8_t criterion) noexcept nogil:
     """Keep the split (left child ``left`` of a node ``total``) if it is valid and
-    its proxy is strictly above ``best_proxy[0]``: update it and return True."""
+    its proxy under ``criterion`` is strictly above ``best_proxy[0]``: update it and
+    return True."""
     cdef float64_t diff, den, proxy
     if not leaves_allowed(total, left, min_samples_leaf, min_weight_leaf):
+        return False
+    if criterion == CRITERION_SQUARED_ERROR:
+        proxy = mse_proxy(total.s, total.w, left.s, left.w)
+        if proxy > best_proxy[0]:
+            best_proxy[0] = proxy
+            return True
         return False
     diff = split_diff(total.s, total.w, left.s, left.w)
     den = split_den(total.w, left.w)
@@ -59,6 +85,30 @@ cdef inline bint consider(float64_t* best_proxy, const side_t* total, const side
         best_proxy[0] = proxy
         return True
     return False
+
+
+cdef inline float64_t friedman_proxy(const side_t* total, const side_t* left) noexcept nogil:
+    """Friedman's proxy of a split (whatever criterion chose it): the node's
+    improvement is this over the node's weight."""
+    return split_proxy(split_diff(total.s, total.w, left.s, left.w),
+                       split_den(total.w, left.w))
+
+
+cdef inline bint decrease_allowed(float64_t min_impurity_decrease, float64_t total_weight,
+                                  float64_t node_w, float64_t node_impurity,
+                                  float64_t node_wr, float64_t node_wr2,
+                                  const side_t* left, float64_t left_wr2) noexcept nogil:
+    """min_impurity_decrease: whether a split of a node (weight ``node_w``,
+    impurity ``node_impurity``, sums of w r and w r^2 ``node_wr``, ``node_wr2``) with
+    left child ``left`` (its sum of w r^2 ``left_wr2``) decreases the weighted
+    impurity enough, in a tree of weight ``total_weight`` (scikit-learn's rule and
+    arithmetic: the right child's sums by subtraction)."""
+    cdef float64_t w_right = node_w - left.w
+    cdef float64_t imp_left = child_impurity(left.w, left.s, left_wr2)
+    cdef float64_t imp_right = child_impurity(w_right, node_wr - left.s,
+                                              node_wr2 - left_wr2)
+    return not (weighted_decrease(total_weight, node_w, node_impurity, left.w, imp_left,
+                                  imp_right) + IMPURITY_EPSILON < min_impurity_decrease)
 
 
 cdef inline bint wins(float64_t proxy, int32_t feature, float64_t best_proxy,

@@ -178,6 +178,26 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         leaf (one class only) has no minimiser: its gamma is capped where every
         row's loss is below machine epsilon. The learning rate scales gamma in
         both cases (F += eta * gamma). See ``docs/leaf_solver.md``.
+    criterion : {"friedman_mse", "squared_error"}, default="friedman_mse"
+        The proxy the splits of a node are ranked by: Friedman's improvement
+        (scikit-learn's ``FriedmanMSE``) or scikit-learn's MSE proxy
+        (``sum_left^2 / w_left + sum_right^2 / w_right``). Both rank a node's
+        splits alike in exact arithmetic and differ only where rounding decides
+        between two near-equal splits (scikit-learn 1.9 deprecated the parameter
+        and always ranks by the MSE proxy: ``"squared_error"`` is its choice).
+    min_impurity_decrease : float, default=0.0
+        A node is split only if the split's weighted impurity decrease
+        ``N_t / N * (impurity - N_t_R / N_t * right_impurity - N_t_L / N_t *
+        left_impurity)`` (N, N_t, N_t_R, N_t_L: the weights of the tree's in-bag
+        rows, of the node and of its children; impurity: the weighted variance of
+        the residuals the tree fits) plus machine epsilon is at least this, as in
+        scikit-learn's trees (whatever ``criterion``).
+    ccp_alpha : float, default=0.0
+        Minimal cost-complexity pruning of each tree (each class's tree for three
+        or more classes), as scikit-learn's trees do it: the grown tree is pruned
+        weakest link first while the link's effective alpha is at most
+        ``ccp_alpha``, before the leaf values are set, so the rows of a pruned
+        branch take part in its new leaf's value. 0: no pruning.
 
     Attributes
     ----------
@@ -259,6 +279,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         split_method=DEFAULTS["split_method"],
         max_bins=DEFAULTS["max_bins"],
         leaf_solver=DEFAULTS["leaf_solver"],
+        criterion=DEFAULTS["criterion"],
+        min_impurity_decrease=DEFAULTS["min_impurity_decrease"],
+        ccp_alpha=DEFAULTS["ccp_alpha"],
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -281,6 +304,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.max_bins = max_bins
         self.loss = loss
         self.leaf_solver = leaf_solver
+        self.criterion = criterion
+        self.min_impurity_decrease = min_impurity_decrease
+        self.ccp_alpha = ccp_alpha
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None):

@@ -34,6 +34,9 @@ class GradientBoostingClassifier:
     split_method: Literal["exact", "hist"]
     max_bins: int
     leaf_solver: Literal["newton", "exact"]
+    criterion: Literal["friedman_mse", "squared_error"]
+    min_impurity_decrease: float
+    ccp_alpha: float
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -75,6 +78,9 @@ class GradientBoostingClassifier:
         split_method: Literal["exact", "hist"] = "exact",
         max_bins: int = 255,
         leaf_solver: Literal["newton", "exact"] = "newton",
+        criterion: Literal["friedman_mse", "squared_error"] = "friedman_mse",
+        min_impurity_decrease: float = 0.0,
+        ccp_alpha: float = 0.0,
     ) -> None: ...
     def fit(
         self,

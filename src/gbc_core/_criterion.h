@@ -9,8 +9,16 @@
  *                             den  = w_left (W - w_left),
  *
  * which is W times the decrease of the weighted squared error (scikit-learn's
- * FriedmanMSE proxy), so it ranks splits as the decrease does. The node's impurity
- * is the weighted variance of its residuals.
+ * FriedmanMSE proxy), so it ranks splits as the decrease does (criterion
+ * "friedman_mse", the default). Criterion "squared_error" ranks them by
+ * scikit-learn's MSE proxy
+ *
+ *     proxy = s_left^2 / w_left + s_right^2 / w_right,
+ *
+ * (s_right = S - s_left, w_right = W - w_left), which is S^2 / W plus the same
+ * decrease: in exact arithmetic both rank the splits of a node alike, and they part
+ * only where rounding decides between two near-equal splits. The node's impurity is
+ * the weighted variance of its residuals.
  *
  * The two expressions are macros so that scalar code and the two-lane vector code of
  * _scan.h (GCC/Clang vector extensions, the same operators lane by lane) compute
@@ -52,6 +60,14 @@ static inline int gbc_may_beat(double diff, double den, double bound)
     return GBC_MAY_BEAT(diff, den, bound);
 }
 
+/* Criterion "squared_error": scikit-learn's MSE proxy, as it computes it. */
+static inline double gbc_mse_proxy(double total_s, double total_w, double s_left,
+                                   double w_left)
+{
+    double s_right = total_s - s_left;
+    return s_left * s_left / w_left + s_right * s_right / (total_w - w_left);
+}
+
 /* The weighted squared-error decrease of a split of a node of weight total_w (what
  * the trees record as a node's improvement and the importances add up). */
 static inline double gbc_improvement(double proxy, double total_w)
@@ -67,6 +83,27 @@ static inline double gbc_impurity(double sum_w, double sum_wr, double sum_wr2)
         return 0.0;
     mean = sum_wr / sum_w;
     return sum_wr2 / sum_w - mean * mean;
+}
+
+/* The impurity of a child from its sums, as scikit-learn's MSE computes it
+ * (children_impurity): sum w r^2 / w - (sum w r / w)^2. */
+static inline double gbc_child_impurity(double w, double wr, double wr2)
+{
+    double mean = wr / w;
+    return wr2 / w - mean * mean;
+}
+
+/* scikit-learn's weighted impurity decrease of a split (impurity_improvement of its
+ * MSE criterion, the quantity min_impurity_decrease bounds):
+ *     W_t / W * (impurity - w_right / W_t * impurity_right - w_left / W_t * impurity_left)
+ * for a node of weight W_t in a tree of weight W. */
+static inline double gbc_weighted_decrease(double total_weight, double node_w,
+                                           double impurity, double w_left,
+                                           double impurity_left, double impurity_right)
+{
+    double w_right = node_w - w_left;
+    return (node_w / total_weight) * (impurity - (w_right / node_w * impurity_right)
+                                      - (w_left / node_w * impurity_left));
 }
 
 #endif /* GBC_CRITERION_H */

@@ -156,7 +156,8 @@ class PartTrainer:
         grower = TreeGrower(None, finder,
                             -1 if params["max_depth"] is None else params["max_depth"],
                             params["min_samples_split"], params["min_samples_leaf"],
-                            params["min_weight_leaf"], params["max_features"], n_threads)
+                            params["min_weight_leaf"], params["max_features"], n_threads,
+                            criterion=params["criterion"])
         grower.reducer = red.grower
         w = self.w
         w1 = np.ones(n) if w is None else w

@@ -10,7 +10,8 @@ lowest feature index, then lowest threshold), so the result does not depend on t
 number of threads.
 
 Splits are ranked by the squared-error criterion of ``_criterion.h`` (paper,
-Algorithm 1, line 7: "train a regression tree to fit r"). Thresholds are midpoints
+Algorithm 1, line 7: "train a regression tree to fit r"); the lean scans evaluate
+Friedman's proxy (the default criterion), the general scan either proxy. Thresholds are midpoints
 of two consecutive distinct float32 values of the node, as in scikit-learn.
 """
 cimport cython
@@ -27,7 +28,7 @@ from ._common cimport (
 from ._common cimport midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
-    MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
+    MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE,
 )
 from ._choice cimport (
     consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
@@ -166,10 +167,11 @@ cdef inline void _try_split(
     uint8_t missing_go_left,
     int64_t min_samples_leaf,
     float64_t min_weight_leaf,
+    uint8_t criterion,
 ) noexcept nogil:
     """Keep the split if it is valid and strictly better than ``best`` (the rule of
     ``_choice.pxd``)."""
-    if consider(&best.proxy, total, left, min_samples_leaf, min_weight_leaf):
+    if consider(&best.proxy, total, left, min_samples_leaf, min_weight_leaf, criterion):
         best.lo = lo
         best.hi = hi
         best.all_left = 0
@@ -183,10 +185,12 @@ cdef inline bint _try_split_improves(
     const side_t* left,
     int64_t min_samples_leaf,
     float64_t min_weight_leaf,
+    uint8_t criterion,
 ) noexcept nogil:
     """The split "every non-missing value left, every missing value right"."""
     cdef float64_t before = best.proxy
-    _try_split(best, total, left, 0, 0, MISSING_RIGHT, min_samples_leaf, min_weight_leaf)
+    _try_split(best, total, left, 0, 0, MISSING_RIGHT, min_samples_leaf, min_weight_leaf,
+               criterion)
     return best.proxy != before
 
 
@@ -197,20 +201,21 @@ cdef inline void _consider(
     float32_t hi,
     int64_t min_samples_leaf,
     float64_t min_weight_leaf,
+    uint8_t criterion,
 ) noexcept nogil:
     """Evaluate "x <= (lo + hi) / 2 goes left", missing values sent right, then left."""
     cdef side_t with_missing
     if st.miss.n == 0:
         _try_split(&st.best, total, &st.acc, lo, hi, MISSING_TO_LARGER,
-                   min_samples_leaf, min_weight_leaf)
+                   min_samples_leaf, min_weight_leaf, criterion)
         return
     _try_split(&st.best, total, &st.acc, lo, hi, MISSING_RIGHT, min_samples_leaf,
-               min_weight_leaf)
+               min_weight_leaf, criterion)
     with_missing.n = st.acc.n + st.miss.n
     with_missing.w = st.acc.w + st.miss.w
     with_missing.s = st.acc.s + st.miss.s
     _try_split(&st.best, total, &with_missing, lo, hi, MISSING_LEFT, min_samples_leaf,
-               min_weight_leaf)
+               min_weight_leaf, criterion)
 
 
 cdef inline void _keep_split(
@@ -460,7 +465,7 @@ cdef class ExactSplitFinder(SplitFinder):
         Threads of the sort and of the scans.
     lean_scans : bool, default=True
         Use the lean scans where they apply (features without missing values,
-        positive float32 weights, no minimum leaf weight); False runs the general
+        positive float32 weights, no minimum leaf weight, criterion "friedman_mse"); False runs the general
         scan everywhere (the tests compare the two: they find the same splits).
     """
     cdef:
@@ -602,6 +607,7 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef const row_stat_t* row_stats = self.row_stats
         cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef float64_t min_weight_leaf = level.min_weight_leaf
+        cdef uint8_t criterion = level.criterion
         cdef int32_t slot
         # A level's scan must be long enough (about a millisecond per thread) to pay
         # for the start-up and the closing barrier of a parallel region, which on a
@@ -644,7 +650,8 @@ cdef class ExactSplitFinder(SplitFinder):
             order_f = &self.order[f, 0]
             values_f = &self.sorted_values[f, 0]
             n_valid = self.n_nonmissing[f]
-            if n_valid == self.n_samples and self.positive_weights and min_weight_leaf <= 0:
+            if (n_valid == self.n_samples and self.positive_weights and min_weight_leaf <= 0
+                    and criterion == CRITERION_FRIEDMAN_MSE):
                 if n_slots == 1 and self.all_rows_in_root:
                     if self.unit_weights:
                         _scan_root_unit(states, order_f, values_f, n_valid, self.row_wr,
@@ -682,7 +689,7 @@ cdef class ExactSplitFinder(SplitFinder):
                     if nodes[slot].splittable and (
                             allowed == NULL or allowed[slot * self.n_features + f]):
                         _consider(st, &nodes[slot].total, st.last_value, v,
-                                  min_samples_leaf, min_weight_leaf)
+                                  min_samples_leaf, min_weight_leaf, criterion)
                 _side_add(&st.acc, &row_stats[row])
                 st.last_value = v
             for s in range(n_slots):
@@ -693,7 +700,7 @@ cdef class ExactSplitFinder(SplitFinder):
                 if st.miss.n > 0 and st.acc.n > 0:
                     # Every non-missing value left, every missing value right.
                     if _try_split_improves(&st.best, &nodes[s].total, &st.acc,
-                                           min_samples_leaf, min_weight_leaf):
+                                           min_samples_leaf, min_weight_leaf, criterion):
                         st.best.all_left = 1
                 # Features are visited in increasing order by each thread, so strict
                 # ">" keeps the lowest feature index among equal gains.

@@ -20,11 +20,23 @@ above machine epsilon, the rule of scikit-learn's trees. The first test is exact
 node whose rows all have the same residual cannot be improved, whatever rounding
 noise its sums carry (sums of many equal residuals do not give a variance of exactly
 zero, and splits of such a node "gain" only that noise).
+
+Two rules of scikit-learn's trees act on a split once it is chosen, or on the grown
+tree. ``min_impurity_decrease``: a node's best split is dropped (the node becomes a
+leaf) when its weighted impurity decrease (``_choice.decrease_allowed``, from the
+sums of w r^2 of the node's rows going left, summed in row order) plus machine
+epsilon is below the bound. ``ccp_alpha``: once the tree is grown, minimal
+cost-complexity pruning (scikit-learn's ``_cost_complexity_prune``, weakest link
+first, on each node's weight and impurity) turns the root of every pruned branch
+into a leaf; the kept nodes stay in level order, renumbered, and the rows of a
+pruned branch fall in its new leaf (``node_of_row``), all before the loss sets the
+leaf values, as scikit-learn prunes before its leaves are updated.
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, nextafterf
+from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -37,9 +49,10 @@ from ._common cimport (
 from ._common import NODE_DTYPE
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t, plan_statistics,
-    STATS_NONE, STATS_COLLECT,
+    STATS_NONE, STATS_COLLECT, CRITERION_FRIEDMAN_MSE,
 )
-from ._choice cimport missing_left
+from ._split_finder import CRITERIA
+from ._choice cimport missing_left, friedman_proxy, decrease_allowed
 
 cdef extern from "_criterion.h" nogil:
     float64_t improvement_of "gbc_improvement"(float64_t proxy, float64_t total_w)
@@ -59,6 +72,12 @@ cdef enum:
 
 
 ctypedef unsigned long long uint64_t_t
+
+cdef enum:
+    # Flags of a node while a tree is pruned (TreeGrower._prune).
+    _LEAF = 1              # a leaf of the current subtree
+    _CANDIDATE = 2         # an inner node of the current subtree (may be pruned)
+    _IN_SUBTREE = 4        # in the current subtree
 
 
 ctypedef struct node_sums_t:
@@ -152,6 +171,13 @@ cdef class TreeGrower:
         (CSC: float32 ``data``, int32 row ``indices`` ascending within each column,
         int64 ``indptr`` of n_features + 1), read only to route out-of-bag rows
         (a row absent from a column holds 0.0). The caller checks the structure.
+    criterion : {"friedman_mse", "squared_error"}, default="friedman_mse"
+        The proxy splits are ranked by (``_choice.pxd``).
+    min_impurity_decrease : float, default=0.0
+        A chosen split is kept only if its weighted impurity decrease plus machine
+        epsilon is at least this (0: every split).
+    ccp_alpha : float, default=0.0
+        Minimal cost-complexity pruning of each grown tree (0: none).
 
     Attributes
     ----------
@@ -184,6 +210,10 @@ cdef class TreeGrower:
         int64_t min_samples_leaf
         float64_t min_weight_leaf
         intp_t max_features
+        uint8_t criterion
+        float64_t min_impurity_decrease
+        float64_t ccp_alpha
+        float64_t tree_weight          # the in-bag weight of the tree being grown
         readonly int32_t[::1] node_of_row
         int32_t[::1] row_slot          # 0 for an in-bag row, -1 (start_tree)
         int32_t* partition             # in-bag rows, node by node
@@ -192,6 +222,14 @@ cdef class TreeGrower:
                                        # backwards from the block's end
         node_t* nodes
         uint8_t* node_bin              # bin threshold of each split (on_bins)
+        # ccp_alpha > 0 only (else NULL): each node's impurity, and the pruning's
+        # per-node buffers (r_node and r_branch; parent, leaf count and new index;
+        # flags).
+        float64_t* node_impurity
+        float64_t* prune_r
+        int32_t* prune_i
+        uint8_t* prune_flags
+        float64_t* left_wr2            # min_impurity_decrease: per node of the level
         intp_t node_capacity
         readonly intp_t n_nodes
         level_node_t* level_nodes      # the level being split, then the next one
@@ -208,6 +246,11 @@ cdef class TreeGrower:
     def __cinit__(self):
         self.nodes = NULL
         self.node_bin = NULL
+        self.node_impurity = NULL
+        self.prune_r = NULL
+        self.prune_i = NULL
+        self.prune_flags = NULL
+        self.left_wr2 = NULL
         self.level_nodes = NULL
         self.level_sums = NULL
         self.best = NULL
@@ -225,7 +268,16 @@ cdef class TreeGrower:
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
                  int64_t min_samples_split, int64_t min_samples_leaf,
                  float64_t min_weight_leaf, intp_t max_features, int n_threads,
-                 columns=None):
+                 columns=None, criterion="friedman_mse",
+                 float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0):
+        if criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {criterion!r}")
+        if not min_impurity_decrease >= 0.0 or not ccp_alpha >= 0.0:
+            raise ValueError("min_impurity_decrease and ccp_alpha must be >= 0, got "
+                             f"{min_impurity_decrease!r} and {ccp_alpha!r}")
+        self.criterion = CRITERIA[criterion]
+        self.min_impurity_decrease = min_impurity_decrease
+        self.ccp_alpha = ccp_alpha
         bins = finder.partition_bins()
         self.sparse = columns is not None
         if self.sparse:
@@ -274,6 +326,11 @@ cdef class TreeGrower:
     def __dealloc__(self):
         free(self.nodes)
         free(self.node_bin)
+        free(self.node_impurity)
+        free(self.prune_r)
+        free(self.prune_i)
+        free(self.prune_flags)
+        free(self.left_wr2)
         free(self.level_nodes)
         free(self.level_sums)
         free(self.best)
@@ -289,6 +346,15 @@ cdef class TreeGrower:
             self.nodes = <node_t*>grow_buffer(self.nodes, capacity, sizeof(node_t), "tree nodes")
             self.node_bin = <uint8_t*>grow_buffer(self.node_bin, capacity, sizeof(uint8_t),
                                                   "tree nodes")
+            if self.ccp_alpha > 0.0:
+                self.node_impurity = <float64_t*>grow_buffer(
+                    self.node_impurity, capacity, sizeof(float64_t), "tree nodes")
+                self.prune_r = <float64_t*>grow_buffer(
+                    self.prune_r, 2 * capacity, sizeof(float64_t), "tree nodes")
+                self.prune_i = <int32_t*>grow_buffer(
+                    self.prune_i, 3 * capacity, sizeof(int32_t), "tree nodes")
+                self.prune_flags = <uint8_t*>grow_buffer(
+                    self.prune_flags, capacity, sizeof(uint8_t), "tree nodes")
             self.node_capacity = capacity
         return 0
 
@@ -302,6 +368,9 @@ cdef class TreeGrower:
                 self.level_sums, 3 * capacity, sizeof(node_sums_t), "level buffers")
             self.best = <split_t*>grow_buffer(self.best, capacity, sizeof(split_t),
                                         "level buffers")
+            if self.min_impurity_decrease > 0.0:
+                self.left_wr2 = <float64_t*>grow_buffer(self.left_wr2, capacity,
+                                                        sizeof(float64_t), "level buffers")
             if self.max_features < self.n_features:
                 self.allowed = <uint8_t*>grow_buffer(self.allowed, capacity * self.n_features,
                                                sizeof(uint8_t), "feature draws")
@@ -394,6 +463,7 @@ cdef class TreeGrower:
             root, root_sums = self._reduce_root(root, root_sums)
         root_sums.w = root.w
         root_sums.wr = root.s
+        self.tree_weight = root.w
         self.finder.start_tree(row_stats, self.row_slot)
         self._init_node(0, &root, 0)
         self.n_nodes = 1
@@ -408,6 +478,7 @@ cdef class TreeGrower:
         level.partition = partition
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
+        level.criterion = self.criterion
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
             if depth > 0 and self.reducer is not None:
                 self._reduce_sums(n_slots)
@@ -432,17 +503,26 @@ cdef class TreeGrower:
                 if self.finder.subtracts:
                     self.finder.derive(&level)
                 self.finder.choose(&level, self.best)
+                if self.min_impurity_decrease > 0.0:
+                    self._check_decrease(n_slots, row_stats, residual)
                 n_split = self._apply_splits(n_slots, depth)
-                self._partition(n_slots, n_split, row_stats, residual, not last_level)
+                # (The sums of the last level's leaves only for their impurity.)
+                self._partition(n_slots, n_split, row_stats, residual,
+                                not last_level or self.node_impurity != NULL)
             n_slots = 2 * n_split
             # Ctrl-C (or any pending signal) stops a fit between two levels.
             PyErr_CheckSignals()
             depth += 1
+        if self.node_impurity != NULL:
+            for s in range(n_slots):
+                self._record_impurity(s)
         with nogil:
             for s in range(n_slots):
                 self._set_leaf(&self.level_nodes[s])
             if sample_mask is not None:
                 self._route_out_of_bag(sample_mask)
+            if self.ccp_alpha > 0.0 and self.n_nodes > 1:
+                self._prune()
         return self.n_nodes
 
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
@@ -493,6 +573,8 @@ cdef class TreeGrower:
         for s in range(n_slots):
             nd = &self.level_nodes[s]
             sums = &self.level_sums[s]
+            if self.node_impurity != NULL:
+                self._record_impurity(s)
             nd.splittable = (
                 nd.total.n >= self.min_samples_split
                 and nd.total.n >= 2 * self.min_samples_leaf
@@ -544,7 +626,12 @@ cdef class TreeGrower:
             nd.threshold32 = _float32_at_most(b.threshold)
             nd.missing_go_left = missing_left(b.missing_go_left, b.left.n,
                                               self.level_nodes[s].total.n)
-            nd.improvement = improvement_of(b.proxy, self.level_nodes[s].total.w)
+            if self.criterion == CRITERION_FRIEDMAN_MSE:
+                nd.improvement = improvement_of(b.proxy, self.level_nodes[s].total.w)
+            else:
+                nd.improvement = improvement_of(
+                    friedman_proxy(&self.level_nodes[s].total, &b.left),
+                    self.level_nodes[s].total.w)
             nd.left = <int32_t>left_id
             nd.right = <int32_t>(left_id + 1)
             self.node_bin[self.level_nodes[s].node] = b.bin
@@ -564,6 +651,181 @@ cdef class TreeGrower:
             self.n_nodes += 2
             n_split += 1
         return n_split
+
+    cdef inline void _record_impurity(self, intp_t s) noexcept nogil:
+        """The impurity of node ``s`` of the level, from its sums (for ccp_alpha)."""
+        cdef const node_sums_t* sums = &self.level_sums[s]
+        self.node_impurity[self.level_nodes[s].node] = impurity_of(sums.w, sums.wr, sums.wr2)
+
+    cdef void _check_decrease(self, intp_t n_slots, const row_stat_t[::1] row_stats,
+                              const float64_t[::1] residual) noexcept nogil:
+        """min_impurity_decrease: drop the best split of every node whose weighted
+        impurity decrease is too small (``decrease_allowed``). The sum of w r^2 of
+        the rows the split sends left is added in row order (the node's rows in
+        partition order), each node on one thread."""
+        cdef intp_t s, i, n_rows = 0
+        cdef int n_threads
+        cdef split_t* b
+        cdef const node_sums_t* sums
+        cdef const level_node_t* nd
+        for s in range(n_slots):
+            nd = &self.level_nodes[s]
+            if nd.splittable and self.best[s].feature >= 0:
+                n_rows += nd.stop - nd.start
+        n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
+        for s in prange(n_slots, schedule="dynamic", num_threads=n_threads):
+            self.left_wr2[s] = self._left_wr2(s, row_stats, residual)
+        for s in range(n_slots):
+            nd = &self.level_nodes[s]
+            b = &self.best[s]
+            if not nd.splittable or b.feature < 0:
+                continue
+            sums = &self.level_sums[s]
+            if not decrease_allowed(self.min_impurity_decrease, self.tree_weight,
+                                    nd.total.w, impurity_of(sums.w, sums.wr, sums.wr2),
+                                    nd.total.s, sums.wr2, &b.left, self.left_wr2[s]):
+                b.feature = -1
+
+    cdef float64_t _left_wr2(self, intp_t s, const row_stat_t[::1] row_stats,
+                             const float64_t[::1] residual) noexcept nogil:
+        """Sum of w r^2 over the rows of node ``s`` that its best split sends left
+        (routed as ``_split_block`` will route them), in row order."""
+        cdef const level_node_t* nd = &self.level_nodes[s]
+        cdef const split_t* b = &self.best[s]
+        cdef intp_t i
+        cdef int32_t row
+        cdef float64_t acc = 0.0, r
+        cdef uint8_t miss, bin_b
+        cdef float32_t x, t32
+        cdef bint go_left
+        if not nd.splittable or b.feature < 0 or nd.stop <= nd.start:
+            return 0.0
+        miss = missing_left(b.missing_go_left, b.left.n, nd.total.n)
+        t32 = _float32_at_most(b.threshold)
+        for i in range(nd.start, nd.stop):
+            row = self.partition[i]
+            if self.on_bins:
+                bin_b = self.bins[row, b.feature]
+                go_left = miss if bin_b == self.missing_bin else bin_b <= b.bin
+            else:
+                x = self.X[row, b.feature]
+                go_left = miss if x != x else x <= t32
+            if go_left:
+                r = residual[row]
+                acc += row_stats[row].w * r * r
+        return acc
+
+    cdef void _prune(self) noexcept nogil:
+        """Minimal cost-complexity pruning of the grown tree (scikit-learn's
+        ``_cost_complexity_prune`` with its ``ccp_alpha`` controller): while the
+        weakest link (the inner node with the smallest (R(t) - R(T_t)) / (|T_t| - 1),
+        R(t) = weight x impurity / root weight, the first in node order on a tie) has
+        an effective alpha of at most ``ccp_alpha``, its branch becomes a leaf. Then
+        the kept nodes are renumbered in order (level order still) and every row of a
+        pruned branch moved to its new leaf."""
+        cdef intp_t n = self.n_nodes, i, j, top, best_i = 0, n_kept, row
+        cdef node_t* nodes = self.nodes
+        cdef float64_t* r_node = self.prune_r
+        cdef float64_t* r_branch = self.prune_r + n
+        cdef int32_t* parent = self.prune_i
+        cdef int32_t* n_leaves = self.prune_i + n
+        cdef int32_t* new_id = self.prune_i + 2 * n   # also the stack of a branch
+        cdef uint8_t* flags = self.prune_flags         # LEAF | CANDIDATE | IN_SUBTREE
+        cdef float64_t total = nodes[0].weighted_n, current, alpha, effective, r_diff
+        cdef int32_t n_pruned
+        cdef int32_t* node_of_row
+        for i in range(n):
+            r_node[i] = nodes[i].weighted_n * self.node_impurity[i] / total
+            r_branch[i] = 0.0
+            n_leaves[i] = 0
+            parent[i] = -1
+        for i in range(n):
+            if nodes[i].left >= 0:
+                parent[nodes[i].left] = <int32_t>i
+                parent[nodes[i].right] = <int32_t>i
+                flags[i] = _CANDIDATE | _IN_SUBTREE
+            else:
+                flags[i] = _LEAF | _IN_SUBTREE
+        # Each branch's leaf count and R(T_t), the leaves bubbled up in node order.
+        for i in range(n):
+            if not flags[i] & _LEAF:
+                continue
+            current = r_node[i]
+            r_branch[i] = current
+            j = i
+            while j != 0:
+                j = parent[j]
+                r_branch[j] += current
+                n_leaves[j] += 1
+        while flags[0] & _CANDIDATE:
+            effective = DBL_MAX
+            for i in range(n):
+                if not flags[i] & _CANDIDATE:
+                    continue
+                alpha = (r_node[i] - r_branch[i]) / (n_leaves[i] - 1)
+                if alpha < effective:
+                    effective = alpha
+                    best_i = i
+            if self.ccp_alpha < effective:
+                break
+            # The branch below best_i leaves the tree; best_i becomes a leaf.
+            top = 0
+            new_id[top] = <int32_t>best_i
+            top = 1
+            while top > 0:
+                top -= 1
+                j = new_id[top]
+                if not flags[j] & _IN_SUBTREE:
+                    continue
+                flags[j] = 0
+                if nodes[j].left >= 0:
+                    new_id[top] = nodes[j].left
+                    new_id[top + 1] = nodes[j].right
+                    top += 2
+            flags[best_i] = _LEAF | _IN_SUBTREE
+            n_pruned = n_leaves[best_i] - 1
+            n_leaves[best_i] = 0
+            r_diff = r_node[best_i] - r_branch[best_i]
+            r_branch[best_i] = r_node[best_i]
+            j = parent[best_i]
+            while j != -1:
+                n_leaves[j] -= n_pruned
+                r_branch[j] += r_diff
+                j = parent[j]
+        # Renumber: the kept nodes in order (a parent before its children, which stay
+        # side by side); new_id of a pruned node is its new leaf's.
+        n_kept = 0
+        for i in range(n):
+            if flags[i] & _IN_SUBTREE:
+                new_id[i] = <int32_t>n_kept
+                n_kept += 1
+            else:
+                new_id[i] = new_id[parent[i]]
+        if n_kept == n:
+            return
+        for i in range(n):
+            if not flags[i] & _IN_SUBTREE:
+                continue
+            nodes[new_id[i]] = nodes[i]
+            if flags[i] & _LEAF:
+                self._make_leaf(&nodes[new_id[i]])
+            else:
+                nodes[new_id[i]].left = new_id[nodes[i].left]
+                nodes[new_id[i]].right = new_id[nodes[i].right]
+        self.n_nodes = n_kept
+        node_of_row = &self.node_of_row[0]
+        for row in range(self.n_samples):
+            node_of_row[row] = new_id[node_of_row[row]]
+
+    cdef inline void _make_leaf(self, node_t* nd) noexcept nogil:
+        """A pruned branch's root as ``_init_node`` leaves a node never split."""
+        nd.threshold = 0.0
+        nd.improvement = 0.0
+        nd.feature = -1
+        nd.left = -1
+        nd.right = -1
+        nd.threshold32 = 0.0
+        nd.missing_go_left = 0
 
     cdef void _set_leaf(self, const level_node_t* nd) noexcept nogil:
         cdef intp_t i

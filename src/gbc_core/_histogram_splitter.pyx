@@ -78,20 +78,22 @@ cdef inline void _keep(candidate_t* c, const side_t* left, uint8_t b, uint8_t ne
 
 cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
                         const side_t* miss, uint8_t b, uint8_t next_bin,
-                        int64_t min_samples_leaf, float64_t min_weight_leaf) noexcept nogil:
+                        int64_t min_samples_leaf, float64_t min_weight_leaf,
+                        uint8_t criterion) noexcept nogil:
     """The split "bins <= b left" (the next bin with rows: ``next_bin``), missing
     values right then left (or to the larger child without missing values)."""
     cdef side_t with_missing
     if miss.n == 0:
-        if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf):
+        if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf, criterion):
             _keep(c, acc, b, next_bin, MISSING_TO_LARGER)
         return
-    if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf):
+    if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf, criterion):
         _keep(c, acc, b, next_bin, MISSING_RIGHT)
     with_missing.n = acc.n + miss.n
     with_missing.w = acc.w + miss.w
     with_missing.s = acc.s + miss.s
-    if consider(&c.proxy, total, &with_missing, min_samples_leaf, min_weight_leaf):
+    if consider(&c.proxy, total, &with_missing, min_samples_leaf, min_weight_leaf,
+                criterion):
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
 
 
@@ -477,12 +479,13 @@ cdef class HistogramSplitFinder(SplitFinder):
             # As the exact search: no split between values closer than
             # FEATURE_THRESHOLD (float32 arithmetic).
             if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl)
+                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
+                       level.criterion)
             _side_add(&acc, &h[b])
             last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
-            if consider(&c.proxy, total, &acc, msl, mwl):
+            if consider(&c.proxy, total, &acc, msl, mwl, level.criterion):
                 c.left = acc
                 c.bin = <uint8_t>(nb - 1)
                 c.missing_go_left = MISSING_RIGHT

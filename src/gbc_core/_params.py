@@ -239,6 +239,17 @@ PARAMS = (
     Param("split_method", "exact", [Options("exact", "hist")],
           "split search: 'exact' (every distinct value, the paper's) or 'hist' (the "
           "edges of at most max_bins bins per feature, computed once per fit)"),
+    Param("criterion", "friedman_mse", [Options("friedman_mse", "squared_error")],
+          "proxy the splits of a node are ranked by: 'friedman_mse' (Friedman's "
+          "improvement) or 'squared_error' (scikit-learn's MSE proxy); equal rankings "
+          "but for rounding"),
+    Param("min_impurity_decrease", 0.0, [Real(0)],
+          "a node splits only if its weighted impurity decrease (scikit-learn's: "
+          "N_t / N * (impurity - N_t_R / N_t * right_impurity - N_t_L / N_t * "
+          "left_impurity), weighted) is at least this"),
+    Param("ccp_alpha", 0.0, [Real(0)],
+          "complexity parameter of the minimal cost-complexity pruning of each tree, "
+          "before its leaf values are set (0: no pruning)"),
     Param("max_bins", 255, [Integer(2, 255)],
           "bins per feature of split_method='hist' (missing values get one more)"),
     Param("class_weight", None, [NONE, Options("balanced"), ClassWeights()],

@@ -38,7 +38,7 @@ _CONSTANT_DUMMY = ("prior", "most_frequent", "constant", "uniform")
 _SHARED_PARAMS = (
     "learning_rate", "max_depth", "min_samples_split", "min_samples_leaf",
     "min_weight_fraction_leaf", "subsample", "max_features", "validation_fraction",
-    "n_iter_no_change", "tol",
+    "n_iter_no_change", "tol", "min_impurity_decrease", "ccp_alpha",
 )
 
 

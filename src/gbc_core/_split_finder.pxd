@@ -52,6 +52,11 @@ ctypedef struct level_node_t:
     uint8_t splittable       # 0: the finder must not split it
     uint8_t stats            # STATS_NONE, STATS_COLLECT or STATS_DERIVE
 
+cdef enum:
+    # The proxy a level's splits are ranked by (level_t.criterion, _choice.pxd).
+    CRITERION_FRIEDMAN_MSE = 0
+    CRITERION_SQUARED_ERROR = 1
+
 ctypedef struct level_t:
     # The level being split: nodes[0 .. n_nodes).
     const level_node_t* nodes
@@ -62,6 +67,7 @@ ctypedef struct level_t:
     const int32_t* partition
     int64_t min_samples_leaf
     float64_t min_weight_leaf
+    uint8_t criterion        # CRITERION_FRIEDMAN_MSE or CRITERION_SQUARED_ERROR
 
 cdef enum:
     # How a split sends missing values (split_t.missing_go_left).

@@ -15,6 +15,9 @@ import numpy as np
 from ._common cimport float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t
 from ._common import ROW_STAT_DTYPE
 
+#: The values of the ``criterion`` parameter and their codes (level_t.criterion).
+CRITERIA = {"friedman_mse": CRITERION_FRIEDMAN_MSE, "squared_error": CRITERION_SQUARED_ERROR}
+
 #: What :meth:`SplitFinder.level_splits` returns for each node.
 SPLIT_DTYPE = np.dtype([
     ("feature", np.int32), ("threshold", np.float64), ("missing_go_left", np.uint8),
@@ -81,7 +84,8 @@ cdef class SplitFinder:
         return -1
 
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
-                     float64_t min_weight_leaf=0.0, parent_slot=None):
+                     float64_t min_weight_leaf=0.0, parent_slot=None,
+                     criterion="friedman_mse"):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -99,6 +103,8 @@ cdef class SplitFinder:
             the sibling of ``s ^ 1`` (so every row of ``s`` has parent slot
             ``s // 2``). Its statistics are collected first, and a finder that
             subtracts derives the larger child of each pair from them.
+        criterion : {"friedman_mse", "squared_error"}
+            The proxy splits are ranked by (``_choice.pxd``).
 
         Returns
         -------
@@ -106,6 +112,8 @@ cdef class SplitFinder:
             Nodes are splittable unless they hold fewer than ``2 min_samples_leaf``
             samples; ``feature = -1`` where no valid split exists.
         """
+        if criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {criterion!r}")
         stats = np.ascontiguousarray(row_stats, dtype=ROW_STAT_DTYPE)
         slot_of = np.ascontiguousarray(row_slot, dtype=np.int32)
         if stats.shape[0] != self.n_samples or slot_of.shape[0] != self.n_samples:
@@ -127,13 +135,14 @@ cdef class SplitFinder:
         self.start_tree(stats, np.where(in_bag, 0, -1).astype(np.int32))
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
-                            min_samples_leaf, min_weight_leaf, False)
+                            min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion])
         return self._run_level(stats, slot_of, allowed_view if allowed is not None else None,
                                n_nodes, parent_slot, min_samples_leaf, min_weight_leaf,
-                               parent_slot is not None)
+                               parent_slot is not None, CRITERIA[criterion])
 
     def _run_level(self, stats_array, slot_array, allowed, intp_t n_nodes, parent_slot,
-                   int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent):
+                   int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent,
+                   uint8_t criterion):
         cdef const row_stat_t[::1] stats = stats_array
         cdef const int32_t[::1] slot_of = slot_array
         cdef const uint8_t[:, ::1] allowed_view
@@ -180,6 +189,7 @@ cdef class SplitFinder:
             level.partition = &part[0] if part.shape[0] else NULL
             level.min_samples_leaf = max(min_samples_leaf, 1)
             level.min_weight_leaf = min_weight_leaf
+            level.criterion = criterion
             with nogil:
                 self.rows_moved(level.partition, 0, n_out, -1)
                 for s in range(n_nodes):

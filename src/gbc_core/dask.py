@@ -842,8 +842,8 @@ class DaskGradientBoostingClassifier:
     concatenated rows (up to the rounding of sums formed per worker).
 
     Not supported in a distributed fit (a clear error): ``subsample < 1``,
-    ``warm_start`` and early stopping without ``eval_set`` (the hold-out of
-    ``validation_fraction``). ``verbose`` prints nothing (the loop runs on the
+    ``warm_start``, early stopping without ``eval_set`` (the hold-out of
+    ``validation_fraction``), ``min_impurity_decrease > 0`` and ``ccp_alpha > 0``. ``verbose`` prints nothing (the loop runs on the
     workers); ``train_score_`` and ``validation_score_`` hold the losses.
 
     Parameters
@@ -890,8 +890,9 @@ class DaskGradientBoostingClassifier:
                  subsample=1.0, max_features=None, init="zero", random_state=None,
                  n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
                  tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
-                 split_method="hist", max_bins=255, leaf_solver="newton", client=None,
-                 step_timeout=DEFAULT_STEP_TIMEOUT):
+                 split_method="hist", max_bins=255, leaf_solver="newton",
+                 criterion="friedman_mse", min_impurity_decrease=0.0, ccp_alpha=0.0,
+                 client=None, step_timeout=DEFAULT_STEP_TIMEOUT):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -913,6 +914,9 @@ class DaskGradientBoostingClassifier:
         self.split_method = split_method
         self.max_bins = max_bins
         self.leaf_solver = leaf_solver
+        self.criterion = criterion
+        self.min_impurity_decrease = min_impurity_decrease
+        self.ccp_alpha = ccp_alpha
         self.client = client
         self.step_timeout = step_timeout
 
@@ -1032,6 +1036,10 @@ class DaskGradientBoostingClassifier:
             raise ValueError("subsample < 1 is not supported by the distributed fit")
         if params["warm_start"]:
             raise ValueError("warm_start is not supported by the distributed fit")
+        for name in ("min_impurity_decrease", "ccp_alpha"):
+            if params[name] != 0:
+                raise ValueError(f"{name}={params[name]!r} is not supported by the "
+                                 f"distributed fit (only {name}=0)")
         if params["n_iter_no_change"] is not None and eval_set is None:
             raise ValueError("early stopping in a distributed fit needs eval_set (the "
                              "validation_fraction hold-out is not supported)")
