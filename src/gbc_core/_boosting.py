@@ -217,6 +217,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         X, finder, -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
         params["max_features"], n_threads,
+        0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
     )
     if previous is not None:
         ensemble, old = previous

@@ -1,4 +1,5 @@
-"""Level-wise growth of one regression tree, with any ``SplitFinder``.
+"""Growth of one regression tree, level by level or best first, with any
+``SplitFinder``.
 
 The grower owns the tree being grown and what lives as long as the fit: the node
 buffer, the nodes of the level being split (each with its parent, its sibling and
@@ -20,6 +21,18 @@ above machine epsilon, the rule of scikit-learn's trees. The first test is exact
 node whose rows all have the same residual cannot be improved, whatever rounding
 noise its sums carry (sums of many equal residuals do not give a variance of exactly
 zero, and splits of such a node "gain" only that noise).
+
+With ``max_leaf_nodes`` the tree grows best first, as scikit-learn's
+``BestFirstTreeBuilder`` grows it: each node's best split is found when the node is
+created (a "level" of the root alone, then of the two children of each split, the
+smaller collected and the larger derived from its parent's statistics, which the
+finder keeps meanwhile), the nodes wait in a frontier ordered by the improvement of
+their split (the weighted squared-error decrease; nodes that cannot split wait with
+0), and the node with the largest improvement splits next until the tree has
+``max_leaf_nodes`` leaves; ``max_depth`` still bounds the depth. The frontier is a
+binary max-heap operated exactly as the C++ standard library's ``push_heap`` and
+``pop_heap`` (libstdc++) operate scikit-learn's, so equal improvements are taken in
+the same order. Nodes are numbered as they are created, as there.
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
@@ -59,6 +72,62 @@ cdef enum:
 
 
 ctypedef unsigned long long uint64_t_t
+
+
+ctypedef struct frontier_t:
+    # A node waiting in the frontier of best-first growth.
+    level_node_t node        # its rows, totals and index in the tree
+    split_t split            # its best split (when it may split)
+    float64_t improvement    # the frontier's priority (0: it cannot split)
+    intp_t stored            # index of the statistics the finder keeps (-1: none)
+    int depth
+    bint is_leaf
+
+
+cdef inline void _heap_sift_up(frontier_t* heap, intp_t hole, intp_t top,
+                               frontier_t* value) noexcept nogil:
+    """libstdc++'s ``__push_heap``: move ``value`` up from ``hole``."""
+    cdef intp_t parent = (hole - 1) // 2
+    while hole > top and heap[parent].improvement < value.improvement:
+        heap[hole] = heap[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    heap[hole] = value[0]
+
+
+cdef inline void _heap_push(frontier_t* heap, intp_t* size,
+                            const frontier_t* rec) noexcept nogil:
+    """``frontier.push_back(rec); std::push_heap(...)`` (max-heap on improvement)."""
+    cdef frontier_t value = rec[0]
+    heap[size[0]] = value
+    size[0] += 1
+    _heap_sift_up(heap, size[0] - 1, 0, &value)
+
+
+cdef inline void _heap_pop(frontier_t* heap, intp_t* size, frontier_t* out) noexcept nogil:
+    """``std::pop_heap(...); out = frontier.back(); frontier.pop_back()`` as in
+    libstdc++ (``__pop_heap`` then ``__adjust_heap``)."""
+    cdef intp_t n = size[0], length, hole, child
+    cdef frontier_t value
+    if n > 1:
+        value = heap[n - 1]
+        heap[n - 1] = heap[0]
+        length = n - 1
+        hole = 0
+        child = 0
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if heap[child].improvement < heap[child - 1].improvement:
+                child -= 1
+            heap[hole] = heap[child]
+            hole = child
+        if (length & 1) == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            heap[hole] = heap[child - 1]
+            hole = child - 1
+        _heap_sift_up(heap, hole, 0, &value)
+    out[0] = heap[n - 1]
+    size[0] = n - 1
 
 
 ctypedef struct node_sums_t:
@@ -147,6 +216,8 @@ cdef class TreeGrower:
     max_features : int
         Features drawn at random for each node (``n_features`` for all).
     n_threads : int
+    max_leaf_nodes : int, default=0
+        Grow best first up to this many leaves (at least 2); 0 grows level by level.
 
     Attributes
     ----------
@@ -194,6 +265,11 @@ cdef class TreeGrower:
         intp_t block_capacity
         intp_t* block_first            # first block of each split node (and the end)
         public object reducer
+        intp_t max_leaf_nodes          # 0: level-wise growth
+        frontier_t* frontier           # best-first growth: the heap of waiting nodes
+        intp_t* free_stored            # indices of the finder's stored statistics
+        intp_t n_free_stored           # that are free
+        intp_t n_stored                # how many the finder keeps
 
     def __cinit__(self):
         self.nodes = NULL
@@ -212,10 +288,17 @@ cdef class TreeGrower:
         self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
+        self.frontier = NULL
+        self.free_stored = NULL
+        self.max_leaf_nodes = 0
 
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
                  int64_t min_samples_split, int64_t min_samples_leaf,
-                 float64_t min_weight_leaf, intp_t max_features, int n_threads):
+                 float64_t min_weight_leaf, intp_t max_features, int n_threads,
+                 intp_t max_leaf_nodes=0):
+        if max_leaf_nodes != 0 and max_leaf_nodes < 2:
+            raise ValueError(f"max_leaf_nodes must be 0 (level-wise) or >= 2, "
+                             f"got {max_leaf_nodes}")
         bins = finder.partition_bins()
         self.has_X = X is not None
         if not self.has_X and bins is None:
@@ -252,6 +335,19 @@ cdef class TreeGrower:
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
         self._reserve_nodes(min(2 * width + 1, 2 * max(self.n_samples, 1) + 1))
+        self.max_leaf_nodes = max_leaf_nodes
+        if max_leaf_nodes > 0:
+            # Best first: every buffer sized once for max_leaf_nodes leaves (a tree
+            # has at most 2 max_leaf_nodes - 1 nodes, the frontier at most
+            # max_leaf_nodes of them, and each of those may keep statistics).
+            self._reserve_nodes(2 * max_leaf_nodes - 1)
+            self._reserve_level(2)
+            self._reserve_blocks(self.n_samples // BLOCK + 2)
+            self.frontier = <frontier_t*>grow_buffer(NULL, max_leaf_nodes + 1,
+                                                     sizeof(frontier_t), "frontier")
+            self.n_stored = finder.reserve_stored(max_leaf_nodes)
+            self.free_stored = <intp_t*>grow_buffer(NULL, self.n_stored, sizeof(intp_t),
+                                                    "frontier")
 
     def __dealloc__(self):
         free(self.nodes)
@@ -266,6 +362,8 @@ cdef class TreeGrower:
         free(self.scratch_right)
         free(self.blocks)
         free(self.block_first)
+        free(self.frontier)
+        free(self.free_stored)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
@@ -391,10 +489,13 @@ cdef class TreeGrower:
         level.partition = partition
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
+        if self.max_leaf_nodes > 0:
+            self._grow_best_first(row_stats, residual, sample_mask, seed, &level)
+            return self.n_nodes
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
             if depth > 0 and self.reducer is not None:
                 self._reduce_sums(n_slots)
-            if not self._mark_splittable(n_slots):
+            if not self._mark_splittable(n_slots, self.finder.subtracts):
                 break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
             self._reserve_level(n_slots)
@@ -427,6 +528,110 @@ cdef class TreeGrower:
             if sample_mask is not None:
                 self._route_out_of_bag(sample_mask)
         return self.n_nodes
+
+    cdef int _grow_best_first(self, const row_stat_t[::1] row_stats,
+                              const float64_t[::1] residual,
+                              const uint8_t[::1] sample_mask, unsigned long long seed,
+                              level_t* level) except -1:
+        """Grow the tree best first from its root (``level_nodes[0]``, its sums in
+        ``level_sums[0]``), as scikit-learn's ``BestFirstTreeBuilder``: pop the node
+        of largest improvement; a node that cannot split, or any node once the tree
+        has ``max_leaf_nodes`` leaves, becomes a leaf; else split it and find its
+        children's splits."""
+        cdef intp_t i, size = 0
+        cdef intp_t budget = self.max_leaf_nodes - 1   # splits left
+        cdef frontier_t rec
+        cdef bint children_split
+        self.n_free_stored = self.n_stored
+        for i in range(self.n_stored):
+            self.free_stored[i] = self.n_stored - 1 - i
+        self._evaluate(1, 0, -1, budget, seed, level, &size)
+        while size > 0:
+            _heap_pop(self.frontier, &size, &rec)
+            if rec.is_leaf or budget <= 0:
+                with nogil:
+                    self._set_leaf(&rec.node)
+                self._release(rec.stored)
+                continue
+            budget -= 1
+            self.level_nodes[0] = rec.node
+            self.level_nodes[0].splittable = 1
+            self.best[0] = rec.split
+            # Whether the children may split (else their sums are not needed).
+            children_split = budget > 0 and (self.max_depth < 0
+                                             or rec.depth + 1 < self.max_depth)
+            with nogil:
+                self._apply_splits(1, rec.depth)
+                self._partition(1, 1, row_stats, residual, children_split)
+            self._evaluate(2, rec.depth + 1, rec.stored, budget, seed, level, &size)
+            # Ctrl-C (or any pending signal) stops a fit between two splits.
+            PyErr_CheckSignals()
+        if sample_mask is not None:
+            with nogil:
+                self._route_out_of_bag(sample_mask)
+        return 0
+
+    cdef inline void _release(self, intp_t stored) noexcept nogil:
+        """The finder's stored statistics ``stored`` (-1: none) are free again."""
+        if stored >= 0:
+            self.free_stored[self.n_free_stored] = stored
+            self.n_free_stored += 1
+
+    cdef int _evaluate(self, intp_t n_slots, int depth, intp_t parent_stored,
+                       intp_t budget, unsigned long long seed, level_t* level,
+                       intp_t* size) except -1:
+        """Find the best split of the nodes ``level_nodes[0 .. n_slots)`` (the root,
+        or the two children of the node just split, whose statistics the finder
+        keeps as ``parent_stored``), and put them in the frontier."""
+        cdef intp_t s
+        cdef bint any_ = False
+        cdef frontier_t rec
+        cdef level_node_t* nd
+        if budget > 0 and (self.max_depth < 0 or depth < self.max_depth):
+            if depth > 0 and self.reducer is not None:
+                self._reduce_sums(n_slots)
+            any_ = self._mark_splittable(
+                n_slots, self.finder.subtracts and parent_stored >= 0)
+        if any_:
+            self.finder.start_level(n_slots)
+            if parent_stored >= 0:
+                self.finder.recall(parent_stored)
+            level.nodes = self.level_nodes
+            level.n_nodes = n_slots
+            level.allowed = NULL
+            if self.max_features < self.n_features:
+                self._draw_features(n_slots, seed)
+                level.allowed = self.allowed
+            with nogil:
+                self.finder.collect(level)
+            self.finder.reduce(level)
+            with nogil:
+                if self.finder.subtracts:
+                    self.finder.derive(level)
+                self.finder.choose(level, self.best)
+        self._release(parent_stored)
+        with nogil:
+            for s in range(n_slots):
+                nd = &self.level_nodes[s]
+                memset(&rec, 0, sizeof(frontier_t))
+                rec.node = nd[0]
+                rec.depth = depth
+                rec.stored = -1
+                rec.is_leaf = not (any_ and nd.splittable and self.best[s].feature >= 0)
+                if not rec.is_leaf:
+                    rec.split = self.best[s]
+                    rec.improvement = improvement_of(self.best[s].proxy, nd.total.w)
+                    # Its statistics, for its children, if they may split in turn.
+                    if (self.n_free_stored > 0 and budget > 1
+                            and (self.max_depth < 0 or depth + 1 < self.max_depth)):
+                        self.n_free_stored -= 1
+                        rec.stored = self.free_stored[self.n_free_stored]
+                        self.finder.store(s, rec.stored)
+                _heap_push(self.frontier, size, &rec)
+                # The node's rows leave the level (a finder that follows rows by
+                # slot, as the exact one does, then sees only the next level's).
+                self.finder.rows_moved(self.partition, nd.start, nd.stop, -1)
+        return 0
 
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
         """(Data spread over processes) the root's totals and sums over every
@@ -466,9 +671,10 @@ cdef class TreeGrower:
             self.level_sums[s].r_max = v[s, 4]
         return 0
 
-    cdef bint _mark_splittable(self, intp_t n_slots):
+    cdef bint _mark_splittable(self, intp_t n_slots, bint subtract):
         """Which nodes of the level may split, and the statistics the finder must
-        compute for them."""
+        compute for them (``subtract``: the larger child of a pair from its
+        parent's)."""
         cdef intp_t s
         cdef bint any_ = False
         cdef level_node_t* nd
@@ -488,8 +694,7 @@ cdef class TreeGrower:
             self.level_nodes[0].stats = STATS_COLLECT if self.level_nodes[0].splittable else STATS_NONE
         else:
             for s in range(0, n_slots, 2):
-                plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1],
-                                self.finder.subtracts)
+                plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1], subtract)
         return any_
 
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed):
