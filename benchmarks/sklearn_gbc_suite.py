@@ -20,7 +20,7 @@ offers. It is excluded, with the first reason that matches, when
 2. its body does not name ``GradientBoostingClassifier`` and no parameter is the
    classifier (regressor-only tests and tests of scikit-learn's helpers);
 3. its body (docstring and comments left out) uses something gbc-core does not
-   offer: the parameters ``max_leaf_nodes``, ``min_impurity_decrease``,
+   offer: the parameters ``min_impurity_decrease``,
    ``criterion`` or ``ccp_alpha``; sparse containers; or scikit-learn's
    internals: a private attribute (``._loss``, ``._raw_predict``), ``init_``,
    scikit-learn's tree objects (``.tree_``) or a function imported from a private
@@ -65,7 +65,6 @@ SPARSE_TYPES = tuple(getattr(scipy.sparse, name) for name in ("spmatrix", "sparr
 
 # Uses in a test's body of what gbc-core does not offer: (pattern, reason).
 NOT_OFFERED = [
-    (r"\bmax_leaf_nodes\b", "max_leaf_nodes is not offered"),
     (r"\bmin_impurity_decrease\b", "min_impurity_decrease is not offered"),
     (r"\bcriterion\b", "criterion is not offered"),
     (r"\bccp_alpha\b", "ccp_alpha is not offered"),
