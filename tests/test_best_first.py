@@ -258,3 +258,32 @@ def test_cli_max_leaf_nodes(tmp_path, capsys, monkeypatch):
         run_main(capsys, monkeypatch, tmp_path, "train", "train.csv", "-t", "target",
                  "-o", "m2.gbc", "--max-leaf-nodes", "1")
     assert "max_leaf_nodes must be None or an integer >= 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("max_leaf_nodes, max_depth", [(8, None), (31, None), (40, 5), (300, None)])
+def test_exact_look_ahead_grows_the_one_node_at_a_time_tree(max_leaf_nodes, max_depth):
+    """The exact finder splits several frontier nodes per scan (their children's
+    splits depend on their rows only): the tree, its numbering and every row's leaf
+    are those of splitting one node at a time, bit for bit, with missing values,
+    weights and a sample mask."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(4000, 5)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    r = np.nan_to_num(X[:, 0]) * np.nan_to_num(X[:, 1]) + rng.normal(size=4000)
+    X = np.asfortranarray(X)
+    for weights, mask in [(np.ones(4000), None),
+                          (rng.uniform(0.5, 2.0, size=4000),
+                           (rng.random(4000) < 0.8).astype(np.uint8))]:
+        stats = np.empty(4000, dtype=ROW_STAT_DTYPE)
+        stats["w"] = weights
+        stats["wr"] = weights * r
+        out = []
+        for ahead in (True, False):
+            finder = make_split_finder(X, dict(split_method="exact", n_threads=1))
+            grower = TreeGrower(X, finder, -1 if max_depth is None else max_depth, 2, 3,
+                                0.0, 5, 1, max_leaf_nodes)
+            grower.look_ahead = ahead
+            grower.grow(stats, r, mask, 0)
+            out.append((grower.nodes_array().tobytes(),
+                        np.asarray(grower.node_of_row).tobytes()))
+        assert out[0] == out[1]

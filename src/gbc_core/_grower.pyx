@@ -80,6 +80,7 @@ ctypedef struct frontier_t:
     split_t split            # its best split (when it may split)
     float64_t improvement    # the frontier's priority (0: it cannot split)
     intp_t stored            # index of the statistics the finder keeps (-1: none)
+    intp_t pending           # index of its children, found ahead (-1: none)
     int depth
     bint is_leaf
 
@@ -270,6 +271,11 @@ cdef class TreeGrower:
         intp_t* free_stored            # indices of the finder's stored statistics
         intp_t n_free_stored           # that are free
         intp_t n_stored                # how many the finder keeps
+        public bint look_ahead         # split several frontier nodes per scan
+        frontier_t* pending            # children found ahead, two per frontier node
+        intp_t* free_pending           # free pairs of ``pending``
+        intp_t n_free_pending
+        intp_t* chosen                 # frontier positions split ahead
 
     def __cinit__(self):
         self.nodes = NULL
@@ -290,6 +296,9 @@ cdef class TreeGrower:
         self.level_capacity = 0
         self.frontier = NULL
         self.free_stored = NULL
+        self.pending = NULL
+        self.free_pending = NULL
+        self.chosen = NULL
         self.max_leaf_nodes = 0
 
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
@@ -341,13 +350,20 @@ cdef class TreeGrower:
             # has at most 2 max_leaf_nodes - 1 nodes, the frontier at most
             # max_leaf_nodes of them, and each of those may keep statistics).
             self._reserve_nodes(2 * max_leaf_nodes - 1)
-            self._reserve_level(2)
-            self._reserve_blocks(self.n_samples // BLOCK + 2)
+            self._reserve_level(2 * max_leaf_nodes)
+            self._reserve_blocks(self.n_samples // BLOCK + max_leaf_nodes + 1)
             self.frontier = <frontier_t*>grow_buffer(NULL, max_leaf_nodes + 1,
                                                      sizeof(frontier_t), "frontier")
             self.n_stored = finder.reserve_stored(max_leaf_nodes)
             self.free_stored = <intp_t*>grow_buffer(NULL, self.n_stored, sizeof(intp_t),
                                                     "frontier")
+            self.pending = <frontier_t*>grow_buffer(NULL, 2 * max_leaf_nodes,
+                                                    sizeof(frontier_t), "frontier")
+            self.free_pending = <intp_t*>grow_buffer(NULL, max_leaf_nodes, sizeof(intp_t),
+                                                     "frontier")
+            self.chosen = <intp_t*>grow_buffer(NULL, max_leaf_nodes, sizeof(intp_t),
+                                               "frontier")
+            self.look_ahead = True
 
     def __dealloc__(self):
         free(self.nodes)
@@ -364,6 +380,9 @@ cdef class TreeGrower:
         free(self.block_first)
         free(self.frontier)
         free(self.free_stored)
+        free(self.pending)
+        free(self.free_pending)
+        free(self.chosen)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
@@ -537,39 +556,189 @@ cdef class TreeGrower:
         ``level_sums[0]``), as scikit-learn's ``BestFirstTreeBuilder``: pop the node
         of largest improvement; a node that cannot split, or any node once the tree
         has ``max_leaf_nodes`` leaves, becomes a leaf; else split it and find its
-        children's splits."""
+        children's splits.
+
+        A finder whose scan costs the same for any number of nodes (one that does
+        not subtract: the exact finder's pass over every sorted feature) looks
+        ahead: with the popped node it splits the best other frontier nodes (as many
+        as splits remain) and finds all their children's splits in one scan. A
+        node's children and their splits depend on its rows only, so the tree is
+        the one of one node at a time: a node split ahead gets its children (and
+        their numbers) only when it is popped, and becomes a leaf unchanged if the
+        leaves run out first."""
         cdef intp_t i, size = 0
         cdef intp_t budget = self.max_leaf_nodes - 1   # splits left
         cdef frontier_t rec
         cdef bint children_split
+        cdef bint ahead = (self.look_ahead and not self.finder.subtracts
+                           and self.reducer is None
+                           and self.max_features >= self.n_features)
         self.n_free_stored = self.n_stored
         for i in range(self.n_stored):
             self.free_stored[i] = self.n_stored - 1 - i
+        self.n_free_pending = self.max_leaf_nodes
+        for i in range(self.max_leaf_nodes):
+            self.free_pending[i] = self.max_leaf_nodes - 1 - i
         self._evaluate(1, 0, -1, budget, seed, level, &size)
         while size > 0:
             _heap_pop(self.frontier, &size, &rec)
             if rec.is_leaf or budget <= 0:
                 with nogil:
+                    if rec.pending >= 0:
+                        # Split ahead, never popped in time: a leaf as it was made.
+                        self._init_node(rec.node.node, &rec.node.total, rec.depth)
+                        self.free_pending[self.n_free_pending] = rec.pending
+                        self.n_free_pending += 1
                     self._set_leaf(&rec.node)
                 self._release(rec.stored)
                 continue
             budget -= 1
-            self.level_nodes[0] = rec.node
-            self.level_nodes[0].splittable = 1
-            self.best[0] = rec.split
             # Whether the children may split (else their sums are not needed).
             children_split = budget > 0 and (self.max_depth < 0
                                              or rec.depth + 1 < self.max_depth)
-            with nogil:
-                self._apply_splits(1, rec.depth)
-                self._partition(1, 1, row_stats, residual, children_split)
-            self._evaluate(2, rec.depth + 1, rec.stored, budget, seed, level, &size)
+            if rec.pending >= 0:
+                with nogil:
+                    self._adopt(&rec, budget, &size)
+                continue
+            if ahead and children_split:
+                self._split_ahead(&rec, budget, row_stats, residual, level, &size)
+            else:
+                self.level_nodes[0] = rec.node
+                self.level_nodes[0].splittable = 1
+                self.best[0] = rec.split
+                with nogil:
+                    self._apply_splits(1, rec.depth)
+                    self._partition(1, 1, row_stats, residual, children_split)
+                self._evaluate(2, rec.depth + 1, rec.stored, budget, seed, level, &size)
             # Ctrl-C (or any pending signal) stops a fit between two splits.
             PyErr_CheckSignals()
         if sample_mask is not None:
             with nogil:
                 self._route_out_of_bag(sample_mask)
         return 0
+
+    cdef int _split_ahead(self, frontier_t* popped, intp_t budget,
+                          const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                          level_t* level, intp_t* size) except -1:
+        """Split ``popped`` and the best frontier nodes whose children may split
+        (at most ``budget`` of them, none split ahead yet), find every child's split
+        in one scan, keep the children of each as its ``pending`` pair and give
+        ``popped`` its children."""
+        cdef intp_t i, j, k, n = 1, best_i
+        cdef frontier_t* r
+        cdef frontier_t* ch
+        cdef level_node_t* next_level = self.level_nodes + self.level_capacity
+        cdef node_t* nd
+        cdef split_t* b
+        cdef side_t right
+        # The candidates, best first (frontier position order among equal ones).
+        for i in range(size[0]):
+            r = &self.frontier[i]
+            r.stored = 0 if (not r.is_leaf and r.pending < 0 and (
+                self.max_depth < 0 or r.depth + 1 < self.max_depth)) else -1
+        while n <= budget:
+            best_i = -1
+            for i in range(size[0]):
+                if self.frontier[i].stored == 0 and (
+                        best_i < 0 or self.frontier[i].improvement
+                        > self.frontier[best_i].improvement):
+                    best_i = i
+            if best_i < 0:
+                break
+            self.frontier[best_i].stored = -1
+            self.chosen[n] = best_i
+            n += 1
+        for i in range(size[0]):
+            self.frontier[i].stored = -1   # (the exact finder keeps no statistics)
+        self._reserve_blocks(self.n_samples // BLOCK + n + 1)
+        with nogil:
+            # Each chosen node's split, as _apply_splits makes it, its children
+            # unnumbered (the rows move by the node's feature and threshold).
+            for j in range(n):
+                r = popped if j == 0 else &self.frontier[self.chosen[j]]
+                b = &r.split
+                self.level_nodes[j] = r.node
+                self.level_nodes[j].splittable = 1
+                self.best[j] = b[0]
+                nd = &self.nodes[r.node.node]
+                nd.feature = b.feature
+                nd.threshold = b.threshold
+                nd.threshold32 = _float32_at_most(b.threshold)
+                nd.missing_go_left = missing_left(b.missing_go_left, b.left.n, r.node.total.n)
+                self.node_bin[r.node.node] = b.bin
+                right.n = r.node.total.n - b.left.n
+                right.w = r.node.total.w - b.left.w
+                right.s = r.node.total.s - b.left.s
+                next_level[2 * j].total = b.left
+                next_level[2 * j + 1].total = right
+                for k in range(2):
+                    next_level[2 * j + k].node = -1
+                    next_level[2 * j + k].parent = <int32_t>j
+                    next_level[2 * j + k].sibling = <int32_t>(2 * j + 1 - k)
+            self._partition(n, n, row_stats, residual, True)
+        self._mark_splittable(2 * n, False)
+        self.finder.start_level(2 * n)
+        level.nodes = self.level_nodes
+        level.n_nodes = 2 * n
+        level.allowed = NULL
+        with nogil:
+            self.finder.collect(level)
+        self.finder.reduce(level)
+        with nogil:
+            self.finder.choose(level, self.best)
+            for j in range(n):
+                r = popped if j == 0 else &self.frontier[self.chosen[j]]
+                self.n_free_pending -= 1
+                r.pending = self.free_pending[self.n_free_pending]
+                for k in range(2):
+                    ch = &self.pending[2 * r.pending + k]
+                    memset(ch, 0, sizeof(frontier_t))
+                    ch.node = self.level_nodes[2 * j + k]
+                    ch.depth = r.depth + 1
+                    ch.stored = -1
+                    ch.pending = -1
+                    ch.is_leaf = not (ch.node.splittable and self.best[2 * j + k].feature >= 0)
+                    if not ch.is_leaf:
+                        ch.split = self.best[2 * j + k]
+                        ch.improvement = improvement_of(ch.split.proxy, ch.node.total.w)
+                    self.finder.rows_moved(self.partition, ch.node.start, ch.node.stop, -1)
+            self._adopt(popped, budget, size)
+        return 0
+
+    cdef void _adopt(self, frontier_t* rec, intp_t budget, intp_t* size) noexcept nogil:
+        """Number the children of ``rec`` (split ahead) and put them in the
+        frontier, as ``_apply_splits`` and ``_evaluate`` would have: leaves if no
+        split remains."""
+        cdef node_t* nd = &self.nodes[rec.node.node]
+        cdef split_t* b = &rec.split
+        cdef intp_t left_id = self.n_nodes, k
+        cdef frontier_t* ch
+        cdef side_t right
+        nd.feature = b.feature
+        nd.threshold = b.threshold
+        nd.threshold32 = _float32_at_most(b.threshold)
+        nd.missing_go_left = missing_left(b.missing_go_left, b.left.n, rec.node.total.n)
+        nd.improvement = improvement_of(b.proxy, rec.node.total.w)
+        nd.left = <int32_t>left_id
+        nd.right = <int32_t>(left_id + 1)
+        self.node_bin[rec.node.node] = b.bin
+        right.n = rec.node.total.n - b.left.n
+        right.w = rec.node.total.w - b.left.w
+        right.s = rec.node.total.s - b.left.s
+        self._init_node(left_id, &b.left, rec.depth + 1)
+        self._init_node(left_id + 1, &right, rec.depth + 1)
+        self.n_nodes += 2
+        for k in range(2):
+            ch = &self.pending[2 * rec.pending + k]
+            ch.node.node = <int32_t>(left_id + k)
+            if budget <= 0:
+                ch.is_leaf = True
+            if ch.is_leaf:
+                memset(&ch.split, 0, sizeof(split_t))
+                ch.improvement = 0.0
+            _heap_push(self.frontier, size, ch)
+        self.free_pending[self.n_free_pending] = rec.pending
+        self.n_free_pending += 1
 
     cdef inline void _release(self, intp_t stored) noexcept nogil:
         """The finder's stored statistics ``stored`` (-1: none) are free again."""
@@ -617,6 +786,7 @@ cdef class TreeGrower:
                 rec.node = nd[0]
                 rec.depth = depth
                 rec.stored = -1
+                rec.pending = -1
                 rec.is_leaf = not (any_ and nd.splittable and self.best[s].feature >= 0)
                 if not rec.is_leaf:
                     rec.split = self.best[s]
