@@ -7,10 +7,11 @@ medians span the same periods of a machine whose speed drifts.
 
 Usage::
 
-    python benchmarks/compare_builds.py BEFORE_DIR AFTER_DIR --rows 200000 --n-jobs 1,2
+    python benchmarks/compare_builds.py BEFORE_DIR AFTER_DIR --rows 200000 --n-jobs 1,2 \
+        [--split-method hist]
 
 prints, per workload and thread count, the median fit and predict seconds of each
-build (one fit per round; predict: the median of 5 calls on 1M rows per round) and
+build (and, below the table, the fit's CPU time over all threads) (one fit per round; predict: the median of 5 calls on 1M rows per round) and
 the median single-row ``predict_proba`` latency (of 1000 calls per round), the ratio
 after / before of the medians (< 1: the change is faster) and the range of the
 ratios within the rounds (each round runs the two builds back to back), then the
@@ -30,6 +31,7 @@ import numpy as np
 import gbc_core
 from gbc_core import GradientBoostingClassifier
 rows, n_jobs, classes, depth, trees = (int(a) for a in sys.argv[1:6])
+split_method = sys.argv[6]
 PREDICT_CALLS = 5
 LATENCY_CALLS = 1000
 rng = np.random.default_rng(0)
@@ -41,8 +43,10 @@ else:
     y = np.argmax(logits + rng.gumbel(size=logits.shape), axis=0)
 Xtr, ytr = X[:rows], y[:rows]
 Xte = np.ascontiguousarray(np.tile(X[rows:], (20, 1)))  # 1M rows
-model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs)
-t = time.perf_counter(); model.fit(Xtr, ytr); fit_s = time.perf_counter() - t
+model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs,
+                                   split_method=split_method)
+t = time.perf_counter(); c = time.process_time(); model.fit(Xtr, ytr)
+fit_s, fit_cpu = time.perf_counter() - t, time.process_time() - c
 model.predict_proba(Xte[:1000])
 predict_times = []
 for _ in range(PREDICT_CALLS):
@@ -53,15 +57,15 @@ for i in range(LATENCY_CALLS):
     row = Xte[i:i + 1]
     t = time.perf_counter(); model.predict_proba(row); latencies.append(time.perf_counter() - t)
 latency_s = sorted(latencies)[LATENCY_CALLS // 2]
-print(json.dumps({"fit": fit_s, "predict": predict_s, "latency": latency_s,
+print(json.dumps({"fit": fit_s, "fit_cpu": fit_cpu, "predict": predict_s, "latency": latency_s,
                   "version": gbc_core.__version__}))
 """
 
 
-def run(build, rows, n_jobs, classes, depth, trees):
+def run(build, rows, n_jobs, classes, depth, trees, split_method):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"))
     out = subprocess.run([sys.executable, "-c", WORKER, str(rows), str(n_jobs), str(classes),
-                          str(depth), str(trees)], env=env, check=True,
+                          str(depth), str(trees), split_method], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -76,9 +80,10 @@ def main():
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--split-method", default="exact")
     args = parser.parse_args()
     print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
-          f"depth {args.depth}; predict: 1M rows, median of 5 calls; {args.rounds} "
+          f"depth {args.depth}, split_method={args.split_method}; predict: 1M rows, median of 5 calls; {args.rounds} "
           "alternating rounds; load average at start "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("| n_jobs | fit s before | fit s after | ratio | per round | predict s before | "
@@ -90,9 +95,9 @@ def main():
         for _ in range(args.rounds):
             for key in ("before", "after"):
                 times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
-                                      args.depth, args.trees))
+                                      args.depth, args.trees, args.split_method))
         med = {k: {m: statistics.median(t[m] for t in v)
-                   for m in ("fit", "predict", "latency")}
+                   for m in ("fit", "fit_cpu", "predict", "latency")}
                for k, v in times.items()}
         per_round = {m: [a[m] / b[m] for a, b in zip(times["after"], times["before"])]
                      for m in ("fit", "predict")}
@@ -104,6 +109,12 @@ def main():
               f"{min(per_round['predict']):.2f}-{max(per_round['predict']):.2f} | "
               f"{1e3 * med['before']['latency']:.4f} | {1e3 * med['after']['latency']:.4f} | "
               f"{med['after']['latency'] / med['before']['latency']:.2f} |", flush=True)
+        per_round_lines.append(
+            f"- n_jobs = {n_jobs}, fit CPU s (all threads), median before / after: "
+            f"{med['before']['fit_cpu']:.3f} / {med['after']['fit_cpu']:.3f} = "
+            f"{med['after']['fit_cpu'] / med['before']['fit_cpu']:.3f}; per round: "
+            + ", ".join(f"{b['fit_cpu']:.3f} / {a['fit_cpu']:.3f}"
+                        for b, a in zip(times["before"], times["after"])))
         for m in ("fit", "predict"):
             per_round_lines.append(
                 f"- n_jobs = {n_jobs}, {m} s per round, before / after: " + ", ".join(
