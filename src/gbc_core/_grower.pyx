@@ -32,7 +32,10 @@ their split (the weighted squared-error decrease; nodes that cannot split wait w
 ``max_leaf_nodes`` leaves; ``max_depth`` still bounds the depth. The frontier is a
 binary max-heap operated exactly as the C++ standard library's ``push_heap`` and
 ``pop_heap`` (libstdc++) operate scikit-learn's, so equal improvements are taken in
-the same order. Nodes are numbered as they are created, as there.
+the same order. Nodes are numbered as they are created, as there. With a finder
+whose scan costs the same for any number of nodes (the exact finder), the grower
+splits the best waiting nodes ahead, several per scan (``_split_ahead``): the same
+tree, bit for bit.
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
