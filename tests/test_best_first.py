@@ -287,3 +287,36 @@ def test_exact_look_ahead_grows_the_one_node_at_a_time_tree(max_leaf_nodes, max_
             out.append((grower.nodes_array().tobytes(),
                         np.asarray(grower.node_of_row).tobytes()))
         assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+def test_equal_improvements_leave_the_frontier_in_scikit_learns_order(split_method):
+    """Two mirrored halves (labels flipped: residuals negated, the same gains bit for
+    bit in the first tree) put pairs of nodes of equal improvement in the frontier;
+    which of them splits first decides the numbering and, once the leaves run out,
+    the tree. The frontier is operated as scikit-learn's (libstdc++'s push_heap and
+    pop_heap), so the trees are scikit-learn's for every leaf budget."""
+    ensemble = require("sklearn.ensemble")
+    rng = np.random.default_rng(0)
+    m = 60
+    pattern = (rng.random(m) < np.linspace(0.1, 0.9, m)).astype(int)
+    values = np.arange(m, dtype=np.float32)
+    X = np.concatenate([np.c_[np.zeros(m), values], np.c_[np.ones(m), values]]).astype(np.float32)
+    y = np.concatenate([pattern, 1 - pattern])
+    for k in range(2, 16):
+        kw = dict(n_estimators=1, max_leaf_nodes=k, max_depth=None)
+        ours = GradientBoostingClassifier(split_method=split_method, **kw).fit(
+            X, y).booster_.trees()[0]
+        theirs = ensemble.GradientBoostingClassifier(init="zero", random_state=0, **kw).fit(
+            X, y).estimators_[0, 0].tree_
+        np.testing.assert_array_equal(ours["left"], np.where(theirs.children_left < 0, -1,
+                                                             theirs.children_left))
+        np.testing.assert_array_equal(ours["feature"], np.where(theirs.feature < 0, -1,
+                                                                theirs.feature))
+        split = ours["feature"] >= 0
+        np.testing.assert_array_equal(ours["threshold"][split], theirs.threshold[split])
+        np.testing.assert_array_equal(ours["n_samples"], theirs.n_node_samples)
+    # (The halves' nodes do tie: their gains are equal.)
+    tree = GradientBoostingClassifier(n_estimators=1, max_leaf_nodes=15,
+                                      max_depth=None).fit(X, y).booster_.trees()[0]
+    assert tree["improvement"][1] == tree["improvement"][2]
