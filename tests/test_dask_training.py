@@ -298,6 +298,8 @@ def test_refused_options(client):
         DaskGradientBoostingClassifier(loss="exponential").fit(Xd, yd)
     with pytest.raises(ValueError, match="leaf_solver='exact'"):
         DaskGradientBoostingClassifier(leaf_solver="exact").fit(Xd, yd)
+    with pytest.raises(ValueError, match="max_leaf_nodes is not supported"):
+        DaskGradientBoostingClassifier(max_leaf_nodes=8).fit(Xd, yd)
     from sklearn.dummy import DummyClassifier
     with pytest.raises(ValueError, match="init estimator"):
         DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)

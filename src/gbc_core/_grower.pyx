@@ -72,6 +72,8 @@ cdef enum:
     BLOCK = 16384
     # Below this many rows a level is partitioned on one thread.
     MIN_PARALLEL_ROWS = 200000
+    # frontier_t.pending of a node that may be split ahead (while choosing them).
+    CANDIDATE = -2
 
 
 ctypedef unsigned long long uint64_t_t
@@ -634,25 +636,28 @@ cdef class TreeGrower:
         cdef node_t* nd
         cdef split_t* b
         cdef side_t right
-        # The candidates, best first (frontier position order among equal ones).
+        # The candidates (marked pending = CANDIDATE), best first (frontier position
+        # order among equal ones).
         for i in range(size[0]):
             r = &self.frontier[i]
-            r.stored = 0 if (not r.is_leaf and r.pending < 0 and (
-                self.max_depth < 0 or r.depth + 1 < self.max_depth)) else -1
+            if not r.is_leaf and r.pending < 0 and (
+                    self.max_depth < 0 or r.depth + 1 < self.max_depth):
+                r.pending = CANDIDATE
         while n <= budget:
             best_i = -1
             for i in range(size[0]):
-                if self.frontier[i].stored == 0 and (
+                if self.frontier[i].pending == CANDIDATE and (
                         best_i < 0 or self.frontier[i].improvement
                         > self.frontier[best_i].improvement):
                     best_i = i
             if best_i < 0:
                 break
-            self.frontier[best_i].stored = -1
+            self.frontier[best_i].pending = -1
             self.chosen[n] = best_i
             n += 1
         for i in range(size[0]):
-            self.frontier[i].stored = -1   # (the exact finder keeps no statistics)
+            if self.frontier[i].pending == CANDIDATE:
+                self.frontier[i].pending = -1
         self._reserve_blocks(self.n_samples // BLOCK + n + 1)
         with nogil:
             # Each chosen node's split, as _apply_splits makes it, its children

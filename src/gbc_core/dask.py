@@ -680,7 +680,8 @@ class DaskGradientBoostingClassifier:
     concatenated rows (up to the rounding of sums formed per worker).
 
     Not supported in a distributed fit (a clear error): ``subsample < 1``,
-    ``warm_start`` and early stopping without ``eval_set`` (the hold-out of
+    ``max_leaf_nodes`` (best-first trees), ``warm_start`` and early stopping without
+    ``eval_set`` (the hold-out of
     ``validation_fraction``). ``verbose`` prints nothing (the loop runs on the
     workers); ``train_score_`` and ``validation_score_`` hold the losses.
 
@@ -700,7 +701,7 @@ class DaskGradientBoostingClassifier:
     """
 
     def __init__(self, n_estimators=100, learning_rate=0.1, max_depth=3,
-                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_leaf_nodes=None, min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  subsample=1.0, max_features=None, init="zero", random_state=None,
                  n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
                  tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
@@ -709,6 +710,7 @@ class DaskGradientBoostingClassifier:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
         self.min_weight_fraction_leaf = min_weight_fraction_leaf
@@ -790,6 +792,9 @@ class DaskGradientBoostingClassifier:
                              "(use init='zero' or 'prior')")
         if params["subsample"] < 1.0:
             raise ValueError("subsample < 1 is not supported by the distributed fit")
+        if params["max_leaf_nodes"] is not None:
+            raise ValueError("max_leaf_nodes is not supported by the distributed fit (it "
+                             "grows trees level by level)")
         if params["warm_start"]:
             raise ValueError("warm_start is not supported by the distributed fit")
         if params["n_iter_no_change"] is not None and eval_set is None:
