@@ -298,10 +298,14 @@ def test_refused_options(client):
         DaskGradientBoostingClassifier(loss="exponential").fit(Xd, yd)
     with pytest.raises(ValueError, match="leaf_solver='exact'"):
         DaskGradientBoostingClassifier(leaf_solver="exact").fit(Xd, yd)
-    with pytest.raises(ValueError, match="min_impurity_decrease=0.01 is not supported"):
-        DaskGradientBoostingClassifier(min_impurity_decrease=0.01).fit(Xd, yd)
-    with pytest.raises(ValueError, match="ccp_alpha=0.001 is not supported"):
-        DaskGradientBoostingClassifier(ccp_alpha=0.001).fit(Xd, yd)
+    # Best-first growth and the tree rules: refused, each named with its value.
+    for params, named in [(dict(max_leaf_nodes=8), "max_leaf_nodes=8"),
+                          (dict(min_impurity_decrease=0.01), "min_impurity_decrease=0.01"),
+                          (dict(ccp_alpha=0.001), "ccp_alpha=0.001"),
+                          (dict(max_leaf_nodes=4, ccp_alpha=0.5),
+                           "max_leaf_nodes=4, ccp_alpha=0.5: not supported")]:
+        with pytest.raises(ValueError, match=named):
+            DaskGradientBoostingClassifier(**params).fit(Xd, yd)
     from sklearn.dummy import DummyClassifier
     with pytest.raises(ValueError, match="init estimator"):
         DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)

@@ -28,6 +28,7 @@ OTHER_VALUES = {
     "min_samples_leaf": 4,
     "min_weight_fraction_leaf": 0.2,
     "max_depth": 1,
+    "max_leaf_nodes": 3,
     "init": "prior",
     "random_state": 123,
     "max_features": 1,

@@ -45,7 +45,7 @@ TOY_Y = [-1, -1, -1, 1, 1, 1]
 
 #: Every parameter gbc-core offers.
 PARAMETERS = {
-    "n_estimators", "learning_rate", "max_depth", "min_samples_split",
+    "n_estimators", "learning_rate", "max_depth", "max_leaf_nodes", "min_samples_split",
     "min_samples_leaf", "min_weight_fraction_leaf", "subsample", "max_features", "init",
     "random_state", "n_jobs", "verbose", "validation_fraction", "n_iter_no_change", "tol",
     "warm_start", "class_weight", "loss", "split_method", "max_bins",
@@ -203,7 +203,8 @@ def test_clone_copies_parameters_not_the_fit():
 
 
 def test_get_params_set_params_round_trip():
-    params = dict(n_estimators=17, learning_rate=0.3, max_depth=None, min_samples_split=0.1,
+    params = dict(n_estimators=17, learning_rate=0.3, max_depth=None, max_leaf_nodes=9,
+                  min_samples_split=0.1,
                   min_samples_leaf=3, min_weight_fraction_leaf=0.01, subsample=0.7,
                   max_features="sqrt", init="prior", random_state=5, n_jobs=1, verbose=0,
                   validation_fraction=0.2, n_iter_no_change=4, tol=1e-3, warm_start=True,

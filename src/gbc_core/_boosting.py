@@ -316,6 +316,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         params["max_features"], n_threads, columns=sparse_arrays(X) if sparse else None,
         criterion=params["criterion"], min_impurity_decrease=params["min_impurity_decrease"],
         ccp_alpha=params["ccp_alpha"],
+        max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
     )
     if previous is not None:
         ensemble, old = previous

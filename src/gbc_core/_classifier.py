@@ -89,6 +89,12 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         Shrinkage eta applied to each tree's leaf values; must be > 0.
     max_depth : int or None, default=3
         Maximum depth of each tree (None: grow until the leaves are pure or too small).
+    max_leaf_nodes : int or None, default=None
+        Grow each tree best first, as scikit-learn's trees do with this parameter:
+        the node whose split has the largest improvement (weighted squared-error
+        decrease) splits next, until the tree has ``max_leaf_nodes`` leaves (an
+        integer >= 2); ``max_depth`` still bounds the depth. None grows level by
+        level.
     min_samples_split : int or float, default=2
         Minimum samples a node needs to be split (a float is a fraction of n_samples).
     min_samples_leaf : int or float, default=1
@@ -261,6 +267,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         n_estimators=DEFAULTS["n_estimators"],
         learning_rate=DEFAULTS["learning_rate"],
         max_depth=DEFAULTS["max_depth"],
+        max_leaf_nodes=DEFAULTS["max_leaf_nodes"],
         min_samples_split=DEFAULTS["min_samples_split"],
         min_samples_leaf=DEFAULTS["min_samples_leaf"],
         min_weight_fraction_leaf=DEFAULTS["min_weight_fraction_leaf"],
@@ -286,6 +293,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
         self.min_weight_fraction_leaf = min_weight_fraction_leaf

@@ -16,6 +16,7 @@ class GradientBoostingClassifier:
     n_estimators: int
     learning_rate: float
     max_depth: int | None
+    max_leaf_nodes: int | None
     min_samples_split: int | float
     min_samples_leaf: int | float
     min_weight_fraction_leaf: float
@@ -60,6 +61,7 @@ class GradientBoostingClassifier:
         n_estimators: int = 100,
         learning_rate: float = 0.1,
         max_depth: int | None = 3,
+        max_leaf_nodes: int | None = None,
         min_samples_split: int | float = 2,
         min_samples_leaf: int | float = 1,
         min_weight_fraction_leaf: float = 0.0,

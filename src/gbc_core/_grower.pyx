@@ -1,4 +1,5 @@
-"""Level-wise growth of one regression tree, with any ``SplitFinder``.
+"""Growth of one regression tree, level by level or best first, with any
+``SplitFinder``.
 
 The grower owns the tree being grown and what lives as long as the fit: the node
 buffer, the nodes of the level being split (each with its parent, its sibling and
@@ -21,16 +22,34 @@ node whose rows all have the same residual cannot be improved, whatever rounding
 noise its sums carry (sums of many equal residuals do not give a variance of exactly
 zero, and splits of such a node "gain" only that noise).
 
+With ``max_leaf_nodes`` the tree grows best first, as scikit-learn's
+``BestFirstTreeBuilder`` grows it: each node's best split is found when the node is
+created (a "level" of the root alone, then of the two children of each split, the
+smaller collected and the larger derived from its parent's statistics, which the
+finder keeps meanwhile), the nodes wait in a frontier ordered by the improvement of
+their split (the weighted squared-error decrease; nodes that cannot split wait with
+0), and the node with the largest improvement splits next until the tree has
+``max_leaf_nodes`` leaves; ``max_depth`` still bounds the depth. The frontier is a
+binary max-heap operated exactly as the C++ standard library's ``push_heap`` and
+``pop_heap`` (libstdc++) operate scikit-learn's, so equal improvements are taken in
+the same order. Nodes are numbered as they are created, as there. With a finder
+whose scan costs the same for any number of nodes (the exact finder), the grower
+splits the best waiting nodes ahead, several per scan (``_split_ahead``): the same
+tree, bit for bit.
+
 Two rules of scikit-learn's trees act on a split once it is chosen, or on the grown
-tree. ``min_impurity_decrease``: a node's best split is dropped (the node becomes a
-leaf) when its weighted impurity decrease (``_choice.decrease_allowed``, from the
-sums of w r^2 of the node's rows going left, summed in row order) plus machine
-epsilon is below the bound. ``ccp_alpha``: once the tree is grown, minimal
-cost-complexity pruning (scikit-learn's ``_cost_complexity_prune``, weakest link
-first, on each node's weight and impurity) turns the root of every pruned branch
-into a leaf; the kept nodes stay in level order, renumbered, and the rows of a
-pruned branch fall in its new leaf (``node_of_row``), all before the loss sets the
-leaf values, as scikit-learn prunes before its leaves are updated.
+tree, in both growths. ``min_impurity_decrease``: a node's best split is dropped (the
+node becomes a leaf; best first, a leaf waiting in the frontier with improvement 0,
+as scikit-learn's ``_add_split_node`` makes it when the node is created) when its
+weighted impurity decrease (``_choice.decrease_allowed``, from the sums of w r^2 of
+the node's rows going left, summed in row order) plus machine epsilon is below the
+bound. ``ccp_alpha``: once the tree is grown, minimal cost-complexity pruning
+(scikit-learn's ``_cost_complexity_prune``, weakest link first, on each node's
+weight and impurity) turns the root of every pruned branch into a leaf; the kept
+nodes keep their order (level order, or best first the order of creation),
+renumbered, and the rows of a pruned branch fall in its new leaf (``node_of_row``),
+all before the loss sets the leaf values, as scikit-learn prunes before its leaves
+are updated.
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
@@ -69,6 +88,8 @@ cdef enum:
     BLOCK = 16384
     # Below this many rows a level is partitioned on one thread.
     MIN_PARALLEL_ROWS = 200000
+    # frontier_t.pending of a node that may be split ahead (while choosing them).
+    CANDIDATE = -2
 
 
 ctypedef unsigned long long uint64_t_t
@@ -78,6 +99,64 @@ cdef enum:
     _LEAF = 1              # a leaf of the current subtree
     _CANDIDATE = 2         # an inner node of the current subtree (may be pruned)
     _IN_SUBTREE = 4        # in the current subtree
+
+
+ctypedef struct frontier_t:
+    # A node waiting in the frontier of best-first growth.
+    level_node_t node        # its rows, totals and index in the tree
+    split_t split            # its best split (when it may split)
+    float64_t improvement    # the frontier's priority (0: it cannot split)
+    intp_t stored            # index of the statistics the finder keeps (-1: none)
+    intp_t pending           # index of its children, found ahead (-1: none)
+    float64_t impurity       # its impurity (ccp_alpha), until it has a number
+    int depth
+    bint is_leaf
+
+
+cdef inline void _heap_sift_up(frontier_t* heap, intp_t hole, intp_t top,
+                               frontier_t* value) noexcept nogil:
+    """libstdc++'s ``__push_heap``: move ``value`` up from ``hole``."""
+    cdef intp_t parent = (hole - 1) // 2
+    while hole > top and heap[parent].improvement < value.improvement:
+        heap[hole] = heap[parent]
+        hole = parent
+        parent = (hole - 1) // 2
+    heap[hole] = value[0]
+
+
+cdef inline void _heap_push(frontier_t* heap, intp_t* size,
+                            const frontier_t* rec) noexcept nogil:
+    """``frontier.push_back(rec); std::push_heap(...)`` (max-heap on improvement)."""
+    cdef frontier_t value = rec[0]
+    heap[size[0]] = value
+    size[0] += 1
+    _heap_sift_up(heap, size[0] - 1, 0, &value)
+
+
+cdef inline void _heap_pop(frontier_t* heap, intp_t* size, frontier_t* out) noexcept nogil:
+    """``std::pop_heap(...); out = frontier.back(); frontier.pop_back()`` as in
+    libstdc++ (``__pop_heap`` then ``__adjust_heap``)."""
+    cdef intp_t n = size[0], length, hole, child
+    cdef frontier_t value
+    if n > 1:
+        value = heap[n - 1]
+        heap[n - 1] = heap[0]
+        length = n - 1
+        hole = 0
+        child = 0
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if heap[child].improvement < heap[child - 1].improvement:
+                child -= 1
+            heap[hole] = heap[child]
+            hole = child
+        if (length & 1) == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            heap[hole] = heap[child - 1]
+            hole = child - 1
+        _heap_sift_up(heap, hole, 0, &value)
+    out[0] = heap[n - 1]
+    size[0] = n - 1
 
 
 ctypedef struct node_sums_t:
@@ -148,7 +227,8 @@ cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
 
 @cython.final
 cdef class TreeGrower:
-    """Grow regression trees level by level, reusing its buffers across trees.
+    """Grow regression trees level by level or best first, reusing its buffers
+    across trees.
 
     Parameters
     ----------
@@ -178,6 +258,8 @@ cdef class TreeGrower:
         epsilon is at least this (0: every split).
     ccp_alpha : float, default=0.0
         Minimal cost-complexity pruning of each grown tree (0: none).
+    max_leaf_nodes : int, default=0
+        Grow best first up to this many leaves (at least 2); 0 grows level by level.
 
     Attributes
     ----------
@@ -242,6 +324,16 @@ cdef class TreeGrower:
         intp_t block_capacity
         intp_t* block_first            # first block of each split node (and the end)
         public object reducer
+        intp_t max_leaf_nodes          # 0: level-wise growth
+        frontier_t* frontier           # best-first growth: the heap of waiting nodes
+        intp_t* free_stored            # indices of the finder's stored statistics
+        intp_t n_free_stored           # that are free
+        intp_t n_stored                # how many the finder keeps
+        public bint look_ahead         # split several frontier nodes per scan
+        frontier_t* pending            # children found ahead, two per frontier node
+        intp_t* free_pending           # free pairs of ``pending``
+        intp_t n_free_pending
+        intp_t* chosen                 # frontier positions split ahead
 
     def __cinit__(self):
         self.nodes = NULL
@@ -264,12 +356,19 @@ cdef class TreeGrower:
         self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
+        self.frontier = NULL
+        self.free_stored = NULL
+        self.pending = NULL
+        self.free_pending = NULL
+        self.chosen = NULL
+        self.max_leaf_nodes = 0
 
     def __init__(self, const float32_t[::1, :] X, SplitFinder finder, int max_depth,
                  int64_t min_samples_split, int64_t min_samples_leaf,
                  float64_t min_weight_leaf, intp_t max_features, int n_threads,
                  columns=None, criterion="friedman_mse",
-                 float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0):
+                 float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0,
+                 intp_t max_leaf_nodes=0):
         if criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {sorted(CRITERIA)}, got {criterion!r}")
         if not min_impurity_decrease >= 0.0 or not ccp_alpha >= 0.0:
@@ -278,6 +377,9 @@ cdef class TreeGrower:
         self.criterion = CRITERIA[criterion]
         self.min_impurity_decrease = min_impurity_decrease
         self.ccp_alpha = ccp_alpha
+        if max_leaf_nodes != 0 and max_leaf_nodes < 2:
+            raise ValueError(f"max_leaf_nodes must be 0 (level-wise) or >= 2, "
+                             f"got {max_leaf_nodes}")
         bins = finder.partition_bins()
         self.sparse = columns is not None
         if self.sparse:
@@ -322,6 +424,26 @@ cdef class TreeGrower:
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
         self._reserve_nodes(min(2 * width + 1, 2 * max(self.n_samples, 1) + 1))
+        self.max_leaf_nodes = max_leaf_nodes
+        if max_leaf_nodes > 0:
+            # Best first: every buffer sized once for max_leaf_nodes leaves (a tree
+            # has at most 2 max_leaf_nodes - 1 nodes, the frontier at most
+            # max_leaf_nodes of them, and each of those may keep statistics).
+            self._reserve_nodes(2 * max_leaf_nodes - 1)
+            self._reserve_level(2 * max_leaf_nodes)
+            self._reserve_blocks(self.n_samples // BLOCK + max_leaf_nodes + 1)
+            self.frontier = <frontier_t*>grow_buffer(NULL, max_leaf_nodes + 1,
+                                                     sizeof(frontier_t), "frontier")
+            self.n_stored = finder.reserve_stored(max_leaf_nodes)
+            self.free_stored = <intp_t*>grow_buffer(NULL, self.n_stored, sizeof(intp_t),
+                                                    "frontier")
+            self.pending = <frontier_t*>grow_buffer(NULL, 2 * max_leaf_nodes,
+                                                    sizeof(frontier_t), "frontier")
+            self.free_pending = <intp_t*>grow_buffer(NULL, max_leaf_nodes, sizeof(intp_t),
+                                                     "frontier")
+            self.chosen = <intp_t*>grow_buffer(NULL, max_leaf_nodes, sizeof(intp_t),
+                                               "frontier")
+            self.look_ahead = True
 
     def __dealloc__(self):
         free(self.nodes)
@@ -340,6 +462,11 @@ cdef class TreeGrower:
         free(self.scratch)
         free(self.blocks)
         free(self.block_first)
+        free(self.frontier)
+        free(self.free_stored)
+        free(self.pending)
+        free(self.free_pending)
+        free(self.chosen)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
@@ -479,10 +606,13 @@ cdef class TreeGrower:
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
         level.criterion = self.criterion
+        if self.max_leaf_nodes > 0:
+            self._grow_best_first(row_stats, residual, sample_mask, seed, &level)
+            return self.n_nodes
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
             if depth > 0 and self.reducer is not None:
                 self._reduce_sums(n_slots)
-            if not self._mark_splittable(n_slots):
+            if not self._mark_splittable(n_slots, self.finder.subtracts):
                 break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
             self._reserve_level(n_slots)
@@ -525,6 +655,276 @@ cdef class TreeGrower:
                 self._prune()
         return self.n_nodes
 
+    cdef int _grow_best_first(self, const row_stat_t[::1] row_stats,
+                              const float64_t[::1] residual,
+                              const uint8_t[::1] sample_mask, unsigned long long seed,
+                              level_t* level) except -1:
+        """Grow the tree best first from its root (``level_nodes[0]``, its sums in
+        ``level_sums[0]``), as scikit-learn's ``BestFirstTreeBuilder``: pop the node
+        of largest improvement; a node that cannot split, or any node once the tree
+        has ``max_leaf_nodes`` leaves, becomes a leaf; else split it and find its
+        children's splits.
+
+        A finder whose scan costs the same for any number of nodes (one that does
+        not subtract: the exact finder's pass over every sorted feature) looks
+        ahead: with the popped node it splits the best other frontier nodes (as many
+        as splits remain) and finds all their children's splits in one scan. A
+        node's children and their splits depend on its rows only, so the tree is
+        the one of one node at a time: a node split ahead gets its children (and
+        their numbers) only when it is popped, and becomes a leaf unchanged if the
+        leaves run out first."""
+        cdef intp_t i, size = 0
+        cdef intp_t budget = self.max_leaf_nodes - 1   # splits left
+        cdef frontier_t rec
+        cdef bint children_split
+        cdef bint ahead = (self.look_ahead and not self.finder.subtracts
+                           and self.reducer is None
+                           and self.max_features >= self.n_features)
+        self.n_free_stored = self.n_stored
+        for i in range(self.n_stored):
+            self.free_stored[i] = self.n_stored - 1 - i
+        self.n_free_pending = self.max_leaf_nodes
+        for i in range(self.max_leaf_nodes):
+            self.free_pending[i] = self.max_leaf_nodes - 1 - i
+        self._evaluate(1, 0, -1, budget, seed, row_stats, residual, level, &size)
+        while size > 0:
+            _heap_pop(self.frontier, &size, &rec)
+            if rec.is_leaf or budget <= 0:
+                with nogil:
+                    if rec.pending >= 0:
+                        # Split ahead, never popped in time: a leaf as it was made.
+                        self._init_node(rec.node.node, &rec.node.total, rec.depth)
+                        self.free_pending[self.n_free_pending] = rec.pending
+                        self.n_free_pending += 1
+                    self._set_leaf(&rec.node)
+                self._release(rec.stored)
+                continue
+            budget -= 1
+            # Whether the children may split (else their sums are not needed).
+            children_split = budget > 0 and (self.max_depth < 0
+                                             or rec.depth + 1 < self.max_depth)
+            if rec.pending >= 0:
+                with nogil:
+                    self._adopt(&rec, budget, &size)
+                continue
+            if ahead and children_split:
+                self._split_ahead(&rec, budget, row_stats, residual, level, &size)
+            else:
+                self.level_nodes[0] = rec.node
+                self.level_nodes[0].splittable = 1
+                self.best[0] = rec.split
+                with nogil:
+                    self._apply_splits(1, rec.depth)
+                    # (The sums of leaves-to-be only for their impurity.)
+                    self._partition(1, 1, row_stats, residual,
+                                    children_split or self.node_impurity != NULL)
+                self._evaluate(2, rec.depth + 1, rec.stored, budget, seed, row_stats,
+                               residual, level, &size)
+            # Ctrl-C (or any pending signal) stops a fit between two splits.
+            PyErr_CheckSignals()
+        with nogil:
+            if sample_mask is not None:
+                self._route_out_of_bag(sample_mask)
+        return 0
+
+    cdef int _split_ahead(self, frontier_t* popped, intp_t budget,
+                          const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                          level_t* level, intp_t* size) except -1:
+        """Split ``popped`` and the best frontier nodes whose children may split
+        (at most ``budget`` of them, none split ahead yet), find every child's split
+        in one scan, keep the children of each as its ``pending`` pair and give
+        ``popped`` its children."""
+        cdef intp_t i, j, k, n = 1, best_i
+        cdef frontier_t* r
+        cdef frontier_t* ch
+        cdef level_node_t* next_level = self.level_nodes + self.level_capacity
+        cdef node_t* nd
+        cdef split_t* b
+        cdef side_t right
+        # The candidates (marked pending = CANDIDATE), best first (frontier position
+        # order among equal ones).
+        for i in range(size[0]):
+            r = &self.frontier[i]
+            if not r.is_leaf and r.pending < 0 and (
+                    self.max_depth < 0 or r.depth + 1 < self.max_depth):
+                r.pending = CANDIDATE
+        while n <= budget:
+            best_i = -1
+            for i in range(size[0]):
+                if self.frontier[i].pending == CANDIDATE and (
+                        best_i < 0 or self.frontier[i].improvement
+                        > self.frontier[best_i].improvement):
+                    best_i = i
+            if best_i < 0:
+                break
+            self.frontier[best_i].pending = -1
+            self.chosen[n] = best_i
+            n += 1
+        for i in range(size[0]):
+            if self.frontier[i].pending == CANDIDATE:
+                self.frontier[i].pending = -1
+        self._reserve_blocks(self.n_samples // BLOCK + n + 1)
+        with nogil:
+            # Each chosen node's split, as _apply_splits makes it, its children
+            # unnumbered (the rows move by the node's feature and threshold).
+            for j in range(n):
+                r = popped if j == 0 else &self.frontier[self.chosen[j]]
+                b = &r.split
+                self.level_nodes[j] = r.node
+                self.level_nodes[j].splittable = 1
+                self.best[j] = b[0]
+                nd = &self.nodes[r.node.node]
+                nd.feature = b.feature
+                nd.threshold = b.threshold
+                nd.threshold32 = _float32_at_most(b.threshold)
+                nd.missing_go_left = missing_left(b.missing_go_left, b.left.n, r.node.total.n)
+                self.node_bin[r.node.node] = b.bin
+                right.n = r.node.total.n - b.left.n
+                right.w = r.node.total.w - b.left.w
+                right.s = r.node.total.s - b.left.s
+                next_level[2 * j].total = b.left
+                next_level[2 * j + 1].total = right
+                for k in range(2):
+                    next_level[2 * j + k].node = -1
+                    next_level[2 * j + k].parent = <int32_t>j
+                    next_level[2 * j + k].sibling = <int32_t>(2 * j + 1 - k)
+            self._partition(n, n, row_stats, residual, True)
+        self._mark_splittable(2 * n, False)
+        self.finder.start_level(2 * n)
+        level.nodes = self.level_nodes
+        level.n_nodes = 2 * n
+        level.allowed = NULL
+        with nogil:
+            self.finder.collect(level)
+        self.finder.reduce(level)
+        with nogil:
+            self.finder.choose(level, self.best)
+            for j in range(n):
+                r = popped if j == 0 else &self.frontier[self.chosen[j]]
+                self.n_free_pending -= 1
+                r.pending = self.free_pending[self.n_free_pending]
+                for k in range(2):
+                    ch = &self.pending[2 * r.pending + k]
+                    memset(ch, 0, sizeof(frontier_t))
+                    ch.node = self.level_nodes[2 * j + k]
+                    ch.depth = r.depth + 1
+                    ch.stored = -1
+                    ch.pending = -1
+                    ch.is_leaf = not (ch.node.splittable and self.best[2 * j + k].feature >= 0)
+                    if self.node_impurity != NULL:
+                        ch.impurity = impurity_of(self.level_sums[2 * j + k].w,
+                                                  self.level_sums[2 * j + k].wr,
+                                                  self.level_sums[2 * j + k].wr2)
+                    if not ch.is_leaf:
+                        ch.split = self.best[2 * j + k]
+                        ch.improvement = improvement_of(ch.split.proxy, ch.node.total.w)
+                    self.finder.rows_moved(self.partition, ch.node.start, ch.node.stop, -1)
+            self._adopt(popped, budget, size)
+        return 0
+
+    cdef void _adopt(self, frontier_t* rec, intp_t budget, intp_t* size) noexcept nogil:
+        """Number the children of ``rec`` (split ahead) and put them in the
+        frontier, as ``_apply_splits`` and ``_evaluate`` would have: leaves if no
+        split remains."""
+        cdef node_t* nd = &self.nodes[rec.node.node]
+        cdef split_t* b = &rec.split
+        cdef intp_t left_id = self.n_nodes, k
+        cdef frontier_t* ch
+        cdef side_t right
+        nd.feature = b.feature
+        nd.threshold = b.threshold
+        nd.threshold32 = _float32_at_most(b.threshold)
+        nd.missing_go_left = missing_left(b.missing_go_left, b.left.n, rec.node.total.n)
+        nd.improvement = self._improvement(&rec.node.total, b)
+        nd.left = <int32_t>left_id
+        nd.right = <int32_t>(left_id + 1)
+        self.node_bin[rec.node.node] = b.bin
+        right.n = rec.node.total.n - b.left.n
+        right.w = rec.node.total.w - b.left.w
+        right.s = rec.node.total.s - b.left.s
+        self._init_node(left_id, &b.left, rec.depth + 1)
+        self._init_node(left_id + 1, &right, rec.depth + 1)
+        self.n_nodes += 2
+        for k in range(2):
+            ch = &self.pending[2 * rec.pending + k]
+            ch.node.node = <int32_t>(left_id + k)
+            if self.node_impurity != NULL:
+                self.node_impurity[left_id + k] = ch.impurity
+            if budget <= 0:
+                ch.is_leaf = True
+            if ch.is_leaf:
+                memset(&ch.split, 0, sizeof(split_t))
+                ch.improvement = 0.0
+            _heap_push(self.frontier, size, ch)
+        self.free_pending[self.n_free_pending] = rec.pending
+        self.n_free_pending += 1
+
+    cdef inline void _release(self, intp_t stored) noexcept nogil:
+        """The finder's stored statistics ``stored`` (-1: none) are free again."""
+        if stored >= 0:
+            self.free_stored[self.n_free_stored] = stored
+            self.n_free_stored += 1
+
+    cdef int _evaluate(self, intp_t n_slots, int depth, intp_t parent_stored,
+                       intp_t budget, unsigned long long seed,
+                       const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                       level_t* level, intp_t* size) except -1:
+        """Find the best split of the nodes ``level_nodes[0 .. n_slots)`` (the root,
+        or the two children of the node just split, whose statistics the finder
+        keeps as ``parent_stored``), and put them in the frontier."""
+        cdef intp_t s
+        cdef bint any_ = False
+        cdef frontier_t rec
+        cdef level_node_t* nd
+        if budget > 0 and (self.max_depth < 0 or depth < self.max_depth):
+            if depth > 0 and self.reducer is not None:
+                self._reduce_sums(n_slots)
+            any_ = self._mark_splittable(
+                n_slots, self.finder.subtracts and parent_stored >= 0)
+        if any_:
+            self.finder.start_level(n_slots)
+            if parent_stored >= 0:
+                self.finder.recall(parent_stored)
+            level.nodes = self.level_nodes
+            level.n_nodes = n_slots
+            level.allowed = NULL
+            if self.max_features < self.n_features:
+                self._draw_features(n_slots, seed)
+                level.allowed = self.allowed
+            with nogil:
+                self.finder.collect(level)
+            self.finder.reduce(level)
+            with nogil:
+                if self.finder.subtracts:
+                    self.finder.derive(level)
+                self.finder.choose(level, self.best)
+        self._release(parent_stored)
+        with nogil:
+            for s in range(n_slots):
+                nd = &self.level_nodes[s]
+                memset(&rec, 0, sizeof(frontier_t))
+                rec.node = nd[0]
+                rec.depth = depth
+                rec.stored = -1
+                rec.pending = -1
+                rec.is_leaf = not (any_ and nd.splittable and self.best[s].feature >= 0)
+                if self.node_impurity != NULL:
+                    self._record_impurity(s)
+                if not rec.is_leaf:
+                    rec.split = self.best[s]
+                    rec.improvement = improvement_of(self.best[s].proxy, nd.total.w)
+                    # Its statistics, for its children, if they may split in turn.
+                    if (self.n_free_stored > 0 and budget > 1
+                            and (self.max_depth < 0 or depth + 1 < self.max_depth)):
+                        self.n_free_stored -= 1
+                        rec.stored = self.free_stored[self.n_free_stored]
+                        self.finder.store(s, rec.stored)
+                _heap_push(self.frontier, size, &rec)
+                # The node's rows leave the level (a finder that follows rows by
+                # slot, as the exact one does, then sees only the next level's).
+                self.finder.rows_moved(self.partition, nd.start, nd.stop, -1)
+        return 0
+
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
         """(Data spread over processes) the root's totals and sums over every
         process: ``reducer(values, n_summed)`` must leave in ``values`` (float64, one
@@ -563,9 +963,10 @@ cdef class TreeGrower:
             self.level_sums[s].r_max = v[s, 4]
         return 0
 
-    cdef bint _mark_splittable(self, intp_t n_slots):
+    cdef bint _mark_splittable(self, intp_t n_slots, bint subtract):
         """Which nodes of the level may split, and the statistics the finder must
-        compute for them."""
+        compute for them (``subtract``: the larger child of a pair from its
+        parent's)."""
         cdef intp_t s
         cdef bint any_ = False
         cdef level_node_t* nd
@@ -573,7 +974,7 @@ cdef class TreeGrower:
         for s in range(n_slots):
             nd = &self.level_nodes[s]
             sums = &self.level_sums[s]
-            if self.node_impurity != NULL:
+            if self.node_impurity != NULL and nd.node >= 0:
                 self._record_impurity(s)
             nd.splittable = (
                 nd.total.n >= self.min_samples_split
@@ -587,8 +988,7 @@ cdef class TreeGrower:
             self.level_nodes[0].stats = STATS_COLLECT if self.level_nodes[0].splittable else STATS_NONE
         else:
             for s in range(0, n_slots, 2):
-                plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1],
-                                self.finder.subtracts)
+                plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1], subtract)
         return any_
 
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed):
@@ -626,12 +1026,7 @@ cdef class TreeGrower:
             nd.threshold32 = _float32_at_most(b.threshold)
             nd.missing_go_left = missing_left(b.missing_go_left, b.left.n,
                                               self.level_nodes[s].total.n)
-            if self.criterion == CRITERION_FRIEDMAN_MSE:
-                nd.improvement = improvement_of(b.proxy, self.level_nodes[s].total.w)
-            else:
-                nd.improvement = improvement_of(
-                    friedman_proxy(&self.level_nodes[s].total, &b.left),
-                    self.level_nodes[s].total.w)
+            nd.improvement = self._improvement(&self.level_nodes[s].total, b)
             nd.left = <int32_t>left_id
             nd.right = <int32_t>(left_id + 1)
             self.node_bin[self.level_nodes[s].node] = b.bin
@@ -651,6 +1046,15 @@ cdef class TreeGrower:
             self.n_nodes += 2
             n_split += 1
         return n_split
+
+    cdef inline float64_t _improvement(self, const side_t* total,
+                                       const split_t* b) noexcept nogil:
+        """The improvement of split ``b`` of a node ``total`` (Friedman's, whatever
+        proxy ``criterion`` ranked the splits by): what a split node records and
+        best-first growth orders its frontier by."""
+        if self.criterion == CRITERION_FRIEDMAN_MSE:
+            return improvement_of(b.proxy, total.w)
+        return improvement_of(friedman_proxy(total, &b.left), total.w)
 
     cdef inline void _record_impurity(self, intp_t s) noexcept nogil:
         """The impurity of node ``s`` of the level, from its sums (for ccp_alpha)."""
@@ -721,8 +1125,9 @@ cdef class TreeGrower:
         weakest link (the inner node with the smallest (R(t) - R(T_t)) / (|T_t| - 1),
         R(t) = weight x impurity / root weight, the first in node order on a tie) has
         an effective alpha of at most ``ccp_alpha``, its branch becomes a leaf. Then
-        the kept nodes are renumbered in order (level order still) and every row of a
-        pruned branch moved to its new leaf."""
+        the kept nodes are renumbered in their order (level order, or best first the
+        order of creation, as scikit-learn numbers a best-first tree) and every row
+        of a pruned branch moved to its new leaf."""
         cdef intp_t n = self.n_nodes, i, j, top, best_i = 0, n_kept, row
         cdef node_t* nodes = self.nodes
         cdef float64_t* r_node = self.prune_r

@@ -27,7 +27,7 @@ cimport cython
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdlib cimport free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -237,6 +237,11 @@ cdef class HistogramSplitFinder(SplitFinder):
 
     Attributes
     ----------
+    stored_bytes : int
+        Most bytes of histograms kept for best-first growth, read when a grower is
+        built (default 1 GiB): the histograms of the nodes waiting to be split,
+        from which their larger child is derived. A node that finds no room has
+        both its children built from their rows.
     reducer : callable or None
         The distributed hook (None in one process): called once per level with the
         GIL, after the histograms of the level's STATS_COLLECT nodes are built and
@@ -256,6 +261,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         intp_t capacity          # nodes per level the buffers hold
         side_t* hist             # the level's histograms
         side_t* parent_hist      # the previous level's (the parents)
+        const side_t* parents    # where derive reads the parents: parent_hist, or a
+                                 # stored node (best-first growth, ``recall``)
+        side_t* stored           # the histograms of nodes kept between levels
+        intp_t n_stored
+        public intp_t stored_bytes
         candidate_t* cand        # per node and feature
         row_stat_t* ordered      # row statistics in partition order
         float64_t* ordered_wr    # w * r alone, in partition order (unit weights)
@@ -267,6 +277,10 @@ cdef class HistogramSplitFinder(SplitFinder):
     def __cinit__(self):
         self.hist = NULL
         self.parent_hist = NULL
+        self.parents = NULL
+        self.stored = NULL
+        self.n_stored = 0
+        self.stored_bytes = 1 << 30
         self.cand = NULL
         self.ordered = NULL
         self.ordered_wr = NULL
@@ -306,6 +320,7 @@ cdef class HistogramSplitFinder(SplitFinder):
     def __dealloc__(self):
         free(self.hist)
         free(self.parent_hist)
+        free(self.stored)
         free(self.cand)
         free(self.ordered)
         free(self.ordered_wr)
@@ -344,7 +359,28 @@ cdef class HistogramSplitFinder(SplitFinder):
             self.cand = <candidate_t*>grow_buffer(self.cand, n_nodes * self.n_features,
                                                   sizeof(candidate_t), "split buffers")
             self.capacity = n_nodes
+        self.parents = self.parent_hist
         return 0
+
+    cdef intp_t reserve_stored(self, intp_t n_stored) except -1:
+        # At most ``stored_bytes`` of kept histograms: beyond, the children of a
+        # node that found no room are both built from their rows.
+        cdef intp_t per_node = self.n_features * self.stride * sizeof(side_t)
+        n_stored = max(0, min(n_stored, self.stored_bytes // max(per_node, 1)))
+        if n_stored > self.n_stored:
+            self.stored = <side_t*>grow_buffer(
+                self.stored, n_stored * self.n_features * self.stride, sizeof(side_t),
+                "histograms")
+            self.n_stored = n_stored
+        return n_stored
+
+    cdef void store(self, intp_t slot, intp_t index) noexcept nogil:
+        cdef intp_t per_node = self.n_features * self.stride
+        memcpy(self.stored + index * per_node, self.hist + slot * per_node,
+               per_node * sizeof(side_t))
+
+    cdef void recall(self, intp_t index) noexcept nogil:
+        self.parents = self.stored + index * self.n_features * self.stride
 
     cdef int _threads_for(self, intp_t n_values) noexcept nogil:
         return self.n_threads if n_values >= MIN_PARALLEL_VALUES else 1
@@ -432,7 +468,7 @@ cdef class HistogramSplitFinder(SplitFinder):
             if nd.stats != STATS_DERIVE:
                 continue
             h = self.hist + (s * self.n_features + f) * self.stride
-            p = self.parent_hist + (nd.parent * self.n_features + f) * self.stride
+            p = self.parents + (nd.parent * self.n_features + f) * self.stride
             sib = self.hist + (nd.sibling * self.n_features + f) * self.stride
             for b in range(self.stride):
                 h[b].n = p[b].n - sib[b].n

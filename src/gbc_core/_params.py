@@ -210,6 +210,9 @@ PARAMS = (
           "smallest fraction of the total sample weight in a leaf"),
     Param("max_depth", 3, [Integer(1, 64), NONE],
           "deepest level of a tree (None: until leaves are pure or too small)"),
+    Param("max_leaf_nodes", None, [NONE, Integer(2)],
+          "grow each tree best first (the split of largest improvement next) up to "
+          "this many leaves, max_depth still a bound (None: level by level)"),
     Param("init", "zero", [Options("zero", "prior"), NONE, Estimator()],
           "initial raw scores: 'zero' (the paper's F0 = 0), 'prior' or None (the "
           "loss's link of the weighted class frequencies), or, in Python, an "

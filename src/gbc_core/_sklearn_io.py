@@ -36,7 +36,7 @@ from ._loss import LOSS_NAMES
 _CONSTANT_DUMMY = ("prior", "most_frequent", "constant", "uniform")
 
 _SHARED_PARAMS = (
-    "learning_rate", "max_depth", "min_samples_split", "min_samples_leaf",
+    "learning_rate", "max_depth", "max_leaf_nodes", "min_samples_split", "min_samples_leaf",
     "min_weight_fraction_leaf", "subsample", "max_features", "validation_fraction",
     "n_iter_no_change", "tol", "min_impurity_decrease", "ccp_alpha",
 )

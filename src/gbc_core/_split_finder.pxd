@@ -27,6 +27,15 @@
 # several threads on disjoint blocks). A finder that partitions on bins returns its bin matrix from
 # ``partition_bins``: the grower then routes rows by ``split_t.bin`` (missing bin
 # ``missing_bin``) instead of by the float32 threshold on raw X.
+#
+# Best-first growth (max_leaf_nodes) runs the same steps on a "level" of one node
+# (the root) or two (the children of the node just split, their parent at slot 0).
+# Their parent was chosen steps earlier, so a finder that subtracts keeps the
+# statistics of the nodes waiting to be split: ``reserve_stored(n)`` (GIL, once per
+# fit) makes room for n of them and says how many it keeps, ``store(slot, index)``
+# keeps those of a node of the level as stored node ``index``, ``recall(index)``
+# (after ``start_level``) makes stored node ``index`` the parent that ``derive``
+# reads at parent slot 0.
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t
 
 ctypedef struct side_t:
@@ -104,6 +113,9 @@ cdef class SplitFinder:
                          int32_t slot) noexcept nogil
     cdef object partition_bins(self)
     cdef int missing_bin(self)
+    cdef intp_t reserve_stored(self, intp_t n_stored) except -1
+    cdef void store(self, intp_t slot, intp_t index) noexcept nogil
+    cdef void recall(self, intp_t index) noexcept nogil
 
 
 cdef inline void plan_statistics(level_node_t* left, level_node_t* right,

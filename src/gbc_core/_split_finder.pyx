@@ -83,6 +83,22 @@ cdef class SplitFinder:
         """The bin of missing values in ``partition_bins`` (-1: no bins)."""
         return -1
 
+    cdef intp_t reserve_stored(self, intp_t n_stored) except -1:
+        """Room to keep the statistics of up to ``n_stored`` nodes between levels
+        (best-first growth); return how many it keeps (0: a finder that does not
+        subtract keeps none)."""
+        return 0
+
+    cdef void store(self, intp_t slot, intp_t index) noexcept nogil:
+        """Keep the statistics of node ``slot`` of the current level as stored node
+        ``index``."""
+        pass
+
+    cdef void recall(self, intp_t index) noexcept nogil:
+        """Make stored node ``index`` the parent (slot 0) that ``derive`` reads
+        for the current level."""
+        pass
+
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
                      criterion="friedman_mse"):

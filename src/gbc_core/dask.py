@@ -455,6 +455,11 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
 
+#: Parameters the distributed fit takes at their defaults only (the parameter
+#: table's): it grows every tree level by level, without best-first growth or
+#: these tree rules.
+_TREE_RULES_REFUSED = ("max_leaf_nodes", "min_impurity_decrease", "ccp_alpha")
+
 
 class _Coordinator:
     """The all-reduce of a fit: waits for the array of every rank at a step and
@@ -842,9 +847,12 @@ class DaskGradientBoostingClassifier:
     concatenated rows (up to the rounding of sums formed per worker).
 
     Not supported in a distributed fit (a clear error): ``subsample < 1``,
-    ``warm_start``, early stopping without ``eval_set`` (the hold-out of
-    ``validation_fraction``), ``min_impurity_decrease > 0`` and ``ccp_alpha > 0``. ``verbose`` prints nothing (the loop runs on the
-    workers); ``train_score_`` and ``validation_score_`` hold the losses.
+    ``max_leaf_nodes``, ``min_impurity_decrease`` and ``ccp_alpha`` other than their
+    defaults (best-first growth and the tree rules: the distributed fit grows trees
+    level by level without them), ``warm_start`` and early stopping without
+    ``eval_set`` (the hold-out of ``validation_fraction``). ``verbose`` prints nothing
+    (the loop runs on the workers); ``train_score_`` and ``validation_score_`` hold
+    the losses.
 
     Parameters
     ----------
@@ -886,7 +894,7 @@ class DaskGradientBoostingClassifier:
     """
 
     def __init__(self, n_estimators=100, learning_rate=0.1, max_depth=3,
-                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_leaf_nodes=None, min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  subsample=1.0, max_features=None, init="zero", random_state=None,
                  n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
                  tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
@@ -896,6 +904,7 @@ class DaskGradientBoostingClassifier:
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
         self.min_samples_split = min_samples_split
         self.min_samples_leaf = min_samples_leaf
         self.min_weight_fraction_leaf = min_weight_fraction_leaf
@@ -1017,7 +1026,7 @@ class DaskGradientBoostingClassifier:
         from ._binning import BinMapper
         from ._ensemble import Ensemble
         from ._model_io import check_labels
-        from ._params import check_params, resolve
+        from ._params import DEFAULTS, check_params, resolve
 
         params = check_params(self._model_params())
         if params["split_method"] != "hist":
@@ -1034,12 +1043,16 @@ class DaskGradientBoostingClassifier:
                              "(use init='zero' or 'prior')")
         if params["subsample"] < 1.0:
             raise ValueError("subsample < 1 is not supported by the distributed fit")
+        refused = [f"{name}={params[name]!r}" for name in _TREE_RULES_REFUSED
+                   if params[name] != DEFAULTS[name]]
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)}: not supported by the distributed fit (it grows "
+                "trees level by level without best-first growth or the tree rules); "
+                "leave " + ", ".join(f"{name}={DEFAULTS[name]!r}"
+                                     for name in _TREE_RULES_REFUSED))
         if params["warm_start"]:
             raise ValueError("warm_start is not supported by the distributed fit")
-        for name in ("min_impurity_decrease", "ccp_alpha"):
-            if params[name] != 0:
-                raise ValueError(f"{name}={params[name]!r} is not supported by the "
-                                 f"distributed fit (only {name}=0)")
         if params["n_iter_no_change"] is not None and eval_set is None:
             raise ValueError("early stopping in a distributed fit needs eval_set (the "
                              "validation_fraction hold-out is not supported)")
