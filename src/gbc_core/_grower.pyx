@@ -725,6 +725,8 @@ cdef class TreeGrower:
         with nogil:
             if sample_mask is not None:
                 self._route_out_of_bag(sample_mask)
+            if self.ccp_alpha > 0.0 and self.n_nodes > 1:
+                self._prune()
         return 0
 
     cdef int _split_ahead(self, frontier_t* popped, intp_t budget,
@@ -799,6 +801,8 @@ cdef class TreeGrower:
         self.finder.reduce(level)
         with nogil:
             self.finder.choose(level, self.best)
+            if self.min_impurity_decrease > 0.0:
+                self._check_decrease(2 * n, row_stats, residual)
             for j in range(n):
                 r = popped if j == 0 else &self.frontier[self.chosen[j]]
                 self.n_free_pending -= 1
@@ -817,7 +821,7 @@ cdef class TreeGrower:
                                                   self.level_sums[2 * j + k].wr2)
                     if not ch.is_leaf:
                         ch.split = self.best[2 * j + k]
-                        ch.improvement = improvement_of(ch.split.proxy, ch.node.total.w)
+                        ch.improvement = self._improvement(&ch.node.total, &ch.split)
                     self.finder.rows_moved(self.partition, ch.node.start, ch.node.stop, -1)
             self._adopt(popped, budget, size)
         return 0
@@ -898,6 +902,9 @@ cdef class TreeGrower:
                 if self.finder.subtracts:
                     self.finder.derive(level)
                 self.finder.choose(level, self.best)
+                if self.min_impurity_decrease > 0.0:
+                    # (scikit-learn's _add_split_node: the node waits as a leaf.)
+                    self._check_decrease(n_slots, row_stats, residual)
         self._release(parent_stored)
         with nogil:
             for s in range(n_slots):
@@ -912,7 +919,7 @@ cdef class TreeGrower:
                     self._record_impurity(s)
                 if not rec.is_leaf:
                     rec.split = self.best[s]
-                    rec.improvement = improvement_of(self.best[s].proxy, nd.total.w)
+                    rec.improvement = self._improvement(&nd.total, &self.best[s])
                     # Its statistics, for its children, if they may split in turn.
                     if (self.n_free_stored > 0 and budget > 1
                             and (self.max_depth < 0 or depth + 1 < self.max_depth)):
