@@ -321,3 +321,131 @@ def test_equal_improvements_leave_the_frontier_in_scikit_learns_order(split_meth
                                       max_depth=None).fit(X, y).booster_.trees()[0]
     assert tree["improvement"][1] == tree["improvement"][2]
 
+
+# --------------------------------------------------- with the tree rules and sparse X
+# Best-first growth honours criterion, min_impurity_decrease and ccp_alpha as
+# scikit-learn's BestFirstTreeBuilder does: a node whose best split decreases the
+# weighted impurity by less than the bound waits in the frontier as a leaf (its
+# improvement 0), the proxy of ``criterion`` ranks a node's splits, and the grown tree
+# is pruned by cost complexity before its leaf values. scikit-learn renumbers a
+# pruned tree depth first (gbc-core keeps the order of creation), so pruned trees are
+# compared recursively; the others node for node with their numbering.
+from test_tree_criteria import DATA as _RULES_DATA  # noqa: E402
+from test_tree_criteria import _check_same_model, _ours_fit, _sklearn_fit  # noqa: E402
+
+
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+@pytest.mark.parametrize("n_classes, max_leaf_nodes, max_depth", [
+    (2, 6, None), (2, 12, 5), (3, 12, 5), (3, 30, None),
+])
+@pytest.mark.parametrize("rules", [
+    dict(min_impurity_decrease=0.003),
+    dict(min_impurity_decrease=0.0005),
+    dict(ccp_alpha=0.001),
+    dict(ccp_alpha=0.0002),
+    dict(criterion="squared_error"),
+    dict(criterion="squared_error", min_impurity_decrease=0.001, ccp_alpha=0.0005),
+])
+def test_tree_rules_with_best_first_as_scikit_learn(split_method, n_classes,
+                                                    max_leaf_nodes, max_depth, rules):
+    X, y, w = _RULES_DATA[n_classes]
+    params = dict(max_leaf_nodes=max_leaf_nodes, max_depth=max_depth, min_samples_leaf=5,
+                  **rules)
+    ours = _ours_fit(X, y, w, split_method=split_method, **params)
+    theirs = _sklearn_fit(X, y, w, **params)
+    _check_same_model(ours, theirs, X)  # probabilities to 1e-12, trees recursively
+    if "ccp_alpha" not in rules:
+        n_splits, n_ties = _assert_same_trees(ours, theirs, X)  # numbering too
+        assert n_ties == 0, (n_splits, n_ties)
+    # The budget binds or the rules act: not the level-wise model in disguise.
+    assert max(_leaves(t) for t in ours.booster_.trees()) <= max_leaf_nodes
+
+
+@pytest.mark.parametrize("rules", [dict(min_impurity_decrease=0.003), dict(ccp_alpha=0.001)])
+def test_tree_rules_change_best_first_trees(rules):
+    """Each rule removes nodes from the best-first trees (so the cases above test the
+    rule, not the plain best-first model)."""
+    X, y, w = _RULES_DATA[3]
+    params = dict(max_leaf_nodes=30, max_depth=None, min_samples_leaf=5)
+    plain = _ours_fit(X, y, w, **params)
+    ruled = _ours_fit(X, y, w, **params, **rules)
+    count = lambda m: sum(t.node_count for t in m.estimators_.ravel())  # noqa: E731
+    assert count(ruled) < count(plain)
+
+
+def test_pruned_best_first_tree_keeps_its_order_and_leaf_rows():
+    """A pruned best-first tree keeps the order of creation of its kept nodes
+    (children after their parent, side by side), and the rows of a pruned branch
+    fall in its new leaf, before the leaf values: each leaf's value is the Newton
+    step over the rows ``apply`` puts in it (first tree, F0 = 0, p = 1/2)."""
+    X, y, w = _RULES_DATA[2]
+    plain = GradientBoostingClassifier(n_estimators=1, max_leaf_nodes=30, max_depth=None,
+                                       min_samples_leaf=3).fit(X, y, sample_weight=w)
+    est = GradientBoostingClassifier(n_estimators=1, max_leaf_nodes=30, max_depth=None,
+                                     min_samples_leaf=3, ccp_alpha=0.002).fit(
+        X, y, sample_weight=w)
+    full, tree = plain.estimators_[0, 0], est.estimators_[0, 0]
+    assert 1 < tree.node_count < full.node_count
+    left, right = tree.children_left, tree.children_right
+    inner = np.flatnonzero(tree.feature >= 0)
+    assert np.all(left[inner] > inner) and np.all(right[inner] == left[inner] + 1)
+    # The kept nodes are the unpruned tree's in its order: walking both trees from the
+    # root, a kept node's position among the kept is its rank in the full tree.
+    kept = []
+
+    def walk(i, j):
+        kept.append(j)
+        if tree.feature[i] >= 0:
+            assert (tree.feature[i], tree.threshold[i]) == (full.feature[j], full.threshold[j])
+            walk(left[i], full.children_left[j])
+            walk(right[i], full.children_right[j])
+    walk(0, 0)
+    order = np.empty(len(kept), dtype=int)
+    order[np.argsort(kept)] = np.arange(len(kept))
+    node_ids = np.empty(len(kept), dtype=int)  # our node -> its rank among the kept
+
+    def ids(i, out):
+        out.append(i)
+        if tree.feature[i] >= 0:
+            ids(left[i], out)
+            ids(right[i], out)
+    ours = []
+    ids(0, ours)
+    node_ids[:] = ours
+    np.testing.assert_array_equal(node_ids, order)
+    leaves = est.apply(X)[:, 0, 0].astype(int)
+    assert np.all(tree.feature[leaves] == -1)
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        expected = np.sum(w[rows] * (y[rows] - 0.5)) / np.sum(w[rows] * 0.25)
+        np.testing.assert_allclose(tree.value[leaf], expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("container", ["csr", "csc"])
+@pytest.mark.parametrize("options", [
+    dict(),
+    dict(subsample=0.7, random_state=2),
+    dict(subsample=0.7, random_state=2, min_impurity_decrease=1e-3, ccp_alpha=5e-4,
+         criterion="squared_error"),
+])
+def test_best_first_on_sparse_input_equals_dense_bit_for_bit(container, options):
+    """The hist fit bins sparse columns and routes out-of-bag rows on them: best
+    first, the same model as on the dense data, byte for byte."""
+    sparse = require("scipy.sparse")
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(2500, 8)).astype(np.float32)
+    X[rng.random(X.shape) < 0.6] = 0.0
+    X[rng.random(X.shape) < 0.03] = np.nan
+    y = np.digitize(np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 3])
+                    + rng.normal(scale=0.7, size=2500), [-0.5, 0.5])
+    w = rng.uniform(0.5, 2.0, size=2500)
+    kw = dict(split_method="hist", n_estimators=8, max_leaf_nodes=14, max_depth=None,
+              min_samples_leaf=4, **options)
+    dense = GradientBoostingClassifier(**kw).fit(X, y, sample_weight=w)
+    Xs = getattr(sparse, f"{container}_matrix")(X)
+    sp_model = GradientBoostingClassifier(**kw).fit(Xs, y, sample_weight=w)
+    assert (dense.booster_.ensemble.nodes.tobytes()
+            == sp_model.booster_.ensemble.nodes.tobytes())
+    assert dense.predict_proba(X).tobytes() == sp_model.predict_proba(Xs).tobytes()
+    assert dense.train_score_.tobytes() == sp_model.train_score_.tobytes()
+    assert max(_leaves(t) for t in dense.booster_.trees()) == 14
