@@ -146,6 +146,10 @@ SUPPORTED = {
     "exponential_prior": dict(loss="exponential", init="prior"),
     "prior_fractions": dict(init="prior", min_samples_split=0.05, min_samples_leaf=0.01,
                             min_weight_fraction_leaf=0.01),
+    # The exact leaf solve: every Newton iteration of the leaves reduces its sums.
+    "exact_leaves": dict(leaf_solver="exact", subsample=0.7, min_samples_leaf=20),
+    "exact_leaves_exponential": dict(leaf_solver="exact", loss="exponential",
+                                     init="prior"),
 }
 
 
@@ -153,6 +157,8 @@ SUPPORTED = {
     ("subsample", 2, "interleaved"), ("subsample_max_features", 3, "class_pure_parts"),
     ("holdout", 2, "interleaved"), ("holdout", 3, "class_pure_parts"),
     ("exponential_prior", 2, "empty_parts"), ("prior_fractions", 3, "interleaved"),
+    ("exact_leaves", 2, "worker_without_rows"), ("exact_leaves", 3, "class_pure_parts"),
+    ("exact_leaves_exponential", 2, "interleaved"),
 ])
 def test_supported_parameters_equal_single_process_fit(client, case, n_classes, layout):
     X, y, w = _data(1500, n_classes, seed=30 + n_classes)
@@ -442,9 +448,7 @@ def test_refused_options(client, monkeypatch):
     with pytest.raises(ValueError, match="split_method='exact'.*hist"):
         DaskGradientBoostingClassifier(split_method="exact").fit(Xd, yd)
     # What the distributed fit does not train is refused, naming the parameter,
-    # never trained as another model: the exact leaf solve, an init estimator.
-    with pytest.raises(ValueError, match="leaf_solver='exact'.*reduce"):
-        DaskGradientBoostingClassifier(leaf_solver="exact").fit(Xd, yd)
+    # never trained as another model: an init estimator.
     from sklearn.dummy import DummyClassifier
     with pytest.raises(ValueError, match="init=DummyClassifier.*init estimator"):
         DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)

@@ -9,7 +9,8 @@ process and then *all-reduced* through ``comm``: the root's totals and the sums 
 the splittable test (the grower's ``reducer``), the histograms of the collected nodes
 (the finder's ``reducer``), and, through :class:`ReducedLoss`, the class weights of
 the prior, the numerators and denominators of the leaf values (one Newton step,
-paper eq. 1), the training, out-of-bag and validation losses. ``comm.allreduce``
+paper eq. 1; with ``leaf_solver="exact"`` the sums of every iteration of the
+leaves' solve), the training, out-of-bag and validation losses. ``comm.allreduce``
 adds the processes' arrays in a fixed order (process rank), so every process sees
 the same numbers, chooses the same splits and grows the same trees. The in-bag rows
 of ``subsample`` and the early-stopping hold-out are drawn by the rows' positions in
@@ -50,9 +51,6 @@ SUPPORTED_PARAMS = frozenset((
 UNSUPPORTED_VALUES = {
     "split_method": ("exact", "the distributed fit reduces histograms: it trains "
                      "split_method='hist' only"),
-    "leaf_solver": ("exact", "the exact leaf solve is a Newton iteration per leaf "
-                    "over the leaf's rows, each step a reduce across the workers, which "
-                    "the distributed fit does not implement; use leaf_solver='newton'"),
     "init": ("an estimator", "scikit-learn fits an init estimator on the training "
              "rows, which stay on the workers (fitting it on a sample or on one "
              "worker's rows would be another model); use init='zero' or 'prior', or "
@@ -76,9 +74,6 @@ def check_supported(params):
     if params.get("split_method", "hist") != "hist":
         raise ValueError(f"split_method={params['split_method']!r} is not supported by "
                          f"the distributed fit: {UNSUPPORTED_VALUES['split_method'][1]}")
-    if params.get("leaf_solver", "newton") != "newton":
-        raise ValueError(f"leaf_solver={params['leaf_solver']!r} is not supported by the "
-                         f"distributed fit: {UNSUPPORTED_VALUES['leaf_solver'][1]}")
     init = params.get("init")
     if not (init is None or isinstance(init, str)):
         raise ValueError(f"init={type(init).__name__}(...): an init estimator is not "
@@ -155,17 +150,16 @@ class ReducedLoss:
     loss of :func:`_boosting.boost` in a process of a data-parallel fit.
 
     It offers what the loop uses (``n_outputs``, ``score_factor``, ``initial_raw``,
-    ``start`` and its state, ``loss``) with one Newton step per leaf (eq. 1; the
-    exact leaf solve is refused by :func:`check_supported`). The state's leaf sums
-    are taken on this process's in-bag rows in row order, then summed over the
-    processes in rank order; the losses alike, as (sum w l, sum w).
+    ``start`` and its state, ``loss``) with the loss's leaf solver: one Newton step
+    per leaf (eq. 1), or the exact solve (``leaf_solver="exact"``), whose every
+    iteration reduces the leaves' sums (:func:`_exact_leaf_values`). The state's
+    leaf sums are taken on this process's in-bag rows in row order, then summed over
+    the processes in rank order; the losses alike, as (sum w l, sum w).
     """
 
     def __init__(self, loss, comm):
-        if loss.leaf_solver != "newton":
-            raise ValueError(f"leaf_solver={loss.leaf_solver!r} is not supported by the "
-                             "distributed fit")
         self.base = loss
+        self.exact = loss.leaf_solver == "exact"
         self.comm = comm
         self.name = loss.name
         self.n_outputs = loss.n_outputs
@@ -191,11 +185,11 @@ class ReducedLoss:
 
     def start(self, y, sample_weight, raw, n_threads):
         if isinstance(self.base, ExponentialLoss):
-            return _ExponentialState(self.comm, y, sample_weight, raw)
+            return _ExponentialState(self.comm, y, sample_weight, raw, self.exact)
         if isinstance(self.base, MultinomialLoss):
             return _MultinomialState(self.comm, self.base.n_classes, y, sample_weight, raw,
-                                     n_threads)
-        return _BinomialState(self.comm, y, sample_weight, raw)
+                                     n_threads, self.exact)
+        return _BinomialState(self.comm, y, sample_weight, raw, self.exact)
 
     def loss(self, y, raw, sample_weight=None):
         """The weighted mean loss of every process's rows (validation rows)."""
@@ -244,6 +238,43 @@ def _leaf_values(comm, nodes, leaf_of_row, in_bag, w, numerator, denominator, fa
     return value
 
 
+def _exact_leaf_values(comm, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
+                       exponential):
+    """``nodes["value"]``: the exact gamma of every leaf over the in-bag rows of every
+    process (``_leaves``' exact leaf solve: the log-loss of log-odds ``z`` with
+    targets ``codes == positive``, or the exponential loss of raw scores ``z``). The
+    first sums of each leaf are reduced, then every iteration's (g, h) (the
+    log-loss: a safeguarded Newton iteration, each step one reduce; every process
+    sees the same sums, so all step alike and stop together) or the two shifted
+    sums (the exponential loss: its closed form). Returns the values."""
+    m = nodes.shape[0]
+    leaf = np.ascontiguousarray(leaf_of_row, dtype=np.int32)
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    bounds = np.empty((m, 4 if exponential else 5))
+    _leaves.exact_solve_bounds(codes, positive, z, w, leaf, sample_mask, bounds,
+                               int(exponential))
+    bounds = np.ascontiguousarray(comm.allreduce(bounds, 2 if exponential else 3))
+    state = np.zeros((m, 7))
+    active = _leaves.exact_solve_start(bounds, (nodes["feature"] < 0).astype(np.uint8),
+                                       state, int(exponential))
+    sums = np.empty((m, 2))
+    if exponential:
+        if active:
+            _leaves.exponential_solve_sums(codes, z, w, leaf, sample_mask, bounds, state,
+                                           sums)
+            _leaves.exponential_solve_finish(
+                state, bounds, np.ascontiguousarray(comm.allreduce(sums, 2)))
+    else:
+        while active:
+            _leaves.logistic_solve_sums(codes, positive, z, w, leaf, sample_mask, state,
+                                        sums)
+            active = _leaves.logistic_solve_step(
+                state, np.ascontiguousarray(comm.allreduce(sums, 2)))
+    value = state[:, 0].copy()
+    nodes["value"] = value
+    return value
+
+
 def _in_bag(mask):
     return None if mask is None else mask.astype(bool)
 
@@ -252,9 +283,10 @@ class _BinomialState:
     """The binomial log-loss state of this process's rows (``_loss``'s, with the
     leaf sums and losses reduced)."""
 
-    def __init__(self, comm, y, w, raw):
+    def __init__(self, comm, y, w, raw, exact=False):
         self.comm = comm
         self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
         self.w = w
         n = self.y.shape[0]
         self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
@@ -268,8 +300,12 @@ class _BinomialState:
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
         p = self.prob
-        value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask), self.w,
-                             self.residual, p * (1.0 - p), 1.0)
+        if self.codes is not None:
+            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
+                                       self.codes, 1, self.raw, self.w, False)
+        else:
+            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
+                                 self.w, self.residual, p * (1.0 - p), 1.0)
         self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
         _leaves.init_state(self.y, self.w, self.raw, self.prob, self.residual,
                            self.row_stats)
@@ -289,8 +325,9 @@ class _BinomialState:
 class _MultinomialState:
     """The multinomial log-loss state (K rows of per-class arrays, as ``_loss``'s)."""
 
-    def __init__(self, comm, n_classes, y, w, raw, n_threads):
+    def __init__(self, comm, n_classes, y, w, raw, n_threads, exact=False):
         self.comm = comm
+        self.exact = exact
         self.y = np.ascontiguousarray(y, dtype=np.int32)
         self.w = w
         self.n_threads = n_threads
@@ -302,6 +339,11 @@ class _MultinomialState:
         self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
         _leaves.multinomial_state(self.raw, self.y, w, None, self.prob, self.residual,
                                   n_threads)
+        # The exact leaf solve: each class's log-odds against the others at the start
+        # of the iteration (as ``_loss``'s multinomial state).
+        self.log_odds = np.empty((n_classes, n)) if exact else None
+        if exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
 
     def tree_target(self, k):
         _leaves.row_stats_of(self.residual[k], self.w, self.row_stats)
@@ -309,13 +351,19 @@ class _MultinomialState:
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
         p = self.prob[k]
-        value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask), self.w,
-                             self.residual[k], p * (1.0 - p), self.factor)
+        if self.exact:
+            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask, self.y,
+                                       k, self.log_odds[k], self.w, False)
+        else:
+            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
+                                 self.w, self.residual[k], p * (1.0 - p), self.factor)
         self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
 
     def finish_iteration(self, sample_mask):
         mean = _leaves.multinomial_state(self.raw, self.y, self.w, sample_mask, self.prob,
                                          self.residual, self.n_threads)
+        if self.exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
         rows = _in_bag(sample_mask)
         n = self.y.shape[0] if rows is None else int(np.count_nonzero(rows))
         return _reduced_mean(self.comm, float(mean), _weight_of(_select(self.w, rows), n))
@@ -331,9 +379,10 @@ class _ExponentialState:
     """The exponential loss state (``_loss``'s, with the leaf sums and losses
     reduced): leaf values sum w r / sum w |r|."""
 
-    def __init__(self, comm, y, w, raw):
+    def __init__(self, comm, y, w, raw, exact=False):
         self.comm = comm
         self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
         self.w = w
         n = self.y.shape[0]
         self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
@@ -351,8 +400,12 @@ class _ExponentialState:
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
-        value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask), self.w,
-                             self.residual, np.abs(self.residual), 1.0)
+        if self.codes is not None:
+            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
+                                       self.codes, 1, self.raw, self.w, True)
+        else:
+            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
+                                 self.w, self.residual, np.abs(self.residual), 1.0)
         self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
         self._rows()
 
@@ -431,7 +484,6 @@ class PartTrainer:
         ensemble : Ensemble
         record : FitRecord
         """
-        check_supported({k: v for k, v in params.items() if k == "leaf_solver"})
         loss = ReducedLoss(loss_for(n_classes, params["loss"], params["leaf_solver"]), comm)
         red = _Reducer(comm)
         finder = HistogramSplitFinder(self.bins, self.n_bins, lo, hi, self.missing_bin,

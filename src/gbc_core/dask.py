@@ -817,13 +817,14 @@ class DaskGradientBoostingClassifier:
     values for the fit), early stopping with ``eval_set`` or the
     ``validation_fraction`` hold-out (the in-memory hold-out, drawn by the rows'
     places in the concatenated data), ``warm_start`` (with the data of the first
-    fit), both losses, ``init="zero"`` or ``"prior"``, sample and class weights.
+    fit), both losses, both leaf solvers (``leaf_solver="exact"``: every Newton
+    iteration of the leaves reduces its sums), ``init="zero"`` or ``"prior"``,
+    sample and class weights.
 
-    Not supported (a clear error naming the parameter): ``split_method="exact"``,
-    ``leaf_solver="exact"`` (its Newton iterations per leaf would each need a
-    reduce across the workers) and an ``init`` estimator (scikit-learn fits it on the
-    training rows, which never leave their workers); any parameter of the table the
-    distributed fit has not been taught, away from its default. ``verbose``
+    Not supported (a clear error naming the parameter): ``split_method="exact"`` and
+    an ``init`` estimator (scikit-learn fits it on the training rows, which never
+    leave their workers); any parameter of the table the distributed fit has not
+    been taught, away from its default. ``verbose``
     prints nothing (the loop runs on the workers); ``train_score_``,
     ``validation_score_`` and ``oob_scores_`` hold the losses.
 
