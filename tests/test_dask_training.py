@@ -269,6 +269,11 @@ def test_a_new_parameter_reaches_the_estimator(monkeypatch):
     check_supported({"max_leaf_nodes": None})
     with pytest.raises(ValueError, match="max_leaf_nodes=8 is not supported"):
         check_supported({"max_leaf_nodes": 8})
+    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, ccp_alpha=0.0))
+    check_supported({"ccp_alpha": 0})  # the default, written as an integer
+    for value in (0.5, True, np.zeros(2)):
+        with pytest.raises(ValueError, match="ccp_alpha=.* is not supported"):
+            check_supported({"ccp_alpha": value})
 
 
 def test_dataframe_labels_and_no_weights(client):

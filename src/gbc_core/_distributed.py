@@ -59,6 +59,18 @@ UNSUPPORTED_VALUES = {
 }
 
 
+def _is_default(value, default):
+    """``value`` is ``default`` (0 for 0.0 too; True is not 1)."""
+    if value is default:
+        return True
+    if isinstance(value, (bool, np.bool_)) != isinstance(default, (bool, np.bool_)):
+        return False
+    try:
+        return bool(value == default)
+    except Exception:  # noqa: BLE001 - an array, an estimator: not the default
+        return False
+
+
 def check_supported(params):
     """Refuse, naming the parameter and why, what a distributed fit does not train:
     a parameter not in :data:`SUPPORTED_PARAMS` set away from its default, and the
@@ -68,7 +80,7 @@ def check_supported(params):
     for name, value in params.items():
         if name not in SUPPORTED_PARAMS and name in DEFAULTS:
             default = DEFAULTS[name]
-            if not (value is default or (type(value) is type(default) and value == default)):
+            if not _is_default(value, default):
                 raise ValueError(f"{name}={value!r} is not supported by the distributed "
                                  f"fit (only its default, {default!r})")
     if params.get("split_method", "hist") != "hist":
