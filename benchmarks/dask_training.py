@@ -128,6 +128,10 @@ def main():
     results = {}
 
     def keep(name, threads, times, auc, memory=None):
+        # (Each fit as it ends, in case the run is cut short.)
+        print(f"{name}: {threads} thread(s), wall (CPU) s by trees "
+              f"{ {m: (round(w, 2), round(c, 2)) for m, (w, c) in times.items()} }, "
+              f"AUC {auc:.4f}, memory {memory}", flush=True)
         old = results.get(name)
         if old is None or times[M][0] < old[1][M][0]:
             results[name] = (threads, times, auc, memory)
