@@ -813,8 +813,8 @@ class DaskGradientBoostingClassifier:
     single-process hist fit of the concatenated rows (up to the rounding of sums
     formed per worker), for any partitioning, with ``subsample`` (each worker draws
     the in-memory fit's in-bag rows over every row and keeps its own: it pays that
-    draw, 8 bytes per training row of the whole data, and keeps its rows' float32
-    values for the fit), early stopping with ``eval_set`` or the
+    draw, up to 17 bytes per training row of the whole data, and keeps its rows'
+    float32 values for the fit), early stopping with ``eval_set`` or the
     ``validation_fraction`` hold-out (the in-memory hold-out, drawn by the rows'
     places in the concatenated data), ``warm_start`` (with the data of the first
     fit), both losses, both leaf solvers (``leaf_solver="exact"``: every Newton
