@@ -307,6 +307,21 @@ def test_dataframe_labels_and_no_weights(client):
     np.testing.assert_array_equal(out.compute(), model.predict_proba(df))
 
 
+def test_read_parquet_columns_pair_with_their_target(client, tmp_path):
+    """A frame read from Parquet files, its feature columns and its target column
+    passed apart (the optimiser merges the small reads of one column into fewer
+    partitions): the fit pairs each row with its label, the in-memory fit's model."""
+    X, y, _ = _data(1200, 2, seed=8, nan=False)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]).assign(target=y)
+    for i in range(4):
+        df.iloc[i * 300:(i + 1) * 300].to_parquet(tmp_path / f"part-{i}.parquet")
+    ddf = dd.read_parquet(str(tmp_path / "*.parquet"))
+    features = [f"f{i}" for i in range(5)]
+    ref = _reference(df[features], y, None)
+    model = DaskGradientBoostingClassifier(**PARAMS).fit(ddf[features], ddf["target"])
+    assert np.abs(model.predict_proba(df[features]) - ref.predict_proba(df[features])).max() <= 1e-9
+
+
 def test_early_stopping_with_eval_set(client):
     X, y, w = _data(2000, 2, seed=7)
     Xv, yv, wv = _data(600, 2, seed=8)

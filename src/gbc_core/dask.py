@@ -800,30 +800,22 @@ def _seed_from(random_state):
 
 
 def _parts_of(collection, client, name):
-    """(futures of the row partitions in order, holder of each) of a persisted Dask
-    Array (columns in one chunk) or DataFrame/Series."""
-    from distributed import futures_of
+    """(futures of the row partitions in order, holder of each) of a Dask Array
+    (columns in one chunk) or DataFrame/Series, computed where the cluster puts them
+    (nothing is gathered): one future per partition, from the collection's own
+    ``to_delayed`` list, so that the order and the partitions are the collection's
+    whatever its graph (``read_parquet``, ``from_pandas``, an array's chunks)."""
+    from distributed import wait
 
-    keys = collection.__dask_keys__()
-    flat = []
-    stack = [keys]
-    while stack:  # flatten the nested key lists in order
-        item = stack.pop(0)
-        if isinstance(item, list):
-            stack[:0] = item
-        else:
-            flat.append(item)
-    by_key = {f.key: f for f in futures_of(collection)}
-    if all(k in by_key for k in flat):
-        futures = [by_key[k] for k in flat]
-    else:
-        # A persisted DataFrame may name its partitions apart from its keys: the
-        # futures of one layer, in the order of their partition index.
-        names = {f.key[0] for f in by_key.values() if isinstance(f.key, tuple)}
-        if len(names) != 1 or len(by_key) != len(flat):
-            raise RuntimeError(f"{name}: cannot match the partitions of the persisted "
-                               "collection with its futures")
-        futures = sorted(by_key.values(), key=lambda f: f.key[1:])
+    parts = collection.to_delayed()
+    if isinstance(parts, np.ndarray):  # an array: one delayed per (row, column) chunk
+        parts = parts.ravel().tolist()
+    elif len(parts) != collection.npartitions:
+        # The optimiser may merge partitions of a column selection (read_parquet's
+        # small reads): X and y would no longer pair. The graph as written keeps them.
+        parts = collection.to_delayed(optimize_graph=False)
+    futures = client.compute(list(parts))
+    wait(futures)
     who = client.who_has(futures)
     holders = []
     for f in futures:
@@ -1177,12 +1169,9 @@ class DaskGradientBoostingClassifier:
                   if len(eval_set) == 3 else None)
             collections += [c for c in (Xv, yv, wv) if c is not None]
 
-        # One persist per collection (arrays and DataFrames are graphs of two kinds).
-        persisted = [client.persist(c) for c in collections]
         from distributed import wait
 
-        wait(persisted)
-        it = iter(persisted)
+        it = iter(collections)
         X = next(it)
         y = next(it)
         w = next(it) if w is not None else None
@@ -1221,7 +1210,7 @@ class DaskGradientBoostingClassifier:
                     workers=[addr], allow_other_workers=False, actor=True, pure=False))
             coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
                                                workers=[ranks[0]], actor=True, pure=False)
-            del persisted, X, y, w, xf, yf, wf
+            del X, y, w, xf, yf, wf
             try:
                 wait(actor_futures + [coordinator_future], timeout=timeout)
             except TimeoutError:
