@@ -1,4 +1,4 @@
-"""Scoring and training on a Dask cluster (optional extra ``gbc-core[dask]``).
+"""Scoring and training on a Dask cluster (the optional ``dask`` extra).
 
 Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
 stay on their workers; see the section "Distributed training" of
@@ -49,7 +49,8 @@ def _import_dask():
         import dask.array  # noqa: F401
     except ImportError:
         raise ImportError(
-            'gbc_core.dask needs dask: pip install "gbc-core[dask]"'
+            'gbc_core.dask needs dask: pip install "dask[distributed]" '
+            '(the dask extra, pip install ".[dask]" from a checkout)'
         ) from None
     return dask
 
@@ -415,7 +416,8 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     try:
         from distributed import Client
     except ImportError:
-        raise ImportError('--dask needs dask.distributed: pip install "gbc-core[dask]"') from None
+        raise ImportError('--dask needs dask.distributed: pip install "dask[distributed]" '
+                          '(the dask extra, pip install ".[dask]" from a checkout)') from None
     own = False
     if isinstance(client, str):
         client = Client(client, set_as_default=False)
