@@ -5,8 +5,10 @@ block, and the same blocks in this process for the single-process fit) on a loca
 cluster of W worker processes of one thread each. Reported per fit: the time (the
 Dask fits from data persisted on the workers to the fitted model), the setup (a fit
 of one iteration) and the time per tree ((T(M) - T(1)) / (M - 1)), the overhead per
-tree of the Dask fit over the single-process one, the test AUC, and per worker the
+tree of the Dask fit over the single-process one, the test AUC, the CPU time (of
+this process and, for the Dask fits, of every worker process), and per worker the
 resident memory before the fit, its peak during the fit and the bytes of its rows.
+The fits are interleaved round by round (``--rounds``); the best round is reported.
 
     python benchmarks/dask_training.py --rows 1000000
 """
@@ -94,6 +96,13 @@ def _auc(y, p):
     return roc_auc(y.astype(np.float64), p)
 
 
+def _worker_cpu(dask_worker):
+    import psutil
+
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -101,6 +110,9 @@ def main():
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of every fit, interleaved (the best round is reported)")
+    ap.add_argument("--subsample", type=float, default=1.0)
     ap.add_argument("--no-xgboost", action="store_true")
     args = ap.parse_args()
 
@@ -110,70 +122,92 @@ def main():
     from gbc_core.dask import DaskGradientBoostingClassifier
 
     n, d, M = args.rows, args.features, args.trees
-    params = dict(max_depth=3, learning_rate=0.1, random_state=0)
+    params = dict(max_depth=3, learning_rate=0.1, random_state=0, subsample=args.subsample)
     Xt, yt = _local_data(100_000, d, args.seed, offset=10_000)
-    rows = []
+    # name -> (threads, {m: (wall, cpu)}, auc, memory), the best round of each fit.
+    results = {}
 
-    X, y = _local_data(n, d, args.seed)
-    for threads in sorted({1, args.workers}):
-        times = {}
-        for m in (1, M):
-            t0 = time.perf_counter()
-            ref = GradientBoostingClassifier(split_method="hist", n_estimators=m,
-                                             n_jobs=threads, **params).fit(X, y)
-            times[m] = time.perf_counter() - t0
-        rows.append(("gbc-core hist, 1 process", threads, times, _auc(
-            yt, ref.predict_proba(Xt)[:, 1]), None))
-    # The per-tree overhead is against the fastest single-process fit.
-    single_per_tree = min((t[M] - t[1]) / (M - 1) for _, _, t, _, _ in rows)
-    del X, y
+    def keep(name, threads, times, auc, memory=None):
+        # (Each fit as it ends, in case the run is cut short.)
+        print(f"{name}: {threads} thread(s), wall (CPU) s by trees "
+              f"{ {m: (round(w, 2), round(c, 2)) for m, (w, c) in times.items()} }, "
+              f"AUC {auc:.4f}, memory {memory}", flush=True)
+        old = results.get(name)
+        if old is None or times[M][0] < old[1][M][0]:
+            results[name] = (threads, times, auc, memory)
+
+    try:
+        import xgboost as xgb
+        import xgboost.dask  # noqa: F401
+    except ImportError:
+        xgb = None
+    if args.no_xgboost:
+        xgb = None
 
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         Xd, yd = _dask_data(client, n, d, args.seed)
+        X, y = _local_data(n, d, args.seed)
         # A first fit imports the modules on the workers (not timed).
         DaskGradientBoostingClassifier(n_estimators=1, **params).fit(Xd, yd)
-        times = {}
-        memory = None
-        for m in (1, M):
-            before = client.run(_start_sampler)
-            t0 = time.perf_counter()
-            model = DaskGradientBoostingClassifier(n_estimators=m, **params).fit(Xd, yd)
-            times[m] = time.perf_counter() - t0
-            peak = client.run(_stop_sampler)
-            memory = {w: (before[w], peak[w]) for w in before}
-        rows.append(("gbc-core hist, Dask", args.workers, times, _auc(
-            yt, model.predict_proba(Xt)[:, 1]), memory))
-        if not args.no_xgboost:
-            try:
-                import xgboost as xgb
-                import xgboost.dask  # noqa: F401
-            except ImportError:
-                xgb = None
+        for _ in range(args.rounds):
+            for threads in sorted({1, args.workers}):
+                times = {}
+                for m in (1, M):
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    ref = GradientBoostingClassifier(split_method="hist", n_estimators=m,
+                                                     n_jobs=threads, **params).fit(X, y)
+                    times[m] = (time.perf_counter() - t0, time.process_time() - c0)
+                keep(f"gbc-core hist, 1 process ({threads} thread{'s' * (threads > 1)})",
+                     threads, times, _auc(yt, ref.predict_proba(Xt)[:, 1]))
+            times = {}
+            memory = None
+            for m in (1, M):
+                before = client.run(_start_sampler)
+                cpu0 = sum(client.run(_worker_cpu).values()) + time.process_time()
+                t0 = time.perf_counter()
+                model = DaskGradientBoostingClassifier(n_estimators=m, **params).fit(Xd, yd)
+                wall = time.perf_counter() - t0
+                cpu = sum(client.run(_worker_cpu).values()) + time.process_time() - cpu0
+                times[m] = (wall, cpu)
+                peak = client.run(_stop_sampler)
+                memory = {w: (before[w], peak[w]) for w in before}
+            keep("gbc-core hist, Dask (`DaskGradientBoostingClassifier`)", args.workers,
+                 times, _auc(yt, model.predict_proba(Xt)[:, 1]), memory)
             if xgb is not None:
                 times = {}
                 for m in (1, 1, M):  # the first, untimed, warms it up
+                    cpu0 = sum(client.run(_worker_cpu).values()) + time.process_time()
                     t0 = time.perf_counter()
                     xm = xgb.dask.DaskXGBClassifier(
                         n_estimators=m, max_depth=3, learning_rate=0.1, tree_method="hist",
-                        max_bin=255, reg_lambda=0.0, min_child_weight=0.0, n_jobs=1)
+                        max_bin=255, reg_lambda=0.0, min_child_weight=0.0, n_jobs=1,
+                        subsample=args.subsample)
                     xm.client = client
                     xm.fit(Xd, yd)
-                    times[m] = time.perf_counter() - t0
-                rows.append((f"xgboost.dask {xgb.__version__} hist", args.workers, times,
-                             _auc(yt, xm.get_booster().inplace_predict(Xt)), None))
+                    wall = time.perf_counter() - t0
+                    cpu = sum(client.run(_worker_cpu).values()) + time.process_time() - cpu0
+                    times[m] = (wall, cpu)
+                keep(f"xgboost.dask {xgb.__version__} hist", args.workers, times,
+                     _auc(yt, xm.get_booster().inplace_predict(Xt)))
+        del X, y
 
+    # The per-tree overhead is against the fastest single-process fit.
+    single_per_tree = min((t[M][0] - t[1][0]) / (M - 1) for name, (_, t, _, _)
+                          in results.items() if "1 process" in name)
     part_bytes = n // args.workers * d * 4
-    print(f"{n:,} rows x {d} features, {M} trees of depth 3, {args.workers} workers "
-          f"(1 thread each) / 1 process with {args.workers} threads")
-    print("| fit | threads | fit time | setup (1 tree) | per tree | per-tree overhead "
-          "vs the fastest 1-process fit | test AUC |")
+    print(f"{n:,} rows x {d} features, {M} trees of depth 3, subsample {args.subsample}, "
+          f"{args.workers} workers (1 thread each) / 1 process with 1 and "
+          f"{args.workers} threads; best of {args.rounds} interleaved round(s)")
+    print("| fit | threads | fit time (CPU) | setup (1 tree) | per tree | per-tree "
+          "overhead vs the fastest 1-process fit | test AUC |")
     print("|---|---|---|---|---|---|---|")
-    for name, threads, t, auc, _ in rows:
-        per_tree = (t[M] - t[1]) / (M - 1)
-        print(f"| {name} | {threads} | {t[M]:.2f} s | {t[1]:.2f} s | {per_tree * 1e3:.1f} ms "
-              f"| {(per_tree - single_per_tree) * 1e3:+.1f} ms | {auc:.4f} |")
-    for name, _, _, _, mem in rows:
+    for name, (threads, t, auc, _) in results.items():
+        per_tree = (t[M][0] - t[1][0]) / (M - 1)
+        print(f"| {name} | {threads} | {t[M][0]:.2f} s ({t[M][1]:.2f} s) | {t[1][0]:.2f} s "
+              f"| {per_tree * 1e3:.1f} ms | {(per_tree - single_per_tree) * 1e3:+.1f} ms "
+              f"| {auc:.4f} |")
+    for name, (_, _, _, mem) in results.items():
         if mem:
             print(f"\n{name}: resident memory per worker (its rows: ~{part_bytes / 2**20:.0f} "
                   f"MiB of float32 X, {n // args.workers * d / 2**20:.0f} MiB of bins)")

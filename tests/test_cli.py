@@ -470,7 +470,8 @@ def test_without_pyarrow_libsvm_works_and_csv_says_what_to_install(tmp_path):
     assert "exit codes [0, 0, 1]" in proc.stdout, proc.stderr
     assert "accuracy" in proc.stdout
     assert proc.stderr.strip() == (ERROR_PREFIX + "CSV and Parquet files need pyarrow, which "
-                                   'is not installed: pip install "gbc-core[io]"')
+                                   'is not installed: pip install pyarrow (the io extra, '
+                                   'pip install ".[io]" from a checkout)')
     assert (tmp_path / "m.gbc").exists() and not (tmp_path / "m2.gbc").exists()
 
 

@@ -77,29 +77,46 @@ def _reference(X, y, w, **extra):
         X, y, sample_weight=w)
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("layout", ["one_worker", "two_workers", "empty_parts",
-                                    "class_pure_parts", "worker_without_rows"])
-def test_equals_single_process_fit(client, n_classes, layout):
-    X, y, w = _data(1500, n_classes, seed=n_classes)
+def _laid_out(client, X, y, w, layout):
+    """(X, y, w) re-ordered for ``layout`` and their persisted Dask Arrays, placed:
+    one worker, two, empty partitions, partitions that lack classes (rows sorted by
+    class), a worker without rows, or ``"interleaved"`` (partitions of both workers
+    alternating, the first on the second worker: the concatenated order is not the
+    workers' order)."""
     w0, w1 = _workers(client)
+    n = X.shape[0]
     if layout == "class_pure_parts":
         # Sorted by class: most partitions lack every class but one.
         order = np.argsort(y, kind="stable")
         X, y, w = X[order], y[order], w[order]
-    cuts = {"one_worker": [0, 700, 1500], "two_workers": [0, 400, 900, 1500],
-            "empty_parts": [0, 0, 600, 600, 1000, 1500], "class_pure_parts":
-            [0, 300, 600, 900, 1200, 1500], "worker_without_rows": [0, 1500, 1500]}[layout]
+    cuts = {"one_worker": [0, 700, n], "two_workers": [0, 400, 900, n],
+            "empty_parts": [0, 0, 600, 600, 1000, n], "class_pure_parts":
+            [0, 300, 600, 900, 1200, n], "worker_without_rows": [0, n, n],
+            "interleaved": [0, 250, 700, 700, 1100, n]}[layout]
     sizes = np.diff(cuts)
-    where = [(int(n), w0 if layout == "one_worker" or (layout == "worker_without_rows"
-                                                       and i == 0)
-              else (w1 if layout == "worker_without_rows" else [w0, w1][i % 2]))
-             for i, n in enumerate(sizes)]
+    if layout == "one_worker":
+        owners = [w0] * len(sizes)
+    elif layout == "worker_without_rows":
+        owners = [w0] + [w1] * (len(sizes) - 1)
+    elif layout == "interleaved":
+        owners = [[w1, w0][i % 2] for i in range(len(sizes))]
+    else:
+        owners = [[w0, w1][i % 2] for i in range(len(sizes))]
+    where = [(int(k), h) for k, h in zip(sizes, owners)]
     Xd = _placed(client, X, where)
     yd = _placed(client, y, where)
     wd = _placed(client, w, where)
     assert len(Xd.chunks[0]) == len(sizes)
     assert _holders(client, Xd) == {h for _, h in where}  # the layout under test
+    return (X, y, w), (Xd, yd, wd)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("layout", ["one_worker", "two_workers", "empty_parts",
+                                    "class_pure_parts", "worker_without_rows"])
+def test_equals_single_process_fit(client, n_classes, layout):
+    X, y, w = _data(1500, n_classes, seed=n_classes)
+    (X, y, w), (Xd, yd, wd) = _laid_out(client, X, y, w, layout)
     ref = _reference(X, y, w)
     model = DaskGradientBoostingClassifier(**PARAMS).fit(Xd, yd, sample_weight=wd)
     diff = np.abs(model.predict_proba(X) - ref.predict_proba(X)).max()
@@ -112,6 +129,151 @@ def test_equals_single_process_fit(client, n_classes, layout):
         # formed per worker, may pick either).
         np.testing.assert_array_equal(np.sort(a["n_samples"]), np.sort(b["n_samples"]))
     np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+
+
+# The parameters a distributed fit trains beyond the basics, each against the
+# single-process hist fit of the concatenated rows: rows of zero weight (left out of
+# the fit, but counted by the draws), the in-bag rows of subsample and the
+# early-stopping hold-out drawn by the rows' places in the concatenated data, the
+# exponential loss and the prior. Leaves of 20 rows or more where rows are unseen by
+# a tree (out-of-bag, validation): no two splits part a node's rows alike (an exact
+# tie the rounding of the per-worker sums may break either way).
+SUPPORTED = {
+    "subsample": dict(subsample=0.6, min_samples_leaf=20),
+    "subsample_max_features": dict(subsample=0.5, max_features=3, min_samples_leaf=20),
+    "holdout": dict(n_estimators=200, learning_rate=0.8, n_iter_no_change=3,
+                    validation_fraction=0.2, min_samples_leaf=20),
+    "exponential_prior": dict(loss="exponential", init="prior"),
+    "prior_fractions": dict(init="prior", min_samples_split=0.05, min_samples_leaf=0.01,
+                            min_weight_fraction_leaf=0.01),
+    # The exact leaf solve: every Newton iteration of the leaves reduces its sums.
+    "exact_leaves": dict(leaf_solver="exact", subsample=0.7, min_samples_leaf=20),
+    "exact_leaves_exponential": dict(leaf_solver="exact", loss="exponential",
+                                     init="prior"),
+}
+
+
+@pytest.mark.parametrize("case, n_classes, layout", [
+    ("subsample", 2, "interleaved"), ("subsample_max_features", 3, "class_pure_parts"),
+    ("holdout", 2, "interleaved"), ("holdout", 3, "class_pure_parts"),
+    ("exponential_prior", 2, "empty_parts"), ("prior_fractions", 3, "interleaved"),
+    ("exact_leaves", 2, "worker_without_rows"), ("exact_leaves", 3, "class_pure_parts"),
+    ("exact_leaves_exponential", 2, "interleaved"),
+])
+def test_supported_parameters_equal_single_process_fit(client, case, n_classes, layout):
+    X, y, w = _data(1500, n_classes, seed=30 + n_classes)
+    w[::9] = 0.0  # rows of zero weight: out of the fit, in the draws
+    params = dict(PARAMS, **SUPPORTED[case])
+    (X, y, w), (Xd, yd, wd) = _laid_out(client, X, y, w, layout)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(X, y, sample_weight=w)
+    model = DaskGradientBoostingClassifier(**params).fit(Xd, yd, sample_weight=wd)
+    assert model.n_estimators_ == ref.n_estimators_
+    if case == "holdout":
+        assert ref.n_estimators_ < 200  # early stopping did stop
+        np.testing.assert_allclose(model.validation_score_, ref.validation_score_,
+                                   rtol=1e-9)
+    if case.startswith("subsample"):
+        np.testing.assert_allclose(model.oob_scores_, ref.oob_scores_, rtol=1e-9)
+    np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+    np.testing.assert_allclose(model.init_raw_, ref.init_raw_, rtol=1e-12)
+    for a, b in zip(model.trees(), ref.trees()):
+        # Rows of zero weight counted by no tree (as in one process).
+        np.testing.assert_array_equal(np.sort(a["n_samples"]), np.sort(b["n_samples"]))
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+    assert model.to_local().get_params()["loss"] == params.get("loss", "log_loss")
+
+
+def test_holdout_is_the_single_process_one():
+    """The hold-out draw depends on the group sizes only: drawn per part of the rows
+    (each part replaying it with its offsets, as the workers do), it is the
+    single-process stratified split, with and without rows of zero weight."""
+    from gbc_core._boosting import holdout_draw, holdout_sizes
+    from gbc_core._classifier import _stratified_split
+
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 3, 500)
+    classes = np.arange(3)
+    for weighted in (None, rng.random(500) > 0.2):
+        _, val = _stratified_split(codes, classes, 0.3, np.random.default_rng(5), weighted)
+        group = codes if weighted is None else 2 * codes + ~weighted
+        n_groups = 3 if weighted is None else 6
+        sizes = np.bincount(group, minlength=n_groups)
+        if weighted is not None:
+            sizes = sizes.reshape(3, 2)
+        drawn = holdout_draw(sizes, holdout_sizes(sizes, classes, 0.3),
+                             np.random.default_rng(5))
+        held = np.zeros(500, bool)
+        for start, stop in [(0, 120), (120, 120), (120, 333), (333, 500)]:  # the parts
+            before = np.bincount(group[:start], minlength=n_groups)
+            for g in range(n_groups):
+                at = start + np.flatnonzero(group[start:stop] == g)
+                held[at] = np.isin(before[g] + np.arange(at.size), drawn[g])
+        np.testing.assert_array_equal(np.flatnonzero(held), val)
+
+
+def test_warm_start(client):
+    """Fitting 5 iterations, then warm-starting to 12: the trees of a 12-iteration
+    fit (with subsample: the draws of iteration m are seeded by (seed, m)), equal to
+    the single-process fit."""
+    X, y, w = _data(1200, 3, seed=41)
+    params = dict(PARAMS, subsample=0.7, min_samples_leaf=20)
+    Xd, yd, wd = (da.from_array(a, chunks=300) for a in (X, y, w))
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(X, y, sample_weight=w)
+    model = DaskGradientBoostingClassifier(**dict(params, n_estimators=5, warm_start=True))
+    model.fit(Xd, yd, sample_weight=wd)
+    assert model.n_estimators_ == 5
+    model.set_params(n_estimators=12)
+    model.fit(Xd, yd, sample_weight=wd)
+    assert model.n_estimators_ == 12
+    np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+    np.testing.assert_allclose(model.oob_scores_, ref.oob_scores_, rtol=1e-9)
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+    with pytest.raises(ValueError, match="warm_start: n_estimators=3"):
+        model.set_params(n_estimators=3).fit(Xd, yd, sample_weight=wd)
+
+
+def test_parameters_come_from_the_table():
+    """The estimator takes every parameter of the in-memory one (the parameter
+    table), with its defaults but split_method, plus its own two."""
+    from gbc_core._params import PARAMS as TABLE
+
+    params = DaskGradientBoostingClassifier().get_params()
+    assert set(params) == {p.name for p in TABLE} | {"client", "step_timeout"}
+    assert set(params) - {"client", "step_timeout"} == set(
+        GradientBoostingClassifier().get_params())
+    for p in TABLE:
+        assert params[p.name] == (p.default if p.name != "split_method" else "hist")
+    model = DaskGradientBoostingClassifier(max_bins=32, client=None)
+    assert model.max_bins == 32 and model.get_params()["max_bins"] == 32
+    with pytest.raises(TypeError, match="max_binz"):
+        DaskGradientBoostingClassifier(max_binz=32)
+
+
+def test_a_new_parameter_reaches_the_estimator(monkeypatch):
+    """A parameter added to the table is a parameter of the Dask estimator (no
+    second list), refused at fit away from its default until the distributed
+    trainer names it supported."""
+    import inspect
+
+    import gbc_core._params as table
+    from gbc_core._distributed import check_supported
+
+    new = table.Param("max_leaf_nodes", None, [table.NONE, table.Integer(2)], "test")
+    monkeypatch.setattr(table, "PARAMS", table.PARAMS + (new,))
+    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, max_leaf_nodes=None))
+    init = gdask._estimator_init()
+    assert "max_leaf_nodes" in inspect.signature(init).parameters
+    model = DaskGradientBoostingClassifier.__new__(DaskGradientBoostingClassifier)
+    init(model, max_leaf_nodes=8)
+    assert model.max_leaf_nodes == 8
+    check_supported({"max_leaf_nodes": None})
+    with pytest.raises(ValueError, match="max_leaf_nodes=8 is not supported"):
+        check_supported({"max_leaf_nodes": 8})
+    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, ccp_alpha=0.0))
+    check_supported({"ccp_alpha": 0})  # the default, written as an integer
+    for value in (0.5, True, np.zeros(2)):
+        with pytest.raises(ValueError, match="ccp_alpha=.* is not supported"):
+            check_supported({"ccp_alpha": value})
 
 
 def test_dataframe_labels_and_no_weights(client):
@@ -143,6 +305,21 @@ def test_dataframe_labels_and_no_weights(client):
     out = model.predict_proba(ddf)
     assert isinstance(out, da.Array)
     np.testing.assert_array_equal(out.compute(), model.predict_proba(df))
+
+
+def test_read_parquet_columns_pair_with_their_target(client, tmp_path):
+    """A frame read from Parquet files, its feature columns and its target column
+    passed apart (the optimiser merges the small reads of one column into fewer
+    partitions): the fit pairs each row with its label, the in-memory fit's model."""
+    X, y, _ = _data(1200, 2, seed=8, nan=False)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]).assign(target=y)
+    for i in range(4):
+        df.iloc[i * 300:(i + 1) * 300].to_parquet(tmp_path / f"part-{i}.parquet")
+    ddf = dd.read_parquet(str(tmp_path / "*.parquet"))
+    features = [f"f{i}" for i in range(5)]
+    ref = _reference(df[features], y, None)
+    model = DaskGradientBoostingClassifier(**PARAMS).fit(ddf[features], ddf["target"])
+    assert np.abs(model.predict_proba(df[features]) - ref.predict_proba(df[features])).max() <= 1e-9
 
 
 def test_early_stopping_with_eval_set(client):
@@ -283,34 +460,36 @@ def test_every_wait_is_bounded(client):
     assert _settled(client)
 
 
-def test_refused_options(client):
+def test_refused_options(client, monkeypatch):
+    import gbc_core._distributed as distributed
+
     X, y, _ = _data(200, 2)
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
-    with pytest.raises(ValueError, match="subsample"):
-        DaskGradientBoostingClassifier(subsample=0.5).fit(Xd, yd)
-    with pytest.raises(ValueError, match="eval_set"):
-        DaskGradientBoostingClassifier(n_iter_no_change=3).fit(Xd, yd)
-    with pytest.raises(ValueError, match="hist"):
+    with pytest.raises(ValueError, match="split_method='exact'.*hist"):
         DaskGradientBoostingClassifier(split_method="exact").fit(Xd, yd)
-    # What the distributed fit does not train is refused, never trained as another
-    # model: the exponential loss, the exact leaf solve, an init estimator.
-    with pytest.raises(ValueError, match="loss='exponential'"):
-        DaskGradientBoostingClassifier(loss="exponential").fit(Xd, yd)
-    with pytest.raises(ValueError, match="leaf_solver='exact'"):
-        DaskGradientBoostingClassifier(leaf_solver="exact").fit(Xd, yd)
-    # Best-first growth and the tree rules: refused, each named with its value.
-    for params, named in [(dict(max_leaf_nodes=8), "max_leaf_nodes=8"),
-                          (dict(min_impurity_decrease=0.01), "min_impurity_decrease=0.01"),
-                          (dict(ccp_alpha=0.001), "ccp_alpha=0.001"),
-                          (dict(max_leaf_nodes=4, ccp_alpha=0.5),
-                           "max_leaf_nodes=4, ccp_alpha=0.5: not supported")]:
-        with pytest.raises(ValueError, match=named):
-            DaskGradientBoostingClassifier(**params).fit(Xd, yd)
+    # What the distributed fit does not train is refused, naming the parameter,
+    # never trained as another model: an init estimator.
+    # Best-first growth and the tree rules that need sums of w r^2 across workers
+    # are not taught yet.
+    for name, value in (("max_leaf_nodes", 8), ("min_impurity_decrease", 0.01),
+                        ("ccp_alpha", 0.001)):
+        with pytest.raises(ValueError, match=f"{name}={value} is not supported by the "
+                                             "distributed fit"):
+            DaskGradientBoostingClassifier(**{name: value}).fit(Xd, yd)
     from sklearn.dummy import DummyClassifier
-    with pytest.raises(ValueError, match="init estimator"):
+    with pytest.raises(ValueError, match="init=DummyClassifier.*init estimator"):
         DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)
+    # A parameter of the table the distributed trainer is not taught (as a new one
+    # would be): its default trains, another value is refused by name.
+    monkeypatch.setattr(distributed, "SUPPORTED_PARAMS",
+                        distributed.SUPPORTED_PARAMS - {"max_bins"})
+    with pytest.raises(ValueError, match="max_bins=32 is not supported by the "
+                                         "distributed fit .only its default, 255"):
+        DaskGradientBoostingClassifier(max_bins=32).fit(Xd, yd)
+    DaskGradientBoostingClassifier(n_estimators=2).fit(Xd, yd)
     with pytest.raises(TypeError, match="Dask Array or DataFrame"):
         DaskGradientBoostingClassifier().fit(X, y)
+    assert _settled(client)
 
 
 def test_cli_train_dask(client, tmp_path, capsys, monkeypatch):

@@ -509,7 +509,8 @@ def _run_train_dask(args, fmt, out):
     try:
         from distributed import Client
     except ImportError:
-        raise ImportError('--dask needs dask.distributed: pip install "gbc-core[dask]"') from None
+        raise ImportError('--dask needs dask.distributed: pip install "dask[distributed]" '
+                          '(the dask extra, pip install ".[dask]" from a checkout)') from None
     from .dask import DaskGradientBoostingClassifier
 
     params = _estimator_params(args)

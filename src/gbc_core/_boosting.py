@@ -183,6 +183,49 @@ class Log:
         pass
 
 
+def warm_start_from(booster, params, classes, n_features, names):
+    """``previous`` of :func:`boost` for a warm start of the fitted ``booster`` with
+    ``params`` on data of these classes, width and feature names: (ensemble,
+    record), or None when there is nothing to add.
+
+    Raises
+    ------
+    ValueError
+        Data of other features or classes, fewer iterations than fitted, or another
+        learning rate, loss or leaf solver than the fitted trees'.
+    """
+    old_names = booster.feature_names_in_
+    if (n_features != booster.n_features_in_ or not np.array_equal(classes, booster.classes_)
+            or (names is not None and old_names is not None
+                and not np.array_equal(names, old_names))):
+        raise ValueError(
+            "warm_start: X and y must have the features and classes of the first fit")
+    if params["n_estimators"] < booster.n_estimators_:
+        raise ValueError(
+            f"warm_start: n_estimators={params['n_estimators']} must be >= the "
+            f"{booster.n_estimators_} iterations already fitted")
+    if float(params["learning_rate"]) != booster.learning_rate:
+        raise ValueError(
+            f"warm_start: learning_rate={params['learning_rate']!r} differs from the "
+            f"{booster.learning_rate!r} of the fitted trees; one model has one "
+            "learning rate (refit with warm_start=False)")
+    if params["loss"] != booster.loss:
+        raise ValueError(
+            f"warm_start: loss={params['loss']!r} differs from the loss "
+            f"{booster.loss!r} of the fitted trees (refit with warm_start=False)")
+    fitted_solver = (booster.params or {}).get("leaf_solver", "newton")
+    if params["leaf_solver"] != fitted_solver:
+        raise ValueError(
+            f"warm_start: leaf_solver={params['leaf_solver']!r} differs from the "
+            f"leaf solver {fitted_solver!r} of the fitted trees (refit with "
+            "warm_start=False)")
+    if params["n_estimators"] == booster.n_estimators_:
+        return None
+    record = FitRecord(booster.train_score_, None, booster.oob_scores_,
+                       booster.oob_improvement_)
+    return booster.ensemble, record
+
+
 def iteration_predictor(trees, n_features, learning_rate, n_outputs):
     """A ``Predictor`` of the K trees of one iteration (node arrays ``trees``): adds
     that iteration to the raw scores of validation rows."""
@@ -229,20 +272,126 @@ def make_split_finder(X, params):
                                 lo, hi, mapper.missing_bin, n_threads)
 
 
+class Part:
+    """One process's share of a data-parallel fit (``_distributed``), for
+    :func:`boost`.
+
+    Parameters
+    ----------
+    finder : SplitFinder
+        Built on this process's rows (their bins), with its ``reducer`` set.
+    reducer : callable
+        The grower's ``reducer`` hook (the sums over every process).
+    n_samples : int
+        The training rows of every process together (zero weights included): the
+        population ``subsample`` draws from.
+    rows : int64 array
+        The position of each of this process's rows among those ``n_samples`` rows
+        (the concatenated order), so that every process draws the in-bag rows the
+        single-process fit draws. Rows of weight 0 are already left out.
+    previous_raw : float64 array (n_rows, n_outputs) or None
+        With ``previous`` and no raw X: the raw scores of the model to continue on
+        this process's rows (computed before the raw values were let go).
+    """
+
+    def __init__(self, finder, reducer, n_samples, rows, previous_raw=None):
+        self.finder = finder
+        self.reducer = reducer
+        self.n_samples = int(n_samples)
+        self.rows = rows
+        self.previous_raw = previous_raw
+
+
+def holdout_sizes(group_sizes, classes, fraction):
+    """How many rows of each group the early-stopping hold-out takes.
+
+    Parameters
+    ----------
+    group_sizes : int array of shape (n_classes,) or (n_classes, 2)
+        The rows of each class, or, where some rows have weight 0, the rows of each
+        class with weight (column 0) and without (column 1).
+    classes : array
+        The labels (for the error messages).
+    fraction : float
+        ``validation_fraction``.
+
+    Returns
+    -------
+    int array of the shape of ``group_sizes``
+
+    Raises
+    ------
+    ValueError
+        A class with a single row (scikit-learn's message), a fraction that holds
+        out every (weighted) row of a class, or a hold-out without any weight.
+    """
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    counts = sizes if sizes.ndim == 1 else sizes.sum(axis=1)
+    too_few = (counts > 0) & (counts < 2)
+    if too_few.any():
+        # scikit-learn's message (StratifiedShuffleSplit), naming the labels.
+        raise ValueError(
+            "The least populated classes in y have only 1 member, which is too few. "
+            "The minimum number of groups for any class cannot be less than 2. Classes "
+            f"with too few members are: {classes[too_few].tolist()} (early stopping "
+            "holds out validation_fraction of each class: pass eval_set or more "
+            "samples)")
+
+    def n_held_out(cls, size):
+        n_val = int(round(fraction * size))
+        if size >= 2 and n_val >= size:
+            # scikit-learn's error: the init estimator and the class codes would
+            # miss this class.
+            raise ValueError(
+                "The training data after the early stopping split is missing some "
+                f"classes: validation_fraction={fraction!r} holds out all {size} rows "
+                f"of class {classes[cls:cls + 1].tolist()[0]!r}. Use a smaller "
+                "validation_fraction, or pass eval_set.")
+        return max(0, min(max(n_val, 1), size - 1))
+
+    if sizes.ndim == 1:
+        return np.array([n_held_out(c, int(sizes[c])) for c in range(sizes.shape[0])],
+                        dtype=np.int64)
+    out = np.zeros(sizes.shape, dtype=np.int64)
+    for c in range(sizes.shape[0]):
+        out[c, 0] = n_held_out(c, int(sizes[c, 0]))
+        out[c, 1] = int(round(fraction * int(sizes[c, 1])))
+    if not (out[:, 0] > 0).any():
+        raise ValueError(
+            "early stopping holds out validation_fraction of each class's rows of "
+            f"positive weight, but only {int(sizes[:, 0].sum())} row(s) have "
+            "weight and no class has two: the validation rows would have no weight "
+            "and a loss of 0 at every iteration. Pass eval_set, or give more rows "
+            "weight")
+    return out
+
+
+def holdout_draw(group_sizes, n_held_out, rng):
+    """The positions held out in each group (row order within the group), groups in
+    the order of ``group_sizes.ravel()``: for each group, the first
+    ``n_held_out`` of a permutation of its positions, drawn from ``rng`` group by
+    group. It depends on the group sizes only, so processes that each hold a part of
+    the rows draw the same hold-out as one process holding them all."""
+    sizes = np.asarray(group_sizes, dtype=np.int64).ravel()
+    n_val = np.asarray(n_held_out, dtype=np.int64).ravel()
+    return [rng.permutation(int(size))[:int(k)] for size, k in zip(sizes, n_val)]
+
+
 def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
-          callbacks=(), init_scores=None):
+          callbacks=(), init_scores=None, part=None):
     """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
 
     Parameters
     ----------
-    X : float32 array (n_samples, n_features), or a float32 CSC matrix
+    X : float32 array (n_samples, n_features), a float32 CSC matrix, or None
         Fortran order, or C order with ``params["split_method"] == "hist"`` (binned
         as it is; the exact search and out-of-bag routing take a Fortran copy).
         Sparse X (``check_features(..., sparse="csc")``): ``split_method="hist"``
         bins its columns without densifying them (and routes out-of-bag rows on
         them); ``"exact"`` densifies it first (``dense_columns``: n_samples x
         n_features float32, one column at a time). The model is the one of the
-        same data dense, bit for bit.
+        same data dense, bit for bit. None: a process of a distributed fit without
+        ``subsample`` (``part``), which keeps its rows' bins only.
     y : int array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
@@ -274,7 +423,10 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     ensemble : Ensemble
     record : FitRecord
     """
-    n_samples, n_features = X.shape
+    if part is None:
+        n_samples, n_features = X.shape
+    else:
+        n_samples, n_features = part.n_samples, part.finder.n_features
     # Rows of zero weight take no part in a fit (scikit-learn's trees leave them out):
     # no threshold is chosen from them, no sample count (min_samples_leaf,
     # min_samples_split, n_node_samples) counts them, and they add nothing to a leaf
@@ -290,26 +442,27 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     sparse = is_sparse_matrix(X)
     if sparse and params["split_method"] == "exact":
         X, sparse = dense_columns(X), False
-    kept = None
-    if sample_weight is not None and not (sample_weight > 0).all():
+    kept = None if part is None else part.rows
+    if part is None and sample_weight is not None and not (sample_weight > 0).all():
         kept = np.flatnonzero(sample_weight > 0)
         X = take_rows(X, kept, "csc") if sparse else np.asfortranarray(X[kept])
         y = y[kept]
         sample_weight = np.ascontiguousarray(sample_weight[kept])
         if row_scores is not None:
             row_scores = row_scores[kept]
-    n_rows = X.shape[0]
     n_threads = params["n_threads"]
     lr = params["learning_rate"]
     # The grower partitions on raw X (Fortran order) for the exact search, on the
     # bins for the histogram search, which needs X only to route out-of-bag rows.
     # A sparse X (hist only) routes out-of-bag rows on its CSC columns.
-    grower_X = None if sparse else X
-    if not sparse and (params["split_method"] == "exact" or params["subsample"] < 1.0):
+    dense = X is not None and not sparse
+    grower_X = X if dense else None
+    if dense and (params["split_method"] == "exact" or params["subsample"] < 1.0):
         grower_X = X = np.asfortranarray(X)
-    elif not sparse and not X.flags.f_contiguous:
+    elif dense and not X.flags.f_contiguous:
         grower_X = None
-    finder = make_split_finder(X, params)
+    finder = make_split_finder(X, params) if part is None else part.finder
+    n_rows = finder.n_samples
     grower = TreeGrower(
         grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
         params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
@@ -318,13 +471,18 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         ccp_alpha=params["ccp_alpha"],
         max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
     )
+    if part is not None:
+        grower.reducer = part.reducer
     if previous is not None:
         ensemble, old = previous
         init_raw = ensemble.init_raw
         raw = np.empty((n_rows, n_outputs))
-        raw[:] = init_raw if row_scores is None else row_scores
-        ensemble.add_raw(as_format(X, "csr") if sparse else np.ascontiguousarray(X), raw, 0,
-                         ensemble.n_iterations, n_threads)
+        if part is not None and part.previous_raw is not None:
+            raw[:] = part.previous_raw
+        else:
+            raw[:] = init_raw if row_scores is None else row_scores
+            ensemble.add_raw(as_format(X, "csr") if sparse else np.ascontiguousarray(X),
+                             raw, 0, ensemble.n_iterations, n_threads)
         trees = ensemble.trees()
         bound = ensemble.raw_bound()
         # (A model read from a file without its training record: NaN, unknown.)
@@ -358,7 +516,8 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         for m in range(n_done):
             # The validation loss of each iteration already fitted, on these rows (the
             # same additions as in a single fit): early stopping resumes its state.
-            ensemble.add_raw(X_val, raw_val, m, m + 1, n_threads)
+            if X_val.shape[0]:
+                ensemble.add_raw(X_val, raw_val, m, m + 1, n_threads)
             record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
 
     def current():
@@ -412,8 +571,9 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
             record.oob_scores.append(oob)
             record.oob_improvement.append(before - oob)
         if raw_val is not None:
-            add_raw_to(iteration_predictor(new_trees, n_features, lr, n_outputs),
-                       X_val, raw_val, 0, 1, n_threads)
+            if X_val.shape[0]:
+                add_raw_to(iteration_predictor(new_trees, n_features, lr, n_outputs),
+                           X_val, raw_val, 0, 1, n_threads)
             record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
         for callback in callbacks:
             stop = callback.after_iteration(m, record, current) or stop

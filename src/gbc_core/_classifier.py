@@ -20,7 +20,8 @@ from sklearn.utils.validation import validate_data
 
 from . import _leaves, _model_io
 from ._booster import Booster
-from ._boosting import EarlyStopping, FitRecord, Log, boost
+from ._boosting import (EarlyStopping, FitRecord, Log, boost, holdout_draw,
+                        holdout_sizes, warm_start_from)
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve
 from ._validation import (
@@ -397,7 +398,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         previous = None
         if params["warm_start"] and self.__sklearn_is_fitted__():
-            previous = self._warm_start_from(params, classes, n_features, names)
+            previous = warm_start_from(self.booster_, params, classes, n_features, names)
             if previous is None:
                 return self
         else:
@@ -471,40 +472,6 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             raise
         self.booster_ = booster_of(ensemble, record)
         return self
-
-    def _warm_start_from(self, params, classes, n_features, names):
-        """(ensemble, record) to continue, or None when there is nothing to add."""
-        booster = self.booster_
-        old_names = booster.feature_names_in_
-        if (n_features != booster.n_features_in_ or not np.array_equal(classes, booster.classes_)
-                or (names is not None and old_names is not None
-                    and not np.array_equal(names, old_names))):
-            raise ValueError(
-                "warm_start: X and y must have the features and classes of the first fit")
-        if params["n_estimators"] < booster.n_estimators_:
-            raise ValueError(
-                f"warm_start: n_estimators={params['n_estimators']} must be >= the "
-                f"{booster.n_estimators_} iterations already fitted")
-        if float(params["learning_rate"]) != booster.learning_rate:
-            raise ValueError(
-                f"warm_start: learning_rate={params['learning_rate']!r} differs from the "
-                f"{booster.learning_rate!r} of the fitted trees; one model has one "
-                "learning rate (refit with warm_start=False)")
-        if params["loss"] != booster.loss:
-            raise ValueError(
-                f"warm_start: loss={params['loss']!r} differs from the loss "
-                f"{booster.loss!r} of the fitted trees (refit with warm_start=False)")
-        fitted_solver = (booster.params or {}).get("leaf_solver", "newton")
-        if params["leaf_solver"] != fitted_solver:
-            raise ValueError(
-                f"warm_start: leaf_solver={params['leaf_solver']!r} differs from the "
-                f"leaf solver {fitted_solver!r} of the fitted trees (refit with "
-                "warm_start=False)")
-        if params["n_estimators"] == booster.n_estimators_:
-            return None
-        record = FitRecord(booster.train_score_, None, booster.oob_scores_,
-                           booster.oob_improvement_)
-        return booster.ensemble, record
 
     # ----------------------------------------------------------------- predict
     def __sklearn_is_fitted__(self):
@@ -1190,48 +1157,18 @@ def _stratified_split(codes, classes, fraction, rng, weighted=None):
     rows (scikit-learn's "The training data after the early stopping split is missing
     some classes"); otherwise each class keeps at least one row in each part.
     """
-    counts = np.bincount(codes, minlength=classes.size)
-    too_few = (counts > 0) & (counts < 2)
-    if too_few.any():
-        # scikit-learn's message (StratifiedShuffleSplit), naming the labels.
-        raise ValueError(
-            "The least populated classes in y have only 1 member, which is too few. "
-            "The minimum number of groups for any class cannot be less than 2. Classes "
-            f"with too few members are: {classes[too_few].tolist()} (early stopping "
-            "holds out validation_fraction of each class: pass eval_set or more "
-            "samples)")
-    val = []
-
-    def n_held_out(cls, size):
-        n_val = int(round(fraction * size))
-        if size >= 2 and n_val >= size:
-            # scikit-learn's error: the init estimator and the class codes would
-            # miss this class.
-            raise ValueError(
-                "The training data after the early stopping split is missing some "
-                f"classes: validation_fraction={fraction!r} holds out all {size} rows "
-                f"of class {classes[cls:cls + 1].tolist()[0]!r}. Use a smaller "
-                "validation_fraction, or pass eval_set.")
-        return min(max(n_val, 1), size - 1)
-
     if weighted is None or weighted.all():
-        for cls in range(classes.size):
-            idx = np.flatnonzero(codes == cls)
-            val.append(rng.permutation(idx)[:n_held_out(cls, idx.size)])
+        groups = [np.flatnonzero(codes == cls) for cls in range(classes.size)]
     else:
-        for cls in range(classes.size):
-            idx = np.flatnonzero((codes == cls) & weighted)
-            n_val = n_held_out(cls, idx.size)
-            val.append(rng.permutation(idx)[:n_val])
-            idx = np.flatnonzero((codes == cls) & ~weighted)
-            val.append(rng.permutation(idx)[:int(round(fraction * idx.size))])
-        if not any(weighted[v].any() for v in val):
-            raise ValueError(
-                "early stopping holds out validation_fraction of each class's rows of "
-                f"positive weight, but only {int(np.count_nonzero(weighted))} row(s) have "
-                "weight and no class has two: the validation rows would have no weight "
-                "and a loss of 0 at every iteration. Pass eval_set, or give more rows "
-                "weight")
+        groups = [np.flatnonzero((codes == cls) & flag) for cls in range(classes.size)
+                  for flag in (weighted, ~weighted)]
+    sizes = np.array([g.size for g in groups], dtype=np.int64)
+    if len(groups) > classes.size:
+        sizes = sizes.reshape(classes.size, 2)
+    # (The draw depends on the group sizes only, so that a distributed fit draws
+    # the same hold-out: rng.permutation(idx) is idx[rng.permutation(idx.size)].)
+    positions = holdout_draw(sizes, holdout_sizes(sizes, classes, fraction), rng)
+    val = [g[p] for g, p in zip(groups, positions)]
     val_idx = np.sort(np.concatenate(val)).astype(np.intp)
     mask = np.ones(codes.shape[0], dtype=bool)
     mask[val_idx] = False

@@ -1,16 +1,21 @@
-"""The boosting loop of one process holding a part of the training rows.
+"""One process's part of a data-parallel fit: the boosting loop on its rows.
 
 Data-parallel training (the model of LightGBM's data-parallel tree learner): every
 process holds its rows, binned with the same bin edges, and their raw scores,
-probabilities and residuals for the whole fit, and runs the same grower and
+probabilities and residuals for the whole fit, and runs the loop of
+``_boosting.boost`` (the same code as one process) with the same grower and
 ``HistogramSplitFinder`` on them. Every sum the fit takes over rows is taken per
 process and then *all-reduced* through ``comm``: the root's totals and the sums of
 the splittable test (the grower's ``reducer``), the histograms of the collected nodes
-(the finder's ``reducer``), the numerators and denominators of the leaf values
-(paper eq. 1; (K - 1)/K for the multinomial loss), the class weights of the prior,
-the training loss and the validation loss. ``comm.allreduce`` adds the processes'
-arrays in a fixed order (process rank), so every process sees the same numbers,
-chooses the same splits and grows the same trees.
+(the finder's ``reducer``), and, through :class:`ReducedLoss`, the class weights of
+the prior, the numerators and denominators of the leaf values (one Newton step,
+paper eq. 1; with ``leaf_solver="exact"`` the sums of every iteration of the
+leaves' solve), the training, out-of-bag and validation losses. ``comm.allreduce``
+adds the processes' arrays in a fixed order (process rank), so every process sees
+the same numbers, chooses the same splits and grows the same trees. The in-bag rows
+of ``subsample`` and the early-stopping hold-out are drawn by the rows' positions in
+the concatenated data, as one process draws them (``_boosting.Part``,
+``_boosting.holdout_draw``).
 
 ``comm`` is any object with ``allreduce(values, n_summed)`` (see
 :class:`PartTrainer`); ``gbc_core.dask`` provides one on Dask actors. NumPy and the
@@ -20,16 +25,72 @@ kernels only: no Dask, no scikit-learn.
 import numpy as np
 
 from . import _leaves
-from ._boosting import EarlyStopping, FitRecord, iteration_predictor
+from ._boosting import (EarlyStopping, Part, boost, holdout_draw, holdout_sizes,  # noqa: F401
+                        warm_start_from)  # (the client side of a fit uses these)
 from ._common import ROW_STAT_DTYPE
-from ._ensemble import RAW_SCORE_LIMIT
-from ._loss import BinomialLoss, MultinomialLoss, prior_from_class_weights
-from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
+from ._loss import (ExponentialLoss, MultinomialLoss, exponential_overflow_error, loss_for,
+                    prior_from_class_weights)
 
 #: A Newton denominator below this makes the leaf value 0 (``_common.pxd``'s
 #: HESSIAN_EPSILON, the guard of the kernels' leaf values).
 HESSIAN_EPSILON = 1e-150
+
+#: The parameters a distributed fit trains with any of their values; every other
+#: parameter of ``_params.PARAMS`` must keep its default there (a new parameter is
+#: refused until the distributed trainer is taught it and named here).
+SUPPORTED_PARAMS = frozenset((
+    "loss", "learning_rate", "n_estimators", "subsample", "min_samples_split",
+    "min_samples_leaf", "min_weight_fraction_leaf", "max_depth", "init", "random_state",
+    "max_features", "verbose", "warm_start", "validation_fraction", "n_iter_no_change",
+    "tol", "n_jobs", "split_method", "max_bins", "class_weight", "leaf_solver", "criterion",
+))
+
+#: The values of supported parameters a distributed fit does not train, and why (its
+#: error message).
+UNSUPPORTED_VALUES = {
+    "split_method": ("exact", "the distributed fit reduces histograms: it trains "
+                     "split_method='hist' only"),
+    "init": ("an estimator", "scikit-learn fits an init estimator on the training "
+             "rows, which stay on the workers (fitting it on a sample or on one "
+             "worker's rows would be another model); use init='zero' or 'prior', or "
+             "fit the estimator on the data yourself and train on its residual scores "
+             "in memory"),
+}
+
+
+def _is_default(value, default):
+    """``value`` is ``default`` (0 for 0.0 too; True is not 1)."""
+    if value is default:
+        return True
+    if isinstance(value, (bool, np.bool_)) != isinstance(default, (bool, np.bool_)):
+        return False
+    try:
+        return bool(value == default)
+    except Exception:  # noqa: BLE001 - an array, an estimator: not the default
+        return False
+
+
+def check_supported(params):
+    """Refuse, naming the parameter and why, what a distributed fit does not train:
+    a parameter not in :data:`SUPPORTED_PARAMS` set away from its default, and the
+    values of :data:`UNSUPPORTED_VALUES`."""
+    from ._params import DEFAULTS
+
+    for name, value in params.items():
+        if name not in SUPPORTED_PARAMS and name in DEFAULTS:
+            default = DEFAULTS[name]
+            if not _is_default(value, default):
+                raise ValueError(f"{name}={value!r} is not supported by the distributed "
+                                 f"fit (only its default, {default!r})")
+    if params.get("split_method", "hist") != "hist":
+        raise ValueError(f"split_method={params['split_method']!r} is not supported by "
+                         f"the distributed fit: {UNSUPPORTED_VALUES['split_method'][1]}")
+    init = params.get("init")
+    if not (init is None or isinstance(init, str)):
+        raise ValueError(f"init={type(init).__name__}(...): an init estimator is not "
+                         f"supported by the distributed fit: {UNSUPPORTED_VALUES['init'][1]}")
+
 
 class _Reducer:
     """The grower's and the finder's ``reducer`` hooks on ``comm``."""
@@ -96,38 +157,327 @@ def bin_parts(parts, mapper, n_threads):
     return bins, lo, hi
 
 
+class ReducedLoss:
+    """A loss of ``_loss`` whose sums over rows are all-reduced through ``comm``: the
+    loss of :func:`_boosting.boost` in a process of a data-parallel fit.
+
+    It offers what the loop uses (``n_outputs``, ``score_factor``, ``initial_raw``,
+    ``start`` and its state, ``loss``) with the loss's leaf solver: one Newton step
+    per leaf (eq. 1), or the exact solve (``leaf_solver="exact"``), whose every
+    iteration reduces the leaves' sums (:func:`_exact_leaf_values`). The state's
+    leaf sums are taken on this process's in-bag rows in row order, then summed over
+    the processes in rank order; the losses alike, as (sum w l, sum w).
+    """
+
+    def __init__(self, loss, comm):
+        self.base = loss
+        self.exact = loss.leaf_solver == "exact"
+        self.comm = comm
+        self.name = loss.name
+        self.n_outputs = loss.n_outputs
+        self.score_factor = loss.score_factor
+        self.link_scale = loss.link_scale
+
+    def initial_raw(self, y, sample_weight, init):
+        """F0: 0, or the prior of the class weights summed over every process (the
+        loss's link of the weighted class frequencies: the log-odds, or log p_k -
+        mean log p, over ``link_scale``)."""
+        K = self.n_outputs
+        if init == "zero":
+            return np.zeros(K)
+        n_classes = 2 if K == 1 else K
+        w = None if sample_weight is None else np.ascontiguousarray(sample_weight,
+                                                                    dtype=np.float64)
+        sums, total = _leaves.class_weight_sums(np.ascontiguousarray(y, dtype=np.int32),
+                                                w, n_classes)
+        reduced = self.comm.allreduce(np.append(np.asarray(sums, dtype=np.float64), total),
+                                      n_classes + 1)
+        prior = prior_from_class_weights(reduced[:-1], K, reduced[-1])
+        return prior if self.link_scale == 1.0 else prior / self.link_scale
+
+    def start(self, y, sample_weight, raw, n_threads):
+        if isinstance(self.base, ExponentialLoss):
+            return _ExponentialState(self.comm, y, sample_weight, raw, self.exact)
+        if isinstance(self.base, MultinomialLoss):
+            return _MultinomialState(self.comm, self.base.n_classes, y, sample_weight, raw,
+                                     n_threads, self.exact)
+        return _BinomialState(self.comm, y, sample_weight, raw, self.exact)
+
+    def loss(self, y, raw, sample_weight=None):
+        """The weighted mean loss of every process's rows (validation rows)."""
+        if y.shape[0]:
+            mean = self.base.loss(y, raw, sample_weight)
+            weight = _weight_of(sample_weight, y.shape[0])
+        else:
+            mean = weight = 0.0
+        return _reduced_mean(self.comm, mean, weight)
+
+
+def _weight_of(w, n):
+    return float(n) if w is None else float(_leaves.weight_total(
+        np.ascontiguousarray(w, dtype=np.float64)))
+
+
+def _reduced_mean(comm, mean, weight):
+    total = comm.allreduce(np.array([mean * weight, weight], dtype=np.float64), 2)
+    return float(total[0] / total[1]) if total[1] > 0 else 0.0
+
+
+def _select(a, rows):
+    """The rows ``rows`` (a mask or indices; None: all) of ``a`` (None: None)."""
+    return a if rows is None or a is None else a[rows]
+
+
+def _leaf_values(comm, nodes, leaf_of_row, in_bag, w, numerator, denominator, factor):
+    """``nodes["value"]``: the Newton step factor * sum w numerator / sum w
+    denominator of every leaf, over the in-bag rows of every process (0 for inner
+    nodes and where the denominator vanishes). Returns the values."""
+    m = nodes.shape[0]
+    leaf = _select(np.asarray(leaf_of_row), in_bag)
+    w = _select(w, in_bag)
+    num = _select(numerator, in_bag)
+    den = _select(denominator, in_bag)
+    sums = np.zeros((m, 2))
+    if leaf.shape[0]:
+        # Products first, then the sums in row order (the kernels' w * r, w * h).
+        sums[:, 0] = np.bincount(leaf, weights=num if w is None else w * num, minlength=m)
+        sums[:, 1] = np.bincount(leaf, weights=den if w is None else w * den, minlength=m)
+    sums = comm.allreduce(sums, 2)
+    value = np.zeros(m)
+    ok = (nodes["feature"] < 0) & ~(np.abs(sums[:, 1]) < HESSIAN_EPSILON)
+    value[ok] = (factor * sums[ok, 0]) / sums[ok, 1]
+    nodes["value"] = value
+    return value
+
+
+def _exact_leaf_values(comm, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
+                       exponential):
+    """``nodes["value"]``: the exact gamma of every leaf over the in-bag rows of every
+    process (``_leaves``' exact leaf solve: the log-loss of log-odds ``z`` with
+    targets ``codes == positive``, or the exponential loss of raw scores ``z``). The
+    first sums of each leaf are reduced, then every iteration's (g, h) (the
+    log-loss: a safeguarded Newton iteration, each step one reduce; every process
+    sees the same sums, so all step alike and stop together) or the two shifted
+    sums (the exponential loss: its closed form). Returns the values."""
+    m = nodes.shape[0]
+    leaf = np.ascontiguousarray(leaf_of_row, dtype=np.int32)
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    bounds = np.empty((m, 4 if exponential else 5))
+    _leaves.exact_solve_bounds(codes, positive, z, w, leaf, sample_mask, bounds,
+                               int(exponential))
+    bounds = np.ascontiguousarray(comm.allreduce(bounds, 2 if exponential else 3))
+    state = np.zeros((m, 7))
+    active = _leaves.exact_solve_start(bounds, (nodes["feature"] < 0).astype(np.uint8),
+                                       state, int(exponential))
+    sums = np.empty((m, 2))
+    if exponential:
+        if active:
+            _leaves.exponential_solve_sums(codes, z, w, leaf, sample_mask, bounds, state,
+                                           sums)
+            _leaves.exponential_solve_finish(
+                state, bounds, np.ascontiguousarray(comm.allreduce(sums, 2)))
+    else:
+        while active:
+            _leaves.logistic_solve_sums(codes, positive, z, w, leaf, sample_mask, state,
+                                        sums)
+            active = _leaves.logistic_solve_step(
+                state, np.ascontiguousarray(comm.allreduce(sums, 2)))
+    value = state[:, 0].copy()
+    nodes["value"] = value
+    return value
+
+
+def _in_bag(mask):
+    return None if mask is None else mask.astype(bool)
+
+
+class _BinomialState:
+    """The binomial log-loss state of this process's rows (``_loss``'s, with the
+    leaf sums and losses reduced)."""
+
+    def __init__(self, comm, y, w, raw, exact=False):
+        self.comm = comm
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
+        self.w = w
+        n = self.y.shape[0]
+        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.prob = np.empty(n)
+        self.residual = np.empty(n)
+        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        _leaves.init_state(self.y, w, self.raw, self.prob, self.residual, self.row_stats)
+
+    def tree_target(self, k):
+        return self.row_stats, self.residual
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+        p = self.prob
+        if self.codes is not None:
+            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
+                                       self.codes, 1, self.raw, self.w, False)
+        else:
+            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
+                                 self.w, self.residual, p * (1.0 - p), 1.0)
+        self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
+        _leaves.init_state(self.y, self.w, self.raw, self.prob, self.residual,
+                           self.row_stats)
+
+    def _loss(self, rows):
+        y, raw, w = _select(self.y, rows), _select(self.raw, rows), _select(self.w, rows)
+        mean = float(_leaves.weighted_log_loss(y, raw, w)) if y.shape[0] else 0.0
+        return _reduced_mean(self.comm, mean, _weight_of(w, y.shape[0]))
+
+    def finish_iteration(self, sample_mask):
+        return self._loss(_in_bag(sample_mask))
+
+    def held_out_loss(self, held_out):
+        return self._loss(held_out)
+
+
+class _MultinomialState:
+    """The multinomial log-loss state (K rows of per-class arrays, as ``_loss``'s)."""
+
+    def __init__(self, comm, n_classes, y, w, raw, n_threads, exact=False):
+        self.comm = comm
+        self.exact = exact
+        self.y = np.ascontiguousarray(y, dtype=np.int32)
+        self.w = w
+        self.n_threads = n_threads
+        self.factor = (n_classes - 1) / n_classes
+        n = self.y.shape[0]
+        self.raw = np.ascontiguousarray(np.asarray(raw, dtype=np.float64).T)
+        self.prob = np.empty((n_classes, n))
+        self.residual = np.empty((n_classes, n))
+        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        _leaves.multinomial_state(self.raw, self.y, w, None, self.prob, self.residual,
+                                  n_threads)
+        # The exact leaf solve: each class's log-odds against the others at the start
+        # of the iteration (as ``_loss``'s multinomial state).
+        self.log_odds = np.empty((n_classes, n)) if exact else None
+        if exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
+
+    def tree_target(self, k):
+        _leaves.row_stats_of(self.residual[k], self.w, self.row_stats)
+        return self.row_stats, self.residual[k]
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+        p = self.prob[k]
+        if self.exact:
+            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask, self.y,
+                                       k, self.log_odds[k], self.w, False)
+        else:
+            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
+                                 self.w, self.residual[k], p * (1.0 - p), self.factor)
+        self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
+
+    def finish_iteration(self, sample_mask):
+        mean = _leaves.multinomial_state(self.raw, self.y, self.w, sample_mask, self.prob,
+                                         self.residual, self.n_threads)
+        if self.exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
+        rows = _in_bag(sample_mask)
+        n = self.y.shape[0] if rows is None else int(np.count_nonzero(rows))
+        return _reduced_mean(self.comm, float(mean), _weight_of(_select(self.w, rows), n))
+
+    def held_out_loss(self, held_out):
+        y, w = self.y[held_out], _select(self.w, held_out)
+        mean = (float(_leaves.multinomial_log_loss(
+            y, np.ascontiguousarray(self.raw[:, held_out].T), w)) if y.shape[0] else 0.0)
+        return _reduced_mean(self.comm, mean, _weight_of(w, y.shape[0]))
+
+
+class _ExponentialState:
+    """The exponential loss state (``_loss``'s, with the leaf sums and losses
+    reduced): leaf values sum w r / sum w |r|."""
+
+    def __init__(self, comm, y, w, raw, exact=False):
+        self.comm = comm
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
+        self.w = w
+        n = self.y.shape[0]
+        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.residual = np.empty(n)
+        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self._rows()
+
+    def _rows(self):
+        n_overflow = _leaves.exponential_state(self.y, self.w, self.raw, self.residual,
+                                               self.row_stats)
+        if n_overflow:
+            raise exponential_overflow_error(n_overflow)
+
+    def tree_target(self, k):
+        return self.row_stats, self.residual
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+        if self.codes is not None:
+            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
+                                       self.codes, 1, self.raw, self.w, True)
+        else:
+            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
+                                 self.w, self.residual, np.abs(self.residual), 1.0)
+        self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
+        self._rows()
+
+    def _loss(self, rows):
+        y, raw, w = _select(self.y, rows), _select(self.raw, rows), _select(self.w, rows)
+        mean = float(_leaves.exponential_loss(y, raw, w)) if y.shape[0] else 0.0
+        return _reduced_mean(self.comm, mean, _weight_of(w, y.shape[0]))
+
+    def finish_iteration(self, sample_mask):
+        return self._loss(_in_bag(sample_mask))
+
+    def held_out_loss(self, held_out):
+        return self._loss(held_out)
+
+
 class PartTrainer:
     """One process's part of a data-parallel fit: its binned rows and fit state.
 
     Parameters
     ----------
     bins : uint8 array of shape (n_rows, n_features), Fortran order
-        This part's rows (possibly none), binned with the mapper of every part
-        (:func:`bin_parts`); raw values are not kept.
+        This part's training rows of positive weight (possibly none), binned with
+        the mapper of every part (:func:`bin_parts`).
     n_bins_non_missing : int32 array (n_features,)
     missing_bin : int
         As the ``BinMapper``'s.
     codes : int array of shape (n_rows,)
         Class codes 0 .. n_classes - 1 (the classes of every part together).
     sample_weight : float64 array or None
-        Already scaled (the same power of two in every part).
+        Already scaled (the same power of two in every part), all positive.
+    rows : int64 array of shape (n_rows,)
+        The position of each row among the training rows of every part in their
+        concatenated order (zero weights included): ``subsample`` draws by it.
+    n_samples : int
+        The training rows of every part (zero weights included).
     eval_part : tuple (X_val float32 C order, codes, weights or None) or None
-        This part's validation rows.
+        This part's validation rows (``eval_set`` or the early-stopping hold-out).
+    X : float32 array (n_rows, n_features), Fortran order, or None
+        The raw values of the rows, kept only where ``subsample < 1`` (out-of-bag
+        rows are routed on them, as the model predicts).
+    previous_raw : float64 array (n_rows, n_outputs) or None
+        With a warm start: the raw scores of the fitted model on these rows.
     """
 
-    def __init__(self, bins, n_bins_non_missing, missing_bin, codes, sample_weight,
-                 eval_part=None):
+    def __init__(self, bins, n_bins_non_missing, missing_bin, codes, sample_weight, rows,
+                 n_samples, eval_part=None, X=None, previous_raw=None):
         self.bins = bins
         self.n_bins = np.asarray(n_bins_non_missing, dtype=np.int32)
         self.missing_bin = int(missing_bin)
         self.codes = np.ascontiguousarray(codes, dtype=np.int32)
         self.w = sample_weight
+        self.rows = np.ascontiguousarray(rows, dtype=np.int64)
+        self.n_samples = int(n_samples)
         self.eval_part = eval_part
+        self.X = X
+        self.previous_raw = previous_raw
 
-    # ------------------------------------------------------------ the fit
-    def fit(self, comm, n_classes, params, seed, lo, hi):
-        """Run the boosting loop with the other parts (each calls this with the same
-        arguments but ``comm``'s rank).
+    def fit(self, comm, n_classes, params, seed, lo, hi, previous=None):
+        """Run :func:`_boosting.boost` with the other parts (each calls this with the
+        same arguments but ``comm``'s rank).
 
         Parameters
         ----------
@@ -138,141 +488,23 @@ class PartTrainer:
         seed : int
         lo, hi : float32 arrays
             The bins' value ranges over every part.
+        previous : tuple (Ensemble, FitRecord) or None
+            The model to continue (warm start; ``previous_raw`` holds its scores).
 
         Returns
         -------
-        trees : list of node arrays
-        init_raw : float64 array (K,)
+        ensemble : Ensemble
         record : FitRecord
         """
-        n, n_features = self.bins.shape
-        K = 1 if n_classes == 2 else n_classes
-        lr = params["learning_rate"]
-        n_threads = params["n_threads"]
+        loss = ReducedLoss(loss_for(n_classes, params["loss"], params["leaf_solver"]), comm)
         red = _Reducer(comm)
         finder = HistogramSplitFinder(self.bins, self.n_bins, lo, hi, self.missing_bin,
-                                      n_threads)
+                                      params["n_threads"])
         finder.reducer = red.finder
-        grower = TreeGrower(None, finder,
-                            -1 if params["max_depth"] is None else params["max_depth"],
-                            params["min_samples_split"], params["min_samples_leaf"],
-                            params["min_weight_leaf"], params["max_features"], n_threads,
-                            criterion=params["criterion"])
-        grower.reducer = red.grower
-        w = self.w
-        w1 = np.ones(n) if w is None else w
-
-        # F0 from the classes' weights over every part (prior), or 0.
-        class_w = comm.allreduce(np.bincount(self.codes, weights=w1, minlength=n_classes)
-                                 .astype(np.float64), n_classes)
-        init_raw = _initial_raw(class_w, n_classes, params["init"])
-        raw = np.empty((K, n))
-        raw[:] = init_raw[:, None]
-        prob = np.empty((K, n))
-        residual = np.empty((K, n))
-        row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
-        y = self.codes.astype(np.float64)
-        if K == 1:
-            _leaves.init_state(y, w, raw[0], prob[0], residual[0], row_stats)
-        else:
-            _leaves.multinomial_state(raw, self.codes, w, None, prob, residual, n_threads)
-        factor = 1.0 if K == 1 else (K - 1) / K
-
-        record = FitRecord()
-        stopper = None
-        raw_val = None
-        if self.eval_part is not None:
-            X_val = self.eval_part[0]
-            raw_val = np.empty((X_val.shape[0], K))
-            raw_val[:] = init_raw
-            record.validation_score = []
-            if params["n_iter_no_change"] is not None:
-                stopper = EarlyStopping(params["n_iter_no_change"], params["tol"])
-                stopper.start(record)
-        trees = []
-        bound = np.abs(init_raw)
-        score_factor = (BinomialLoss if K == 1 else MultinomialLoss).score_factor
-        for m in range(params["n_estimators"]):
-            rng = np.random.default_rng([seed, m])
-            tree_seeds = [int(rng.integers(0, 2**63 - 1))
-                          if params["max_features"] < n_features else 0 for _ in range(K)]
-            new_trees = []
-            for k in range(K):
-                if K > 1:
-                    _leaves.row_stats_of(residual[k], w, row_stats)
-                grower.grow(row_stats, residual[k], None, tree_seeds[k])
-                nodes = grower.nodes_array()
-                leaf = np.asarray(grower.node_of_row)
-                m_nodes = nodes.shape[0]
-                sums = np.zeros((m_nodes, 2))
-                if n:
-                    p = prob[k]
-                    sums[:, 0] = np.bincount(leaf, weights=w1 * residual[k], minlength=m_nodes)
-                    sums[:, 1] = np.bincount(leaf, weights=w1 * p * (1.0 - p),
-                                             minlength=m_nodes)
-                sums = comm.allreduce(sums, 2)
-                num = factor * sums[:, 0]
-                den = sums[:, 1]
-                value = np.zeros(m_nodes)
-                ok = (nodes["feature"] < 0) & ~(np.abs(den) < HESSIAN_EPSILON)
-                value[ok] = num[ok] / den[ok]
-                nodes["value"] = value
-                step = lr * value
-                raw[k] = raw[k] + step[leaf]
-                if K == 1:
-                    _leaves.init_state(y, w, raw[0], prob[0], residual[0], row_stats)
-                bound[k] += lr * float(np.abs(value).max())
-                if not bound[k] <= RAW_SCORE_LIMIT:
-                    raise ValueError(
-                        f"learning_rate={lr!r} is too large for this data: after {m + 1} "
-                        f"iteration(s) the raw scores F(x) could exceed "
-                        f"{RAW_SCORE_LIMIT:.0e} and overflow; use a smaller learning_rate")
-                new_trees.append(nodes)
-            trees.extend(new_trees)
-            if K == 1:
-                mean = _leaves.weighted_log_loss(y, raw[0], w)
-            else:
-                mean = _leaves.multinomial_state(raw, self.codes, w, None, prob, residual,
-                                                 n_threads)
-            losses = [mean * w1.sum(), w1.sum()]
-            if raw_val is not None:
-                X_val, y_val, w_val = self.eval_part
-                if X_val.shape[0]:
-                    iteration_predictor(new_trees, n_features, lr, K).predict_raw(
-                        X_val, raw_val, 0, 1, n_threads)
-                    wv = np.ones(X_val.shape[0]) if w_val is None else w_val
-                    losses += [_loss_mean(y_val, raw_val, w_val, K) * wv.sum(), wv.sum()]
-                else:
-                    losses += [0.0, 0.0]
-            total = comm.allreduce(np.asarray(losses, dtype=np.float64), len(losses))
-            # Scores in scikit-learn's units, as the in-memory fit records them.
-            record.train_score.append(score_factor * total[0] / total[1] if total[1] > 0 else 0.0)
-            if raw_val is not None:
-                record.validation_score.append(
-                    score_factor * total[2] / total[3] if total[3] > 0 else 0.0)
-                if stopper is not None and stopper.after_iteration(m, record, None):
-                    break
-        if stopper is not None:
-            stopper.finish(record)
-        n_kept = len(trees) // K
-        if record.best_iteration is not None:
-            n_kept = record.best_iteration
-        record.train_score = record.train_score[:n_kept]
-        return trees[: n_kept * K], init_raw, record
-
-
-def _loss_mean(y, raw, w, K):
-    if K == 1:
-        return float(_leaves.weighted_log_loss(np.ascontiguousarray(y, dtype=np.float64),
-                                               np.ascontiguousarray(raw[:, 0]), w))
-    return float(_leaves.multinomial_log_loss(np.ascontiguousarray(y, dtype=np.int32),
-                                              np.ascontiguousarray(raw), w))
-
-
-def _initial_raw(class_w, n_classes, init):
-    """F0 from the weights of the classes (summed over every part): the prior of the
-    losses (``_loss.prior_from_class_weights``) on the reduced sums, or 0."""
-    K = 1 if n_classes == 2 else n_classes
-    if init == "zero":
-        return np.zeros(K)
-    return prior_from_class_weights(class_w, K)
+        part = Part(finder, red.grower, self.n_samples, self.rows, self.previous_raw)
+        callbacks = []
+        if params["n_iter_no_change"] is not None and self.eval_part is not None:
+            callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
+        return boost(self.X, self.codes, self.w, loss, params, seed,
+                     eval_set=self.eval_part, previous=previous, callbacks=callbacks,
+                     part=part)

@@ -155,13 +155,85 @@ cdef inline void logistic_terms(float64_t t, float64_t u, float64_t* g,
         g[0] = -(s if u >= 0 else c)
 
 
+# The safeguarded Newton iteration of one leaf, in steps, so that the sums over the
+# leaf's rows can be taken by several processes and reduced between the steps (a
+# distributed fit, ``exact_solve_*`` below) with the same rule as one process.
+ctypedef struct solve_t:
+    float64_t x          # the current gamma (the answer once done)
+    float64_t lo, hi     # the bracket of the root
+    float64_t dx, dxold  # the last two steps
+    float64_t it         # iterations made
+    float64_t done       # 1.0: x is final
+
+
+cdef inline void logistic_start(float64_t w1, float64_t w0, float64_t wz, float64_t zmin,
+                                float64_t zmax, solve_t* s) noexcept nogil:
+    """The start of a leaf's solve from its sums (weights of t = 1 and t = 0, sum w z)
+    and the range of its log-odds: a final gamma (no rows, a pure leaf, an empty
+    bracket) or the bracket and the first x."""
+    cdef float64_t x
+    s.done = 1.0
+    s.it = 0.0
+    if not w1 + w0 > 0:
+        s.x = 0.0
+        return
+    if w0 == 0.0:
+        s.x = max(0.0, PURE_MARGIN - zmin)
+        return
+    if w1 == 0.0:
+        s.x = min(0.0, -PURE_MARGIN - zmax)
+        return
+    x = log(w1) - log(w0)
+    s.lo = x - zmax
+    s.hi = x - zmin
+    # Start at the root of the leaf whose rows all have the mean log-odds (exact
+    # when they are equal, as in the first iteration from a constant F0).
+    x = x - wz / (w1 + w0)
+    if x < s.lo:
+        x = s.lo
+    elif x > s.hi:
+        x = s.hi
+    s.x = x
+    s.dxold = s.hi - s.lo
+    s.dx = s.dxold
+    s.done = 0.0 if s.hi > s.lo else 1.0
+
+
+cdef inline void logistic_step(solve_t* s, float64_t g, float64_t h) noexcept nogil:
+    """One iteration from g = sum w (t - sigma(z + x)) and h = sum w sigma' at the
+    current x: Newton where it lands inside the bracket and at least halves the step
+    of two iterations before, else bisection (rtsafe)."""
+    cdef float64_t tol
+    if g == 0.0:
+        s.done = 1.0
+        return
+    if g > 0.0:
+        s.lo = s.x
+    else:
+        s.hi = s.x
+    if (not h > 0.0 or not (s.lo < s.x + g / h < s.hi)
+            or fabs(2.0 * g) > fabs(s.dxold * h)):
+        s.dxold = s.dx
+        s.dx = 0.5 * (s.hi - s.lo)
+        s.x = s.lo + s.dx
+    else:
+        s.dxold = s.dx
+        s.dx = g / h
+        s.x = s.x + s.dx
+    tol = 4.0 * DBL_EPSILON * (1.0 + fabs(s.x))
+    s.it += 1.0
+    if fabs(s.dx) <= tol or s.it >= MAX_SOLVE_ITERATIONS or not s.hi > s.lo:
+        s.done = 1.0
+
+
 cdef float64_t logistic_leaf(const intp_t* rows, intp_t n_rows, const int32_t[::1] codes,
                              int32_t positive, const float64_t* z,
                              const float64_t[::1] sample_weight) noexcept nogil:
     """The exact gamma of one leaf of the log-loss (see above); ``rows`` in row order."""
-    cdef intp_t a, i, it
-    cdef float64_t w, t, zi, w1 = 0.0, w0 = 0.0, wz = 0.0, zmin = DBL_MAX, zmax = -DBL_MAX
-    cdef float64_t lo, hi, x, g, h, gi, hterm, dx, dxold, tol
+    cdef intp_t a, i
+    cdef float64_t w, zi, w1 = 0.0, w0 = 0.0, wz = 0.0, zmin = DBL_MAX, zmax = -DBL_MAX
+    cdef float64_t g, h, gi, hterm
+    cdef solve_t s
     for a in range(n_rows):
         i = rows[a]
         w = 1.0 if sample_weight is None else sample_weight[i]
@@ -175,57 +247,43 @@ cdef float64_t logistic_leaf(const intp_t* rows, intp_t n_rows, const int32_t[::
             zmin = zi
         if zi > zmax:
             zmax = zi
-    if not w1 + w0 > 0:
-        return 0.0
-    if w0 == 0.0:
-        return max(0.0, PURE_MARGIN - zmin)
-    if w1 == 0.0:
-        return min(0.0, -PURE_MARGIN - zmax)
-    x = log(w1) - log(w0)
-    lo = x - zmax
-    hi = x - zmin
-    # Start at the root of the leaf whose rows all have the mean log-odds (exact
-    # when they are equal, as in the first iteration from a constant F0).
-    x = x - wz / (w1 + w0)
-    if x < lo:
-        x = lo
-    elif x > hi:
-        x = hi
-    dxold = hi - lo
-    dx = dxold
-    for it in range(MAX_SOLVE_ITERATIONS):
-        if not hi > lo:
-            break
+    logistic_start(w1, w0, wz, zmin, zmax, &s)
+    while s.done == 0.0:
         g = 0.0
         h = 0.0
         for a in range(n_rows):
             i = rows[a]
             w = 1.0 if sample_weight is None else sample_weight[i]
-            logistic_terms(1.0 if codes[i] == positive else 0.0, z[i] + x,
+            logistic_terms(1.0 if codes[i] == positive else 0.0, z[i] + s.x,
                            &gi, &hterm)
             g += w * gi
             h += w * hterm
-        if g == 0.0:
-            break
-        if g > 0.0:
-            lo = x
-        else:
-            hi = x
-        # Newton where it lands inside the bracket and at least halves the step
-        # of two iterations before; otherwise bisect (rtsafe).
-        if (not h > 0.0 or not (lo < x + g / h < hi)
-                or fabs(2.0 * g) > fabs(dxold * h)):
-            dxold = dx
-            dx = 0.5 * (hi - lo)
-            x = lo + dx
-        else:
-            dxold = dx
-            dx = g / h
-            x = x + dx
-        tol = 4.0 * DBL_EPSILON * (1.0 + fabs(x))
-        if fabs(dx) <= tol:
-            break
-    return x
+        logistic_step(&s, g, h)
+    return s.x
+
+
+cdef inline bint exponential_pure(float64_t w1, float64_t w0, float64_t min1,
+                                  float64_t max0, float64_t* value) noexcept nogil:
+    """The exact gamma of an exponential leaf without rows or of one class only
+    (True), from its class weights and the smallest F of class 1, largest of class 0."""
+    if not w1 + w0 > 0:
+        value[0] = 0.0
+        return True
+    if w0 == 0.0:
+        value[0] = max(0.0, PURE_MARGIN - min1)
+        return True
+    if w1 == 0.0:
+        value[0] = min(0.0, -PURE_MARGIN - max0)
+        return True
+    return False
+
+
+cdef inline float64_t exponential_value(float64_t min1, float64_t max0, float64_t s1,
+                                        float64_t s0) noexcept nogil:
+    """1/2 log(sum_{t=1} w e^-F / sum_{t=0} w e^F) from the shifted sums
+    s1 = sum_{t=1} w e^(min1 - F) and s0 = sum_{t=0} w e^(F - max0)."""
+    # log sum_{t=1} w e^-F = -min1 + log s1; log sum_{t=0} w e^F = max0 + log s0.
+    return 0.5 * ((log(s1) - min1) - (log(s0) + max0))
 
 
 cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
@@ -234,7 +292,7 @@ cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
     """The exact gamma of one leaf of the exponential loss (see above)."""
     cdef intp_t a, i
     cdef float64_t w, fi, w1 = 0.0, w0 = 0.0, min1 = DBL_MAX, max0 = -DBL_MAX
-    cdef float64_t s1 = 0.0, s0 = 0.0
+    cdef float64_t s1 = 0.0, s0 = 0.0, value
     for a in range(n_rows):
         i = rows[a]
         w = 1.0 if sample_weight is None else sample_weight[i]
@@ -247,12 +305,8 @@ cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
             w0 += w
             if fi > max0:
                 max0 = fi
-    if not w1 + w0 > 0:
-        return 0.0
-    if w0 == 0.0:
-        return max(0.0, PURE_MARGIN - min1)
-    if w1 == 0.0:
-        return min(0.0, -PURE_MARGIN - max0)
+    if exponential_pure(w1, w0, min1, max0, &value):
+        return value
     for a in range(n_rows):
         i = rows[a]
         w = 1.0 if sample_weight is None else sample_weight[i]
@@ -260,8 +314,7 @@ cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
             s1 += w * exp(min1 - f[i])
         else:
             s0 += w * exp(f[i] - max0)
-    # log sum_{t=1} w e^-F = -min1 + log s1; log sum_{t=0} w e^F = max0 + log s0.
-    return 0.5 * ((log(s1) - min1) - (log(s0) + max0))
+    return exponential_value(min1, max0, s1, s0)
 
 
 cdef int solve_exact(node_t[::1] nodes, const int32_t[::1] leaf_of_row,
@@ -325,6 +378,183 @@ def exact_leaf_values_kernel(const int32_t[::1] codes, int32_t positive,
     solve_exact(view, leaf, None, codes, positive, z, sample_weight,
                 EXPONENTIAL if exponential else LOGISTIC)
     return nodes["value"].copy()
+
+
+# ------------------------------------------- the exact leaf solve over processes
+# A distributed fit takes the sums of every leaf over its own in-bag rows (in row
+# order), all-reduces them (sums added in process order; minima and maxima), and
+# steps every leaf's solve with the reduced sums: the rule of ``logistic_leaf`` and
+# ``exponential_leaf``, with the sums of every process's rows. ``state`` holds a
+# ``solve_t`` per node (its fields in order, as float64).
+
+cdef inline solve_t* _state_of(float64_t[:, ::1] state, intp_t j) noexcept nogil:
+    return <solve_t*>&state[j, 0]
+
+
+def exact_solve_bounds(const int32_t[::1] codes, int32_t positive,
+                       const float64_t[::1] z, const float64_t[::1] sample_weight,
+                       const int32_t[::1] leaf_of_row, const uint8_t[::1] sample_mask,
+                       float64_t[:, ::1] out, int exponential):
+    """The first sums of every leaf over these in-bag rows, in row order, into
+    ``out`` (n_nodes rows). Log-loss (targets ``codes == positive``, log-odds z):
+    (w1, w0, sum w z, min z, max z). Exponential loss (class codes 0/1, raw scores
+    z): (w1, w0, min z of class 1, max z of class 0). Reduce: the first 3 (log-loss)
+    or 2 columns summed, then a minimum and a maximum."""
+    cdef intp_t i, j, n = codes.shape[0], m = out.shape[0]
+    cdef float64_t w, zi
+    cdef bint pos
+    if out.shape[1] != (4 if exponential else 5) or z.shape[0] != n or \
+            leaf_of_row.shape[0] != n:
+        raise ValueError("exact_solve_bounds: inconsistent shapes")
+    with nogil:
+        for j in range(m):
+            out[j, 0] = 0.0
+            out[j, 1] = 0.0
+            if exponential:
+                out[j, 2] = DBL_MAX
+                out[j, 3] = -DBL_MAX
+            else:
+                out[j, 2] = 0.0
+                out[j, 3] = DBL_MAX
+                out[j, 4] = -DBL_MAX
+        for i in range(n):
+            if sample_mask is not None and not sample_mask[i]:
+                continue
+            j = leaf_of_row[i]
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            zi = z[i]
+            pos = codes[i] == positive
+            if pos:
+                out[j, 0] += w
+            else:
+                out[j, 1] += w
+            if exponential:
+                if pos and zi < out[j, 2]:
+                    out[j, 2] = zi
+                if not pos and zi > out[j, 3]:
+                    out[j, 3] = zi
+            else:
+                out[j, 2] += w * zi
+                if zi < out[j, 3]:
+                    out[j, 3] = zi
+                if zi > out[j, 4]:
+                    out[j, 4] = zi
+
+
+def exact_solve_start(const float64_t[:, ::1] bounds, const uint8_t[::1] is_leaf,
+                      float64_t[:, ::1] state, int exponential):
+    """Start every leaf's solve from its reduced ``bounds`` (inner nodes: done, 0);
+    returns the number of leaves still to solve. For the exponential loss a leaf is
+    either final (no rows, pure) or waits for its two sums (``exponential_solve_sums``,
+    then ``exponential_solve_finish``)."""
+    cdef intp_t j, m = bounds.shape[0], active = 0
+    cdef solve_t* s
+    cdef float64_t value
+    if state.shape[0] != m or state.shape[1] != sizeof(solve_t) // sizeof(float64_t):
+        raise ValueError("exact_solve_start: state must be (n_nodes, 7)")
+    with nogil:
+        for j in range(m):
+            s = _state_of(state, j)
+            s.done = 1.0
+            s.x = 0.0
+            s.it = 0.0
+            if not is_leaf[j]:
+                continue
+            if exponential:
+                if not exponential_pure(bounds[j, 0], bounds[j, 1], bounds[j, 2],
+                                        bounds[j, 3], &value):
+                    s.done = 0.0
+                else:
+                    s.x = value
+            else:
+                logistic_start(bounds[j, 0], bounds[j, 1], bounds[j, 2], bounds[j, 3],
+                               bounds[j, 4], s)
+            if s.done == 0.0:
+                active += 1
+    return active
+
+
+def logistic_solve_sums(const int32_t[::1] codes, int32_t positive,
+                        const float64_t[::1] z, const float64_t[::1] sample_weight,
+                        const int32_t[::1] leaf_of_row, const uint8_t[::1] sample_mask,
+                        const float64_t[:, ::1] state, float64_t[:, ::1] out):
+    """(g, h) of every leaf still solving at its current x, over these in-bag rows in
+    row order (``logistic_leaf``'s sums), into ``out`` (n_nodes, 2)."""
+    cdef intp_t i, j, n = codes.shape[0]
+    cdef float64_t w, gi, hterm
+    cdef const solve_t* s
+    with nogil:
+        for j in range(out.shape[0]):
+            out[j, 0] = 0.0
+            out[j, 1] = 0.0
+        for i in range(n):
+            if sample_mask is not None and not sample_mask[i]:
+                continue
+            j = leaf_of_row[i]
+            s = <const solve_t*>&state[j, 0]
+            if s.done != 0.0:
+                continue
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            logistic_terms(1.0 if codes[i] == positive else 0.0, z[i] + s.x, &gi, &hterm)
+            out[j, 0] += w * gi
+            out[j, 1] += w * hterm
+
+
+def logistic_solve_step(float64_t[:, ::1] state, const float64_t[:, ::1] sums):
+    """One iteration of every leaf still solving, with its reduced (g, h); returns
+    the number of leaves still to solve."""
+    cdef intp_t j, active = 0
+    cdef solve_t* s
+    with nogil:
+        for j in range(state.shape[0]):
+            s = _state_of(state, j)
+            if s.done != 0.0:
+                continue
+            logistic_step(s, sums[j, 0], sums[j, 1])
+            if s.done == 0.0:
+                active += 1
+    return active
+
+
+def exponential_solve_sums(const int32_t[::1] codes, const float64_t[::1] f,
+                           const float64_t[::1] sample_weight,
+                           const int32_t[::1] leaf_of_row, const uint8_t[::1] sample_mask,
+                           const float64_t[:, ::1] bounds, const float64_t[:, ::1] state,
+                           float64_t[:, ::1] out):
+    """(s1, s0) = (sum_{t=1} w e^(min1 - F), sum_{t=0} w e^(F - max0)) of every leaf
+    still solving, with the reduced min1 and max0 of ``bounds``, over these in-bag
+    rows in row order."""
+    cdef intp_t i, j, n = codes.shape[0]
+    cdef float64_t w
+    with nogil:
+        for j in range(out.shape[0]):
+            out[j, 0] = 0.0
+            out[j, 1] = 0.0
+        for i in range(n):
+            if sample_mask is not None and not sample_mask[i]:
+                continue
+            j = leaf_of_row[i]
+            if (<const solve_t*>&state[j, 0]).done != 0.0:
+                continue
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            if codes[i] != 0:
+                out[j, 0] += w * exp(bounds[j, 2] - f[i])
+            else:
+                out[j, 1] += w * exp(f[i] - bounds[j, 3])
+
+
+def exponential_solve_finish(float64_t[:, ::1] state, const float64_t[:, ::1] bounds,
+                             const float64_t[:, ::1] sums):
+    """The exact gamma of every leaf still solving, from its reduced sums."""
+    cdef intp_t j
+    cdef solve_t* s
+    with nogil:
+        for j in range(state.shape[0]):
+            s = _state_of(state, j)
+            if s.done != 0.0:
+                continue
+            s.x = exponential_value(bounds[j, 2], bounds[j, 3], sums[j, 0], sums[j, 1])
+            s.done = 1.0
 
 
 def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):

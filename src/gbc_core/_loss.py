@@ -1008,7 +1008,7 @@ class ExponentialLoss:
         return _raw_from_proba(proba, 1, 0.5)
 
 
-def _overflow_error(n_rows):
+def exponential_overflow_error(n_rows):
     return ValueError(
         f"the exponential loss overflows: e^(-(2y - 1) F(x)) is beyond float64 for "
         f"{n_rows} training row(s) (raw scores beyond 709 on the wrong side), so their "
@@ -1032,7 +1032,7 @@ class _ExponentialFit:
         n_overflow = _leaves.exponential_state(self.y, sample_weight, self.raw,
                                                self.residual, self.row_stats)
         if n_overflow:
-            raise _overflow_error(n_overflow)
+            raise exponential_overflow_error(n_overflow)
 
     def tree_target(self, k):
         """(row statistics w * r and w, residuals r) the tree fits."""
@@ -1044,7 +1044,7 @@ class _ExponentialFit:
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
             self.raw, self.residual, self.row_stats, self.codes)
         if n_overflow:
-            raise _overflow_error(n_overflow)
+            raise exponential_overflow_error(n_overflow)
 
     def finish_iteration(self, sample_mask):
         """The weighted exponential loss of the in-bag rows after the iteration."""

@@ -1,6 +1,6 @@
 """Data files for the batch commands: CSV, Parquet and LIBSVM/svmlight text.
 
-CSV and Parquet are read and written with pyarrow (the optional ``gbc-core[io]``
+CSV and Parquet are read and written with pyarrow (the optional ``io`` extra
 extra, imported lazily); LIBSVM text is read by a small chunked reader of our own
 (NumPy, and scipy.sparse for its rows: a LIBSVM file's rows are CSR matrices, never
 densified). Every reader can stream: ``iter_chunks`` yields bounded blocks of rows
@@ -56,7 +56,8 @@ def require_pyarrow(what="CSV and Parquet files"):
         import pyarrow.compute  # noqa: F401
     except ImportError:
         raise DataError(
-            f'{what} need pyarrow, which is not installed: pip install "gbc-core[io]"'
+            f'{what} need pyarrow, which is not installed: pip install pyarrow '
+            '(the io extra, pip install ".[io]" from a checkout)'
         ) from None
     import pyarrow as pa
 

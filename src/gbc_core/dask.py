@@ -1,4 +1,4 @@
-"""Scoring and training on a Dask cluster (optional extra ``gbc-core[dask]``).
+"""Scoring and training on a Dask cluster (the optional ``dask`` extra).
 
 Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
 stay on their workers; see the section "Distributed training" of
@@ -49,7 +49,8 @@ def _import_dask():
         import dask.array  # noqa: F401
     except ImportError:
         raise ImportError(
-            'gbc_core.dask needs dask: pip install "gbc-core[dask]"'
+            'gbc_core.dask needs dask: pip install "dask[distributed]" '
+            '(the dask extra, pip install ".[dask]" from a checkout)'
         ) from None
     return dask
 
@@ -415,7 +416,8 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     try:
         from distributed import Client
     except ImportError:
-        raise ImportError('--dask needs dask.distributed: pip install "gbc-core[dask]"') from None
+        raise ImportError('--dask needs dask.distributed: pip install "dask[distributed]" '
+                          '(the dask extra, pip install ".[dask]" from a checkout)') from None
     own = False
     if isinstance(client, str):
         client = Client(client, set_as_default=False)
@@ -454,11 +456,6 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
-
-#: Parameters the distributed fit takes at their defaults only (the parameter
-#: table's): it grows every tree level by level, without best-first growth or
-#: these tree rules.
-_TREE_RULES_REFUSED = ("max_leaf_nodes", "min_impurity_decrease", "ccp_alpha")
 
 
 class _Coordinator:
@@ -569,7 +566,14 @@ def _as_float32_part(part, name):
 
 
 class _PartActor:
-    """The training rows of one worker for one fit (a Dask actor)."""
+    """The training rows of one worker for one fit (a Dask actor).
+
+    The client calls, in order: ``describe`` (shapes, labels), ``prepare`` (class
+    codes and weights), ``split`` (the early-stopping hold-out, the sketches of the
+    training rows), ``bin`` (the bins) and ``fit``. Partitions are numbered by their
+    place in the collection; the client sends each actor the offsets of its
+    partitions, so that a row's position in the concatenated data is known where it
+    lives."""
 
     def __init__(self, X_parts, y_parts, w_parts, eval_parts):
         # The partitions as they are (no copy): converted to float32 one at a time
@@ -579,7 +583,8 @@ class _PartActor:
         if len(widths) > 1:
             raise ValueError(f"the partitions of X have different numbers of columns: "
                              f"{sorted(widths)}")
-        self.n_rows = sum(p.shape[0] for p in self.X_parts)
+        self.part_rows = [int(p.shape[0]) for p in self.X_parts]
+        self.n_rows = sum(self.part_rows)
         self.n_features = widths.pop() if widths else 0
         self.y = np.concatenate([np.asarray(p).ravel() for p in y_parts])
         if self.y.dtype.kind == "f" and not np.isfinite(self.y).all():
@@ -597,106 +602,222 @@ class _PartActor:
             w = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in w_parts])
             self.w = check_sample_weight(w, self.n_rows) if w.size else w
         self.eval_parts = eval_parts
+        self.codes = None
+        self.train = None       # per row: a training row (not held out)
+        self.eval_part = None
         self.trainer = None
 
     def _float_parts(self):
         for part in self.X_parts:
             yield _as_float32_part(part, "X")
 
-    def label_counts(self):
-        """(distinct labels, their counts) of this worker's rows."""
-        return np.unique(self.y, return_counts=True)
+    def _part_slices(self):
+        start = 0
+        for n in self.part_rows:
+            yield slice(start, start + n)
+            start += n
 
-    def describe(self, max_bins):
-        """(rows, columns, distinct labels, largest weight, a ``BinSketch`` per
-        partition)."""
-        from ._binning import BinMapper
-
+    def describe(self):
+        """(rows of each partition, columns, distinct labels and their counts, largest
+        weight)."""
         top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
-        mapper = BinMapper(max_bins=max_bins)
-        sketches = [mapper.sketch(X) for X in self._float_parts()]
-        return self.n_rows, self.n_features, np.unique(self.y), top, sketches
+        labels, counts = np.unique(self.y, return_counts=True)
+        return self.part_rows, self.n_features, labels, counts, top
 
-    def setup(self, classes, exponent, class_factors, mapper, n_threads):
-        """Class codes, weights scaled by 2**-exponent, the bins; returns the sums
-        the parameters need and the bins' value ranges."""
-        from ._distributed import PartTrainer, bin_parts
-
+    def prepare(self, classes, exponent, class_factors):
+        """Class codes and weights (times the class factors, scaled by
+        2**-exponent), the validation rows of ``eval_set``; returns for each
+        partition and class the rows with weight and without, shape (n_parts,
+        n_classes, 2)."""
         codes = np.searchsorted(classes, self.y).astype(np.int32)
         w = self.w
         if class_factors is not None:
             w = (np.ones(codes.shape[0]) if w is None else w) * class_factors[codes]
         if w is not None and exponent:
             w = np.ldexp(w, -exponent)
-        w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        eval_part = None
+        self.w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        self.codes = codes
+        self.y = None
         if self.eval_parts is not None:
-            Xv, yv, wv = self.eval_parts
-            # (A worker may hold no validation partition: then no validation row.)
-            Xv = np.ascontiguousarray(np.concatenate(
-                [_as_float32_part(p, "eval_set X") for p in Xv]
-                + [np.empty((0, self.n_features), np.float32)], axis=0))
-            yv = np.concatenate([np.asarray(p).ravel() for p in yv] + [np.empty(0, classes.dtype)])
-            known = np.isin(yv, classes)
-            if not known.all():
-                raise ValueError(f"eval_set y has labels not seen in y: "
-                                 f"{np.unique(yv[~known])!r}")
-            cv = np.searchsorted(classes, yv).astype(np.int32)
-            if wv is not None:
-                wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv]
-                                    + [np.empty(0)])
-            if Xv.shape[0] != yv.shape[0] or (wv is not None and wv.shape[0] != yv.shape[0]):
-                raise ValueError("eval_set X, y and sample_weight must be partitioned alike")
-            if class_factors is not None:
-                wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
-            eval_part = (Xv, cv, wv)
+            self.eval_part = self._eval_rows(classes, class_factors)
             self.eval_parts = None
-        parts = (self._float_parts() if self.X_parts
-                 else [np.empty((0, self.n_features), np.float32)])
-        bins, lo, hi = bin_parts(parts, mapper, n_threads)
-        self.X_parts = None  # the raw rows are no longer needed: bins only
-        self.trainer = PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
-                                   codes, w, eval_part)
-        total_w = float(codes.shape[0] if w is None else w.sum())
-        return codes.shape[0], total_w, np.bincount(codes, minlength=classes.size), lo, hi
+        K = classes.size
+        counts = np.zeros((len(self.part_rows), K, 2), dtype=np.int64)
+        for p, sl in enumerate(self._part_slices()):
+            c = codes[sl]
+            weighted = np.ones(c.shape[0], bool) if self.w is None else self.w[sl] > 0
+            counts[p, :, 0] = np.bincount(c[weighted], minlength=K)
+            counts[p, :, 1] = np.bincount(c[~weighted], minlength=K)
+        return counts
 
-    def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout):
+    def _eval_rows(self, classes, class_factors):
+        Xv, yv, wv = self.eval_parts
+        # (A worker may hold no validation partition: then no validation row.)
+        Xv = np.ascontiguousarray(np.concatenate(
+            [_as_float32_part(p, "eval_set X") for p in Xv]
+            + [np.empty((0, self.n_features), np.float32)], axis=0))
+        yv = np.concatenate([np.asarray(p).ravel() for p in yv] + [np.empty(0, classes.dtype)])
+        known = np.isin(yv, classes)
+        if not known.all():
+            raise ValueError(f"eval_set y has labels not seen in y: "
+                             f"{np.unique(yv[~known])!r}")
+        cv = np.searchsorted(classes, yv).astype(np.int32)
+        if wv is not None:
+            wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv]
+                                + [np.empty(0)])
+        if Xv.shape[0] != yv.shape[0] or (wv is not None and wv.shape[0] != yv.shape[0]):
+            raise ValueError("eval_set X, y and sample_weight must be partitioned alike")
+        if class_factors is not None:
+            wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
+        return (Xv, cv, wv)
+
+    def split(self, holdout, max_bins):
+        """Hold out the early-stopping validation rows (``holdout``: None, or (seed,
+        group sizes, held-out counts, the offsets of this worker's partitions in each
+        group, shape (n_parts, n_groups)): the draw of the single-process fit,
+        ``_boosting.holdout_draw``, replayed here); returns the training rows of each
+        partition and a ``BinSketch`` of each partition's training rows of positive
+        weight."""
+        from ._binning import BinMapper
+        from ._distributed import holdout_draw
+
+        n = self.codes.shape[0]
+        self.train = np.ones(n, dtype=bool)
+        if holdout is not None:
+            seed, sizes, n_val, offsets = holdout
+            drawn = holdout_draw(sizes, n_val, np.random.default_rng(seed))
+            two = np.asarray(sizes).ndim == 2
+            for p, sl in enumerate(self._part_slices()):
+                group = self.codes[sl].astype(np.int64)
+                if two:
+                    group = 2 * group + (0 if self.w is None else (self.w[sl] <= 0))
+                for g in np.unique(group):
+                    at = np.flatnonzero(group == g)
+                    rank = offsets[p][g] + np.arange(at.size)
+                    self.train[sl.start + at[np.isin(rank, drawn[g])]] = False
+        mapper = BinMapper(max_bins=max_bins)
+        sketches, held = [], []
+        kept = self._kept()
+        for sl, X in zip(self._part_slices(), self._float_parts()):
+            if holdout is not None:
+                held.append(X[~self.train[sl]])
+            sketches.append(mapper.sketch(np.ascontiguousarray(X[kept[sl]])))
+        if holdout is not None:
+            wv = None if self.w is None else self.w[~self.train]
+            self.eval_part = (np.ascontiguousarray(np.concatenate(
+                held + [np.empty((0, self.n_features), np.float32)])),
+                self.codes[~self.train], wv)
+        train_rows = [int(np.count_nonzero(self.train[sl])) for sl in self._part_slices()]
+        return train_rows, sketches
+
+    def _kept(self):
+        """Per row: a training row of positive weight (the rows a fit uses)."""
+        return self.train if self.w is None else self.train & (self.w > 0)
+
+    def bin(self, mapper, train_offsets, n_samples, n_threads, keep_X, previous):
+        """Bin the training rows of positive weight (keeping their float32 values when
+        ``keep_X``: ``subsample`` routes out-of-bag rows on them) and, for a warm
+        start, take the scores of the ``previous`` ensemble on them; returns (their
+        weight, the bins' value ranges)."""
+        from ._distributed import PartTrainer, bin_parts
+
+        kept = self._kept()
+        rows, kept_X, raw = [], [], []
+        for p, sl in enumerate(self._part_slices()):
+            position = np.cumsum(self.train[sl]) - 1   # among the training rows
+            rows.append(train_offsets[p] + position[kept[sl]])
+
+        def parts():
+            for sl, X in zip(self._part_slices(), self._float_parts()):
+                X = np.ascontiguousarray(X[kept[sl]])
+                if previous is not None:
+                    r = np.empty((X.shape[0], previous.n_outputs))
+                    r[:] = previous.init_raw
+                    if X.shape[0]:
+                        previous.add_raw(X, r, 0, previous.n_iterations, n_threads)
+                    raw.append(r)
+                if keep_X:
+                    kept_X.append(X)
+                yield X
+
+        bins, lo, hi = bin_parts(
+            parts() if self.X_parts else [np.empty((0, self.n_features), np.float32)],
+            mapper, n_threads)
+        self.X_parts = None  # the raw rows are no longer needed: bins only
+        X = None
+        if keep_X:
+            X = np.asfortranarray(np.concatenate(
+                kept_X + [np.empty((0, self.n_features), np.float32)]))
+        previous_raw = None
+        if previous is not None:
+            previous_raw = np.concatenate(raw + [np.empty((0, previous.n_outputs))])
+        codes = self.codes[kept]
+        w = None if self.w is None else np.ascontiguousarray(self.w[kept])
+        self.trainer = PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
+                                   codes, w, np.concatenate(rows + [np.empty(0, np.int64)]),
+                                   n_samples, self.eval_part, X, previous_raw)
+        self.codes = self.w = self.train = self.eval_part = None
+        total_w = float(codes.shape[0] if w is None else w.sum())
+        return total_w, lo, hi
+
+    def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout, previous):
         """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
         params = dict(params)
         wph = params.pop("_workers_per_host", {})
         if params.get("n_jobs") is None:
             params["n_threads"] = _n_jobs_for_task(None, wph)
         comm = _ActorComm(coordinator, rank, timeout)
-        out = self.trainer.fit(comm, n_classes, params, seed, lo, hi)
-        return out if rank == 0 else None
+        ensemble, record = self.trainer.fit(comm, n_classes, params, seed, lo, hi,
+                                            previous)
+        return (ensemble.trees(), ensemble.init_raw, record) if rank == 0 else None
 
+
+def _class_factors(class_weight, classes, label_counts):
+    """The factor of each class of ``class_weight`` (scaled as in memory), or None."""
+    if class_weight is None:
+        return None
+    if class_weight == "balanced":
+        with np.errstate(divide="ignore"):
+            per_class = label_counts.sum() / (classes.size * label_counts)
+    else:
+        unknown = [k for k in class_weight if not np.any(classes == k)]
+        if unknown:
+            raise ValueError(f"class_weight has labels not in y: {unknown!r}")
+        per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+    from ._validation import scale_weights
+
+    return scale_weights(per_class)
+
+
+def _seed_from(random_state):
+    """A 64-bit seed from a checked ``random_state``, as the in-memory estimator
+    takes it (None: fresh entropy; a RandomState or Generator: one draw)."""
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    return int(random_state)
 
 
 def _parts_of(collection, client, name):
-    """(futures of the row partitions in order, holder of each) of a persisted Dask
-    Array (columns in one chunk) or DataFrame/Series."""
-    from distributed import futures_of
+    """(futures of the row partitions in order, holder of each) of a Dask Array
+    (columns in one chunk) or DataFrame/Series, computed where the cluster puts them
+    (nothing is gathered): one future per partition, from the collection's own
+    ``to_delayed`` list, so that the order and the partitions are the collection's
+    whatever its graph (``read_parquet``, ``from_pandas``, an array's chunks)."""
+    from distributed import wait
 
-    keys = collection.__dask_keys__()
-    flat = []
-    stack = [keys]
-    while stack:  # flatten the nested key lists in order
-        item = stack.pop(0)
-        if isinstance(item, list):
-            stack[:0] = item
-        else:
-            flat.append(item)
-    by_key = {f.key: f for f in futures_of(collection)}
-    if all(k in by_key for k in flat):
-        futures = [by_key[k] for k in flat]
-    else:
-        # A persisted DataFrame may name its partitions apart from its keys: the
-        # futures of one layer, in the order of their partition index.
-        names = {f.key[0] for f in by_key.values() if isinstance(f.key, tuple)}
-        if len(names) != 1 or len(by_key) != len(flat):
-            raise RuntimeError(f"{name}: cannot match the partitions of the persisted "
-                               "collection with its futures")
-        futures = sorted(by_key.values(), key=lambda f: f.key[1:])
+    parts = collection.to_delayed()
+    if isinstance(parts, np.ndarray):  # an array: one delayed per (row, column) chunk
+        parts = parts.ravel().tolist()
+    elif len(parts) != collection.npartitions:
+        # The optimiser may merge partitions of a column selection (read_parquet's
+        # small reads): X and y would no longer pair. The graph as written keeps them.
+        parts = collection.to_delayed(optimize_graph=False)
+    futures = client.compute(list(parts))
+    wait(futures)
     who = client.who_has(futures)
     holders = []
     for f in futures:
@@ -837,22 +958,31 @@ def _align_y(y, X, row_chunks, name):
 class DaskGradientBoostingClassifier:
     """Gradient boosting trained on a Dask cluster (``split_method="hist"``).
 
-    The parameters of :class:`gbc_core.GradientBoostingClassifier` (its split method
-    is always ``"hist"``) plus ``client`` and ``step_timeout``. ``fit`` takes Dask
-    Arrays or DataFrames partitioned across the workers: the rows stay where they are,
-    each worker holding its partitions binned and their residual state for the whole
-    fit in an actor; per level the workers' histograms are summed in worker order,
-    so every worker chooses the same splits. Where every feature has at most
-    ``max_bins`` distinct values, the model is the single-process hist fit of the
-    concatenated rows (up to the rounding of sums formed per worker).
+    The parameters of :class:`gbc_core.GradientBoostingClassifier` (taken from the
+    one parameter table, ``_params.PARAMS``; the split method defaults to
+    ``"hist"``, the only one trained here) plus ``client`` and ``step_timeout``.
+    ``fit`` takes Dask Arrays or DataFrames partitioned across the workers: the rows
+    stay where they are, each worker holding its partitions binned and their
+    residual state for the whole fit in an actor; per level the workers'
+    histograms are summed in worker order, so every worker chooses the same splits.
+    Where every feature has at most ``max_bins`` distinct values, the model is the
+    single-process hist fit of the concatenated rows (up to the rounding of sums
+    formed per worker), for any partitioning, with ``subsample`` (each worker draws
+    the in-memory fit's in-bag rows over every row and keeps its own: it pays that
+    draw, up to 17 bytes per training row of the whole data, and keeps its rows'
+    float32 values for the fit), early stopping with ``eval_set`` or the
+    ``validation_fraction`` hold-out (the in-memory hold-out, drawn by the rows'
+    places in the concatenated data), ``warm_start`` (with the data of the first
+    fit), both losses, both leaf solvers (``leaf_solver="exact"``: every Newton
+    iteration of the leaves reduces its sums), ``init="zero"`` or ``"prior"``,
+    sample and class weights.
 
-    Not supported in a distributed fit (a clear error): ``subsample < 1``,
-    ``max_leaf_nodes``, ``min_impurity_decrease`` and ``ccp_alpha`` other than their
-    defaults (best-first growth and the tree rules: the distributed fit grows trees
-    level by level without them), ``warm_start`` and early stopping without
-    ``eval_set`` (the hold-out of ``validation_fraction``). ``verbose`` prints nothing
-    (the loop runs on the workers); ``train_score_`` and ``validation_score_`` hold
-    the losses.
+    Not supported (a clear error naming the parameter): ``split_method="exact"`` and
+    an ``init`` estimator (scikit-learn fits it on the training rows, which never
+    leave their workers); any parameter of the table the distributed fit has not
+    been taught, away from its default. ``verbose``
+    prints nothing (the loop runs on the workers); ``train_score_``,
+    ``validation_score_`` and ``oob_scores_`` hold the losses.
 
     Parameters
     ----------
@@ -893,41 +1023,8 @@ class DaskGradientBoostingClassifier:
     >>> cluster.close()
     """
 
-    def __init__(self, n_estimators=100, learning_rate=0.1, max_depth=3,
-                 max_leaf_nodes=None, min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
-                 subsample=1.0, max_features=None, init="zero", random_state=None,
-                 n_jobs=None, verbose=0, validation_fraction=0.1, n_iter_no_change=None,
-                 tol=1e-4, warm_start=False, class_weight=None, loss="log_loss",
-                 split_method="hist", max_bins=255, leaf_solver="newton",
-                 criterion="friedman_mse", min_impurity_decrease=0.0, ccp_alpha=0.0,
-                 client=None, step_timeout=DEFAULT_STEP_TIMEOUT):
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_samples_split = min_samples_split
-        self.min_samples_leaf = min_samples_leaf
-        self.min_weight_fraction_leaf = min_weight_fraction_leaf
-        self.subsample = subsample
-        self.max_features = max_features
-        self.init = init
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.validation_fraction = validation_fraction
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.warm_start = warm_start
-        self.class_weight = class_weight
-        self.loss = loss
-        self.split_method = split_method
-        self.max_bins = max_bins
-        self.leaf_solver = leaf_solver
-        self.criterion = criterion
-        self.min_impurity_decrease = min_impurity_decrease
-        self.ccp_alpha = ccp_alpha
-        self.client = client
-        self.step_timeout = step_timeout
+    # __init__ (below the class) takes every parameter of ``_params.PARAMS``, with
+    # its default (``split_method``: "hist"), and ``client`` and ``step_timeout``.
 
     _OWN = ("client", "step_timeout")
 
@@ -1024,38 +1121,13 @@ class DaskGradientBoostingClassifier:
         _import_dask()
         from ._booster import Booster
         from ._binning import BinMapper
+        from ._distributed import check_supported, holdout_sizes, warm_start_from
         from ._ensemble import Ensemble
         from ._model_io import check_labels
-        from ._params import DEFAULTS, check_params, resolve
+        from ._params import check_params, resolve
 
         params = check_params(self._model_params())
-        if params["split_method"] != "hist":
-            raise ValueError("DaskGradientBoostingClassifier trains with split_method="
-                             f"'hist' only, got {params['split_method']!r}")
-        if params["loss"] != "log_loss":
-            raise ValueError(f"loss={params['loss']!r} is not supported by the distributed "
-                             "fit (it trains the log-loss)")
-        if params["leaf_solver"] != "newton":
-            raise ValueError(f"leaf_solver={params['leaf_solver']!r} is not supported by "
-                             "the distributed fit (it takes the Newton step, eq. 1)")
-        if not (params["init"] is None or isinstance(params["init"], str)):
-            raise ValueError("an init estimator is not supported by the distributed fit "
-                             "(use init='zero' or 'prior')")
-        if params["subsample"] < 1.0:
-            raise ValueError("subsample < 1 is not supported by the distributed fit")
-        refused = [f"{name}={params[name]!r}" for name in _TREE_RULES_REFUSED
-                   if params[name] != DEFAULTS[name]]
-        if refused:
-            raise ValueError(
-                f"{', '.join(refused)}: not supported by the distributed fit (it grows "
-                "trees level by level without best-first growth or the tree rules); "
-                "leave " + ", ".join(f"{name}={DEFAULTS[name]!r}"
-                                     for name in _TREE_RULES_REFUSED))
-        if params["warm_start"]:
-            raise ValueError("warm_start is not supported by the distributed fit")
-        if params["n_iter_no_change"] is not None and eval_set is None:
-            raise ValueError("early stopping in a distributed fit needs eval_set (the "
-                             "validation_fraction hold-out is not supported)")
+        check_supported(params)
         timeout = float(self.step_timeout)
         if not timeout > 0:
             raise ValueError(f"step_timeout must be > 0, got {self.step_timeout!r}")
@@ -1063,9 +1135,18 @@ class DaskGradientBoostingClassifier:
         if client is None:
             raise ValueError("DaskGradientBoostingClassifier needs a distributed Client "
                              "(client=..., or a current one)")
-        rs = params["random_state"]
-        seed = (int(rs) if isinstance(rs, (int, np.integer))
-                else int(np.random.SeedSequence().entropy % (2**63)))
+        warm = params["warm_start"] and "booster_" in self.__dict__
+        if not warm:
+            self.__dict__.pop("booster_", None)
+            self.__dict__.pop("_seed", None)
+            self.__dict__.pop("_local_model", None)
+        # One seed per model, as in memory: a warm start goes on with the seed of the
+        # first fit; an integer random_state is the seed, any other is drawn from once.
+        seed = self.__dict__.get("_seed")
+        if seed is None:
+            seed = _seed_from(params["random_state"])
+            if not isinstance(params["random_state"], (int, np.integer)):
+                self._seed = seed
 
         X, row_chunks, names = _dask_X(X, "X")
         y = _align_y(y, X, row_chunks, "y")
@@ -1090,12 +1171,9 @@ class DaskGradientBoostingClassifier:
                   if len(eval_set) == 3 else None)
             collections += [c for c in (Xv, yv, wv) if c is not None]
 
-        # One persist per collection (arrays and DataFrames are graphs of two kinds).
-        persisted = [client.persist(c) for c in collections]
         from distributed import wait
 
-        wait(persisted)
-        it = iter(persisted)
+        it = iter(collections)
         X = next(it)
         y = next(it)
         w = next(it) if w is not None else None
@@ -1126,15 +1204,15 @@ class DaskGradientBoostingClassifier:
         handles = []
         coordinator = None
         try:
-            for addr in ranks:
-                mine = [i for i, h in enumerate(holders) if h == addr]
+            mine = [[i for i, h in enumerate(holders) if h == addr] for addr in ranks]
+            for r, addr in enumerate(ranks):
                 actor_futures.append(client.submit(
-                    _PartActor, [xf[i] for i in mine], [yf[i] for i in mine],
-                    None if wf is None else [wf[i] for i in mine], eval_for[addr],
+                    _PartActor, [xf[i] for i in mine[r]], [yf[i] for i in mine[r]],
+                    None if wf is None else [wf[i] for i in mine[r]], eval_for[addr],
                     workers=[addr], allow_other_workers=False, actor=True, pure=False))
             coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
                                                workers=[ranks[0]], actor=True, pure=False)
-            del persisted, X, y, w, xf, yf, wf
+            del X, y, w, xf, yf, wf
             try:
                 wait(actor_futures + [coordinator_future], timeout=timeout)
             except TimeoutError:
@@ -1143,47 +1221,92 @@ class DaskGradientBoostingClassifier:
             handles = [f.result() for f in actor_futures]
             coordinator = coordinator_future.result()
 
-            described = _wait_all(client, [h.describe(params["max_bins"]) for h in handles],
-                                  ranks, "reading the partitions", timeout)
+            described = _wait_all(client, [h.describe() for h in handles], ranks,
+                                  "reading the partitions", timeout)
             widths = {d[1] for d in described}
             if len(widths) != 1:
                 raise ValueError(f"the workers' partitions of X have different numbers "
                                  f"of columns: {sorted(widths)}")
             n_features = widths.pop()
-            n_total = sum(d[0] for d in described)
-            if n_total == 0:
+            # Rows of each partition, partitions numbered by their place in X.
+            part_rows = np.zeros(len(holders), dtype=np.int64)
+            for r, d in enumerate(described):
+                part_rows[mine[r]] = d[0]
+            if part_rows.sum() == 0:
                 raise ValueError("X has no rows")
-            labels = np.concatenate([d[2] for d in described])
-            classes = np.unique(labels)
+            classes = np.unique(np.concatenate([d[2] for d in described]))
             check_labels(classes)
             if classes.size < 2:
                 raise ValueError(f"y must hold at least 2 classes, got {classes.size}")
-            top = max(d[3] for d in described)
+            previous = None
+            if warm:
+                previous = warm_start_from(self.booster_, params, classes, n_features, names)
+                if previous is None:
+                    return self
+            label_counts = np.zeros(classes.size)
+            for d in described:
+                label_counts[np.searchsorted(classes, d[2])] += d[3]
+            top = max(d[4] for d in described)
             exponent = 0
             from ._validation import WEIGHT_RANGE
 
             if top > 0 and not WEIGHT_RANGE[0] <= top <= WEIGHT_RANGE[1]:
                 exponent = int(np.frexp(top)[1])
-            class_factors = self._class_factors(params["class_weight"], classes,
-                                                handles, client, ranks)
-            mapper = BinMapper.from_sketches([s for d in described for s in d[4]],
+            class_factors = _class_factors(params["class_weight"], classes, label_counts)
+            counts = _wait_all(client, [h.prepare(classes, exponent, class_factors)
+                                        for h in handles], ranks, "reading the labels",
+                               timeout)
+            groups = np.zeros((len(holders), classes.size, 2), dtype=np.int64)
+            for r, c in enumerate(counts):
+                groups[mine[r]] = c
+            weighted_classes = int(np.count_nonzero(groups[:, :, 0].sum(axis=0)))
+            if weighted_classes < 2:
+                raise ValueError(f"y contains {weighted_classes} class with positive "
+                                 "weight (sample_weight x class_weight), while a minimum "
+                                 "of 2 classes are required")
+            holdouts = [None] * len(ranks)
+            if params["n_iter_no_change"] is not None and eval_set is None:
+                # The single-process hold-out (stratified by class, and by weight > 0
+                # where some rows have none): the draw depends on the group sizes
+                # only, each worker replays it and keeps its rows' share.
+                if groups[:, :, 1].sum():
+                    flat = groups.reshape(len(holders), -1)
+                    sizes = groups.sum(axis=0)
+                else:
+                    flat = groups[:, :, 0]
+                    sizes = flat.sum(axis=0)
+                n_val = holdout_sizes(sizes, classes, params["validation_fraction"])
+                offsets = np.cumsum(flat, axis=0) - flat
+                holdouts = [(seed, sizes, n_val, offsets[mine[r]]) for r in range(len(ranks))]
+            split = _wait_all(client, [h.split(holdouts[r], params["max_bins"])
+                                       for r, h in enumerate(handles)], ranks,
+                              "sketching the partitions", timeout)
+            train_rows = np.zeros(len(holders), dtype=np.int64)
+            for r, (rows_of, _) in enumerate(split):
+                train_rows[mine[r]] = rows_of
+            train_offsets = np.cumsum(train_rows) - train_rows
+            n_train = int(train_rows.sum())
+            mapper = BinMapper.from_sketches([sk for _, sks in split for sk in sks],
                                              params["max_bins"])
             wph = workers_per_host(client)
             n_threads = 1 if params["n_jobs"] is None else resolve(
-                params, n_total, n_features, 1.0)["n_threads"]
-            setups = _wait_all(
-                client, [h.setup(classes, exponent, class_factors, mapper, n_threads)
-                         for h in handles], ranks, "binning", timeout)
-            total_w = sum(s[1] for s in setups)
+                params, n_train, n_features, 1.0)["n_threads"]
+            binned = _wait_all(
+                client, [h.bin(mapper, train_offsets[mine[r]], n_train, n_threads,
+                               params["subsample"] < 1.0,
+                               None if previous is None else previous[0])
+                         for r, h in enumerate(handles)], ranks, "binning", timeout)
+            total_w = sum(b[0] for b in binned)
             if not total_w > 0:
                 raise ValueError("sample_weight is zero for every sample")
-            lo = np.minimum.reduce([s[3] for s in setups])
-            hi = np.maximum.reduce([s[4] for s in setups])
-            resolved = resolve(params, n_total, n_features, total_w)
+            lo = np.minimum.reduce([b[1] for b in binned])
+            hi = np.maximum.reduce([b[2] for b in binned])
+            resolved = resolve(params, n_train, n_features, total_w)
             resolved["_workers_per_host"] = wph
             results = _wait_all(
                 client, [h.fit(coordinator, r, classes.size, resolved, seed, lo, hi,
-                               timeout) for r, h in enumerate(handles)], ranks, "the fit")
+                               timeout, previous) for r, h in enumerate(handles)],
+                ranks, "the fit")
             trees, init_raw, record = results[0]
             ensemble = Ensemble.from_trees(trees, n_outputs=init_raw.shape[0],
                                            init_raw=init_raw,
@@ -1191,7 +1314,8 @@ class DaskGradientBoostingClassifier:
                                            n_features=n_features)
             self.booster_ = Booster(ensemble, classes, feature_names=names,
                                     params=self._model_params(), record=record,
-                                    max_features=resolved["max_features"])
+                                    max_features=resolved["max_features"],
+                                    loss=params["loss"])
             self.__dict__.pop("_local_model", None)
         except BaseException:
             if coordinator is not None:
@@ -1206,25 +1330,6 @@ class DaskGradientBoostingClassifier:
             client.cancel(actor_futures + ([coordinator_future] if coordinator_future
                                            is not None else []), force=True)
         return self
-
-    def _class_factors(self, class_weight, classes, handles, client, ranks):
-        if class_weight is None:
-            return None
-        if class_weight == "balanced":
-            counts = np.zeros(classes.size)
-            for labels, n in _wait_all(client, [h.label_counts() for h in handles], ranks,
-                                       "counting the classes", self.step_timeout):
-                counts[np.searchsorted(classes, labels)] += n
-            with np.errstate(divide="ignore"):
-                per_class = counts.sum() / (classes.size * counts)
-        else:
-            unknown = [k for k in class_weight if not np.any(classes == k)]
-            if unknown:
-                raise ValueError(f"class_weight has labels not in y: {unknown!r}")
-            per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
-        from ._validation import scale_weights
-
-        return scale_weights(per_class)
 
     # ----------------------------------------------------------------- predict
     def _booster(self):
@@ -1426,3 +1531,39 @@ class DaskGradientBoostingClassifier:
         if name.endswith("_") and not name.startswith("_") and "booster_" in self.__dict__:
             return getattr(self._local(), name)
         raise AttributeError(name)
+
+
+def _estimator_init():
+    """``DaskGradientBoostingClassifier.__init__`` from the parameter table: every
+    parameter of ``_params.PARAMS`` (a parameter added there reaches this estimator
+    without a second list; ``_distributed.check_supported`` refuses at fit the
+    values the distributed fit does not train), then ``client`` and
+    ``step_timeout``."""
+    import inspect
+
+    from ._params import PARAMS
+
+    defaults = {p.name: p.default for p in PARAMS}
+    defaults["split_method"] = "hist"
+    defaults.update(client=None, step_timeout=DEFAULT_STEP_TIMEOUT)
+    names = tuple(defaults)
+
+    def __init__(self, *args, **kwargs):
+        if args:
+            raise TypeError(f"{type(self).__name__} takes keyword arguments only")
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unexpected keyword argument(s) "
+                            f"{', '.join(unknown)}")
+        for name in names:
+            setattr(self, name, kwargs.get(name, defaults[name]))
+
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name])
+           for name in names])
+    __init__.__qualname__ = "DaskGradientBoostingClassifier.__init__"
+    return __init__
+
+
+DaskGradientBoostingClassifier.__init__ = _estimator_init()

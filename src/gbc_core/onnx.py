@@ -30,7 +30,8 @@ The graph:
   taken on F rounded to float32, so it is gbc-core's except for rows whose raw
   scores are equal to float32 precision (one part in 1e7) and gbc-core's are not.
 
-``onnx`` is an optional dependency (``pip install 'gbc-core[onnx]'``), imported by
+``onnx`` is an optional dependency (the ``onnx`` extra: ``pip install ".[onnx]"`` from
+a checkout, or ``pip install onnx``), imported by
 :func:`to_onnx` only.
 """
 
@@ -55,8 +56,8 @@ def _require_onnx():
     try:
         import onnx
     except ImportError:
-        raise ImportError("the ONNX export needs the onnx package: pip install "
-                          "'gbc-core[onnx]' (or pip install onnx)") from None
+        raise ImportError("the ONNX export needs the onnx package: pip install onnx "
+                          "(the onnx extra, pip install \".[onnx]\" from a checkout)") from None
     return onnx
 
 
