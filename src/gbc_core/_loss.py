@@ -123,6 +123,13 @@ def prior_from_class_weights(class_weight, n_outputs, total=None):
     return out
 
 
+def _row_stats_for(sample_weight, n):
+    """The buffer of the row statistics (w * r, w) a tree is grown on, or None for
+    unit weights: the grower and the split finders then read the residuals
+    themselves as w * r (1 * r is r), and the fit holds 16 bytes per row less."""
+    return None if sample_weight is None else np.empty(n, dtype=ROW_STAT_DTYPE)
+
+
 def _raw_from_proba(proba, n_outputs, scale):
     """Initial raw scores (n, n_outputs) of an ``init`` estimator's probabilities."""
     p = np.ascontiguousarray(proba, dtype=np.float64)
@@ -403,17 +410,18 @@ class _BinomialFit:
         self.codes = self.y if exact else None
         self.sample_weight = sample_weight
         self.n_threads = n_threads
-        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.prob = np.empty(n, dtype=np.float64)
         self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats = _row_stats_for(sample_weight, n)
         self.last_loss = 0.0
         # p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3, 6).
         _leaves.init_state(self.y, sample_weight, self.raw, self.prob, self.residual,
                            self.row_stats)
 
     def tree_target(self, k):
-        """(row statistics w * r and w, residuals r) the tree of output k fits."""
+        """(row statistics w * r and w, or None for unit weights; residuals r) the
+        tree of output k fits."""
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
@@ -711,14 +719,15 @@ class _MultinomialFit:
         self.raw = np.ascontiguousarray(np.asarray(raw, dtype=np.float64).T)
         self.prob = np.empty((n_classes, n), dtype=np.float64)
         self.residual = np.empty((n_classes, n), dtype=np.float64)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats = _row_stats_for(sample_weight, n)
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
                                   self.residual, n_threads)
         if exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
 
     def tree_target(self, k):
-        _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
+        if self.row_stats is not None:
+            _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
         return self.row_stats, self.residual[k]
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
@@ -1025,9 +1034,9 @@ class _ExponentialFit:
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
         self.sample_weight = sample_weight
-        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats = _row_stats_for(sample_weight, n)
         self.last_loss = 0.0
         n_overflow = _leaves.exponential_state(self.y, sample_weight, self.raw,
                                                self.residual, self.row_stats)
@@ -1035,7 +1044,8 @@ class _ExponentialFit:
             raise _overflow_error(n_overflow)
 
     def tree_target(self, k):
-        """(row statistics w * r and w, residuals r) the tree fits."""
+        """(row statistics w * r and w, or None for unit weights; residuals r) the
+        tree fits."""
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
