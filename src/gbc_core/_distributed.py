@@ -169,7 +169,8 @@ class PartTrainer:
         raw[:] = init_raw[:, None]
         prob = np.empty((K, n))
         residual = np.empty((K, n))
-        row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        # (Unit weights: no row statistics, the residuals are w * r.)
+        row_stats = None if w is None else np.empty(n, dtype=ROW_STAT_DTYPE)
         y = self.codes.astype(np.float64)
         if K == 1:
             _leaves.init_state(y, w, raw[0], prob[0], residual[0], row_stats)
@@ -197,7 +198,7 @@ class PartTrainer:
                           if params["max_features"] < n_features else 0 for _ in range(K)]
             new_trees = []
             for k in range(K):
-                if K > 1:
+                if K > 1 and row_stats is not None:
                     _leaves.row_stats_of(residual[k], w, row_stats)
                 grower.grow(row_stats, residual[k], None, tree_seeds[k])
                 nodes = grower.nodes_array()

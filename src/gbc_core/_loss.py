@@ -31,7 +31,8 @@ log-loss: the number of classes tells them apart; ``"exponential"``).
 
 The state ``start`` returns holds the training rows' raw scores ``raw``,
 probabilities ``prob`` and residuals ``residual`` (per output) and offers
-``tree_target(k)`` (the row statistics and residuals tree k is grown on),
+``tree_target(k)`` (the row statistics and residuals tree k is grown on; the row
+statistics are None for unit weights: the residuals are then w * r),
 ``update(k, nodes, leaf_of_row, sample_mask, learning_rate)`` (sets the leaf values of
 a grown tree and adds it to the raw scores), ``finish_iteration(sample_mask)`` (the
 in-bag loss after an iteration) and ``held_out_loss(mask)``.
