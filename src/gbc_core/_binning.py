@@ -209,11 +209,14 @@ def _quantile_thresholds(values, weights, max_bins):
     if n == 0:
         return np.empty(0, dtype=np.float64)
     if weights is None:
-        cum = np.arange(1, n + 1, dtype=np.float64)
+        # The cumulative counts are 1 .. n: the first at or above a target t > 0 is
+        # at index ceil(t) - 1 (exact in float64), without an array of n counts.
+        targets = np.arange(1, max_bins, dtype=np.float64) * float(n) / max_bins
+        at = np.minimum(np.ceil(targets).astype(np.intp) - 1, n - 1)
     else:
         cum = np.cumsum(weights, dtype=np.float64)  # sequential: a fixed order
-    targets = np.arange(1, max_bins, dtype=np.float64) * cum[-1] / max_bins
-    at = np.minimum(np.searchsorted(cum, targets, side="left"), n - 1)
+        targets = np.arange(1, max_bins, dtype=np.float64) * cum[-1] / max_bins
+        at = np.minimum(np.searchsorted(cum, targets, side="left"), n - 1)
     ends = np.unique(np.searchsorted(values, values[at], side="right"))
     ends = ends[ends < n]
     lo = np.ascontiguousarray(values[ends - 1])
