@@ -120,7 +120,7 @@ def main():
                       + ", ".join(f"{x['fit']:.2f}" for x in r)
                       + f" | {statistics.median(x['cpu'] for x in r):.2f} | "
                       f"{statistics.median(x['peak_mb'] for x in r):.0f} | "
-                      f"{statistics.median(x['beyond_mb'] for x in r):.0f} | "
+                      f"{statistics.median(x['beyond_mb'] for x in r):.1f} | "
                       f"{statistics.median(x['auc'] for x in r):.4f} |", flush=True)
     print("- load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 

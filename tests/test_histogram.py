@@ -571,3 +571,26 @@ def test_hist_fit_does_not_copy_float32_X():
     finally:
         tracemalloc.stop()
     assert peak < 0.5 * X.nbytes, (peak, X.nbytes)
+
+
+def test_hist_fit_allocates_at_most_its_state():
+    """What a hist fit of unit weights allocates with NumPy (traced) is the bins
+    (one byte per value), the class codes (4 bytes per row), the raw scores,
+    probabilities and residuals (8 bytes each) and the leaf of each row (4): 32 bytes
+    per row beside the bins, and no row statistics (w * r and w, 16 bytes per row:
+    with unit weights the residuals are w * r), no copy of the raw scores and no
+    sorted copy of the labels (np.unique's, about 40 bytes per row)."""
+    import tracemalloc
+
+    n, d = 50_000, 10
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 10, size=(n, d)).astype(np.float32, order="F")
+    y = (X[:, 0] + rng.normal(size=n) > 4.5).astype(np.int64)
+    model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3)
+    tracemalloc.start()
+    try:
+        model.fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n * (d + 32 + 4) + 256 * 1024, (peak / n, d + 32)

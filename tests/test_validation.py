@@ -149,3 +149,49 @@ def test_min_weight_fraction_leaf_is_respected():
     for tree in model.trees():
         leaves = tree[tree["feature"] < 0]
         assert (leaves["weighted_n"] >= 0.1 * w.sum() - 1e-9).all()
+
+
+@pytest.mark.parametrize("y", [
+    np.array([3, -2, 3, 7, -2, 3], dtype=np.int64),
+    np.array([1, 0, 1, 1], dtype=np.int8),
+    np.array([200, 5, 200], dtype=np.uint8),
+    np.array([2**64 - 1, 0, 2**63], dtype=np.uint64),
+    np.array([0.5, -1.25, 0.5], dtype=np.float32),
+    np.array([1.0, 0.0, 1.0], dtype=np.float64),
+    np.array([-0.0, 1.0, -0.0]),                    # one zero, its sign kept
+    np.array([0.0, -0.0, 1.0, -0.0]),               # both zeros: np.unique decides
+    np.array([True, False, True]),
+    np.arange(3000) % 1500,                          # more classes than the kernel holds
+    np.array(["b", "a", "b"]),
+    np.array([1, 0, 1], dtype=">i4"),                # non-native byte order
+])
+def test_check_target_is_np_unique(y):
+    """The class labels and codes of ``check_target`` (a kernel for numeric labels)
+    are np.unique's, dtype, values and the sign of a zero label included."""
+    from gbc_core._validation import check_target
+
+    classes, codes = check_target(y, y.shape[0])
+    expected, inverse = np.unique(y, return_inverse=True)
+    assert classes.dtype == expected.dtype
+    assert classes.tobytes() == expected.tobytes()
+    assert codes.dtype == np.int32
+    np.testing.assert_array_equal(codes, inverse.ravel())
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, bool])
+def test_check_target_holds_only_the_codes(dtype):
+    """Encoding the labels allocates the int32 codes (4 bytes per row) and nothing
+    else of y's size (np.unique sorted a copy: about 40 bytes per row at once)."""
+    import tracemalloc
+
+    from gbc_core._validation import check_target
+
+    n = 200_000
+    y = (np.random.default_rng(0).uniform(size=n) < 0.3).astype(dtype)
+    tracemalloc.start()
+    try:
+        check_target(y, n)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * n + 64 * 1024, (peak, n)

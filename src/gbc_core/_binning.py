@@ -155,6 +155,10 @@ def _sorted_samples(X, features, n_valid, subsample, random_state, n_threads):
     width = max(int(take.max()), 1)
     group = max(1, SAMPLE_BUFFER // width)
     out = np.empty((min(group, features.size), width), dtype=np.float32)
+    # The kernels' sort buffers, allocated here with ``out`` (before the ranks'
+    # temporaries are freed: the allocator then returns both to the system when
+    # they are freed, instead of keeping them resident in its heap).
+    keys = np.empty(2 * max(1, min(int(n_threads), out.shape[0])) * width, dtype=np.uint32)
     for lo in range(0, features.size, group):
         chunk = features[lo:lo + group]
         sets = {}
@@ -167,10 +171,10 @@ def _sorted_samples(X, features, n_valid, subsample, random_state, n_threads):
             ranks[s] = _sample_ranks(nv, subsample, random_state)
         if isinstance(X, _Columns):
             sorted_sample_csc(X.data, X.indices, X.indptr, X.shape[0], chunk, ranks,
-                              rank_set, take[lo:lo + group], out, n_threads)
+                              rank_set, take[lo:lo + group], out, keys, n_threads)
         else:
             sorted_sample(X, chunk, ranks, rank_set, take[lo:lo + group],
-                          n_valid[chunk], out, n_threads)
+                          n_valid[chunk], out, keys, n_threads)
         for i, f in enumerate(chunk):
             yield f, out[i, : take[lo + i]]
 
@@ -205,11 +209,14 @@ def _quantile_thresholds(values, weights, max_bins):
     if n == 0:
         return np.empty(0, dtype=np.float64)
     if weights is None:
-        cum = np.arange(1, n + 1, dtype=np.float64)
+        # The cumulative counts are 1 .. n: the first at or above a target t > 0 is
+        # at index ceil(t) - 1 (exact in float64), without an array of n counts.
+        targets = np.arange(1, max_bins, dtype=np.float64) * float(n) / max_bins
+        at = np.minimum(np.ceil(targets).astype(np.intp) - 1, n - 1)
     else:
         cum = np.cumsum(weights, dtype=np.float64)  # sequential: a fixed order
-    targets = np.arange(1, max_bins, dtype=np.float64) * cum[-1] / max_bins
-    at = np.minimum(np.searchsorted(cum, targets, side="left"), n - 1)
+        targets = np.arange(1, max_bins, dtype=np.float64) * cum[-1] / max_bins
+        at = np.minimum(np.searchsorted(cum, targets, side="left"), n - 1)
     ends = np.unique(np.searchsorted(values, values[at], side="right"))
     ends = ends[ends < n]
     lo = np.ascontiguousarray(values[ends - 1])

@@ -23,7 +23,6 @@ computes bin edges with the split threshold of ``_common.pxd`` (``midpoint``), t
 one the exact split finder uses.
 """
 from cython.parallel cimport prange, threadid
-from libc.stdlib cimport malloc, free
 from libc.string cimport memmove, memset
 
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t
@@ -253,6 +252,7 @@ def sorted_sample(
     const int64_t[::1] n_take,
     const int64_t[::1] n_valid,
     float32_t[:, ::1] out,
+    uint32_t[::1] keys,
     int n_threads,
 ):
     """Sorted non-NaN values of some features: all of them, or a subsample.
@@ -274,6 +274,9 @@ def sorted_sample(
         The number of non-NaN values of ``features[i]``.
     out : float32 array of shape (q, m), output
         ``out[i, :n_take[i]]``: the values taken, ascending, -0.0 written as 0.0.
+    keys : uint32 array of at least 2 x min(n_threads, q) x m values
+        Sort buffers (scratch), given by the caller so that it can allocate them
+        with ``out``, before the temporaries of the ranks.
     n_threads : int
         OpenMP threads (features are shared out among them).
     """
@@ -283,8 +286,8 @@ def sorted_sample(
     cdef intp_t i, tid
     cdef intp_t row_stride, col_stride
     cdef const float32_t* base
-    cdef uint32_t* keys
     cdef const int64_t* r
+    cdef uint32_t* sort_keys
     if q == 0 or n == 0 or m == 0:
         return
     for i in range(q):
@@ -294,23 +297,21 @@ def sorted_sample(
     col_stride = X.strides[1] // sizeof(float32_t)
     base = &X[0, 0]
     n_threads = max(1, min(n_threads, q))
-    keys = <uint32_t*>malloc(2 * n_threads * m * sizeof(uint32_t))
-    if keys == NULL:
-        raise MemoryError(f"cannot allocate sort buffers for {m} values")
-    try:
-        with nogil:
-            for i in prange(q, schedule="dynamic", num_threads=n_threads):
-                tid = threadid()
-                if rank_set[i] >= 0:
-                    r = &ranks[rank_set[i], 0]
-                else:
-                    r = NULL
-                _sample_one(
-                    base + features[i] * col_stride, n, row_stride, r, n_take[i],
-                    n_valid[i] == n, keys + 2 * tid * m, keys + (2 * tid + 1) * m, &out[i, 0],
-                )
-    finally:
-        free(keys)
+    if keys.shape[0] < 2 * n_threads * m:
+        raise ValueError(f"keys must hold {2 * n_threads * m} values")
+    sort_keys = &keys[0]
+    with nogil:
+        for i in prange(q, schedule="dynamic", num_threads=n_threads):
+            tid = threadid()
+            if rank_set[i] >= 0:
+                r = &ranks[rank_set[i], 0]
+            else:
+                r = NULL
+            _sample_one(
+                base + features[i] * col_stride, n, row_stride, r, n_take[i],
+                n_valid[i] == n, sort_keys + 2 * tid * m, sort_keys + (2 * tid + 1) * m,
+                &out[i, 0],
+            )
 
 
 def midpoints(const float32_t[::1] lo, const float32_t[::1] hi):
@@ -565,6 +566,7 @@ def sorted_sample_csc(
     const int32_t[::1] rank_set,
     const int64_t[::1] n_take,
     float32_t[:, ::1] out,
+    uint32_t[::1] keys,
     int n_threads,
 ):
     """``sorted_sample`` of sparse columns of ``n_rows`` rows (see the module
@@ -573,34 +575,31 @@ def sorted_sample_csc(
     cdef intp_t m = out.shape[1]
     cdef intp_t i, tid
     cdef int64_t start
-    cdef uint32_t* keys
     cdef const int64_t* r
+    cdef uint32_t* sort_keys
     if q == 0 or n_rows == 0 or m == 0:
         return
     for i in range(q):
         if n_take[i] > m or (rank_set[i] >= 0 and n_take[i] > ranks.shape[1]):
             raise ValueError("n_take exceeds the room of out or of ranks")
     n_threads = max(1, min(n_threads, q))
-    keys = <uint32_t*>malloc(2 * n_threads * m * sizeof(uint32_t))
-    if keys == NULL:
-        raise MemoryError(f"cannot allocate sort buffers for {m} values")
-    try:
-        with nogil:
-            for i in prange(q, schedule="dynamic", num_threads=n_threads):
-                tid = threadid()
-                if rank_set[i] >= 0:
-                    r = &ranks[rank_set[i], 0]
-                else:
-                    r = NULL
-                start = indptr[features[i]]
-                _sample_one_csc(
-                    &data[start] if indptr[features[i] + 1] > start else NULL,
-                    &indices[start] if indptr[features[i] + 1] > start else NULL,
-                    indptr[features[i] + 1] - start, n_rows, r, n_take[i],
-                    keys + 2 * tid * m, keys + (2 * tid + 1) * m, &out[i, 0],
-                )
-    finally:
-        free(keys)
+    if keys.shape[0] < 2 * n_threads * m:
+        raise ValueError(f"keys must hold {2 * n_threads * m} values")
+    sort_keys = &keys[0]
+    with nogil:
+        for i in prange(q, schedule="dynamic", num_threads=n_threads):
+            tid = threadid()
+            if rank_set[i] >= 0:
+                r = &ranks[rank_set[i], 0]
+            else:
+                r = NULL
+            start = indptr[features[i]]
+            _sample_one_csc(
+                &data[start] if indptr[features[i] + 1] > start else NULL,
+                &indices[start] if indptr[features[i] + 1] > start else NULL,
+                indptr[features[i] + 1] - start, n_rows, r, n_take[i],
+                sort_keys + 2 * tid * m, sort_keys + (2 * tid + 1) * m, &out[i, 0],
+            )
 
 
 def map_to_bins_csc(

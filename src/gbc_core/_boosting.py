@@ -497,8 +497,12 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
             init_raw = np.array(init_scores, dtype=np.float64)
         else:
             init_raw = loss.initial_raw(y, sample_weight, params["init"])
-        raw = np.empty((n_rows, n_outputs))
-        raw[:] = init_raw if row_scores is None else row_scores
+        if row_scores is None:
+            # F0 of every row, without an array of them: the state makes its own.
+            raw = np.broadcast_to(init_raw, (n_rows, n_outputs))
+        else:
+            raw = np.empty((n_rows, n_outputs))
+            raw[:] = row_scores
         trees = []
         # The raw-score bound of the trees (the Ensemble's rule), from F0.
         bound = np.abs(init_raw)

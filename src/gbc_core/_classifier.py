@@ -384,9 +384,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         if not sparse and not (Xa.flags.f_contiguous or Xa.flags.c_contiguous):
             Xa = np.asfortranarray(Xa)
         n_samples, n_features = Xa.shape
-        classes, codes = check_target(y, n_samples)
         # int32 codes: the fit's state shares them (4 bytes per row, not 8 + 8).
-        codes = codes.astype(np.int32, copy=False)
+        classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)
         loss = loss_for(classes.size, params["loss"], params["leaf_solver"])
         w = check_sample_weight(sample_weight, n_samples)

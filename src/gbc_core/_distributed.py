@@ -345,7 +345,7 @@ class _MultinomialState:
         self.n_threads = n_threads
         self.factor = (n_classes - 1) / n_classes
         n = self.y.shape[0]
-        self.raw = np.ascontiguousarray(np.asarray(raw, dtype=np.float64).T)
+        self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # a copy
         self.prob = np.empty((n_classes, n))
         self.residual = np.empty((n_classes, n))
         self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)

@@ -477,6 +477,8 @@ cdef class ExactSplitFinder(SplitFinder):
         bint all_rows_in_root    # the tree's root holds every row (no subsample)
         bint lean_scans          # False: the general scan only (tests)
         const row_stat_t* row_stats  # of the current tree (start_tree)
+        row_stat_t* unit_stats   # w * r and w of a tree given residuals alone (unit
+                                 # weights), for the general scan
         packed_row_t* rows
         float64_t* row_wr        # rows[i].wr alone: what the unweighted scans gather
         uint8_t* row_node        # rows[i].slot as a byte (NO_NODE: none or too many)
@@ -488,6 +490,7 @@ cdef class ExactSplitFinder(SplitFinder):
         object _row_stats_ref    # keeps row_stats alive while row_stats points into it
 
     def __cinit__(self):
+        self.unit_stats = NULL
         self.rows = NULL
         self.row_wr = NULL
         self.row_node = NULL
@@ -519,6 +522,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.row_node = <uint8_t*>grow_buffer(NULL, self.n_samples, sizeof(uint8_t), "row nodes")
 
     def __dealloc__(self):
+        free(self.unit_stats)
         free(self.rows)
         free(self.row_wr)
         free(self.row_node)
@@ -527,29 +531,54 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.node_scan)
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
-                        const int32_t[::1] row_slot) except -1:
+                        const float64_t[::1] residual,
+                        const uint8_t[::1] in_bag) except -1:
         cdef intp_t i, n = self.n_samples
         cdef float64_t w, wr
         cdef int32_t slot
         cdef packed_row_t* rows = self.rows
         cdef float64_t* row_wr = self.row_wr
         cdef uint8_t* row_node = self.row_node
-        cdef const row_stat_t* stats
-        cdef const int32_t* slots
+        cdef const row_stat_t* stats = NULL
+        cdef const float64_t* r = NULL
+        cdef row_stat_t* unit_stats
+        cdef const uint8_t* mask = NULL
         cdef bint unit = True, positive = True, in_root = True
-        if row_stats.shape[0] != n or row_slot.shape[0] != n:
-            raise ValueError(f"row_stats and row_slot must have {n} rows")
-        self._row_stats_ref = row_stats
-        self.row_stats = &row_stats[0] if n > 0 else NULL
+        if ((row_stats is None and residual is None)
+                or (row_stats is not None and row_stats.shape[0] != n)
+                or (residual is not None and residual.shape[0] != n)
+                or (in_bag is not None and in_bag.shape[0] != n)):
+            raise ValueError(f"row_stats or residual, and in_bag, must have {n} rows")
+        if row_stats is None:
+            # Unit weights: the general scan reads (r, 1) from a buffer of its own.
+            if self.unit_stats == NULL:
+                self.unit_stats = <row_stat_t*>grow_buffer(NULL, n, sizeof(row_stat_t),
+                                                           "row statistics")
+            self._row_stats_ref = None
+            self.row_stats = self.unit_stats
+        else:
+            self._row_stats_ref = row_stats
+            self.row_stats = &row_stats[0] if n > 0 else NULL
         if n > 0:
-            stats = &row_stats[0]
-            slots = &row_slot[0]
+            if row_stats is not None:
+                stats = &row_stats[0]
+            else:
+                r = &residual[0]
+            if in_bag is not None:
+                mask = &in_bag[0]
+            unit_stats = self.unit_stats
             with nogil:
                 # One pass: the records the scans gather, and what decides their paths.
                 for i in range(n):
-                    w = stats[i].w
-                    wr = stats[i].wr
-                    slot = slots[i]
+                    if stats != NULL:
+                        w = stats[i].w
+                        wr = stats[i].wr
+                    else:
+                        w = 1.0
+                        wr = r[i]
+                        unit_stats[i].wr = wr
+                        unit_stats[i].w = w
+                    slot = 0 if mask == NULL or mask[i] else -1
                     rows[i].wr = wr
                     rows[i].w = <float32_t>w
                     rows[i].slot = slot

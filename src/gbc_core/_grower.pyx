@@ -297,7 +297,6 @@ cdef class TreeGrower:
         float64_t ccp_alpha
         float64_t tree_weight          # the in-bag weight of the tree being grown
         readonly int32_t[::1] node_of_row
-        int32_t[::1] row_slot          # 0 for an in-bag row, -1 (start_tree)
         int32_t* partition             # in-bag rows, node by node
         int32_t* scratch               # partition buffer: per block, its left rows
                                        # from the block's start, its right rows
@@ -413,7 +412,6 @@ cdef class TreeGrower:
         self.max_features = max(1, min(max_features, self.n_features))
         self.n_threads = max(1, n_threads)
         self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
-        self.row_slot = np.zeros(self.n_samples, dtype=np.int32)
         self.perm = <int32_t*>grow_buffer(NULL, self.n_features, sizeof(int32_t),
                                           "feature draws")
         self.partition = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
@@ -540,8 +538,9 @@ cdef class TreeGrower:
 
         Parameters
         ----------
-        row_stats : ROW_STAT_DTYPE array of shape (n_samples,)
-            w*r and w of each row (r the residual the tree fits).
+        row_stats : ROW_STAT_DTYPE array of shape (n_samples,) or None
+            w*r and w of each row (r the residual the tree fits); None: every
+            weight is 1 (w*r is r: nothing but the residuals is read).
         residual : float64 array of shape (n_samples,)
             r itself (for the sums of w*r^2 of the impurity test).
         sample_mask : uint8 array of shape (n_samples,) or None
@@ -561,7 +560,7 @@ cdef class TreeGrower:
         cdef intp_t n_slots, n_split
         cdef bint last_level
         cdef level_t level
-        if row_stats.shape[0] != n or residual.shape[0] != n or (
+        if (row_stats is not None and row_stats.shape[0] != n) or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
             raise ValueError(f"row_stats, residual and sample_mask must have {n} rows")
         if sample_mask is not None and not self.has_X:
@@ -571,27 +570,33 @@ cdef class TreeGrower:
         root.w = 0.0
         root.s = 0.0
         _sums_zero(&root_sums)
-        cdef int32_t* row_slot = &self.row_slot[0] if n > 0 else NULL
         cdef int32_t* partition = self.partition
-        cdef bint in_bag
+        cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
+        cdef const float64_t* res = &residual[0] if n > 0 else NULL
+        cdef float64_t w
         with nogil:
             for i in range(n):
-                in_bag = sample_mask is None or sample_mask[i]
-                row_slot[i] = 0 if in_bag else -1
-                if in_bag:
+                if sample_mask is None or sample_mask[i]:
                     partition[n_inbag] = <int32_t>i
                     n_inbag += 1
                     root.n += 1
-                    root.w += row_stats[i].w
-                    root.s += row_stats[i].wr
-                    root_sums.wr2 += row_stats[i].w * residual[i] * residual[i]
-                    _sums_range(&root_sums, row_stats[i].w, residual[i])
+                    if rs != NULL:
+                        w = rs[i].w
+                        root.w += w
+                        root.s += rs[i].wr
+                    else:
+                        # Unit weights: w * r is r (1 * r exactly).
+                        w = 1.0
+                        root.w += 1.0
+                        root.s += residual[i]
+                    root_sums.wr2 += w * residual[i] * residual[i]
+                    _sums_range(&root_sums, w, residual[i])
         if self.reducer is not None:
             root, root_sums = self._reduce_root(root, root_sums)
         root_sums.w = root.w
         root_sums.wr = root.s
         self.tree_weight = root.w
-        self.finder.start_tree(row_stats, self.row_slot)
+        self.finder.start_tree(row_stats, residual, sample_mask)
         self._init_node(0, &root, 0)
         self.n_nodes = 1
         self.level_nodes[0].total = root
@@ -607,7 +612,7 @@ cdef class TreeGrower:
         level.min_weight_leaf = self.min_weight_leaf
         level.criterion = self.criterion
         if self.max_leaf_nodes > 0:
-            self._grow_best_first(row_stats, residual, sample_mask, seed, &level)
+            self._grow_best_first(rs, res, sample_mask, seed, &level)
             return self.n_nodes
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
             if depth > 0 and self.reducer is not None:
@@ -634,10 +639,10 @@ cdef class TreeGrower:
                     self.finder.derive(&level)
                 self.finder.choose(&level, self.best)
                 if self.min_impurity_decrease > 0.0:
-                    self._check_decrease(n_slots, row_stats, residual)
+                    self._check_decrease(n_slots, rs, res)
                 n_split = self._apply_splits(n_slots, depth)
                 # (The sums of the last level's leaves only for their impurity.)
-                self._partition(n_slots, n_split, row_stats, residual,
+                self._partition(n_slots, n_split, rs, res,
                                 not last_level or self.node_impurity != NULL)
             n_slots = 2 * n_split
             # Ctrl-C (or any pending signal) stops a fit between two levels.
@@ -655,8 +660,8 @@ cdef class TreeGrower:
                 self._prune()
         return self.n_nodes
 
-    cdef int _grow_best_first(self, const row_stat_t[::1] row_stats,
-                              const float64_t[::1] residual,
+    cdef int _grow_best_first(self, const row_stat_t* row_stats,
+                              const float64_t* residual,
                               const uint8_t[::1] sample_mask, unsigned long long seed,
                               level_t* level) except -1:
         """Grow the tree best first from its root (``level_nodes[0]``, its sums in
@@ -730,7 +735,7 @@ cdef class TreeGrower:
         return 0
 
     cdef int _split_ahead(self, frontier_t* popped, intp_t budget,
-                          const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                          const row_stat_t* row_stats, const float64_t* residual,
                           level_t* level, intp_t* size) except -1:
         """Split ``popped`` and the best frontier nodes whose children may split
         (at most ``budget`` of them, none split ahead yet), find every child's split
@@ -871,7 +876,7 @@ cdef class TreeGrower:
 
     cdef int _evaluate(self, intp_t n_slots, int depth, intp_t parent_stored,
                        intp_t budget, unsigned long long seed,
-                       const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                       const row_stat_t* row_stats, const float64_t* residual,
                        level_t* level, intp_t* size) except -1:
         """Find the best split of the nodes ``level_nodes[0 .. n_slots)`` (the root,
         or the two children of the node just split, whose statistics the finder
@@ -1068,8 +1073,8 @@ cdef class TreeGrower:
         cdef const node_sums_t* sums = &self.level_sums[s]
         self.node_impurity[self.level_nodes[s].node] = impurity_of(sums.w, sums.wr, sums.wr2)
 
-    cdef void _check_decrease(self, intp_t n_slots, const row_stat_t[::1] row_stats,
-                              const float64_t[::1] residual) noexcept nogil:
+    cdef void _check_decrease(self, intp_t n_slots, const row_stat_t* row_stats,
+                              const float64_t* residual) noexcept nogil:
         """min_impurity_decrease: drop the best split of every node whose weighted
         impurity decrease is too small (``decrease_allowed``). The sum of w r^2 of
         the rows the split sends left is added in row order (the node's rows in
@@ -1097,8 +1102,8 @@ cdef class TreeGrower:
                                     nd.total.s, sums.wr2, &b.left, self.left_wr2[s]):
                 b.feature = -1
 
-    cdef float64_t _left_wr2(self, intp_t s, const row_stat_t[::1] row_stats,
-                             const float64_t[::1] residual) noexcept nogil:
+    cdef float64_t _left_wr2(self, intp_t s, const row_stat_t* row_stats,
+                             const float64_t* residual) noexcept nogil:
         """Sum of w r^2 over the rows of node ``s`` that its best split sends left
         (routed as ``_split_block`` will route them), in row order."""
         cdef const level_node_t* nd = &self.level_nodes[s]
@@ -1123,7 +1128,8 @@ cdef class TreeGrower:
                 go_left = miss if x != x else x <= t32
             if go_left:
                 r = residual[row]
-                acc += row_stats[row].w * r * r
+                # (No row statistics: every weight is 1.)
+                acc += (row_stats[row].w * r * r) if row_stats != NULL else r * r
         return acc
 
     cdef void _prune(self) noexcept nogil:
@@ -1352,7 +1358,7 @@ cdef class TreeGrower:
         blk.n_left = n_left
 
     cdef void _partition(self, intp_t n_slots, intp_t n_split,
-                         const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                         const row_stat_t* row_stats, const float64_t* residual,
                          bint with_sums) noexcept nogil:
         """Move the rows of every node split at this level to its children (a stable
         partition of the node's range: each child's rows stay in increasing order),
@@ -1413,7 +1419,7 @@ cdef class TreeGrower:
             self.level_nodes[s] = next_level[s]
 
     cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
-                            const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                            const row_stat_t* row_stats, const float64_t* residual,
                             bint with_sums) noexcept nogil:
         """Copy the rows of child ``c`` (the left or right rows of its parent's blocks,
         in block order: increasing row order) to its range of the partition, tell
@@ -1449,10 +1455,16 @@ cdef class TreeGrower:
                         _sums_add(sums, &part)
                         _sums_zero(&part)
                     chunk = row >> CHUNK_SHIFT
-                w = row_stats[row].w
                 r = residual[row]
-                part.w += w
-                part.wr += row_stats[row].wr
+                if row_stats != NULL:
+                    w = row_stats[row].w
+                    part.w += w
+                    part.wr += row_stats[row].wr
+                else:
+                    # Unit weights: w * r is r.
+                    w = 1.0
+                    part.w += 1.0
+                    part.wr += r
                 part.wr2 += w * r * r
                 _sums_range(&part, w, r)
         if chunk >= 0:

@@ -267,10 +267,13 @@ cdef class HistogramSplitFinder(SplitFinder):
         intp_t n_stored
         public intp_t stored_bytes
         candidate_t* cand        # per node and feature
-        row_stat_t* ordered      # row statistics in partition order
-        float64_t* ordered_wr    # w * r alone, in partition order (unit weights)
+        row_stat_t* ordered      # row statistics of the collected nodes, gathered
+        float64_t* ordered_wr    # w * r alone, gathered (unit weights)
+        intp_t* gathered_at      # where each collected node's rows are gathered
         bint unit_weights        # every weight of the tree is 1: w of a bin is n
         const row_stat_t* row_stats
+        const float64_t* unit_wr # unit weights: w * r of row i is unit_wr[i * wr_step]
+        intp_t wr_step
         object _row_stats_ref
         public object reducer
 
@@ -284,6 +287,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.cand = NULL
         self.ordered = NULL
         self.ordered_wr = NULL
+        self.gathered_at = NULL
         self.capacity = 0
 
     def __init__(self, const uint8_t[::1, :] bins, const int32_t[::1] n_bins_non_missing,
@@ -324,6 +328,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         free(self.cand)
         free(self.ordered)
         free(self.ordered_wr)
+        free(self.gathered_at)
 
     cdef object partition_bins(self):
         return self.bins
@@ -332,13 +337,26 @@ cdef class HistogramSplitFinder(SplitFinder):
         return self.missing
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
-                        const int32_t[::1] row_slot) except -1:
-        if row_stats.shape[0] != self.n_samples:
-            raise ValueError(f"row_stats must have {self.n_samples} rows")
+                        const float64_t[::1] residual,
+                        const uint8_t[::1] in_bag) except -1:
         cdef intp_t i
         cdef bint unit = True
+        if ((row_stats is None and residual is None)
+                or (row_stats is not None and row_stats.shape[0] != self.n_samples)
+                or (residual is not None and residual.shape[0] != self.n_samples)):
+            raise ValueError(f"row_stats or residual must have {self.n_samples} rows")
+        if row_stats is None:
+            # Unit weights: w * r is the residual itself.
+            self._row_stats_ref = residual
+            self.row_stats = NULL
+            self.unit_wr = &residual[0] if self.n_samples > 0 else NULL
+            self.wr_step = 1
+            self.unit_weights = True
+            return 0
         self._row_stats_ref = row_stats
         self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
+        self.unit_wr = &row_stats[0].wr if self.n_samples > 0 else NULL
+        self.wr_step = sizeof(row_stat_t) // sizeof(float64_t)
         with nogil:
             for i in range(self.n_samples):
                 unit = unit & (row_stats[i].w == 1.0)
@@ -358,6 +376,8 @@ cdef class HistogramSplitFinder(SplitFinder):
                                                     sizeof(side_t), "histograms")
             self.cand = <candidate_t*>grow_buffer(self.cand, n_nodes * self.n_features,
                                                   sizeof(candidate_t), "split buffers")
+            self.gathered_at = <intp_t*>grow_buffer(self.gathered_at, n_nodes,
+                                                    sizeof(intp_t), "split buffers")
             self.capacity = n_nodes
         self.parents = self.parent_hist
         return 0
@@ -392,27 +412,29 @@ cdef class HistogramSplitFinder(SplitFinder):
         # (No rows, as a process of a distributed fit may have: no element 0.)
         cdef const uint8_t* col = &self.bins[0, f] if self.n_samples > 0 else NULL
         cdef const row_stat_t* rs
-        cdef intp_t i
+        cdef intp_t i, n_rows = nd.stop - nd.start
+        cdef intp_t step = self.wr_step
         cdef uint8_t b
         cdef const float64_t* wr
+        cdef const int32_t* rows = partition + nd.start
         memset(h, 0, self.stride * sizeof(side_t))
         if self.unit_weights:
             # The weight of a bin is its count (a sum of ones, exact in float64).
-            if nd.stop - nd.start == self.n_samples:
-                rs = self.row_stats
+            if n_rows == self.n_samples:
+                wr = self.unit_wr
                 for i in range(self.n_samples):
                     b = col[i]
                     h[b].n += 1
-                    h[b].s += rs[i].wr
+                    h[b].s += wr[i * step]
             else:
-                wr = self.ordered_wr
-                for i in range(nd.start, nd.stop):
-                    b = col[partition[i]]
+                wr = self.ordered_wr + self.gathered_at[slot]
+                for i in range(n_rows):
+                    b = col[rows[i]]
                     h[b].n += 1
                     h[b].s += wr[i]
             for i in range(self.stride):
                 h[i].w = <float64_t>h[i].n
-        elif nd.stop - nd.start == self.n_samples:
+        elif n_rows == self.n_samples:
             # Every row, in row order (the partition is the identity).
             rs = self.row_stats
             for i in range(self.n_samples):
@@ -421,9 +443,9 @@ cdef class HistogramSplitFinder(SplitFinder):
                 h[b].w += rs[i].w
                 h[b].s += rs[i].wr
         else:
-            rs = self.ordered
-            for i in range(nd.start, nd.stop):
-                b = col[partition[i]]
+            rs = self.ordered + self.gathered_at[slot]
+            for i in range(n_rows):
+                b = col[rows[i]]
                 h[b].n += 1
                 h[b].w += rs[i].w
                 h[b].s += rs[i].wr
@@ -437,6 +459,15 @@ cdef class HistogramSplitFinder(SplitFinder):
             if level.nodes[s].stats == STATS_COLLECT:
                 n_rows += level.nodes[s].stop - level.nodes[s].start
         n_threads = self._threads_for(n_rows * self.n_features)
+        # The collected nodes' rows, one after the other in the gather buffers (at
+        # most the level's in-bag rows; below the root, the smaller child of each
+        # pair: at most half of them, so only those pages of the buffers are used).
+        n_rows = 0
+        for s in range(level.n_nodes):
+            nd = &level.nodes[s]
+            self.gathered_at[s] = n_rows
+            if nd.stats == STATS_COLLECT and nd.stop - nd.start < self.n_samples:
+                n_rows += nd.stop - nd.start
         # The rows' statistics in partition order, once per node.
         for s in prange(level.n_nodes, schedule="dynamic", num_threads=n_threads):
             nd = &level.nodes[s]
@@ -444,10 +475,12 @@ cdef class HistogramSplitFinder(SplitFinder):
                 continue
             if self.unit_weights:
                 for i in range(nd.start, nd.stop):
-                    self.ordered_wr[i] = self.row_stats[level.partition[i]].wr
+                    self.ordered_wr[self.gathered_at[s] + i - nd.start] = \
+                        self.unit_wr[level.partition[i] * self.wr_step]
             else:
                 for i in range(nd.start, nd.stop):
-                    self.ordered[i] = self.row_stats[level.partition[i]]
+                    self.ordered[self.gathered_at[s] + i - nd.start] = \
+                        self.row_stats[level.partition[i]]
         for t in prange(n_tasks, schedule="dynamic", num_threads=n_threads):
             nd = &level.nodes[t // self.n_features]
             if nd.stats == STATS_COLLECT:

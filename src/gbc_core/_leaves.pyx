@@ -644,7 +644,8 @@ def boosting_update(
     or, when the class codes ``codes`` (int32 copy of ``y``) are given, the exact
     minimiser of the leaf's log-loss, ``exact_leaf_values``), then in one pass over
     the rows: F += eta * gamma (eq. 2), p = sigma(F) (eq. 3), r = y - p (Algorithm
-    1, line 6) and the row statistics of the next split search.
+    1, line 6) and the row statistics of the next split search (``row_stats`` None:
+    unit weights, the tree reads the residuals themselves).
 
     Returns
     -------
@@ -658,6 +659,7 @@ def boosting_update(
     cdef float64_t* num = <float64_t*>malloc(2 * n_nodes * sizeof(float64_t))
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     cdef float64_t* step = NULL
+    cdef bint with_stats = row_stats is not None
     if num == NULL or partial == NULL:
         free(num)
         free(partial)
@@ -690,8 +692,9 @@ def boosting_update(
                     prob[i] = p
                     r = y[i] - p
                     residual[i] = r
-                    row_stats[i].wr = w * r
-                    row_stats[i].w = w
+                    if with_stats:
+                        row_stats[i].wr = w * r
+                        row_stats[i].w = w
                     if sample_mask is None or sample_mask[i]:
                         chunk_loss = chunk_loss + w * loss
                         chunk_weight = chunk_weight + w
@@ -714,9 +717,11 @@ def init_state(
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
 ):
-    """p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3 and 6)."""
+    """p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3 and
+    6; ``row_stats`` None: unit weights, none needed)."""
     cdef intp_t i
     cdef float64_t w, p, r
+    cdef bint with_stats = row_stats is not None
     with nogil:
         for i in range(y.shape[0]):
             w = 1.0 if sample_weight is None else sample_weight[i]
@@ -724,8 +729,9 @@ def init_state(
             prob[i] = p
             r = y[i] - p
             residual[i] = r
-            row_stats[i].wr = w * r
-            row_stats[i].w = w
+            if with_stats:
+                row_stats[i].wr = w * r
+                row_stats[i].w = w
 
 
 cdef inline float64_t softplus(float64_t f) noexcept nogil:
@@ -1105,9 +1111,11 @@ cdef intp_t exponential_rows(
 ) noexcept nogil:
     """F += step[leaf] (when ``step`` is given), then r, the row statistics and the
     in-bag sums (sum w L, sum w) for every row, in row order. Returns the number of
-    rows whose e^|F| is beyond float64 (L infinite)."""
+    rows whose e^|F| is beyond float64 (L infinite). ``row_stats`` None: unit
+    weights (the tree reads the residuals themselves)."""
     cdef intp_t i, n_overflow = 0
     cdef float64_t w, f, r, loss = 0.0, total = 0.0, weight = 0.0
+    cdef bint with_stats = row_stats is not None
     for i in range(y.shape[0]):
         w = 1.0 if sample_weight is None else sample_weight[i]
         f = raw[i]
@@ -1118,8 +1126,9 @@ cdef intp_t exponential_rows(
         if not loss <= DBL_MAX:
             n_overflow += 1
         residual[i] = r
-        row_stats[i].wr = w * r
-        row_stats[i].w = w
+        if with_stats:
+            row_stats[i].wr = w * r
+            row_stats[i].w = w
         if sample_mask is None or sample_mask[i]:
             total += w * loss
             weight += w

@@ -31,7 +31,8 @@ log-loss: the number of classes tells them apart; ``"exponential"``).
 
 The state ``start`` returns holds the training rows' raw scores ``raw``,
 probabilities ``prob`` and residuals ``residual`` (per output) and offers
-``tree_target(k)`` (the row statistics and residuals tree k is grown on),
+``tree_target(k)`` (the row statistics and residuals tree k is grown on; the row
+statistics are None for unit weights: the residuals are then w * r),
 ``update(k, nodes, leaf_of_row, sample_mask, learning_rate)`` (sets the leaf values of
 a grown tree and adds it to the raw scores), ``finish_iteration(sample_mask)`` (the
 in-bag loss after an iteration) and ``held_out_loss(mask)``.
@@ -121,6 +122,13 @@ def prior_from_class_weights(class_weight, n_outputs, total=None):
     out = np.empty(n_outputs, dtype=np.float64)
     _leaves.prior_raw(class_weight, total, _EPS, out)
     return out
+
+
+def _row_stats_for(sample_weight, n):
+    """The buffer of the row statistics (w * r, w) a tree is grown on, or None for
+    unit weights: the grower and the split finders then read the residuals
+    themselves as w * r (1 * r is r), and the fit holds 16 bytes per row less."""
+    return None if sample_weight is None else np.empty(n, dtype=ROW_STAT_DTYPE)
 
 
 def _raw_from_proba(proba, n_outputs, scale):
@@ -403,17 +411,18 @@ class _BinomialFit:
         self.codes = self.y if exact else None
         self.sample_weight = sample_weight
         self.n_threads = n_threads
-        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.prob = np.empty(n, dtype=np.float64)
         self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats = _row_stats_for(sample_weight, n)
         self.last_loss = 0.0
         # p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3, 6).
         _leaves.init_state(self.y, sample_weight, self.raw, self.prob, self.residual,
                            self.row_stats)
 
     def tree_target(self, k):
-        """(row statistics w * r and w, residuals r) the tree of output k fits."""
+        """(row statistics w * r and w, or None for unit weights; residuals r) the
+        tree of output k fits."""
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
@@ -708,17 +717,18 @@ class _MultinomialFit:
         self.sample_weight = sample_weight
         self.n_threads = n_threads
         self.factor = (n_classes - 1) / n_classes
-        self.raw = np.ascontiguousarray(np.asarray(raw, dtype=np.float64).T)
+        self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # a copy
         self.prob = np.empty((n_classes, n), dtype=np.float64)
         self.residual = np.empty((n_classes, n), dtype=np.float64)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats = _row_stats_for(sample_weight, n)
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
                                   self.residual, n_threads)
         if exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
 
     def tree_target(self, k):
-        _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
+        if self.row_stats is not None:
+            _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
         return self.row_stats, self.residual[k]
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
@@ -1025,9 +1035,9 @@ class _ExponentialFit:
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
         self.sample_weight = sample_weight
-        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
+        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        self.row_stats = _row_stats_for(sample_weight, n)
         self.last_loss = 0.0
         n_overflow = _leaves.exponential_state(self.y, sample_weight, self.raw,
                                                self.residual, self.row_stats)
@@ -1035,7 +1045,8 @@ class _ExponentialFit:
             raise exponential_overflow_error(n_overflow)
 
     def tree_target(self, k):
-        """(row statistics w * r and w, residuals r) the tree fits."""
+        """(row statistics w * r and w, or None for unit weights; residuals r) the
+        tree fits."""
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):

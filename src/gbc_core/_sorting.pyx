@@ -1,7 +1,9 @@
-"""Sort every feature once per fit (stable LSD radix sort on float32 keys)."""
+"""Sort every feature once per fit (stable LSD radix sort on float32 keys), and
+encode class labels without sorting them (`encode_labels`)."""
 cimport cython
 from cython.parallel cimport prange, threadid
 from libc.stdlib cimport malloc, free
+from libc.math cimport signbit
 from libc.string cimport memset
 
 from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t, sort_key
@@ -104,3 +106,78 @@ def presort_features(
     finally:
         free(keys)
         free(idx)
+
+
+ctypedef fused label_value_t:
+    signed char
+    short
+    int
+    long long
+    unsigned char
+    unsigned short
+    unsigned int
+    unsigned long long
+    float
+    double
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def encode_labels(const label_value_t[::1] y, label_value_t[::1] classes,
+                  int32_t[::1] codes):
+    """The distinct labels of ``y`` in increasing order and the code of every row,
+    without sorting ``y`` (a classifier has few classes): ``classes`` (room for at
+    most ``classes.shape[0]`` of them) is kept sorted while ``y`` is read once, then
+    each row's code is found by a binary search in it. No buffer of ``y``'s size is
+    allocated besides ``codes`` (int32, one per row).
+
+    Floats must be finite (no NaN). Returns the number of distinct labels, or -1 when
+    there are more than ``classes`` holds, or when both -0.0 and 0.0 occur (equal
+    labels whose kept sign is a choice of the sort: the caller uses ``np.unique``).
+    """
+    cdef intp_t i, n = y.shape[0], k = 0, room = classes.shape[0], lo, hi, mid, j
+    cdef label_value_t v
+    cdef bint signed_zero = False, unsigned_zero = False, fits = True
+    with nogil:
+        for i in range(n):
+            v = y[i]
+            lo = 0
+            hi = k
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if classes[mid] < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if label_value_t is float or label_value_t is double:
+                if v == 0:
+                    if signbit(v):
+                        signed_zero = True
+                    else:
+                        unsigned_zero = True
+            if lo < k and classes[lo] == v:
+                continue
+            if k == room:
+                fits = False
+                break
+            j = k
+            while j > lo:
+                classes[j] = classes[j - 1]
+                j -= 1
+            classes[lo] = v
+            k += 1
+        if fits and not (signed_zero and unsigned_zero):
+            for i in range(n):
+                v = y[i]
+                lo = 0
+                hi = k
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if classes[mid] < v:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                codes[i] = <int32_t>lo
+    if not fits or (signed_zero and unsigned_zero):
+        return -1
+    return k

@@ -103,7 +103,8 @@ cdef class SplitFinder:
     cdef int n_threads
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
-                        const int32_t[::1] row_slot) except -1
+                        const float64_t[::1] residual,
+                        const uint8_t[::1] in_bag) except -1
     cdef int start_level(self, intp_t n_nodes) except -1
     cdef void collect(self, const level_t* level) noexcept nogil
     cdef void derive(self, const level_t* level) noexcept nogil

@@ -35,9 +35,11 @@ cdef class SplitFinder:
     """
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
-                        const int32_t[::1] row_slot) except -1:
-        """Take the row statistics of a new tree (w * r and w of each row) and the
-        rows of its root (``row_slot[i]`` is 0 for an in-bag row, else -1)."""
+                        const float64_t[::1] residual,
+                        const uint8_t[::1] in_bag) except -1:
+        """Take the row statistics of a new tree (w * r and w of each row; None:
+        every weight is 1, and w * r is ``residual``) and the rows of its root
+        (``in_bag[i]`` is 1 for an in-bag row; None: every row)."""
         raise NotImplementedError
 
     cdef int start_level(self, intp_t n_nodes) except -1:
@@ -148,7 +150,7 @@ cdef class SplitFinder:
                 n_nodes, self.n_features)
         # The root's rows are every row with a slot: start the tree with them.
         in_bag = (slot_of >= 0) if parent_slot is None else (parent_of >= 0)
-        self.start_tree(stats, np.where(in_bag, 0, -1).astype(np.int32))
+        self.start_tree(stats, None, in_bag.astype(np.uint8))
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
                             min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion])

@@ -579,7 +579,7 @@ def check_target(y, n_samples):
     -------
     classes : ndarray of shape (n_classes,)
         The sorted distinct labels (at least 2).
-    codes : int array of shape (n_samples,)
+    codes : int32 array of shape (n_samples,)
         ``classes[codes]`` is ``y``.
     """
     if y is None:
@@ -643,10 +643,13 @@ def check_target(y, n_samples):
                 "False the class 0. Labels must all be of one type: convert y (e.g. "
                 "y.astype(str), or booleans to 0/1)"
             )
-    try:
-        classes, encoded = np.unique(y, return_inverse=True)
-    except TypeError as exc:
-        raise TypeError(f"y has labels that cannot be compared: {exc}") from None
+    classes, encoded = _encode_labels(y)
+    if classes is None:
+        try:
+            classes, encoded = np.unique(y, return_inverse=True)
+        except TypeError as exc:
+            raise TypeError(f"y has labels that cannot be compared: {exc}") from None
+        encoded = encoded.astype(np.int32).ravel()
     if y.dtype.kind == "f" and classes.size > 2 and np.any(classes != np.round(classes)):
         raise ValueError(
             "Unknown label type: y looks continuous (regression target); "
@@ -657,7 +660,34 @@ def check_target(y, n_samples):
             f"y has only one class ({classes[:1].tolist()[0]!r}); classification needs "
             "at least two"
         )
-    return classes, encoded.astype(np.intp).ravel()
+    return classes, encoded
+
+
+#: ``_encode_labels`` handles at most this many distinct labels (else ``np.unique``).
+_MAX_ENCODED_CLASSES = 1024
+
+
+def _encode_labels(y):
+    """(classes, int32 codes) of numeric or boolean labels ``y`` (1-D, finite), as
+    ``np.unique(y, return_inverse=True)`` gives them, by a kernel that allocates
+    nothing of ``y``'s size but the codes (np.unique sorts a copy of ``y`` and holds
+    about 40 bytes per row at once); (None, None) where it does not apply (other
+    dtypes, more than ``_MAX_ENCODED_CLASSES`` labels, both -0.0 and 0.0)."""
+    from ._sorting import encode_labels
+
+    kind = y.dtype.kind
+    if kind not in "biuf" or not y.dtype.isnative or y.dtype.itemsize not in (1, 2, 4, 8) \
+            or (kind == "f" and y.dtype.itemsize < 4):
+        return None, None
+    values = np.ascontiguousarray(y)
+    if kind == "b":
+        values = values.view(np.uint8)
+    classes = np.empty(min(_MAX_ENCODED_CLASSES, values.shape[0]), dtype=values.dtype)
+    codes = np.empty(values.shape[0], dtype=np.int32)
+    k = encode_labels(values, classes, codes)
+    if k < 0:
+        return None, None
+    return classes[:k].astype(y.dtype), codes
 
 
 def check_sample_weight(sample_weight, n_samples, name="sample_weight"):
