@@ -39,6 +39,8 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
+from ._params import PARAMS as _PARAMS
+
 __all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
            "DaskGradientBoostingClassifier"]
 
@@ -986,7 +988,7 @@ class DaskGradientBoostingClassifier:
 
     Parameters
     ----------
-    n_estimators, learning_rate, max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, subsample, max_features, init, random_state, n_jobs, verbose, validation_fraction, n_iter_no_change, tol, warm_start, class_weight, loss, split_method, max_bins, leaf_solver
+    {table_parameters}
         As :class:`gbc_core.GradientBoostingClassifier`'s, with the defaults of
         its parameter table (``split_method`` must be ``"hist"``; what the
         distributed fit does not support is refused by ``fit``).
@@ -1567,3 +1569,6 @@ def _estimator_init():
 
 
 DaskGradientBoostingClassifier.__init__ = _estimator_init()
+# The docstring's parameter list from the same table (numpydoc's check reads it).
+DaskGradientBoostingClassifier.__doc__ = DaskGradientBoostingClassifier.__doc__.replace(
+    "{table_parameters}", ", ".join(p.name for p in _PARAMS))
