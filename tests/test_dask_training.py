@@ -492,6 +492,17 @@ def test_refused_options(client, monkeypatch):
     assert _settled(client)
 
 
+def test_sparse_partitions_are_refused_by_name(client):
+    """Sparse blocks are scored on the cluster but not trained on: a clear error."""
+    import scipy.sparse as sp
+
+    X, y, _ = _data(200, 2, nan=False)
+    Xd = da.from_array(X, chunks=(100, X.shape[1])).map_blocks(sp.csr_matrix)
+    with pytest.raises(RuntimeError, match="a distributed fit trains on dense partitions"):
+        DaskGradientBoostingClassifier(n_estimators=2).fit(Xd, da.from_array(y, chunks=100))
+    assert _settled(client)
+
+
 def test_cli_train_dask(client, tmp_path, capsys, monkeypatch):
     """``gbc-core train --dask SCHEDULER``: the workers read the Parquet file's row
     groups and train; the model equals the in-memory hist fit of the file."""

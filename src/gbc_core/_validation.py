@@ -518,13 +518,16 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
     if _is_scipy_sparse(X) and sparse is not None:
         return _check_sparse(X, name, dtype, sparse, allow_nan, training)
     if _is_sparse(X):
-        what = ("accepted as scipy.sparse CSR or CSC matrices or arrays (csr_matrix, "
-                "csr_array, csc_matrix, csc_array; scipy's other formats are converted)"
-                if sparse is not None else "not supported here")
+        if sparse is None:
+            raise TypeError(
+                f"{name} is a sparse matrix of type {type(X).__name__}; sparse input is "
+                f"not supported here: pass a dense array (e.g. {name}.toarray())")
         raise TypeError(
             f"{name} is a sparse matrix of type {type(X).__name__}; sparse input is "
-            f"{what}: convert it (e.g. scipy.sparse.csr_matrix({name})) or pass a dense "
-            f"array (e.g. {name}.toarray())"
+            "accepted as scipy.sparse CSR or CSC matrices or arrays (csr_matrix, "
+            "csr_array, csc_matrix, csc_array; scipy's other formats are converted): "
+            f"convert it (e.g. scipy.sparse.csr_matrix({name})) or pass a dense array "
+            f"(e.g. {name}.toarray())"
         )
     library = _dataframe_library(X)
     labels = list(X.columns) if hasattr(X, "columns") and hasattr(X, "to_numpy") else None

@@ -559,8 +559,12 @@ class _ActorComm:
 
 
 def _as_float32_part(part, name):
-    from ._validation import check_features
+    from ._validation import _is_scipy_sparse, check_features
 
+    if _is_scipy_sparse(part):
+        raise TypeError(f"{name}: a partition is a sparse matrix of type "
+                        f"{type(part).__name__}; a distributed fit trains on dense "
+                        "partitions (sparse blocks are scored, not trained on)")
     shape = getattr(part, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] == 0:
         return np.empty((0, shape[1]), dtype=np.float32)  # an empty partition
