@@ -188,7 +188,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         what : str, default="X"
@@ -232,7 +232,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -358,7 +358,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -385,7 +385,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -412,7 +412,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -439,7 +439,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -466,7 +466,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -495,7 +495,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -523,7 +523,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -552,7 +552,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
         n_jobs : int, optional
@@ -596,7 +596,7 @@ class Booster:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score (a DataFrame's columns are matched by name when the model has
             feature names); NaN is a missing value.
 

@@ -503,7 +503,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -529,7 +529,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -555,7 +555,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -580,7 +580,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -605,7 +605,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -630,7 +630,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -655,7 +655,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -686,7 +686,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.
@@ -713,7 +713,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
             name when the model was fitted with names) or anything with ``__array__``;
             NaN is a missing value.

@@ -536,7 +536,7 @@ class Ensemble:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows (float32 after checking); NaN is a missing value.
         n_jobs : int, optional
             Threads (None: all cores); the result does not depend on it.
@@ -684,7 +684,7 @@ class Ensemble:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows (float32 after checking); NaN is a missing value.
 
         Returns
