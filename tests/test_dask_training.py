@@ -36,7 +36,11 @@ def client():
 
 
 def _workers(client):
-    return sorted(client.scheduler_info()["workers"])
+    """The cluster's two workers, asked of the scheduler now (the client's cached
+    identity may list none), after waiting for them: a worker process that a loaded
+    machine made its nanny restart comes back."""
+    client.wait_for_workers(2, timeout=120)
+    return sorted(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))
 
 
 def _data(n, n_classes, seed=0, nan=True):
