@@ -8,16 +8,24 @@ Usage::
 
     python benchmarks/hist_vs_lightgbm.py --rows 1000000 --n-jobs 1,2 --rounds 3
     python benchmarks/hist_vs_lightgbm.py --order C --methods hist,lightgbm   # C-order X
+    python benchmarks/hist_vs_lightgbm.py --classes 5 --methods hist,lightgbm  # 5 classes
+    python benchmarks/hist_vs_lightgbm.py --methods hist,lightgbm --baseline-src OLD/src
 
 Data: scikit-learn's ``make_classification`` (28 float32 features, 14 informative,
-seed 0), the first ``--rows`` rows to fit and 100,000 more to score (test AUC),
+``--classes`` classes, seed 0), the first ``--rows`` rows to fit and 100,000 more to
+score (test AUC, one-vs-rest with more than two classes, and log-loss),
 generated once and loaded by every subprocess from ``.npy`` files (so that the peak
 memory is the fit's, not the generator's).
-Model: 100 iterations of depth-3 trees, learning rate 0.1; LightGBM with
+Model: 100 iterations of depth-3 trees, learning rate 0.1 (K trees per iteration
+with K > 2 classes); LightGBM with
 ``num_leaves=8, max_depth=3, reg_lambda=0, min_child_samples=1,
-min_child_weight=0, max_bin=255`` (its defaults otherwise). Peak RSS is the
+min_child_weight=0, max_bin=255`` (its defaults otherwise: the objective
+``multiclass`` with more than two classes). Peak RSS is the
 process's maximum resident set after the fit; the next column subtracts the resident
-set just before the fit (X, y and the imported libraries).
+set just before the fit (X, y and the imported libraries). The CPU time is
+``time.process_time`` of the fit (all threads); on a shared machine it is the
+steadier figure. ``--baseline-src`` times the gbc-core methods of a second source
+tree (built in place) in the same rounds, as ``METHOD@baseline``.
 """
 
 import argparse
@@ -60,17 +68,20 @@ with open("/proc/self/status") as f:
 del Xtr
 Xte = np.load(os.path.join(data, "X_test.npy"))
 yte = np.load(os.path.join(data, "y_test.npy"))
-from sklearn.metrics import roc_auc_score
-auc = roc_auc_score(yte, model.predict_proba(Xte)[:, 1])
+from sklearn.metrics import log_loss, roc_auc_score
+proba = model.predict_proba(Xte)
+auc = (roc_auc_score(yte, proba[:, 1]) if proba.shape[1] == 2
+       else roc_auc_score(yte, proba, multi_class="ovr"))
 print(json.dumps({"fit": fit_s, "cpu": cpu_s, "peak_mb": peak, "beyond_mb": peak - base,
-                  "auc": auc}))
+                  "auc": auc, "log_loss": log_loss(yte, proba)}))
 """
 
 
-def make_data(rows, directory):
+def make_data(rows, directory, n_classes=2):
     from sklearn.datasets import make_classification
     import numpy as np
-    X, y = make_classification(rows + 100000, 28, n_informative=14, random_state=0)
+    X, y = make_classification(rows + 100000, 28, n_informative=14, n_classes=n_classes,
+                               random_state=0)
     X = X.astype(np.float32)
     np.save(os.path.join(directory, "X_train.npy"), np.asfortranarray(X[:rows]))
     np.save(os.path.join(directory, "y_train.npy"), y[:rows])
@@ -98,30 +109,53 @@ def main():
                         help="memory order of the float32 X given to fit")
     parser.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"),
                         help="gbc-core source tree to import (built in place)")
+    parser.add_argument("--baseline-src", default=None,
+                        help="a second gbc-core source tree (built in place) whose "
+                             "hist/exact fits are timed in the same rounds")
+    parser.add_argument("--classes", type=int, default=2,
+                        help="number of classes of the generated data (2: binary)")
     args = parser.parse_args()
-    methods = args.methods.split(",")
+    if args.classes < 2:
+        parser.error(f"--classes must be 2 or more, got {args.classes}")
+    # (label, method, source tree) in the order each round runs them
+    runs = []
+    for m in args.methods.split(","):
+        runs.append((m, m, args.src))
+        if args.baseline_src and m != "lightgbm":
+            runs.append((m + "@baseline", m, args.baseline_src))
     with tempfile.TemporaryDirectory() as data:
-        make_data(args.rows, data)
+        make_data(args.rows, data, args.classes)
         print(f"{args.rows} rows x 28 float32 in {args.order} order "
-              f"(X = {args.rows * 28 * 4 / 2**20:.0f} MiB), "
+              f"(X = {args.rows * 28 * 4 / 2**20:.0f} MiB), {args.classes} classes, "
               f"100 iterations of depth 3, {args.rounds} interleaved rounds; load average "
               "at start " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-        print("| n_jobs | method | fit s (median) | per round | fit CPU s (all threads) | "
-              "peak RSS MiB | peak - RSS before fit, MiB | test AUC |")
-        print("| ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |")
+        print("| n_jobs | method | fit s (median) | per round | fit CPU s (median) | "
+              "CPU per round | / LightGBM (fit s, CPU s) | peak RSS MiB | "
+              "peak - RSS before fit, MiB | test AUC | test log-loss |")
+        print("| ---: | --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
         for n_jobs in (int(j) for j in args.n_jobs.split(",")):
-            results = {m: [] for m in methods}
+            results = {label: [] for label, _, _ in runs}
             for _ in range(args.rounds):
-                for m in methods:
-                    results[m].append(run(m, n_jobs, data, args.src, args.order))
-            for m in methods:
-                r = results[m]
-                print(f"| {n_jobs} | {m} | {statistics.median(x['fit'] for x in r):.2f} | "
+                for label, m, src in runs:
+                    results[label].append(run(m, n_jobs, data, src, args.order))
+            med = {label: (statistics.median(x["fit"] for x in r),
+                           statistics.median(x["cpu"] for x in r))
+                   for label, r in results.items()}
+            for label, r in results.items():
+                ratio = ""
+                if "lightgbm" in med:
+                    ratio = (f"{med[label][0] / med['lightgbm'][0]:.2f}, "
+                             f"{med[label][1] / med['lightgbm'][1]:.2f}")
+                print(f"| {n_jobs} | {label} | {med[label][0]:.2f} | "
                       + ", ".join(f"{x['fit']:.2f}" for x in r)
-                      + f" | {statistics.median(x['cpu'] for x in r):.2f} | "
-                      f"{statistics.median(x['peak_mb'] for x in r):.0f} | "
+                      + f" | {med[label][1]:.2f} | "
+                      + ", ".join(f"{x['cpu']:.2f}" for x in r)
+                      + f" | {ratio} | {statistics.median(x['peak_mb'] for x in r):.0f} | "
                       f"{statistics.median(x['beyond_mb'] for x in r):.1f} | "
-                      f"{statistics.median(x['auc'] for x in r):.4f} |", flush=True)
+                      f"{statistics.median(x['auc'] for x in r):.4f} | "
+                      f"{statistics.median(x['log_loss'] for x in r):.4f} |", flush=True)
+            print("- load average now: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()),
+                  flush=True)
     print("- load average at end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
