@@ -1308,7 +1308,7 @@ cdef class TreeGrower:
         cdef const level_node_t* parent = &self.level_nodes[blk.slot]
         cdef const node_t* nd = &self.nodes[parent.node]
         cdef uint8_t bin = self.node_bin[parent.node]
-        cdef uint8_t miss = nd.missing_go_left
+        cdef bint miss = nd.missing_go_left != 0
         cdef int32_t* part = self.partition
         cdef int32_t* left = self.scratch + blk.start
         cdef int32_t* right = self.scratch + blk.stop - 1     # written downwards
@@ -1327,34 +1327,28 @@ cdef class TreeGrower:
             col_b = &self.bins[0, nd.feature]
         else:
             col_x = &self.X[0, nd.feature]
+        # Without a branch on the side a row goes to (data, as unpredictable as a
+        # coin): every row is written to the next free slot at both ends and only
+        # one end's count moves. The other end's slot is in the gap between the two
+        # (written later by its own row; the ends meet at the block's last row).
         if self.on_bins:
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 b = col_b[row]
-                if b == missing_bin:
-                    go_left = miss
-                else:
-                    go_left = b <= bin
-                if go_left:
-                    left[n_left] = row
-                    n_left += 1
-                else:
-                    right[-n_right] = row
-                    n_right += 1
+                go_left = (b <= bin) if b != missing_bin else miss
+                left[n_left] = row
+                right[-n_right] = row
+                n_left += go_left
+                n_right += 1 - go_left
         else:
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 x = col_x[row]
-                if x != x:
-                    go_left = miss
-                else:
-                    go_left = x <= t32
-                if go_left:
-                    left[n_left] = row
-                    n_left += 1
-                else:
-                    right[-n_right] = row
-                    n_right += 1
+                go_left = (x <= t32) if x == x else miss
+                left[n_left] = row
+                right[-n_right] = row
+                n_left += go_left
+                n_right += 1 - go_left
         blk.n_left = n_left
 
     cdef void _partition(self, intp_t n_slots, intp_t n_split,

@@ -62,6 +62,22 @@ ctypedef struct candidate_t:
     uint8_t all_left         # every non-missing value left (threshold +inf)
 
 
+cdef enum:
+    # Features whose histograms one pass over a node's rows builds together.
+    GROUP = 4
+
+
+cdef inline void _add_unit(side_t* h, uint8_t b, float64_t wr) noexcept nogil:
+    h[b].n += 1
+    h[b].s += wr
+
+
+cdef inline void _add(side_t* h, uint8_t b, float64_t w, float64_t wr) noexcept nogil:
+    h[b].n += 1
+    h[b].w += w
+    h[b].s += wr
+
+
 cdef inline void _side_add(side_t* a, const side_t* b) noexcept nogil:
     a.n += b.n
     a.w += b.w
@@ -405,54 +421,68 @@ cdef class HistogramSplitFinder(SplitFinder):
     cdef int _threads_for(self, intp_t n_values) noexcept nogil:
         return self.n_threads if n_values >= MIN_PARALLEL_VALUES else 1
 
-    cdef void _build(self, const level_node_t* nd, intp_t slot, intp_t f,
+    cdef void _build(self, const level_node_t* nd, intp_t slot, intp_t f0, intp_t g,
                      const int32_t* partition) noexcept nogil:
-        """The histogram of feature ``f`` of the node ``nd`` (slot ``slot``)."""
-        cdef side_t* h = self.hist + (slot * self.n_features + f) * self.stride
+        """The histograms of features ``f0 .. f0 + g - 1`` (g <= GROUP) of the node
+        ``nd`` (slot ``slot``), in one pass over its rows: each row's statistics
+        (and its index) are read once for the g features. Every bin still adds its
+        rows in partition order, so the sums do not depend on ``g``."""
+        cdef side_t* h[GROUP]
         # (No rows, as a process of a distributed fit may have: no element 0.)
-        cdef const uint8_t* col = &self.bins[0, f] if self.n_samples > 0 else NULL
+        cdef const uint8_t* col[GROUP]
         cdef const row_stat_t* rs
-        cdef intp_t i, n_rows = nd.stop - nd.start
+        cdef intp_t i, j, row, n_rows = nd.stop - nd.start
         cdef intp_t step = self.wr_step
-        cdef uint8_t b
+        cdef float64_t v, w
         cdef const float64_t* wr
         cdef const int32_t* rows = partition + nd.start
-        memset(h, 0, self.stride * sizeof(side_t))
+        cdef bint every_row = n_rows == self.n_samples   # the partition is the identity
+        for j in range(g):
+            h[j] = self.hist + (slot * self.n_features + f0 + j) * self.stride
+            col[j] = &self.bins[0, f0 + j] if self.n_samples > 0 else NULL
+            memset(h[j], 0, self.stride * sizeof(side_t))
         if self.unit_weights:
             # The weight of a bin is its count (a sum of ones, exact in float64).
-            if n_rows == self.n_samples:
-                wr = self.unit_wr
-                for i in range(self.n_samples):
-                    b = col[i]
-                    h[b].n += 1
-                    h[b].s += wr[i * step]
+            wr = self.unit_wr if every_row else self.ordered_wr + self.gathered_at[slot]
+            if every_row:
+                step = self.wr_step
             else:
-                wr = self.ordered_wr + self.gathered_at[slot]
+                step = 1
+            if g == GROUP:
                 for i in range(n_rows):
-                    b = col[rows[i]]
-                    h[b].n += 1
-                    h[b].s += wr[i]
-            for i in range(self.stride):
-                h[i].w = <float64_t>h[i].n
-        elif n_rows == self.n_samples:
-            # Every row, in row order (the partition is the identity).
-            rs = self.row_stats
-            for i in range(self.n_samples):
-                b = col[i]
-                h[b].n += 1
-                h[b].w += rs[i].w
-                h[b].s += rs[i].wr
-        else:
-            rs = self.ordered + self.gathered_at[slot]
+                    row = i if every_row else rows[i]
+                    v = wr[i * step]
+                    _add_unit(h[0], col[0][row], v)
+                    _add_unit(h[1], col[1][row], v)
+                    _add_unit(h[2], col[2][row], v)
+                    _add_unit(h[3], col[3][row], v)
+            else:
+                for j in range(g):
+                    for i in range(n_rows):
+                        row = i if every_row else rows[i]
+                        _add_unit(h[j], col[j][row], wr[i * step])
+            for j in range(g):
+                for i in range(self.stride):
+                    h[j][i].w = <float64_t>h[j][i].n
+            return
+        rs = self.row_stats if every_row else self.ordered + self.gathered_at[slot]
+        if g == GROUP:
             for i in range(n_rows):
-                b = col[rows[i]]
-                h[b].n += 1
-                h[b].w += rs[i].w
-                h[b].s += rs[i].wr
+                row = i if every_row else rows[i]
+                w = rs[i].w
+                v = rs[i].wr
+                _add(h[0], col[0][row], w, v)
+                _add(h[1], col[1][row], w, v)
+                _add(h[2], col[2][row], w, v)
+                _add(h[3], col[3][row], w, v)
+        else:
+            for j in range(g):
+                for i in range(n_rows):
+                    row = i if every_row else rows[i]
+                    _add(h[j], col[j][row], rs[i].w, rs[i].wr)
 
     cdef void collect(self, const level_t* level) noexcept nogil:
-        cdef intp_t s, i, t, n_rows = 0
-        cdef intp_t n_tasks = level.n_nodes * self.n_features
+        cdef intp_t s, i, t, f, group, n_groups, n_tasks, n_rows = 0
         cdef const level_node_t* nd
         cdef int n_threads
         for s in range(level.n_nodes):
@@ -481,10 +511,17 @@ cdef class HistogramSplitFinder(SplitFinder):
                 for i in range(nd.start, nd.stop):
                     self.ordered[self.gathered_at[s] + i - nd.start] = \
                         self.row_stats[level.partition[i]]
+        # Tasks of up to GROUP features of one node; groups only when every thread
+        # still gets a task per node (a feature's sums are the same either way).
+        group = GROUP if self.n_features >= GROUP * n_threads else 1
+        n_groups = (self.n_features + group - 1) // group
+        n_tasks = level.n_nodes * n_groups
         for t in prange(n_tasks, schedule="dynamic", num_threads=n_threads):
-            nd = &level.nodes[t // self.n_features]
+            nd = &level.nodes[t // n_groups]
             if nd.stats == STATS_COLLECT:
-                self._build(nd, t // self.n_features, t % self.n_features, level.partition)
+                f = (t % n_groups) * group
+                self._build(nd, t // n_groups, f, min(group, self.n_features - f),
+                            level.partition)
 
     cdef void derive(self, const level_t* level) noexcept nogil:
         cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features
