@@ -24,7 +24,7 @@ bin, so the model is an ordinary tree whose thresholds route the training rows a
 the partition on the bins did.
 """
 cimport cython
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
@@ -47,8 +47,12 @@ BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
 
 cdef enum:
     # Below this many (row, feature) values a level's histograms are built on one
-    # thread.
+    # thread, and below this many bins of (node, feature) histograms ``derive`` and
+    # ``choose`` run on one (a few hundred microseconds: less than handing work to
+    # another thread costs on a busy machine).
     MIN_PARALLEL_VALUES = 1000000
+    # Positions of the gathered row statistics per task.
+    GATHER_CHUNK = 16384
 
 
 ctypedef struct candidate_t:
@@ -67,15 +71,40 @@ cdef enum:
     GROUP = 4
 
 
-cdef inline void _add_unit(side_t* h, uint8_t b, float64_t wr) noexcept nogil:
-    h[b].n += 1
-    h[b].s += wr
+cdef inline void _pass_unit(side_t** h, const uint8_t** col, intp_t g,
+                            const int32_t* rows, const float64_t* wr, intp_t step,
+                            intp_t n_rows) noexcept nogil:
+    """Add ``n_rows`` rows of unit weight (w * r: ``wr[i * step]``; their indices
+    ``rows[i]``, or i where ``rows`` is NULL) to the histograms ``h[:g]`` of the
+    bin columns ``col[:g]``: counts and sums of w * r (the weights are the counts)."""
+    cdef intp_t i, j, row
+    cdef float64_t v
+    cdef uint8_t b
+    for i in range(n_rows):
+        row = i if rows == NULL else rows[i]
+        v = wr[i * step]
+        for j in range(g):
+            b = col[j][row]
+            h[j][b].n += 1
+            h[j][b].s += v
 
 
-cdef inline void _add(side_t* h, uint8_t b, float64_t w, float64_t wr) noexcept nogil:
-    h[b].n += 1
-    h[b].w += w
-    h[b].s += wr
+cdef inline void _pass(side_t** h, const uint8_t** col, intp_t g, const int32_t* rows,
+                       const row_stat_t* rs, intp_t n_rows) noexcept nogil:
+    """``_pass_unit`` of rows of any weight: counts, sums of w and of w * r
+    (``rs[i]``)."""
+    cdef intp_t i, j, row
+    cdef float64_t w, v
+    cdef uint8_t b
+    for i in range(n_rows):
+        row = i if rows == NULL else rows[i]
+        w = rs[i].w
+        v = rs[i].wr
+        for j in range(g):
+            b = col[j][row]
+            h[j][b].n += 1
+            h[j][b].w += w
+            h[j][b].s += v
 
 
 cdef inline void _side_add(side_t* a, const side_t* b) noexcept nogil:
@@ -428,61 +457,79 @@ cdef class HistogramSplitFinder(SplitFinder):
         (and its index) are read once for the g features. Every bin still adds its
         rows in partition order, so the sums do not depend on ``g``."""
         cdef side_t* h[GROUP]
-        # (No rows, as a process of a distributed fit may have: no element 0.)
         cdef const uint8_t* col[GROUP]
-        cdef const row_stat_t* rs
-        cdef intp_t i, j, row, n_rows = nd.stop - nd.start
-        cdef intp_t step = self.wr_step
-        cdef float64_t v, w
-        cdef const float64_t* wr
+        cdef intp_t i, j, n_rows = nd.stop - nd.start
         cdef const int32_t* rows = partition + nd.start
-        cdef bint every_row = n_rows == self.n_samples   # the partition is the identity
+        cdef const float64_t* wr
+        cdef const row_stat_t* rs
+        cdef intp_t step = self.wr_step
+        if n_rows == self.n_samples:
+            rows = NULL    # every row: the partition is the identity, read in place
         for j in range(g):
             h[j] = self.hist + (slot * self.n_features + f0 + j) * self.stride
+            # (No rows, as a process of a distributed fit may have: no element 0.)
             col[j] = &self.bins[0, f0 + j] if self.n_samples > 0 else NULL
             memset(h[j], 0, self.stride * sizeof(side_t))
         if self.unit_weights:
-            # The weight of a bin is its count (a sum of ones, exact in float64).
-            wr = self.unit_wr if every_row else self.ordered_wr + self.gathered_at[slot]
-            if every_row:
-                step = self.wr_step
+            if rows == NULL:
+                wr = self.unit_wr
             else:
+                wr = self.ordered_wr + self.gathered_at[slot]
                 step = 1
-            if g == GROUP:
-                for i in range(n_rows):
-                    row = i if every_row else rows[i]
-                    v = wr[i * step]
-                    _add_unit(h[0], col[0][row], v)
-                    _add_unit(h[1], col[1][row], v)
-                    _add_unit(h[2], col[2][row], v)
-                    _add_unit(h[3], col[3][row], v)
+            # (Constant group sizes: the compiler unrolls the pass over the features.)
+            if g == 4:
+                _pass_unit(h, col, 4, rows, wr, step, n_rows)
+            elif g == 3:
+                _pass_unit(h, col, 3, rows, wr, step, n_rows)
             else:
                 for j in range(g):
-                    for i in range(n_rows):
-                        row = i if every_row else rows[i]
-                        _add_unit(h[j], col[j][row], wr[i * step])
+                    _pass_unit(&h[j], &col[j], 1, rows, wr, step, n_rows)
+            # The weight of a bin is its count (a sum of ones, exact in float64).
             for j in range(g):
                 for i in range(self.stride):
                     h[j][i].w = <float64_t>h[j][i].n
             return
-        rs = self.row_stats if every_row else self.ordered + self.gathered_at[slot]
-        if g == GROUP:
-            for i in range(n_rows):
-                row = i if every_row else rows[i]
-                w = rs[i].w
-                v = rs[i].wr
-                _add(h[0], col[0][row], w, v)
-                _add(h[1], col[1][row], w, v)
-                _add(h[2], col[2][row], w, v)
-                _add(h[3], col[3][row], w, v)
+        rs = self.row_stats if rows == NULL else self.ordered + self.gathered_at[slot]
+        if g == 4:
+            _pass(h, col, 4, rows, rs, n_rows)
+        elif g == 3:
+            _pass(h, col, 3, rows, rs, n_rows)
         else:
             for j in range(g):
-                for i in range(n_rows):
-                    row = i if every_row else rows[i]
-                    _add(h[j], col[j][row], rs[i].w, rs[i].wr)
+                _pass(&h[j], &col[j], 1, rows, rs, n_rows)
+
+    cdef inline bint _gathered(self, const level_node_t* nd) noexcept nogil:
+        """Whether ``collect`` gathers the statistics of the rows of ``nd``."""
+        return nd.stats == STATS_COLLECT and nd.stop - nd.start < self.n_samples
+
+    cdef void _gather(self, const level_t* level, intp_t lo, intp_t hi) noexcept nogil:
+        """Gather positions ``lo .. hi - 1`` of the collected nodes' rows (the nodes'
+        rows one after the other, as ``gathered_at`` places them): the statistics of
+        each row, in partition order."""
+        cdef intp_t s = 0, p = lo, i, end
+        cdef const level_node_t* nd
+        while p < hi:
+            nd = &level.nodes[s]
+            if not self._gathered(nd) or self.gathered_at[s] + nd.stop - nd.start <= p:
+                s += 1
+                continue
+            end = min(hi, self.gathered_at[s] + nd.stop - nd.start)
+            # Rows nd.start + (p - gathered_at[s]) onwards of the partition.
+            i = nd.start + p - self.gathered_at[s]
+            if self.unit_weights:
+                while p < end:
+                    self.ordered_wr[p] = self.unit_wr[level.partition[i] * self.wr_step]
+                    p += 1
+                    i += 1
+            else:
+                while p < end:
+                    self.ordered[p] = self.row_stats[level.partition[i]]
+                    p += 1
+                    i += 1
+            s += 1
 
     cdef void collect(self, const level_t* level) noexcept nogil:
-        cdef intp_t s, i, t, f, group, n_groups, n_tasks, n_rows = 0
+        cdef intp_t s, t, f, c, n_groups, n_tasks, n_chunks, n_rows = 0
         cdef const level_node_t* nd
         cdef int n_threads
         for s in range(level.n_nodes):
@@ -494,34 +541,30 @@ cdef class HistogramSplitFinder(SplitFinder):
         # pair: at most half of them, so only those pages of the buffers are used).
         n_rows = 0
         for s in range(level.n_nodes):
-            nd = &level.nodes[s]
             self.gathered_at[s] = n_rows
-            if nd.stats == STATS_COLLECT and nd.stop - nd.start < self.n_samples:
-                n_rows += nd.stop - nd.start
-        # The rows' statistics in partition order, once per node.
-        for s in prange(level.n_nodes, schedule="dynamic", num_threads=n_threads):
-            nd = &level.nodes[s]
-            if nd.stats != STATS_COLLECT or nd.stop - nd.start == self.n_samples:
-                continue
-            if self.unit_weights:
-                for i in range(nd.start, nd.stop):
-                    self.ordered_wr[self.gathered_at[s] + i - nd.start] = \
-                        self.unit_wr[level.partition[i] * self.wr_step]
-            else:
-                for i in range(nd.start, nd.stop):
-                    self.ordered[self.gathered_at[s] + i - nd.start] = \
-                        self.row_stats[level.partition[i]]
-        # Tasks of up to GROUP features of one node; groups only when every thread
-        # still gets a task per node (a feature's sums are the same either way).
-        group = GROUP if self.n_features >= GROUP * n_threads else 1
-        n_groups = (self.n_features + group - 1) // group
+            if self._gathered(&level.nodes[s]):
+                n_rows += level.nodes[s].stop - level.nodes[s].start
+        n_chunks = (n_rows + GATHER_CHUNK - 1) // GATHER_CHUNK
+        # Tasks of one node's features in groups of at most GROUP (one pass over the
+        # rows per group), as many groups as make every thread's share of a node
+        # alike: 28 features on 2 threads, 8 groups of 3 or 4. A feature's sums are
+        # the same whatever its group.
+        n_groups = min(self.n_features, n_threads * (
+            (self.n_features + GROUP * n_threads - 1) // (GROUP * n_threads)))
         n_tasks = level.n_nodes * n_groups
-        for t in prange(n_tasks, schedule="dynamic", num_threads=n_threads):
-            nd = &level.nodes[t // n_groups]
-            if nd.stats == STATS_COLLECT:
-                f = (t % n_groups) * group
-                self._build(nd, t // n_groups, f, min(group, self.n_features - f),
-                            level.partition)
+        # One parallel region per level (each costs a hand-over between threads: on
+        # a machine busy with other work, a wait for the scheduler).
+        with parallel(num_threads=n_threads):
+            # The rows' statistics in partition order, in chunks of positions.
+            for c in prange(n_chunks, schedule="static"):
+                self._gather(level, c * GATHER_CHUNK, min(n_rows, (c + 1) * GATHER_CHUNK))
+            for t in prange(n_tasks, schedule="dynamic"):
+                nd = &level.nodes[t // n_groups]
+                if nd.stats == STATS_COLLECT:
+                    f = (t % n_groups) * self.n_features // n_groups
+                    self._build(nd, t // n_groups, f,
+                                (t % n_groups + 1) * self.n_features // n_groups - f,
+                                level.partition)
 
     cdef void derive(self, const level_t* level) noexcept nogil:
         cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features
@@ -530,7 +573,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef const side_t* p
         cdef const side_t* sib
         cdef intp_t f
-        cdef int n_threads = self._threads_for(n_tasks * self.stride * 64)
+        cdef int n_threads = self._threads_for(n_tasks * self.stride)
         for t in prange(n_tasks, schedule="static", num_threads=n_threads):
             s = t // self.n_features
             f = t % self.n_features
@@ -603,7 +646,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef intp_t n_tasks = level.n_nodes * d
         cdef candidate_t* c
         cdef candidate_t* top
-        cdef int n_threads = self._threads_for(n_tasks * self.stride * 64)
+        cdef int n_threads = self._threads_for(n_tasks * self.stride)
         for t in prange(n_tasks, schedule="static", num_threads=n_threads):
             s = t // d
             f = t % d
