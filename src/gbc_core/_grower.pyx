@@ -53,7 +53,7 @@ are updated.
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, nextafterf
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
@@ -558,7 +558,7 @@ cdef class TreeGrower:
         cdef node_sums_t root_sums
         cdef int depth = 0
         cdef intp_t n_slots, n_split
-        cdef bint last_level
+        cdef bint last_level, leaves
         cdef level_t level
         if (row_stats is not None and row_stats.shape[0] != n) or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
@@ -641,10 +641,14 @@ cdef class TreeGrower:
                 if self.min_impurity_decrease > 0.0:
                     self._check_decrease(n_slots, rs, res)
                 n_split = self._apply_splits(n_slots, depth)
-                # (The sums of the last level's leaves only for their impurity.)
+                # (The sums of the last level's leaves only for their impurity; without
+                # them, the leaves' rows are only labelled: no finder step follows in
+                # this tree.)
+                leaves = last_level and self.node_impurity == NULL
                 self._partition(n_slots, n_split, rs, res,
-                                not last_level or self.node_impurity != NULL)
-            n_slots = 2 * n_split
+                                not last_level or self.node_impurity != NULL, leaves)
+            # (Labelled leaves: no nodes left to make leaves below.)
+            n_slots = 0 if leaves else 2 * n_split
             # Ctrl-C (or any pending signal) stops a fit between two levels.
             PyErr_CheckSignals()
             depth += 1
@@ -1353,13 +1357,18 @@ cdef class TreeGrower:
 
     cdef void _partition(self, intp_t n_slots, intp_t n_split,
                          const row_stat_t* row_stats, const float64_t* residual,
-                         bint with_sums) noexcept nogil:
+                         bint with_sums, bint leaves=False) noexcept nogil:
         """Move the rows of every node split at this level to its children (a stable
         partition of the node's range: each child's rows stay in increasing order),
         give the rows of the nodes that were not split their leaf, sum w, w * r and
         w * r^2 per child (for the impurity test of the next level) and make the
-        children the level's nodes."""
-        cdef intp_t s, j, c, n_blocks = 0, n_rows = 0, start, stop, left_total
+        children the level's nodes.
+
+        With ``leaves`` (the children are leaves of the tree and nothing needs their
+        sums) the rows are not moved and the finder is not told: each row of a split
+        node gets its child, its leaf, in ``node_of_row``, and the level's nodes stay
+        as they are."""
+        cdef intp_t s, j, c, n_blocks = 0, n_rows = 0, start, stop
         cdef level_node_t* next_level = self.level_nodes + self.level_capacity
         cdef level_node_t* nd
         cdef block_t* blk
@@ -1375,6 +1384,7 @@ cdef class TreeGrower:
         for j in range(n_split):
             nd = &self.level_nodes[next_level[2 * j].parent]
             start = nd.start
+            self.block_first[j] = n_blocks
             while True:
                 stop = min(start + BLOCK, nd.stop)
                 blk = &self.blocks[n_blocks]
@@ -1386,31 +1396,76 @@ cdef class TreeGrower:
                 if start >= nd.stop:
                     break
             n_rows += nd.stop - nd.start
-        n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
-        for c in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
-            self._split_block(&self.blocks[c])
-        # The children's ranges: a node's left rows first, block by block.
-        c = 0
-        for j in range(n_split):
-            nd = &self.level_nodes[next_level[2 * j].parent]
-            left_total = 0
-            self.block_first[j] = c
-            while c < n_blocks and self.blocks[c].slot == next_level[2 * j].parent:
-                left_total = left_total + self.blocks[c].n_left
-                c += 1
-            next_level[2 * j].start = nd.start
-            next_level[2 * j].stop = nd.start + left_total
-            next_level[2 * j + 1].start = nd.start + left_total
-            next_level[2 * j + 1].stop = nd.stop
         self.block_first[n_split] = n_blocks
-        # Each child's rows copied back block by block, the finder told, and summed
-        # while they are in cache.
-        for c in prange(2 * n_split, schedule="dynamic", num_threads=n_threads):
-            self._finish_child(c, &next_level[c], &self.level_sums[c], row_stats, residual,
-                               with_sums)
+        n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
+        if leaves:
+            for c in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
+                self._label_block(&self.blocks[c])
+            return
+        # One parallel region (each costs a hand-over between threads: on a machine
+        # busy with other work, a wait for the scheduler).
+        with parallel(num_threads=n_threads):
+            for c in prange(n_blocks, schedule="dynamic"):
+                self._split_block(&self.blocks[c])
+            # Each child's range (a node's left rows first, block by block), its rows
+            # copied back block by block, the finder told, and summed while they are
+            # in cache.
+            for c in prange(2 * n_split, schedule="dynamic"):
+                self._child_range(c, &next_level[c])
+                self._finish_child(c, &next_level[c], &self.level_sums[c], row_stats,
+                                   residual, with_sums)
         # The children become the nodes of the next level.
         for s in range(2 * n_split):
             self.level_nodes[s] = next_level[s]
+
+    cdef void _label_block(self, const block_t* blk) noexcept nogil:
+        """Each row of one block of a split node gets the child it goes to as its
+        leaf in ``node_of_row`` (routed as ``_split_block`` routes it)."""
+        cdef intp_t i
+        cdef int32_t row
+        cdef const node_t* nd = &self.nodes[self.level_nodes[blk.slot].node]
+        cdef int32_t left_id = nd.left, right_id = nd.right
+        cdef uint8_t bin = self.node_bin[self.level_nodes[blk.slot].node]
+        cdef bint miss = nd.missing_go_left != 0
+        cdef const int32_t* part = self.partition
+        cdef int32_t* node_of_row
+        cdef const uint8_t* col_b
+        cdef const float32_t* col_x
+        cdef uint8_t b
+        cdef float32_t x, t32 = nd.threshold32
+        cdef int missing_bin = self.missing_bin
+        cdef bint go_left
+        if blk.stop <= blk.start:
+            return  # (no rows: a process of a distributed fit may have none)
+        node_of_row = &self.node_of_row[0]
+        if self.on_bins:
+            col_b = &self.bins[0, nd.feature]
+            for i in range(blk.start, blk.stop):
+                row = part[i]
+                b = col_b[row]
+                go_left = (b <= bin) if b != missing_bin else miss
+                node_of_row[row] = left_id if go_left else right_id
+        else:
+            col_x = &self.X[0, nd.feature]
+            for i in range(blk.start, blk.stop):
+                row = part[i]
+                x = col_x[row]
+                go_left = (x <= t32) if x == x else miss
+                node_of_row[row] = left_id if go_left else right_id
+
+    cdef void _child_range(self, intp_t c, level_node_t* child) noexcept nogil:
+        """The range of the partition of child ``c`` of the level: its parent's
+        range, its left rows (the blocks' ``n_left``) first."""
+        cdef const level_node_t* parent = &self.level_nodes[child.parent]
+        cdef intp_t b, left_total = 0
+        for b in range(self.block_first[c // 2], self.block_first[c // 2 + 1]):
+            left_total += self.blocks[b].n_left
+        if c % 2 == 0:
+            child.start = parent.start
+            child.stop = parent.start + left_total
+        else:
+            child.start = parent.start + left_total
+            child.stop = parent.stop
 
     cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
                             const row_stat_t* row_stats, const float64_t* residual,
