@@ -260,6 +260,22 @@ def test_threads_build_the_same_histograms():
     _check(X, w * r, w, row_slot, max_bins=255, n_threads=2)
 
 
+@pytest.mark.parametrize("weight_kind", ["unit", "float64"])
+@pytest.mark.parametrize("d, n, n_threads", [
+    (1, 400, 1), (2, 400, 1), (3, 400, 1), (5, 400, 1), (8, 400, 1),
+    (11, 100000, 3),   # 1.1M values: three threads, groups of 3, 4 and 4 features
+])
+def test_feature_groups_against_brute_force(weight_kind, d, n, n_threads):
+    """The histograms of up to four features built in one pass over a node's rows
+    (group sizes 1 to 4, every row in the root or rows gathered per node): the
+    brute force's splits."""
+    X, r = _data(11, n, d, "nan")
+    w = _weights(weight_kind, n, 11)
+    _check(X, w * r, w, np.zeros(n, dtype=np.int32), max_bins=255, n_threads=n_threads)
+    row_slot = np.random.default_rng(d).integers(-1, 3, size=n).astype(np.int32)
+    _check(X, w * r, w, row_slot, max_bins=255, n_threads=n_threads)
+
+
 def test_reduce_hook_sees_and_replaces_the_collected_histograms():
     """``reducer`` gets the collected nodes' histograms (the brute force's), and what
     it leaves there is what the split is chosen from."""
@@ -455,6 +471,64 @@ def test_n_jobs_gives_the_same_model():
     trees = [np.concatenate(m.booster_.trees()).tobytes() for m in models]
     assert trees[0] == trees[1]
     assert models[0].train_score_.tobytes() == models[1].train_score_.tobytes()
+
+
+@pytest.mark.parametrize("n_classes, n_jobs", [(3, 2), (5, 2), (3, 4), (4, 2)])
+@pytest.mark.parametrize("options", [
+    {},
+    {"subsample": 0.7, "max_features": 3},
+    {"max_leaf_nodes": 5, "max_depth": None, "leaf_solver": "exact"},
+    {"n_iter_no_change": 2, "validation_fraction": 0.2, "n_estimators": 30},
+])
+def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs, options):
+    """K classes on several threads: the trees of an iteration grown side by side,
+    one per thread (and those left over, K mod n_jobs, on every thread), are the
+    trees of a one-thread fit, bit for bit."""
+    rng = np.random.default_rng(n_classes)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.digitize(np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1])
+                    + rng.normal(size=3000), np.linspace(-1.5, 1.5, n_classes - 1))
+    kw = {"split_method": "hist", "n_estimators": 6, "random_state": 3, **options}
+    one, side = (GradientBoostingClassifier(n_jobs=j, **kw).fit(X, y) for j in (1, n_jobs))
+    assert one.n_estimators_ == side.n_estimators_
+    # (The model files differ in the stored n_jobs only.)
+    assert (np.concatenate(one.booster_.trees()).tobytes()
+            == np.concatenate(side.booster_.trees()).tobytes())
+    assert one.train_score_.tobytes() == side.train_score_.tobytes()
+    assert one.predict_proba(X).tobytes() == side.predict_proba(X).tobytes()
+
+
+def test_grow_side_by_side_shares_the_trees_out():
+    """Trees 0 .. n - 1 (n the largest multiple of the one-thread growers) go to
+    those growers, each on a thread of its own; the rest to the grower of every
+    thread, in order; an error in a tree reaches the caller."""
+    import threading
+
+    from gbc_core._boosting import _grow_side_by_side
+
+    seen = {}
+    # Trees 0 and 1 can only pass this barrier if they are grown at the same time.
+    together = threading.Barrier(2)
+
+    def grow(k, grower):
+        seen[k] = (grower, threading.get_ident())
+        if k < 2:
+            together.wait(timeout=30)
+        return f"tree {k}"
+
+    assert _grow_side_by_side(grow, 5, ["a", "b"], "all") == [f"tree {k}" for k in range(5)]
+    assert [seen[k][0] for k in range(5)] == ["a", "b", "a", "b", "all"]
+    assert seen[0][1] == seen[2][1] != seen[1][1] == seen[3][1]
+    assert seen[4][1] == threading.get_ident() != seen[0][1]    # the caller's thread
+
+    def fails(k, grower):
+        if k == 1:
+            raise ValueError("tree 1 failed")
+        return k
+
+    with pytest.raises(ValueError, match="tree 1 failed"):
+        _grow_side_by_side(fails, 3, ["a", "b", "c"], "all")
 
 
 def test_warm_start_is_a_single_fit():

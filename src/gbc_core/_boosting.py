@@ -17,6 +17,7 @@ NumPy and the kernels only: no scikit-learn.
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -377,6 +378,27 @@ def holdout_draw(group_sizes, n_held_out, rng):
     return [rng.permutation(int(size))[:int(k)] for size, k in zip(sizes, n_val)]
 
 
+def _grow_side_by_side(grow, n_trees, growers, grower):
+    """The trees of one iteration: ``grow(k, g)`` grows tree k with grower g and
+    returns its nodes. With T = ``len(growers)`` one-thread growers, trees 0 .. n - 1
+    (n the largest multiple of T at most ``n_trees``) are grown T at a time, each
+    grower on a thread of its own (its kernels release the GIL); the rest one after
+    another by ``grower`` (every thread). Returns the nodes of the trees in order."""
+    n_side = n_trees - n_trees % len(growers)
+    out = [None] * n_trees
+
+    def run(j):
+        for k in range(j, n_side, len(growers)):
+            out[k] = grow(k, growers[j])
+
+    with ThreadPoolExecutor(max_workers=len(growers)) as pool:
+        for future in [pool.submit(run, j) for j in range(len(growers))]:
+            future.result()
+    for k in range(n_side, n_trees):
+        out[k] = grow(k, grower)
+    return out
+
+
 def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
           callbacks=(), init_scores=None, part=None):
     """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
@@ -463,16 +485,34 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         grower_X = None
     finder = make_split_finder(X, params) if part is None else part.finder
     n_rows = finder.n_samples
-    grower = TreeGrower(
-        grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
-        params["min_samples_split"], params["min_samples_leaf"], params["min_weight_leaf"],
-        params["max_features"], n_threads, columns=sparse_arrays(X) if sparse else None,
-        criterion=params["criterion"], min_impurity_decrease=params["min_impurity_decrease"],
-        ccp_alpha=params["ccp_alpha"],
-        max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
-    )
+
+    def new_grower(finder, n_threads):
+        return TreeGrower(
+            grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
+            params["min_samples_split"], params["min_samples_leaf"],
+            params["min_weight_leaf"], params["max_features"], n_threads,
+            columns=sparse_arrays(X) if sparse else None, criterion=params["criterion"],
+            min_impurity_decrease=params["min_impurity_decrease"],
+            ccp_alpha=params["ccp_alpha"],
+            max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
+        )
+
+    grower = new_grower(finder, n_threads)
     if part is not None:
         grower.reducer = part.reducer
+    # K classes on several threads: the K trees of an iteration are independent
+    # (tree k fits the residuals of class k at the start of the iteration and
+    # changes only the raw scores of class k), so each of ``n_threads`` one-thread
+    # growers grows whole trees, side by side; the trees left over (K mod n_threads)
+    # are grown one after another on every thread. A tree is the same on any number
+    # of threads, so the model is too. Hist fits with unit weights in one process
+    # only (the row statistics of weighted rows are one buffer; a distributed fit
+    # reduces its steps in one order on every process).
+    class_growers = []
+    if (part is None and loss.n_outputs > 1 and n_threads > 1 and sample_weight is None
+            and isinstance(finder, HistogramSplitFinder)):
+        class_growers = [new_grower(finder.with_threads(1), 1)
+                         for _ in range(min(n_threads, loss.n_outputs))]
     if previous is not None:
         ensemble, old = previous
         init_raw = ensemble.init_raw
@@ -549,19 +589,28 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         oob_before = None
         if mask is not None and not (record.oob_scores and m > 0):
             oob_before = factor * state.held_out_loss(mask == 0)
-        new_trees = []
-        for k in range(n_outputs):
+        def grow(k, tree_grower):
             row_stats, residual = state.tree_target(k)
-            grower.grow(row_stats, residual, mask, tree_seeds[k])
-            nodes = grower.nodes_array()
-            state.update(k, nodes, grower.node_of_row, mask, lr)
+            tree_grower.grow(row_stats, residual, mask, tree_seeds[k])
+            nodes = tree_grower.nodes_array()
+            state.update(k, nodes, tree_grower.node_of_row, mask, lr)
+            return nodes
+
+        new_trees = []
+        if class_growers:
+            new_trees = _grow_side_by_side(grow, n_outputs, class_growers, grower)
+        for k in range(n_outputs):
+            if class_growers:
+                nodes = new_trees[k]
+            else:
+                nodes = grow(k, grower)
+                new_trees.append(nodes)
             bound[k] += lr * float(np.abs(nodes["value"]).max())
             if not bound[k] <= RAW_SCORE_LIMIT:
                 raise ValueError(
                     f"learning_rate={lr!r} is too large for this data: after {m + 1} "
                     f"iteration(s) the raw scores F(x) could exceed {RAW_SCORE_LIMIT:.0e} "
                     "and overflow; use a smaller learning_rate")
-            new_trees.append(nodes)
         trees.extend(new_trees)
         record.train_score.append(factor * state.finish_iteration(mask))
         if mask is not None:

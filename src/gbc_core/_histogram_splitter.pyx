@@ -366,6 +366,21 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.ordered_wr = <float64_t*>grow_buffer(NULL, self.n_samples, sizeof(float64_t),
                                                   "row statistics")
 
+    def with_threads(self, int n_threads):
+        """A finder on the same bins (shared, not copied) with buffers of its own
+        and ``n_threads`` threads: trees grown at the same time each need one.
+
+        Parameters
+        ----------
+        n_threads : int
+
+        Returns
+        -------
+        HistogramSplitFinder
+        """
+        return HistogramSplitFinder(self.bins, self.n_bins, self.bin_lo, self.bin_hi,
+                                    self.missing, n_threads)
+
     def __dealloc__(self):
         free(self.hist)
         free(self.parent_hist)
