@@ -522,13 +522,23 @@ def test_grow_side_by_side_shares_the_trees_out():
     assert seen[0][1] == seen[2][1] != seen[1][1] == seen[3][1]
     assert seen[4][1] == threading.get_ident() != seen[0][1]    # the caller's thread
 
+    import time
+
+    grown = []
+
     def fails(k, grower):
+        if k == 0:
+            raise ValueError("tree 0 failed")
         if k == 1:
-            raise ValueError("tree 1 failed")
+            time.sleep(1.0)   # still growing when the error is seen
+        grown.append(k)
         return k
 
-    with pytest.raises(ValueError, match="tree 1 failed"):
-        _grow_side_by_side(fails, 3, ["a", "b", "c"], "all")
+    with pytest.raises(ValueError, match="tree 0 failed"):
+        _grow_side_by_side(fails, 7, ["a", "b", "c"], "all")
+    # Grower "b" finishes the tree it was growing (1) and starts no other (4); the
+    # tree left to the caller (6) is never grown.
+    assert 1 in grown and 4 not in grown and 6 not in grown
 
 
 def test_warm_start_is_a_single_fit():

@@ -16,6 +16,7 @@ NumPy and the kernels only: no scikit-learn.
 """
 
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -386,14 +387,24 @@ def _grow_side_by_side(grow, n_trees, growers, grower):
     another by ``grower`` (every thread). Returns the nodes of the trees in order."""
     n_side = n_trees - n_trees % len(growers)
     out = [None] * n_trees
+    stop = threading.Event()
 
     def run(j):
         for k in range(j, n_side, len(growers)):
+            if stop.is_set():
+                return
             out[k] = grow(k, growers[j])
 
     with ThreadPoolExecutor(max_workers=len(growers)) as pool:
-        for future in [pool.submit(run, j) for j in range(len(growers))]:
-            future.result()
+        futures = [pool.submit(run, j) for j in range(len(growers))]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            # An error or an interrupt: no thread starts another tree (leaving the
+            # pool waits for the trees being grown).
+            stop.set()
+            raise
     for k in range(n_side, n_trees):
         out[k] = grow(k, grower)
     return out
