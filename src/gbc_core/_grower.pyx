@@ -1302,7 +1302,9 @@ cdef class TreeGrower:
         """Stable split of one block of a node's rows into its range of the scratch
         buffer: the left rows in order from the block's start, the right rows in
         reverse order from the block's end (``_finish_child`` reads them back in
-        order)."""
+        order). Each row is written to both ends and only its side's count advances
+        (no branch on the side): the two write positions meet only at the last row,
+        so no row is overwritten."""
         cdef intp_t i, n_left = 0, n_right = 0
         cdef int32_t row
         cdef const level_node_t* parent = &self.level_nodes[blk.slot]
@@ -1335,12 +1337,10 @@ cdef class TreeGrower:
                     go_left = miss
                 else:
                     go_left = b <= bin
-                if go_left:
-                    left[n_left] = row
-                    n_left += 1
-                else:
-                    right[-n_right] = row
-                    n_right += 1
+                left[n_left] = row
+                right[-n_right] = row
+                n_left += go_left
+                n_right += not go_left
         else:
             for i in range(blk.start, blk.stop):
                 row = part[i]
@@ -1349,12 +1349,10 @@ cdef class TreeGrower:
                     go_left = miss
                 else:
                     go_left = x <= t32
-                if go_left:
-                    left[n_left] = row
-                    n_left += 1
-                else:
-                    right[-n_right] = row
-                    n_right += 1
+                left[n_left] = row
+                right[-n_right] = row
+                n_left += go_left
+                n_right += not go_left
         blk.n_left = n_left
 
     cdef void _partition(self, intp_t n_slots, intp_t n_split,
