@@ -143,9 +143,10 @@ def test_node_segments_grow_the_trees_of_the_level_scan(case):
     and bit for bit, over several trees (the segments are rebuilt per tree): with
     sample masks, feature draws, leaf minimums, levels past 255 nodes (where the
     segments stop), features with missing values (never segmented), best-first
-    growth and one or two threads."""
+    growth and one or two threads (the segments on two threads against the level scan
+    on one: 120,000 values per level, so the scan runs in parallel)."""
     rng = np.random.default_rng(5)
-    n, d = 3000, 6
+    n, d = 20000, 6
     X = rng.normal(size=(n, d)).astype(np.float32)
     if case == "ties":
         X[:, :3] = np.round(X[:, :3] * 2) / 2
@@ -168,9 +169,9 @@ def test_node_segments_grow_the_trees_of_the_level_scan(case):
         r = np.sin(3 * X[:, 0] + t) + np.cos(2 * X[:, 1] * X[:, 3]) + 0.3 * rng.normal(size=n)
         residuals.append(np.where(np.isnan(r), 0.5, r))
     grown = []
-    for segments in (True, False):
-        finder = ExactSplitFinder(Xf, threads, segments=segments)
-        grower = TreeGrower(Xf, finder, depth, 2, msl, 0.0, max_features, threads,
+    for segments, n_threads in ((True, threads), (False, 1)):
+        finder = ExactSplitFinder(Xf, n_threads, segments=segments)
+        grower = TreeGrower(Xf, finder, depth, 2, msl, 0.0, max_features, n_threads,
                             max_leaf_nodes=leaves)
         trees = []
         for t, r in enumerate(residuals):
