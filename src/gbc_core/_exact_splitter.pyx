@@ -3,8 +3,9 @@
 Every feature is sorted once per fit (``_sorting.presort_features``). For a level of
 a tree, one pass over each feature's sorted order accumulates the left-hand
 statistics of every node of the level at once, so a level costs
-O(n_samples x n_features) whatever the number of nodes. With unit weights and up to
-``SEGMENT_MAX_VALUES`` values, each node's rows are instead kept contiguous per
+O(n_samples x n_features) whatever the number of nodes. Where the lean scans apply
+(a feature without missing values, positive float32 weights, no minimum leaf weight,
+Friedman's proxy) and up to ``SEGMENT_MAX_VALUES`` values, each node's rows are instead kept contiguous per
 feature (its *segment*, at the node's range of the grower's partition, split stably
 into the children's at every level: 4 bytes per value) and each node is scanned
 alone as the root is, with its running sums in registers: the same sums in the same
@@ -347,13 +348,14 @@ cdef inline void _scan_root(
     scan_t* st,
     const int32_t* order_f,
     const float32_t* values_f,
+    const int32_t* rows_at,
     intp_t n_valid,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
 ) noexcept nogil:
-    """``_scan_fast`` for a root that holds every row: no node lookup per sample and
-    the running sums stay in registers (weighted rows; ``_scan_root_unit`` for unit
-    weights)."""
+    """``_scan_fast`` for a root that holds every row, or for a node's segment (as
+    in ``_scan_root_unit``): no node lookup per sample and the running sums stay in
+    registers (weighted rows; ``_scan_root_unit`` for unit weights)."""
     cdef intp_t k, row, stop = n_valid - PREFETCH_DISTANCE
     cdef float32_t v, last
     cdef int64_t n_left = 0, total_n = st.total_n
@@ -369,8 +371,12 @@ cdef inline void _scan_root(
         den = split_den(total_w, w_left)
         if (may_beat(diff, den, best_bound)
                 and n_left >= min_samples_leaf and total_n - n_left >= min_samples_leaf):
-            v = values_f[k]
-            last = values_f[k - 1]
+            if rows_at == NULL:
+                v = values_f[k]
+                last = values_f[k - 1]
+            else:
+                v = values_f[rows_at[k]]
+                last = values_f[rows_at[k - 1]]
             proxy = split_proxy(diff, den)
             if v > last + FEATURE_THRESHOLD and proxy > best:
                 best = proxy
@@ -547,7 +553,7 @@ cdef class ExactSplitFinder(SplitFinder):
         positive float32 weights, no minimum leaf weight, criterion "friedman_mse"); False runs the general
         scan everywhere (the tests compare the two: they find the same splits).
     segments : bool, default=True
-        With unit weights and at most ``SEGMENT_MAX_VALUES`` values, keep each node's
+        Where the lean scans apply, with at most ``SEGMENT_MAX_VALUES`` values, keep each node's
         rows of each feature contiguous (split at every level, in the same order) and
         scan a node's segment alone, as the root is scanned; False scans a level's
         nodes together in one pass of each feature (the tests compare the two).
@@ -690,7 +696,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.positive_weights = self.lean_scans and positive
         self.all_rows_in_root = in_root
         self.segment_state = SEGMENTS_NONE
-        if self.segments and unit and n > 0 and self.segment_rows == NULL:
+        if self.segments and self.positive_weights and n > 0 and self.segment_rows == NULL:
             self.segment_rows = <int32_t*>grow_buffer(
                 NULL, n * self.n_features, sizeof(int32_t), "node segments")
             self.segment_scratch = <int32_t*>grow_buffer(
@@ -753,7 +759,7 @@ cdef class ExactSplitFinder(SplitFinder):
         # sorted order, then split at every level (stable: the same order as a scan
         # of the parent's rows, so the same sums in the same order, bit for bit).
         cdef bint segment_level = (
-            self.segments and self.unit_weights and min_weight_leaf <= 0
+            self.segments and self.positive_weights and min_weight_leaf <= 0
             and criterion == CRITERION_FRIEDMAN_MSE and n_slots < NO_NODE
             and (is_root or self.segment_state != SEGMENTS_NONE))
         cdef int parents_in = self.segment_state
@@ -806,8 +812,12 @@ cdef class ExactSplitFinder(SplitFinder):
                     column_f = &self.X[0, f]
                     if is_root:
                         m = _keep_in_bag(order_f, rows_f, n, self.row_node)
-                        _scan_root_unit(states, rows_f, column_f, rows_f, m, self.row_wr,
-                                        min_samples_leaf)
+                        if self.unit_weights:
+                            _scan_root_unit(states, rows_f, column_f, rows_f, m,
+                                            self.row_wr, min_samples_leaf)
+                        else:
+                            _scan_root(states, rows_f, column_f, rows_f, m, self.rows,
+                                       min_samples_leaf)
                     else:
                         for s in range(n_slots):
                             sib = nodes[s].sibling
@@ -829,17 +839,24 @@ cdef class ExactSplitFinder(SplitFinder):
                                            self.row_node, <uint8_t>first, <uint8_t>second,
                                            self.segment_scratch + tid * n)
                         for s in range(n_slots):
-                            if states[s].total_n > 0:
+                            if states[s].total_n == 0:
+                                continue
+                            if self.unit_weights:
                                 _scan_root_unit(&states[s], rows_f + nodes[s].start,
                                                 column_f, rows_f + nodes[s].start,
                                                 nodes[s].stop - nodes[s].start,
                                                 self.row_wr, min_samples_leaf)
+                            else:
+                                _scan_root(&states[s], rows_f + nodes[s].start,
+                                           column_f, rows_f + nodes[s].start,
+                                           nodes[s].stop - nodes[s].start,
+                                           self.rows, min_samples_leaf)
                 elif n_slots == 1 and self.all_rows_in_root:
                     if self.unit_weights:
                         _scan_root_unit(states, order_f, values_f, NULL, n_valid,
                                         self.row_wr, min_samples_leaf)
                     else:
-                        _scan_root(states, order_f, values_f, n_valid, self.rows,
+                        _scan_root(states, order_f, values_f, NULL, n_valid, self.rows,
                                    min_samples_leaf)
                 elif self.unit_weights and n_slots < NO_NODE:
                     _scan_level_unit(states, self.node_scan + tid * self.capacity,
