@@ -562,7 +562,7 @@ cdef class ExactSplitFinder(SplitFinder):
         const float32_t[::1, :] X            # the columns the segments' values are read from
         int32_t* segment_rows    # per feature: the rows of each node of the level,
                                  # at the node's range of the grower's partition
-        int32_t* segment_scratch # per thread: n_samples rows (the second child's)
+        int32_t* segment_scratch # per thread of a scan: n_samples rows (a second child's)
         bint segments            # segments allowed (constructor)
         int segment_state        # SEGMENTS_NONE, SEGMENTS_IN_ORDER, SEGMENTS_IN_ROWS
         const int32_t[:, ::1] order          # rows of each feature in sorted order
@@ -699,8 +699,10 @@ cdef class ExactSplitFinder(SplitFinder):
         if self.segments and self.positive_weights and n > 0 and self.segment_rows == NULL:
             self.segment_rows = <int32_t*>grow_buffer(
                 NULL, n * self.n_features, sizeof(int32_t), "node segments")
+            # One per thread of a scan (at most one per feature).
             self.segment_scratch = <int32_t*>grow_buffer(
-                NULL, n * self.n_threads, sizeof(int32_t), "node segments")
+                NULL, n * min(<intp_t>self.n_threads, self.n_features), sizeof(int32_t),
+                "node segments")
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
