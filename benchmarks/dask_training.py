@@ -9,8 +9,11 @@ tree of the Dask fit over the single-process one, the test AUC, the CPU time (of
 this process and, for the Dask fits, of every worker process), and per worker the
 resident memory before the fit, its peak during the fit and the bytes of its rows.
 The fits are interleaved round by round (``--rounds``); the best round is reported.
+Trees are of depth 3 by default; ``--max-depth none --max-leaf-nodes 31`` grows them
+best first (both fits alike).
 
     python benchmarks/dask_training.py --rows 1000000
+    python benchmarks/dask_training.py --rows 1000000 --max-depth none --max-leaf-nodes 31
 """
 
 import argparse
@@ -113,6 +116,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="rounds of every fit, interleaved (the best round is reported)")
     ap.add_argument("--subsample", type=float, default=1.0)
+    ap.add_argument("--max-depth", type=lambda s: None if s.lower() == "none" else int(s),
+                    default=3, help="an integer, or none")
+    ap.add_argument("--max-leaf-nodes", type=int, default=None,
+                    help="grow the trees best first up to this many leaves")
     ap.add_argument("--no-xgboost", action="store_true")
     args = ap.parse_args()
 
@@ -122,7 +129,8 @@ def main():
     from gbc_core.dask import DaskGradientBoostingClassifier
 
     n, d, M = args.rows, args.features, args.trees
-    params = dict(max_depth=3, learning_rate=0.1, random_state=0, subsample=args.subsample)
+    params = dict(max_depth=args.max_depth, max_leaf_nodes=args.max_leaf_nodes,
+                  learning_rate=0.1, random_state=0, subsample=args.subsample)
     Xt, yt = _local_data(100_000, d, args.seed, offset=10_000)
     # name -> (threads, {m: (wall, cpu)}, auc, memory), the best round of each fit.
     results = {}
@@ -174,13 +182,13 @@ def main():
                 memory = {w: (before[w], peak[w]) for w in before}
             keep("gbc-core hist, Dask (`DaskGradientBoostingClassifier`)", args.workers,
                  times, _auc(yt, model.predict_proba(Xt)[:, 1]), memory)
-            if xgb is not None:
+            if xgb is not None and args.max_depth is not None and args.max_leaf_nodes is None:
                 times = {}
                 for m in (1, 1, M):  # the first, untimed, warms it up
                     cpu0 = sum(client.run(_worker_cpu).values()) + time.process_time()
                     t0 = time.perf_counter()
                     xm = xgb.dask.DaskXGBClassifier(
-                        n_estimators=m, max_depth=3, learning_rate=0.1, tree_method="hist",
+                        n_estimators=m, max_depth=args.max_depth, learning_rate=0.1, tree_method="hist",
                         max_bin=255, reg_lambda=0.0, min_child_weight=0.0, n_jobs=1,
                         subsample=args.subsample)
                     xm.client = client
@@ -196,17 +204,20 @@ def main():
     single_per_tree = min((t[M][0] - t[1][0]) / (M - 1) for name, (_, t, _, _)
                           in results.items() if "1 process" in name)
     part_bytes = n // args.workers * d * 4
-    print(f"{n:,} rows x {d} features, {M} trees of depth 3, subsample {args.subsample}, "
+    shape = (f"depth {args.max_depth}" if args.max_leaf_nodes is None else
+             f"{args.max_leaf_nodes} leaves (best first, max_depth {args.max_depth})")
+    print(f"{n:,} rows x {d} features, {M} trees of {shape}, subsample {args.subsample}, "
           f"{args.workers} workers (1 thread each) / 1 process with 1 and "
           f"{args.workers} threads; best of {args.rounds} interleaved round(s)")
-    print("| fit | threads | fit time (CPU) | setup (1 tree) | per tree | per-tree "
+    print("| fit | threads | fit time (CPU) | setup (1 tree) | per tree (CPU) | per-tree "
           "overhead vs the fastest 1-process fit | test AUC |")
     print("|---|---|---|---|---|---|---|")
     for name, (threads, t, auc, _) in results.items():
         per_tree = (t[M][0] - t[1][0]) / (M - 1)
+        cpu_per_tree = (t[M][1] - t[1][1]) / (M - 1)
         print(f"| {name} | {threads} | {t[M][0]:.2f} s ({t[M][1]:.2f} s) | {t[1][0]:.2f} s "
-              f"| {per_tree * 1e3:.1f} ms | {(per_tree - single_per_tree) * 1e3:+.1f} ms "
-              f"| {auc:.4f} |")
+              f"| {per_tree * 1e3:.1f} ms ({cpu_per_tree * 1e3:.1f} ms) "
+              f"| {(per_tree - single_per_tree) * 1e3:+.1f} ms | {auc:.4f} |")
     for name, (_, _, _, mem) in results.items():
         if mem:
             print(f"\n{name}: resident memory per worker (its rows: ~{part_bytes / 2**20:.0f} "

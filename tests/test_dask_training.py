@@ -86,17 +86,19 @@ def _laid_out(client, X, y, w, layout):
     one worker, two, empty partitions, partitions that lack classes (rows sorted by
     class), a worker without rows, or ``"interleaved"`` (partitions of both workers
     alternating, the first on the second worker: the concatenated order is not the
-    workers' order)."""
+    workers' order), or ``"empty_class_pure_parts"`` (rows sorted by class, with
+    empty partitions on both workers)."""
     w0, w1 = _workers(client)
     n = X.shape[0]
-    if layout == "class_pure_parts":
+    if layout in ("class_pure_parts", "empty_class_pure_parts"):
         # Sorted by class: most partitions lack every class but one.
         order = np.argsort(y, kind="stable")
         X, y, w = X[order], y[order], w[order]
     cuts = {"one_worker": [0, 700, n], "two_workers": [0, 400, 900, n],
             "empty_parts": [0, 0, 600, 600, 1000, n], "class_pure_parts":
             [0, 300, 600, 900, 1200, n], "worker_without_rows": [0, n, n],
-            "interleaved": [0, 250, 700, 700, 1100, n]}[layout]
+            "interleaved": [0, 250, 700, 700, 1100, n],
+            "empty_class_pure_parts": [0, 0, 300, 300, 800, 1100, n]}[layout]
     sizes = np.diff(cuts)
     if layout == "one_worker":
         owners = [w0] * len(sizes)
@@ -154,7 +156,20 @@ SUPPORTED = {
     "exact_leaves": dict(leaf_solver="exact", subsample=0.7, min_samples_leaf=20),
     "exact_leaves_exponential": dict(leaf_solver="exact", loss="exponential",
                                      init="prior"),
+    # Best-first growth (the histograms of the children of each split reduced, the
+    # larger derived from its parent's kept histograms) and the tree rules: the
+    # sums of w r^2 of the rows each chosen split sends left (min_impurity_decrease)
+    # and the impurities of every node, the last level's included (ccp_alpha),
+    # reduced across the workers.
+    "max_leaf_nodes": dict(max_leaf_nodes=6, max_depth=None),
+    "min_impurity_decrease": dict(min_impurity_decrease=0.001),
+    "ccp_alpha": dict(ccp_alpha=0.0005),
+    "tree_rules": dict(max_leaf_nodes=6, max_depth=None, min_impurity_decrease=0.001,
+                       ccp_alpha=0.0005),
 }
+#: The cases whose trees must differ from those of the fit without them (so that the
+#: test fails if the distributed fit ignored the parameter).
+TREE_SHAPE = ("max_leaf_nodes", "min_impurity_decrease", "ccp_alpha", "tree_rules")
 
 
 @pytest.mark.parametrize("case, n_classes, layout", [
@@ -163,6 +178,8 @@ SUPPORTED = {
     ("exponential_prior", 2, "empty_parts"), ("prior_fractions", 3, "interleaved"),
     ("exact_leaves", 2, "worker_without_rows"), ("exact_leaves", 3, "class_pure_parts"),
     ("exact_leaves_exponential", 2, "interleaved"),
+    *[(case, n_classes, "empty_class_pure_parts") for case in TREE_SHAPE
+      for n_classes in (2, 3)],
 ])
 def test_supported_parameters_equal_single_process_fit(client, case, n_classes, layout):
     X, y, w = _data(1500, n_classes, seed=30 + n_classes)
@@ -185,6 +202,15 @@ def test_supported_parameters_equal_single_process_fit(client, case, n_classes, 
         np.testing.assert_array_equal(np.sort(a["n_samples"]), np.sort(b["n_samples"]))
     assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
     assert model.to_local().get_params()["loss"] == params.get("loss", "log_loss")
+    if case in TREE_SHAPE:
+        # The parameter shaped the trees: other node counts than without it.
+        plain = GradientBoostingClassifier(split_method="hist", **PARAMS).fit(
+            X, y, sample_weight=w)
+        sizes = [t.shape[0] for t in model.trees()]
+        assert sizes != [t.shape[0] for t in plain.trees()], sizes
+        assert sizes == [t.shape[0] for t in ref.trees()]
+        local = model.to_local().get_params()
+        assert {k: local[k] for k in SUPPORTED[case]} == SUPPORTED[case]
 
 
 def test_holdout_is_the_single_process_one():
@@ -262,22 +288,24 @@ def test_a_new_parameter_reaches_the_estimator(monkeypatch):
     import gbc_core._params as table
     from gbc_core._distributed import check_supported
 
-    new = table.Param("max_leaf_nodes", None, [table.NONE, table.Integer(2)], "test")
+    new = table.Param("max_new_leaves", None, [table.NONE, table.Integer(2)], "test")
     monkeypatch.setattr(table, "PARAMS", table.PARAMS + (new,))
-    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, max_leaf_nodes=None))
+    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, max_new_leaves=None))
     init = gdask._estimator_init()
-    assert "max_leaf_nodes" in inspect.signature(init).parameters
+    assert "max_new_leaves" in inspect.signature(init).parameters
     model = DaskGradientBoostingClassifier.__new__(DaskGradientBoostingClassifier)
-    init(model, max_leaf_nodes=8)
-    assert model.max_leaf_nodes == 8
-    check_supported({"max_leaf_nodes": None})
-    with pytest.raises(ValueError, match="max_leaf_nodes=8 is not supported"):
-        check_supported({"max_leaf_nodes": 8})
-    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, ccp_alpha=0.0))
-    check_supported({"ccp_alpha": 0})  # the default, written as an integer
+    init(model, max_new_leaves=8)
+    assert model.max_new_leaves == 8
+    check_supported({"max_new_leaves": None})
+    with pytest.raises(ValueError, match="max_new_leaves=8 is not supported"):
+        check_supported({"max_new_leaves": 8})
+    monkeypatch.setattr(table, "DEFAULTS", dict(table.DEFAULTS, new_alpha=0.0))
+    check_supported({"new_alpha": 0})  # the default, written as an integer
     for value in (0.5, True, np.zeros(2)):
-        with pytest.raises(ValueError, match="ccp_alpha=.* is not supported"):
-            check_supported({"ccp_alpha": value})
+        with pytest.raises(ValueError, match="new_alpha=.* is not supported"):
+            check_supported({"new_alpha": value})
+    # The parameters of the table the distributed fit trains take any value.
+    check_supported({"max_leaf_nodes": 8, "min_impurity_decrease": 0.5, "ccp_alpha": 0.5})
 
 
 def test_dataframe_labels_and_no_weights(client):
@@ -473,13 +501,6 @@ def test_refused_options(client, monkeypatch):
         DaskGradientBoostingClassifier(split_method="exact").fit(Xd, yd)
     # What the distributed fit does not train is refused, naming the parameter,
     # never trained as another model: an init estimator.
-    # Best-first growth and the tree rules that need sums of w r^2 across workers
-    # are not taught yet.
-    for name, value in (("max_leaf_nodes", 8), ("min_impurity_decrease", 0.01),
-                        ("ccp_alpha", 0.001)):
-        with pytest.raises(ValueError, match=f"{name}={value} is not supported by the "
-                                             "distributed fit"):
-            DaskGradientBoostingClassifier(**{name: value}).fit(Xd, yd)
     from sklearn.dummy import DummyClassifier
     with pytest.raises(ValueError, match="init=DummyClassifier.*init estimator"):
         DaskGradientBoostingClassifier(init=DummyClassifier()).fit(Xd, yd)

@@ -132,6 +132,64 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path, min_leaf):
     np.testing.assert_array_equal(_leaf_of_every_row(nodes, Xf), grower.node_of_row)
 
 
+@pytest.mark.parametrize("case", [
+    "plain", "ties", "subsample", "max_features", "min_leaf", "deep", "missing",
+    "best_first", "best_first_subsample", "one_thread", "weighted", "weighted_subsample",
+    "weighted_best_first",
+])
+def test_node_segments_grow_the_trees_of_the_level_scan(case):
+    """With segments the exact finder keeps each node's rows contiguous per feature
+    (split at every level) and scans a node alone; without, it scans a level's nodes
+    together. Both must grow the same trees, node for node and bit for bit, over
+    several trees (the segments are rebuilt per tree): unit and positive float32
+    weights, sample masks, feature draws, leaf minimums, levels past 255 nodes
+    (where the segments stop), features with missing values (never segmented),
+    best-first growth, one or two threads (the segments on two threads against the
+    level scan on one: 120,000 values per level, so the scan runs in parallel)."""
+    rng = np.random.default_rng(5)
+    n, d = 20000, 6
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    if case == "ties":
+        X[:, :3] = np.round(X[:, :3] * 2) / 2
+    if case == "missing":
+        X[rng.uniform(size=n) < 0.1, 2] = np.nan
+    Xf = np.asfortranarray(X)
+    depth, msl, max_features, leaves, threads = 4, 1, d, 0, 2
+    if case == "min_leaf":
+        msl = 40
+    if case == "max_features":
+        max_features = 2
+    if case == "deep":
+        depth = 12
+    if "best_first" in case:
+        depth, leaves = -1, 40
+    if case == "one_thread":
+        threads = 1
+    w = rng.uniform(0.2, 3.0, size=n).astype(np.float32).astype(np.float64)
+    residuals = []
+    for t in range(3):
+        r = np.sin(3 * X[:, 0] + t) + np.cos(2 * X[:, 1] * X[:, 3]) + 0.3 * rng.normal(size=n)
+        residuals.append(np.where(np.isnan(r), 0.5, r))
+    grown = []
+    for segments, n_threads in ((True, threads), (False, 1)):
+        finder = ExactSplitFinder(Xf, n_threads, segments=segments)
+        grower = TreeGrower(Xf, finder, depth, 2, msl, 0.0, max_features, n_threads,
+                            max_leaf_nodes=leaves)
+        trees = []
+        for t, r in enumerate(residuals):
+            mask = None
+            if "subsample" in case:
+                mask = (np.random.default_rng(t).uniform(size=n) < 0.7).astype(np.uint8)
+            grower.grow(_row_stats(r, w) if "weighted" in case else None, r, mask, t)
+            trees.append((grower.nodes_array().tobytes(), grower.node_of_row.copy()))
+        grown.append(trees)
+    for (nodes_seg, leaf_seg), (nodes_scan, leaf_scan) in zip(*grown):
+        assert nodes_seg == nodes_scan
+        np.testing.assert_array_equal(leaf_seg, leaf_scan)
+    n_nodes = len(grown[0][0][0]) // NODE_DTYPE.itemsize
+    assert n_nodes >= 15
+
+
 def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
     """Unweighted levels of fewer than 255 nodes gather a byte-sized node per row;
     wider levels fall back to the 16-byte records: splits are exact on both."""

@@ -5,9 +5,12 @@ process holds its rows, binned with the same bin edges, and their raw scores,
 probabilities and residuals for the whole fit, and runs the loop of
 ``_boosting.boost`` (the same code as one process) with the same grower and
 ``HistogramSplitFinder`` on them. Every sum the fit takes over rows is taken per
-process and then *all-reduced* through ``comm``: the root's totals and the sums of
-the splittable test (the grower's ``reducer``), the histograms of the collected nodes
-(the finder's ``reducer``), and, through :class:`ReducedLoss`, the class weights of
+process and then *all-reduced* through ``comm``: the root's totals, the sums of
+the splittable test and those of the tree rules (the grower's ``reducer``: the sums
+of w r^2 each chosen split sends left for ``min_impurity_decrease``, every node's
+impurity sums for ``ccp_alpha``), the histograms of the collected nodes (the
+finder's ``reducer``; best first, those of the children of each split), and,
+through :class:`ReducedLoss`, the class weights of
 the prior, the numerators and denominators of the leaf values (one Newton step,
 paper eq. 1; with ``leaf_solver="exact"`` the sums of every iteration of the
 leaves' solve), the training, out-of-bag and validation losses. ``comm.allreduce``
@@ -44,6 +47,7 @@ SUPPORTED_PARAMS = frozenset((
     "min_samples_leaf", "min_weight_fraction_leaf", "max_depth", "init", "random_state",
     "max_features", "verbose", "warm_start", "validation_fraction", "n_iter_no_change",
     "tol", "n_jobs", "split_method", "max_bins", "class_weight", "leaf_solver", "criterion",
+    "max_leaf_nodes", "min_impurity_decrease", "ccp_alpha",
 ))
 
 #: The values of supported parameters a distributed fit does not train, and why (its

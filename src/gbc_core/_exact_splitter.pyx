@@ -3,7 +3,13 @@
 Every feature is sorted once per fit (``_sorting.presort_features``). For a level of
 a tree, one pass over each feature's sorted order accumulates the left-hand
 statistics of every node of the level at once, so a level costs
-O(n_samples x n_features) whatever the number of nodes. Features are scanned in
+O(n_samples x n_features) whatever the number of nodes. Where the lean scans apply
+(a feature without missing values, positive float32 weights, no minimum leaf weight,
+Friedman's proxy) and up to ``SEGMENT_MAX_VALUES`` values, each node's rows are instead kept contiguous per
+feature (its *segment*, at the node's range of the grower's partition, split stably
+into the children's at every level: 4 bytes per value) and each node is scanned
+alone as the root is, with its running sums in registers: the same sums in the same
+order, so the same splits bit for bit. Features are scanned in
 parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
 split of a node is the maximum over features under a total order (proxy, then
 lowest feature index, then lowest threshold), so the result does not depend on the
@@ -18,6 +24,7 @@ cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 
 import numpy as np
 
@@ -99,7 +106,16 @@ cdef enum:
     # How many sorted positions ahead the scan prefetches the rows it will gather.
     PREFETCH_DISTANCE = 48
     # Below this many values (rows x features) a level is scanned on one thread.
-    MIN_PARALLEL_SCAN = 1000000
+    MIN_PARALLEL_SCAN = 100000
+    # Up to this many values (rows x features), the rows of each node are kept in
+    # segments (4 bytes per value more): 64 MiB.
+    SEGMENT_MAX_VALUES = 1 << 24
+
+cdef enum:
+    # Where a finder with segments finds the rows of the level's parents.
+    SEGMENTS_NONE = 0        # nowhere (no segments this tree, or a level without)
+    SEGMENTS_IN_ORDER = 1    # the root held every row: its sorted order
+    SEGMENTS_IN_ROWS = 2     # segment_rows
 
 
 ctypedef unsigned long long uint64_t_t
@@ -244,6 +260,7 @@ cdef inline bint _decide(
     float64_t w_left,
     float64_t s_left,
     const float32_t* values_f,
+    const int32_t* rows_at,
     intp_t k,
     intp_t last_pos,
     int64_t min_samples_leaf,
@@ -251,7 +268,9 @@ cdef inline bint _decide(
     """The decision of the scans at sorted position ``k`` for the node ``st``, whose
     samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
     ``s_left``), the last of them at ``last_pos``: keep the split before ``k`` if it
-    is valid and strictly better. Returns True if it was kept.
+    is valid and strictly better. Returns True if it was kept. The value at position
+    k is ``values_f[k]`` (sorted values) or, with ``rows_at``, ``values_f[rows_at[k]]``
+    (a column of X and the rows of a node's segment).
 
     The cheap bound test comes first since it rejects almost every position; then
     n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
@@ -266,8 +285,12 @@ cdef inline bint _decide(
     cdef float32_t v, last
     if (may_beat(diff, den, st.best_bound)
             and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
-        v = values_f[k]
-        last = values_f[last_pos]  # n_left >= 1: the node has a previous sample
+        if rows_at == NULL:
+            v = values_f[k]
+            last = values_f[last_pos]  # n_left >= 1: the node has a previous sample
+        else:
+            v = values_f[rows_at[k]]
+            last = values_f[rows_at[last_pos]]
         proxy = split_proxy(diff, den)
         if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
             _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
@@ -313,7 +336,8 @@ cdef inline void _scan_fast(
         n_left = st.acc.n
         s_left = st.acc.s
         w_left = st.acc.w
-        _decide(st, n_left, w_left, s_left, values_f, k, st.last_pos, min_samples_leaf)
+        _decide(st, n_left, w_left, s_left, values_f, NULL, k, st.last_pos,
+                min_samples_leaf)
         st.acc.n = n_left + 1
         st.acc.w = w_left + rs.w
         st.acc.s = s_left + rs.wr
@@ -324,13 +348,14 @@ cdef inline void _scan_root(
     scan_t* st,
     const int32_t* order_f,
     const float32_t* values_f,
+    const int32_t* rows_at,
     intp_t n_valid,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
 ) noexcept nogil:
-    """``_scan_fast`` for a root that holds every row: no node lookup per sample and
-    the running sums stay in registers (weighted rows; ``_scan_root_unit`` for unit
-    weights)."""
+    """``_scan_fast`` for a root that holds every row, or for a node's segment (as
+    in ``_scan_root_unit``): no node lookup per sample and the running sums stay in
+    registers (weighted rows; ``_scan_root_unit`` for unit weights)."""
     cdef intp_t k, row, stop = n_valid - PREFETCH_DISTANCE
     cdef float32_t v, last
     cdef int64_t n_left = 0, total_n = st.total_n
@@ -346,8 +371,12 @@ cdef inline void _scan_root(
         den = split_den(total_w, w_left)
         if (may_beat(diff, den, best_bound)
                 and n_left >= min_samples_leaf and total_n - n_left >= min_samples_leaf):
-            v = values_f[k]
-            last = values_f[k - 1]
+            if rows_at == NULL:
+                v = values_f[k]
+                last = values_f[k - 1]
+            else:
+                v = values_f[rows_at[k]]
+                last = values_f[rows_at[k - 1]]
             proxy = split_proxy(diff, den)
             if v > last + FEATURE_THRESHOLD and proxy > best:
                 best = proxy
@@ -365,6 +394,7 @@ cdef inline void _scan_root_unit(
     scan_t* st,
     const int32_t* order_f,
     const float32_t* values_f,
+    const int32_t* rows_at,
     intp_t n_valid,
     const float64_t* row_wr,
     int64_t min_samples_leaf,
@@ -373,7 +403,11 @@ cdef inline void _scan_root_unit(
     ``_scan.h`` (two positions per step) up to each position that passes the test,
     where ``_decide`` makes the exact decision, matching ``_scan_root`` split for
     split. Only positions with n_left in [min_samples_leaf, total_n -
-    min_samples_leaf] are tested (the others cannot hold a split)."""
+    min_samples_leaf] are tested (the others cannot hold a split).
+
+    ``order_f`` holds the node's rows in increasing order of the feature: the root's
+    sorted order (values in ``values_f``, ``rows_at`` NULL), or a node's segment
+    (``rows_at`` = ``order_f``, ``values_f`` the column of X): the same scan."""
     cdef intp_t k, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
     cdef float64_t s_left = 0.0
     first = min(<intp_t>min_samples_leaf, n_valid)
@@ -388,7 +422,7 @@ cdef inline void _scan_root_unit(
         if k >= stop:
             break
         # The decision of the scans at this position (n_left = w_left = k).
-        _decide(st, k, <float64_t>k, s_left, values_f, k, k - 1, min_samples_leaf)
+        _decide(st, k, <float64_t>k, s_left, values_f, rows_at, k, k - 1, min_samples_leaf)
         s_left += row_wr[order_f[k]]
         k += 1
     for k in range(stop, n_valid):
@@ -439,7 +473,7 @@ cdef inline void _scan_level_unit(
         ns = &node_scan[slot]
         w_left = ns.w_left
         s_left = ns.s_left
-        if _decide(st, <int64_t>w_left, w_left, s_left, values_f, k, ns.last_pos,
+        if _decide(st, <int64_t>w_left, w_left, s_left, values_f, NULL, k, ns.last_pos,
                    min_samples_leaf):
             ns.bound = st.best_bound
         ns.s_left = s_left + row_wr[row]
@@ -451,6 +485,57 @@ cdef inline void _scan_level_unit(
         states[s].acc.w = node_scan[s].w_left
         states[s].acc.s = node_scan[s].s_left
         states[s].last_pos = node_scan[s].last_pos
+
+
+cdef inline void _split_segment(
+    const int32_t* src,
+    int32_t* dst,
+    intp_t n_src,
+    intp_t n_first,
+    const uint8_t* row_node,
+    uint8_t first,
+    uint8_t second,
+    int32_t* scratch,
+) noexcept nogil:
+    """Stable partition of a node's rows in one feature's increasing order (``src``,
+    ``n_src`` rows) into its two children: ``dst[0:n_first]`` the rows whose node byte
+    is ``first``, then those of ``second`` (every row is in one of them), each in the
+    same order. ``dst`` may be ``src`` (in place: a row is written at or before the
+    position it was read from).
+
+    Every row is written to both sides, and only the count of its own side advances
+    (no branch on the side, which is random): a row written past its side's end is
+    overwritten by the copy of the second side (``n_first`` is the first child's
+    size, as the grower counted it).
+    """
+    cdef intp_t k, n_a = 0, n_b = 0
+    cdef int32_t row
+    cdef uint8_t byte
+    for k in range(n_src):
+        row = src[k]
+        byte = row_node[row]
+        dst[n_a] = row
+        scratch[n_b] = row
+        n_a += byte == first
+        n_b += byte == second
+    memcpy(dst + n_first, scratch, n_b * sizeof(int32_t))
+
+
+cdef inline intp_t _keep_in_bag(
+    const int32_t* order_f,
+    int32_t* dst,
+    intp_t n,
+    const uint8_t* row_node,
+) noexcept nogil:
+    """The in-bag rows of ``order_f`` (node byte not NO_NODE), in the same order, into
+    ``dst``; returns how many."""
+    cdef intp_t k, m = 0
+    cdef int32_t row
+    for k in range(n):
+        row = order_f[k]
+        dst[m] = row
+        m += row_node[row] != NO_NODE
+    return m
 
 
 @cython.final
@@ -467,8 +552,19 @@ cdef class ExactSplitFinder(SplitFinder):
         Use the lean scans where they apply (features without missing values,
         positive float32 weights, no minimum leaf weight, criterion "friedman_mse"); False runs the general
         scan everywhere (the tests compare the two: they find the same splits).
+    segments : bool, default=True
+        Where the lean scans apply, with at most ``SEGMENT_MAX_VALUES`` values, keep each node's
+        rows of each feature contiguous (split at every level, in the same order) and
+        scan a node's segment alone, as the root is scanned; False scans a level's
+        nodes together in one pass of each feature (the tests compare the two).
     """
     cdef:
+        const float32_t[::1, :] X            # the columns the segments' values are read from
+        int32_t* segment_rows    # per feature: the rows of each node of the level,
+                                 # at the node's range of the grower's partition
+        int32_t* segment_scratch # per thread of a scan: n_samples rows (a second child's)
+        bint segments            # segments allowed (constructor)
+        int segment_state        # SEGMENTS_NONE, SEGMENTS_IN_ORDER, SEGMENTS_IN_ROWS
         const int32_t[:, ::1] order          # rows of each feature in sorted order
         const float32_t[:, ::1] sorted_values
         const int64_t[::1] n_nonmissing
@@ -497,10 +593,17 @@ cdef class ExactSplitFinder(SplitFinder):
         self.scan = NULL
         self.thread_best = NULL
         self.node_scan = NULL
+        self.segment_rows = NULL
+        self.segment_scratch = NULL
         self.capacity = 0
 
-    def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True):
+    def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True,
+                 bint segments=True):
+        self.X = X
         self.lean_scans = lean_scans
+        self.segments = (lean_scans and segments
+                         and X.shape[0] * X.shape[1] <= SEGMENT_MAX_VALUES)
+        self.segment_state = SEGMENTS_NONE
         self.n_samples = X.shape[0]
         self.n_features = X.shape[1]
         self.n_threads = max(1, n_threads)
@@ -529,6 +632,8 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.scan)
         free(self.thread_best)
         free(self.node_scan)
+        free(self.segment_rows)
+        free(self.segment_scratch)
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const float64_t[::1] residual,
@@ -590,6 +695,14 @@ cdef class ExactSplitFinder(SplitFinder):
         self.unit_weights = unit
         self.positive_weights = self.lean_scans and positive
         self.all_rows_in_root = in_root
+        self.segment_state = SEGMENTS_NONE
+        if self.segments and self.positive_weights and n > 0 and self.segment_rows == NULL:
+            self.segment_rows = <int32_t*>grow_buffer(
+                NULL, n * self.n_features, sizeof(int32_t), "node segments")
+            # One per thread of a scan (at most one per feature).
+            self.segment_scratch = <int32_t*>grow_buffer(
+                NULL, n * min(<intp_t>self.n_threads, self.n_features), sizeof(int32_t),
+                "node segments")
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
@@ -638,9 +751,24 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef float64_t min_weight_leaf = level.min_weight_leaf
         cdef uint8_t criterion = level.criterion
         cdef int32_t slot
-        # A level's scan must be long enough (about a millisecond per thread) to pay
-        # for the start-up and the closing barrier of a parallel region, which on a
-        # busy machine can cost a scheduler time slice.
+        cdef intp_t n = self.n_samples, m, sib, first, second
+        cdef int32_t* rows_f
+        cdef const int32_t* src
+        cdef const float32_t* column_f
+        cdef bint is_root = n_slots == 1 and nodes[0].parent < 0
+        # Segments: the rows of each node of this level, in each feature's order, at
+        # the node's range [start, stop) of the grower's partition: from the root's
+        # sorted order, then split at every level (stable: the same order as a scan
+        # of the parent's rows, so the same sums in the same order, bit for bit).
+        cdef bint segment_level = (
+            self.segments and self.positive_weights and min_weight_leaf <= 0
+            and criterion == CRITERION_FRIEDMAN_MSE and n_slots < NO_NODE
+            and (is_root or self.segment_state != SEGMENTS_NONE))
+        cdef int parents_in = self.segment_state
+        # A level's scan must be long enough (about 0.1 ms: 100,000 values at about a
+        # nanosecond each) to pay for the start-up and the closing barrier of a
+        # parallel region (microseconds on an idle machine; on a machine busier than
+        # its cores, a scheduler time slice, for every library's threads alike).
         if self.n_samples * self.n_features < MIN_PARALLEL_SCAN:
             n_threads = 1
         for t in range(n_threads):
@@ -681,12 +809,56 @@ cdef class ExactSplitFinder(SplitFinder):
             n_valid = self.n_nonmissing[f]
             if (n_valid == self.n_samples and self.positive_weights and min_weight_leaf <= 0
                     and criterion == CRITERION_FRIEDMAN_MSE):
-                if n_slots == 1 and self.all_rows_in_root:
-                    if self.unit_weights:
-                        _scan_root_unit(states, order_f, values_f, n_valid, self.row_wr,
-                                        min_samples_leaf)
+                if segment_level and not (is_root and self.all_rows_in_root):
+                    rows_f = self.segment_rows + f * n
+                    column_f = &self.X[0, f]
+                    if is_root:
+                        m = _keep_in_bag(order_f, rows_f, n, self.row_node)
+                        if self.unit_weights:
+                            _scan_root_unit(states, rows_f, column_f, rows_f, m,
+                                            self.row_wr, min_samples_leaf)
+                        else:
+                            _scan_root(states, rows_f, column_f, rows_f, m, self.rows,
+                                       min_samples_leaf)
                     else:
-                        _scan_root(states, order_f, values_f, n_valid, self.rows,
+                        for s in range(n_slots):
+                            sib = nodes[s].sibling
+                            if sib < s or not (nodes[s].splittable or nodes[sib].splittable):
+                                continue
+                            first = s
+                            second = sib
+                            if nodes[sib].start < nodes[s].start:
+                                first = sib
+                                second = s
+                            if parents_in == SEGMENTS_IN_ORDER:
+                                src = order_f   # the root's children: every row
+                                m = n
+                            else:
+                                src = rows_f + nodes[first].start
+                                m = nodes[second].stop - nodes[first].start
+                            _split_segment(src, rows_f + nodes[first].start, m,
+                                           nodes[first].stop - nodes[first].start,
+                                           self.row_node, <uint8_t>first, <uint8_t>second,
+                                           self.segment_scratch + tid * n)
+                        for s in range(n_slots):
+                            if states[s].total_n == 0:
+                                continue
+                            if self.unit_weights:
+                                _scan_root_unit(&states[s], rows_f + nodes[s].start,
+                                                column_f, rows_f + nodes[s].start,
+                                                nodes[s].stop - nodes[s].start,
+                                                self.row_wr, min_samples_leaf)
+                            else:
+                                _scan_root(&states[s], rows_f + nodes[s].start,
+                                           column_f, rows_f + nodes[s].start,
+                                           nodes[s].stop - nodes[s].start,
+                                           self.rows, min_samples_leaf)
+                elif n_slots == 1 and self.all_rows_in_root:
+                    if self.unit_weights:
+                        _scan_root_unit(states, order_f, values_f, NULL, n_valid,
+                                        self.row_wr, min_samples_leaf)
+                    else:
+                        _scan_root(states, order_f, values_f, NULL, n_valid, self.rows,
                                    min_samples_leaf)
                 elif self.unit_weights and n_slots < NO_NODE:
                     _scan_level_unit(states, self.node_scan + tid * self.capacity,
@@ -737,6 +909,12 @@ cdef class ExactSplitFinder(SplitFinder):
                     tb[s] = st.best
                     tb[s].feature = <int32_t>f
         self.level_threads = n_threads
+        if not segment_level:
+            self.segment_state = SEGMENTS_NONE
+        elif is_root and self.all_rows_in_root:
+            self.segment_state = SEGMENTS_IN_ORDER
+        else:
+            self.segment_state = SEGMENTS_IN_ROWS
 
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
         cdef intp_t s

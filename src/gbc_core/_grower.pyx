@@ -267,11 +267,15 @@ cdef class TreeGrower:
         The distributed hook for the grower's own sums (None in one process; the
         finder's histograms have their own, ``HistogramSplitFinder.reducer``):
         called with the GIL as ``reducer(values, n_summed)`` with the root's totals
-        and sums at the start of a tree, then before each later level with the sums
-        of the splittable test of the level's nodes; it must leave in ``values``
-        the element-wise sums over every process of the first ``n_summed`` columns
-        (in a fixed process order), the minimum of the next column and the maximum
-        of the last.
+        and sums at the start of a tree, then before each later level (best first:
+        each pair of children) with the sums of the splittable test of the level's
+        nodes (also those of the last level's leaves with ``ccp_alpha > 0``: their
+        impurities), and with ``min_impurity_decrease > 0`` after each ``choose``
+        with the sums of w r^2 of the rows each chosen split sends left (one column);
+        it must leave in ``values`` the element-wise sums over every process of the
+        first ``n_summed`` columns (in a fixed process order), the minimum of the
+        next column and the maximum of the last. Every process makes the same calls
+        in the same order.
     """
     cdef:
         const float32_t[::1, :] X
@@ -559,6 +563,7 @@ cdef class TreeGrower:
         cdef int depth = 0
         cdef intp_t n_slots, n_split
         cdef bint last_level, leaves
+        cdef bint sums_reduced = True   # the level's sums are every process's
         cdef level_t level
         if (row_stats is not None and row_stats.shape[0] != n) or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
@@ -617,6 +622,7 @@ cdef class TreeGrower:
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
             if depth > 0 and self.reducer is not None:
                 self._reduce_sums(n_slots)
+            sums_reduced = True
             if not self._mark_splittable(n_slots, self.finder.subtracts):
                 break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
@@ -638,8 +644,9 @@ cdef class TreeGrower:
                 if self.finder.subtracts:
                     self.finder.derive(&level)
                 self.finder.choose(&level, self.best)
-                if self.min_impurity_decrease > 0.0:
-                    self._check_decrease(n_slots, rs, res)
+            if self.min_impurity_decrease > 0.0:
+                self._check_decrease(n_slots, rs, res)
+            with nogil:
                 n_split = self._apply_splits(n_slots, depth)
                 # (The sums of the last level's leaves only for their impurity; without
                 # them, the leaves' rows are only labelled: no finder step follows in
@@ -649,10 +656,15 @@ cdef class TreeGrower:
                                 not last_level or self.node_impurity != NULL, leaves)
             # (Labelled leaves: no nodes left to make leaves below.)
             n_slots = 0 if leaves else 2 * n_split
+            sums_reduced = False
             # Ctrl-C (or any pending signal) stops a fit between two levels.
             PyErr_CheckSignals()
             depth += 1
         if self.node_impurity != NULL:
+            # The last level's leaves (their sums not reduced yet where max_depth
+            # ended the growth).
+            if not sums_reduced and n_slots > 0 and self.reducer is not None:
+                self._reduce_sums(n_slots)
             for s in range(n_slots):
                 self._record_impurity(s)
         with nogil:
@@ -810,8 +822,9 @@ cdef class TreeGrower:
         self.finder.reduce(level)
         with nogil:
             self.finder.choose(level, self.best)
-            if self.min_impurity_decrease > 0.0:
-                self._check_decrease(2 * n, row_stats, residual)
+        if self.min_impurity_decrease > 0.0:
+            self._check_decrease(2 * n, row_stats, residual)
+        with nogil:
             for j in range(n):
                 r = popped if j == 0 else &self.frontier[self.chosen[j]]
                 self.n_free_pending -= 1
@@ -887,11 +900,14 @@ cdef class TreeGrower:
         keeps as ``parent_stored``), and put them in the frontier."""
         cdef intp_t s
         cdef bint any_ = False
+        cdef bint may_split = budget > 0 and (self.max_depth < 0 or depth < self.max_depth)
         cdef frontier_t rec
         cdef level_node_t* nd
-        if budget > 0 and (self.max_depth < 0 or depth < self.max_depth):
-            if depth > 0 and self.reducer is not None:
-                self._reduce_sums(n_slots)
+        # (The children's sums, formed where they may split or for their impurity.)
+        if depth > 0 and self.reducer is not None and (may_split
+                                                       or self.node_impurity != NULL):
+            self._reduce_sums(n_slots)
+        if may_split:
             any_ = self._mark_splittable(
                 n_slots, self.finder.subtracts and parent_stored >= 0)
         if any_:
@@ -911,9 +927,9 @@ cdef class TreeGrower:
                 if self.finder.subtracts:
                     self.finder.derive(level)
                 self.finder.choose(level, self.best)
-                if self.min_impurity_decrease > 0.0:
-                    # (scikit-learn's _add_split_node: the node waits as a leaf.)
-                    self._check_decrease(n_slots, row_stats, residual)
+            if self.min_impurity_decrease > 0.0:
+                # (scikit-learn's _add_split_node: the node waits as a leaf.)
+                self._check_decrease(n_slots, row_stats, residual)
         self._release(parent_stored)
         with nogil:
             for s in range(n_slots):
@@ -1077,16 +1093,36 @@ cdef class TreeGrower:
         cdef const node_sums_t* sums = &self.level_sums[s]
         self.node_impurity[self.level_nodes[s].node] = impurity_of(sums.w, sums.wr, sums.wr2)
 
-    cdef void _check_decrease(self, intp_t n_slots, const row_stat_t* row_stats,
-                              const float64_t* residual) noexcept nogil:
+    cdef int _check_decrease(self, intp_t n_slots, const row_stat_t* row_stats,
+                             const float64_t* residual) except -1:
         """min_impurity_decrease: drop the best split of every node whose weighted
         impurity decrease is too small (``decrease_allowed``). The sum of w r^2 of
         the rows the split sends left is added in row order (the node's rows in
-        partition order), each node on one thread."""
-        cdef intp_t s, i, n_rows = 0
+        partition order), each node on one thread; with a ``reducer``, then summed
+        over every process, so that every process decides on the same numbers."""
+        cdef intp_t s
+        cdef float64_t[:, ::1] v
+        with nogil:
+            self._left_sums(n_slots, row_stats, residual)
+        if self.reducer is not None:
+            values = np.empty((n_slots, 1), dtype=np.float64)
+            v = values
+            for s in range(n_slots):
+                v[s, 0] = self.left_wr2[s]
+            self.reducer(values, 1)
+            for s in range(n_slots):
+                self.left_wr2[s] = v[s, 0]
+        with nogil:
+            self._drop_small_decreases(n_slots)
+        return 0
+
+    cdef void _left_sums(self, intp_t n_slots, const row_stat_t* row_stats,
+                         const float64_t* residual) noexcept nogil:
+        """``left_wr2``: per node of the level, the sum of w r^2 of its rows that
+        its best split sends left (0 where it does not split), from this process's
+        rows."""
+        cdef intp_t s, n_rows = 0
         cdef int n_threads
-        cdef split_t* b
-        cdef const node_sums_t* sums
         cdef const level_node_t* nd
         for s in range(n_slots):
             nd = &self.level_nodes[s]
@@ -1095,6 +1131,14 @@ cdef class TreeGrower:
         n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
         for s in prange(n_slots, schedule="dynamic", num_threads=n_threads):
             self.left_wr2[s] = self._left_wr2(s, row_stats, residual)
+
+    cdef void _drop_small_decreases(self, intp_t n_slots) noexcept nogil:
+        """Drop the best split of every node whose weighted impurity decrease, from
+        the node's sums and ``left_wr2``, is too small (``decrease_allowed``)."""
+        cdef intp_t s
+        cdef split_t* b
+        cdef const node_sums_t* sums
+        cdef const level_node_t* nd
         for s in range(n_slots):
             nd = &self.level_nodes[s]
             b = &self.best[s]
@@ -1306,7 +1350,9 @@ cdef class TreeGrower:
         """Stable split of one block of a node's rows into its range of the scratch
         buffer: the left rows in order from the block's start, the right rows in
         reverse order from the block's end (``_finish_child`` reads them back in
-        order)."""
+        order). Each row is written to both ends and only its side's count advances
+        (no branch on the side): the two write positions meet only at the last row,
+        so no row is overwritten."""
         cdef intp_t i, n_left = 0, n_right = 0
         cdef int32_t row
         cdef const level_node_t* parent = &self.level_nodes[blk.slot]
@@ -1331,28 +1377,30 @@ cdef class TreeGrower:
             col_b = &self.bins[0, nd.feature]
         else:
             col_x = &self.X[0, nd.feature]
-        # Without a branch on the side a row goes to (data, as unpredictable as a
-        # coin): every row is written to the next free slot at both ends and only
-        # one end's count moves. The other end's slot is in the gap between the two
-        # (written later by its own row; the ends meet at the block's last row).
         if self.on_bins:
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 b = col_b[row]
-                go_left = (b <= bin) if b != missing_bin else miss
+                if b == missing_bin:
+                    go_left = miss
+                else:
+                    go_left = b <= bin
                 left[n_left] = row
                 right[-n_right] = row
                 n_left += go_left
-                n_right += 1 - go_left
+                n_right += not go_left
         else:
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 x = col_x[row]
-                go_left = (x <= t32) if x == x else miss
+                if x != x:
+                    go_left = miss
+                else:
+                    go_left = x <= t32
                 left[n_left] = row
                 right[-n_right] = row
                 n_left += go_left
-                n_right += 1 - go_left
+                n_right += not go_left
         blk.n_left = n_left
 
     cdef void _partition(self, intp_t n_slots, intp_t n_split,

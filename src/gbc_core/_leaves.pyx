@@ -676,7 +676,7 @@ def boosting_update(
                 for j in range(n_nodes):
                     num[j] = learning_rate * nodes[j].value
             step = num
-            if n < 200000:  # too short to pay for a parallel region
+            if n_chunks < 4:  # too short to pay for a parallel region
                 n_threads = 1
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
                 start = c * CHUNK
