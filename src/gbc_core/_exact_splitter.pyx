@@ -160,17 +160,10 @@ cdef inline uint8_t _node_byte(int32_t slot) noexcept nogil:
     return <uint8_t>(u if u < NO_NODE else NO_NODE)
 
 
-cdef inline void _side_add_row(side_t* a, const row_stat_t* row_stats,
-                               const float64_t* row_wr, intp_t row) noexcept nogil:
-    """Add a row to ``a``: its w * r and w from ``row_stats``, or with unit weights
-    (``row_stats`` NULL) w * r from ``row_wr`` and w = 1."""
+cdef inline void _side_add(side_t* a, const row_stat_t* r) noexcept nogil:
     a.n += 1
-    if row_stats != NULL:
-        a.w += row_stats[row].w
-        a.s += row_stats[row].wr
-    else:
-        a.w += 1.0
-        a.s += row_wr[row]
+    a.w += r.w
+    a.s += r.wr
 
 
 cdef inline void _side_zero(side_t* a) noexcept nogil:
@@ -498,10 +491,11 @@ cdef class ExactSplitFinder(SplitFinder):
     Notes
     -----
     What it holds besides X: the sorted order (int32, 4 bytes per value) and per row
-    ``row_wr`` (8 bytes), ``row_slot`` (4), ``row_node`` (1); the 16-byte row records
-    of the weighted scans only for a tree given row statistics (weights), or with
-    unit weights once a level has more nodes than a byte holds. These per-row
-    buffers are reported to ``tracemalloc``.
+    ``row_wr`` (8 bytes), ``row_slot`` (4), ``row_node`` (1) and, for trees given
+    residuals alone (unit weights), their (r, 1) statistics for the general scan
+    (16); the 16-byte row records of the weighted scans only for trees given row
+    statistics (weights), or with unit weights once a level has more nodes than a
+    byte holds. These per-row buffers are reported to ``tracemalloc``.
     """
     cdef:
         const int32_t[:, ::1] order          # rows of each feature in sorted order
@@ -511,8 +505,9 @@ cdef class ExactSplitFinder(SplitFinder):
         bint unit_weights        # every sample weight is 1
         bint all_rows_in_root    # the tree's root holds every row (no subsample)
         bint lean_scans          # False: the general scan only (tests)
-        const row_stat_t* row_stats  # of the current tree (start_tree); NULL: unit
-                                     # weights (w * r is row_wr, w is 1)
+        const row_stat_t* row_stats  # of the current tree (start_tree)
+        row_stat_t* unit_stats   # w * r and w of a tree given residuals alone (unit
+                                 # weights), for the general scan
         packed_row_t* rows       # the weighted scans' records; NULL until needed
         float64_t* row_wr        # w * r of each row: what the unweighted scans gather
         int32_t* row_slot        # node slot of each row (-1: none)
@@ -525,6 +520,7 @@ cdef class ExactSplitFinder(SplitFinder):
         object _row_stats_ref    # keeps row_stats alive while row_stats points into it
 
     def __cinit__(self):
+        self.unit_stats = NULL
         self.rows = NULL
         self.row_wr = NULL
         self.row_slot = NULL
@@ -554,9 +550,10 @@ cdef class ExactSplitFinder(SplitFinder):
         if self.row_wr == NULL or self.row_slot == NULL or self.row_node == NULL:
             raise MemoryError(f"cannot allocate row buffers for {self.n_samples} samples")
 
-    cdef int _make_records(self) except -1:
-        """The 16-byte records of the weighted scans, from ``row_wr`` and
-        ``row_slot`` with unit weights (kept up to date from then on)."""
+    cdef int _make_records(self, bint fill) except -1:
+        """The 16-byte records of the weighted scans (kept up to date from then on);
+        ``fill``: written now from ``row_wr`` and ``row_slot`` (a tree of unit
+        weights, whose start did not write them)."""
         cdef intp_t i
         if self.rows != NULL:
             return 0
@@ -564,7 +561,7 @@ cdef class ExactSplitFinder(SplitFinder):
             max(1, self.n_samples) * sizeof(packed_row_t))
         if self.rows == NULL:
             raise MemoryError(f"cannot allocate row records for {self.n_samples} samples")
-        if self.row_stats == NULL:
+        if fill:
             with nogil:
                 for i in range(self.n_samples):
                     self.rows[i].wr = self.row_wr[i]
@@ -573,6 +570,7 @@ cdef class ExactSplitFinder(SplitFinder):
         return 0
 
     def __dealloc__(self):
+        gbc_free_traced(self.unit_stats)
         gbc_free_traced(self.rows)
         gbc_free_traced(self.row_wr)
         gbc_free_traced(self.row_slot)
@@ -594,6 +592,7 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef const row_stat_t* stats = NULL
         cdef const float64_t* r = NULL
         cdef const uint8_t* mask = NULL
+        cdef row_stat_t* unit_stats = NULL
         cdef bint unit = True, positive = True, in_root = True
         if ((row_stats is None and residual is None)
                 or (row_stats is not None and row_stats.shape[0] != n)
@@ -601,13 +600,19 @@ cdef class ExactSplitFinder(SplitFinder):
                 or (in_bag is not None and in_bag.shape[0] != n)):
             raise ValueError(f"row_stats or residual, and in_bag, must have {n} rows")
         if row_stats is None:
-            # Unit weights: the scans read w * r from row_wr, and w is 1.
+            # Unit weights: the general scan reads (r, 1) from a buffer of its own.
+            if self.unit_stats == NULL:
+                self.unit_stats = <row_stat_t*>gbc_alloc_random_access(
+                    max(1, n) * sizeof(row_stat_t))
+                if self.unit_stats == NULL:
+                    raise MemoryError(f"cannot allocate row statistics for {n} samples")
             self._row_stats_ref = None
-            self.row_stats = NULL
+            self.row_stats = self.unit_stats
+            unit_stats = self.unit_stats
         else:
             self._row_stats_ref = row_stats
             self.row_stats = &row_stats[0] if n > 0 else NULL
-            self._make_records()
+            self._make_records(False)
         if n > 0:
             if row_stats is not None:
                 stats = &row_stats[0]
@@ -625,6 +630,8 @@ cdef class ExactSplitFinder(SplitFinder):
                     else:
                         w = 1.0
                         wr = r[i]
+                        unit_stats[i].wr = wr
+                        unit_stats[i].w = w
                     slot = 0 if mask == NULL or mask[i] else -1
                     if rows != NULL:
                         rows[i].wr = wr
@@ -644,7 +651,7 @@ cdef class ExactSplitFinder(SplitFinder):
     cdef int start_level(self, intp_t n_nodes) except -1:
         if n_nodes >= NO_NODE:
             # Too many nodes for row_node: the unweighted scan runs on the records.
-            self._make_records()
+            self._make_records(True)
         if n_nodes <= self.capacity:
             return 0
         self.scan = <scan_t*>grow_buffer(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
@@ -694,7 +701,6 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef const uint8_t* allowed = level.allowed
         cdef const level_node_t* nodes = level.nodes
         cdef const row_stat_t* row_stats = self.row_stats
-        cdef const float64_t* row_wr = self.row_wr
         cdef const int32_t* row_slot = self.row_slot
         cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef float64_t min_weight_leaf = level.min_weight_leaf
@@ -764,14 +770,13 @@ cdef class ExactSplitFinder(SplitFinder):
                 row = order_f[k]
                 slot = row_slot[row]
                 if slot >= 0:
-                    _side_add_row(&states[slot].miss, row_stats, row_wr, row)
+                    _side_add(&states[slot].miss, &row_stats[row])
             for k in range(max(n_valid, 0)):
                 if k + PREFETCH_DISTANCE < n_valid:
                     row = order_f[k + PREFETCH_DISTANCE]
                     GBC_PREFETCH(&row_slot[row])
                     GBC_PREFETCH(&column_f[row])
-                    GBC_PREFETCH(<const void*>&row_stats[row] if row_stats != NULL
-                                 else <const void*>&row_wr[row])
+                    GBC_PREFETCH(&row_stats[row])
                 row = order_f[k]
                 slot = row_slot[row]
                 if slot < 0:
@@ -783,7 +788,7 @@ cdef class ExactSplitFinder(SplitFinder):
                             allowed == NULL or allowed[slot * self.n_features + f]):
                         _consider(st, &nodes[slot].total, st.last_value, v,
                                   min_samples_leaf, min_weight_leaf, criterion)
-                _side_add_row(&st.acc, row_stats, row_wr, row)
+                _side_add(&st.acc, &row_stats[row])
                 st.last_value = v
             for s in range(n_slots):
                 st = &states[s]
