@@ -254,8 +254,8 @@ def test_exact_fit_allocates_at_most_its_state():
     scores, probabilities and residuals (8 each) and the leaf of each row (4), 61
     bytes in all. No sorted copy of the values (they are read from X through the
     order), no 16-byte row records (the weighted scans'), and the presort's
-    temporaries (12 bytes per row) shared by the threads, so below the state the fit
-    holds after it, with any number of threads."""
+    temporaries (12 bytes per row and column sorted at once, at most 4 at once)
+    below the state the fit holds after it, with any number of threads."""
     import tracemalloc
 
     from gbc_core import GradientBoostingClassifier
@@ -264,7 +264,7 @@ def test_exact_fit_allocates_at_most_its_state():
     rng = np.random.default_rng(6)
     X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(np.int64)
-    for n_jobs in (1, 4):
+    for n_jobs in (1, 8):
         model = GradientBoostingClassifier(n_estimators=2, max_depth=3, n_jobs=n_jobs)
         tracemalloc.start()
         try:

@@ -10,66 +10,12 @@ import numpy as np
 from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t, sort_key
 
 
-# From this many rows on, a multi-threaded presort sorts one feature at a time with
-# every thread, which share its temporaries (12 bytes per row); below it, each thread
-# sorts features of its own with temporaries of its own (the parallel regions of a
-# shared sort would cost more than the sort of a short column).
-# Per chunk of a column (CHUNK_COUNTS): the counts of its four 8-bit digits, then its
-# NaN count (padded to a cache line).
 cdef enum:
-    COOPERATIVE_SORT_ROWS = 65536
-    CHUNK_COUNTS = 4 * 256 + 8
-
-
-cdef inline intp_t _chunk_start(intp_t n, int n_chunks, int t) noexcept nogil:
-    return <intp_t>((<long long>n * t) // n_chunks)
-
-
-cdef void _keys_and_counts(const float32_t* column, intp_t lo, intp_t hi,
-                           uint32_t* keys, intp_t* counts) noexcept nogil:
-    """The sort keys of rows lo .. hi-1, the counts of each of their four digits
-    (``counts[256 * d + digit]`` for the digit of bits 8d .. 8d+7) and their NaN
-    count (``counts[1024]``)."""
-    cdef intp_t i, missing = 0
-    cdef uint32_t key
-    memset(counts, 0, CHUNK_COUNTS * sizeof(intp_t))
-    for i in range(lo, hi):
-        key = sort_key(column[i])
-        keys[i] = key
-        counts[key & 0xFF] += 1
-        counts[256 + ((key >> 8) & 0xFF)] += 1
-        counts[512 + ((key >> 16) & 0xFF)] += 1
-        counts[768 + (key >> 24)] += 1
-        missing += column[i] != column[i]
-    counts[1024] = missing
-
-
-cdef void _count_digit(const uint32_t* keys, intp_t lo, intp_t hi, int shift,
-                       intp_t* counts) noexcept nogil:
-    """``counts[digit]``: how many of the keys lo .. hi-1 have this digit."""
-    cdef intp_t i
-    memset(counts, 0, 256 * sizeof(intp_t))
-    for i in range(lo, hi):
-        counts[(keys[i] >> shift) & 0xFF] += 1
-
-
-cdef void _scatter(const uint32_t* keys_in, const int32_t* idx_in, intp_t lo, intp_t hi,
-                   int shift, intp_t* offsets, uint32_t* keys_out,
-                   int32_t* idx_out) noexcept nogil:
-    """Move positions lo .. hi-1, in order, each to ``offsets[its digit]`` (then
-    incremented): one chunk of a stable counting-sort pass. ``idx_in`` NULL: the
-    identity; ``keys_out`` NULL: the keys are not needed any more."""
-    cdef intp_t i, dst
-    cdef uint32_t key
-    cdef int digit
-    for i in range(lo, hi):
-        key = keys_in[i]
-        digit = (key >> shift) & 0xFF
-        dst = offsets[digit]
-        offsets[digit] = dst + 1
-        if keys_out != NULL:
-            keys_out[dst] = key
-        idx_out[dst] = <int32_t>i if idx_in == NULL else idx_in[i]
+    # Columns sorted at once (one per thread): each takes 12 bytes per row of
+    # temporaries, so the presort holds at most 48 bytes per row besides the order,
+    # less than the per-row state of the fit that follows, whatever the number of
+    # threads (docs/reliability.md, "Memory of an exact fit").
+    MAX_COLUMNS_AT_ONCE = 4
 
 
 cdef intp_t _sort_column(
@@ -79,79 +25,61 @@ cdef intp_t _sort_column(
     uint32_t* keys_a,
     uint32_t* keys_b,
     int32_t* idx_tmp,
-    intp_t* counts,
-    int n_chunks,
 ) noexcept nogil:
-    """Stable LSD radix sort of one column (n >= 1) into ``order_out`` (8-bit
-    digits; a pass whose digit is the same for every key is skipped); returns the
-    number of non-NaN values.
+    """Stable LSD radix sort of one column (n >= 1) into ``order_out``, 8-bit digits;
+    returns the number of non-NaN values.
 
-    The column is cut into ``n_chunks`` consecutive chunks, each counted and moved
-    by a thread of its own (1: by the calling thread alone). A digit's positions are
-    handed to the chunks in chunk order, so the result is the stable order whatever
-    the number of chunks. Temporaries: ``keys_a``, ``keys_b`` and ``idx_tmp`` (n
-    each) and ``counts`` (``n_chunks`` x ``CHUNK_COUNTS``).
+    The first pass over the column makes the keys and counts all four digits; a
+    digit that is the same for every key takes no pass. The positions alternate
+    between ``idx_tmp`` and ``order_out`` so that the last pass writes
+    ``order_out``, and the keys between ``keys_a`` and ``keys_b`` (the last pass
+    moves none): 12 bytes per row of temporaries.
     """
-    cdef intp_t i, pos, n_missing = 0, total
+    cdef intp_t i, pos, total, dst, n_missing = 0
+    cdef intp_t counts[4][256]
     cdef int[4] shifts
-    cdef int t, d, digit, shift, p, n_passes = 0
+    cdef int d, digit, shift, p, n_passes = 0
+    cdef uint32_t key, first
     cdef uint32_t* keys_in = keys_a
     cdef uint32_t* keys_out
     cdef const int32_t* idx_in = NULL
     cdef int32_t* idx_out
-    cdef uint32_t first
-    if n_chunks == 1:
-        _keys_and_counts(column, 0, n, keys_a, counts)
-    else:
-        for t in prange(n_chunks, schedule="static", num_threads=n_chunks):
-            _keys_and_counts(column, _chunk_start(n, n_chunks, t),
-                             _chunk_start(n, n_chunks, t + 1), keys_a,
-                             counts + t * CHUNK_COUNTS)
+    memset(counts, 0, sizeof(counts))
+    for i in range(n):
+        key = sort_key(column[i])
+        keys_a[i] = key
+        counts[0][key & 0xFF] += 1
+        counts[1][(key >> 8) & 0xFF] += 1
+        counts[2][(key >> 16) & 0xFF] += 1
+        counts[3][key >> 24] += 1
+        n_missing += column[i] != column[i]
     first = keys_a[0]
     for d in range(4):
-        total = 0
-        for t in range(n_chunks):
-            total += counts[t * CHUNK_COUNTS + 256 * d + ((first >> (8 * d)) & 0xFF)]
-        if total != n:
+        if counts[d][(first >> (8 * d)) & 0xFF] != n:
             shifts[n_passes] = 8 * d
             n_passes += 1
-    for t in range(n_chunks):
-        n_missing += counts[t * CHUNK_COUNTS + 1024]
     if n_passes == 0:
         for i in range(n):
             order_out[i] = <int32_t>i
         return n - n_missing
     for p in range(n_passes):
         shift = shifts[p]
-        if p > 0:
-            # (The first pass's counts are those of the keys' own order, above.)
-            if n_chunks == 1:
-                _count_digit(keys_in, 0, n, shift, counts + 256 * (shift // 8))
-            else:
-                for t in prange(n_chunks, schedule="static", num_threads=n_chunks):
-                    _count_digit(keys_in, _chunk_start(n, n_chunks, t),
-                                 _chunk_start(n, n_chunks, t + 1), shift,
-                                 counts + t * CHUNK_COUNTS + 256 * (shift // 8))
-        # Offsets: digit by digit, chunk by chunk within a digit (stable).
+        d = shift // 8
         pos = 0
         for digit in range(256):
-            for t in range(n_chunks):
-                i = t * CHUNK_COUNTS + 256 * (shift // 8) + digit
-                total = counts[i]
-                counts[i] = pos
-                pos += total
-        # The last pass writes order_out; the ones before alternate with idx_tmp.
+            total = counts[d][digit]
+            counts[d][digit] = pos
+            pos += total
         idx_out = order_out if (n_passes - 1 - p) % 2 == 0 else idx_tmp
         keys_out = NULL if p == n_passes - 1 else (keys_b if keys_in == keys_a else keys_a)
-        if n_chunks == 1:
-            _scatter(keys_in, idx_in, 0, n, shift, counts + 256 * (shift // 8), keys_out,
-                     idx_out)
-        else:
-            for t in prange(n_chunks, schedule="static", num_threads=n_chunks):
-                _scatter(keys_in, idx_in, _chunk_start(n, n_chunks, t),
-                         _chunk_start(n, n_chunks, t + 1), shift,
-                         counts + t * CHUNK_COUNTS + 256 * (shift // 8), keys_out,
-                         idx_out)
+        for i in range(n):
+            key = keys_in[i]
+            digit = (key >> shift) & 0xFF
+            dst = counts[d][digit]
+            counts[d][digit] = dst + 1
+            if keys_out != NULL:
+                keys_out[dst] = key
+            idx_out[dst] = <int32_t>i if idx_in == NULL else idx_in[i]
         keys_in = keys_out
         idx_in = idx_out
     return n - n_missing
@@ -167,11 +95,9 @@ def presort_features(
     """Sort each column of ``X`` (Fortran order) once.
 
     The scans read a feature's values through ``order`` from ``X`` itself (no
-    sorted copy). Temporaries: 12 bytes per row for each column being sorted at
-    once, NumPy arrays (so traced by ``tracemalloc``). From ``COOPERATIVE_SORT_ROWS``
-    rows on, every thread works on one column at a time (12 bytes per row in all,
-    whatever the number of threads); below it, each thread sorts columns of its own.
-    The order is the same either way.
+    sorted copy). Each thread sorts columns of its own, at most
+    ``MAX_COLUMNS_AT_ONCE`` (4) at once, with 12 bytes per row of temporaries
+    (NumPy arrays, so traced by ``tracemalloc``).
 
     Parameters
     ----------
@@ -182,43 +108,28 @@ def presort_features(
     n_nonmissing : int64 array of shape (n_features,), output
         Number of non-NaN values of each feature.
     n_threads : int
-        OpenMP threads.
+        OpenMP threads (at most ``MAX_COLUMNS_AT_ONCE`` are used).
     """
     cdef intp_t n = X.shape[0]
     cdef intp_t d = X.shape[1]
     cdef intp_t f
-    cdef int tid, n_sorting, n_chunks
+    cdef int tid, n_sorting
     if n == 0 or d == 0:
         return
     if n > 2147483647:
         raise ValueError("at most 2**31 - 1 samples are supported")
     if order.shape[0] != d or order.shape[1] != n or n_nonmissing.shape[0] != d:
         raise ValueError(f"order must have shape ({d}, {n}) and n_nonmissing ({d},)")
-    n_threads = max(1, n_threads)
-    if n >= COOPERATIVE_SORT_ROWS:
-        n_sorting = 1               # columns sorted at once
-        n_chunks = <int>min(<intp_t>n_threads, n // 4096)  # threads per column
-    else:
-        n_sorting = <int>min(<intp_t>n_threads, d)
-        n_chunks = 1
+    n_sorting = <int>min(<intp_t>max(1, n_threads), d, <intp_t>MAX_COLUMNS_AT_ONCE)
     keys_arr = np.empty((n_sorting, 2, n), dtype=np.uint32)
     idx_arr = np.empty((n_sorting, n), dtype=np.int32)
-    counts_arr = np.empty((n_sorting, n_chunks * CHUNK_COUNTS), dtype=np.intp)
     cdef uint32_t[:, :, ::1] keys = keys_arr
     cdef int32_t[:, ::1] idx = idx_arr
-    cdef intp_t[:, ::1] counts = counts_arr
     with nogil:
-        if n_sorting == 1:
-            for f in range(d):
-                n_nonmissing[f] = _sort_column(&X[0, f], n, &order[f, 0], &keys[0, 0, 0],
-                                               &keys[0, 1, 0], &idx[0, 0], &counts[0, 0],
-                                               n_chunks)
-        else:
-            for f in prange(d, schedule="static", num_threads=n_sorting):
-                tid = threadid()
-                n_nonmissing[f] = _sort_column(&X[0, f], n, &order[f, 0],
-                                               &keys[tid, 0, 0], &keys[tid, 1, 0],
-                                               &idx[tid, 0], &counts[tid, 0], 1)
+        for f in prange(d, schedule="static", num_threads=n_sorting):
+            tid = threadid()
+            n_nonmissing[f] = _sort_column(&X[0, f], n, &order[f, 0], &keys[tid, 0, 0],
+                                           &keys[tid, 1, 0], &idx[tid, 0])
 
 
 ctypedef fused label_value_t:
