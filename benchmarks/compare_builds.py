@@ -32,6 +32,8 @@ import gbc_core
 from gbc_core import GradientBoostingClassifier
 rows, n_jobs, classes, depth, trees = (int(a) for a in sys.argv[1:6])
 split_method = sys.argv[6]
+missing = float(sys.argv[7])
+weighted = sys.argv[8] == "1"
 PREDICT_CALLS = 5
 LATENCY_CALLS = 1000
 rng = np.random.default_rng(0)
@@ -41,11 +43,14 @@ if classes == 2:
     y = (rng.uniform(size=X.shape[0]) < 1 / (1 + np.exp(-(logits[0] - logits[1])))).astype(int)
 else:
     y = np.argmax(logits + rng.gumbel(size=logits.shape), axis=0)
+if missing > 0:
+    X[np.random.default_rng(1).uniform(size=X.shape) < missing] = np.nan
 Xtr, ytr = X[:rows], y[:rows]
 Xte = np.ascontiguousarray(np.tile(X[rows:], (20, 1)))  # 1M rows
 model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs,
                                    split_method=split_method)
-c = time.process_time(); t = time.perf_counter(); model.fit(Xtr, ytr)
+w = np.random.default_rng(2).uniform(0.5, 2.0, size=rows) if weighted else None
+c = time.process_time(); t = time.perf_counter(); model.fit(Xtr, ytr, sample_weight=w)
 fit_s = time.perf_counter() - t; fit_cpu_s = time.process_time() - c
 model.predict_proba(Xte[:1000])
 predict_times = []
@@ -62,10 +67,12 @@ print(json.dumps({"fit": fit_s, "fit_cpu": fit_cpu_s, "predict": predict_s, "lat
 """
 
 
-def run(build, rows, n_jobs, classes, depth, trees, split_method):
+def run(build, rows, n_jobs, classes, depth, trees, split_method, missing, weighted):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"))
     out = subprocess.run([sys.executable, "-c", WORKER, str(rows), str(n_jobs), str(classes),
-                          str(depth), str(trees), split_method], env=env, check=True,
+                          str(depth), str(trees), split_method, str(missing),
+                          str(int(weighted))], env=env,
+                         check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -81,9 +88,16 @@ def main():
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--split-method", default="exact", choices=("exact", "hist"))
+    parser.add_argument("--missing", type=float, default=0.0,
+                        help="fraction of the values set to NaN (every feature): the "
+                             "exact search's general scan instead of its lean ones")
+    parser.add_argument("--sample-weight", action="store_true",
+                        help="fit with sample weights drawn from U(0.5, 2) (float64: "
+                             "the exact search's general scan)")
     args = parser.parse_args()
     print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
-          f"depth {args.depth}, split_method={args.split_method!r}; predict: 1M rows, median of 5 calls; {args.rounds} "
+          f"depth {args.depth}, split_method={args.split_method!r}, "
+          f"missing values {args.missing:g}, sample weights {args.sample_weight}; predict: 1M rows, median of 5 calls; {args.rounds} "
           "alternating rounds; load average at start "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("| n_jobs | fit s before | fit s after | ratio | per round | fit CPU s before | "
@@ -97,7 +111,8 @@ def main():
         for _ in range(args.rounds):
             for key in ("before", "after"):
                 times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
-                                      args.depth, args.trees, args.split_method))
+                                      args.depth, args.trees, args.split_method,
+                                      args.missing, args.sample_weight))
         med = {k: {m: statistics.median(t[m] for t in v)
                    for m in ("fit", "fit_cpu", "predict", "latency")}
                for k, v in times.items()}

@@ -20,29 +20,41 @@ def _presort(X, n_threads=2):
     Xf = np.asfortranarray(X, dtype=np.float32)
     n, d = Xf.shape
     order = np.empty((d, n), dtype=np.int32)
-    values = np.empty((d, n), dtype=np.float32)
     nnm = np.empty(d, dtype=np.int64)
-    presort_features(Xf, order, values, nnm, n_threads)
-    return Xf, order, values, nnm
+    presort_features(Xf, order, nnm, n_threads)
+    return Xf, order, nnm
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_presort_matches_stable_argsort(seed):
+@pytest.mark.parametrize("n", [1000, 70_000])
+@pytest.mark.parametrize("n_threads", [1, 2, 6])  # 6: at most 4 columns at once
+@pytest.mark.parametrize("seed", range(3))
+def test_presort_matches_stable_argsort(seed, n_threads, n):
+    """The stable order (ties in row order, -0.0 equal to 0.0, NaN last) for any
+    number of threads, also where a digit takes no pass or no pass runs."""
     rng = np.random.default_rng(seed)
-    n, d = 1000, 6
+    d = 8
     X = rng.normal(size=(n, d)).astype(np.float32)
     X[:, 1] = np.round(X[:, 1])              # many ties
     X[rng.uniform(size=n) < 0.1, 2] = np.nan  # missing values
     X[:, 3] = rng.choice([-0.0, 0.0, 1.0, -np.inf, np.inf], size=n)
     X[:, 4] *= 1e30
-    Xf, order, values, nnm = _presort(X)
+    X[:, 5] = 2.5                            # one value: no pass of the sort runs
+    X[:, 6] = np.nan
+    X[:, 7] = rng.integers(0, 3, size=n) * np.float32(2.0**-140)  # subnormals
+    Xf, order, nnm = _presort(X, n_threads)
     for f in range(d):
         col = Xf[:, f].copy()
         col[col == 0] = 0.0  # -0.0 and +0.0 are one value
         expected = np.argsort(col, kind="stable")  # NaN last, ties in row order
         np.testing.assert_array_equal(order[f], expected)
-        np.testing.assert_array_equal(values[f], Xf[expected, f])
         assert nnm[f] == np.count_nonzero(~np.isnan(X[:, f]))
+
+
+def test_presort_of_one_row_and_of_no_column():
+    Xf, order, nnm = _presort(np.array([[np.nan, 3.0]], dtype=np.float32))
+    assert order.tolist() == [[0], [0]] and nnm.tolist() == [0, 1]
+    Xf, order, nnm = _presort(np.empty((5, 0), dtype=np.float32))
+    assert order.shape == (0, 5)
 
 
 def _row_stats(r, w):
@@ -114,7 +126,7 @@ def test_grower_splits_have_maximal_gain(seed, weighted, fast_path, min_leaf):
     w = rng.uniform(0.2, 3.0, size=n) if weighted else np.ones(n)
     if fast_path:
         w = w.astype(np.float32).astype(np.float64)  # its precondition: float32 weights
-    Xf, order, values, nnm = _presort(X)
+    Xf, order, nnm = _presort(X)
     grower = TreeGrower(Xf, ExactSplitFinder(Xf, 2, lean_scans=fast_path), 3, 2, min_leaf,
                         0.0, d, 2)
     grower.grow(_row_stats(r, w), r, None, 0)
@@ -189,10 +201,12 @@ def test_node_segments_grow_the_trees_of_the_level_scan(case):
     n_nodes = len(grown[0][0][0]) // NODE_DTYPE.itemsize
     assert n_nodes >= 15
 
-
-def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
+@pytest.mark.parametrize("residuals_only", [False, True])
+def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain(residuals_only):
     """Unweighted levels of fewer than 255 nodes gather a byte-sized node per row;
-    wider levels fall back to the 16-byte records: splits are exact on both."""
+    wider levels fall back to the 16-byte records (made at the first such level when
+    the tree is grown from the residuals alone, as a fit without sample weights
+    grows it): splits are exact on both."""
     rng = np.random.default_rng(11)
     n, d = 8000, 3
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -200,9 +214,9 @@ def test_levels_with_more_nodes_than_a_byte_holds_have_maximal_gain():
     r = np.sin(7 * Xd[:, 0]) + np.sin(7 * Xd[:, 1]) + np.sin(7 * Xd[:, 2])
     r += 0.1 * rng.normal(size=n)
     w = np.ones(n)
-    Xf, order, values, nnm = _presort(X)
+    Xf, order, nnm = _presort(X)
     grower = TreeGrower(Xf, ExactSplitFinder(Xf, 2), 11, 2, 3, 0.0, d, 2)
-    grower.grow(_row_stats(r, w), r, None, 0)
+    grower.grow(None if residuals_only else _row_stats(r, w), r, None, 0)
     nodes = grower.nodes_array()
     width = np.bincount(nodes["depth"])  # nodes per level: the slots of its scan
     assert 2 < width[8] < 255 <= width[9]  # level 8: byte path; level 9: records
@@ -230,7 +244,7 @@ def test_grower_respects_min_samples_and_depth():
     n, d = 500, 3
     X = rng.normal(size=(n, d)).astype(np.float32)
     r = rng.normal(size=n)
-    Xf, order, values, nnm = _presort(X)
+    Xf, order, nnm = _presort(X)
     for depth, mss, msl in [(1, 2, 1), (4, 50, 1), (5, 2, 40), (None, 2, 30)]:
         grower = TreeGrower(Xf, ExactSplitFinder(Xf, 1), -1 if depth is None else depth, mss,
                             msl, 0.0, d, 1)
@@ -460,7 +474,7 @@ def test_threads_give_bit_identical_trees_and_updates():
     r = rng.normal(size=n)
     trees = []
     for n_threads in (1, 2):
-        Xf, order, values, nnm = _presort(X, n_threads)
+        Xf, order, nnm = _presort(X, n_threads)
         grower = TreeGrower(Xf, ExactSplitFinder(Xf, n_threads, lean_scans=False), 4, 2, 1,
                             0.0, d, n_threads)
         grower.grow(_row_stats(r, np.ones(n)), r, None, 0)

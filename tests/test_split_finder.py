@@ -92,13 +92,16 @@ def brute_force(X32, wr, w, row_slot, allowed=None, min_samples_leaf=1, min_weig
 
 
 def _check(X, wr, w, row_slot, allowed=None, min_samples_leaf=1, min_weight_leaf=0.0,
-           n_threads=1, lean_scans=True):
-    """The finder's splits equal the brute force's; returns how many nodes split."""
+           n_threads=1, lean_scans=True, unit_weights=False):
+    """The finder's splits equal the brute force's; returns how many nodes split.
+    ``unit_weights``: the tree is started from the residuals alone, as a fit without
+    sample weights starts it."""
     X32 = np.asfortranarray(X, dtype=np.float32)
     stats = np.empty(X32.shape[0], dtype=ROW_STAT_DTYPE)
     stats["wr"], stats["w"] = wr, w
     finder = ExactSplitFinder(X32, n_threads, lean_scans=lean_scans)
-    got = finder.level_splits(stats, row_slot, allowed, min_samples_leaf, min_weight_leaf)
+    got = finder.level_splits(stats, row_slot, allowed, min_samples_leaf, min_weight_leaf,
+                              unit_weights=unit_weights)
     expected = brute_force(X32, wr, w, row_slot, allowed, min_samples_leaf, min_weight_leaf)
     assert got.shape[0] == len(expected)
     n_split = 0
@@ -143,7 +146,7 @@ def _data(seed, n, d, kind):
 
 def _weights(kind, n, seed):
     rng = np.random.default_rng(seed)
-    if kind == "unit":
+    if kind in ("unit", "residuals"):   # "residuals": a fit without sample weights
         return np.ones(n)
     if kind == "float32":   # positive, exact in float32: the lean weighted scans
         return rng.uniform(0.2, 3.0, size=n).astype(np.float32).astype(np.float64)
@@ -155,7 +158,7 @@ def _weights(kind, n, seed):
 
 
 DATA_KINDS = ["continuous", "ties", "nan", "special"]
-WEIGHT_KINDS = ["unit", "float32", "float64", "zeros"]
+WEIGHT_KINDS = ["residuals", "unit", "float32", "float64", "zeros"]
 
 
 @pytest.mark.parametrize("data_kind", DATA_KINDS)
@@ -167,7 +170,8 @@ def test_root_of_every_row(data_kind, weight_kind, lean_scans):
     w = _weights(weight_kind, 300, 2)
     row_slot = np.zeros(300, dtype=np.int32)
     for msl in (1, 3, 40):
-        assert _check(X, w * r, w, row_slot, min_samples_leaf=msl, lean_scans=lean_scans) == 1
+        assert _check(X, w * r, w, row_slot, min_samples_leaf=msl, lean_scans=lean_scans,
+                      unit_weights=weight_kind == "residuals") == 1
 
 
 @pytest.mark.parametrize("data_kind", DATA_KINDS)
@@ -175,14 +179,16 @@ def test_root_of_every_row(data_kind, weight_kind, lean_scans):
 @pytest.mark.parametrize("n_nodes", [2, 7, 254, 300])
 def test_levels_of_every_width(data_kind, weight_kind, n_nodes):
     """Deeper levels: fewer nodes than a byte holds (the byte-sized unit-weight scan)
-    and more (the 16-byte records), with rows in no node (subsampling)."""
+    and more (the 16-byte records, made for the level without sample weights), with
+    rows in no node (subsampling)."""
     rng = np.random.default_rng(n_nodes)
     n = 24 * n_nodes
     X, r = _data(3, n, 4, data_kind)
     w = _weights(weight_kind, n, 4)
     row_slot = rng.integers(0, n_nodes, size=n).astype(np.int32)
     row_slot[rng.random(n) < 0.1] = -1
-    n_split = _check(X, w * r, w, row_slot, min_samples_leaf=2)
+    n_split = _check(X, w * r, w, row_slot, min_samples_leaf=2,
+                     unit_weights=weight_kind == "residuals")
     assert n_split > 0.8 * n_nodes
 
 
@@ -238,3 +244,32 @@ def test_threads_find_the_same_splits():
     w = np.ones(40000)
     row_slot = np.random.default_rng(9).integers(0, 4, size=40000).astype(np.int32)
     _check(X, w * r, w, row_slot, n_threads=2)
+
+
+def test_exact_fit_allocates_at_most_its_state():
+    """What an exact fit of unit weights allocates (NumPy's arrays and the finder's
+    row buffers, all traced) is the sorted order of every feature (int32, 4 bytes
+    per value) and per row: the finder's w * r (8), node slot (4) and its byte (1)
+    and the (r, 1) statistics of its general scan (16), the class codes (4), the raw
+    scores, probabilities and residuals (8 each) and the leaf of each row (4), 61
+    bytes in all. No sorted copy of the values (they are read from X through the
+    order), no 16-byte row records (the weighted scans'), and the presort's
+    temporaries (12 bytes per row and column sorted at once, at most 4 at once)
+    below the state the fit holds after it, with any number of threads."""
+    import tracemalloc
+
+    from gbc_core import GradientBoostingClassifier
+
+    n, d = 100_000, 14
+    rng = np.random.default_rng(6)
+    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(np.int64)
+    for n_jobs in (1, 8):
+        model = GradientBoostingClassifier(n_estimators=2, max_depth=3, n_jobs=n_jobs)
+        tracemalloc.start()
+        try:
+            model.fit(X, y)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < n * (4 * d + 61) + 256 * 1024, (n_jobs, peak / n - 4 * d, 61)

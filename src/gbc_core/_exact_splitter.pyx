@@ -66,7 +66,7 @@ cdef extern from *:
        arrays share), 2 MiB aligned and marked for transparent huge pages, which
        spares most TLB misses of the gather (a hint: without huge pages it is
        ordinary memory). Smaller buffers gain nothing (measured at 200k rows). */
-    static void* gbc_alloc_random_access(size_t size) {
+    static void* gbc_alloc_untraced(size_t size) {
     #if defined(__linux__) && defined(MADV_HUGEPAGE)
         const size_t align = (size_t)2 << 20;
         void* p = NULL;
@@ -79,8 +79,22 @@ cdef extern from *:
     #endif
         return malloc(size ? size : 1);
     }
+    /* The finder's per-row buffers are reported to tracemalloc (as NumPy reports
+       its arrays), so that a traced fit shows everything it holds per row. */
+    #define GBC_TRACE_DOMAIN 0x67626301u
+    static void* gbc_alloc_random_access(size_t size) {
+        void* p = gbc_alloc_untraced(size);
+        if (p != NULL) PyTraceMalloc_Track(GBC_TRACE_DOMAIN, (uintptr_t)p, size ? size : 1);
+        return p;
+    }
+    static void gbc_free_traced(void* p) {
+        if (p == NULL) return;
+        PyTraceMalloc_Untrack(GBC_TRACE_DOMAIN, (uintptr_t)p);
+        free(p);
+    }
     """
     void* gbc_alloc_random_access(size_t size) noexcept nogil
+    void gbc_free_traced(void* p) noexcept nogil
 
 cdef extern from "_scan.h" nogil:
     intp_t root_scan_to_candidate "gbc_root_scan_to_candidate"(
@@ -259,8 +273,8 @@ cdef inline bint _decide(
     int64_t n_left,
     float64_t w_left,
     float64_t s_left,
-    const float32_t* values_f,
-    const int32_t* rows_at,
+    const float32_t* column_f,
+    const int32_t* order_f,
     intp_t k,
     intp_t last_pos,
     int64_t min_samples_leaf,
@@ -268,16 +282,16 @@ cdef inline bint _decide(
     """The decision of the scans at sorted position ``k`` for the node ``st``, whose
     samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
     ``s_left``), the last of them at ``last_pos``: keep the split before ``k`` if it
-    is valid and strictly better. Returns True if it was kept. The value at position
-    k is ``values_f[k]`` (sorted values) or, with ``rows_at``, ``values_f[rows_at[k]]``
-    (a column of X and the rows of a node's segment).
+    is valid and strictly better. Returns True if it was kept.
 
     The cheap bound test comes first since it rejects almost every position; then
     n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
     comparison (n_span is 0 for a node that is not split on this feature; with
     n_left = 0 or n_right = 0, den = 0 and one of the two tests fails, the bound test
     being NaN for -inf), and only then, at the rare positions that pass both, a new
-    distinct value: the values are read there and not streamed.
+    distinct value: the values are read there (from the feature's column
+    ``column_f``, in row order, at the rows ``order_f`` puts at ``k`` and
+    ``last_pos``), not streamed.
     """
     cdef float64_t diff = split_diff(st.total_s, st.total_w, s_left, w_left)
     cdef float64_t den = split_den(st.total_w, w_left)
@@ -285,12 +299,8 @@ cdef inline bint _decide(
     cdef float32_t v, last
     if (may_beat(diff, den, st.best_bound)
             and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
-        if rows_at == NULL:
-            v = values_f[k]
-            last = values_f[last_pos]  # n_left >= 1: the node has a previous sample
-        else:
-            v = values_f[rows_at[k]]
-            last = values_f[rows_at[last_pos]]
+        v = column_f[order_f[k]]
+        last = column_f[order_f[last_pos]]  # n_left >= 1: the node has a previous sample
         proxy = split_proxy(diff, den)
         if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
             _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
@@ -302,7 +312,7 @@ cdef inline bint _decide(
 cdef inline void _scan_fast(
     scan_t* states,
     const int32_t* order_f,
-    const float32_t* values_f,
+    const float32_t* column_f,
     intp_t n_valid,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
@@ -336,7 +346,7 @@ cdef inline void _scan_fast(
         n_left = st.acc.n
         s_left = st.acc.s
         w_left = st.acc.w
-        _decide(st, n_left, w_left, s_left, values_f, NULL, k, st.last_pos,
+        _decide(st, n_left, w_left, s_left, column_f, order_f, k, st.last_pos,
                 min_samples_leaf)
         st.acc.n = n_left + 1
         st.acc.w = w_left + rs.w
@@ -347,8 +357,7 @@ cdef inline void _scan_fast(
 cdef inline void _scan_root(
     scan_t* st,
     const int32_t* order_f,
-    const float32_t* values_f,
-    const int32_t* rows_at,
+    const float32_t* column_f,
     intp_t n_valid,
     const packed_row_t* rows,
     int64_t min_samples_leaf,
@@ -371,12 +380,8 @@ cdef inline void _scan_root(
         den = split_den(total_w, w_left)
         if (may_beat(diff, den, best_bound)
                 and n_left >= min_samples_leaf and total_n - n_left >= min_samples_leaf):
-            if rows_at == NULL:
-                v = values_f[k]
-                last = values_f[k - 1]
-            else:
-                v = values_f[rows_at[k]]
-                last = values_f[rows_at[k - 1]]
+            v = column_f[row]
+            last = column_f[order_f[k - 1]]
             proxy = split_proxy(diff, den)
             if v > last + FEATURE_THRESHOLD and proxy > best:
                 best = proxy
@@ -393,8 +398,7 @@ cdef inline void _scan_root(
 cdef inline void _scan_root_unit(
     scan_t* st,
     const int32_t* order_f,
-    const float32_t* values_f,
-    const int32_t* rows_at,
+    const float32_t* column_f,
     intp_t n_valid,
     const float64_t* row_wr,
     int64_t min_samples_leaf,
@@ -406,8 +410,7 @@ cdef inline void _scan_root_unit(
     min_samples_leaf] are tested (the others cannot hold a split).
 
     ``order_f`` holds the node's rows in increasing order of the feature: the root's
-    sorted order (values in ``values_f``, ``rows_at`` NULL), or a node's segment
-    (``rows_at`` = ``order_f``, ``values_f`` the column of X): the same scan."""
+    sorted order, or a node's segment (the same scan)."""
     cdef intp_t k, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
     cdef float64_t s_left = 0.0
     first = min(<intp_t>min_samples_leaf, n_valid)
@@ -422,7 +425,8 @@ cdef inline void _scan_root_unit(
         if k >= stop:
             break
         # The decision of the scans at this position (n_left = w_left = k).
-        _decide(st, k, <float64_t>k, s_left, values_f, rows_at, k, k - 1, min_samples_leaf)
+        _decide(st, k, <float64_t>k, s_left, column_f, order_f, k, k - 1,
+                min_samples_leaf)
         s_left += row_wr[order_f[k]]
         k += 1
     for k in range(stop, n_valid):
@@ -437,7 +441,7 @@ cdef inline void _scan_level_unit(
     node_scan_t* node_scan,
     intp_t n_slots,
     const int32_t* order_f,
-    const float32_t* values_f,
+    const float32_t* column_f,
     intp_t n_valid,
     const float64_t* row_wr,
     const uint8_t* row_node,
@@ -473,7 +477,7 @@ cdef inline void _scan_level_unit(
         ns = &node_scan[slot]
         w_left = ns.w_left
         s_left = ns.s_left
-        if _decide(st, <int64_t>w_left, w_left, s_left, values_f, NULL, k, ns.last_pos,
+        if _decide(st, <int64_t>w_left, w_left, s_left, column_f, order_f, k, ns.last_pos,
                    min_samples_leaf):
             ns.bound = st.best_bound
         ns.s_left = s_left + row_wr[row]
@@ -545,7 +549,8 @@ cdef class ExactSplitFinder(SplitFinder):
     Parameters
     ----------
     X : float32 array of shape (n_samples, n_features), Fortran order
-        Sorted once here, per feature (NaN last).
+        Sorted once here, per feature (NaN last); the finder keeps it and reads the
+        values through the sorted order (no sorted copy).
     n_threads : int
         Threads of the sort and of the scans.
     lean_scans : bool, default=True
@@ -557,16 +562,24 @@ cdef class ExactSplitFinder(SplitFinder):
         rows of each feature contiguous (split at every level, in the same order) and
         scan a node's segment alone, as the root is scanned; False scans a level's
         nodes together in one pass of each feature (the tests compare the two).
+
+    Notes
+    -----
+    What it holds besides X: the sorted order (int32, 4 bytes per value) and per row
+    ``row_wr`` (8 bytes), ``row_slot`` (4), ``row_node`` (1) and, for trees given
+    residuals alone (unit weights), their (r, 1) statistics for the general scan
+    (16); the 16-byte row records of the weighted scans only for trees given row
+    statistics (weights), or with unit weights once a level has more nodes than a
+    byte holds. These per-row buffers are reported to ``tracemalloc``.
     """
     cdef:
-        const float32_t[::1, :] X            # the columns the segments' values are read from
         int32_t* segment_rows    # per feature: the rows of each node of the level,
                                  # at the node's range of the grower's partition
         int32_t* segment_scratch # per thread of a scan: n_samples rows (a second child's)
         bint segments            # segments allowed (constructor)
         int segment_state        # SEGMENTS_NONE, SEGMENTS_IN_ORDER, SEGMENTS_IN_ROWS
         const int32_t[:, ::1] order          # rows of each feature in sorted order
-        const float32_t[:, ::1] sorted_values
+        const float32_t[::1, :] X            # the values, read through order or segments
         const int64_t[::1] n_nonmissing
         bint positive_weights    # every weight > 0 and exactly a float32: lean scans
         bint unit_weights        # every sample weight is 1
@@ -575,9 +588,10 @@ cdef class ExactSplitFinder(SplitFinder):
         const row_stat_t* row_stats  # of the current tree (start_tree)
         row_stat_t* unit_stats   # w * r and w of a tree given residuals alone (unit
                                  # weights), for the general scan
-        packed_row_t* rows
-        float64_t* row_wr        # rows[i].wr alone: what the unweighted scans gather
-        uint8_t* row_node        # rows[i].slot as a byte (NO_NODE: none or too many)
+        packed_row_t* rows       # the weighted scans' records; NULL until needed
+        float64_t* row_wr        # w * r of each row: what the unweighted scans gather
+        int32_t* row_slot        # node slot of each row (-1: none)
+        uint8_t* row_node        # row_slot as a byte (NO_NODE: none or too many)
         intp_t capacity          # nodes per level the buffers below hold
         scan_t* scan             # per thread and node: state of the feature scan
         candidate_t* thread_best # per thread and node: best split so far
@@ -589,6 +603,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.unit_stats = NULL
         self.rows = NULL
         self.row_wr = NULL
+        self.row_slot = NULL
         self.row_node = NULL
         self.scan = NULL
         self.thread_best = NULL
@@ -599,7 +614,6 @@ cdef class ExactSplitFinder(SplitFinder):
 
     def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True,
                  bint segments=True):
-        self.X = X
         self.lean_scans = lean_scans
         self.segments = (lean_scans and segments
                          and X.shape[0] * X.shape[1] <= SEGMENT_MAX_VALUES)
@@ -608,27 +622,45 @@ cdef class ExactSplitFinder(SplitFinder):
         self.n_features = X.shape[1]
         self.n_threads = max(1, n_threads)
         order = np.empty((self.n_features, self.n_samples), dtype=np.int32)
-        sorted_values = np.empty((self.n_features, self.n_samples), dtype=np.float32)
         n_nonmissing = np.empty(self.n_features, dtype=np.int64)
-        presort_features(X, order, sorted_values, n_nonmissing, self.n_threads)
+        presort_features(X, order, n_nonmissing, self.n_threads)
         self.order = order
-        self.sorted_values = sorted_values
+        self.X = X
         self.n_nonmissing = n_nonmissing
+        self.row_wr = <float64_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(float64_t))
+        self.row_slot = <int32_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(int32_t))
+        self.row_node = <uint8_t*>gbc_alloc_random_access(
+            max(1, self.n_samples) * sizeof(uint8_t))
+        if self.row_wr == NULL or self.row_slot == NULL or self.row_node == NULL:
+            raise MemoryError(f"cannot allocate row buffers for {self.n_samples} samples")
+
+    cdef int _make_records(self, bint fill) except -1:
+        """The 16-byte records of the weighted scans (kept up to date from then on);
+        ``fill``: written now from ``row_wr`` and ``row_slot`` (a tree of unit
+        weights, whose start did not write them)."""
+        cdef intp_t i
+        if self.rows != NULL:
+            return 0
         self.rows = <packed_row_t*>gbc_alloc_random_access(
             max(1, self.n_samples) * sizeof(packed_row_t))
         if self.rows == NULL:
             raise MemoryError(f"cannot allocate row records for {self.n_samples} samples")
-        self.row_wr = <float64_t*>gbc_alloc_random_access(
-            max(1, self.n_samples) * sizeof(float64_t))
-        if self.row_wr == NULL:
-            raise MemoryError(f"cannot allocate row sums for {self.n_samples} samples")
-        self.row_node = <uint8_t*>grow_buffer(NULL, self.n_samples, sizeof(uint8_t), "row nodes")
+        if fill:
+            with nogil:
+                for i in range(self.n_samples):
+                    self.rows[i].wr = self.row_wr[i]
+                    self.rows[i].w = 1.0
+                    self.rows[i].slot = self.row_slot[i]
+        return 0
 
     def __dealloc__(self):
-        free(self.unit_stats)
-        free(self.rows)
-        free(self.row_wr)
-        free(self.row_node)
+        gbc_free_traced(self.unit_stats)
+        gbc_free_traced(self.rows)
+        gbc_free_traced(self.row_wr)
+        gbc_free_traced(self.row_slot)
+        gbc_free_traced(self.row_node)
         free(self.scan)
         free(self.thread_best)
         free(self.node_scan)
@@ -641,13 +673,14 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef intp_t i, n = self.n_samples
         cdef float64_t w, wr
         cdef int32_t slot
-        cdef packed_row_t* rows = self.rows
+        cdef packed_row_t* rows
         cdef float64_t* row_wr = self.row_wr
+        cdef int32_t* row_slot = self.row_slot
         cdef uint8_t* row_node = self.row_node
         cdef const row_stat_t* stats = NULL
         cdef const float64_t* r = NULL
-        cdef row_stat_t* unit_stats
         cdef const uint8_t* mask = NULL
+        cdef row_stat_t* unit_stats = NULL
         cdef bint unit = True, positive = True, in_root = True
         if ((row_stats is None and residual is None)
                 or (row_stats is not None and row_stats.shape[0] != n)
@@ -657,13 +690,17 @@ cdef class ExactSplitFinder(SplitFinder):
         if row_stats is None:
             # Unit weights: the general scan reads (r, 1) from a buffer of its own.
             if self.unit_stats == NULL:
-                self.unit_stats = <row_stat_t*>grow_buffer(NULL, n, sizeof(row_stat_t),
-                                                           "row statistics")
+                self.unit_stats = <row_stat_t*>gbc_alloc_random_access(
+                    max(1, n) * sizeof(row_stat_t))
+                if self.unit_stats == NULL:
+                    raise MemoryError(f"cannot allocate row statistics for {n} samples")
             self._row_stats_ref = None
             self.row_stats = self.unit_stats
+            unit_stats = self.unit_stats
         else:
             self._row_stats_ref = row_stats
             self.row_stats = &row_stats[0] if n > 0 else NULL
+            self._make_records(False)
         if n > 0:
             if row_stats is not None:
                 stats = &row_stats[0]
@@ -671,7 +708,7 @@ cdef class ExactSplitFinder(SplitFinder):
                 r = &residual[0]
             if in_bag is not None:
                 mask = &in_bag[0]
-            unit_stats = self.unit_stats
+            rows = self.rows
             with nogil:
                 # One pass: the records the scans gather, and what decides their paths.
                 for i in range(n):
@@ -684,10 +721,12 @@ cdef class ExactSplitFinder(SplitFinder):
                         unit_stats[i].wr = wr
                         unit_stats[i].w = w
                     slot = 0 if mask == NULL or mask[i] else -1
-                    rows[i].wr = wr
-                    rows[i].w = <float32_t>w
-                    rows[i].slot = slot
+                    if rows != NULL:
+                        rows[i].wr = wr
+                        rows[i].w = <float32_t>w
+                        rows[i].slot = slot
                     row_wr[i] = wr
+                    row_slot[i] = slot
                     row_node[i] = _node_byte(slot)
                     unit = unit & (w == 1.0)
                     positive = positive & (w > 0.0) & (<float64_t>(<float32_t>w) == w)
@@ -706,6 +745,9 @@ cdef class ExactSplitFinder(SplitFinder):
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
+        if n_nodes >= NO_NODE:
+            # Too many nodes for row_node: the unweighted scan runs on the records.
+            self._make_records(True)
         if n_nodes <= self.capacity:
             return 0
         self.scan = <scan_t*>grow_buffer(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
@@ -722,12 +764,20 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef intp_t i
         cdef int32_t row
         cdef packed_row_t* records = self.rows
+        cdef int32_t* row_slot = self.row_slot
         cdef uint8_t* row_node = self.row_node
         cdef uint8_t byte = _node_byte(slot)
-        for i in range(start, stop):
-            row = moved[i]
-            records[row].slot = slot
-            row_node[row] = byte
+        if records != NULL:
+            for i in range(start, stop):
+                row = moved[i]
+                records[row].slot = slot
+                row_slot[row] = slot
+                row_node[row] = byte
+        else:
+            for i in range(start, stop):
+                row = moved[i]
+                row_slot[row] = slot
+                row_node[row] = byte
 
     cdef void collect(self, const level_t* level) noexcept nogil:
         """The fused scan: the candidates of every splittable node, per thread (the
@@ -743,10 +793,11 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef candidate_t* b
         cdef float32_t v
         cdef const int32_t* order_f
-        cdef const float32_t* values_f
+        cdef const float32_t* column_f
         cdef const uint8_t* allowed = level.allowed
         cdef const level_node_t* nodes = level.nodes
         cdef const row_stat_t* row_stats = self.row_stats
+        cdef const int32_t* row_slot = self.row_slot
         cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef float64_t min_weight_leaf = level.min_weight_leaf
         cdef uint8_t criterion = level.criterion
@@ -754,7 +805,6 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef intp_t n = self.n_samples, m, sib, first, second
         cdef int32_t* rows_f
         cdef const int32_t* src
-        cdef const float32_t* column_f
         cdef bint is_root = n_slots == 1 and nodes[0].parent < 0
         # Segments: the rows of each node of this level, in each feature's order, at
         # the node's range [start, stop) of the grower's partition: from the root's
@@ -805,20 +855,19 @@ cdef class ExactSplitFinder(SplitFinder):
                     states[s].total_n - 2 * min_samples_leaf + 1, 0)
                 states[s].best_bound = states[s].best.proxy * BOUND_FACTOR
             order_f = &self.order[f, 0]
-            values_f = &self.sorted_values[f, 0]
+            column_f = &self.X[0, f]
             n_valid = self.n_nonmissing[f]
             if (n_valid == self.n_samples and self.positive_weights and min_weight_leaf <= 0
                     and criterion == CRITERION_FRIEDMAN_MSE):
                 if segment_level and not (is_root and self.all_rows_in_root):
                     rows_f = self.segment_rows + f * n
-                    column_f = &self.X[0, f]
                     if is_root:
                         m = _keep_in_bag(order_f, rows_f, n, self.row_node)
                         if self.unit_weights:
-                            _scan_root_unit(states, rows_f, column_f, rows_f, m,
-                                            self.row_wr, min_samples_leaf)
+                            _scan_root_unit(states, rows_f, column_f, m, self.row_wr,
+                                            min_samples_leaf)
                         else:
-                            _scan_root(states, rows_f, column_f, rows_f, m, self.rows,
+                            _scan_root(states, rows_f, column_f, m, self.rows,
                                        min_samples_leaf)
                     else:
                         for s in range(n_slots):
@@ -845,47 +894,46 @@ cdef class ExactSplitFinder(SplitFinder):
                                 continue
                             if self.unit_weights:
                                 _scan_root_unit(&states[s], rows_f + nodes[s].start,
-                                                column_f, rows_f + nodes[s].start,
-                                                nodes[s].stop - nodes[s].start,
+                                                column_f, nodes[s].stop - nodes[s].start,
                                                 self.row_wr, min_samples_leaf)
                             else:
                                 _scan_root(&states[s], rows_f + nodes[s].start,
-                                           column_f, rows_f + nodes[s].start,
-                                           nodes[s].stop - nodes[s].start,
+                                           column_f, nodes[s].stop - nodes[s].start,
                                            self.rows, min_samples_leaf)
                 elif n_slots == 1 and self.all_rows_in_root:
                     if self.unit_weights:
-                        _scan_root_unit(states, order_f, values_f, NULL, n_valid,
-                                        self.row_wr, min_samples_leaf)
+                        _scan_root_unit(states, order_f, column_f, n_valid, self.row_wr,
+                                        min_samples_leaf)
                     else:
-                        _scan_root(states, order_f, values_f, NULL, n_valid, self.rows,
+                        _scan_root(states, order_f, column_f, n_valid, self.rows,
                                    min_samples_leaf)
                 elif self.unit_weights and n_slots < NO_NODE:
                     _scan_level_unit(states, self.node_scan + tid * self.capacity,
-                                     n_slots, order_f, values_f, n_valid, self.row_wr,
+                                     n_slots, order_f, column_f, n_valid, self.row_wr,
                                      self.row_node, min_samples_leaf)
                 else:
-                    _scan_fast(states, order_f, values_f, n_valid, self.rows,
+                    _scan_fast(states, order_f, column_f, n_valid, self.rows,
                                min_samples_leaf)
                 n_valid = -1  # done
             # Missing values (sorted last) first: their totals are needed to send
             # them to either side of every candidate threshold.
             for k in range(max(n_valid, 0), self.n_samples if n_valid >= 0 else 0):
                 row = order_f[k]
-                slot = self.rows[row].slot
+                slot = row_slot[row]
                 if slot >= 0:
                     _side_add(&states[slot].miss, &row_stats[row])
             for k in range(max(n_valid, 0)):
                 if k + PREFETCH_DISTANCE < n_valid:
                     row = order_f[k + PREFETCH_DISTANCE]
-                    GBC_PREFETCH(&self.rows[row])
+                    GBC_PREFETCH(&row_slot[row])
+                    GBC_PREFETCH(&column_f[row])
                     GBC_PREFETCH(&row_stats[row])
                 row = order_f[k]
-                slot = self.rows[row].slot
+                slot = row_slot[row]
                 if slot < 0:
                     continue
                 st = &states[slot]
-                v = values_f[k]
+                v = column_f[row]
                 if st.acc.n > 0 and v > st.last_value + FEATURE_THRESHOLD:
                     if nodes[slot].splittable and (
                             allowed == NULL or allowed[slot * self.n_features + f]):

@@ -2,110 +2,134 @@
 encode class labels without sorting them (`encode_labels`)."""
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.stdlib cimport malloc, free
 from libc.math cimport signbit
 from libc.string cimport memset
+
+import numpy as np
 
 from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t, sort_key
 
 
-cdef int _sort_one_feature(
+cdef enum:
+    # Columns sorted at once (one per thread): each takes 12 bytes per row of
+    # temporaries, so the presort holds at most 48 bytes per row besides the order,
+    # less than the per-row state of the fit that follows, whatever the number of
+    # threads (docs/reliability.md, "Memory of an exact fit").
+    MAX_COLUMNS_AT_ONCE = 4
+
+
+cdef intp_t _sort_column(
     const float32_t* column,
     intp_t n,
     int32_t* order_out,
-    float32_t* values_out,
     uint32_t* keys_a,
     uint32_t* keys_b,
-    int32_t* idx_a,
-    int32_t* idx_b,
+    int32_t* idx_tmp,
 ) noexcept nogil:
-    """Stable radix sort of one column; returns the number of non-NaN values."""
-    cdef intp_t i, pos
-    cdef int shift, digit
-    cdef intp_t counts[256]
-    cdef uint32_t* ktmp
-    cdef int32_t* itmp
-    cdef intp_t n_missing = 0
+    """Stable LSD radix sort of one column (n >= 1) into ``order_out``, 8-bit digits;
+    returns the number of non-NaN values.
+
+    The first pass over the column makes the keys and counts all four digits; a
+    digit that is the same for every key takes no pass. The positions alternate
+    between ``idx_tmp`` and ``order_out`` so that the last pass writes
+    ``order_out``, and the keys between ``keys_a`` and ``keys_b`` (the last pass
+    moves none): 12 bytes per row of temporaries.
+    """
+    cdef intp_t i, pos, total, dst, n_missing = 0
+    cdef intp_t counts[4][256]
+    cdef int[4] shifts
+    cdef int d, digit, shift, p, n_passes = 0
+    cdef uint32_t key, first
+    cdef uint32_t* keys_in = keys_a
+    cdef uint32_t* keys_out
+    cdef const int32_t* idx_in = NULL
+    cdef int32_t* idx_out
+    memset(counts, 0, sizeof(counts))
     for i in range(n):
-        keys_a[i] = sort_key(column[i])
-        idx_a[i] = <int32_t>i
-        if column[i] != column[i]:
-            n_missing += 1
-    for shift in range(0, 32, 8):
-        memset(counts, 0, sizeof(counts))
+        key = sort_key(column[i])
+        keys_a[i] = key
+        counts[0][key & 0xFF] += 1
+        counts[1][(key >> 8) & 0xFF] += 1
+        counts[2][(key >> 16) & 0xFF] += 1
+        counts[3][key >> 24] += 1
+        n_missing += column[i] != column[i]
+    first = keys_a[0]
+    for d in range(4):
+        if counts[d][(first >> (8 * d)) & 0xFF] != n:
+            shifts[n_passes] = 8 * d
+            n_passes += 1
+    if n_passes == 0:
         for i in range(n):
-            counts[(keys_a[i] >> shift) & 0xFF] += 1
-        # Skip a pass whose digit is the same for every key.
-        if counts[(keys_a[0] >> shift) & 0xFF] == n:
-            continue
+            order_out[i] = <int32_t>i
+        return n - n_missing
+    for p in range(n_passes):
+        shift = shifts[p]
+        d = shift // 8
         pos = 0
         for digit in range(256):
-            pos += counts[digit]
-            counts[digit] = pos - counts[digit]
+            total = counts[d][digit]
+            counts[d][digit] = pos
+            pos += total
+        idx_out = order_out if (n_passes - 1 - p) % 2 == 0 else idx_tmp
+        keys_out = NULL if p == n_passes - 1 else (keys_b if keys_in == keys_a else keys_a)
         for i in range(n):
-            digit = (keys_a[i] >> shift) & 0xFF
-            keys_b[counts[digit]] = keys_a[i]
-            idx_b[counts[digit]] = idx_a[i]
-            counts[digit] += 1
-        ktmp = keys_a; keys_a = keys_b; keys_b = ktmp
-        itmp = idx_a; idx_a = idx_b; idx_b = itmp
-    for i in range(n):
-        order_out[i] = idx_a[i]
-        values_out[i] = column[idx_a[i]]
-    return <int>(n - n_missing)
+            key = keys_in[i]
+            digit = (key >> shift) & 0xFF
+            dst = counts[d][digit]
+            counts[d][digit] = dst + 1
+            if keys_out != NULL:
+                keys_out[dst] = key
+            idx_out[dst] = <int32_t>i if idx_in == NULL else idx_in[i]
+        keys_in = keys_out
+        idx_in = idx_out
+    return n - n_missing
 
 
 @cython.boundscheck(False)
 def presort_features(
     const float32_t[::1, :] X,
     int32_t[:, ::1] order,
-    float32_t[:, ::1] sorted_values,
     int64_t[::1] n_nonmissing,
     int n_threads,
 ):
     """Sort each column of ``X`` (Fortran order) once.
+
+    The scans read a feature's values through ``order`` from ``X`` itself (no
+    sorted copy). Each thread sorts columns of its own, at most
+    ``MAX_COLUMNS_AT_ONCE`` (4) at once, with 12 bytes per row of temporaries
+    (NumPy arrays, so traced by ``tracemalloc``).
 
     Parameters
     ----------
     X : float32 array of shape (n_samples, n_features), Fortran order
     order : int32 array of shape (n_features, n_samples), output
         Row indices of each feature in ascending order of value (ties keep row
-        order, NaN last).
-    sorted_values : float32 array of shape (n_features, n_samples), output
-        ``X[order[f], f]``.
+        order, -0.0 equals 0.0, NaN last).
     n_nonmissing : int64 array of shape (n_features,), output
         Number of non-NaN values of each feature.
     n_threads : int
-        OpenMP threads.
+        OpenMP threads (at most ``MAX_COLUMNS_AT_ONCE`` are used).
     """
     cdef intp_t n = X.shape[0]
     cdef intp_t d = X.shape[1]
     cdef intp_t f
-    cdef int tid
-    cdef intp_t stride = n if n > 0 else 1
+    cdef int tid, n_sorting
     if n == 0 or d == 0:
         return
     if n > 2147483647:
         raise ValueError("at most 2**31 - 1 samples are supported")
-    n_threads = max(1, min(n_threads, d))
-    cdef uint32_t* keys = <uint32_t*>malloc(2 * n_threads * stride * sizeof(uint32_t))
-    cdef int32_t* idx = <int32_t*>malloc(2 * n_threads * stride * sizeof(int32_t))
-    if keys == NULL or idx == NULL:
-        free(keys)
-        free(idx)
-        raise MemoryError(f"cannot allocate sort buffers for {n} samples")
-    try:
-        with nogil:
-            for f in prange(d, schedule="static", num_threads=n_threads):
-                tid = threadid()
-                n_nonmissing[f] = _sort_one_feature(
-                    &X[0, f], n, &order[f, 0], &sorted_values[f, 0],
-                    keys + 2 * tid * stride, keys + (2 * tid + 1) * stride,
-                    idx + 2 * tid * stride, idx + (2 * tid + 1) * stride,
-                )
-    finally:
-        free(keys)
-        free(idx)
+    if order.shape[0] != d or order.shape[1] != n or n_nonmissing.shape[0] != d:
+        raise ValueError(f"order must have shape ({d}, {n}) and n_nonmissing ({d},)")
+    n_sorting = <int>min(<intp_t>max(1, n_threads), d, <intp_t>MAX_COLUMNS_AT_ONCE)
+    keys_arr = np.empty((n_sorting, 2, n), dtype=np.uint32)
+    idx_arr = np.empty((n_sorting, n), dtype=np.int32)
+    cdef uint32_t[:, :, ::1] keys = keys_arr
+    cdef int32_t[:, ::1] idx = idx_arr
+    with nogil:
+        for f in prange(d, schedule="static", num_threads=n_sorting):
+            tid = threadid()
+            n_nonmissing[f] = _sort_column(&X[0, f], n, &order[f, 0], &keys[tid, 0, 0],
+                                           &keys[tid, 1, 0], &idx[tid, 0])
 
 
 ctypedef fused label_value_t:

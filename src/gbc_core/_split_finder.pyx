@@ -103,7 +103,7 @@ cdef class SplitFinder:
 
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
-                     criterion="friedman_mse"):
+                     criterion="friedman_mse", bint unit_weights=False):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -123,6 +123,10 @@ cdef class SplitFinder:
             subtracts derives the larger child of each pair from them.
         criterion : {"friedman_mse", "squared_error"}
             The proxy splits are ranked by (``_choice.pxd``).
+        unit_weights : bool, default=False
+            Start the tree as a fit without sample weights does: from the residuals
+            alone (``row_stats["wr"]``, no row statistics); every ``row_stats["w"]``
+            must be 1.
 
         Returns
         -------
@@ -136,6 +140,8 @@ cdef class SplitFinder:
         slot_of = np.ascontiguousarray(row_slot, dtype=np.int32)
         if stats.shape[0] != self.n_samples or slot_of.shape[0] != self.n_samples:
             raise ValueError(f"row_stats and row_slot must have {self.n_samples} rows")
+        if unit_weights and not (stats["w"] == 1.0).all():
+            raise ValueError("unit_weights=True needs every row_stats['w'] equal to 1")
         n_nodes = max(int(np.max(slot_of)) + 1 if self.n_samples else 0, 1)
         if parent_slot is not None:
             parent_of = np.ascontiguousarray(parent_slot, dtype=np.int32)
@@ -150,7 +156,10 @@ cdef class SplitFinder:
                 n_nodes, self.n_features)
         # The root's rows are every row with a slot: start the tree with them.
         in_bag = (slot_of >= 0) if parent_slot is None else (parent_of >= 0)
-        self.start_tree(stats, None, in_bag.astype(np.uint8))
+        if unit_weights:
+            self.start_tree(None, np.ascontiguousarray(stats["wr"]), in_bag.astype(np.uint8))
+        else:
+            self.start_tree(stats, None, in_bag.astype(np.uint8))
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
                             min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion])
