@@ -246,20 +246,27 @@ def test_threads_find_the_same_splits():
     _check(X, w * r, w, row_slot, n_threads=2)
 
 
-def test_exact_fit_allocates_at_most_its_state():
+@pytest.mark.parametrize("segments", [False, True])
+def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     """What an exact fit of unit weights allocates (NumPy's arrays and the finder's
     row buffers, all traced) is the sorted order of every feature (int32, 4 bytes
     per value) and per row: the finder's w * r (8), node slot (4) and its byte (1)
     and the (r, 1) statistics of its general scan (16), the class codes (4), the raw
     scores, probabilities and residuals (8 each) and the leaf of each row (4), 61
-    bytes in all. No sorted copy of the values (they are read from X through the
-    order), no 16-byte row records (the weighted scans'), and the presort's
-    temporaries (12 bytes per row and column sorted at once, at most 4 at once)
-    below the state the fit holds after it, with any number of threads."""
+    bytes in all; with node segments (the default up to 2^24 values) also the
+    segments (4 bytes per value) and one scratch row buffer per thread of a scan (4
+    bytes per row, at most one per feature). No sorted copy of the values (they are
+    read from X through the order), no 16-byte row records (the weighted scans'),
+    and the presort's temporaries (12 bytes per row and column sorted at once, at
+    most 4 at once) below the state the fit holds after it, with any number of
+    threads."""
     import tracemalloc
 
-    from gbc_core import GradientBoostingClassifier
+    from gbc_core import GradientBoostingClassifier, _boosting
+    from gbc_core._exact_splitter import ExactSplitFinder
 
+    monkeypatch.setattr(_boosting, "ExactSplitFinder",
+                        lambda X, n_threads: ExactSplitFinder(X, n_threads, segments=segments))
     n, d = 100_000, 14
     rng = np.random.default_rng(6)
     X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
@@ -272,4 +279,8 @@ def test_exact_fit_allocates_at_most_its_state():
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        assert peak < n * (4 * d + 61) + 256 * 1024, (n_jobs, peak / n - 4 * d, 61)
+        per_value, per_row = 4, 61
+        if segments:
+            per_value, per_row = 8, 61 + 4 * min(n_jobs, d)
+        assert peak < n * (per_value * d + per_row) + 256 * 1024, (
+            n_jobs, peak / n - per_value * d, per_row)

@@ -664,8 +664,8 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.scan)
         free(self.thread_best)
         free(self.node_scan)
-        free(self.segment_rows)
-        free(self.segment_scratch)
+        gbc_free_traced(self.segment_rows)
+        gbc_free_traced(self.segment_scratch)
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const float64_t[::1] residual,
@@ -736,12 +736,17 @@ cdef class ExactSplitFinder(SplitFinder):
         self.all_rows_in_root = in_root
         self.segment_state = SEGMENTS_NONE
         if self.segments and self.positive_weights and n > 0 and self.segment_rows == NULL:
-            self.segment_rows = <int32_t*>grow_buffer(
-                NULL, n * self.n_features, sizeof(int32_t), "node segments")
+            self.segment_rows = <int32_t*>gbc_alloc_random_access(
+                n * self.n_features * sizeof(int32_t))
             # One per thread of a scan (at most one per feature).
-            self.segment_scratch = <int32_t*>grow_buffer(
-                NULL, n * min(<intp_t>self.n_threads, self.n_features), sizeof(int32_t),
-                "node segments")
+            self.segment_scratch = <int32_t*>gbc_alloc_random_access(
+                n * min(<intp_t>self.n_threads, self.n_features) * sizeof(int32_t))
+            if self.segment_rows == NULL or self.segment_scratch == NULL:
+                gbc_free_traced(self.segment_rows)
+                gbc_free_traced(self.segment_scratch)
+                self.segment_rows = NULL
+                self.segment_scratch = NULL
+                raise MemoryError(f"cannot allocate node segments for {n} samples")
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
