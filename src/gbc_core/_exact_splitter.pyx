@@ -493,6 +493,25 @@ cdef inline void _scan_level_unit(
         states[s].last_pos = node_scan[s].last_pos
 
 
+cdef inline void _scan_node(
+    scan_t* st,
+    const int32_t* rows_in_order,
+    const float32_t* column_f,
+    intp_t n_rows,
+    bint unit_weights,
+    const float64_t* row_wr,
+    const packed_row_t* records,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """The scan of one node whose rows, all of them, are ``rows_in_order`` (the root's
+    sorted order, or a node's segment): ``_scan_root_unit`` with unit weights, else
+    ``_scan_root``."""
+    if unit_weights:
+        _scan_root_unit(st, rows_in_order, column_f, n_rows, row_wr, min_samples_leaf)
+    else:
+        _scan_root(st, rows_in_order, column_f, n_rows, records, min_samples_leaf)
+
+
 cdef inline void _split_segment(
     const int32_t* src,
     int32_t* dst,
@@ -868,12 +887,8 @@ cdef class ExactSplitFinder(SplitFinder):
                     rows_f = self.segment_rows + f * n
                     if is_root:
                         m = _keep_in_bag(order_f, rows_f, n, self.row_node)
-                        if self.unit_weights:
-                            _scan_root_unit(states, rows_f, column_f, m, self.row_wr,
-                                            min_samples_leaf)
-                        else:
-                            _scan_root(states, rows_f, column_f, m, self.rows,
-                                       min_samples_leaf)
+                        _scan_node(states, rows_f, column_f, m, self.unit_weights,
+                                   self.row_wr, self.rows, min_samples_leaf)
                     else:
                         for s in range(n_slots):
                             sib = nodes[s].sibling
@@ -895,23 +910,13 @@ cdef class ExactSplitFinder(SplitFinder):
                                            self.row_node, <uint8_t>first, <uint8_t>second,
                                            self.segment_scratch + tid * n)
                         for s in range(n_slots):
-                            if states[s].total_n == 0:
-                                continue
-                            if self.unit_weights:
-                                _scan_root_unit(&states[s], rows_f + nodes[s].start,
-                                                column_f, nodes[s].stop - nodes[s].start,
-                                                self.row_wr, min_samples_leaf)
-                            else:
-                                _scan_root(&states[s], rows_f + nodes[s].start,
-                                           column_f, nodes[s].stop - nodes[s].start,
-                                           self.rows, min_samples_leaf)
+                            if states[s].total_n > 0:
+                                _scan_node(&states[s], rows_f + nodes[s].start, column_f,
+                                           nodes[s].stop - nodes[s].start, self.unit_weights,
+                                           self.row_wr, self.rows, min_samples_leaf)
                 elif n_slots == 1 and self.all_rows_in_root:
-                    if self.unit_weights:
-                        _scan_root_unit(states, order_f, column_f, n_valid, self.row_wr,
-                                        min_samples_leaf)
-                    else:
-                        _scan_root(states, order_f, column_f, n_valid, self.rows,
-                                   min_samples_leaf)
+                    _scan_node(states, order_f, column_f, n_valid, self.unit_weights,
+                               self.row_wr, self.rows, min_samples_leaf)
                 elif self.unit_weights and n_slots < NO_NODE:
                     _scan_level_unit(states, self.node_scan + tid * self.capacity,
                                      n_slots, order_f, column_f, n_valid, self.row_wr,
