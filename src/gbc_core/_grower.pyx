@@ -197,6 +197,23 @@ cdef inline void _sums_range(node_sums_t* a, float64_t w, float64_t r) noexcept 
             a.r_max = r
 
 
+cdef inline void _sums_add_row(node_sums_t* a, const row_stat_t* row_stats,
+                               const float64_t* residual, intp_t row) noexcept nogil:
+    """Add one row to ``a``: w, w * r, w * r^2 and the residual range, w and w * r
+    from ``row_stats`` (NULL: unit weights, w * r is r, 1 * r exactly)."""
+    cdef float64_t w, r = residual[row]
+    if row_stats != NULL:
+        w = row_stats[row].w
+        a.w += w
+        a.wr += row_stats[row].wr
+    else:
+        w = 1.0
+        a.w += 1.0
+        a.wr += r
+    a.wr2 += w * r * r
+    _sums_range(a, w, r)
+
+
 cdef inline void _sums_add(node_sums_t* a, const node_sums_t* b) noexcept nogil:
     """Add the sums of a chunk ``b`` to ``a`` (in chunk order: deterministic)."""
     a.w = a.w + b.w
@@ -571,31 +588,19 @@ cdef class TreeGrower:
         if sample_mask is not None and not self.has_X:
             raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
                              "their raw values)")
-        root.n = 0
-        root.w = 0.0
-        root.s = 0.0
         _sums_zero(&root_sums)
         cdef int32_t* partition = self.partition
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
-        cdef float64_t w
         with nogil:
             for i in range(n):
                 if sample_mask is None or sample_mask[i]:
                     partition[n_inbag] = <int32_t>i
                     n_inbag += 1
-                    root.n += 1
-                    if rs != NULL:
-                        w = rs[i].w
-                        root.w += w
-                        root.s += rs[i].wr
-                    else:
-                        # Unit weights: w * r is r (1 * r exactly).
-                        w = 1.0
-                        root.w += 1.0
-                        root.s += residual[i]
-                    root_sums.wr2 += w * residual[i] * residual[i]
-                    _sums_range(&root_sums, w, residual[i])
+                    _sums_add_row(&root_sums, rs, res, i)
+        root.n = n_inbag
+        root.w = root_sums.w
+        root.s = root_sums.wr
         if self.reducer is not None:
             root, root_sums = self._reduce_root(root, root_sums)
         root_sums.w = root.w
@@ -1527,7 +1532,6 @@ cdef class TreeGrower:
         cdef const block_t* blk
         cdef int32_t* seg
         cdef int32_t row
-        cdef float64_t w, r
         cdef node_sums_t part
         _sums_zero(sums)
         _sums_zero(&part)
@@ -1552,17 +1556,6 @@ cdef class TreeGrower:
                         _sums_add(sums, &part)
                         _sums_zero(&part)
                     chunk = row >> CHUNK_SHIFT
-                r = residual[row]
-                if row_stats != NULL:
-                    w = row_stats[row].w
-                    part.w += w
-                    part.wr += row_stats[row].wr
-                else:
-                    # Unit weights: w * r is r.
-                    w = 1.0
-                    part.w += 1.0
-                    part.wr += r
-                part.wr2 += w * r * r
-                _sums_range(&part, w, r)
+                _sums_add_row(&part, row_stats, residual, row)
         if chunk >= 0:
             _sums_add(sums, &part)
