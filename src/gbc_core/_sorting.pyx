@@ -147,6 +147,19 @@ ctypedef fused label_value_t:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
+cdef inline intp_t _lower_bound(label_value_t[::1] classes, intp_t k,
+                                label_value_t v) noexcept nogil:
+    """The first position of ``classes[:k]`` (sorted) whose value is not below ``v``."""
+    cdef intp_t lo = 0, hi = k, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if classes[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def encode_labels(const label_value_t[::1] y, label_value_t[::1] classes,
                   int32_t[::1] codes):
     """The distinct labels of ``y`` in increasing order and the code of every row,
@@ -159,20 +172,13 @@ def encode_labels(const label_value_t[::1] y, label_value_t[::1] classes,
     there are more than ``classes`` holds, or when both -0.0 and 0.0 occur (equal
     labels whose kept sign is a choice of the sort: the caller uses ``np.unique``).
     """
-    cdef intp_t i, n = y.shape[0], k = 0, room = classes.shape[0], lo, hi, mid, j
+    cdef intp_t i, n = y.shape[0], k = 0, room = classes.shape[0], lo, j
     cdef label_value_t v
     cdef bint signed_zero = False, unsigned_zero = False, fits = True
     with nogil:
         for i in range(n):
             v = y[i]
-            lo = 0
-            hi = k
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if classes[mid] < v:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _lower_bound(classes, k, v)
             if label_value_t is float or label_value_t is double:
                 if v == 0:
                     if signbit(v):
@@ -193,14 +199,7 @@ def encode_labels(const label_value_t[::1] y, label_value_t[::1] classes,
         if fits and not (signed_zero and unsigned_zero):
             for i in range(n):
                 v = y[i]
-                lo = 0
-                hi = k
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if classes[mid] < v:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = _lower_bound(classes, k, v)
                 codes[i] = <int32_t>lo
     if not fits or (signed_zero and unsigned_zero):
         return -1
