@@ -160,6 +160,8 @@ cdef inline intp_t _lower_bound(label_value_t[::1] classes, intp_t k,
     return lo
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def encode_labels(const label_value_t[::1] y, label_value_t[::1] classes,
                   int32_t[::1] codes):
     """The distinct labels of ``y`` in increasing order and the code of every row,
