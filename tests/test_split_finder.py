@@ -254,8 +254,9 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     and the (r, 1) statistics of its general scan (16), the class codes (4), the raw
     scores, probabilities and residuals (8 each) and the leaf of each row (4), 61
     bytes in all; with node segments (the default up to 2^24 values) also the
-    segments (4 bytes per value) and one scratch row buffer per thread of a scan (4
-    bytes per row, at most one per feature). No sorted copy of the values (they are
+    segments (4 bytes per value), one scratch row buffer per thread of a scan (4
+    bytes per row, at most one per feature) and one bit per row (the side of its
+    node in the segments' split). No sorted copy of the values (they are
     read from X through the order), no 16-byte row records (the weighted scans'),
     and the presort's temporaries (12 bytes per row and column sorted at once, at
     most 4 at once) below the state the fit holds after it, with any number of
@@ -281,6 +282,6 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
             tracemalloc.stop()
         per_value, per_row = 4, 61
         if segments:
-            per_value, per_row = 8, 61 + 4 * min(n_jobs, d)
+            per_value, per_row = 8, 61 + 4 * min(n_jobs, d) + 1 / 8
         assert peak < n * (per_value * d + per_row) + 256 * 1024, (
             n_jobs, peak / n - per_value * d, per_row)

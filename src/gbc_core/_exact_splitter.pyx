@@ -24,7 +24,7 @@ cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -126,6 +126,10 @@ cdef enum:
     SEGMENT_MAX_VALUES = 1 << 24
     # Values between the segments and their scratch buffers (2 KiB).
     SCRATCH_OFFSET = 512
+    # A level's segments are split on one bit per row (``_split_segment_bits``) when
+    # the nodes split hold at least 1/FIRST_BITS_SHARE of the rows (the bits cost a
+    # pass over every row; smaller levels of best-first growth read the node byte).
+    FIRST_BITS_SHARE = 8
 
 cdef enum:
     # Where a finder with segments finds the rows of the level's parents.
@@ -546,6 +550,30 @@ cdef inline void _split_segment(
     memcpy(dst + n_first, scratch, n_b * sizeof(int32_t))
 
 
+cdef inline void _split_segment_bits(
+    const int32_t* src,
+    int32_t* dst,
+    intp_t n_src,
+    intp_t n_first,
+    const uint64_t_t* first_bits,
+    int32_t* scratch,
+) noexcept nogil:
+    """``_split_segment`` on one bit per row (bit ``row`` of ``first_bits``: the row
+    is in the first child), which for a level's every row fits in a core's first
+    cache where the node bytes do not: the gather of the side costs less (0.6-0.75
+    against 0.9-1.0 ns per value on 200,000 rows, measured on the loop alone).
+    A row of the first child goes to ``dst``, one of the second to ``scratch`` at
+    the count of the second child's rows so far (``k - n_a``), a single count."""
+    cdef intp_t k, n_a = 0
+    cdef int32_t row
+    for k in range(n_src):
+        row = src[k]
+        dst[n_a] = row
+        scratch[k - n_a] = row
+        n_a += <intp_t>((first_bits[row >> 6] >> (row & 63)) & 1)
+    memcpy(dst + n_first, scratch, (n_src - n_first) * sizeof(int32_t))
+
+
 cdef inline intp_t _keep_in_bag(
     const int32_t* order_f,
     int32_t* dst,
@@ -589,7 +617,8 @@ cdef class ExactSplitFinder(SplitFinder):
     What it holds besides X: the sorted order (int32, 4 bytes per value) and per row
     ``row_wr`` (8 bytes), ``row_slot`` (4), ``row_node`` (1) and, for trees given
     residuals alone (unit weights), their (r, 1) statistics for the general scan
-    (16); the 16-byte row records of the weighted scans only for trees given row
+    (16); with segments, 4 bytes per value, 4 per row per thread of a scan and one
+    bit per row; the 16-byte row records of the weighted scans only for trees given row
     statistics (weights), or with unit weights once a level has more nodes than a
     byte holds. These per-row buffers are reported to ``tracemalloc``.
     """
@@ -597,6 +626,7 @@ cdef class ExactSplitFinder(SplitFinder):
         int32_t* segment_rows    # per feature: the rows of each node of the level,
                                  # at the node's range of the grower's partition
         int32_t* segment_scratch # per thread of a scan: n_samples rows (a second child's)
+        uint64_t_t* first_bits   # per row one bit: its node is the first of its pair
         bint segments            # segments allowed (constructor)
         int segment_state        # SEGMENTS_NONE, SEGMENTS_IN_ORDER, SEGMENTS_IN_ROWS
         const int32_t[:, ::1] order          # rows of each feature in sorted order
@@ -631,6 +661,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.node_scan = NULL
         self.segment_rows = NULL
         self.segment_scratch = NULL
+        self.first_bits = NULL
         self.capacity = 0
 
     def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True,
@@ -686,6 +717,7 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.thread_best)
         free(self.node_scan)
         gbc_free_traced(self.segment_rows)   # (segment_scratch lies in the same block)
+        gbc_free_traced(self.first_bits)
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const float64_t[::1] residual,
@@ -766,6 +798,12 @@ cdef class ExactSplitFinder(SplitFinder):
             if self.segment_rows == NULL:
                 raise MemoryError(f"cannot allocate node segments for {n} samples")
             self.segment_scratch = self.segment_rows + n * self.n_features + SCRATCH_OFFSET
+            self.first_bits = <uint64_t_t*>gbc_alloc_random_access(
+                ((n + 63) // 64) * sizeof(uint64_t_t))
+            if self.first_bits == NULL:
+                gbc_free_traced(self.segment_rows)
+                self.segment_rows = NULL
+                raise MemoryError(f"cannot allocate node segments for {n} samples")
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
@@ -839,12 +877,15 @@ cdef class ExactSplitFinder(SplitFinder):
             and criterion == CRITERION_FRIEDMAN_MSE and n_slots < NO_NODE
             and (is_root or self.segment_state != SEGMENTS_NONE))
         cdef int parents_in = self.segment_state
+        cdef bint use_bits = False
         # A level's scan must be long enough (about 0.1 ms: 100,000 values at about a
         # nanosecond each) to pay for the start-up and the closing barrier of a
         # parallel region (microseconds on an idle machine; on a machine busier than
         # its cores, a scheduler time slice, for every library's threads alike).
         if self.n_samples * self.n_features < MIN_PARALLEL_SCAN:
             n_threads = 1
+        if segment_level and not is_root:
+            use_bits = self._mark_first_children(level, n_threads)
         for t in range(n_threads):
             for s in range(n_slots):
                 self.thread_best[t * self.capacity + s].proxy = -INFINITY
@@ -905,10 +946,17 @@ cdef class ExactSplitFinder(SplitFinder):
                             else:
                                 src = rows_f + nodes[first].start
                                 m = nodes[second].stop - nodes[first].start
-                            _split_segment(src, rows_f + nodes[first].start, m,
-                                           nodes[first].stop - nodes[first].start,
-                                           self.row_node, <uint8_t>first, <uint8_t>second,
-                                           self.segment_scratch + tid * n)
+                            if use_bits:
+                                _split_segment_bits(
+                                    src, rows_f + nodes[first].start, m,
+                                    nodes[first].stop - nodes[first].start,
+                                    self.first_bits, self.segment_scratch + tid * n)
+                            else:
+                                _split_segment(
+                                    src, rows_f + nodes[first].start, m,
+                                    nodes[first].stop - nodes[first].start,
+                                    self.row_node, <uint8_t>first, <uint8_t>second,
+                                    self.segment_scratch + tid * n)
                         for s in range(n_slots):
                             if states[s].total_n > 0:
                                 _scan_node(&states[s], rows_f + nodes[s].start, column_f,
@@ -973,6 +1021,36 @@ cdef class ExactSplitFinder(SplitFinder):
             self.segment_state = SEGMENTS_IN_ORDER
         else:
             self.segment_state = SEGMENTS_IN_ROWS
+
+    cdef bint _mark_first_children(self, const level_t* level, int n_threads) noexcept nogil:
+        """Set ``first_bits`` for the segments of a level below the root: bit ``row``
+        is 1 when the row's node is the first of a pair of siblings split this level
+        (the one whose range starts first), 0 otherwise. Returns False, setting
+        nothing, when the pairs split hold fewer than 1/FIRST_BITS_SHARE of the rows
+        (a pass over every row would cost more than the node bytes save)."""
+        cdef uint8_t is_first[256]
+        cdef intp_t s, sib, first, w, b, row, n_rows = 0, n = self.n_samples
+        cdef intp_t n_words = (n + 63) // 64
+        cdef const level_node_t* nodes = level.nodes
+        cdef const uint8_t* row_node = self.row_node
+        cdef uint64_t_t word
+        memset(is_first, 0, sizeof(is_first))
+        for s in range(level.n_nodes):
+            sib = nodes[s].sibling
+            if sib < s or not (nodes[s].splittable or nodes[sib].splittable):
+                continue
+            first = sib if nodes[sib].start < nodes[s].start else s
+            is_first[first] = 1
+            n_rows += max(nodes[s].stop, nodes[sib].stop) - nodes[first].start
+        if n_rows * FIRST_BITS_SHARE < n:
+            return False
+        for w in prange(n_words, schedule="static", num_threads=n_threads):
+            word = 0
+            for b in range(min(<intp_t>64, n - w * 64)):
+                row = w * 64 + b
+                word = word | (<uint64_t_t>is_first[row_node[row]] << b)
+            self.first_bits[w] = word
+        return True
 
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
         cdef intp_t s
