@@ -253,7 +253,7 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     per value) and per row: the finder's w * r (8), node slot (4) and its byte (1)
     and the (r, 1) statistics of its general scan (16), the class codes (4), the raw
     scores, probabilities and residuals (8 each) and the leaf of each row (4), 61
-    bytes in all; with node segments (the default up to 2^24 values) also the
+    bytes in all; with node segments (the default up to 2^25 values) also the
     segments (4 bytes per value), one scratch row buffer per thread of a scan (4
     bytes per row, at most one per feature) and one bit per row (the side of its
     node in the segments' split). No sorted copy of the values (they are

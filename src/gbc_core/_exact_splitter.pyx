@@ -7,7 +7,7 @@ O(n_samples x n_features) whatever the number of nodes. Where the lean scans app
 (a feature without missing values, positive float32 weights, no minimum leaf weight,
 Friedman's proxy) and up to ``SEGMENT_MAX_VALUES`` values, each node's rows are instead kept contiguous per
 feature (its *segment*, at the node's range of the grower's partition, split stably
-into the children's at every level: 4 bytes per value) and each node is scanned
+into the children's at every level: 4 bytes per value, one bit per row for the split) and each node is scanned
 alone as the root is, with its running sums in registers: the same sums in the same
 order, so the same splits bit for bit. Features are scanned in
 parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
@@ -122,8 +122,10 @@ cdef enum:
     # Below this many values (rows x features) a level is scanned on one thread.
     MIN_PARALLEL_SCAN = 100000
     # Up to this many values (rows x features), the rows of each node are kept in
-    # segments (4 bytes per value more): 64 MiB.
-    SEGMENT_MAX_VALUES = 1 << 24
+    # segments (4 bytes per value more): 128 MiB, e.g. 1.2M rows x 28 features. At
+    # 1M x 28 they take 0.89x the fit time on one thread and 0.73x on two; at 10M x
+    # 28, 0.95-0.99x on two, for 1.1 GiB more (benchmarks/README.md).
+    SEGMENT_MAX_VALUES = 1 << 25
     # Values between the segments and their scratch buffers (2 KiB).
     SCRATCH_OFFSET = 512
     # A level's segments are split on one bit per row (``_split_segment_bits``) when
