@@ -225,6 +225,21 @@ cdef inline void _sums_add(node_sums_t* a, const node_sums_t* b) noexcept nogil:
         a.r_max = b.r_max
 
 
+cdef inline bint _bin_goes_left(uint8_t b, int bin, int missing_bin, bint miss) noexcept nogil:
+    """The side of a row whose bin is ``b`` at a split on bins: left up to the split's
+    bin ``bin``; the missing-value bin goes with ``miss``. The rule of every routing
+    on bins (``_split_block``, ``_label_block``, ``_left_wr2``)."""
+    return miss if b == missing_bin else b <= bin
+
+
+cdef inline bint _value_goes_left(float32_t x, float32_t t32, bint miss) noexcept nogil:
+    """The side of a row whose value is ``x`` at a split on raw values: left up to the
+    float32 threshold ``t32``; NaN goes with ``miss``. The rule of every routing on
+    raw values (``_split_block``, ``_label_block``, ``_left_wr2``, and ``_goes_left_raw``
+    for the stored trees)."""
+    return miss if x != x else x <= t32
+
+
 cdef inline float32_t _float32_at_most(float64_t t) noexcept nogil:
     """Largest float32 <= t, so that float32 ``x <= t32`` iff ``x <= t``."""
     cdef float32_t t32 = <float32_t>t
@@ -1164,8 +1179,8 @@ cdef class TreeGrower:
         cdef intp_t i
         cdef int32_t row
         cdef float64_t acc = 0.0, r
-        cdef uint8_t miss, bin_b
-        cdef float32_t x, t32
+        cdef uint8_t miss
+        cdef float32_t t32
         cdef bint go_left
         if not nd.splittable or b.feature < 0 or nd.stop <= nd.start:
             return 0.0
@@ -1174,11 +1189,10 @@ cdef class TreeGrower:
         for i in range(nd.start, nd.stop):
             row = self.partition[i]
             if self.on_bins:
-                bin_b = self.bins[row, b.feature]
-                go_left = miss if bin_b == self.missing_bin else bin_b <= b.bin
+                go_left = _bin_goes_left(self.bins[row, b.feature], b.bin, self.missing_bin,
+                                         miss)
             else:
-                x = self.X[row, b.feature]
-                go_left = miss if x != x else x <= t32
+                go_left = _value_goes_left(self.X[row, b.feature], t32, miss)
             if go_left:
                 r = residual[row]
                 # (No row statistics: every weight is 1.)
@@ -1328,9 +1342,7 @@ cdef class TreeGrower:
                 x = self.col_data[lo]
         else:
             x = self.X[row, nd.feature]
-        if x != x:
-            return nd.missing_go_left
-        return x <= nd.threshold32
+        return _value_goes_left(x, nd.threshold32, nd.missing_go_left != 0)
 
     cdef void _route_out_of_bag(self, const uint8_t[::1] sample_mask) noexcept nogil:
         """The leaf of every out-of-bag row, routed on raw X by the stored thresholds
@@ -1369,8 +1381,7 @@ cdef class TreeGrower:
         cdef int32_t* right = self.scratch + blk.stop - 1     # written downwards
         cdef const uint8_t* col_b
         cdef const float32_t* col_x
-        cdef uint8_t b
-        cdef float32_t x, t32 = nd.threshold32
+        cdef float32_t t32 = nd.threshold32
         cdef int missing_bin = self.missing_bin
         cdef bint go_left
         if blk.stop <= blk.start:
@@ -1385,11 +1396,7 @@ cdef class TreeGrower:
         if self.on_bins:
             for i in range(blk.start, blk.stop):
                 row = part[i]
-                b = col_b[row]
-                if b == missing_bin:
-                    go_left = miss
-                else:
-                    go_left = b <= bin
+                go_left = _bin_goes_left(col_b[row], bin, missing_bin, miss)
                 left[n_left] = row
                 right[-n_right] = row
                 n_left += go_left
@@ -1397,11 +1404,7 @@ cdef class TreeGrower:
         else:
             for i in range(blk.start, blk.stop):
                 row = part[i]
-                x = col_x[row]
-                if x != x:
-                    go_left = miss
-                else:
-                    go_left = x <= t32
+                go_left = _value_goes_left(col_x[row], t32, miss)
                 left[n_left] = row
                 right[-n_right] = row
                 n_left += go_left
@@ -1484,8 +1487,7 @@ cdef class TreeGrower:
         cdef int32_t* node_of_row
         cdef const uint8_t* col_b
         cdef const float32_t* col_x
-        cdef uint8_t b
-        cdef float32_t x, t32 = nd.threshold32
+        cdef float32_t t32 = nd.threshold32
         cdef int missing_bin = self.missing_bin
         cdef bint go_left
         if blk.stop <= blk.start:
@@ -1495,15 +1497,13 @@ cdef class TreeGrower:
             col_b = &self.bins[0, nd.feature]
             for i in range(blk.start, blk.stop):
                 row = part[i]
-                b = col_b[row]
-                go_left = (b <= bin) if b != missing_bin else miss
+                go_left = _bin_goes_left(col_b[row], bin, missing_bin, miss)
                 node_of_row[row] = left_id if go_left else right_id
         else:
             col_x = &self.X[0, nd.feature]
             for i in range(blk.start, blk.stop):
                 row = part[i]
-                x = col_x[row]
-                go_left = (x <= t32) if x == x else miss
+                go_left = _value_goes_left(col_x[row], t32, miss)
                 node_of_row[row] = left_id if go_left else right_id
 
     cdef void _child_range(self, intp_t c, level_node_t* child) noexcept nogil:
