@@ -499,6 +499,26 @@ def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs,
     assert one.predict_proba(X).tobytes() == side.predict_proba(X).tobytes()
 
 
+@pytest.mark.parametrize("split_method", ["hist", "exact"])
+def test_many_rows_on_threads_give_the_one_thread_model(split_method):
+    """From ``PARALLEL_LEAF_SUMS_MIN_ROWS`` rows on, a fit on several threads forms
+    the leaf sums one leaf per task (on the shared scratch, for a tree grown on
+    every thread; a class's tree grown side by side with others sums on its own
+    thread): the one-thread model, bit for bit."""
+    from gbc_core import _leaves
+
+    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 1000
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n), [-1.5, -0.5, 0.5, 1.5])
+    kw = {"split_method": split_method, "n_estimators": 4, "max_depth": 2,
+          "random_state": 0}
+    one, side = (GradientBoostingClassifier(n_jobs=j, **kw).fit(X, y) for j in (1, 3))
+    assert (np.concatenate(one.booster_.trees()).tobytes()
+            == np.concatenate(side.booster_.trees()).tobytes())
+    assert one.train_score_.tobytes() == side.train_score_.tobytes()
+
+
 def test_grow_side_by_side_shares_the_trees_out():
     """Trees 0 .. n - 1 (n the largest multiple of the one-thread growers) go to
     those growers, each on a thread of its own; the rest to the grower of every

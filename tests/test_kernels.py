@@ -320,6 +320,64 @@ def test_boosting_update_matches_numpy():
     assert loss == pytest.approx(np.average(ll[inb], weights=w[inb]), rel=1e-12)
 
 
+def _row_order_leaf_values(nodes_shape, leaf, mask, w, r, p, factor=1.0):
+    """Eq. 1 per leaf with each sum formed in row order (``np.cumsum`` adds left to
+    right): the numbers of the one-thread kernel, bit for bit."""
+    values = np.zeros(nodes_shape)
+    for j in np.unique(leaf[mask]):
+        m = mask & (leaf == j)
+        num = np.cumsum(w[m] * r[m])[-1]
+        den = np.cumsum(w[m] * p[m] * (1.0 - p[m]))[-1]
+        values[j] = factor * num / den
+    return values
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
+    # From PARALLEL_LEAF_SUMS_MIN_ROWS rows on, the leaf sums of eq. 1 run one leaf
+    # per task after a counting sort of the rows by leaf: the same sums, in the same
+    # order, as one pass over the rows (residuals of mixed magnitudes, so that
+    # another order would change the last bits).
+    rng = np.random.default_rng(7)
+    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 12345
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    ww = np.ones(n) if w is None else w
+    raw = rng.normal(size=n) * rng.choice([1e-3, 1.0, 30.0], size=n)
+    nodes = np.zeros(9, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
+    leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
+    inb = np.ones(n, dtype=bool) if mask is None else mask.astype(bool)
+    results = []
+    for n_threads, scratch in ((1, None), (4, np.empty(n, dtype=np.int32))):
+        prob, residual = np.empty(n), np.empty(n)
+        rs = None if w is None else np.empty(n, dtype=ROW_STAT_DTYPE)
+        raw_k = raw.copy()
+        _leaves.init_state(y, w, raw_k, prob, residual, rs)
+        p0, r0 = prob.copy(), residual.copy()
+        tree = nodes.copy()
+        loss = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob, residual,
+                                       rs, n_threads, None, scratch)
+        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
+        assert tree["value"].tolist() == expected.tolist()
+        results.append((tree["value"].tolist(), raw_k.tolist(), loss))
+        # The multinomial kernel (factor (K - 1)/K) forms the same sums.
+        tree = nodes.copy()
+        raw_k = raw.copy()
+        _leaves.multinomial_tree_update(tree, leaf, mask, r0, p0, w, 0.75, 0.1, raw_k,
+                                        n_threads=n_threads, rows_by_leaf=scratch)
+        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0, 0.75)
+        assert tree["value"].tolist() == expected.tolist()
+        assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
+    assert results[0] == results[1]
+    with pytest.raises(ValueError, match="rows_by_leaf holds 10 rows"):
+        _leaves.boosting_update(nodes.copy(), leaf, mask, y, w, 0.1, raw.copy(),
+                                np.empty(n), np.empty(n), None, 4, None,
+                                np.empty(10, dtype=np.int32))
+
+
 def _naive_predict(trees, lr, X, init=0.0):
     out = np.full(X.shape[0], init)
     for tree in trees:

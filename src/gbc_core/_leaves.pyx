@@ -17,7 +17,7 @@ import numpy as np
 from ._common import NODE_DTYPE
 
 from ._common cimport (
-    float64_t, int32_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
+    float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
 )
 
 # Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
@@ -31,6 +31,15 @@ ctypedef fused label_t:
 # same order whatever the number of threads (bit-identical results for any n_jobs).
 cdef enum:
     CHUNK = 8192
+    # From this many rows, the per-leaf sums of eq. 1 are formed one leaf per task
+    # (``newton_sums_by_leaf``) and the updates of F run in parallel.
+    MIN_PARALLEL_ROWS = 200000
+    # Up to this many nodes per tree (their rows counted per thread).
+    MAX_PARALLEL_LEAF_NODES = 4096
+
+# For the loss objects: from how many rows a fit on several threads needs the
+# scratch of ``newton_sums_by_leaf`` (``rows_by_leaf``).
+PARALLEL_LEAF_SUMS_MIN_ROWS = MIN_PARALLEL_ROWS
 
 
 cdef inline float64_t expit(float64_t f) noexcept nogil:
@@ -84,6 +93,75 @@ cdef int newton_sums(
         p = prob[i]
         numerator[j] += w * residual[i]
         denominator[j] += w * p * (1.0 - p)
+    return 0
+
+
+cdef int newton_sums_by_leaf(
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const int32_t[::1] leaf,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t* numerator,
+    float64_t* denominator,
+    intp_t n_nodes,
+    int32_t* rows_by_leaf,
+    int n_threads,
+) noexcept nogil:
+    """``newton_sums`` on ``n_threads`` threads, the same sums bit for bit: the in-bag
+    rows are first sorted by leaf, stably (a counting sort in parallel blocks of
+    rows, into ``rows_by_leaf``: room for every row), then each leaf's sums are
+    formed by one thread over its rows in increasing order, as ``newton_sums``
+    forms them. Returns -1, computing nothing, where its count buffer cannot be
+    allocated."""
+    cdef intp_t n = residual.shape[0], n_blocks = n_threads, b, i, j, k, start, stop, pos
+    cdef int64_t* offset = <int64_t*>malloc((n_blocks * n_nodes + n_nodes + 1)
+                                            * sizeof(int64_t))
+    cdef int64_t* leaf_start
+    cdef int64_t count
+    cdef float64_t w, p, num, den
+    cdef bint all_in = sample_mask is None
+    if offset == NULL:
+        return -1
+    leaf_start = offset + n_blocks * n_nodes
+    for i in range(n_blocks * n_nodes):
+        offset[i] = 0
+    # The rows of each leaf per block of rows, then where each (leaf, block) starts.
+    for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+        start = n * b // n_blocks
+        stop = n * (b + 1) // n_blocks
+        for i in range(start, stop):
+            if all_in or sample_mask[i]:
+                offset[b * n_nodes + leaf[i]] += 1
+    pos = 0
+    for j in range(n_nodes):
+        leaf_start[j] = pos
+        for b in range(n_blocks):
+            count = offset[b * n_nodes + j]
+            offset[b * n_nodes + j] = pos
+            pos += count
+    leaf_start[n_nodes] = pos
+    for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+        start = n * b // n_blocks
+        stop = n * (b + 1) // n_blocks
+        for i in range(start, stop):
+            if all_in or sample_mask[i]:
+                j = leaf[i]
+                rows_by_leaf[offset[b * n_nodes + j]] = <int32_t>i
+                offset[b * n_nodes + j] += 1
+    # Each leaf's sums in row order (newton_sums' additions, from 0.0).
+    for j in prange(n_nodes, schedule="dynamic", num_threads=n_threads):
+        num = 0.0
+        den = 0.0
+        for k in range(leaf_start[j], leaf_start[j + 1]):
+            i = rows_by_leaf[k]
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            p = prob[i]
+            num = num + w * residual[i]
+            den = den + w * p * (1.0 - p)
+        numerator[j] = num
+        denominator[j] = den
+    free(offset)
     return 0
 
 
@@ -576,6 +654,17 @@ def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
                 out[k, i] = raw[k, i] - (top + log(total))
 
 
+cdef int32_t* _scratch_of(int32_t[::1] rows_by_leaf, intp_t n) except? NULL:
+    """The scratch of ``newton_sums_by_leaf``: NULL for None; else it must hold a
+    row index per row."""
+    if rows_by_leaf is None or n == 0:
+        return NULL
+    if rows_by_leaf.shape[0] < n:
+        raise ValueError(f"rows_by_leaf holds {rows_by_leaf.shape[0]} rows; "
+                         f"expected at least {n}")
+    return &rows_by_leaf[0]
+
+
 cdef void set_leaf_values(
     node_t[::1] nodes,
     const float64_t[::1] residual,
@@ -586,19 +675,28 @@ cdef void set_leaf_values(
     float64_t factor,
     float64_t learning_rate,
     float64_t* sums,
+    int32_t* rows_by_leaf,
+    int n_threads,
 ) noexcept nogil:
     """Leaf values of a grown tree from its rows (in-bag only): ``nodes[j].value =
     newton_step(factor * sum w r, sum w p (1 - p))`` for every leaf (paper eq. 1;
     ``factor`` is 1, or (K - 1)/K for the multinomial loss), 0 for inner nodes; then
     ``sums[j] = learning_rate * nodes[j].value``, the step each row of node j takes.
 
-    ``sums`` has room for 2 x n_nodes values.
+    ``sums`` has room for 2 x n_nodes values. With ``rows_by_leaf`` (room for every
+    row; NULL: one thread) and enough rows, the sums are formed one leaf per task
+    (``newton_sums_by_leaf``: the same numbers).
     """
     cdef intp_t j, n_nodes = nodes.shape[0]
     for j in range(2 * n_nodes):
         sums[j] = 0.0
-    newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, sums,
-                sums + n_nodes)
+    if (rows_by_leaf == NULL or n_threads <= 1 or residual.shape[0] < MIN_PARALLEL_ROWS
+            or n_nodes > MAX_PARALLEL_LEAF_NODES
+            or newton_sums_by_leaf(residual, prob, leaf_of_row, sample_weight,
+                                   sample_mask, sums, sums + n_nodes, n_nodes,
+                                   rows_by_leaf, n_threads) != 0):
+        newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, sums,
+                    sums + n_nodes)
     for j in range(n_nodes):
         if nodes[j].feature < 0:
             nodes[j].value = newton_step(factor * sums[j], sums[n_nodes + j])
@@ -637,6 +735,7 @@ def boosting_update(
     row_stat_t[::1] row_stats,
     int n_threads,
     const int32_t[::1] codes=None,
+    int32_t[::1] rows_by_leaf=None,
 ):
     """One boosting step after the tree of iteration m has been grown.
 
@@ -645,7 +744,9 @@ def boosting_update(
     minimiser of the leaf's log-loss, ``exact_leaf_values``), then in one pass over
     the rows: F += eta * gamma (eq. 2), p = sigma(F) (eq. 3), r = y - p (Algorithm
     1, line 6) and the row statistics of the next split search (``row_stats`` None:
-    unit weights, the tree reads the residuals themselves).
+    unit weights, the tree reads the residuals themselves). ``rows_by_leaf``
+    (int32, one per row; None: the leaf sums on one thread) is the scratch of the
+    leaf sums on ``n_threads`` threads (``set_leaf_values``).
 
     Returns
     -------
@@ -653,6 +754,7 @@ def boosting_update(
         Weighted mean log-loss of the in-bag rows after the update.
     """
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0]
+    cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef intp_t j, i, c, start, stop
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight, total_loss = 0.0, total_weight = 0.0
@@ -671,7 +773,7 @@ def boosting_update(
         with nogil:
             if codes is None:
                 set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight,
-                                sample_mask, 1.0, learning_rate, num)
+                                sample_mask, 1.0, learning_rate, num, by_leaf, n_threads)
             else:
                 for j in range(n_nodes):
                     num[j] = learning_rate * nodes[j].value
@@ -1006,6 +1108,8 @@ def multinomial_tree_update(
     const int32_t[::1] codes=None,
     int32_t k=0,
     const float64_t[::1] log_odds=None,
+    int n_threads=1,
+    int32_t[::1] rows_by_leaf=None,
 ):
     """Leaf values of the tree of one class, then F_k += eta * gamma for every row.
 
@@ -1015,9 +1119,12 @@ def multinomial_tree_update(
     the class codes ``codes``, the class ``k`` of the tree and the log-odds of class
     k against the others at the start of the iteration (``log_odds``,
     ``class_log_odds``), gamma_j is instead the exact minimiser of the leaf's
-    multinomial log-loss in F_k (``exact_leaf_values``).
+    multinomial log-loss in F_k (``exact_leaf_values``). ``n_threads`` and
+    ``rows_by_leaf`` as in ``boosting_update`` (the update of F_k is elementwise:
+    the same numbers on any number of threads).
     """
     cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i, j
+    cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
@@ -1028,11 +1135,14 @@ def multinomial_tree_update(
         with nogil:
             if codes is None:
                 set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight,
-                                sample_mask, factor, learning_rate, sums)
+                                sample_mask, factor, learning_rate, sums, by_leaf,
+                                n_threads)
             else:
                 for j in range(n_nodes):
                     sums[j] = learning_rate * nodes[j].value
-            for i in range(n):
+            if n < MIN_PARALLEL_ROWS:
+                n_threads = 1
+            for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
                 raw[i] = raw[i] + sums[leaf_of_row[i]]
     finally:
         free(sums)

@@ -131,6 +131,14 @@ def _row_stats_for(sample_weight, n):
     return None if sample_weight is None else np.empty(n, dtype=ROW_STAT_DTYPE)
 
 
+def _leaf_sums_scratch(n, n_threads):
+    """The scratch of the leaf sums on several threads (one int32 per row), or None
+    where they run on one thread (``_leaves.set_leaf_values``)."""
+    if n_threads > 1 and n >= _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS:
+        return np.empty(n, dtype=np.int32)
+    return None
+
+
 def _raw_from_proba(proba, n_outputs, scale):
     """Initial raw scores (n, n_outputs) of an ``init`` estimator's probabilities."""
     p = np.ascontiguousarray(proba, dtype=np.float64)
@@ -415,6 +423,7 @@ class _BinomialFit:
         self.prob = np.empty(n, dtype=np.float64)
         self.residual = np.empty(n, dtype=np.float64)
         self.row_stats = _row_stats_for(sample_weight, n)
+        self.rows_by_leaf = _leaf_sums_scratch(n, n_threads)
         self.last_loss = 0.0
         # p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3, 6).
         _leaves.init_state(self.y, sample_weight, self.raw, self.prob, self.residual,
@@ -430,7 +439,8 @@ class _BinomialFit:
         update of F, p and r that follows, in one fused pass."""
         self.last_loss = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.prob, self.residual, self.row_stats, self.n_threads, self.codes)
+            self.raw, self.prob, self.residual, self.row_stats, self.n_threads, self.codes,
+            self.rows_by_leaf)
 
     def finish_iteration(self, sample_mask):
         """The weighted log-loss of the in-bag rows after the iteration."""
@@ -721,6 +731,7 @@ class _MultinomialFit:
         self.prob = np.empty((n_classes, n), dtype=np.float64)
         self.residual = np.empty((n_classes, n), dtype=np.float64)
         self.row_stats = _row_stats_for(sample_weight, n)
+        self.rows_by_leaf = _leaf_sums_scratch(n, n_threads)
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
                                   self.residual, n_threads)
         if exact:
@@ -731,16 +742,23 @@ class _MultinomialFit:
             _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
         return self.row_stats, self.residual[k]
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate,
+               side_by_side=False):
+        """Leaf values of class k's tree and F_k += eta * gamma; ``side_by_side``:
+        the trees of several classes are being updated at once, each on one thread
+        (the scratch of the leaf sums is not shared)."""
+        n_threads = 1 if side_by_side else self.n_threads
+        rows_by_leaf = None if side_by_side else self.rows_by_leaf
         if self.exact:
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
                 self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
-                self.log_odds[k])
+                self.log_odds[k], n_threads)
         else:
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
-                self.sample_weight, self.factor, learning_rate, self.raw[k])
+                self.sample_weight, self.factor, learning_rate, self.raw[k],
+                n_threads=n_threads, rows_by_leaf=rows_by_leaf)
 
     def finish_iteration(self, sample_mask):
         """Probabilities and residuals of the next iteration; returns the weighted
