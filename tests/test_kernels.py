@@ -523,6 +523,34 @@ def test_shallow_prediction_on_wide_data_matches_naive_traversal(prediction_kern
     np.testing.assert_array_equal(out[:, 0], _naive_predict(trees[9:31], 0.3, X_test))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_narrow_levels_sum_the_rows_of_the_one_thread_partition(weighted):
+    """The first levels of a tree (at most NARROW_CHILDREN children) are finished in
+    tasks of blocks and chunks of rows on several threads: each node's sums over its
+    own rows (read back as its impurity) are those of the one-thread partition, bit
+    for bit, level after level (depth 5: levels of 2, 4, 8 and 16 children)."""
+    from gbc_core._boosting import make_split_finder
+
+    rng = np.random.default_rng(8)
+    n, d = 230000, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    r = rng.normal(size=n) * rng.choice([1e-3, 1.0, 40.0], size=n)
+    w = rng.uniform(0.5, 2.0, size=n) if weighted else np.ones(n)
+    stats = _row_stats(r, w) if weighted else None
+    found = []
+    for n_threads in (1, 4):
+        Xf = np.asfortranarray(X)
+        for method in ("exact", "hist"):
+            finder = make_split_finder(Xf, {"split_method": method, "max_bins": 255,
+                                            "n_threads": n_threads})
+            grower = TreeGrower(Xf, finder, 5, 2, 1, 0.0, d, n_threads, ccp_alpha=1e-300)
+            grower.grow(stats, r, None, 0)
+            found.append((grower.nodes_array().tobytes(), grower.node_impurities().tobytes()))
+    assert found[0] == found[2] and found[1] == found[3]
+    # More nodes than a tree of depth 4 holds: the level of 16 children was split.
+    assert len(found[0][1]) // 8 > 31 and len(found[1][1]) // 8 > 31
+
+
 def test_threads_give_bit_identical_trees_and_updates():
     """Sizes above the thresholds where the kernels use several threads."""
     rng = np.random.default_rng(7)

@@ -88,6 +88,12 @@ cdef enum:
     BLOCK = 16384
     # Below this many rows a level is partitioned on one thread.
     MIN_PARALLEL_ROWS = 200000
+    # Levels of at most this many children (a tree's first levels, every split of
+    # best-first growth) are finished block by block (``_partition_narrow``): one
+    # task per child would leave threads idle.
+    NARROW_CHILDREN = 8
+    # Chunks of row indices summed per task there.
+    CHUNKS_PER_TASK = 2
     # frontier_t.pending of a node that may be split ahead (while choosing them).
     CANDIDATE = -2
 
@@ -177,6 +183,9 @@ ctypedef struct block_t:
     intp_t stop
     intp_t n_left            # its first n_left rows go left
     intp_t slot
+    intp_t pair              # _partition_narrow: the index of its split node's pair
+    intp_t left_pos          # of children, and where its left and right rows go in
+    intp_t right_pos         # the partition
 
 
 cdef inline void _sums_zero(node_sums_t* a) noexcept nogil:
@@ -246,6 +255,20 @@ cdef inline float32_t _float32_at_most(float64_t t) noexcept nogil:
     if <float64_t>t32 > t:
         t32 = nextafterf(t32, -INFINITY)
     return t32
+
+
+cdef inline intp_t _first_at_least(const int32_t* rows, intp_t lo, intp_t hi,
+                                   intp_t value) noexcept nogil:
+    """The first position in ``rows[lo:hi]`` (increasing) holding at least ``value``
+    (``hi`` if none)."""
+    cdef intp_t mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if rows[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
@@ -358,6 +381,9 @@ cdef class TreeGrower:
         block_t* blocks
         intp_t block_capacity
         intp_t* block_first            # first block of each split node (and the end)
+        node_sums_t* chunk_sums        # _partition_narrow: per child and chunk of row
+        uint8_t* chunk_present         # indices, the sums of its rows there (NULL:
+        intp_t n_chunks                # on one thread; n_chunks per child)
         public object reducer
         intp_t max_leaf_nodes          # 0: level-wise growth
         frontier_t* frontier           # best-first growth: the heap of waiting nodes
@@ -388,6 +414,9 @@ cdef class TreeGrower:
         self.blocks = NULL
         self.block_first = NULL
         self.block_capacity = 0
+        self.chunk_sums = NULL
+        self.chunk_present = NULL
+        self.n_chunks = 0
         self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
@@ -454,6 +483,13 @@ cdef class TreeGrower:
                                                "row partition")
         self.scratch = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
                                              "row partition")
+        if self.n_threads > 1 and self.n_samples >= MIN_PARALLEL_ROWS:
+            self.n_chunks = (self.n_samples >> CHUNK_SHIFT) + 1
+            self.chunk_sums = <node_sums_t*>grow_buffer(
+                NULL, NARROW_CHILDREN * self.n_chunks, sizeof(node_sums_t),
+                "partition tasks")
+            self.chunk_present = <uint8_t*>grow_buffer(
+                NULL, NARROW_CHILDREN * self.n_chunks, sizeof(uint8_t), "partition tasks")
         # A first guess; the buffers grow (per level, never per node) when needed.
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
@@ -496,6 +532,8 @@ cdef class TreeGrower:
         free(self.scratch)
         free(self.blocks)
         free(self.block_first)
+        free(self.chunk_sums)
+        free(self.chunk_present)
         free(self.frontier)
         free(self.free_stored)
         free(self.pending)
@@ -556,6 +594,14 @@ cdef class TreeGrower:
             view[i] = self.nodes[i]
         return out
 
+    def node_impurities(self):
+        """The impurity of each node of the last grown tree, from the sums over its
+        own rows (the weighted variance of its residuals), as the pruning reads
+        them; None unless ``ccp_alpha > 0`` (the only growth that keeps them)."""
+        if self.node_impurity == NULL:
+            return None
+        return np.asarray(<float64_t[:self.n_nodes]>self.node_impurity).copy()
+
     cdef void _init_node(self, intp_t i, const side_t* stats, int depth) noexcept nogil:
         cdef node_t* nd = &self.nodes[i]
         memset(nd, 0, sizeof(node_t))  # padding bytes too: a node's bytes are deterministic
@@ -608,11 +654,15 @@ cdef class TreeGrower:
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
         with nogil:
-            for i in range(n):
-                if sample_mask is None or sample_mask[i]:
-                    partition[n_inbag] = <int32_t>i
-                    n_inbag += 1
-                    _sums_add_row(&root_sums, rs, res, i)
+            if sample_mask is None:
+                n_inbag = n
+                self._sums_of_every_row(&root_sums, rs, res)
+            else:
+                for i in range(n):
+                    if sample_mask[i]:
+                        partition[n_inbag] = <int32_t>i
+                        n_inbag += 1
+                        _sums_add_row(&root_sums, rs, res, i)
         root.n = n_inbag
         root.w = root_sums.w
         root.s = root_sums.wr
@@ -695,6 +745,47 @@ cdef class TreeGrower:
             if self.ccp_alpha > 0.0 and self.n_nodes > 1:
                 self._prune()
         return self.n_nodes
+
+    cdef void _sums_of_every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
+                                 const float64_t* residual) noexcept nogil:
+        """The root of a tree given every row: the partition ``0 .. n - 1`` (in
+        parallel) and ``sums`` of all rows in row order, the numbers of
+        ``_sums_add_row`` row by row, bit for bit. A fit spends this pass on one
+        thread once per tree, so it is written as independent chains of additions
+        (each a latency-bound dependency) and nothing else: with unit weights the
+        sum of n ones is n exactly (every partial sum is an integer below 2^53), and
+        the residual range (a minimum and a maximum: any order gives them) costs no
+        branch."""
+        cdef intp_t i, n = self.n_samples
+        cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
+        cdef int32_t* partition = self.partition
+        cdef float64_t w, r, sum_w = 0.0, sum_wr = 0.0, sum_wr2 = 0.0
+        cdef float64_t r_min = INFINITY, r_max = -INFINITY
+        for i in prange(n, schedule="static", num_threads=n_threads):
+            partition[i] = <int32_t>i
+        if row_stats == NULL:
+            for i in range(n):
+                r = residual[i]
+                sum_wr = sum_wr + r
+                sum_wr2 = sum_wr2 + 1.0 * r * r
+                r_min = r if r < r_min else r_min
+                r_max = r if r > r_max else r_max
+            sum_w = <float64_t>n
+        else:
+            for i in range(n):
+                w = row_stats[i].w
+                r = residual[i]
+                sum_w = sum_w + w
+                sum_wr = sum_wr + row_stats[i].wr
+                sum_wr2 = sum_wr2 + w * r * r
+                if w > 0.0:
+                    r_min = r if r < r_min else r_min
+                    r_max = r if r > r_max else r_max
+        sums.w = sum_w
+        sums.wr = sum_wr
+        sums.wr2 = sum_wr2
+        sums.r_min = r_min
+        sums.r_max = r_max
 
     cdef int _grow_best_first(self, const row_stat_t* row_stats,
                               const float64_t* residual,
@@ -1458,21 +1549,115 @@ cdef class TreeGrower:
             for c in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
                 self._label_block(&self.blocks[c])
             return
-        # One parallel region (each costs a hand-over between threads: on a machine
-        # busy with other work, a wait for the scheduler).
-        with parallel(num_threads=n_threads):
-            for c in prange(n_blocks, schedule="dynamic"):
-                self._split_block(&self.blocks[c])
-            # Each child's range (a node's left rows first, block by block), its rows
-            # copied back block by block, the finder told, and summed while they are
-            # in cache.
-            for c in prange(2 * n_split, schedule="dynamic"):
-                self._child_range(c, &next_level[c])
-                self._finish_child(c, &next_level[c], &self.level_sums[c], row_stats,
-                                   residual, with_sums)
+        if n_threads > 1 and 2 * n_split <= NARROW_CHILDREN and self.chunk_sums != NULL:
+            self._partition_narrow(n_split, n_blocks, row_stats, residual, with_sums,
+                                   n_threads)
+        else:
+            # One parallel region (each costs a hand-over between threads: on a
+            # machine busy with other work, a wait for the scheduler).
+            with parallel(num_threads=n_threads):
+                for c in prange(n_blocks, schedule="dynamic"):
+                    self._split_block(&self.blocks[c])
+                # Each child's range (a node's left rows first, block by block), its
+                # rows copied back block by block, the finder told, and summed while
+                # they are in cache.
+                for c in prange(2 * n_split, schedule="dynamic"):
+                    self._child_range(c, &next_level[c])
+                    self._finish_child(c, &next_level[c], &self.level_sums[c],
+                                       row_stats, residual, with_sums)
         # The children become the nodes of the next level.
         for s in range(2 * n_split):
             self.level_nodes[s] = next_level[s]
+
+    cdef void _partition_narrow(self, intp_t n_split, intp_t n_blocks,
+                                const row_stat_t* row_stats, const float64_t* residual,
+                                bint with_sums, int n_threads) noexcept nogil:
+        """``_partition``'s split of the blocks and finish of the children for a level
+        of at most NARROW_CHILDREN children, where one task per child (as
+        ``_finish_child``) would leave threads idle: each block's left and right
+        rows are placed in the partition as tasks of their own, then the children's
+        rows are summed in tasks of CHUNKS_PER_TASK chunks of row indices, each
+        chunk's sums kept apart and added in chunk order per child: the numbers of
+        ``_finish_child``, bit for bit."""
+        cdef level_node_t* next_level = self.level_nodes + self.level_capacity
+        cdef intp_t j, b, c, k, t, left_pos, right_pos
+        cdef intp_t n_chunks = self.n_chunks
+        cdef intp_t n_tasks = (n_chunks + CHUNKS_PER_TASK - 1) // CHUNKS_PER_TASK
+        cdef block_t* blk
+        with parallel(num_threads=n_threads):
+            for b in prange(n_blocks, schedule="dynamic"):
+                self._split_block(&self.blocks[b])
+        for c in range(2 * n_split):
+            self._child_range(c, &next_level[c])
+        for j in range(n_split):
+            left_pos = next_level[2 * j].start
+            right_pos = next_level[2 * j + 1].start
+            for b in range(self.block_first[j], self.block_first[j + 1]):
+                blk = &self.blocks[b]
+                blk.pair = j
+                blk.left_pos = left_pos
+                blk.right_pos = right_pos
+                left_pos += blk.n_left
+                right_pos += blk.stop - blk.start - blk.n_left
+        if with_sums:
+            memset(self.chunk_present, 0, 2 * n_split * n_chunks * sizeof(uint8_t))
+        with parallel(num_threads=n_threads):
+            for t in prange(2 * n_blocks, schedule="dynamic"):
+                self._place_rows(&self.blocks[t // 2], t % 2)
+            if with_sums:
+                for t in prange(2 * n_split * n_tasks, schedule="dynamic"):
+                    self._sum_chunks(t // n_tasks, t % n_tasks, row_stats, residual)
+        for c in range(2 * n_split):
+            _sums_zero(&self.level_sums[c])
+            if not with_sums:
+                continue
+            for k in range(n_chunks):
+                if self.chunk_present[c * n_chunks + k]:
+                    _sums_add(&self.level_sums[c], &self.chunk_sums[c * n_chunks + k])
+
+    cdef void _place_rows(self, const block_t* blk, intp_t side) noexcept nogil:
+        """Copy a block's left (``side`` 0) or right (1) rows from the scratch buffer
+        to their place in the partition, in order, and tell the finder."""
+        cdef intp_t i, n, pos
+        cdef int32_t* seg
+        if side == 0:
+            n = blk.n_left
+            pos = blk.left_pos
+            memcpy(self.partition + pos, self.scratch + blk.start, n * sizeof(int32_t))
+        else:
+            n = blk.stop - blk.start - blk.n_left
+            pos = blk.right_pos
+            seg = self.partition + pos
+            for i in range(n):
+                seg[i] = self.scratch[blk.stop - 1 - i]
+        self.finder.rows_moved(self.partition, pos, pos + n, <int32_t>(2 * blk.pair + side))
+
+    cdef void _sum_chunks(self, intp_t c, intp_t task, const row_stat_t* row_stats,
+                          const float64_t* residual) noexcept nogil:
+        """The sums of child ``c``'s rows in chunks ``task * CHUNKS_PER_TASK`` on (of
+        2^CHUNK_SHIFT row indices each), one chunk at a time, into ``chunk_sums``.
+        The child's rows are in increasing order: its rows of these chunks are one
+        range of its positions, found by bisection."""
+        cdef const level_node_t* nd = self.level_nodes + self.level_capacity + c
+        cdef intp_t first_row = (task * CHUNKS_PER_TASK) << CHUNK_SHIFT
+        cdef intp_t end_row = ((task + 1) * CHUNKS_PER_TASK) << CHUNK_SHIFT
+        cdef intp_t lo = _first_at_least(self.partition, nd.start, nd.stop, first_row)
+        cdef intp_t hi = _first_at_least(self.partition, lo, nd.stop, end_row)
+        cdef intp_t i, chunk = -1, base = c * self.n_chunks
+        cdef int32_t row
+        cdef node_sums_t part
+        for i in range(lo, hi):
+            row = self.partition[i]
+            if (row >> CHUNK_SHIFT) != chunk:
+                if chunk >= 0:
+                    self.chunk_sums[base + chunk] = part
+                    self.chunk_present[base + chunk] = 1
+                _sums_zero(&part)
+                chunk = row >> CHUNK_SHIFT
+            _sums_add_row(&part, row_stats, residual, row)
+        if chunk >= 0:
+            self.chunk_sums[base + chunk] = part
+            self.chunk_present[base + chunk] = 1
 
     cdef void _label_block(self, const block_t* blk) noexcept nogil:
         """Each row of one block of a split node gets the child it goes to as its
