@@ -541,14 +541,19 @@ def test_narrow_levels_sum_the_rows_of_the_one_thread_partition(weighted):
     for n_threads in (1, 4):
         Xf = np.asfortranarray(X)
         for method in ("exact", "hist"):
-            finder = make_split_finder(Xf, {"split_method": method, "max_bins": 255,
-                                            "n_threads": n_threads})
-            grower = TreeGrower(Xf, finder, 5, 2, 1, 0.0, d, n_threads, ccp_alpha=1e-300)
-            grower.grow(stats, r, None, 0)
-            found.append((grower.nodes_array().tobytes(), grower.node_impurities().tobytes()))
-    assert found[0] == found[2] and found[1] == found[3]
+            # Level-wise to depth 5, and best first (every split a level of two).
+            for depth, leaves in ((5, 0), (-1, 12)):
+                finder = make_split_finder(Xf, {"split_method": method, "max_bins": 255,
+                                                "n_threads": n_threads})
+                grower = TreeGrower(Xf, finder, depth, 2, 1, 0.0, d, n_threads,
+                                    ccp_alpha=1e-300, max_leaf_nodes=leaves)
+                grower.grow(stats, r, None, 0)
+                found.append((grower.nodes_array().tobytes(),
+                              grower.node_impurities().tobytes()))
+    assert found[:4] == found[4:]
     # More nodes than a tree of depth 4 holds: the level of 16 children was split.
-    assert len(found[0][1]) // 8 > 31 and len(found[1][1]) // 8 > 31
+    assert len(found[0][1]) // 8 > 31 and len(found[2][1]) // 8 > 31
+    assert len(found[1][1]) // 8 > 15  # best first: most of its 12 leaves kept
 
 
 def test_threads_give_bit_identical_trees_and_updates():

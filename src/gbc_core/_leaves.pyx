@@ -108,12 +108,12 @@ cdef int newton_sums_by_leaf(
     int32_t* rows_by_leaf,
     int n_threads,
 ) noexcept nogil:
-    """``newton_sums`` on ``n_threads`` threads, the same sums bit for bit: the in-bag
-    rows are first sorted by leaf, stably (a counting sort in parallel blocks of
-    rows, into ``rows_by_leaf``: room for every row), then each leaf's sums are
-    formed by one thread over its rows in increasing order, as ``newton_sums``
-    forms them. Returns -1, computing nothing, where its count buffer cannot be
-    allocated."""
+    """``newton_sums`` (paper eq. 1) on ``n_threads`` threads, the same sums bit for
+    bit: the in-bag rows are first sorted by leaf, stably (a counting sort in
+    parallel blocks of rows, into ``rows_by_leaf``: room for every row), then each
+    leaf's sums are formed by one thread over its rows in increasing order, as
+    ``newton_sums`` forms them. Returns -1, computing nothing, where its count
+    buffer cannot be allocated."""
     cdef intp_t n = residual.shape[0], n_blocks = n_threads, b, i, j, k, start, stop, pos
     cdef int64_t* offset = <int64_t*>malloc((n_blocks * n_nodes + n_nodes + 1)
                                             * sizeof(int64_t))
