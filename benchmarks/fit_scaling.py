@@ -22,10 +22,16 @@ Workloads: ``make_classification`` with 28 float32 features as in ``bench.py``
 classes). The libraries of one workload run in turn, ``--rounds`` times, so the
 medians of every library span the same stretches of a shared machine's load.
 
+A second build of gbc-core runs in the same run with ``--baseline-src DIR`` (its
+``src`` folder, built in place): libraries named ``NAME@base`` (``gbc-hist@base``,
+``gbc-exact@base``) are fitted with that build, the others with the installed one.
+
 Usage::
 
     python benchmarks/fit_scaling.py --workloads 1m --threads 1,2 --rounds 3
     python benchmarks/fit_scaling.py --workloads 1m,10m,5c-1m --threads 16 --json out.json
+    python benchmarks/fit_scaling.py --workloads 1m --threads 16 --baseline-src ../base/src \
+        --libraries gbc-hist,gbc-hist@base,lightgbm --rounds 2
 """
 
 import argparse
@@ -130,10 +136,18 @@ def run_worker(library, workload_dir, n_classes, n_jobs, repeats):
 
 
 def run_one(library, workload, n_jobs, args):
+    env = None
+    if library.endswith("@base"):
+        if not args.baseline_src:
+            return {"error": f"{library} needs --baseline-src"}
+        library = library[:-len("@base")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (os.path.abspath(args.baseline_src), os.environ.get("PYTHONPATH"))
+            if p))
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", library,
            "--workload-dir", workload["dir"], "--n-classes", str(workload["n_classes"]),
            "--n-jobs", str(n_jobs), "--repeats", str(args.repeats)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
         return {"error": " | ".join(tail) or f"exit {proc.returncode}"}
@@ -170,6 +184,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=1,
                         help="libraries run in turn this many times (times pooled)")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--baseline-src", metavar="DIR",
+                        help="src folder of a second build: libraries NAME@base run on it")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workload-dir", help=argparse.SUPPRESS)
     parser.add_argument("--n-classes", type=int, default=2, help=argparse.SUPPRESS)
