@@ -32,13 +32,13 @@ ctypedef fused label_t:
 cdef enum:
     CHUNK = 8192
     # From this many rows, the per-leaf sums of eq. 1 are formed one leaf per task
-    # (``newton_sums_by_leaf``) and the updates of F run in parallel.
+    # (``newton_sums``) and the updates of F run in parallel.
     MIN_PARALLEL_ROWS = 200000
     # Up to this many nodes per tree (their rows counted per thread).
     MAX_PARALLEL_LEAF_NODES = 4096
 
 # For the loss objects: from how many rows a fit on several threads needs the
-# scratch of ``newton_sums_by_leaf`` (``rows_by_leaf``).
+# scratch of the leaf sums (``newton_sums``' ``rows_by_leaf``).
 PARALLEL_LEAF_SUMS_MIN_ROWS = MIN_PARALLEL_ROWS
 
 
@@ -80,50 +80,74 @@ cdef int newton_sums(
     const uint8_t[::1] sample_mask,
     float64_t* numerator,
     float64_t* denominator,
+    intp_t n_nodes=0,
+    int32_t* rows_by_leaf=NULL,
+    int n_threads=1,
 ) except -1 nogil:
-    """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), in row order."""
-    cdef intp_t i
+    """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), each in row order.
+
+    With ``rows_by_leaf`` (room for every row), ``n_threads`` > 1, at least
+    MIN_PARALLEL_ROWS rows and 1 to MAX_PARALLEL_LEAF_NODES leaf ids (``n_nodes``),
+    the in-bag rows are first sorted by leaf (``_sort_rows_by_leaf``), then each
+    leaf's sums are formed by one thread over its rows in increasing order: the same
+    additions, so the same sums bit for bit. Otherwise (or where a buffer cannot be
+    allocated) one pass over the rows.
+    """
+    cdef intp_t i, k, n = residual.shape[0]
     cdef int32_t j
-    cdef float64_t w, p
-    for i in range(residual.shape[0]):
-        if sample_mask is not None and not sample_mask[i]:
-            continue
-        w = 1.0 if sample_weight is None else sample_weight[i]
-        j = leaf[i]
-        p = prob[i]
-        numerator[j] += w * residual[i]
-        denominator[j] += w * p * (1.0 - p)
+    cdef float64_t w, p, num, den
+    cdef int64_t* leaf_start = NULL
+    if (rows_by_leaf != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
+            and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
+        leaf_start = <int64_t*>malloc((n_nodes + 1) * sizeof(int64_t))
+        if leaf_start != NULL and _sort_rows_by_leaf(leaf, sample_mask, n_nodes,
+                                                     rows_by_leaf, leaf_start,
+                                                     n_threads) != 0:
+            free(leaf_start)
+            leaf_start = NULL
+    if leaf_start == NULL:
+        for i in range(n):
+            if sample_mask is not None and not sample_mask[i]:
+                continue
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            j = leaf[i]
+            p = prob[i]
+            numerator[j] += w * residual[i]
+            denominator[j] += w * p * (1.0 - p)
+        return 0
+    for j in prange(n_nodes, schedule="dynamic", num_threads=n_threads):
+        num = numerator[j]
+        den = denominator[j]
+        for k in range(leaf_start[j], leaf_start[j + 1]):
+            i = rows_by_leaf[k]
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            p = prob[i]
+            num = num + w * residual[i]
+            den = den + w * p * (1.0 - p)
+        numerator[j] = num
+        denominator[j] = den
+    free(leaf_start)
     return 0
 
 
-cdef int newton_sums_by_leaf(
-    const float64_t[::1] residual,
-    const float64_t[::1] prob,
+cdef int _sort_rows_by_leaf(
     const int32_t[::1] leaf,
-    const float64_t[::1] sample_weight,
     const uint8_t[::1] sample_mask,
-    float64_t* numerator,
-    float64_t* denominator,
     intp_t n_nodes,
     int32_t* rows_by_leaf,
+    int64_t* leaf_start,
     int n_threads,
 ) noexcept nogil:
-    """``newton_sums`` (paper eq. 1) on ``n_threads`` threads, the same sums bit for
-    bit: the in-bag rows are first sorted by leaf, stably (a counting sort in
-    parallel blocks of rows, into ``rows_by_leaf``: room for every row), then each
-    leaf's sums are formed by one thread over its rows in increasing order, as
-    ``newton_sums`` forms them. Returns -1, computing nothing, where its count
-    buffer cannot be allocated."""
-    cdef intp_t n = residual.shape[0], n_blocks = n_threads, b, i, j, k, start, stop, pos
-    cdef int64_t* offset = <int64_t*>malloc((n_blocks * n_nodes + n_nodes + 1)
-                                            * sizeof(int64_t))
-    cdef int64_t* leaf_start
+    """The in-bag rows sorted by leaf, stably, into ``rows_by_leaf`` (a counting
+    sort in ``n_threads`` blocks of rows, in parallel); leaf j's rows are then
+    ``rows_by_leaf[leaf_start[j]:leaf_start[j + 1]]``, in increasing order. Returns
+    -1, sorting nothing, where its count buffer cannot be allocated."""
+    cdef intp_t n = leaf.shape[0], n_blocks = n_threads, b, i, j, start, stop, pos = 0
+    cdef int64_t* offset = <int64_t*>malloc(n_blocks * n_nodes * sizeof(int64_t))
     cdef int64_t count
-    cdef float64_t w, p, num, den
     cdef bint all_in = sample_mask is None
     if offset == NULL:
         return -1
-    leaf_start = offset + n_blocks * n_nodes
     for i in range(n_blocks * n_nodes):
         offset[i] = 0
     # The rows of each leaf per block of rows, then where each (leaf, block) starts.
@@ -133,7 +157,6 @@ cdef int newton_sums_by_leaf(
         for i in range(start, stop):
             if all_in or sample_mask[i]:
                 offset[b * n_nodes + leaf[i]] += 1
-    pos = 0
     for j in range(n_nodes):
         leaf_start[j] = pos
         for b in range(n_blocks):
@@ -149,18 +172,6 @@ cdef int newton_sums_by_leaf(
                 j = leaf[i]
                 rows_by_leaf[offset[b * n_nodes + j]] = <int32_t>i
                 offset[b * n_nodes + j] += 1
-    # Each leaf's sums in row order (newton_sums' additions, from 0.0).
-    for j in prange(n_nodes, schedule="dynamic", num_threads=n_threads):
-        num = 0.0
-        den = 0.0
-        for k in range(leaf_start[j], leaf_start[j + 1]):
-            i = rows_by_leaf[k]
-            w = 1.0 if sample_weight is None else sample_weight[i]
-            p = prob[i]
-            num = num + w * residual[i]
-            den = den + w * p * (1.0 - p)
-        numerator[j] = num
-        denominator[j] = den
     free(offset)
     return 0
 
@@ -655,7 +666,7 @@ def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
 
 
 cdef int32_t* _scratch_of(int32_t[::1] rows_by_leaf, intp_t n) except? NULL:
-    """The scratch of ``newton_sums_by_leaf``: NULL for None; else it must hold a
+    """The scratch of ``newton_sums`` on several threads: NULL for None; else it must hold a
     row index per row."""
     if rows_by_leaf is None or n == 0:
         return NULL
@@ -685,18 +696,13 @@ cdef void set_leaf_values(
 
     ``sums`` has room for 2 x n_nodes values. With ``rows_by_leaf`` (room for every
     row; NULL: one thread) and enough rows, the sums are formed one leaf per task
-    (``newton_sums_by_leaf``: the same numbers).
+    (``newton_sums``: the same numbers).
     """
     cdef intp_t j, n_nodes = nodes.shape[0]
     for j in range(2 * n_nodes):
         sums[j] = 0.0
-    if (rows_by_leaf == NULL or n_threads <= 1 or residual.shape[0] < MIN_PARALLEL_ROWS
-            or n_nodes > MAX_PARALLEL_LEAF_NODES
-            or newton_sums_by_leaf(residual, prob, leaf_of_row, sample_weight,
-                                   sample_mask, sums, sums + n_nodes, n_nodes,
-                                   rows_by_leaf, n_threads) != 0):
-        newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, sums,
-                    sums + n_nodes)
+    newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, sums,
+                sums + n_nodes, n_nodes, rows_by_leaf, n_threads)
     for j in range(n_nodes):
         if nodes[j].feature < 0:
             nodes[j].value = newton_step(factor * sums[j], sums[n_nodes + j])
