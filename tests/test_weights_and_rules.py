@@ -430,7 +430,7 @@ class _ScriptedState:
     def tree_target(self, k):
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         value = self.values[self.iteration][k]
         nodes["value"] = np.where(nodes["feature"] < 0, value, 0.0)
 

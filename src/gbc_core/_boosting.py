@@ -604,11 +604,10 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
             row_stats, residual = state.tree_target(k)
             tree_grower.grow(row_stats, residual, mask, tree_seeds[k])
             nodes = tree_grower.nodes_array()
-            if tree_grower is grower:
-                state.update(k, nodes, tree_grower.node_of_row, mask, lr)
-            else:  # grown side by side with other classes' trees: one thread each
-                state.update(k, nodes, tree_grower.node_of_row, mask, lr,
-                             side_by_side=True)
+            # The update runs on the grower's threads (one for a tree grown side by
+            # side with other classes' trees: its state is not shared then).
+            state.update(k, nodes, tree_grower.node_of_row, mask, lr,
+                         tree_grower.n_threads)
             return nodes
 
         new_trees = []

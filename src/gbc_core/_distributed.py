@@ -314,7 +314,7 @@ class _BinomialState:
     def tree_target(self, k):
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         p = self.prob
         if self.codes is not None:
             value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
@@ -365,7 +365,7 @@ class _MultinomialState:
         _leaves.row_stats_of(self.residual[k], self.w, self.row_stats)
         return self.row_stats, self.residual[k]
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         p = self.prob[k]
         if self.exact:
             value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask, self.y,
@@ -415,7 +415,7 @@ class _ExponentialState:
     def tree_target(self, k):
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         if self.codes is not None:
             value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
                                        self.codes, 1, self.raw, self.w, True)

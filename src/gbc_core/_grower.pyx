@@ -345,7 +345,7 @@ cdef class TreeGrower:
         SplitFinder finder
         intp_t n_samples
         intp_t n_features
-        int n_threads
+        readonly int n_threads
         int max_depth
         int64_t min_samples_split
         int64_t min_samples_leaf

@@ -434,13 +434,14 @@ class _BinomialFit:
         tree of output k fits."""
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         """Leaf values of the grown tree (``nodes``, updated in place) and the
-        update of F, p and r that follows, in one fused pass."""
+        update of F, p and r that follows, in one fused pass, on ``n_threads``
+        threads (the leaf sums' scratch only for more than one)."""
         self.last_loss = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.prob, self.residual, self.row_stats, self.n_threads, self.codes,
-            self.rows_by_leaf)
+            self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
+            self.rows_by_leaf if n_threads > 1 else None)
 
     def finish_iteration(self, sample_mask):
         """The weighted log-loss of the in-bag rows after the iteration."""
@@ -742,13 +743,11 @@ class _MultinomialFit:
             _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
         return self.row_stats, self.residual[k]
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate,
-               side_by_side=False):
-        """Leaf values of class k's tree and F_k += eta * gamma; ``side_by_side``:
-        the trees of several classes are being updated at once, each on one thread
-        (the scratch of the leaf sums is not shared)."""
-        n_threads = 1 if side_by_side else self.n_threads
-        rows_by_leaf = None if side_by_side else self.rows_by_leaf
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        """Leaf values of class k's tree and F_k += eta * gamma on ``n_threads``
+        threads: one for the trees of classes grown side by side, which are updated
+        at once and so must not share the leaf sums' scratch."""
+        rows_by_leaf = self.rows_by_leaf if n_threads > 1 else None
         if self.exact:
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
@@ -1067,8 +1066,9 @@ class _ExponentialFit:
         tree fits."""
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
-        """Leaf values of the grown tree (``nodes``, updated in place), then F and r."""
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        """Leaf values of the grown tree (``nodes``, updated in place), then F and r
+        (one thread: ``n_threads`` is not used)."""
         self.last_loss, n_overflow = _leaves.exponential_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
             self.raw, self.residual, self.row_stats, self.codes)

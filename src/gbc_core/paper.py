@@ -125,7 +125,7 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
         nodes = stump_nodes(t)
         leaf = np.where(X32 <= nodes["threshold32"][0], 1, 2).astype(np.int32)
         before_r, before_p = state.residual.copy(), state.prob.copy()
-        state.update(0, nodes, leaf, None, learning_rate)
+        state.update(0, nodes, leaf, None, learning_rate, 1)
         trees.append(nodes)
         losses.append(state.finish_iteration(None))
         history.append({
