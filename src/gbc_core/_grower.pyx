@@ -749,43 +749,19 @@ cdef class TreeGrower:
     cdef void _sums_of_every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
                                  const float64_t* residual) noexcept nogil:
         """The root of a tree given every row: the partition ``0 .. n - 1`` (in
-        parallel) and ``sums`` of all rows in row order, the numbers of
-        ``_sums_add_row`` row by row, bit for bit. A fit spends this pass on one
-        thread once per tree, so it is written as independent chains of additions
-        (each a latency-bound dependency) and nothing else: with unit weights the
-        sum of n ones is n exactly (every partial sum is an integer below 2^53), and
-        the residual range (a minimum and a maximum: any order gives them) costs no
-        branch."""
+        parallel), then ``sums`` of all rows in row order by ``_sums_add_row``, on a
+        local copy: no store into the partition in the loop, so the sums stay in
+        registers (independent chains of additions) instead of memory."""
         cdef intp_t i, n = self.n_samples
         cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
         cdef int32_t* partition = self.partition
-        cdef float64_t w, r, sum_w = 0.0, sum_wr = 0.0, sum_wr2 = 0.0
-        cdef float64_t r_min = INFINITY, r_max = -INFINITY
+        cdef node_sums_t local
         for i in prange(n, schedule="static", num_threads=n_threads):
             partition[i] = <int32_t>i
-        if row_stats == NULL:
-            for i in range(n):
-                r = residual[i]
-                sum_wr = sum_wr + r
-                sum_wr2 = sum_wr2 + 1.0 * r * r
-                r_min = r if r < r_min else r_min
-                r_max = r if r > r_max else r_max
-            sum_w = <float64_t>n
-        else:
-            for i in range(n):
-                w = row_stats[i].w
-                r = residual[i]
-                sum_w = sum_w + w
-                sum_wr = sum_wr + row_stats[i].wr
-                sum_wr2 = sum_wr2 + w * r * r
-                if w > 0.0:
-                    r_min = r if r < r_min else r_min
-                    r_max = r if r > r_max else r_max
-        sums.w = sum_w
-        sums.wr = sum_wr
-        sums.wr2 = sum_wr2
-        sums.r_min = r_min
-        sums.r_max = r_max
+        _sums_zero(&local)
+        for i in range(n):
+            _sums_add_row(&local, row_stats, residual, i)
+        sums[0] = local
 
     cdef int _grow_best_first(self, const row_stat_t* row_stats,
                               const float64_t* residual,
