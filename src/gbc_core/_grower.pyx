@@ -183,9 +183,9 @@ ctypedef struct block_t:
     intp_t stop
     intp_t n_left            # its first n_left rows go left
     intp_t slot
-    intp_t pair              # _partition_narrow: the index of its split node's pair
-    intp_t left_pos          # of children, and where its left and right rows go in
-    intp_t right_pos         # the partition
+    intp_t pair              # the index of its split node's pair of children
+    intp_t left_pos          # where its left and right rows go in the partition
+    intp_t right_pos
 
 
 cdef inline void _sums_zero(node_sums_t* a) noexcept nogil:
@@ -1514,6 +1514,7 @@ cdef class TreeGrower:
                 blk.start = start
                 blk.stop = stop
                 blk.slot = next_level[2 * j].parent
+                blk.pair = j
                 n_blocks += 1
                 start = stop
                 if start >= nd.stop:
@@ -1541,6 +1542,8 @@ cdef class TreeGrower:
                     self._child_range(c, &next_level[c])
                     self._finish_child(c, &next_level[c], &self.level_sums[c],
                                        row_stats, residual, with_sums)
+                for c in prange(n_blocks, schedule="dynamic"):
+                    self._tell_finder(&self.blocks[c])
         # The children become the nodes of the next level.
         for s in range(2 * n_split):
             self.level_nodes[s] = next_level[s]
@@ -1570,7 +1573,6 @@ cdef class TreeGrower:
             right_pos = next_level[2 * j + 1].start
             for b in range(self.block_first[j], self.block_first[j + 1]):
                 blk = &self.blocks[b]
-                blk.pair = j
                 blk.left_pos = left_pos
                 blk.right_pos = right_pos
                 left_pos += blk.n_left
@@ -1580,6 +1582,8 @@ cdef class TreeGrower:
         with parallel(num_threads=n_threads):
             for t in prange(2 * n_blocks, schedule="dynamic"):
                 self._place_rows(&self.blocks[t // 2], t % 2)
+            for b in prange(n_blocks, schedule="dynamic"):
+                self._tell_finder(&self.blocks[b])
             if with_sums:
                 for t in prange(2 * n_split * n_tasks, schedule="dynamic"):
                     self._sum_chunks(t // n_tasks, t % n_tasks, row_stats, residual)
@@ -1593,20 +1597,29 @@ cdef class TreeGrower:
 
     cdef void _place_rows(self, const block_t* blk, intp_t side) noexcept nogil:
         """Copy a block's left (``side`` 0) or right (1) rows from the scratch buffer
-        to their place in the partition, in order, and tell the finder."""
-        cdef intp_t i, n, pos
+        to their place in the partition, in order."""
+        cdef intp_t i, n
         cdef int32_t* seg
         if side == 0:
-            n = blk.n_left
-            pos = blk.left_pos
-            memcpy(self.partition + pos, self.scratch + blk.start, n * sizeof(int32_t))
+            memcpy(self.partition + blk.left_pos, self.scratch + blk.start,
+                   blk.n_left * sizeof(int32_t))
         else:
             n = blk.stop - blk.start - blk.n_left
-            pos = blk.right_pos
-            seg = self.partition + pos
+            seg = self.partition + blk.right_pos
             for i in range(n):
                 seg[i] = self.scratch[blk.stop - 1 - i]
-        self.finder.rows_moved(self.partition, pos, pos + n, <int32_t>(2 * blk.pair + side))
+
+    cdef void _tell_finder(self, const block_t* blk) noexcept nogil:
+        """Tell the finder where a block's rows, placed in the partition, now are:
+        its left rows, then its right rows. Both sides in one task: they interleave
+        in one range of row indices, so the finder's per-row state of those rows is
+        written by one thread (one task per side would share its cache lines between
+        threads)."""
+        cdef intp_t n_right = blk.stop - blk.start - blk.n_left
+        self.finder.rows_moved(self.partition, blk.left_pos, blk.left_pos + blk.n_left,
+                               <int32_t>(2 * blk.pair))
+        self.finder.rows_moved(self.partition, blk.right_pos, blk.right_pos + n_right,
+                               <int32_t>(2 * blk.pair + 1))
 
     cdef void _sum_chunks(self, intp_t c, intp_t task, const row_stat_t* row_stats,
                           const float64_t* residual) noexcept nogil:
@@ -1685,12 +1698,13 @@ cdef class TreeGrower:
                             const row_stat_t* row_stats, const float64_t* residual,
                             bint with_sums) noexcept nogil:
         """Copy the rows of child ``c`` (the left or right rows of its parent's blocks,
-        in block order: increasing row order) to its range of the partition, tell
-        the finder, and sum w, w * r, w * r^2 and the residual range of its rows,
-        added per block of 2^CHUNK_SHIFT row indices (in increasing order) then block
-        by block, so the sums do not depend on the number of threads."""
+        in block order: increasing row order) to its range of the partition, setting
+        each block's ``left_pos`` or ``right_pos`` (``_tell_finder`` reads them), and
+        sum w, w * r, w * r^2 and the residual range of its rows, added per block of
+        2^CHUNK_SHIFT row indices (in increasing order) then block by block, so the
+        sums do not depend on the number of threads."""
         cdef intp_t b, i, n, pos = nd.start, chunk = -1
-        cdef const block_t* blk
+        cdef block_t* blk
         cdef int32_t* seg
         cdef int32_t row
         cdef node_sums_t part
@@ -1701,12 +1715,13 @@ cdef class TreeGrower:
             seg = self.partition + pos
             if c % 2 == 0:
                 n = blk.n_left
+                blk.left_pos = pos
                 memcpy(seg, self.scratch + blk.start, n * sizeof(int32_t))
             else:
                 n = blk.stop - blk.start - blk.n_left
+                blk.right_pos = pos
                 for i in range(n):
                     seg[i] = self.scratch[blk.stop - 1 - i]
-            self.finder.rows_moved(self.partition, pos, pos + n, <int32_t>c)
             pos += n
             if not with_sums:
                 continue
