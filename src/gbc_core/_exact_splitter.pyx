@@ -31,7 +31,7 @@ import numpy as np
 
 from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
-    FEATURE_THRESHOLD, grow_buffer,
+    FEATURE_THRESHOLD,
 )
 from ._common cimport midpoint
 from ._split_finder cimport (
@@ -138,6 +138,13 @@ cdef enum:
     # the nodes split hold at least 1/FIRST_BITS_SHARE of the rows (the bits cost a
     # pass over every row; smaller levels of best-first growth read the node byte).
     FIRST_BITS_SHARE = 8
+    # The per-thread states of a level (``start_level``) start on a cache line and
+    # hold a multiple of NODE_GROUP nodes: every struct holds float64 fields (its
+    # size a multiple of 8 bytes), so each thread's block spans whole lines, and no
+    # two threads write one line (a line shared at the boundary went back and forth
+    # between cores at every sample the level scan added to those nodes).
+    CACHE_LINE = 64
+    NODE_GROUP = 8
 
 cdef enum:
     # Where a finder with segments finds the rows of the level's parents.
@@ -652,6 +659,7 @@ cdef class ExactSplitFinder(SplitFinder):
         int32_t* row_slot        # node slot of each row (-1: none)
         uint8_t* row_node        # row_slot as a byte (NO_NODE: none or too many)
         intp_t capacity          # nodes per level the buffers below hold
+        void* thread_states      # the block holding the three buffers below
         scan_t* scan             # per thread and node: state of the feature scan
         candidate_t* thread_best # per thread and node: best split so far
         node_scan_t* node_scan   # per thread and node: hot state of the unit-weight scan
@@ -664,6 +672,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.row_wr = NULL
         self.row_slot = NULL
         self.row_node = NULL
+        self.thread_states = NULL
         self.scan = NULL
         self.thread_best = NULL
         self.node_scan = NULL
@@ -721,9 +730,7 @@ cdef class ExactSplitFinder(SplitFinder):
         gbc_free_traced(self.row_wr)
         gbc_free_traced(self.row_slot)
         gbc_free_traced(self.row_node)
-        free(self.scan)
-        free(self.thread_best)
-        free(self.node_scan)
+        free(self.thread_states)
         gbc_free_traced(self.segment_rows)   # (segment_scratch lies in the same block)
         gbc_free_traced(self.first_bits)
 
@@ -819,18 +826,29 @@ cdef class ExactSplitFinder(SplitFinder):
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
+        cdef intp_t capacity
+        cdef size_t n_states, scan_bytes, best_bytes, total
+        cdef char* block
         if n_nodes >= NO_NODE:
             # Too many nodes for row_node: the unweighted scan runs on the records.
             self._make_records(True)
         if n_nodes <= self.capacity:
             return 0
-        self.scan = <scan_t*>grow_buffer(self.scan, self.n_threads * n_nodes, sizeof(scan_t),
-                                   "split buffers")
-        self.thread_best = <candidate_t*>grow_buffer(self.thread_best, self.n_threads * n_nodes,
-                                               sizeof(candidate_t), "split buffers")
-        self.node_scan = <node_scan_t*>grow_buffer(self.node_scan, self.n_threads * n_nodes,
-                                             sizeof(node_scan_t), "split buffers")
-        self.capacity = n_nodes
+        capacity = (n_nodes + NODE_GROUP - 1) // NODE_GROUP * NODE_GROUP
+        n_states = <size_t>(self.n_threads * capacity)
+        scan_bytes = n_states * sizeof(scan_t)
+        best_bytes = n_states * sizeof(candidate_t)
+        total = scan_bytes + best_bytes + n_states * sizeof(node_scan_t)
+        block = <char*>malloc(total + CACHE_LINE)
+        if block == NULL:
+            raise MemoryError(f"cannot allocate split buffers ({total} bytes)")
+        free(self.thread_states)
+        self.thread_states = block
+        block += (CACHE_LINE - <size_t>block % CACHE_LINE) % CACHE_LINE
+        self.scan = <scan_t*>block
+        self.thread_best = <candidate_t*>(block + scan_bytes)
+        self.node_scan = <node_scan_t*>(block + scan_bytes + best_bytes)
+        self.capacity = capacity
         return 0
 
     cdef void rows_moved(self, const int32_t* moved, intp_t start, intp_t stop,
