@@ -246,6 +246,27 @@ def test_threads_find_the_same_splits():
     _check(X, w * r, w, row_slot, n_threads=2)
 
 
+
+@pytest.mark.parametrize("unit_weights", [False, True])
+def test_threads_sharing_a_bound_keep_the_lowest_of_equal_features(unit_weights):
+    """The threads of a level's scan start their cheap test from the best proxy any
+    thread has published for the node (and compare exactly against their own best):
+    with six copies of the best column (equal proxies, scanned by different threads
+    at once) every node's split is the brute force's, the lowest copy, on 2 and 8
+    threads, at the root and on levels of several nodes."""
+    rng = np.random.default_rng(21)
+    n, d = 12000, 12
+    X = rng.normal(size=(n, d))
+    X[:, 3:9] = X[:, [3]]
+    r = np.tanh(2 * X[:, 3]) + 0.1 * rng.normal(size=n)
+    w = np.ones(n)
+    for n_threads in (2, 8):
+        for n_nodes in (1, 3):
+            for _ in range(2):
+                row_slot = rng.integers(0, n_nodes, size=n).astype(np.int32)
+                assert _check(X, r, w, row_slot, n_threads=n_threads,
+                              unit_weights=unit_weights) == n_nodes
+
 @pytest.mark.parametrize("segments", [False, True])
 def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     """What an exact fit of unit weights allocates (NumPy's arrays and the finder's

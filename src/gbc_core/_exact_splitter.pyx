@@ -97,6 +97,28 @@ cdef extern from *:
     void* gbc_alloc_random_access(size_t size) noexcept nogil
     void gbc_free_traced(void* p) noexcept nogil
 
+cdef extern from *:
+    """
+    /* The best proxy found so far for a node, shared by the threads of a level's
+       scan: read and written whole, without ordering (each value a thread reads is
+       one some thread wrote). */
+    #if defined(_MSC_VER) && !defined(__clang__)
+    static double gbc_load_shared(const double* p) { return *(const volatile double*)p; }
+    static void gbc_store_shared(double* p, double v) { *(volatile double*)p = v; }
+    #else
+    static double gbc_load_shared(const double* p) {
+        double v;
+        __atomic_load(p, &v, __ATOMIC_RELAXED);
+        return v;
+    }
+    static void gbc_store_shared(double* p, double v) {
+        __atomic_store(p, &v, __ATOMIC_RELAXED);
+    }
+    #endif
+    """
+    float64_t gbc_load_shared(const float64_t* p) noexcept nogil
+    void gbc_store_shared(float64_t* p, float64_t v) noexcept nogil
+
 cdef extern from "_scan.h" nogil:
     intp_t root_scan_to_candidate "gbc_root_scan_to_candidate"(
         const int32_t* order, const float64_t* row_wr, intp_t start, intp_t stop,
@@ -178,7 +200,8 @@ ctypedef struct scan_t:
     float64_t total_w        # marks a node that must not be split on this feature
     float64_t total_s
     uint64_t_t n_span        # total_n - 2 min_samples_leaf + 1 (0: no split allowed)
-    float64_t best_bound     # best.proxy x BOUND_FACTOR: the cheap test's bound
+    float64_t best_bound     # the cheap test's bound: max(best.proxy, the best any
+                             # thread has published for the node) x BOUND_FACTOR
     intp_t last_pos          # fast scan: sorted position of the node's previous sample
     float32_t last_value     # other scans: the node's previous value
 
@@ -332,7 +355,7 @@ cdef inline bint _decide(
         proxy = split_proxy(diff, den)
         if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
             _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
-            st.best_bound = proxy * BOUND_FACTOR
+            st.best_bound = max(st.best_bound, proxy * BOUND_FACTOR)
             return True
     return False
 
@@ -398,7 +421,7 @@ cdef inline void _scan_root(
     cdef int64_t n_left = 0, total_n = st.total_n
     cdef float64_t w_left = 0.0, s_left = 0.0, diff, den, proxy
     cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
-    cdef float64_t best_bound = best * BOUND_FACTOR
+    cdef float64_t best_bound = st.best_bound
     for k in range(n_valid):
         if k < stop:
             GBC_PREFETCH(&rows[order_f[k + PREFETCH_DISTANCE]])
@@ -413,7 +436,7 @@ cdef inline void _scan_root(
             proxy = split_proxy(diff, den)
             if v > last + FEATURE_THRESHOLD and proxy > best:
                 best = proxy
-                best_bound = proxy * BOUND_FACTOR
+                best_bound = max(best_bound, proxy * BOUND_FACTOR)
                 _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
         n_left += 1
         w_left += rows[row].w
@@ -666,10 +689,12 @@ cdef class ExactSplitFinder(SplitFinder):
         int32_t* row_slot        # node slot of each row (-1: none)
         uint8_t* row_node        # row_slot as a byte (NO_NODE: none or too many)
         intp_t capacity          # nodes per level the buffers below hold
-        void* thread_states      # the block holding the three buffers below
+        void* thread_states      # the block holding the four buffers below
         scan_t* scan             # per thread and node: state of the feature scan
         candidate_t* thread_best # per thread and node: best split so far
         node_scan_t* node_scan   # per thread and node: hot state of the unit-weight scan
+        float64_t* shared_best   # per node: the best proxy any thread has found so far
+                                 # this level (the lean scans' bound; collect)
         int level_threads        # threads whose candidates the last collect left
         object _row_stats_ref    # keeps row_stats alive while row_stats points into it
 
@@ -679,6 +704,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.row_slot = NULL
         self.row_node = NULL
         self.thread_states = NULL
+        self.shared_best = NULL
         self.scan = NULL
         self.thread_best = NULL
         self.node_scan = NULL
@@ -822,7 +848,7 @@ cdef class ExactSplitFinder(SplitFinder):
 
     cdef int start_level(self, intp_t n_nodes) except -1:
         cdef intp_t capacity
-        cdef size_t n_states, scan_bytes, best_bytes, total
+        cdef size_t n_states, scan_bytes, best_bytes, node_scan_bytes, total
         cdef char* block
         if n_nodes >= NO_NODE:
             # Too many nodes for row_node: the unweighted scan runs on the records.
@@ -833,7 +859,8 @@ cdef class ExactSplitFinder(SplitFinder):
         n_states = <size_t>(self.n_threads * capacity)
         scan_bytes = n_states * sizeof(scan_t)
         best_bytes = n_states * sizeof(candidate_t)
-        total = scan_bytes + best_bytes + n_states * sizeof(node_scan_t)
+        node_scan_bytes = n_states * sizeof(node_scan_t)
+        total = scan_bytes + best_bytes + node_scan_bytes + capacity * sizeof(float64_t)
         block = <char*>malloc(total + CACHE_LINE)
         if block == NULL:
             raise MemoryError(f"cannot allocate split buffers ({total} bytes)")
@@ -843,6 +870,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.scan = <scan_t*>block
         self.thread_best = <candidate_t*>(block + scan_bytes)
         self.node_scan = <node_scan_t*>(block + scan_bytes + best_bytes)
+        self.shared_best = <float64_t*>(block + scan_bytes + best_bytes + node_scan_bytes)
         self.capacity = capacity
         return 0
 
@@ -915,6 +943,8 @@ cdef class ExactSplitFinder(SplitFinder):
             for s in range(n_slots):
                 self.thread_best[t * self.capacity + s].proxy = -INFINITY
                 self.thread_best[t * self.capacity + s].feature = -1
+        for s in range(n_slots):
+            self.shared_best[s] = -INFINITY
         # Features are handed out one at a time (their costs differ: a feature whose
         # gains keep improving takes the exact path more often). Each thread still
         # sees its features in increasing order, which the tie rule below relies on,
@@ -943,7 +973,14 @@ cdef class ExactSplitFinder(SplitFinder):
                     states[s].total_n = 0
                 states[s].n_span = <uint64_t_t>max(
                     states[s].total_n - 2 * min_samples_leaf + 1, 0)
-                states[s].best_bound = states[s].best.proxy * BOUND_FACTOR
+                # The cheap test may start from the best that any thread has found
+                # for the node (a split that exists): a feature whose best is below
+                # it cannot win, and one whose best is at or above it is found at the
+                # same position as from its own bound, so the result does not depend
+                # on who published what when. The exact test stays against this
+                # thread's own best (the tie rule: the lowest feature wins).
+                states[s].best_bound = max(
+                    tb[s].proxy, gbc_load_shared(&self.shared_best[s])) * BOUND_FACTOR
             order_f = &self.order[f, 0]
             column_f = &self.X[0, f]
             n_valid = self.n_nonmissing[f]
@@ -1044,6 +1081,8 @@ cdef class ExactSplitFinder(SplitFinder):
                 if st.best.proxy > tb[s].proxy:
                     tb[s] = st.best
                     tb[s].feature = <int32_t>f
+                    if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):
+                        gbc_store_shared(&self.shared_best[s], tb[s].proxy)
         self.level_threads = n_threads
         if not segment_level:
             self.segment_state = SEGMENTS_NONE
