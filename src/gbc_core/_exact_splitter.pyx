@@ -14,7 +14,8 @@ order, so the same splits bit for bit. Features are scanned in
 parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
 split of a node is the maximum over features under a total order (proxy, then
 lowest feature index, then lowest threshold), so the result does not depend on the
-number of threads.
+number of threads. The threads share only the best proxy found so far per node,
+where a feature's cheap test starts (``collect``).
 
 Splits are ranked by the squared-error criterion of ``_criterion.h`` (paper,
 Algorithm 1, line 7: "train a regression tree to fit r"); the lean scans evaluate
