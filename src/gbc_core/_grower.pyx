@@ -1716,12 +1716,10 @@ cdef class TreeGrower:
             if c % 2 == 0:
                 n = blk.n_left
                 blk.left_pos = pos
-                memcpy(seg, self.scratch + blk.start, n * sizeof(int32_t))
             else:
                 n = blk.stop - blk.start - blk.n_left
                 blk.right_pos = pos
-                for i in range(n):
-                    seg[i] = self.scratch[blk.stop - 1 - i]
+            self._place_rows(blk, c % 2)
             pos += n
             if not with_sums:
                 continue
