@@ -418,7 +418,6 @@ class _BinomialFit:
         self.y = np.ascontiguousarray(y, dtype=np.int32)
         self.codes = self.y if exact else None
         self.sample_weight = sample_weight
-        self.n_threads = n_threads
         self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.prob = np.empty(n, dtype=np.float64)
         self.residual = np.empty(n, dtype=np.float64)
