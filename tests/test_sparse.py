@@ -109,6 +109,25 @@ def test_fit_and_every_method_equal_the_dense_data_bit_for_bit(container, split_
           np.stack(list(booster.staged_predict_proba(S))))
 
 
+@pytest.mark.parametrize("n_features", [7, 10, 16, 17])
+def test_threads_scoring_sparse_rows_equal_one_thread_and_the_dense_rows(n_features):
+    # Each thread scatters its row into a buffer of its own; widths below, at and
+    # across a cache line (16 floats) check that no two threads' rows overlap.
+    X, y, _ = _data(n=300, p=n_features, seed=n_features)
+    model = GradientBoostingClassifier(n_estimators=40, max_depth=3, random_state=0)
+    booster = model.fit(X, y).booster_
+    X_big = np.tile(X, (100, 1))  # 30,000 rows x 40 trees: several threads score
+    S = sp.csr_matrix(np.where(X_big == 0, 0.0, X_big))
+    dense = booster.ensemble.predict_raw(X_big, n_jobs=1)
+    for n_jobs in (1, 2, 3):
+        _same(booster.ensemble.predict_raw(S, n_jobs=n_jobs), dense)
+    rows = slice(0, 3000)
+    dense = booster.predict_contributions(X_big[rows], n_jobs=1)
+    for n_jobs in (2, 3):
+        _same(booster.predict_contributions(S[rows], n_jobs=n_jobs), dense)
+        _same(booster.predict_contributions(X_big[rows], n_jobs=n_jobs), dense)
+
+
 @pytest.mark.parametrize("split_method", ["exact", "hist"])
 def test_early_stopping_eval_set_and_warm_start_on_sparse_data(split_method):
     X, y, w = _data(n=400, n_classes=3, seed=5)

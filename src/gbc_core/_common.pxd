@@ -77,6 +77,30 @@ cdef inline void* grow_buffer(void* buffer, Py_ssize_t count, size_t item_size,
     return p
 
 
+cdef enum:
+    # Buffers that several threads write, one part each, give each part whole cache
+    # lines of its own (``per_thread_stride``, ``line_aligned``): a line shared by two
+    # threads' parts goes back and forth between their cores at every write.
+    CACHE_LINE = 64
+
+
+cdef inline size_t per_thread_stride(size_t count, size_t item_size) noexcept nogil:
+    """Items between the starts of two threads' parts of a per-thread buffer:
+    ``count`` rounded up so that each part spans whole cache lines (``item_size``
+    divides CACHE_LINE). Allocate ``n_threads * stride * item_size + CACHE_LINE``
+    bytes and start the parts at ``line_aligned`` of the block."""
+    cdef size_t per_line = CACHE_LINE // item_size
+    return (max(count, 1) + per_line - 1) // per_line * per_line
+
+
+cdef inline char* line_aligned(void* block) noexcept nogil:
+    """The first cache-line boundary at or after ``block`` (NULL stays NULL); free the
+    block, not this."""
+    if block == NULL:
+        return NULL
+    return <char*>block + (CACHE_LINE - <size_t>block % CACHE_LINE) % CACHE_LINE
+
+
 cdef inline uint32_t sort_key(float32_t v) noexcept nogil:
     """A uint32 whose unsigned order is the numeric order of float32 values: NaN maps
     to the largest key (missing values sort last) and -0.0 to the key of +0.0. The

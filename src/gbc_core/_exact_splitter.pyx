@@ -34,7 +34,7 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD,
 )
-from ._common cimport midpoint
+from ._common cimport CACHE_LINE, line_aligned, midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE,
@@ -166,7 +166,6 @@ cdef enum:
     # size a multiple of 8 bytes), so each thread's block spans whole lines, and no
     # two threads write one line (a line shared at the boundary went back and forth
     # between cores at every sample the level scan added to those nodes).
-    CACHE_LINE = 64
     NODE_GROUP = 8
 
 cdef enum:
@@ -867,7 +866,7 @@ cdef class ExactSplitFinder(SplitFinder):
             raise MemoryError(f"cannot allocate split buffers ({total} bytes)")
         free(self.thread_states)
         self.thread_states = block
-        block += (CACHE_LINE - <size_t>block % CACHE_LINE) % CACHE_LINE
+        block = line_aligned(block)
         self.scan = <scan_t*>block
         self.thread_best = <candidate_t*>(block + scan_bytes)
         self.node_scan = <node_scan_t*>(block + scan_bytes + best_bytes)

@@ -24,7 +24,9 @@ from libc.stdlib cimport calloc, malloc, free
 
 import numpy as np
 
-from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t
+from ._common cimport (
+    CACHE_LINE, float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t,
+    line_aligned, per_thread_stride)
 
 cdef extern from "_simd.h" nogil:
     # Rows per block (shared with the AVX2 kernel, whose columns have this stride).
@@ -337,6 +339,8 @@ cdef class Predictor:
         cdef intp_t b, u, k
         cdef intp_t column_floats = self.n_features * BLOCK
         cdef bint any_shallow = False
+        cdef void* column_block = NULL
+        cdef void* score_block = NULL
         cdef float32_t* columns = NULL
         cdef float64_t* scores = NULL
         # Per output: every tree of the range has depth <= 3 (the AVX2 kernel).
@@ -352,14 +356,18 @@ cdef class Predictor:
         n_threads = max(1, n_threads)
         if any_shallow and n >= BLOCK and column_floats <= MAX_COLUMN_FLOATS:
             # One transposed block per thread, allocated once per call (a failed
-            # allocation only means the row-wise path).
-            columns = <float32_t*>malloc(n_threads * column_floats * sizeof(float32_t))
+            # allocation only means the row-wise path). Each thread's part of either
+            # buffer is whole cache lines (BLOCK = 128 values per feature).
+            column_block = malloc(n_threads * column_floats * sizeof(float32_t)
+                                  + CACHE_LINE)
+            columns = <float32_t*>line_aligned(column_block)
         if self.n_outputs > 1:
             # One block of one output's scores per thread.
-            scores = <float64_t*>malloc(n_threads * BLOCK * sizeof(float64_t))
-            if scores == NULL:
-                free(columns)
+            score_block = malloc(n_threads * BLOCK * sizeof(float64_t) + CACHE_LINE)
+            if score_block == NULL:
+                free(column_block)
                 raise MemoryError()
+            scores = <float64_t*>line_aligned(score_block)
         try:
             with nogil:
                 for b in prange(n_blocks, schedule="static", num_threads=n_threads):
@@ -370,8 +378,8 @@ cdef class Predictor:
                         scores + threadid() * BLOCK if scores != NULL else NULL,
                         &simd_ok[0])
         finally:
-            free(columns)
-            free(scores)
+            free(column_block)
+            free(score_block)
 
     cdef void _predict_block(self, const float32_t[:, ::1] X, float64_t[:, ::1] out,
                              intp_t row_start, intp_t row_stop,
@@ -559,11 +567,13 @@ cdef class Predictor:
         if n * (iteration_stop - iteration_start) * self.n_outputs < MIN_PARALLEL_WORK:
             n_threads = 1
         n_threads = max(1, n_threads)
-        cdef float32_t* rows = <float32_t*>calloc(n_threads * self.n_features,
-                                                  sizeof(float32_t))
-        if rows == NULL:
+        # One zeroed row per thread, each on cache lines of its own.
+        cdef size_t stride = per_thread_stride(self.n_features, sizeof(float32_t))
+        cdef void* row_block = calloc(n_threads * stride * sizeof(float32_t) + CACHE_LINE, 1)
+        if row_block == NULL:
             raise MemoryError(f"cannot allocate {n_threads} rows of {self.n_features} "
                               "features")
+        cdef float32_t* rows = <float32_t*>line_aligned(row_block)
         cdef intp_t i, k, m
         cdef int64_t p, first
         cdef float32_t* row
@@ -571,7 +581,7 @@ cdef class Predictor:
         try:
             with nogil:
                 for i in prange(n, schedule="static", num_threads=n_threads):
-                    row = rows + threadid() * self.n_features
+                    row = rows + threadid() * stride
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = data[p]
                     for k in range(self.n_outputs):
@@ -584,7 +594,7 @@ cdef class Predictor:
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = 0
         finally:
-            free(rows)
+            free(row_block)
 
     def apply_csr(self, const float32_t[::1] data, const int32_t[::1] indices,
                   const int64_t[::1] indptr):

@@ -22,7 +22,9 @@ from libc.stdlib cimport calloc, malloc, free
 
 import numpy as np
 
-from ._common cimport float32_t, float64_t, int32_t, int64_t, intp_t, node_t
+from ._common cimport (
+    CACHE_LINE, float32_t, float64_t, int32_t, int64_t, intp_t, node_t, line_aligned,
+    per_thread_stride)
 
 
 ctypedef struct path_t:
@@ -241,21 +243,24 @@ cdef class TreeShap:
         if n < MIN_PARALLEL_ROWS:
             n_threads = 1
         n_threads = max(1, n_threads)
-        cdef path_t* paths = <path_t*>malloc(n_threads * path_size * sizeof(path_t))
-        if paths == NULL:
+        # Each thread's paths on cache lines of its own (``per_thread_stride``).
+        cdef size_t path_stride = per_thread_stride(path_size, sizeof(path_t))
+        cdef void* path_block = malloc(n_threads * path_stride * sizeof(path_t) + CACHE_LINE)
+        if path_block == NULL:
             raise MemoryError(f"cannot allocate {n_threads} TreeSHAP paths of "
                               f"{path_size} elements")
+        cdef path_t* paths = <path_t*>line_aligned(path_block)
         cdef path_t* path
         try:
             with nogil:
                 for i in prange(n, schedule="dynamic", num_threads=n_threads):
-                    path = paths + threadid() * path_size
+                    path = paths + threadid() * path_stride
                     for t in range(self.n_trees):
                         _recurse(&self.nodes[self.tree_offsets[t]],
                                  &self.value[self.tree_offsets[t]], &X[i, 0],
                                  &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0, -1)
         finally:
-            free(paths)
+            free(path_block)
 
     def contributions_csr(self, const float32_t[::1] data, const int32_t[::1] indices,
                           const int64_t[::1] indptr, float64_t[:, :, ::1] out,
@@ -278,20 +283,25 @@ cdef class TreeShap:
         if n < MIN_PARALLEL_ROWS:
             n_threads = 1
         n_threads = max(1, n_threads)
-        cdef path_t* paths = <path_t*>malloc(n_threads * path_size * sizeof(path_t))
-        cdef float32_t* rows = <float32_t*>calloc(n_threads * max(self.n_features, 1),
-                                                  sizeof(float32_t))
-        if paths == NULL or rows == NULL:
-            free(paths)
-            free(rows)
+        # Each thread's paths and zeroed row on cache lines of their own.
+        cdef size_t path_stride = per_thread_stride(path_size, sizeof(path_t))
+        cdef size_t row_stride = per_thread_stride(self.n_features, sizeof(float32_t))
+        cdef void* path_block = malloc(n_threads * path_stride * sizeof(path_t) + CACHE_LINE)
+        cdef void* row_block = calloc(n_threads * row_stride * sizeof(float32_t) + CACHE_LINE,
+                                      1)
+        if path_block == NULL or row_block == NULL:
+            free(path_block)
+            free(row_block)
             raise MemoryError(f"cannot allocate {n_threads} TreeSHAP paths and rows")
+        cdef path_t* paths = <path_t*>line_aligned(path_block)
+        cdef float32_t* rows = <float32_t*>line_aligned(row_block)
         cdef path_t* path
         cdef float32_t* row
         try:
             with nogil:
                 for i in prange(n, schedule="dynamic", num_threads=n_threads):
-                    path = paths + threadid() * path_size
-                    row = rows + threadid() * self.n_features
+                    path = paths + threadid() * path_stride
+                    row = rows + threadid() * row_stride
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = data[p]
                     for t in range(self.n_trees):
@@ -301,5 +311,5 @@ cdef class TreeShap:
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = 0
         finally:
-            free(paths)
-            free(rows)
+            free(path_block)
+            free(row_block)
