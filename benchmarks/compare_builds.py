@@ -11,7 +11,8 @@ Usage::
 
 prints, per workload and thread count, the median fit and predict seconds of each
 build (one fit per round, wall and CPU time of the process: ``time.process_time``,
-every thread's;  predict: the median of 5 calls on 1M rows per round) and
+every thread's;  predict: the median of 5 calls on 1M rows per round, dense or
+``--sparse``) and
 the median single-row ``predict_proba`` latency (of 1000 calls per round), the ratio
 after / before of the medians (< 1: the change is faster) and the range of the
 ratios within the rounds (each round runs the two builds back to back), then the
@@ -34,6 +35,7 @@ rows, n_jobs, classes, depth, trees = (int(a) for a in sys.argv[1:6])
 split_method = sys.argv[6]
 missing = float(sys.argv[7])
 weighted = sys.argv[8] == "1"
+sparse = sys.argv[9] == "1"
 PREDICT_CALLS = 5
 LATENCY_CALLS = 1000
 rng = np.random.default_rng(0)
@@ -47,6 +49,9 @@ if missing > 0:
     X[np.random.default_rng(1).uniform(size=X.shape) < missing] = np.nan
 Xtr, ytr = X[:rows], y[:rows]
 Xte = np.ascontiguousarray(np.tile(X[rows:], (20, 1)))  # 1M rows
+if sparse:  # CSR rows, the values below 0.8 in magnitude (about 58%) implicit zeros
+    import scipy.sparse
+    Xte = scipy.sparse.csr_matrix(np.where(np.abs(Xte) < 0.8, 0, Xte))
 model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs,
                                    split_method=split_method)
 w = np.random.default_rng(2).uniform(0.5, 2.0, size=rows) if weighted else None
@@ -67,11 +72,11 @@ print(json.dumps({"fit": fit_s, "fit_cpu": fit_cpu_s, "predict": predict_s, "lat
 """
 
 
-def run(build, rows, n_jobs, classes, depth, trees, split_method, missing, weighted):
+def run(build, rows, n_jobs, classes, depth, trees, split_method, missing, weighted, sparse):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"))
     out = subprocess.run([sys.executable, "-c", WORKER, str(rows), str(n_jobs), str(classes),
                           str(depth), str(trees), split_method, str(missing),
-                          str(int(weighted))], env=env,
+                          str(int(weighted)), str(int(sparse))], env=env,
                          check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -94,10 +99,14 @@ def main():
     parser.add_argument("--sample-weight", action="store_true",
                         help="fit with sample weights drawn from U(0.5, 2) (float64: "
                              "the exact search's general scan)")
+    parser.add_argument("--sparse", action="store_true",
+                        help="predict from CSR rows (scipy.sparse; the values below 0.8 "
+                             "in magnitude implicit zeros) instead of dense rows")
     args = parser.parse_args()
     print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
           f"depth {args.depth}, split_method={args.split_method!r}, "
-          f"missing values {args.missing:g}, sample weights {args.sample_weight}; predict: 1M rows, median of 5 calls; {args.rounds} "
+          f"missing values {args.missing:g}, sample weights {args.sample_weight}; predict: 1M "
+          f"{'CSR' if args.sparse else 'dense'} rows, median of 5 calls; {args.rounds} "
           "alternating rounds; load average at start "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("| n_jobs | fit s before | fit s after | ratio | per round | fit CPU s before | "
@@ -112,7 +121,7 @@ def main():
             for key in ("before", "after"):
                 times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
                                       args.depth, args.trees, args.split_method,
-                                      args.missing, args.sample_weight))
+                                      args.missing, args.sample_weight, args.sparse))
         med = {k: {m: statistics.median(t[m] for t in v)
                    for m in ("fit", "fit_cpu", "predict", "latency")}
                for k, v in times.items()}
