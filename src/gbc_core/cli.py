@@ -333,8 +333,13 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+#: The exit status of an interrupted run (Ctrl-C or SIGTERM).
+INTERRUPTED = 130
+
+
 def main(argv=None):
-    """Entry point of the ``gbc-core`` console script; returns the exit code."""
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) in this process and
+    return its exit code (:func:`console_main` ends the process with it)."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         return _run(argv)
@@ -342,7 +347,33 @@ def main(argv=None):
         if debug:
             raise
         _error("interrupted")
-        return 130
+        return INTERRUPTED
+
+
+def console_main():
+    """Entry point of the ``gbc-core`` console script and of ``python -m gbc_core``:
+    :func:`main`, then the end of the process with its exit code.
+
+    An interrupted run ends here with status 130 at once, after the ``atexit``
+    functions and a flush of the standard streams, instead of through the
+    interpreter's shutdown. CPython (3.11 at least) records a KeyboardInterrupt that
+    leaves an ``eval`` or ``exec`` of a string (``collections.namedtuple`` and
+    ``dataclasses`` run one at import, so any import the signal lands in) as
+    unhandled even when it is caught; a process run as ``python -m`` then kills
+    itself with SIGINT at the end of its shutdown instead of exiting with 130.
+    """
+    code = main()
+    if code != INTERRUPTED:
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, broken or None
+            pass
+    os._exit(INTERRUPTED)
 
 
 class _HeldSignals:
