@@ -363,17 +363,19 @@ def console_main():
     itself with SIGINT at the end of its shutdown instead of exiting with 130.
     """
     code = main()
-    if code != INTERRUPTED:
-        sys.exit(code)
-    import atexit
+    if code == INTERRUPTED:
+        import atexit
 
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):  # closed, broken or None
-            pass
-    os._exit(INTERRUPTED)
+        run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)  # CPython's and PyPy's
+        if run_exitfuncs is not None:
+            run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):  # closed, broken or None
+                    pass
+            os._exit(INTERRUPTED)
+    sys.exit(code)
 
 
 class _HeldSignals:
