@@ -146,6 +146,14 @@ cdef enum:
     # 0.83x the time of a 10M x 28 fit on two threads (64: 0.84x, 128: 0.85x, 256:
     # 0.94x), 0.94x at 1M, 0.98x at 200,000 rows, 0.99x at 30,000 (benchmarks/README.md).
     PREFETCH_DISTANCE = 96
+    # The scans of a node alone (the root, a node's segment: ``_scan_root_unit``)
+    # step through a position faster, so they prefetch further ahead where the
+    # gathered w * r outgrow a core's L2: from FAR_PREFETCH_ROWS rows (4 MiB of w *
+    # r), FAR_PREFETCH_DISTANCE. Against 96 it took 0.98x the time of a 1M x 28 fit
+    # on one thread and 0.96x on two, about 0.97x for 15 trees at 10M on two; at
+    # 200,000 rows 1.01x and at 30,000 1.02x, which keep 96 (benchmarks/README.md).
+    FAR_PREFETCH_ROWS = 1 << 19
+    FAR_PREFETCH_DISTANCE = 160
     # Below this many values (rows x features) a level is scanned on one thread.
     MIN_PARALLEL_SCAN = 100000
     # Below this many rows a tree's start (a pass over the rows) runs on one thread.
@@ -453,6 +461,7 @@ cdef inline void _scan_root_unit(
     intp_t n_valid,
     const float64_t* row_wr,
     int64_t min_samples_leaf,
+    intp_t distance,
 ) noexcept nogil:
     """``_scan_root`` with unit weights: the running sum and the cheap test run in
     ``_scan.h`` (two positions per step) up to each position that passes the test,
@@ -461,8 +470,9 @@ cdef inline void _scan_root_unit(
     min_samples_leaf] are tested (the others cannot hold a split).
 
     ``order_f`` holds the node's rows in increasing order of the feature: the root's
-    sorted order, or a node's segment (the same scan)."""
-    cdef intp_t k, first, stop, prefetch_stop = n_valid - PREFETCH_DISTANCE - 1
+    sorted order, or a node's segment (the same scan). ``distance``: how many
+    positions ahead the rows' w * r are prefetched."""
+    cdef intp_t k, first, stop, prefetch_stop = n_valid - distance - 1
     cdef float64_t s_left = 0.0
     first = min(<intp_t>min_samples_leaf, n_valid)
     stop = max(first, min(<intp_t>(st.total_n - min_samples_leaf + 1), n_valid))
@@ -471,8 +481,7 @@ cdef inline void _scan_root_unit(
     k = first
     while True:
         k = root_scan_to_candidate(order_f, row_wr, k, stop, &s_left, st.total_w,
-                                   st.total_s, st.best_bound, prefetch_stop,
-                                   PREFETCH_DISTANCE)
+                                   st.total_s, st.best_bound, prefetch_stop, distance)
         if k >= stop:
             break
         # The decision of the scans at this position (n_left = w_left = k).
@@ -551,12 +560,19 @@ cdef inline void _scan_node(
     const float64_t* row_wr,
     const packed_row_t* records,
     int64_t min_samples_leaf,
+    intp_t n_samples,
 ) noexcept nogil:
     """The scan of one node whose rows, all of them, are ``rows_in_order`` (the root's
-    sorted order, or a node's segment): ``_scan_root_unit`` with unit weights, else
+    sorted order, or a node's segment): ``_scan_root_unit`` with unit weights (its
+    prefetch distance by the fit's ``n_samples``, each a constant of its own inlined
+    copy: a distance passed as a variable cost 5% at 30,000 rows), else
     ``_scan_root``."""
-    if unit_weights:
-        _scan_root_unit(st, rows_in_order, column_f, n_rows, row_wr, min_samples_leaf)
+    if unit_weights and n_samples >= FAR_PREFETCH_ROWS:
+        _scan_root_unit(st, rows_in_order, column_f, n_rows, row_wr, min_samples_leaf,
+                        FAR_PREFETCH_DISTANCE)
+    elif unit_weights:
+        _scan_root_unit(st, rows_in_order, column_f, n_rows, row_wr, min_samples_leaf,
+                        PREFETCH_DISTANCE)
     else:
         _scan_root(st, rows_in_order, column_f, n_rows, records, min_samples_leaf)
 
@@ -991,7 +1007,7 @@ cdef class ExactSplitFinder(SplitFinder):
                     if is_root:
                         m = _keep_in_bag(order_f, rows_f, n, self.row_node)
                         _scan_node(states, rows_f, column_f, m, self.unit_weights,
-                                   self.row_wr, self.rows, min_samples_leaf)
+                                   self.row_wr, self.rows, min_samples_leaf, n)
                     else:
                         for s in range(n_slots):
                             sib = nodes[s].sibling
@@ -1023,10 +1039,10 @@ cdef class ExactSplitFinder(SplitFinder):
                             if states[s].total_n > 0:
                                 _scan_node(&states[s], rows_f + nodes[s].start, column_f,
                                            nodes[s].stop - nodes[s].start, self.unit_weights,
-                                           self.row_wr, self.rows, min_samples_leaf)
+                                           self.row_wr, self.rows, min_samples_leaf, n)
                 elif n_slots == 1 and self.all_rows_in_root:
                     _scan_node(states, order_f, column_f, n_valid, self.unit_weights,
-                               self.row_wr, self.rows, min_samples_leaf)
+                               self.row_wr, self.rows, min_samples_leaf, n)
                 elif self.unit_weights and n_slots < NO_NODE:
                     _scan_level_unit(states, self.node_scan + tid * self.capacity,
                                      n_slots, order_f, column_f, n_valid, self.row_wr,
