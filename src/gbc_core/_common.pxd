@@ -90,7 +90,7 @@ cdef inline size_t per_thread_stride(size_t count, size_t item_size) noexcept no
     divides CACHE_LINE). Allocate ``n_threads * stride * item_size + CACHE_LINE``
     bytes and start the parts at ``line_aligned`` of the block."""
     cdef size_t per_line = CACHE_LINE // item_size
-    return (max(count, 1) + per_line - 1) // per_line * per_line
+    return (max(count, <size_t>1) + per_line - 1) // per_line * per_line
 
 
 cdef inline char* line_aligned(void* block) noexcept nogil:
