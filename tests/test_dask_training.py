@@ -559,6 +559,36 @@ def test_cli_train_dask(client, tmp_path, capsys, monkeypatch):
     assert rc != 0 and "--split-method hist" in err
 
 
+@pytest.mark.parametrize("loss", ["log_loss", "exponential"])
+def test_cli_train_dask_prints_the_training_loss_itself(client, tmp_path, capsys,
+                                                         monkeypatch, loss):
+    """The summary line of ``train --dask`` names the loss and gives the loss itself,
+    as the in-memory ``train`` does (two classes: ``train_score_`` of the log-loss
+    is the deviance, twice it), computed here by a naive NumPy twin."""
+    from conftest import run_main
+
+    pq = require("pyarrow.parquet")
+    pa = require("pyarrow")
+    X, y, _ = _data(900, 2, seed=22, nan=False)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df["y"] = np.array(["no", "yes"])[y]
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=300)
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", path, "--target", "y",
+                            "-o", "m.gbc", "--dask", client.scheduler.address,
+                            "--split-method", "hist", "--n-estimators", "6",
+                            "--loss", loss, "--random-state", "0")
+    assert rc == 0, err
+    name = "exponential loss" if loss == "exponential" else "log-loss"
+    printed = float(out.split(f"training {name} ")[1].split()[0])
+    raw = GradientBoostingClassifier.load(tmp_path / "m.gbc").decision_function(
+        df[[f"f{i}" for i in range(5)]])
+    sign = 2.0 * y - 1.0
+    expected = (np.mean(np.exp(-sign * raw)) if loss == "exponential"
+                else np.mean(np.logaddexp(0.0, raw) - y * raw))
+    assert printed == pytest.approx(expected, abs=6e-6)
+
+
 def test_grower_without_raw_values():
     """A part keeps bins only: the grower takes X=None with a finder that has bins,
     and refuses it where raw values are needed."""

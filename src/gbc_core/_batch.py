@@ -429,6 +429,17 @@ def describe_classes(classes):
     return f"{len(labels)} classes {labels[:10]}{' ...' if len(labels) > 10 else ''}"
 
 
+def describe_fit(model):
+    """The summary line of a fitted estimator: its classes, iterations and trees,
+    and its training loss itself (``train_score_`` is in scikit-learn's units: for
+    two classes and the log-loss the deviance, twice the log-loss)."""
+    loss_function = model.booster_.loss_function
+    loss_name = "exponential loss" if loss_function.name == "exponential" else "log-loss"
+    return (f"{describe_classes(model.classes_)}; {model.n_estimators_} iterations "
+            f"({model.n_estimators_ * model.n_trees_per_iteration_} trees); training "
+            f"{loss_name} {model.train_score_[-1] / loss_function.score_factor:.5f}")
+
+
 def classification_metrics(booster, codes, raw):
     """Log-loss, ROC AUC and accuracy of the raw scores ``raw`` (n, n_outputs) against
     the class codes ``codes`` (see :func:`label_codes`).
@@ -544,9 +555,7 @@ def _run_train_dask(args, fmt, out):
     say = print if not args.quiet else (lambda *a, **k: None)
     say(f"trained on the Dask cluster {args.dask}: {len(names)} features of {args.data} "
         f"(read and fit {fit_s:.2f}s)")
-    say(f"{describe_classes(local.classes_)}; {local.n_estimators_} iterations "
-        f"({local.n_estimators_ * local.n_trees_per_iteration_} trees); training log-loss "
-        f"{local.train_score_[-1]:.5f}")
+    say(describe_fit(local))
     if local.best_iteration_ is not None:
         say(f"early stopping kept the best iteration: {local.best_iteration_} iterations")
     say(f"model written to {out}")
@@ -614,13 +623,7 @@ def run_train(args):
     say = print if not args.quiet else (lambda *a, **k: None)
     say(f"trained on {X.shape[0]:,} rows x {X.shape[1]} features of {args.data} "
         f"(read {read_s:.2f}s, fit {fit_s:.2f}s)")
-    # train_score_ is in scikit-learn's units (for two classes and the log-loss,
-    # the deviance: twice the log-loss); the line gives the loss itself.
-    loss_function = model.booster_.loss_function
-    loss_name = "exponential loss" if loss_function.name == "exponential" else "log-loss"
-    say(f"{describe_classes(model.classes_)}; {model.n_estimators_} iterations "
-        f"({model.n_estimators_ * model.n_trees_per_iteration_} trees); training "
-        f"{loss_name} {model.train_score_[-1] / loss_function.score_factor:.5f}")
+    say(describe_fit(model))
     if model.best_iteration_ is not None:
         say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
     if eval_set is not None:
