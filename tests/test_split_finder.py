@@ -246,7 +246,6 @@ def test_threads_find_the_same_splits():
     _check(X, w * r, w, row_slot, n_threads=2)
 
 
-
 @pytest.mark.parametrize("unit_weights", [False, True])
 def test_threads_sharing_a_bound_keep_the_lowest_of_equal_features(unit_weights):
     """The threads of a level's scan start their cheap test from the best proxy any
@@ -266,6 +265,7 @@ def test_threads_sharing_a_bound_keep_the_lowest_of_equal_features(unit_weights)
                 row_slot = rng.integers(0, n_nodes, size=n).astype(np.int32)
                 assert _check(X, r, w, row_slot, n_threads=n_threads,
                               unit_weights=unit_weights) == n_nodes
+
 
 @pytest.mark.parametrize("segments", [False, True])
 def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
