@@ -632,6 +632,49 @@ def test_bad_partition_names_the_column(client):
     assert _settled(client)
 
 
+_CLI_WITHOUT_DEFAULT_CLIENT = r"""
+import sys
+from dask.callbacks import Callback
+local = []
+class Spy(Callback):
+    def _pretask(self, key, dsk, state):
+        local.append(key)
+Spy().register()
+from gbc_core.cli import main
+rc = main(sys.argv[1:])
+print("local tasks", len(local))
+sys.exit(rc)
+"""
+
+
+def test_cli_train_dask_in_a_process_of_its_own(client, tmp_path):
+    """``gbc-core train --dask SCHEDULER`` as a user runs it: a process with no Dask
+    client but the one it opens (``set_as_default=False``). The fit runs on that
+    client, and so does the reading of the labels that ``--class-weight`` needs:
+    nothing runs on the process's local scheduler (a spy counts its tasks)."""
+    import subprocess
+    import sys
+
+    X, y, _ = _data(900, 2, seed=26, nan=False)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df["y"] = np.array(["no", "yes"])[y]
+    df.to_csv(tmp_path / "train.csv", index=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLI_WITHOUT_DEFAULT_CLIENT, "train", "train.csv",
+         "--target", "y", "-o", "m.gbc", "--dask", client.scheduler.address,
+         "--split-method", "hist", "--n-estimators", "8", "--random-state", "0",
+         "--class-weight", '{"yes": 3.0}', "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["local", "tasks", "0"]
+    model = GradientBoostingClassifier.load(tmp_path / "m.gbc")
+    ref = GradientBoostingClassifier(split_method="hist", n_estimators=8, random_state=0,
+                                     class_weight={"yes": 3.0}).fit(
+        df[[f"f{i}" for i in range(5)]], df["y"])
+    assert np.abs(model.predict_proba(df) - ref.predict_proba(df)).max() <= 1e-9
+    assert _settled(client)
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_criterion(client, n_classes):
     """criterion="squared_error" ranks the splits of the distributed fit too: the

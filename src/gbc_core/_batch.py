@@ -531,9 +531,6 @@ def _run_train_dask(args, fmt, out):
     if args.n_features is not None:
         raise DataError("--n-features applies to LIBSVM data only")
     X, y, names = _dask_frame(args, args.data, fmt)
-    if isinstance(params["class_weight"], dict):  # the labels, read by the workers
-        classes = np.unique(np.asarray(y.drop_duplicates().compute()))
-        params = _class_weight_for(params, classes, _labels_where(args.data, args.target))
     eval_set = None
     if args.eval:
         efmt = _fmt_for(args.eval, args.eval_format, fallback=args.format)
@@ -542,6 +539,10 @@ def _run_train_dask(args, fmt, out):
     t0 = time.perf_counter()
     client = Client(args.dask, set_as_default=False)
     try:
+        if isinstance(params["class_weight"], dict):  # the labels, read by the workers
+            classes = np.unique(np.asarray(client.compute(y.drop_duplicates()).result()))
+            params = _class_weight_for(params, classes,
+                                       _labels_where(args.data, args.target))
         model = DaskGradientBoostingClassifier(**params, client=client)
         try:
             model.fit(X, y, eval_set=eval_set)

@@ -1125,12 +1125,8 @@ class DaskGradientBoostingClassifier:
         >>> cluster.close()
         """
         _import_dask()
-        from ._booster import Booster
-        from ._binning import BinMapper
-        from ._distributed import check_supported, holdout_sizes, warm_start_from
-        from ._ensemble import Ensemble
-        from ._model_io import check_labels
-        from ._params import check_params, resolve
+        from ._distributed import check_supported
+        from ._params import check_params
 
         params = check_params(self._model_params())
         check_supported(params)
@@ -1141,6 +1137,21 @@ class DaskGradientBoostingClassifier:
         if client is None:
             raise ValueError("DaskGradientBoostingClassifier needs a distributed Client "
                              "(client=..., or a current one)")
+        # Every Dask call of the fit (``wait``, chunk sizes, the actors' handles) goes
+        # to this client, also where it is not the process's default one (the command
+        # line's, ``Client(address, set_as_default=False)``).
+        with client.as_current():
+            return self._fit_on(client, params, timeout, X, y, sample_weight, eval_set)
+
+    def _fit_on(self, client, params, timeout, X, y, sample_weight, eval_set):
+        """``fit`` once the parameters are checked, with ``client`` current."""
+        from ._booster import Booster
+        from ._binning import BinMapper
+        from ._distributed import holdout_sizes, warm_start_from
+        from ._ensemble import Ensemble
+        from ._model_io import check_labels
+        from ._params import resolve
+
         warm = params["warm_start"] and "booster_" in self.__dict__
         if not warm:
             self.__dict__.pop("booster_", None)
