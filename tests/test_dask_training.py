@@ -523,7 +523,7 @@ def test_sparse_partitions_are_refused_by_name(client):
 
     X, y, _ = _data(200, 2, nan=False)
     Xd = da.from_array(X, chunks=(100, X.shape[1])).map_blocks(sp.csr_matrix)
-    with pytest.raises(RuntimeError, match="a distributed fit trains on dense partitions"):
+    with pytest.raises(TypeError, match="a distributed fit trains on dense partitions"):
         DaskGradientBoostingClassifier(n_estimators=2).fit(Xd, da.from_array(y, chunks=100))
     assert _settled(client)
 
@@ -627,9 +627,49 @@ def test_bad_partition_names_the_column(client):
     df = pd.DataFrame({"a": np.arange(40.0), "when": ["x"] * 40})
     ddf = dd.from_pandas(df, npartitions=2)
     ys = dd.from_pandas(pd.Series(np.arange(40) % 2), npartitions=2)
-    with pytest.raises(RuntimeError, match="when"):
+    with pytest.raises(ValueError, match="when"):
         DaskGradientBoostingClassifier(**PARAMS).fit(ddf, ys)
     assert _settled(client)
+
+
+def test_partitions_of_other_sizes_are_an_error(client):
+    """y, sample_weight or the eval_set labels with as many rows as X in all, and as
+    many partitions, but other rows in each: an error naming the partition, not a
+    fit on rows paired with other rows' labels."""
+    X, y, w = _data(2000, 2, seed=24)
+    ddf = dd.from_pandas(pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]),
+                         npartitions=4)
+    assert ddf.map_partitions(len).compute().tolist() == [500] * 4
+    other = ((300, 700, 700, 300),)
+    alike = dd.from_pandas(pd.Series(y), npartitions=4)
+    with pytest.raises(ValueError, match=r"partition \d of y has [37]00 rows, the same partition of X 500: X and y must be partitioned alike"):
+        DaskGradientBoostingClassifier(**PARAMS).fit(ddf, da.from_array(y, chunks=other))
+    with pytest.raises(ValueError, match=r"partition \d of sample_weight has [37]00 rows"):
+        DaskGradientBoostingClassifier(**PARAMS).fit(
+            ddf, alike, sample_weight=da.from_array(w, chunks=other))
+    with pytest.raises(ValueError, match="of y has"):
+        DaskGradientBoostingClassifier(**PARAMS).fit(
+            da.from_array(X, chunks=500), dd.from_dask_array(da.from_array(y, chunks=other)))
+    with pytest.raises(ValueError, match=r"partition \d of eval_set y has [37]00 rows"):
+        DaskGradientBoostingClassifier(**PARAMS).fit(
+            ddf, alike, eval_set=(ddf, da.from_array(y, chunks=other)))
+    assert _settled(client)
+    # Partitioned alike, the same fit as in memory.
+    model = DaskGradientBoostingClassifier(**PARAMS).fit(ddf, alike)
+    assert np.abs(model.predict_proba(X) - _reference(X, y, None).predict_proba(X)).max() <= 1e-9
+
+
+def test_labels_with_unknown_chunk_sizes(client):
+    """X and y taken from a DataFrame as Dask Arrays (``to_dask_array()``: chunk
+    sizes unknown): their sizes are computed and the fit is the in-memory one."""
+    X, y, _ = _data(1200, 2, seed=25)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]).assign(t=y)
+    ddf = dd.from_pandas(df, npartitions=3)
+    Xd = ddf[[f"f{i}" for i in range(5)]].to_dask_array()
+    yd = ddf["t"].to_dask_array()
+    assert np.isnan(yd.chunks[0]).all()
+    model = DaskGradientBoostingClassifier(**PARAMS).fit(Xd, yd)
+    assert np.abs(model.predict_proba(X) - _reference(X, y, None).predict_proba(X)).max() <= 1e-9
 
 
 _CLI_WITHOUT_DEFAULT_CLIENT = r"""

@@ -558,6 +558,18 @@ class _ActorComm:
         return pending.result(timeout=self.timeout + 10)
 
 
+def _check_partitioned_alike(rows, parts, numbers, name, of):
+    """A clear error unless each of ``parts`` (1-D arrays) has the rows of the
+    partition of ``of`` with the same number (``rows``): the rows of X and y are
+    paired partition by partition, and a total that agrees is not enough."""
+    for n_rows, part, number in zip(rows, parts, numbers):
+        if part.shape[0] != n_rows:
+            raise ValueError(
+                f"partition {number} of {name} has {part.shape[0]} rows, the same "
+                f"partition of {of} {n_rows}: {of} and {name} must be partitioned "
+                "alike (the same rows in each partition)")
+
+
 def _as_float32_part(part, name):
     from ._validation import _is_scipy_sparse, check_features
 
@@ -581,7 +593,7 @@ class _PartActor:
     partitions, so that a row's position in the concatenated data is known where it
     lives."""
 
-    def __init__(self, X_parts, y_parts, w_parts, eval_parts):
+    def __init__(self, X_parts, y_parts, w_parts, eval_parts, part_numbers):
         # The partitions as they are (no copy): converted to float32 one at a time
         # when sketched and binned, and let go once binned.
         self.X_parts = list(X_parts)
@@ -592,20 +604,21 @@ class _PartActor:
         self.part_rows = [int(p.shape[0]) for p in self.X_parts]
         self.n_rows = sum(self.part_rows)
         self.n_features = widths.pop() if widths else 0
-        self.y = np.concatenate([np.asarray(p).ravel() for p in y_parts])
+        y_parts = [np.asarray(p).ravel() for p in y_parts]
+        _check_partitioned_alike(self.part_rows, y_parts, part_numbers, "y", "X")
+        self.y = np.concatenate(y_parts)
         if self.y.dtype.kind == "f" and not np.isfinite(self.y).all():
             raise ValueError("y has NaN or infinite labels; every row needs a label")
         if self.y.dtype.kind == "O" and any(v is None or v != v for v in self.y):
             raise ValueError("y has missing labels; every row needs a label")
-        if self.y.shape[0] != self.n_rows:
-            raise ValueError(f"y has {self.y.shape[0]} labels in the partitions of a "
-                             f"worker that hold {self.n_rows} rows of X: X and y "
-                             "must be partitioned alike")
         self.w = None
         if w_parts is not None:
             from ._validation import check_sample_weight
 
-            w = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in w_parts])
+            w_parts = [np.asarray(p, dtype=np.float64).ravel() for p in w_parts]
+            _check_partitioned_alike(self.part_rows, w_parts, part_numbers,
+                                     "sample_weight", "X")
+            w = np.concatenate(w_parts)
             self.w = check_sample_weight(w, self.n_rows) if w.size else w
         self.eval_parts = eval_parts
         self.codes = None
@@ -657,22 +670,25 @@ class _PartActor:
         return counts
 
     def _eval_rows(self, classes, class_factors):
-        Xv, yv, wv = self.eval_parts
+        Xv, yv, wv, numbers = self.eval_parts
         # (A worker may hold no validation partition: then no validation row.)
+        Xv = [_as_float32_part(p, "eval_set X") for p in Xv]
+        rows = [p.shape[0] for p in Xv]
+        yv = [np.asarray(p).ravel() for p in yv]
+        _check_partitioned_alike(rows, yv, numbers, "eval_set y", "eval_set X")
+        if wv is not None:
+            wv = [np.asarray(p, dtype=np.float64).ravel() for p in wv]
+            _check_partitioned_alike(rows, wv, numbers, "eval_set sample_weight",
+                                     "eval_set X")
+            wv = np.concatenate(wv + [np.empty(0)])
         Xv = np.ascontiguousarray(np.concatenate(
-            [_as_float32_part(p, "eval_set X") for p in Xv]
-            + [np.empty((0, self.n_features), np.float32)], axis=0))
-        yv = np.concatenate([np.asarray(p).ravel() for p in yv] + [np.empty(0, classes.dtype)])
+            Xv + [np.empty((0, self.n_features), np.float32)], axis=0))
+        yv = np.concatenate(yv + [np.empty(0, classes.dtype)])
         known = np.isin(yv, classes)
         if not known.all():
             raise ValueError(f"eval_set y has labels not seen in y: "
                              f"{np.unique(yv[~known])!r}")
         cv = np.searchsorted(classes, yv).astype(np.int32)
-        if wv is not None:
-            wv = np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in wv]
-                                + [np.empty(0)])
-        if Xv.shape[0] != yv.shape[0] or (wv is not None and wv.shape[0] != yv.shape[0]):
-            raise ValueError("eval_set X, y and sample_weight must be partitioned alike")
         if class_factors is not None:
             wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
         return (Xv, cv, wv)
@@ -872,6 +888,8 @@ def _wait_all(client, futures, ranks, what, timeout=None):
             if d:
                 try:
                     f.result()
+                except (ValueError, TypeError):
+                    raise  # bad input, found where its rows are: the in-memory error
                 except Exception as exc:
                     if isinstance(exc, OSError):  # e.g. the actor's worker is gone
                         time.sleep(0.5)  # the scheduler notices a lost worker
@@ -950,6 +968,8 @@ def _align_y(y, X, row_chunks, name):
     if isinstance(y, da.Array) and row_chunks is not None:
         if y.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got {y.ndim}-D")
+        if any(np.isnan(c) for c in y.chunks[0]):  # e.g. a DataFrame column's values
+            y = y.compute_chunk_sizes()
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"{name} has {y.shape[0]} rows, X has {X.shape[0]}")
         if y.chunks[0] != row_chunks:
@@ -1208,13 +1228,14 @@ class DaskGradientBoostingClassifier:
             vf, vholders = _parts_of(Xv, client, "eval_set X")
             vyf, _ = _parts_of(yv, client, "eval_set y")
             vwf = _parts_of(wv, client, "eval_set sample_weight")[0] if wv is not None else None
-            eval_for = {r: ([], [], [] if vwf is not None else None) for r in ranks}
+            eval_for = {r: ([], [], [] if vwf is not None else None, []) for r in ranks}
             for i, holder in enumerate(vholders):
                 r = holder if holder in eval_for else ranks[i % len(ranks)]
                 eval_for[r][0].append(vf[i])
                 eval_for[r][1].append(vyf[i])
                 if vwf is not None:
                     eval_for[r][2].append(vwf[i])
+                eval_for[r][3].append(i)
 
         actor_futures = []
         coordinator_future = None
@@ -1226,7 +1247,7 @@ class DaskGradientBoostingClassifier:
                 actor_futures.append(client.submit(
                     _PartActor, [xf[i] for i in mine[r]], [yf[i] for i in mine[r]],
                     None if wf is None else [wf[i] for i in mine[r]], eval_for[addr],
-                    workers=[addr], allow_other_workers=False, actor=True, pure=False))
+                    mine[r], workers=[addr], allow_other_workers=False, actor=True, pure=False))
             coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
                                                workers=[ranks[0]], actor=True, pure=False)
             del X, y, w, xf, yf, wf
