@@ -482,6 +482,42 @@ def test_lost_worker_ends_the_fit_with_an_error(rank):
         assert "left the cluster" in str(err) or "failed on a worker" in str(err)
 
 
+def test_worker_lost_before_the_actors_start_ends_the_fit(monkeypatch):
+    """A worker killed once the partitions are placed, before the actors start on
+    it (an actor is pinned to the worker holding its rows): an error naming the lost
+    worker at once, not the step timeout's."""
+    X, y, _ = _data(3000, 2, seed=27)
+    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        victim = _workers(c)[1]
+        real = gdask._parts_of
+
+        def place_then_kill(collection, client, name):
+            placed = real(collection, client, name)
+            if name == "y":
+                os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+            return placed
+
+        monkeypatch.setattr(gdask, "_parts_of", place_then_kill)
+        outcome = {}
+
+        def run():
+            try:
+                DaskGradientBoostingClassifier(**PARAMS, client=c, step_timeout=300).fit(
+                    da.from_array(X, chunks=750), da.from_array(y, chunks=750))
+                outcome["error"] = None
+            except Exception as exc:  # noqa: BLE001
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(90)
+        assert not thread.is_alive(), "the fit waited for an actor on a lost worker"
+        err = outcome["error"]
+        assert isinstance(err, RuntimeError)
+        assert f"worker(s) ['{victim}'] left the cluster during the start" in str(err)
+
+
 def test_every_wait_is_bounded(client):
     """A step_timeout too short for the workers to answer: an error naming it, and
     nothing left behind."""

@@ -864,9 +864,9 @@ def _alive(client):
 
 
 def _wait_all(client, futures, ranks, what, timeout=None):
-    """The results of actor calls ``futures`` (one per rank); a clear error, never a
-    hang, when a rank fails or its worker leaves the cluster, or (``timeout``
-    seconds) does not answer. (The fit itself has no overall bound: each of its
+    """The results of ``futures`` (actor calls or the actors themselves, one per
+    rank in ``ranks``); a clear error, never a hang, when a rank fails or its worker
+    leaves the cluster, or (``timeout`` seconds) does not answer. (The fit itself has no overall bound: each of its
     steps has one, in the coordinator.)"""
     import time
 
@@ -1208,8 +1208,6 @@ class DaskGradientBoostingClassifier:
                   if len(eval_set) == 3 else None)
             collections += [c for c in (Xv, yv, wv) if c is not None]
 
-        from distributed import wait
-
         it = iter(collections)
         X = next(it)
         y = next(it)
@@ -1251,13 +1249,10 @@ class DaskGradientBoostingClassifier:
             coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
                                                workers=[ranks[0]], actor=True, pure=False)
             del X, y, w, xf, yf, wf
-            try:
-                wait(actor_futures + [coordinator_future], timeout=timeout)
-            except TimeoutError:
-                raise RuntimeError(f"distributed fit: the workers did not start the fit's "
-                                   f"actors within {timeout:g} s (step_timeout)") from None
-            handles = [f.result() for f in actor_futures]
-            coordinator = coordinator_future.result()
+            # (A worker lost before its actor starts ends the fit here, at once.)
+            *handles, coordinator = _wait_all(
+                client, actor_futures + [coordinator_future], ranks + ranks[:1],
+                "the start of the fit's actors", timeout)
 
             described = _wait_all(client, [h.describe() for h in handles], ranks,
                                   "reading the partitions", timeout)
