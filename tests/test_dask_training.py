@@ -389,6 +389,27 @@ def test_to_local_saves_loads_and_predicts(client, tmp_path):
                                   .compute(), local.decision_function(X))
 
 
+def test_clone_and_pickle_with_a_client(client):
+    """An estimator given its client: scikit-learn's ``clone`` (a grid search's)
+    copies the parameters and shares the client, and pickle leaves the client out
+    (a live connection): the unpickled model predicts alike, its client None."""
+    import pickle
+
+    from sklearn.base import clone
+
+    X, y, _ = _data(800, 2, seed=28)
+    model = DaskGradientBoostingClassifier(**PARAMS, max_bins=64, client=client)
+    copy = clone(model)
+    assert copy is not model and copy.client is client
+    assert {k: v for k, v in copy.get_params().items() if k != "client"} == {
+        k: v for k, v in model.get_params().items() if k != "client"}
+    copy.fit(da.from_array(X, chunks=300), da.from_array(y, chunks=300))
+    assert not hasattr(model, "booster_")
+    loaded = pickle.loads(pickle.dumps(copy))
+    assert loaded.client is None and copy.client is client
+    np.testing.assert_array_equal(loaded.predict_proba(X), copy.predict_proba(X))
+
+
 def test_x_never_leaves_its_workers(client):
     """No partition of X is ever served by its worker's get_data (to the client or to
     another worker): the actors read their rows where they are."""

@@ -1017,7 +1017,9 @@ class DaskGradientBoostingClassifier:
         its parameter table (``split_method`` must be ``"hist"``; what the
         distributed fit does not support is refused by ``fit``).
     client : distributed.Client, optional
-        Default: the current client.
+        Default: the current client. The fit runs on this client even where it is
+        not the process's default one. ``sklearn.base.clone`` shares it; pickle
+        leaves it out (None once unpickled: the current client).
     step_timeout : float, default=120
         Seconds a worker waits for the others at one step of the fit before the fit
         ends with an error (a worker that left the cluster ends it at once).
@@ -1077,6 +1079,28 @@ class DaskGradientBoostingClassifier:
 
         names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
         return {name: getattr(self, name) for name in names}
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``: a new estimator with the parameters copied and
+        the same ``client`` (a live connection, shared, not copied).
+
+        Examples
+        --------
+        >>> from sklearn.base import clone
+        >>> from gbc_core.dask import DaskGradientBoostingClassifier
+        >>> clone(DaskGradientBoostingClassifier(max_bins=64)).max_bins
+        64
+        """
+        from sklearn.base import clone
+
+        return type(self)(**{name: value if name == "client" else clone(value, safe=False)
+                             for name, value in self.get_params().items()})
+
+    def __getstate__(self):
+        """What pickle keeps: everything but the ``client`` (a live connection), which
+        an unpickled estimator leaves as None (the current client), as LightGBM's
+        Dask estimators do."""
+        return dict(self.__dict__, client=None)
 
     def set_params(self, **params):
         """Set parameters (scikit-learn's convention).
