@@ -410,6 +410,47 @@ def test_clone_and_pickle_with_a_client(client):
     np.testing.assert_array_equal(loaded.predict_proba(X), copy.predict_proba(X))
 
 
+def _count_cpus_and_record_threads(cpus):
+    """(On a worker.) Make this process see ``cpus`` CPUs and record the threads each
+    part of a fit is given; ``cpus`` None undoes it and returns the record."""
+    import gbc_core._distributed as distributed
+    import gbc_core._openmp as openmp
+
+    if cpus is None:
+        openmp._CPU_COUNT = distributed._real_cpu_count
+        distributed.PartTrainer.fit = distributed._real_part_fit
+        return distributed._threads_seen
+    distributed._real_cpu_count = openmp._CPU_COUNT
+    distributed._real_part_fit = real = distributed.PartTrainer.fit
+    distributed._threads_seen = seen = []
+
+    def recording_fit(self, comm, n_classes, params, *args):
+        seen.append(params["n_threads"])
+        return real(self, comm, n_classes, params, *args)
+
+    openmp._CPU_COUNT = cpus
+    distributed.PartTrainer.fit = recording_fit
+    return None
+
+
+def test_n_jobs_counts_the_cpus_of_each_worker(client):
+    """A negative ``n_jobs`` counts the CPUs of the worker that runs the part (here
+    made to see 5), not the client's; a positive one is taken as it is."""
+    from gbc_core._openmp import cpu_count
+
+    X, y, _ = _data(600, 2, seed=29)
+    Xd, yd = da.from_array(X, chunks=300), da.from_array(y, chunks=300)
+    assert cpu_count() != 5
+    for n_jobs, threads in ((-2, 4), (3, 3)):
+        client.run(_count_cpus_and_record_threads, 5)
+        try:
+            DaskGradientBoostingClassifier(**dict(PARAMS, n_estimators=2),
+                                           n_jobs=n_jobs).fit(Xd, yd)
+        finally:
+            seen = client.run(_count_cpus_and_record_threads, None)
+        assert sorted(seen.values()) == [[threads], [threads]], (n_jobs, seen)
+
+
 def test_x_never_leaves_its_workers(client):
     """No partition of X is ever served by its worker's get_data (to the client or to
     another worker): the actors read their rows where they are."""

@@ -736,13 +736,16 @@ class _PartActor:
         """Per row: a training row of positive weight (the rows a fit uses)."""
         return self.train if self.w is None else self.train & (self.w > 0)
 
-    def bin(self, mapper, train_offsets, n_samples, n_threads, keep_X, previous):
+    def bin(self, mapper, train_offsets, n_samples, n_jobs, keep_X, previous):
         """Bin the training rows of positive weight (keeping their float32 values when
         ``keep_X``: ``subsample`` routes out-of-bag rows on them) and, for a warm
         start, take the scores of the ``previous`` ensemble on them; returns (their
         weight, the bins' value ranges)."""
         from ._distributed import PartTrainer, bin_parts
+        from ._params import effective_n_threads
 
+        # (n_jobs resolved here: a negative one counts this worker's CPUs.)
+        n_threads = 1 if n_jobs is None else effective_n_threads(n_jobs)
         kept = self._kept()
         rows, kept_X, raw = [], [], []
         for p, sl in enumerate(self._part_slices()):
@@ -786,12 +789,22 @@ class _PartActor:
         """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
         params = dict(params)
         wph = params.pop("_workers_per_host", {})
-        if params.get("n_jobs") is None:
-            params["n_threads"] = _n_jobs_for_task(None, wph)
+        params["n_threads"] = _threads_of_worker(params.get("n_jobs"), wph)
         comm = _ActorComm(coordinator, rank, timeout)
         ensemble, record = self.trainer.fit(comm, n_classes, params, seed, lo, hi,
                                             previous)
         return (ensemble.trees(), ensemble.init_raw, record) if rank == 0 else None
+
+
+def _threads_of_worker(n_jobs, workers_per_host):
+    """The threads of this worker's part of a fit: ``n_jobs`` resolved here, so that
+    a negative one counts this worker's CPUs, not the client's; None shares the
+    host's CPUs among its workers (``_n_jobs_for_task``)."""
+    from ._params import effective_n_threads
+
+    if n_jobs is None:
+        return _n_jobs_for_task(None, workers_per_host)
+    return effective_n_threads(n_jobs)
 
 
 def _class_factors(class_weight, classes, label_counts):
@@ -1006,7 +1019,9 @@ class DaskGradientBoostingClassifier:
     Not supported (a clear error naming the parameter): ``split_method="exact"`` and
     an ``init`` estimator (scikit-learn fits it on the training rows, which never
     leave their workers); any parameter of the table the distributed fit has not
-    been taught, away from its default. ``verbose``
+    been taught, away from its default. ``n_jobs`` is the threads of each worker's
+    part, resolved on that worker (a negative value counts its CPUs; None, the
+    default, shares its host's CPUs among the host's workers). ``verbose``
     prints nothing (the loop runs on the workers); ``train_score_``,
     ``validation_score_`` and ``oob_scores_`` hold the losses.
 
@@ -1346,10 +1361,8 @@ class DaskGradientBoostingClassifier:
             mapper = BinMapper.from_sketches([sk for _, sks in split for sk in sks],
                                              params["max_bins"])
             wph = workers_per_host(client)
-            n_threads = 1 if params["n_jobs"] is None else resolve(
-                params, n_train, n_features, 1.0)["n_threads"]
             binned = _wait_all(
-                client, [h.bin(mapper, train_offsets[mine[r]], n_train, n_threads,
+                client, [h.bin(mapper, train_offsets[mine[r]], n_train, params["n_jobs"],
                                params["subsample"] < 1.0,
                                None if previous is None else previous[0])
                          for r, h in enumerate(handles)], ranks, "binning", timeout)
