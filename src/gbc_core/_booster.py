@@ -710,8 +710,8 @@ class Booster:
     def to_bytes(self, *, params=None):
         """The model in the gbc-core model format (``docs/model_format.md``).
 
-        A parameter value the format cannot hold (e.g. a ``RandomState``) is stored as
-        such and loads as None, with a warning.
+        A parameter value the format cannot hold (e.g. a ``RandomState``) is not
+        stored and loads as None; a warning here says so.
 
         Parameters
         ----------

@@ -89,7 +89,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     learning_rate : float, default=0.1
         Shrinkage eta applied to each tree's leaf values; must be > 0.
     max_depth : int or None, default=3
-        Maximum depth of each tree (None: grow until the leaves are pure or too small).
+        Maximum depth of each tree, an integer from 1 to 64 (None: grow until the
+        leaves are pure or too small).
     max_leaf_nodes : int or None, default=None
         Grow each tree best first, as scikit-learn's trees do with this parameter:
         the node whose split has the largest improvement (weighted squared-error
