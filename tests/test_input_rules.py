@@ -383,6 +383,58 @@ def test_booleans_mixed_with_numbers_are_an_error(tmp_path, capsys, monkeypatch,
     assert "d.csv" in line and not (tmp_path / "m.gbc").exists()
 
 
+def test_booleans_after_an_empty_first_block_name_what_happened(tmp_path, capsys,
+                                                                monkeypatch):
+    """A column empty in the whole first block (where a column's kind is read) and
+    true/false later: an error that says so, not that it mixes numbers and
+    true/false (it holds no number)."""
+    n = 120_000
+    rows = [[f"{i / 7:.12f}", "" if i < n // 2 else ("true" if i % 3 else "false"),
+             str(i % 2)] for i in range(n)]
+    write_csv(tmp_path / "d.csv", ["x0", "flag", "y"], rows)
+    assert (tmp_path / "d.csv").stat().st_size // 2 > CSV_BLOCK_SIZE
+    line = expect_error(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y",
+                        "-o", "m.gbc", words=["'flag'", "empty in the first 1 MiB",
+                                              "holds true/false further on", "1/0"])
+    assert "mixes" not in line and not (tmp_path / "m.gbc").exists()
+
+
+def test_parquet_integers_are_rounded_to_float32_once(tmp_path, capsys, monkeypatch):
+    """Integer features of a Parquet file: each rounded to float32 once, as the
+    estimator rounds an int64 array (int64 -> float64 -> float32 rounds a value
+    beyond 2**53 twice, and the safe cast to float64 refused it); ``train`` warns as
+    ``fit`` does, naming the column of values float32 does not represent."""
+    a, b = 2**60, 2**60 + 2**37
+    values = np.array([a] * 10 + [b] * 10 + [2**60 + 2**36 + 1], dtype=np.int64)
+    assert np.float32(values[-1]) != np.float32(np.float64(values[-1]))  # a double rounding
+    small = np.arange(21, dtype=np.int32)
+    table = pa.table({"v": values, "s": pa.array(small, mask=small == 3),
+                      "y": [0] * 10 + [1] * 11})
+    pq.write_table(table, tmp_path / "d.parquet")
+    data = TableData(tmp_path / "d.parquet", "parquet")
+    X = np.concatenate([c.X for c in data.iter_chunks(["v", "s"], [], 7)])
+    expected = np.column_stack([values.astype(np.float32),
+                                np.where(small == 3, np.nan, small).astype(np.float32)])
+    np.testing.assert_array_equal(X, expected)
+    lossy = []
+    np.testing.assert_array_equal(data.features(data.read(["v", "s"], "y"), ["v", "s"],
+                                                lossy), expected)
+    assert lossy == ["v"]
+    with pytest.warns(gbc_core.DataConversionWarning, match=r"the training data d.parquet column\(s\) v hold values that float32"):
+        rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.parquet",
+                              "--target", "y", "-o", "m.gbc", "--n-estimators", "3")
+    assert rc == 0, err
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.parquet",
+                          "-o", "p.parquet")
+    assert rc == 0, err
+    model = gbc_core.load(tmp_path / "m.gbc")
+    pd = require("pandas")
+    frame = pd.DataFrame({"v": values, "s": pd.array(np.where(small == 3, None, small),
+                                                     dtype="Int32")})
+    np.testing.assert_array_equal(pq.read_table(tmp_path / "p.parquet").column("proba"),
+                                  model.predict_proba(frame)[:, 1])
+
+
 # ------------------------------------------------------ 4. header-only files
 @pytest.mark.parametrize("ending", ["", "\n", "\r\n"])
 @pytest.mark.parametrize("out", ["o.csv", "o.parquet"])

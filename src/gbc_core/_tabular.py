@@ -163,8 +163,11 @@ def _temporal_feature_error(name, what, path):
     )
 
 
-def _arrow_to_float(col, name, path, pa, pc):
-    """A numeric/boolean pyarrow column as float32/float64 NumPy (nulls -> NaN).
+def _arrow_numbers(col, name, path, pa, pc):
+    """(values, missing) of a numeric/boolean pyarrow column: its numbers as NumPy,
+    integers as integers (so that the caller rounds each to float32 once, as the
+    estimator converts an integer array: through float64, one beyond 2**53 would be
+    rounded twice), and a mask of its nulls (None without).
 
     Booleans are 1.0/0.0; dates, times, durations and any other type are an error
     naming the column.
@@ -178,21 +181,40 @@ def _arrow_to_float(col, name, path, pa, pc):
             f"feature column {name!r} of {path} is not numeric (type {t}); every feature "
             f"must be a number (drop it with --drop {name})"
         )
+    missing = None
+    if pa.types.is_integer(t):
+        if col.null_count:
+            missing = pc.is_null(col).to_numpy(zero_copy_only=False)
+            col = pc.fill_null(col, 0)
+        return col.to_numpy(zero_copy_only=False), missing
     if not (pa.types.is_float64(t) or pa.types.is_float32(t)):
         col = pc.cast(col, pa.float64())
     if col.null_count:
         col = pc.fill_null(col, float("nan"))
     # float32 stays float32 (exact); float64 is rounded to float32 by the caller, as
     # the estimator does for in-memory arrays.
-    return col.to_numpy(zero_copy_only=False)
+    return col.to_numpy(zero_copy_only=False), missing
 
 
-def _features_from_arrow(batch, names, path, pa, pc):
+def _features_from_arrow(batch, names, path, pa, pc, lossy=None):
+    """The feature columns ``names`` of ``batch`` as a float32 (n, len(names)) array;
+    the names of the columns holding a value float32 does not represent (the rule of
+    the estimator's warning, ``_validation._lossy_values``) are appended to
+    ``lossy`` when it is a list."""
+    from ._validation import _lossy_values, _may_lose
+
     # Fill feature-major, then one transposing copy: much faster than strided
     # column writes into a row-major array.
     cols = np.empty((len(names), batch.num_rows), dtype=np.float32)
     for j, name in enumerate(names):
-        cols[j] = _arrow_to_float(batch.column(name), name, path, pa, pc)
+        values, missing = _arrow_numbers(batch.column(name), name, path, pa, pc)
+        with np.errstate(over="ignore", invalid="ignore"):
+            cols[j] = values
+        if missing is not None:
+            cols[j][missing] = np.nan
+        if (lossy is not None and _may_lose(values.dtype, cols.dtype)
+                and _lossy_values(values, cols[j]).any()):
+            lossy.append(name)
     return np.ascontiguousarray(cols.T)
 
 
@@ -450,6 +472,13 @@ class TableData:
         value = _CSV_INVALID_VALUE_RE.search(msg)
         value = value.group(1) if value else None
         boolean = value in CSV_TRUE_VALUES + CSV_FALSE_VALUES
+        if boolean and self.pa.types.is_null(self._types.get(col, self.pa.int8())):
+            return DataError(
+                f"feature column {col!r} of {self.path} is empty in the first "
+                f"{CSV_BLOCK_SIZE >> 20} MiB of the file, where the kind of each column "
+                f"(numbers or true/false) is read, and holds true/false further on "
+                f"({value!r}): write it as 1/0, or give it a value in the first rows"
+            )
         if value is not None and (self.pa.types.is_boolean(feature_types[col]) or boolean):
             expected = "numbers" if boolean else "true/false"
             return DataError(
@@ -500,8 +529,8 @@ class TableData:
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise self._translate(exc, feature_types) from None
 
-    def features(self, table, names):
-        return _features_from_arrow(table, names, self.path, self.pa, self.pc)
+    def features(self, table, names, lossy=None):
+        return _features_from_arrow(table, names, self.path, self.pa, self.pc, lossy)
 
     def column_numpy(self, table, name):
         return table.column(name).to_numpy(zero_copy_only=False)
