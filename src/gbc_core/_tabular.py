@@ -446,7 +446,39 @@ class TableData:
                 raise _temporal_feature_error(
                     name, f"dates or times (e.g. ISO-8601 text, read as {inferred})", self.path)
             types[name] = pa.bool_() if pa.types.is_boolean(inferred) else pa.float64()
+        empty = [name for name in features if pa.types.is_null(self._types[name])]
+        if empty:
+            types.update(self._kinds_past_the_first_block(empty))
         return types
+
+    def _kinds_past_the_first_block(self, names):
+        """The types of the CSV feature columns ``names``, empty in the whole first
+        block (where pyarrow infers a type): bool when the first value further on is
+        a true/false word, else float64 (also for a column empty throughout). Reads
+        these columns as text until each has a value: past the first block only for
+        such columns."""
+        import pyarrow.csv as pacsv
+
+        pa, pc = self.pa, self.pc
+        missing_words = pa.array(pacsv.ConvertOptions().null_values, pa.string())
+        kinds = {}
+        undecided = list(names)
+        reader = self._open_csv(undecided, {name: pa.string() for name in undecided})
+        try:
+            for batch in reader:
+                for name in list(undecided):
+                    column = batch.column(name)
+                    given = pc.invert(pc.is_in(column, value_set=missing_words))
+                    if pc.any(given).as_py():
+                        first = pc.filter(column, given)[0].as_py()
+                        boolean = first in CSV_TRUE_VALUES + CSV_FALSE_VALUES
+                        kinds[name] = pa.bool_() if boolean else pa.float64()
+                        undecided.remove(name)
+                if not undecided:
+                    break
+        finally:
+            reader.close()
+        return {name: kinds.get(name, pa.float64()) for name in names}
 
     def _label_column(self, column):
         """A CSV text label column with the missing-value words (``""``, ``NA``, ...) as
@@ -472,13 +504,6 @@ class TableData:
         value = _CSV_INVALID_VALUE_RE.search(msg)
         value = value.group(1) if value else None
         boolean = value in CSV_TRUE_VALUES + CSV_FALSE_VALUES
-        if boolean and self.pa.types.is_null(self._types.get(col, self.pa.int8())):
-            return DataError(
-                f"feature column {col!r} of {self.path} is empty in the first "
-                f"{CSV_BLOCK_SIZE >> 20} MiB of the file, where the kind of each column "
-                f"(numbers or true/false) is read, and holds true/false further on "
-                f"({value!r}): write it as 1/0, or give it a value in the first rows"
-            )
         if value is not None and (self.pa.types.is_boolean(feature_types[col]) or boolean):
             expected = "numbers" if boolean else "true/false"
             return DataError(
