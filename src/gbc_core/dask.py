@@ -879,8 +879,8 @@ def _alive(client):
 def _wait_all(client, futures, ranks, what, timeout=None):
     """The results of ``futures`` (actor calls or the actors themselves, one per
     rank in ``ranks``); a clear error, never a hang, when a rank fails or its worker
-    leaves the cluster, or (``timeout`` seconds) does not answer. (The fit itself has no overall bound: each of its
-    steps has one, in the coordinator.)"""
+    leaves the cluster, or (``timeout`` seconds) does not answer. (The fit itself
+    has no overall bound: each of its steps has one, in the coordinator.)"""
     import time
 
     deadline = None if timeout is None else time.monotonic() + timeout
