@@ -43,6 +43,7 @@ from gbc_core._params import PARAMS  # noqa: E402
 from gbc_core.cli import build_parser, main  # noqa: E402
 from gbc_core.metrics import (  # noqa: E402
     accuracy,
+    confusion_from_codes,
     confusion_matrix,
     log_loss,
     log_loss_from_raw,
@@ -149,6 +150,76 @@ def test_accuracy_and_confusion_matrix_by_hand():
                                   [[1, 1, 0], [0, 0, 1], [0, 0, 1]])
     np.testing.assert_array_equal(confusion_matrix(y_true, y_pred, ["c", "a"]),
                                   [[1, 0], [0, 1]])
+
+
+def test_metrics_refuse_inputs_they_cannot_score():
+    """Lengths that differ, labels or codes out of range, NaN and weights summing to
+    zero are a ValueError (ZeroDivisionError for the weights) naming the argument,
+    never a number computed from other rows or a read past an array (before: 10
+    codes for 200 rows of 4-class raw scores read past the codes, a segmentation
+    fault; 5 weights for 200 rows gave 0.0)."""
+    rng = np.random.default_rng(3)
+    raw4, raw2 = rng.normal(size=(200, 4)), rng.normal(size=200)
+    codes4, y2 = rng.integers(0, 4, 200), rng.integers(0, 2, 200)
+    cases = [
+        (log_loss_from_raw, (codes4[:10], raw4), "y_true must have 200 rows"),
+        (log_loss_from_raw, (y2[:10], raw2), "y_true must have 200 rows"),
+        (log_loss_from_raw, (y2, raw2, np.ones(5)), "sample_weight must have 200 rows"),
+        (log_loss_from_raw, (np.where(codes4 == 3, 7, codes4), raw4), "codes 0 .. 3"),
+        (log_loss_from_raw, (np.where(codes4 == 3, -1, codes4), raw4), "codes 0 .. 3"),
+        (log_loss_from_raw, (y2, np.where(y2 == 1, np.nan, raw2)), "NaN"),
+        (log_loss_from_raw, (y2 * 2, raw2), "labels 0 and 1"),
+        (log_loss, (y2, raw2), r"probabilities in \[0, 1\]"),
+        (log_loss, (y2 + 1, np.full(200, 0.5)), "labels 0 and 1"),
+        (accuracy, (y2[:, None], y2[:4]), "y_pred must have 200 rows"),
+        (accuracy, (y2[:1], y2), "y_pred must have 1 rows"),
+        (roc_auc, (y2, np.where(y2 == 1, np.nan, raw2)), "score contains NaN"),
+        (roc_auc, (2 * y2 - 1, raw2), r"labels 0 and 1 .*\[-1\]"),
+        (roc_auc, (y2, raw2[:9]), "score must have 200 rows"),
+        (roc_auc_ovr, (np.array(list("ab"))[y2], raw4), "integer class codes"),
+        (confusion_from_codes, ([0, 0], [2, 1], 2), "below n_classes = 2"),
+        (confusion_from_codes, ([0, 0, 1], [1, 1], 2), "pred_codes must have 3 rows"),
+    ]
+    for function, args, message in cases:
+        with pytest.raises(ValueError, match=message):
+            function(*args)
+    for function, args in ((log_loss_from_raw, (y2, raw2)), (log_loss, (y2, np.full(200, .5))),
+                           (accuracy, (y2, y2))):
+        with pytest.raises(ZeroDivisionError, match="weights sum to zero"):
+            function(*args, np.zeros(200))
+    # A column vector of labels is its column, as in scikit-learn.
+    assert accuracy(y2[:, None], y2) == 1.0
+
+
+def test_predict_raw_iterations_must_be_an_iteration_count():
+    X = np.arange(12.0).reshape(-1, 1)
+    model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, X[:, 0] > 5)
+    ens = model.booster_.ensemble
+    np.testing.assert_array_equal(ens.predict_raw(X, iterations=5), ens.predict_raw(X))
+    np.testing.assert_array_equal(ens.predict_raw(X, iterations=np.int64(0)),
+                                  np.full((12, 1), ens.init_raw[0]))
+    staged = list(ens.staged_predict_raw(X))
+    np.testing.assert_array_equal(ens.predict_raw(X, iterations=2), staged[1])
+    for bad in (-1, 6, 100, 2.7, True, "2"):
+        with pytest.raises(ValueError, match="iterations must be an integer from 0 to 5"):
+            ens.predict_raw(X, iterations=bad)
+
+
+def test_booster_refuses_classes_and_names_a_fit_cannot_give():
+    """A Booster's classes are sorted and distinct (class code i is classes[i]) and
+    its feature names distinct, as every fit's are: checked where it is built."""
+    from gbc_core import Booster
+
+    X = np.arange(24.0).reshape(-1, 2)
+    booster = GradientBoostingClassifier(n_estimators=2, max_depth=1).fit(
+        X, X[:, 0] > 10).booster_
+    ens = booster.ensemble
+    for classes in (["a", "a"], ["b", "a"]):
+        with pytest.raises(ValueError, match="distinct and sorted"):
+            Booster(ens, classes)
+    with pytest.raises(ValueError, match="feature_names must be distinct"):
+        Booster(ens, [0, 1], feature_names=["u", "u"])
+    # (A model file repeating a name: tests/test_model_io.py, the crafted files.)
 
 
 def test_log_losses_by_hand():

@@ -688,6 +688,9 @@ def _crafted_cases(paper_blob, nan_blob):
         ("arrays", {}, "arrays"), ("params", [], "params"),
     ]:
         add(f"{key}={value!r}", header_edit(paper_blob, **{key: value}), frag)
+    # A fit refuses repeated column names: one DataFrame column would feed two features.
+    add("repeated feature name", header_edit(nan_blob, feature_names=["a", "b", "a", "c"]),
+        "repeats a name")
     # Classes.
     for classes, frag in [
         ({"dtype": "<i8", "values": [0, 1, 2]}, "2 class labels"),

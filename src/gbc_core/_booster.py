@@ -97,6 +97,7 @@ class Booster:
         classes = np.asarray(classes)
         if classes.ndim != 1 or classes.shape[0] < 2:
             raise ValueError(f"classes must hold at least 2 labels, got shape {classes.shape}")
+        _model_io.check_labels(classes)  # sorted, distinct, of a type a file holds
         self.loss_function = loss_for(classes.shape[0], loss)
         self.loss = self.loss_function.name
         if ensemble.n_outputs != self.loss_function.n_outputs:
@@ -113,6 +114,9 @@ class Booster:
             if feature_names.shape != (ensemble.n_features,) or not all(
                     isinstance(s, str) for s in feature_names):
                 raise ValueError(f"feature_names must be {ensemble.n_features} strings")
+            if len(set(feature_names)) != feature_names.shape[0]:
+                raise ValueError("feature_names must be distinct (a column of a DataFrame "
+                                 "would feed two features)")
         self.ensemble = ensemble
         self.classes_ = classes
         self.feature_names_in_ = feature_names

@@ -509,7 +509,8 @@ class Ensemble:
         n_jobs : int, optional
             Threads (None: all cores); the result does not depend on it.
         iterations : int, optional
-            Use the first ``iterations`` iterations only (default: all).
+            Use the first ``iterations`` iterations only, 0 to ``n_iterations``
+            (default: all; 0: the initial scores alone).
 
         Returns
         -------
@@ -527,7 +528,13 @@ class Ensemble:
         Xa = self._check_X(X)
         out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
         out[:] = self._init_raw
-        stop = self.n_iterations if iterations is None else int(iterations)
+        stop = self.n_iterations
+        if iterations is not None:
+            if (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer))
+                    or not 0 <= iterations <= self.n_iterations):
+                raise ValueError(f"iterations must be an integer from 0 to "
+                                 f"{self.n_iterations} (the model's), got {iterations!r}")
+            stop = int(iterations)
         add_raw_to(self._predictor, Xa, out, 0, stop, effective_n_threads(n_jobs))
         return out
 

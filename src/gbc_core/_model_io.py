@@ -824,6 +824,9 @@ def decode(data):
         if not isinstance(names, list) or len(names) != n_features or not all(
                 isinstance(s, str) for s in names):
             _fail(f"header 'feature_names' must be null or {n_features} strings")
+        if len(set(names)) != len(names):
+            _fail("header 'feature_names' repeats a name (a fit refuses repeated "
+                  "column names)")
         names = np.asarray(names, dtype=object)
     params = _decode_params(header.get("params"))
     if version == 1 and "learning_rate" in params and float(params["learning_rate"]) != learning_rate:

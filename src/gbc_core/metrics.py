@@ -11,6 +11,48 @@ import numpy as np
 from . import _leaves
 
 
+def _column(values, name, dtype=None):
+    """``values`` as a 1-D array (a column vector of shape (n, 1) too): a clear error
+    for any other shape."""
+    arr = np.asarray(values, dtype=dtype)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+def _same_length(n, **arrays):
+    """A clear error unless every array given (None: skipped) has ``n`` rows."""
+    for name, arr in arrays.items():
+        if arr is not None and arr.shape[0] != n:
+            raise ValueError(f"{name} must have {n} rows (one per sample), got "
+                             f"{arr.shape[0]}")
+
+
+def _weights(sample_weight, n):
+    """The float64 weights of ``n`` samples, or None; their sum must be positive."""
+    if sample_weight is None:
+        return None
+    w = _column(sample_weight, "sample_weight", np.float64)
+    _same_length(n, sample_weight=w)
+    if not (np.isfinite(w).all() and (w >= 0).all()):
+        raise ValueError("sample_weight must be finite and >= 0")
+    if n and not w.sum() > 0:
+        raise ZeroDivisionError("the weights sum to zero: the mean is undefined")
+    return w
+
+
+def _binary(y_true):
+    """The {0, 1} (or boolean) labels ``y_true`` as float64."""
+    y = _column(y_true, "y_true")
+    if y.dtype.kind not in "biuf" or not np.isin(y, (0, 1)).all():
+        shown = np.unique(y[~np.isin(y, (0, 1))])[:5] if y.dtype.kind in "biuf" else y[:5]
+        raise ValueError(f"y_true must hold the labels 0 and 1 (or booleans), got "
+                         f"{shown.tolist()!r}")
+    return y.astype(np.float64)
+
+
 def log_loss(y_true, proba, sample_weight=None, eps=None):
     """Weighted mean log-loss of probabilities ``proba`` of the positive class.
 
@@ -36,16 +78,12 @@ def log_loss(y_true, proba, sample_weight=None, eps=None):
     >>> round(log_loss([1, 0], [0.8, 0.4]), 4)
     0.367
     """
-    y = np.ascontiguousarray(y_true, dtype=np.float64).reshape(-1)
-    p = np.ascontiguousarray(proba, dtype=np.float64).reshape(-1)
-    if p.shape != y.shape:
-        raise ValueError(f"y_true and proba must have the same length, got {y.shape[0]} "
-                         f"and {p.shape[0]}")
-    w = None
-    if sample_weight is not None:
-        w = np.ascontiguousarray(sample_weight, dtype=np.float64).reshape(-1)
-        if w.shape != y.shape:
-            raise ValueError(f"sample_weight must have length {y.shape[0]}, got {w.shape[0]}")
+    y = _binary(y_true)
+    p = _column(proba, "proba", np.float64)
+    _same_length(y.shape[0], proba=p)
+    if not ((p >= 0) & (p <= 1)).all():
+        raise ValueError("proba must hold probabilities in [0, 1] (no NaN)")
+    w = _weights(sample_weight, y.shape[0])
     eps = np.finfo(np.float64).eps if eps is None else float(eps)
     total, weight = _leaves.proba_log_loss(y, p, w, eps)
     if weight == 0:
@@ -78,12 +116,24 @@ def log_loss_from_raw(y_true, raw, sample_weight=None):
     0.6931
     """
     f = np.asarray(raw, dtype=np.float64)
-    w = None if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+    if f.ndim not in (1, 2) or f.ndim == 2 and f.shape[1] == 2:
+        raise ValueError(f"raw must have shape (n_samples,) or (n_samples, K) with K >= 3 "
+                         f"(K = 1: one column of F), got {f.shape}")
+    if np.isnan(f).any():
+        raise ValueError("raw contains NaN")
+    w = _weights(sample_weight, f.shape[0])
     if f.ndim == 2 and f.shape[1] > 1:
-        codes = np.ascontiguousarray(y_true, dtype=np.int32)
-        return float(_leaves.multinomial_log_loss(codes, np.ascontiguousarray(f), w))
-    y = np.ascontiguousarray(y_true, dtype=np.float64)
-    return float(_leaves.weighted_log_loss(y, np.ascontiguousarray(f.reshape(-1)), w))
+        codes = _column(y_true, "y_true")
+        _same_length(f.shape[0], y_true=codes)
+        if codes.dtype.kind not in "iu" or not ((codes >= 0) & (codes < f.shape[1])).all():
+            raise ValueError(f"y_true must hold class codes 0 .. {f.shape[1] - 1} for raw "
+                             f"scores of {f.shape[1]} classes")
+        return float(_leaves.multinomial_log_loss(codes.astype(np.int32),
+                                                  np.ascontiguousarray(f), w))
+    y = _binary(y_true)
+    f = np.ascontiguousarray(f.reshape(-1))
+    _same_length(f.shape[0], y_true=y)
+    return float(_leaves.weighted_log_loss(y, f, w))
 
 
 def roc_auc(y_true, score, sample_weight=None):
@@ -110,9 +160,13 @@ def roc_auc(y_true, score, sample_weight=None):
     >>> roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
     """
-    y = np.asarray(y_true).astype(bool)
-    s = np.asarray(score, dtype=np.float64)
-    w = np.ones(y.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    y = _binary(y_true).astype(bool)
+    s = _column(score, "score", np.float64)
+    _same_length(y.shape[0], score=s)
+    if np.isnan(s).any():
+        raise ValueError("score contains NaN")
+    w = _weights(sample_weight, y.shape[0])
+    w = np.ones(y.shape[0]) if w is None else w
     if y.all() or not y.any():
         raise ValueError("roc_auc needs both classes in y_true")
     order = np.argsort(s, kind="mergesort")
@@ -161,8 +215,14 @@ def roc_auc_ovr(codes, proba, sample_weight=None, *, return_per_class=False):
     >>> roc_auc_ovr([0, 1, 2, 1], proba)
     1.0
     """
-    codes = np.asarray(codes)
+    codes = _column(codes, "codes")
     proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim != 2:
+        raise ValueError(f"proba must be 2-D (n_samples, K), got shape {proba.shape}")
+    _same_length(codes.shape[0], proba=proba)
+    if codes.dtype.kind not in "iu":
+        raise ValueError(f"codes must be integer class codes 0 .. K - 1, got dtype "
+                         f"{codes.dtype}")
     per_class = np.full(proba.shape[1], np.nan)
     for k in range(proba.shape[1]):
         is_k = codes == k
@@ -195,7 +255,11 @@ def accuracy(y_true, y_pred, sample_weight=None):
     >>> accuracy(["a", "b", "b"], ["a", "b", "a"], sample_weight=[1, 1, 2])
     0.5
     """
-    return float(np.average(np.asarray(y_true) == np.asarray(y_pred), weights=sample_weight))
+    y_true = _column(y_true, "y_true")
+    y_pred = _column(y_pred, "y_pred")
+    _same_length(y_true.shape[0], y_pred=y_pred)
+    w = _weights(sample_weight, y_true.shape[0])
+    return float(np.average(y_true == y_pred, weights=w))
 
 
 def confusion_matrix(y_true, y_pred, labels):
@@ -257,7 +321,7 @@ def confusion_from_codes(true_codes, pred_codes, n_classes):
     true_codes : array-like of int, shape (n_samples,)
         True class codes in [0, n_classes); a negative code is not counted.
     pred_codes : array-like of int, shape (n_samples,)
-        Predicted class codes, likewise.
+        Predicted class codes, likewise (a code >= n_classes is a ValueError).
     n_classes : int
         The number of classes.
 
@@ -271,8 +335,11 @@ def confusion_from_codes(true_codes, pred_codes, n_classes):
     >>> confusion_from_codes([0, 1, 1, -1], [0, 1, 0, 0], 2).tolist()
     [[1, 0], [1, 1]]
     """
-    true_codes = np.asarray(true_codes, dtype=np.int64).reshape(-1)
-    pred_codes = np.asarray(pred_codes, dtype=np.int64).reshape(-1)
+    true_codes = _column(true_codes, "true_codes", np.int64)
+    pred_codes = _column(pred_codes, "pred_codes", np.int64)
+    _same_length(true_codes.shape[0], pred_codes=pred_codes)
+    if (true_codes >= n_classes).any() or (pred_codes >= n_classes).any():
+        raise ValueError(f"class codes must be below n_classes = {n_classes}")
     keep = (true_codes >= 0) & (pred_codes >= 0)
     if not keep.all():
         true_codes, pred_codes = true_codes[keep], pred_codes[keep]
