@@ -177,6 +177,26 @@ def test_plot_metric_curves(model):
     assert list(lines["_best iteration"].get_xdata()) == [stopped.best_iteration_] * 2
 
 
+def test_staged_loss_and_plot_metric_refuse_what_they_cannot_draw(model):
+    """Labels of another length than X's rows are an error (before: the scores were
+    reshaped to the labels' count and scored against them); a model without the
+    record of its fit draws the eval_set curves only, and with nothing to draw says
+    why."""
+    from gbc_core import Booster
+
+    est, X, y = model
+    with pytest.raises(ValueError, match=f"y has 10 labels for {X.shape[0]} rows of X"):
+        staged_loss(est, X, y[:10])
+    bare = Booster(est.booster_.ensemble, est.classes_)
+    assert bare.train_score_ is None
+    with pytest.raises(ValueError, match="no record of its fit .*eval_set"):
+        plot_metric(bare)
+    ax = _render(plot_metric(bare, eval_set={"test": (X, y)}))
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines) == ["test"]
+    np.testing.assert_array_equal(lines["test"].get_ydata(), staged_loss(est, X, y))
+
+
 def test_plot_contributions_waterfall_sums_to_the_raw_score(model):
     est, X, _ = model
     ax = _render(plot_contributions(est, X, row=4, max_num_features=3))

@@ -389,8 +389,10 @@ def staged_loss(model, X, y):
     loss = booster.loss_function
     out = []
     for decision in booster.staged_decision_function(X):
-        raw = np.asarray(decision, dtype=np.float64).reshape(len(codes), -1)
-        out.append(loss.loss(codes, raw))
+        raw = np.asarray(decision, dtype=np.float64)
+        if raw.shape[0] != codes.shape[0]:
+            raise ValueError(f"y has {codes.shape[0]} labels for {raw.shape[0]} rows of X")
+        out.append(loss.loss(codes, raw.reshape(raw.shape[0], -1)))
     return np.asarray(out)
 
 
@@ -437,7 +439,12 @@ def plot_metric(model, *, eval_set=None, ax=None, title=None):
     booster = _booster(model)
     factor = booster.loss_function.score_factor
     ax = _axes(ax)
-    curves = [("train", booster.train_score_)]
+    # (A model without the record of its fit, e.g. built from its trees, has no
+    # train curve.)
+    curves = [] if booster.train_score_ is None else [("train", booster.train_score_)]
+    if not curves and eval_set is None:
+        raise ValueError("the model holds no record of its fit (train_score_ is None): "
+                         "give eval_set to draw the loss on data")
     validation = getattr(booster, "validation_score_", None)
     if validation is not None and len(validation):
         curves.append(("validation", validation))
