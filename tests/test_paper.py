@@ -132,6 +132,38 @@ def _trace_tables(text):
     return rows, nodes
 
 
+def test_paper_model_records_what_a_fit_records():
+    """The appendix's stumps hold each node's rows and the root's improvement, as
+    a fit's trees do: naive counts and Friedman's improvement from the history's
+    residuals; the fit's own numbers, bit for bit, where a fit picks the same split;
+    so importances and TreeSHAP work on it (before: all 0, and TreeSHAP refused it)."""
+    from gbc_core import GradientBoostingClassifier
+    from gbc_core.paper import fit_fixed_stumps
+
+    model, history = paper_example()
+    for tree, step in zip(model.ensemble.trees(), history):
+        left = step["leaf"] == 1
+        r = step["residual"].reshape(-1)
+        n, n_left = len(r), int(left.sum())
+        assert tree["n_samples"].tolist() == [n, n_left, n - n_left]
+        assert tree["weighted_n"].tolist() == [n, n_left, n - n_left]
+        mean_gap = r[left].mean() - r[~left].mean()
+        expected = n_left * (n - n_left) * mean_gap ** 2 / n  # w_l w_r (gap)^2 / W
+        assert tree["improvement"][0] == pytest.approx(expected, rel=1e-12)
+        assert tree["improvement"][0] > 0 and (tree["improvement"][1:] == 0).all()
+    assert model.ensemble.feature_importances().tolist() == [1.0]
+    rows = PAPER_X[:, None].astype(np.float32)
+    contributions = model.ensemble.predict_contributions(rows)
+    np.testing.assert_allclose(contributions.sum(axis=-1)[:, 0],
+                               model.ensemble.predict_raw(rows)[:, 0], rtol=0, atol=1e-15)
+    # A one-stump fit of the appendix's data splits at 1.4: the same stump forced.
+    fitted = GradientBoostingClassifier(n_estimators=1, max_depth=1).fit(rows, PAPER_Y)
+    tree = fitted.booster_.ensemble.trees()[0]
+    forced = fit_fixed_stumps(PAPER_X, PAPER_Y, [float(tree["threshold"][0])])[0]
+    for field in ("n_samples", "weighted_n", "improvement", "value", "threshold32"):
+        np.testing.assert_array_equal(forced.ensemble.trees()[0][field], tree[field])
+
+
 def test_trace_prints_the_appendix_numbers():
     """paper.trace on the appendix's model: each iteration's p_{m-1}, r_m, terminal
     nodes Omega_{m,j}, F_m and p_m as the appendix prints them, sum r and

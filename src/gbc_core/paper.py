@@ -87,6 +87,30 @@ def stump_nodes(threshold, feature=0):
     return nodes
 
 
+def _record_cover(nodes, x32, residual, leaf):
+    """What a fit records in a stump's nodes besides the tree: each node's rows
+    (``n_samples``, and ``weighted_n``, unit weights) and the root's improvement,
+    Friedman's proxy over the node's weight (``_criterion.h``: diff^2 / den / W, the
+    residual sums added as the split search adds them: the root's in row order, the
+    left child's in increasing ``x``), so that importances and TreeSHAP's cover work
+    on the paper's model as on a fitted one."""
+    left = leaf == 1
+    n, n_left = leaf.shape[0], int(left.sum())
+    nodes["n_samples"] = [n, n_left, n - n_left]
+    nodes["weighted_n"] = [float(n), float(n_left), float(n - n_left)]
+    total_s, total_w, w_left = 0.0, float(n), float(n_left)
+    for r in residual.tolist():
+        total_s += r
+    s_left = 0.0
+    order = np.argsort(x32, kind="stable")
+    for r in residual[order][left[order]].tolist():
+        s_left += r
+    den = w_left * (total_w - w_left)
+    if den > 0:
+        diff = (total_s - s_left) * w_left - s_left * (total_w - w_left)
+        nodes["improvement"][0] = diff * diff / den / total_w
+
+
 def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
     """Boost stumps with given thresholds on one feature; return (model, history).
 
@@ -125,6 +149,7 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
         nodes = stump_nodes(t)
         leaf = np.where(X32 <= nodes["threshold32"][0], 1, 2).astype(np.int32)
         before_r, before_p = state.residual.copy(), state.prob.copy()
+        _record_cover(nodes, X32, before_r.reshape(-1), leaf)
         state.update(0, nodes, leaf, None, learning_rate, 1)
         trees.append(nodes)
         losses.append(state.finish_iteration(None))
