@@ -222,7 +222,7 @@ def test_bytes_round_trip(nan_model):
     assert gbc_core.from_bytes(data).to_bytes() == data  # deterministic
 
 
-def test_file_objects(nan_model):
+def test_file_objects(nan_model, tmp_path):
     model, X = nan_model
     buf = io.BytesIO()
     model.save(buf)
@@ -230,6 +230,11 @@ def test_file_objects(nan_model):
     _assert_same_model(model, gbc_core.load(buf), X)
     with pytest.raises(TypeError, match="binary"):
         gbc_core.load(io.StringIO("text"))
+    # A model file opened in text mode: the same TypeError, not a UnicodeDecodeError
+    # from decoding its bytes.
+    model.save(tmp_path / "m.gbc")
+    with open(tmp_path / "m.gbc") as text_file, pytest.raises(TypeError, match="binary"):
+        gbc_core.load(text_file)
     # A file object is read no further than the model: what follows stays unread.
     buf = io.BytesIO(model.to_bytes() + b"next record")
     _assert_same_model(model, gbc_core.load(buf), X)

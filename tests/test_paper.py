@@ -152,6 +152,9 @@ def test_paper_model_records_what_a_fit_records():
         assert tree["improvement"][0] == pytest.approx(expected, rel=1e-12)
         assert tree["improvement"][0] > 0 and (tree["improvement"][1:] == 0).all()
     assert model.ensemble.feature_importances().tolist() == [1.0]
+    for y, message in ((PAPER_Y[:4], "one length"), (PAPER_Y * 2, "labels 0 and 1")):
+        with pytest.raises(ValueError, match=message):
+            fit_fixed_stumps(PAPER_X, y, PAPER_THRESHOLDS)
     rows = PAPER_X[:, None].astype(np.float32)
     contributions = model.ensemble.predict_contributions(rows)
     np.testing.assert_allclose(contributions.sum(axis=-1)[:, 0],
@@ -239,3 +242,5 @@ def test_trace_of_a_small_fit_shows_the_solver_it_used(n_classes, solver):
             assert float(line[-1]) == pytest.approx(float(line[column]), abs=2e-10)
     with pytest.raises(ValueError, match="one label of the model's classes"):
         trace(model, X, np.array(["z"] * 30), file=io.StringIO())
+    if n_classes == 3:  # each class named as it was given ('a', not np.str_('a'))
+        assert "Iteration 1, class 'a'" in text and "Tree T_3 (class 'c')" in text

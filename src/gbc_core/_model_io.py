@@ -24,6 +24,7 @@ into a model.
 """
 
 import hashlib
+import io
 import json
 import math
 import numbers
@@ -600,6 +601,9 @@ def _read_envelope(fh):
 
 def _open_source(source):
     if hasattr(source, "read"):
+        if isinstance(source, io.TextIOBase):
+            raise TypeError("a model is read from a file opened in binary mode "
+                            "(open(path, 'rb')), not from a text file")
         return source, False
     return open(source, "rb"), True
 

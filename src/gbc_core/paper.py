@@ -139,7 +139,13 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
     {1: 0.6667, 2: -0.6667}
     """
     x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.intp)
+    y = np.asarray(y)
+    if x.ndim != 1 or y.shape != x.shape:
+        raise ValueError(f"x and y must be 1-D and of one length, got shapes {x.shape} "
+                         f"and {y.shape}")
+    if y.dtype.kind not in "biuf" or not np.isin(y, (0, 1)).all():
+        raise ValueError("y must hold the labels 0 and 1")
+    y = y.astype(np.intp)
     n = x.shape[0]
     X32 = x.astype(np.float32)
     # F0 = 0 (Algorithm 1, lines 1-3); the loss's fit state holds F, p and r.
@@ -247,6 +253,7 @@ def trace(model, X, y, *, digits=4, file=None):
         X = X[:, None]
     y = np.asarray(y)
     classes = booster.classes_
+    labels = classes.tolist()  # Python values: 'a', not np.str_('a'), in the titles
     codes = np.searchsorted(classes, y)
     if y.shape != (X.shape[0],) or not (
             (codes < classes.size).all() and np.array_equal(classes[np.minimum(
@@ -281,7 +288,7 @@ def trace(model, X, y, *, digits=4, file=None):
             leaf = leaves[:, m, k]
             ids = np.unique(leaf)
             number = {int(node): j + 1 for j, node in enumerate(ids)}
-            title = f"Iteration {m + 1}" + ("" if K == 1 else f", class {classes[k]!r}")
+            title = f"Iteration {m + 1}" + ("" if K == 1 else f", class {labels[k]!r}")
             lines += ["", title, ""]
             header = f"{'index i':>8}" + "".join(f"{'x' + str(c + 1) if n_x > 1 else 'x':>{w}}"
                                                 for c in range(n_x))
@@ -301,7 +308,7 @@ def trace(model, X, y, *, digits=4, file=None):
                 newton = newton * ((K - 1) / K)
             exact = exact_leaf_values(t.astype(np.intp), before[:, 0] if K == 1
                                       else log_odds[k], dense)
-            lines += ["", f"Tree T_{m + 1}" + ("" if K == 1 else f" (class {classes[k]!r})")
+            lines += ["", f"Tree T_{m + 1}" + ("" if K == 1 else f" (class {labels[k]!r})")
                       + ": terminal nodes", ""]
             lines.append(f"{'leaf j':>8}  {'Omega_' + str(m + 1) + ',j':<24}{'sum r':>{w}}"
                          f"{'sum p(1-p)':>{w + 2}}{'gamma newton':>{w + 4}}"
