@@ -511,6 +511,23 @@ def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     assert _settled(client)
 
 
+def _fit_in_a_thread(fit):
+    """Run ``fit()`` in a daemon thread; returns the thread and a dict whose
+    ``"error"`` is what it raised (None once it returned)."""
+    outcome = {}
+
+    def run():
+        try:
+            fit()
+            outcome["error"] = None
+        except Exception as exc:  # noqa: BLE001
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
 @pytest.mark.parametrize("rank", [0, 1])
 def test_lost_worker_ends_the_fit_with_an_error(rank):
     """A worker killed mid-fit (rank 0 also holds the coordinator): a clear error,
@@ -521,19 +538,8 @@ def test_lost_worker_ends_the_fit_with_an_error(rank):
         Xd = da.from_array(X, chunks=750)
         yd = da.from_array(y, chunks=750)
         victim = _workers(c)[rank]
-        outcome = {}
-
-        def run():
-            try:
-                DaskGradientBoostingClassifier(
-                    **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300
-                ).fit(Xd, yd)
-                outcome["error"] = None
-            except Exception as exc:  # noqa: BLE001
-                outcome["error"] = exc
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
+        thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
+            **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300).fit(Xd, yd))
         time.sleep(2.0)
         pid = c.run(os.getpid, workers=[victim])[victim]
         os.kill(pid, signal.SIGKILL)
@@ -561,18 +567,9 @@ def test_worker_lost_before_the_actors_start_ends_the_fit(monkeypatch):
             return placed
 
         monkeypatch.setattr(gdask, "_parts_of", place_then_kill)
-        outcome = {}
-
-        def run():
-            try:
-                DaskGradientBoostingClassifier(**PARAMS, client=c, step_timeout=300).fit(
-                    da.from_array(X, chunks=750), da.from_array(y, chunks=750))
-                outcome["error"] = None
-            except Exception as exc:  # noqa: BLE001
-                outcome["error"] = exc
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
+        thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
+            **PARAMS, client=c, step_timeout=300).fit(
+                da.from_array(X, chunks=750), da.from_array(y, chunks=750)))
         thread.join(90)
         assert not thread.is_alive(), "the fit waited for an actor on a lost worker"
         err = outcome["error"]
