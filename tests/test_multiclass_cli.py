@@ -517,6 +517,25 @@ def test_inspect_trees_of_an_iteration(work, trained, capsys, monkeypatch):
     assert ten["nodes"]["value"] == ref10.estimators_[0, 9].value.tolist()
 
 
+@pytest.mark.parametrize("labels", [[-3, -1, 10], [0.5, 1.5, 2.5], ["-1", "x", "10"]])
+def test_inspect_class_of_object_labels(work, capsys, monkeypatch, labels):
+    """Labels given as an object array (Python ints, floats, strings): --class names
+    each as written on the command line, as for typed arrays (before: an object
+    array of numbers matched no number)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = np.array(labels, dtype=object)[np.arange(60) % len(labels)]
+    model = GradientBoostingClassifier(n_estimators=2, max_depth=1).fit(X, y)
+    assert model.classes_.dtype == object
+    model.save(work / "objects.gbc")
+    for k, label in enumerate(model.classes_.tolist()):
+        [tree] = json.loads(ok(run_main(capsys, monkeypatch, work, "inspect", "objects.gbc",
+                                        "--tree", "0", "--class", str(label), "--json")))
+        assert tree["class"] == label
+        assert tree["nodes"]["value"] == model.booster_.ensemble.tree_nodes(0, k)[
+            "value"].tolist()
+
+
 def test_inspect_class_errors(work, trained, capsys, monkeypatch):
     path, _, _ = trained[CASE_IDS[0]]
     one_line_error(run_main(capsys, monkeypatch, work, "inspect", path, "--tree", "0",

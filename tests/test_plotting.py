@@ -143,6 +143,12 @@ def test_plot_tree_multiclass_needs_a_class():
         plot_tree(est)
     with pytest.raises(ValueError, match="not a class"):
         plot_tree(est, class_label=7)
+    # Labels of an object array (a pandas column of strings) are Python values.
+    pd = require("pandas")
+    names = pd.Series(np.array(["ant", "bee", "cat"])[y], dtype=object)
+    est = GradientBoostingClassifier(n_estimators=2, max_depth=2).fit(X, names)
+    assert est.classes_.dtype == object
+    assert _render(plot_tree(est, class_label="bee")).get_title().endswith("class 'bee'")
 
 
 def test_staged_loss_is_the_log_loss_of_the_staged_probabilities(model):
@@ -175,6 +181,16 @@ def test_plot_metric_curves(model):
     np.testing.assert_allclose(lines["validation"].get_ydata(),
                                stopped.validation_score_ / 2)
     assert list(lines["_best iteration"].get_xdata()) == [stopped.best_iteration_] * 2
+
+
+def test_plot_contributions_of_a_sparse_row(model):
+    """A scipy.sparse X: the row's contributions, as predict_contributions gives them
+    for sparse input (before: an IndexError from np.asarray of the matrix)."""
+    sp = require("scipy.sparse")
+    est, X, _ = model
+    dense = _render(plot_contributions(est, X, row=3))
+    sparse = _render(plot_contributions(est, sp.csr_matrix(X), row=3))
+    assert [p.get_width() for p in sparse.patches] == [p.get_width() for p in dense.patches]
 
 
 def test_staged_loss_and_plot_metric_refuse_what_they_cannot_draw(model):

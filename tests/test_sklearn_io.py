@@ -144,6 +144,21 @@ def _gbc_model(n_classes, init, nan=False, **params):
     return GradientBoostingClassifier(**defaults).fit(X, y), X
 
 
+def test_to_sklearn_of_a_model_without_trees_says_so():
+    """A model file may hold no trees (it predicts F0); scikit-learn's fitted model
+    has at least one iteration: a ValueError naming it (before: an IndexError from
+    scikit-learn's init)."""
+    from gbc_core._ensemble import Ensemble
+
+    empty = Ensemble.from_trees([], n_outputs=1, init_raw=[0.3], learning_rate=0.1,
+                                n_features=3)
+    booster = gbc_core.from_bytes(Booster(empty, np.array([0, 1])).to_bytes())
+    assert booster.predict_proba(np.zeros((1, 3)))[0, 1] == pytest.approx(
+        1 / (1 + np.exp(-0.3)), rel=1e-15)
+    with pytest.raises(ValueError, match="no trees"):
+        booster.to_sklearn()
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("init", ["zero", "prior"])
 def test_to_sklearn_predicts_as_gbc_core(n_classes, init):

@@ -305,6 +305,10 @@ def _class_code(value, index, kind):
     if value in index:
         return index[value]
     if isinstance(value, str):
+        if kind == "O" and index:  # Python values of one type: booleans, numbers, text
+            first = next(iter(index))
+            kind = ("b" if isinstance(first, (bool, np.bool_)) else
+                    "f" if isinstance(first, (int, float, np.number)) else kind)
         if kind == "b":
             word = (True if value in CSV_TRUE_VALUES
                     else False if value in CSV_FALSE_VALUES else None)

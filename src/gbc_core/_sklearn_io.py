@@ -298,13 +298,17 @@ def to_sklearn(booster):
     Raises
     ------
     ValueError
-        For an F0 that scikit-learn's prior cannot give (to 1e-12).
+        For an F0 that scikit-learn's prior cannot give (to 1e-12), or a model
+        without trees.
     """
     from sklearn.tree._tree import Tree
 
     if not isinstance(booster, Booster):
         raise TypeError(f"to_sklearn expects a Booster, got {type(booster).__name__}")
     ensemble = booster.ensemble
+    if ensemble.n_iterations == 0:
+        raise ValueError("to_sklearn: the model has no trees, and a fitted scikit-learn "
+                         "GradientBoostingClassifier has at least one iteration")
     n_features, K = ensemble.n_features, ensemble.n_outputs
     per_row = booster.init_estimator is not None
     zero = not per_row and not ensemble.init_raw.any()

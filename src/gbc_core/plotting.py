@@ -332,7 +332,7 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
     ax.set_axis_off()
     what = f"tree of iteration {iteration}"
     if output or booster.ensemble.n_outputs > 1:
-        what += f", class {booster.classes_[output].item()!r}"
+        what += f", class {booster.classes_.tolist()[output]!r}"
     ax.set_title(what)
     return ax
 
@@ -524,7 +524,12 @@ def plot_contributions(model, X, *, row=0, class_label=None, max_num_features=10
     output = _output_index(booster, class_label)
     if int(max_num_features) < 1:
         raise ValueError(f"max_num_features must be >= 1, got {max_num_features!r}")
-    X_row = X.iloc[[row]] if hasattr(X, "iloc") else np.asarray(X)[[row]]
+    if hasattr(X, "iloc"):
+        X_row = X.iloc[[row]]
+    elif hasattr(X, "tocsr"):  # scipy.sparse: the row, still sparse
+        X_row = X.tocsr()[[row]]
+    else:
+        X_row = np.asarray(X)[[row]]
     phi = booster.predict_contributions(X_row)
     phi = phi[0] if phi.ndim == 2 else phi[0, output]
     base, contrib = float(phi[-1]), phi[:-1]
