@@ -41,6 +41,9 @@ class CountingComm:
 
 
 def main():
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help; no options
     X, y = make_block(0, 100_000, 28, 0)
     mapper = BinMapper(255).fit(np.asfortranarray(X), 1)
     bins, lo, hi = bin_parts([X], mapper, 1)

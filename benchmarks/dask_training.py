@@ -122,6 +122,8 @@ def main():
                     help="grow the trees best first up to this many leaves")
     ap.add_argument("--no-xgboost", action="store_true")
     args = ap.parse_args()
+    if args.trees < 2:
+        ap.error("--trees must be at least 2: the time per tree is (T(M) - T(1)) / (M - 1)")
 
     from distributed import Client, LocalCluster
 

@@ -55,7 +55,11 @@ import time
 
 import numpy as np
 
-from bench import DEFAULT_DATA_DIR, OtherLoad, load_tsv, machine_info, n_cores, wait_for_quiet
+from bench import OtherLoad, load_tsv, machine_info, n_cores, wait_for_quiet
+
+#: Where ``--data-dir`` looks by default: ``../shared/data`` beside the checkout.
+DEFAULT_DATA_DIR = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
 
 # Common hyper-parameters (those of bench.py).
 N_ITERATIONS = 100

@@ -1,6 +1,8 @@
 """Same-process fit/predict ratios of gbc-core, LightGBM and XGBoost hist at 200k x 28
 (n_jobs 1 and 2): a quick check between full runs of bench.py."""
+import argparse
 import numpy as np, time, os
+argparse.ArgumentParser(description=__doc__).parse_args()  # --help; no options
 from sklearn.datasets import make_classification
 from gbc_core import GradientBoostingClassifier as G
 import lightgbm as lgb, xgboost as xgb

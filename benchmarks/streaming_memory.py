@@ -175,7 +175,8 @@ def main(argv=None):
                 results.append(dict(format=fmt, rows=args.rows, file_mib=size,
                                     chunk_rows=chunk, peak_rss_mib=peak, wall_s=wall,
                                     generate_s=gen_s, tool=tool, idle_rss_mib=idle))
-            os.unlink(data)
+            if not args.keep_files:
+                os.unlink(data)
     finally:
         if not args.keep_files and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
