@@ -270,7 +270,8 @@ def test_pipeline_passes_data_and_sample_weight():
 def test_scoring_paths_do_not_import_sklearn(tmp_path):
     """``import gbc_core``, ``gbc_core.load`` and a Booster's predictions, and the
     command line's ``predict`` and ``inspect`` never import scikit-learn (seconds at
-    the start of a batch job); only the estimator does."""
+    the start of a batch job); only the estimator does. Nor do they import the
+    training code: the model knows nothing of the fit (docs/architecture.md)."""
     require("pyarrow")
     X, y = make_continuous(n_samples=300, n_features=4, seed=2)
     GradientBoostingClassifier(n_estimators=5).fit(X, y).save(tmp_path / "m.gbc")
@@ -284,10 +285,13 @@ def test_scoring_paths_do_not_import_sklearn(tmp_path):
         "assert main(['predict', 'm.gbc', 'data.csv', '-o', 'out.csv', '--label']) == 0\n"
         "assert main(['predict', 'm.gbc', 'data.csv', '-o', 'c.csv', '--contributions']) == 0\n"
         "assert main(['inspect', 'm.gbc']) == 0\n"
+        "training = ('_boosting', '_grower', '_exact_splitter', '_histogram_splitter',\n"
+        "            '_binning', '_sorting', '_distributed')\n"
+        "print(sorted(m for m in training if 'gbc_core.' + m in sys.modules) or 'none')\n"
         "print('sklearn' in sys.modules)\n"
         "gbc_core.GradientBoostingClassifier\n"
         "print('sklearn' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                          text=True, check=True)
-    assert out.stdout.split()[-2:] == ["False", "True"]
+    assert out.stdout.split()[-3:] == ["none", "False", "True"]

@@ -19,7 +19,7 @@ from ._version import __version__ as __version__
 _PUBLIC = {
     "GradientBoostingClassifier": ("._classifier", "GradientBoostingClassifier"),
     "Booster": ("._booster", "Booster"),
-    "FitRecord": ("._boosting", "FitRecord"),
+    "FitRecord": ("._record", "FitRecord"),
     "Ensemble": ("._ensemble", "Ensemble"),
     "Tree": ("._ensemble", "Tree"),
     "BinomialLoss": ("._loss", "BinomialLoss"),

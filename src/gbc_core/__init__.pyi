@@ -5,7 +5,7 @@ from typing import IO
 from sklearn.exceptions import NotFittedError as NotFittedError
 
 from ._booster import Booster as Booster
-from ._boosting import FitRecord as FitRecord
+from ._record import FitRecord as FitRecord
 from ._classifier import GradientBoostingClassifier as GradientBoostingClassifier
 from ._common import NODE_DTYPE as NODE_DTYPE
 from ._config import show_config as show_config

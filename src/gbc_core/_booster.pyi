@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import sparray, spmatrix
 from typing_extensions import Self
 
-from ._boosting import FitRecord
+from ._record import FitRecord
 from ._ensemble import Ensemble
 from ._loss import BinomialLoss, ExponentialLoss, MultinomialLoss
 

@@ -29,52 +29,8 @@ from ._exact_splitter import ExactSplitFinder
 from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges, bin_value_ranges_csc
 from ._predictor import Predictor
+from ._record import FitRecord
 from ._validation import as_format, is_sparse_matrix, sparse_arrays, take_rows
-
-
-class FitRecord:
-    """What a fit measured, one entry per iteration.
-
-    Parameters
-    ----------
-    train_score, validation_score, oob_scores, oob_improvement : sequence of float or None
-        The attributes below (copied to lists).
-    best_iteration : int or None
-        As below.
-
-    Attributes
-    ----------
-    train_score : list of float or None
-        Weighted loss of the in-bag training rows after each iteration, times the
-        loss's ``score_factor`` (scikit-learn's ``train_score_``; None: not
-        recorded, e.g. a model read from a file that does not hold it).
-    validation_score : list of float or None
-        Weighted loss of the validation rows after each iteration, in the same
-        units (None: no validation data).
-    oob_scores, oob_improvement : list of float or None
-        With ``subsample < 1``: the weighted loss of the out-of-bag rows of each
-        iteration after it, and its decrease over the iteration, in the same units
-        (scikit-learn's ``oob_scores_`` and ``oob_improvement_``; 0 for the
-        iterations of an earlier fit without subsampling, as there). None
-        otherwise.
-    best_iteration : int or None
-        Set by early stopping: the number of iterations kept.
-
-    Examples
-    --------
-    >>> from gbc_core import FitRecord
-    >>> record = FitRecord([1.2, 1.1], validation_score=[1.25, 1.2])
-    >>> record.train_score, record.best_iteration
-    ([1.2, 1.1], None)
-    """
-
-    def __init__(self, train_score=(), validation_score=None, oob_scores=None,
-                 oob_improvement=None, best_iteration=None):
-        self.train_score = None if train_score is None else list(train_score)
-        self.validation_score = None if validation_score is None else list(validation_score)
-        self.oob_scores = None if oob_scores is None else list(oob_scores)
-        self.oob_improvement = None if oob_improvement is None else list(oob_improvement)
-        self.best_iteration = best_iteration
 
 
 class EarlyStopping:

@@ -20,10 +20,11 @@ from sklearn.utils.validation import validate_data
 
 from . import _leaves, _model_io
 from ._booster import Booster
-from ._boosting import (EarlyStopping, FitRecord, Log, boost, holdout_draw,
-                        holdout_sizes, warm_start_from)
+from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
+                        warm_start_from)
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve
+from ._record import FitRecord
 from ._validation import (
     align_columns,
     check_features,

@@ -18,10 +18,10 @@ import numpy as np
 
 from . import _leaves
 from ._booster import Booster
-from ._boosting import FitRecord
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
 from ._loss import BinomialLoss
+from ._record import FitRecord
 
 #: Table 1 of the appendix.
 PAPER_X = np.array([1.3, 1.5, 3.0, 4.0, 6.5, 8.4])
