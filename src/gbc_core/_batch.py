@@ -25,7 +25,7 @@ from ._tabular import (
     output_format,
     require_pyarrow,
 )
-from ._validation import _warn_lossy_columns
+from ._validation import warn_lossy_columns
 
 #: Rows of a chunk when ``--chunk-rows`` is not given, at most: fewer for models with
 #: many classes or features (``default_chunk_rows``).
@@ -273,7 +273,7 @@ def _read_training_table(args, path, fmt, features=None):
     lossy = []
     X = data.features(table, features, lossy)
     if lossy:  # the estimator's warning on the values the file held
-        _warn_lossy_columns(lossy, f"the training data {path}", np.float32, stacklevel=2)
+        warn_lossy_columns(lossy, f"the training data {path}", np.float32, stacklevel=2)
     return X, y, features
 
 

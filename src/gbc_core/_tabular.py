@@ -199,9 +199,9 @@ def _arrow_numbers(col, name, path, pa, pc):
 def _features_from_arrow(batch, names, path, pa, pc, lossy=None):
     """The feature columns ``names`` of ``batch`` as a float32 (n, len(names)) array;
     the names of the columns holding a value float32 does not represent (the rule of
-    the estimator's warning, ``_validation._lossy_values``) are appended to
+    the estimator's warning, ``_validation.lossy_values``) are appended to
     ``lossy`` when it is a list."""
-    from ._validation import _lossy_values, _may_lose
+    from ._validation import lossy_values, may_lose
 
     # Fill feature-major, then one transposing copy: much faster than strided
     # column writes into a row-major array.
@@ -212,8 +212,8 @@ def _features_from_arrow(batch, names, path, pa, pc, lossy=None):
             cols[j] = values
         if missing is not None:
             cols[j][missing] = np.nan
-        if (lossy is not None and _may_lose(values.dtype, cols.dtype)
-                and _lossy_values(values, cols[j]).any()):
+        if (lossy is not None and may_lose(values.dtype, cols.dtype)
+                and lossy_values(values, cols[j]).any()):
             lossy.append(name)
     return np.ascontiguousarray(cols.T)
 

@@ -80,14 +80,14 @@ def _check_sparse(X, name, dtype, fmt, allow_nan, training):
         held = np.asarray(data, dtype=dtype)
     if not allow_nan and np.isnan(held).any():
         raise ValueError(f"{name} contains NaN")
-    if training and _may_lose(data.dtype, held.dtype):
-        lost = _lossy_values(data, held)
+    if training and may_lose(data.dtype, held.dtype):
+        lost = lossy_values(data, held)
         if lost.any():
             if fmt == "csr":
                 columns = np.unique(X.indices[lost])
             else:
                 columns = np.unique(np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))[lost])
-            _warn_lossy_columns([str(j) for j in columns], name, dtype, stacklevel=5)
+            warn_lossy_columns([str(j) for j in columns], name, dtype, stacklevel=5)
     cls = type(X)
     out = cls((held, X.indices, X.indptr), shape=X.shape, dtype=dtype)
     out.has_sorted_indices = True
@@ -404,18 +404,18 @@ def _lossy_columns(original, converted):
     in most data); only those are looked at again.
     """
     kind, n_columns = original.dtype.kind, original.shape[1]
-    if not _may_lose(original.dtype, converted.dtype):
+    if not may_lose(original.dtype, converted.dtype):
         return np.zeros(n_columns, dtype=bool)
     exact_limit = 2.0 ** (np.finfo(converted.dtype).nmant + 1)
     high = np.fmax.reduce(converted, axis=0) >= exact_limit
     low = np.fmin.reduce(converted, axis=0) <= -exact_limit
     lossy = np.zeros(n_columns, dtype=bool)
     for j in np.flatnonzero(high | low):
-        lossy[j] = _lossy_values(original[:, j], converted[:, j]).any()
+        lossy[j] = lossy_values(original[:, j], converted[:, j]).any()
     return lossy
 
 
-def _may_lose(original, converted):
+def may_lose(original, converted):
     """Whether some value of dtype ``original`` may be lost in the float dtype
     ``converted`` (see ``_lossy_columns``)."""
     exact_bits = np.finfo(converted).nmant + 1
@@ -424,7 +424,7 @@ def _may_lose(original, converted):
                 or kind in "iu" and np.iinfo(original).bits <= exact_bits)
 
 
-def _lossy_values(given, held):
+def lossy_values(given, held):
     """Per value of the 1-D ``given``, whether ``held`` (its float conversion) loses
     it (the rule of ``_lossy_columns``)."""
     exact_limit = 2.0 ** (np.finfo(held.dtype).nmant + 1)
@@ -444,7 +444,7 @@ def _lossy_values(given, held):
     return lost
 
 
-def _warn_lossy_columns(columns, name, dtype, stacklevel=4):
+def warn_lossy_columns(columns, name, dtype, stacklevel=4):
     """One DataConversionWarning naming the ``columns`` whose values ``dtype`` changes."""
     info = np.finfo(dtype)
     exact = 2 ** (info.nmant + 1)
@@ -558,7 +558,7 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
     if not allow_nan and np.isnan(out).any():
         raise ValueError(f"{name} contains NaN")
     if np.any(lossy):
-        _warn_lossy_columns([_label(labels, j) for j in np.flatnonzero(lossy)], name, dtype)
+        warn_lossy_columns([_label(labels, j) for j in np.flatnonzero(lossy)], name, dtype)
     return out
 
 

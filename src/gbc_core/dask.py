@@ -571,9 +571,9 @@ def _check_partitioned_alike(rows, parts, numbers, name, of):
 
 
 def _as_float32_part(part, name):
-    from ._validation import _is_scipy_sparse, check_features
+    from ._validation import check_features, is_sparse_matrix
 
-    if _is_scipy_sparse(part):
+    if is_sparse_matrix(part):
         raise TypeError(f"{name}: a partition is a sparse matrix of type "
                         f"{type(part).__name__}; a distributed fit trains on dense "
                         "partitions (sparse blocks are scored, not trained on)")
