@@ -732,12 +732,13 @@ def test_partitions_of_other_sizes_are_an_error(client):
     many partitions, but other rows in each: an error naming the partition, not a
     fit on rows paired with other rows' labels."""
     X, y, w = _data(2000, 2, seed=24)
-    ddf = dd.from_pandas(pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]),
-                         npartitions=4)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    ddf = dd.from_pandas(df, npartitions=4)
     assert ddf.map_partitions(len).compute().tolist() == [500] * 4
     other = ((300, 700, 700, 300),)
     alike = dd.from_pandas(pd.Series(y), npartitions=4)
-    with pytest.raises(ValueError, match=r"partition \d of y has [37]00 rows, the same partition of X 500: X and y must be partitioned alike"):
+    with pytest.raises(ValueError, match=r"partition \d of y has [37]00 rows, the same "
+                       r"partition of X 500: X and y must be partitioned alike"):
         DaskGradientBoostingClassifier(**PARAMS).fit(ddf, da.from_array(y, chunks=other))
     with pytest.raises(ValueError, match=r"partition \d of sample_weight has [37]00 rows"):
         DaskGradientBoostingClassifier(**PARAMS).fit(
@@ -751,7 +752,8 @@ def test_partitions_of_other_sizes_are_an_error(client):
     assert _settled(client)
     # Partitioned alike, the same fit as in memory.
     model = DaskGradientBoostingClassifier(**PARAMS).fit(ddf, alike)
-    assert np.abs(model.predict_proba(X) - _reference(X, y, None).predict_proba(X)).max() <= 1e-9
+    reference = _reference(df, y, None)
+    assert np.abs(model.predict_proba(df) - reference.predict_proba(df)).max() <= 1e-9
 
 
 def test_labels_with_unknown_chunk_sizes(client):
