@@ -15,10 +15,10 @@ scored one at a time, never densified, with the results of the same data dense.
 import numpy as np
 
 from . import _model_io
-from ._record import FitRecord
 from ._ensemble import Ensemble
 from ._loss import loss_for
 from ._params import effective_n_threads
+from ._record import FitRecord
 from ._validation import align_columns, check_features
 
 

@@ -457,20 +457,17 @@ class TableData:
         a true/false word, else float64 (also for a column empty throughout). Reads
         these columns as text until each has a value: past the first block only for
         such columns."""
-        import pyarrow.csv as pacsv
-
         pa, pc = self.pa, self.pc
-        missing_words = pa.array(pacsv.ConvertOptions().null_values, pa.string())
         kinds = {}
         undecided = list(names)
         reader = self._open_csv(undecided, {name: pa.string() for name in undecided})
         try:
             for batch in reader:
                 for name in list(undecided):
-                    column = batch.column(name)
-                    given = pc.invert(pc.is_in(column, value_set=missing_words))
-                    if pc.any(given).as_py():
-                        first = pc.filter(column, given)[0].as_py()
+                    # (the missing-value words as nulls, as in a number column)
+                    column = self._label_column(batch.column(name))
+                    if column.null_count < len(column):
+                        first = pc.drop_null(column)[0].as_py()
                         boolean = first in CSV_TRUE_VALUES + CSV_FALSE_VALUES
                         kinds[name] = pa.bool_() if boolean else pa.float64()
                         undecided.remove(name)

@@ -9,6 +9,7 @@ summation, in an order fixed by the array's length, the same on every CPU).
 import numpy as np
 
 from . import _leaves
+from ._validation import check_sample_weight
 
 
 def _column(values, name, dtype=None):
@@ -31,16 +32,17 @@ def _same_length(n, **arrays):
 
 
 def _weights(sample_weight, n):
-    """The float64 weights of ``n`` samples, or None; their sum must be positive."""
+    """The float64 weights of ``n`` samples (``check_sample_weight``'s rules), or
+    None; weights that are all zero leave the mean undefined (ZeroDivisionError)."""
     if sample_weight is None:
         return None
     w = _column(sample_weight, "sample_weight", np.float64)
     _same_length(n, sample_weight=w)
-    if not (np.isfinite(w).all() and (w >= 0).all()):
-        raise ValueError("sample_weight must be finite and >= 0")
-    if n and not w.sum() > 0:
+    if not n:
+        return w
+    if not w.any():
         raise ZeroDivisionError("the weights sum to zero: the mean is undefined")
-    return w
+    return check_sample_weight(w, n)
 
 
 def _binary(y_true):

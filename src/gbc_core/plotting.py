@@ -524,10 +524,12 @@ def plot_contributions(model, X, *, row=0, class_label=None, max_num_features=10
     output = _output_index(booster, class_label)
     if int(max_num_features) < 1:
         raise ValueError(f"max_num_features must be >= 1, got {max_num_features!r}")
+    from ._validation import is_sparse_matrix, take_rows
+
     if hasattr(X, "iloc"):
         X_row = X.iloc[[row]]
-    elif hasattr(X, "tocsr"):  # scipy.sparse: the row, still sparse
-        X_row = X.tocsr()[[row]]
+    elif is_sparse_matrix(X):  # the row, still sparse
+        X_row = take_rows(X, [row], "csr")
     else:
         X_row = np.asarray(X)[[row]]
     phi = booster.predict_contributions(X_row)
