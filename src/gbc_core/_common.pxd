@@ -28,6 +28,26 @@ cdef extern from *:
     # zero denominator; the same guard as scikit-learn's ``_safe_divide``).
     const float64_t HESSIAN_EPSILON "GBC_HESSIAN_EPSILON"
 
+# An explicit barrier between two loops of one ``with parallel()`` region that depend
+# on each other: Cython writes each ``prange`` of such a region as ``omp for
+# nowait``, so without it a thread may start the second loop while another still
+# runs the first (GCC's and clang's runtimes happen to wait there today, because of
+# the loops' lastprivate variables; nothing in OpenMP says they must). Every thread
+# of the region must reach it. Without OpenMP it does nothing.
+cdef extern from *:
+    """
+    #if defined(_OPENMP)
+    #  if defined(_MSC_VER) && !defined(__clang__)
+    #    define GBC_BARRIER() __pragma(omp barrier) (void)0
+    #  else
+    #    define GBC_BARRIER() _Pragma("omp barrier") (void)0
+    #  endif
+    #else
+    #  define GBC_BARRIER() ((void)0)
+    #endif
+    """
+    void omp_barrier "GBC_BARRIER"() noexcept nogil
+
 ctypedef struct node_t:
     # One node of a regression tree, stored flat; children are indices relative
     # to the first node of the same tree. A leaf has feature == -1.

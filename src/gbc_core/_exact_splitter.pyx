@@ -24,7 +24,7 @@ of two consecutive distinct float32 values of the node, as in scikit-learn.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, nextafter
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -219,6 +219,19 @@ ctypedef struct packed_row_t:
     float64_t wr             # w * r
     int32_t slot             # node of the level being split (-1: none)
     float32_t w              # the sample weight (exact in float32 on the fast path)
+
+
+cdef inline float64_t _scan_start(float64_t best_proxy, int32_t best_feature,
+                                  intp_t feature) noexcept nogil:
+    """Where the scan of ``feature`` starts for a node whose best split so far (of
+    this thread's features) has ``best_proxy`` on ``best_feature`` (-1: none): the
+    scans keep a split strictly above the start, so a split of ``feature`` is kept
+    exactly when it wins under the total order of ``_choice.pxd`` (``wins``): a
+    larger proxy, or an equal one on a lower feature (the start is then the next
+    float64 below the best proxy)."""
+    if best_feature >= 0 and feature < best_feature:
+        return nextafter(best_proxy, -INFINITY)
+    return best_proxy
 
 
 cdef inline uint8_t _node_byte(int32_t slot) noexcept nogil:
@@ -962,9 +975,12 @@ cdef class ExactSplitFinder(SplitFinder):
         for s in range(n_slots):
             self.shared_best[s] = -INFINITY
         # Features are handed out one at a time (their costs differ: a feature whose
-        # gains keep improving takes the exact path more often). Each thread still
-        # sees its features in increasing order, which the tie rule below relies on,
-        # and the reduction over threads does not depend on who scanned what.
+        # gains keep improving takes the exact path more often), in an order that
+        # the OpenMP runtime decides (LLVM's libomp steals work: a thread may scan
+        # feature 7 before feature 5). Nothing below depends on that order: each
+        # thread's best is, for every node, the first of its features under the
+        # total order of ``_choice.pxd`` (largest proxy, then lowest feature), and
+        # ``choose`` merges the threads' bests under the same order.
         for f in prange(self.n_features, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
             tid = threadid()
@@ -973,10 +989,13 @@ cdef class ExactSplitFinder(SplitFinder):
             for s in range(n_slots):
                 _side_zero(&states[s].acc)
                 _side_zero(&states[s].miss)
-                # Only a split strictly better than the best of the features this
-                # thread has already scanned can change the result: starting from
-                # that gain keeps the result and skips most exact evaluations.
-                states[s].best.proxy = tb[s].proxy
+                # Only a split that beats this thread's best so far under the total
+                # order can change the result: starting from that gain keeps the
+                # result and skips most exact evaluations. The scans keep a proxy
+                # strictly above their start, so a feature below the best's feature
+                # starts just under its proxy (an equal proxy then wins, as the lower
+                # feature must), a feature above it at the proxy itself.
+                states[s].best.proxy = _scan_start(tb[s].proxy, tb[s].feature, f)
                 states[s].best.feature = -1
                 states[s].last_value = 0
                 states[s].last_pos = -1
@@ -1092,9 +1111,10 @@ cdef class ExactSplitFinder(SplitFinder):
                     if _try_split_improves(&st.best, &nodes[s].total, &st.acc,
                                            min_samples_leaf, min_weight_leaf, criterion):
                         st.best.all_left = 1
-                # Features are visited in increasing order by each thread, so strict
-                # ">" keeps the lowest feature index among equal gains.
-                if st.best.proxy > tb[s].proxy:
+                # The scan kept a split only if it beats the thread's best under the
+                # total order (its start, ``_scan_start``), whatever the order in
+                # which this thread was handed its features.
+                if st.best.proxy > _scan_start(tb[s].proxy, tb[s].feature, f):
                     tb[s] = st.best
                     tb[s].feature = <int32_t>f
                     if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):

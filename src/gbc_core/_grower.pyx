@@ -63,7 +63,7 @@ import numpy as np
 
 from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t,
-    IMPURITY_EPSILON, grow_buffer,
+    IMPURITY_EPSILON, grow_buffer, omp_barrier,
 )
 from ._common import NODE_DTYPE
 from ._split_finder cimport (
@@ -1535,6 +1535,7 @@ cdef class TreeGrower:
             with parallel(num_threads=n_threads):
                 for c in prange(n_blocks, schedule="dynamic"):
                     self._split_block(&self.blocks[c])
+                omp_barrier()  # every block split before the children's ranges
                 # Each child's range (a node's left rows first, block by block), its
                 # rows copied back block by block, the finder told, and summed while
                 # they are in cache.
@@ -1542,6 +1543,7 @@ cdef class TreeGrower:
                     self._child_range(c, &next_level[c])
                     self._finish_child(c, &next_level[c], &self.level_sums[c],
                                        row_stats, residual, with_sums)
+                omp_barrier()  # every row in place before the finder reads them
                 for c in prange(n_blocks, schedule="dynamic"):
                     self._tell_finder(&self.blocks[c])
         # The children become the nodes of the next level.
@@ -1582,6 +1584,7 @@ cdef class TreeGrower:
         with parallel(num_threads=n_threads):
             for t in prange(2 * n_blocks, schedule="dynamic"):
                 self._place_rows(&self.blocks[t // 2], t % 2)
+            omp_barrier()  # every row in place before the finder and the sums read them
             for b in prange(n_blocks, schedule="dynamic"):
                 self._tell_finder(&self.blocks[b])
             if with_sums:

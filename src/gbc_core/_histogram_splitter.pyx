@@ -40,7 +40,7 @@ from ._split_finder cimport (
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
 from ._choice cimport consider, wins
-from ._common cimport midpoint
+from ._common cimport midpoint, omp_barrier
 
 #: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
 BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
@@ -573,6 +573,7 @@ cdef class HistogramSplitFinder(SplitFinder):
             # The rows' statistics in partition order, in chunks of positions.
             for c in prange(n_chunks, schedule="static"):
                 self._gather(level, c * GATHER_CHUNK, min(n_rows, (c + 1) * GATHER_CHUNK))
+            omp_barrier()  # every row gathered before any histogram reads them
             for t in prange(n_tasks, schedule="dynamic"):
                 nd = &level.nodes[t // n_groups]
                 if nd.stats == STATS_COLLECT:
