@@ -10,6 +10,7 @@ Routing: for every value and threshold, the predictor's float32 test
 ``x <= float32_at_most(t)`` holds iff the bin is at most the threshold's index.
 """
 
+import itertools
 import pickle
 import warnings
 
@@ -356,6 +357,68 @@ def test_from_sketches_quantiles_are_close_and_order_free():
     bins = merged.transform(X)
     np.testing.assert_array_equal(bins, naive_bins(X, merged))
     assert_routing(X[:2000], merged, bins[:2000])
+
+
+def naive_weighted_thresholds(values, weights, max_bins):
+    """The quantile thresholds of pooled (value, weight) points, in plain Python:
+    the points sorted by value then weight, their weights added one by one in that
+    order; for i = 1 .. max_bins - 1 the first point whose running sum reaches
+    i W / max_bins, the threshold the midpoint of its value and the next larger value
+    (none after the largest), each threshold once."""
+    points = sorted(zip(map(float, values), map(float, weights)))
+    running, total = [], 0.0
+    for _, w in points:
+        total += w
+        running.append(total)
+    distinct = sorted({v for v, _ in points})
+    out = []
+    for i in range(1, max_bins):
+        target = i * total / max_bins
+        k = next((k for k, c in enumerate(running) if c >= target), len(points) - 1)
+        larger = [v for v in distinct if v > points[k][0]]
+        if larger and naive_midpoint(points[k][0], larger[0]) not in out:
+            out.append(naive_midpoint(points[k][0], larger[0]))
+    return np.array(out, dtype=np.float64)
+
+
+def test_from_sketches_weights_a_subsampled_partition_by_its_rows():
+    """A partition of more rows than ``subsample`` is summarised by a subsample; each
+    of its points stands for rows / points of the partition, so a partition of 20,000
+    rows outweighs one of 500 forty to one in the merged quantiles (the twin: the
+    pooled points weighted by their partition's rows per point)."""
+    rng = np.random.default_rng(11)
+    big = rng.uniform(0.0, 1.0, size=(20_000, 1)).astype(np.float32)
+    small = rng.uniform(2.0, 3.0, size=(500, 1)).astype(np.float32)
+    max_bins = 64
+    mapper = BinMapper(subsample=1000)
+    sketches = [mapper.sketch(big), mapper.sketch(small)]
+    assert [s.values[0].size for s in sketches] == [1000, 500]  # big one subsampled
+    merged = BinMapper.from_sketches(sketches, max_bins=max_bins)
+    values = np.concatenate([s.values[0] for s in sketches])
+    weights = np.concatenate([np.full(s.values[0].size, part.shape[0] / s.values[0].size)
+                              for s, part in zip(sketches, (big, small))])
+    assert_same_bits(merged.thresholds[0],
+                     naive_weighted_thresholds(values, weights, max_bins))
+    # About 40/41 of the thresholds fall among the big partition's values.
+    assert np.count_nonzero(merged.thresholds[0] < 1.5) >= 0.95 * (max_bins - 1)
+
+
+def test_from_sketches_is_order_free_with_fractional_weights():
+    """Weights that do not add up exactly: the value 3.0 has the weights 0.1 and 0.3
+    in two sketches, and 0.3 + 0.3 + 0.2 then 0.1 + 0.3 totals 1.2, then 0.3 + 0.1
+    1.2000000000000002, so the median (half the total) lands on 1.0 or on 2.0 as the
+    two are added. Sorted by value then weight, every order of the sketches gives the
+    twin's thresholds."""
+    sketches = [
+        BinSketch(2, [2], [False], [np.array([1.0, 3.0], F32)], [np.array([0.3, 0.1])]),
+        BinSketch(1, [1], [False], [np.array([1.0], F32)], [np.array([0.3])]),
+        BinSketch(2, [2], [False], [np.array([2.0, 3.0], F32)], [np.array([0.2, 0.3])]),
+    ]
+    values = np.concatenate([s.values[0] for s in sketches])
+    weights = np.concatenate([s.weights[0] for s in sketches])
+    expected = naive_weighted_thresholds(values, weights, 2)
+    for order in itertools.permutations(sketches):
+        assert_same_bits(BinMapper.from_sketches(order, max_bins=2).thresholds[0], expected)
 
 
 def test_sketch_is_small_and_picklable():

@@ -825,3 +825,29 @@ def test_criterion(client, n_classes):
         sample_weight=da.from_array(w, chunks=300))
     assert model.to_local().get_params()["criterion"] == "squared_error"
     assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+
+
+def test_the_reduce_adds_in_rank_order_whatever_the_arrival_order():
+    """The coordinator of a fit (called here without a cluster, its coroutines on an
+    event loop of the test) gives every rank the sum of the ranks' arrays added in
+    rank order, bit for bit: (0.1 + 0.2) + 0.3, not 0.3 + 0.2 + 0.1, when the ranks
+    arrive 2, 1, 0; the columns after the summed ones are the minimum, then the
+    maxima."""
+    import asyncio
+
+    sent = {0: [0.1, 5.0, -1.0], 1: [0.2, 3.0, 4.0], 2: [0.3, 7.0, 2.0]}
+    expected = [(0.1 + 0.2) + 0.3, 3.0, 4.0]
+    assert expected[0] != (0.3 + 0.2) + 0.1  # the order shows in the sum
+
+    async def arrive(order):
+        coordinator = gdask._Coordinator(len(sent), timeout=30.0)
+        tasks = []
+        for rank in order:
+            tasks.append(asyncio.ensure_future(
+                coordinator.allreduce(1, rank, np.array(sent[rank]), 1)))
+            await asyncio.sleep(0)  # this rank's call reaches the coordinator now
+        return await asyncio.gather(*tasks)
+
+    for order in ([2, 1, 0], [1, 2, 0], [0, 1, 2]):
+        for result in asyncio.run(arrive(order)):
+            assert result.tolist() == expected, order

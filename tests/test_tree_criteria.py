@@ -286,3 +286,85 @@ def test_squared_error_proxy_is_sklearns(finder_name):
     # The two proxies are different numbers for the same split here.
     assert (friedman["feature"], friedman["threshold"]) == best_split
     assert friedman["proxy"] != got["proxy"]
+
+
+# The bounds at their edges: one tree on a few rows whose impurities are exact (or
+# nearly) in float64, compared with scikit-learn's tree node for node on each side
+# of the edge. A rule that is off by one comparison or by one term moves the edge and
+# makes one of the two bounds disagree with scikit-learn.
+
+EPS = np.finfo(np.float64).eps
+
+
+def _first_trees(X, y, split_method="exact", **params):
+    """The first tree of our model and of scikit-learn's GBC(init="zero")."""
+    ours = GradientBoostingClassifier(init="zero", n_estimators=1, split_method=split_method,
+                                      **params).fit(X, y)
+    theirs = sklearn_ensemble.GradientBoostingClassifier(init="zero", n_estimators=1,
+                                                         **params).fit(X, y)
+    return ours.estimators_[0, 0], theirs.estimators_[0, 0].tree_
+
+
+def _assert_same_first_tree(X, y, **params):
+    """Our first tree is scikit-learn's; returns its node count."""
+    ours, theirs = _first_trees(X, y, **params)
+    assert ours.node_count == theirs.node_count, params
+    _same_tree(ours, theirs)
+    return ours.node_count
+
+
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+def test_min_impurity_decrease_adds_epsilon_to_the_decrease(split_method):
+    """Labels 0 0 0 1 at F = 0: residuals -1/2 -1/2 -1/2 1/2, root impurity 3/16 and
+    the split x <= 2.5 leaves pure children, so its weighted decrease is 0.1875
+    exactly. scikit-learn keeps a split unless ``decrease + EPSILON < bound``: the
+    bound one ulp above 0.1875 still splits (EPSILON covers it), 0.1875 + 1e-15 does
+    not."""
+    X = np.arange(4, dtype=np.float64).reshape(-1, 1)
+    y = np.array([0, 0, 0, 1])
+    split = _assert_same_first_tree(X, y, split_method=split_method, max_depth=1,
+                                    min_impurity_decrease=np.nextafter(0.1875, 1.0))
+    leaf = _assert_same_first_tree(X, y, split_method=split_method, max_depth=1,
+                                   min_impurity_decrease=0.1875 + 1e-15)
+    assert (split, leaf) == (3, 1)
+
+
+@pytest.mark.parametrize("labels", [[1, 0, 0, 0, 0], [0, 0, 0, 0, 1]])
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+def test_min_impurity_decrease_uses_the_left_rows_sums(labels, split_method):
+    """The decrease of the split that isolates the lone 1 is the root impurity 0.16
+    in exact arithmetic, whichever child's sum of w r^2 is formed from its rows and
+    whichever by subtraction from the node's; in float64 the choice moves it by an
+    ulp. scikit-learn sums the left child's rows: with the bound 0.16 + EPSILON the
+    split is kept, one ulp above it the node is a leaf, and so for us."""
+    X = np.arange(5, dtype=np.float64).reshape(-1, 1)
+    y = np.array(labels)
+    bound = 0.16 + EPS
+    kept = _assert_same_first_tree(X, y, split_method=split_method, max_depth=1,
+                                   min_impurity_decrease=bound)
+    dropped = _assert_same_first_tree(X, y, split_method=split_method, max_depth=1,
+                                      min_impurity_decrease=np.nextafter(bound, 1.0))
+    assert (kept, dropped) == (3, 1)
+
+
+@pytest.mark.parametrize("max_leaf_nodes", [None, 4])
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+def test_ccp_alpha_equal_to_the_weakest_link_prunes_it(max_leaf_nodes, split_method):
+    """Every effective alpha of scikit-learn's pruning path of the first tree (its
+    DecisionTreeRegressor on the residuals y - 1/2, dyadic here, so exact): with
+    ``ccp_alpha`` equal to it the weakest link is pruned, one ulp below it is kept,
+    level-wise and best first, as in scikit-learn's GBC."""
+    X = np.arange(8, dtype=np.float64).reshape(-1, 1)
+    y = np.array([0, 1, 0, 0, 1, 1, 0, 1])
+    params = dict(max_depth=3, max_leaf_nodes=max_leaf_nodes)
+    tree_module = require("sklearn.tree")
+    path = tree_module.DecisionTreeRegressor(**params).cost_complexity_pruning_path(
+        X, y - 0.5)
+    alphas = np.unique(path.ccp_alphas[path.ccp_alphas > 0])
+    assert alphas.size >= 2
+    for alpha in alphas:
+        pruned = _assert_same_first_tree(X, y, split_method=split_method, ccp_alpha=alpha,
+                                         **params)
+        kept = _assert_same_first_tree(X, y, split_method=split_method,
+                                       ccp_alpha=np.nextafter(alpha, 0.0), **params)
+        assert pruned < kept, alpha

@@ -136,6 +136,48 @@ def test_missing_values_follow_the_learned_direction():
     assert np.abs(other.predict_contributions(rows) - got).max() > 1e-6
 
 
+def _rows_through(tree, X, j):
+    """The rows of ``X`` whose path in ``tree`` passes node ``j`` (predict's rule)."""
+    X32 = X.astype(np.float32)
+    at = np.zeros(X.shape[0], dtype=np.intp)
+    for _ in range(int(tree["depth"].max()) + 1):
+        f = tree["feature"][at]
+        inner = (f >= 0) & (at != j)
+        x = X32[np.arange(X.shape[0]), np.maximum(f, 0)]
+        right = np.where(np.isnan(x), tree["missing_go_left"][at] == 0,
+                         x > tree["threshold32"][at])
+        at = np.where(inner, np.where(right, tree["right"][at], tree["left"][at]), at)
+    return np.flatnonzero(at == j)
+
+
+def test_rows_on_a_threshold_route_as_predict_does():
+    """A value equal to a split's float32 threshold goes left, the next float32 up
+    right, as in ``predict``: for every split of the model, a row reaching it with
+    its feature set to those two values has the exact Shapley values of the naive
+    twin (which routes by ``x > threshold32``) and adds up to the raw score."""
+    model, X = _fitted("binary")
+    ens = model.booster_.ensemble
+    rows = []
+    for tree in ens.trees():
+        for j in np.flatnonzero(tree["feature"] >= 0):
+            base = X[_rows_through(tree, X, j)[0]]
+            t32 = np.float32(tree["threshold32"][j])
+            for value in (t32, np.nextafter(t32, np.float32(np.inf))):
+                row = base.copy()
+                row[tree["feature"][j]] = value
+                rows.append(row)
+    rows = np.array(rows)
+    got = ens.predict_contributions(rows)
+    raw = ens.predict_raw(rows)[:, 0]
+    assert_arrays_equal(got.sum(axis=-1)[:, 0], raw, "sum of contributions", atol=1e-12,
+                        rtol=1e-12)
+    expected = np.array([naive_contributions(ens, x) for x in rows])
+    assert_arrays_equal(got, expected, "contributions on thresholds", atol=1e-12,
+                        rtol=1e-10)
+    # Each pair of values falls on the two sides of its split: other raw scores.
+    assert np.all(raw[0::2] != raw[1::2])
+
+
 def test_learning_rate_scales_the_contributions():
     model, X = _fitted("binary")
     ens = model.booster_.ensemble
