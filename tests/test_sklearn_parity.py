@@ -83,16 +83,30 @@ def test_column_vector_y_warning_is_sklearns():
 
 
 def test_too_few_members_for_early_stopping_error_is_sklearns():
-    # scikit-learn's estimator stratifies on its internal class codes; its message
-    # is that of a stratified split of y, which names the labels.
+    # scikit-learn's estimator stratifies on its internal class codes (floats): its
+    # message names them; ours goes on with the labels.
     X = [[1, 2], [2, 3], [3, 4], [4, 5]]
     y = ["a", "a", "a", "b"]
     with pytest.raises(ValueError) as theirs:
-        train_test_split(X, y, test_size=0.1, stratify=y, random_state=0)
+        SklearnGBC(n_iter_no_change=5).fit(X, y)
     with pytest.raises(ValueError) as ours:
         GradientBoostingClassifier(n_iter_no_change=5).fit(X, y)
-    assert "['b']" in str(theirs.value)
-    assert str(ours.value).startswith(str(theirs.value))
+    assert str(theirs.value).endswith("are: [1.0]")
+    assert str(ours.value).startswith(str(theirs.value) + " (")
+    assert "['b']" in str(ours.value)
+
+
+def test_init_without_predict_proba_error_is_sklearns():
+    # scikit-learn's sentence, with the choice it lacks ("prior") after its own.
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    for bad in [GradientBoostingRegressor, "ones"]:
+        with pytest.raises(ValueError) as theirs:
+            SklearnGBC(init=bad).fit(TOY_X, TOY_Y)
+        with pytest.raises(ValueError) as ours:
+            GradientBoostingClassifier(init=bad).fit(TOY_X, TOY_Y)
+        allowed, got = str(theirs.value).split(". Got ")
+        assert str(ours.value) == f"{allowed}, or 'prior' (the same as None). Got {got}"
 
 
 # ----------------------------------- what scikit-learn's tests check, made exact
