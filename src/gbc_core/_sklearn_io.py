@@ -200,50 +200,33 @@ def from_sklearn(est):
 
 
 # ----------------------------------------------------------------- export
-def _sklearn_tree(nodes, n_features, max_features, node_dtype):
-    """A fitted scikit-learn ``DecisionTreeRegressor`` with the tree ``nodes``."""
+def _sklearn_tree(tree, max_features, node_dtype):
+    """A fitted scikit-learn ``DecisionTreeRegressor`` with the arrays of a
+    :class:`~gbc_core.Tree`'s ``tree_`` (scikit-learn's form and numbering; inner
+    nodes' values and impurities derived as that view derives them)."""
     from sklearn.tree import DecisionTreeRegressor
     from sklearn.tree._tree import Tree
 
-    n = nodes.shape[0]
-    leaf = nodes["feature"] < 0
-    w = nodes["weighted_n"]
-    left, right = nodes["left"].astype(np.int64), nodes["right"].astype(np.int64)
-    inner = np.flatnonzero(~leaf)
-    # An inner node's value and impurity, which gbc-core does not store: the
-    # cover-weighted mean of its leaves' values (what scikit-learn shows and
-    # explains), and impurities (0 at the leaves) whose weighted decreases are the
-    # splits' improvements, so that the feature importances are gbc-core's.
-    value = np.where(leaf, nodes["value"], 0.0)
-    impurity = np.zeros(n, dtype=np.float64)
-    for j in inner[::-1]:  # children come after their parents
-        l, r = left[j], right[j]
-        value[j] = (w[l] * value[l] + w[r] * value[r]) / w[j] if w[j] > 0 else 0.0
-        if w[j] > 0:
-            impurity[j] = (nodes["improvement"][j] + w[l] * impurity[l]
-                           + w[r] * impurity[r]) / w[j]
-    out = np.zeros(n, dtype=node_dtype)
+    view = tree.tree_
+    out = np.zeros(view.node_count, dtype=node_dtype)
     fields = {
-        "left_child": np.where(leaf, -1, left),
-        "right_child": np.where(leaf, -1, right),
-        "feature": np.where(leaf, -2, nodes["feature"]),
-        "threshold": np.where(leaf, -2.0, nodes["threshold"]),
-        "impurity": impurity,
-        "n_node_samples": nodes["n_samples"],
-        "weighted_n_node_samples": w,
-        "missing_go_to_left": np.where(leaf, 0, nodes["missing_go_left"]),
+        "left_child": view.children_left,
+        "right_child": view.children_right,
+        "feature": view.feature,
+        "threshold": view.threshold,
+        "impurity": view.impurity,
+        "n_node_samples": view.n_node_samples,
+        "weighted_n_node_samples": view.weighted_n_node_samples,
+        "missing_go_to_left": view.missing_go_to_left,
     }
     for name in node_dtype.names:
         out[name] = fields[name]
-    depth = np.zeros(n, dtype=np.int64)
-    for j in inner:
-        depth[left[j]] = depth[right[j]] = depth[j] + 1
-    tree_ = Tree(n_features, np.array([1], dtype=np.intp), 1)
-    tree_.__setstate__({"max_depth": int(depth.max()), "node_count": n, "nodes": out,
-                        "values": value.reshape(n, 1, 1)})
+    tree_ = Tree(view.n_features, np.array([1], dtype=np.intp), 1)
+    tree_.__setstate__({"max_depth": view.max_depth, "node_count": view.node_count,
+                        "nodes": out, "values": np.array(view.value)})
     est = DecisionTreeRegressor()
     est.tree_ = tree_
-    est.n_features_in_ = n_features
+    est.n_features_in_ = view.n_features
     est.n_outputs_ = 1
     est.max_features_ = max_features
     return est
@@ -284,7 +267,8 @@ def to_sklearn(booster):
     Returns
     -------
     sklearn.ensemble.GradientBoostingClassifier
-        ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees (inner
+        ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees as the
+        ``tree_`` of gbc-core's (numbered as scikit-learn numbers its nodes; inner
         nodes' values are their leaves' cover-weighted means, impurities such that
         the feature importances are gbc-core's, each split's ``missing_go_to_left``
         gbc-core's direction for missing values, which the trees' ``predict`` and
@@ -330,11 +314,10 @@ def to_sklearn(booster):
     est.max_features_ = int(max_features)
     est._loss = est._get_loss(sample_weight=None)
     node_dtype = Tree(1, np.array([1], dtype=np.intp), 1).__getstate__()["nodes"].dtype
-    stages = np.empty((ensemble.n_iterations, K), dtype=object)
+    stages = booster.estimators_
     for m in range(ensemble.n_iterations):
         for k in range(K):
-            stages[m, k] = _sklearn_tree(ensemble.tree_nodes(m, k), n_features,
-                                         int(max_features), node_dtype)
+            stages[m, k] = _sklearn_tree(stages[m, k], int(max_features), node_dtype)
     est.estimators_ = stages
     est.n_estimators_ = ensemble.n_iterations
     if per_row:
