@@ -167,10 +167,10 @@ def test_estimators_tree_is_sklearns(n_classes, shape):
     our_leaves, their_leaves = ours.apply(X), theirs.apply(X).astype(np.intp)
     for (m, k), tree in np.ndenumerate(ours.estimators_):
         reference = theirs.estimators_[m, k]
-        for name in ["max_depth", "min_samples_split", "min_samples_leaf",
-                     "min_weight_fraction_leaf", "min_impurity_decrease", "max_features",
-                     "max_leaf_nodes", "ccp_alpha"]:
+        for name in ["min_samples_split", "min_samples_leaf", "min_weight_fraction_leaf",
+                     "min_impurity_decrease", "max_features", "max_leaf_nodes", "ccp_alpha"]:
             assert getattr(tree, name) == getattr(reference, name), name
+        assert tree.max_depth == reference.tree_.max_depth  # (the tree's depth)
         t, r = tree.tree_, reference.tree_
         for name in ["node_count", "capacity", "max_depth", "n_leaves", "n_features",
                      "n_outputs", "max_n_classes"]:

@@ -211,10 +211,10 @@ def add_raw_to(predictor, X, out, iteration_start, iteration_stop, n_threads):
 
 #: The hyper-parameters of a fit that scikit-learn's GradientBoostingClassifier passes
 #: to each of its ``DecisionTreeRegressor`` s, which a :class:`Tree` offers under the
-#: same names.
-_TREE_PARAMS = ("max_depth", "min_samples_split", "min_samples_leaf",
-                "min_weight_fraction_leaf", "min_impurity_decrease", "max_features",
-                "max_leaf_nodes", "ccp_alpha")
+#: same names (but max_depth: a Tree's is its depth, which a warm start with another
+#: max_depth changes from tree to tree).
+_TREE_PARAMS = ("min_samples_split", "min_samples_leaf", "min_weight_fraction_leaf",
+                "min_impurity_decrease", "max_features", "max_leaf_nodes", "ccp_alpha")
 
 # scikit-learn's markers in its tree arrays (sklearn.tree._tree.TREE_LEAF and
 # TREE_UNDEFINED): the children of a leaf, and a leaf's feature and threshold.
@@ -328,10 +328,15 @@ class Tree:
         variance, which gbc-core does not keep): the cover-weighted mean of its
         leaves' values, and impurities whose weighted decreases are the splits'
         improvements (0 at the leaves).
-    max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
+    min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
     min_impurity_decrease, max_features, max_leaf_nodes, ccp_alpha
-        The fit's parameters, as scikit-learn's trees hold them (``max_depth`` is
-        the parameter, None included; the tree's depth is ``tree_.max_depth``).
+        The parameters of the model's fit, as scikit-learn's trees hold them (those
+        of its last fit: trees of an earlier fit that a warm start went on from
+        were grown with that fit's values).
+    max_depth : int
+        The tree's depth (scikit-learn's trees hold the ``max_depth`` parameter,
+        which a warm start may change from tree to tree: the depth is what a tree
+        shows of it).
 
     Examples
     --------
@@ -340,7 +345,7 @@ class Tree:
     >>> tree = model.estimators_[0, 0]
     >>> tree.node_count, tree.feature.tolist(), tree.children_left.tolist()
     (3, [0, -1, -1], [1, -1, -1])
-    >>> tree.tree_.feature.tolist(), tree.tree_.max_depth, tree.max_depth
+    >>> tree.tree_.feature.tolist(), tree.tree_.max_depth, tree.min_samples_leaf
     ([0, -2, -2], 1, 1)
     """
 
@@ -371,7 +376,7 @@ class Tree:
         """The tree as scikit-learn's ``tree_`` (see the class's Attributes)."""
         return _SklearnTreeArrays(self.nodes, self._n_features)
 
-    max_depth = _tree_param("max_depth")
+    max_depth = property(lambda self: int(self.nodes["depth"].max()), doc="depth")
     min_samples_split = _tree_param("min_samples_split")
     min_samples_leaf = _tree_param("min_samples_leaf")
     min_weight_fraction_leaf = _tree_param("min_weight_fraction_leaf")
@@ -381,7 +386,7 @@ class Tree:
     ccp_alpha = _tree_param("ccp_alpha")
 
     def __repr__(self):
-        return f"Tree(node_count={self.node_count}, depth={self.tree_.max_depth})"
+        return f"Tree(node_count={self.node_count}, max_depth={self.max_depth})"
 
 
 class Ensemble:

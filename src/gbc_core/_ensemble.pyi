@@ -51,7 +51,7 @@ class Tree:
     n_node_samples: NDArray[np.int64]
     weighted_n_node_samples: NDArray[np.float64]
     improvement: NDArray[np.float64]
-    max_depth: int | None
+    max_depth: int
 
 class Ensemble:
     def __init__(
