@@ -273,8 +273,12 @@ def to_sklearn(booster):
         the feature importances are gbc-core's, each split's ``missing_go_to_left``
         gbc-core's direction for missing values, which the trees' ``predict`` and
         ``apply`` follow; the GradientBoostingClassifier itself refuses NaN);
-        ``init_`` is ``"zero"``, a ``DummyClassifier(strategy="prior")``, or the
-        booster's fitted ``init_estimator`` (scores that vary by row); ``loss`` is
+        ``init_`` is a ``DummyClassifier(strategy="prior")`` whose raw scores are F0
+        (for F0 = 0, ``init="zero"``, the uniform prior: raw scores 0, exactly for
+        two classes, to a few 1e-16 and the same for every class otherwise, so that
+        shap's ``TreeExplainer`` and ``partial_dependence(method="recursion")``
+        take the model; ``init`` is then None), or the booster's fitted
+        ``init_estimator`` (scores that vary by row); ``loss`` is
         the booster's. It is for
         prediction and inspection: the record of the fit (``train_score_``, the
         out-of-bag scores) is not written, so scikit-learn cannot warm-start from it.
@@ -295,13 +299,12 @@ def to_sklearn(booster):
                          "GradientBoostingClassifier has at least one iteration")
     n_features, K = ensemble.n_features, ensemble.n_outputs
     per_row = booster.init_estimator is not None
-    zero = not per_row and not ensemble.init_raw.any()
     params = {k: v for k, v in booster.params.items() if k in _SHARED_PARAMS}
     params["loss"] = booster.loss
     random_state = booster.params.get("random_state")
     if random_state is None or isinstance(random_state, (int, np.integer)):
         params["random_state"] = random_state
-    est = _sklearn_gbc()(n_estimators=ensemble.n_iterations, init="zero" if zero else None,
+    est = _sklearn_gbc()(n_estimators=ensemble.n_iterations, init=None,
                          **params)
     est.learning_rate = ensemble.learning_rate
     est.classes_ = booster.classes_.copy()
@@ -325,13 +328,17 @@ def to_sklearn(booster):
         # through its loss's link, as gbc-core computes them.
         est.init = est.init_ = booster.init_estimator
         return est
-    est.init_ = "zero" if zero else _prior_init(booster, n_features, est._loss.link.link)
-    if not zero:
-        got = est._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
-        error = np.abs(got - ensemble.init_raw)
-        if not (error <= 1e-12 * np.maximum(1.0, np.abs(ensemble.init_raw))).all():
-            raise ValueError(
-                f"to_sklearn: F0 = {ensemble.init_raw.tolist()} cannot be written as "
-                "scikit-learn's prior (its raw scores would be "
-                f"{np.asarray(got).tolist()})")
+    # F0 = 0 (init="zero") too is written as a prior, the uniform one, whose raw
+    # scores scikit-learn's links make 0 (binary: exactly; K classes: the same value
+    # for every class, 0 or within a few 1e-16, so the same probabilities): shap's
+    # TreeExplainer refuses init_="zero" and partial_dependence(method="recursion")
+    # warns on it.
+    est.init_ = _prior_init(booster, n_features, est._loss.link.link)
+    got = est._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
+    error = np.abs(got - ensemble.init_raw)
+    if not (error <= 1e-12 * np.maximum(1.0, np.abs(ensemble.init_raw))).all():
+        raise ValueError(
+            f"to_sklearn: F0 = {ensemble.init_raw.tolist()} cannot be written as "
+            "scikit-learn's prior (its raw scores would be "
+            f"{np.asarray(got).tolist()})")
     return est
