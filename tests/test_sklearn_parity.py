@@ -26,12 +26,7 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import GradientBoostingClassifier as SklearnGBC
 from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.metrics import get_scorer
-from sklearn.model_selection import (
-    GridSearchCV,
-    StratifiedKFold,
-    cross_val_score,
-    train_test_split,
-)
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
