@@ -21,12 +21,11 @@ offers. It is excluded, with the first reason that matches, when
 3. its body (docstring and comments left out) uses something gbc-core does not
    offer. Every parameter of scikit-learn's classifier is offered
    (``max_leaf_nodes``, ``criterion``, ``min_impurity_decrease``, ``ccp_alpha``, the
-   exponential loss, init estimators) and so are sparse containers: what is left is
-   scikit-learn's internals: a private attribute (``._loss``, ``._raw_predict``),
-   ``init_``,
-   scikit-learn's tree objects (``.tree_``) or a function imported from a private
-   module of ``sklearn.ensemble`` or ``sklearn.tree`` (``predict_stages``,
-   ``_safe_divide``, ``TREE_LEAF``).
+   exponential loss, init estimators) and so are sparse containers and the trees'
+   ``tree_`` arrays: what is left is scikit-learn's internals: a private attribute
+   (``._loss``, ``._raw_predict``), ``init_`` or a function imported from a private
+   module of ``sklearn.ensemble`` or ``sklearn.tree`` at the module's top
+   (``predict_stages``, ``_safe_divide``).
 
 A test that also uses scikit-learn's ``GradientBoostingRegressor`` next to the
 classifier (e.g. ``test_max_features``) applies: the regressor's lines run with
@@ -63,7 +62,6 @@ INJECTED_IMPORT = "from gbc_core import GradientBoostingClassifier"
 # Uses in a test's body of scikit-learn's internals, which gbc-core does not offer:
 # (pattern, reason).
 NOT_OFFERED = [
-    (r"\.tree_\b", "scikit-learn's tree objects (estimators_[i, j].tree_)"),
     (r"\.init_\b", "scikit-learn's init_ estimator"),
     (r"\._[A-Za-z]\w*", "a private attribute of scikit-learn's estimator"),
 ]

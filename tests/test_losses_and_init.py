@@ -293,8 +293,8 @@ def test_init_estimator_errors():
     GBC(init=init, n_estimators=2).fit(X, y)  # without weights it is fitted
     # Not an estimator with fit and predict_proba; an unknown string.
     for bad in ["ones", linear_model.LinearRegression(), 3]:
-        with pytest.raises(ValueError, match="init must be 'zero' or 'prior' or None or an "
-                                             "estimator with fit and predict_proba"):
+        with pytest.raises(ValueError, match="The 'init' parameter of GradientBoosting"
+                                             "Classifier must be a str among"):
             GBC(init=bad).fit(X, y)
 
     class OneColumn:

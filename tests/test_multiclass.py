@@ -162,7 +162,8 @@ def test_stratified_hold_out_of_each_class():
     assert np.bincount(y[val], minlength=5).tolist() == [40, 10, 4, 1, 1]
     assert sorted(np.concatenate([train, val]).tolist()) == list(range(y.shape[0]))
     with pytest.raises(ValueError, match=r"least populated classes in y have only 1 member"
-                                         r".* Classes with too few members are: \[5\]"):
+                                         r".* Classes with too few members are: \[5\.0\] "
+                                         r"\(class codes; the labels \[5\]\)"):
         _stratified_split(np.r_[y, 5], np.arange(6), 0.2, np.random.default_rng(0))
     X = np.random.default_rng(0).normal(size=(y.shape[0] + 1, 3))
     with pytest.raises(ValueError, match="least populated classes"):

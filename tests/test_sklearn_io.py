@@ -6,6 +6,8 @@ predicts its probabilities, a model written to scikit-learn predicts ours, both 
 softmax is computed by each library), and scikit-learn's tools run on the export.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -165,7 +167,18 @@ def test_to_sklearn_predicts_as_gbc_core(n_classes, init):
     model, X = _gbc_model(n_classes, init)
     est = model.to_sklearn()
     assert isinstance(est, sklearn_ensemble.GradientBoostingClassifier)
-    assert isinstance(est.init_, str) == (init == "zero")
+    # The init is a prior; F0 = 0 is the uniform one (scikit-learn's init="zero",
+    # which shap refuses, predicts the same).
+    assert isinstance(est.init_, sklearn_dummy.DummyClassifier) and est.init is None
+    if init == "zero":
+        assert_arrays_equal(est.init_.class_prior_, np.full(n_classes, 1 / n_classes),
+                            "uniform prior", atol=0)
+        # Raw scores of the init: 0 (two classes: exactly; else to rounding, the same
+        # for every class, so the probabilities are those of F0 = 0).
+        init_raw = est._raw_predict_init(X[:5])
+        assert (init_raw == init_raw[:, :1]).all() and np.abs(init_raw).max() <= 1e-15
+        if n_classes == 2:
+            assert (init_raw == 0).all()
     X_new = np.random.default_rng(8).normal(size=(2000, X.shape[1])) * 1.5
     for rows in (X, X_new):
         _close(est.predict_proba(rows), model.predict_proba(rows), "probabilities")
@@ -213,24 +226,30 @@ def test_missing_value_directions_are_written():
            "probabilities with NaN after the round trip")
 
 
-def test_sklearn_tools_work_on_the_export():
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("init", ["zero", "prior"])
+def test_sklearn_tools_work_on_the_export(n_classes, init):
     matplotlib = require("matplotlib")  # plot_tree draws with matplotlib
     matplotlib.use("Agg")
     from sklearn.inspection import partial_dependence
     from sklearn.tree import plot_tree
 
-    model, X = _gbc_model(2, "prior", max_depth=2, n_estimators=6)
+    model, X = _gbc_model(n_classes, init, max_depth=2, n_estimators=6)
     est = model.to_sklearn()
     assert len(plot_tree(est.estimators_[0, 0])) > 0
-    # The recursion method: the trees' cover-weighted expectation given the feature.
-    pd_result = partial_dependence(est, X, [0], method="recursion", grid_resolution=7)
+    # The recursion method: the trees' cover-weighted expectation given the feature,
+    # without a warning for the default init="zero" (written as a constant prior).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pd_result = partial_dependence(est, X, [0], method="recursion", grid_resolution=7)
     grid = pd_result["grid_values"][0]
     ens = model.booster_.ensemble
-    expected = []
-    for g in grid:
+    K = ens.n_outputs
+    expected = np.zeros((K, grid.size))
+    for i, g in enumerate(grid):
         x = np.zeros(X.shape[1])
         x[0] = g
-        expected.append(sum(ens.learning_rate * _v(t, x, {0}) for t in ens.trees()))
+        for t, nodes in enumerate(ens.trees()):
+            expected[t % K, i] += ens.learning_rate * _v(nodes, x, {0})
     # (scikit-learn's recursion leaves the init estimator's F0 out.)
-    assert_arrays_equal(pd_result["average"][0], np.array(expected), "partial dependence",
-                        atol=1e-12)
+    assert_arrays_equal(pd_result["average"], expected, "partial dependence", atol=1e-12)

@@ -26,12 +26,7 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import GradientBoostingClassifier as SklearnGBC
 from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.metrics import get_scorer
-from sklearn.model_selection import (
-    GridSearchCV,
-    StratifiedKFold,
-    cross_val_score,
-    train_test_split,
-)
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -83,16 +78,133 @@ def test_column_vector_y_warning_is_sklearns():
 
 
 def test_too_few_members_for_early_stopping_error_is_sklearns():
-    # scikit-learn's estimator stratifies on its internal class codes; its message
-    # is that of a stratified split of y, which names the labels.
+    # scikit-learn's estimator stratifies on its internal class codes (floats): its
+    # message names them; ours goes on with the labels.
     X = [[1, 2], [2, 3], [3, 4], [4, 5]]
     y = ["a", "a", "a", "b"]
     with pytest.raises(ValueError) as theirs:
-        train_test_split(X, y, test_size=0.1, stratify=y, random_state=0)
+        SklearnGBC(n_iter_no_change=5).fit(X, y)
     with pytest.raises(ValueError) as ours:
         GradientBoostingClassifier(n_iter_no_change=5).fit(X, y)
-    assert "['b']" in str(theirs.value)
-    assert str(ours.value).startswith(str(theirs.value))
+    assert str(theirs.value).endswith("are: [1.0]")
+    assert str(ours.value).startswith(str(theirs.value) + " (")
+    assert "['b']" in str(ours.value)
+
+
+def test_init_without_predict_proba_error_is_sklearns():
+    # scikit-learn's sentence, with the choice it lacks ("prior") after its own.
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    for bad in [GradientBoostingRegressor, "ones"]:
+        with pytest.raises(ValueError) as theirs:
+            SklearnGBC(init=bad).fit(TOY_X, TOY_Y)
+        with pytest.raises(ValueError) as ours:
+            GradientBoostingClassifier(init=bad).fit(TOY_X, TOY_Y)
+        allowed, got = str(theirs.value).split(". Got ")
+        assert str(ours.value) == f"{allowed}, or 'prior' (the same as None). Got {got}"
+
+
+def _leaf_mean_values(tree_):
+    """Naive twin of an inner node's value in gbc-core's ``tree_``: the mean of the
+    values of the leaves under it, weighted by their weighted_n_node_samples."""
+    def leaves(j):
+        if tree_.children_left[j] == -1:
+            return [j]
+        return leaves(tree_.children_left[j]) + leaves(tree_.children_right[j])
+
+    out = np.empty(tree_.node_count)
+    for j in range(tree_.node_count):
+        under = leaves(j)
+        w = tree_.weighted_n_node_samples[under]
+        out[j] = np.sum(w * tree_.value[under, 0, 0]) / np.sum(w)
+    return out
+
+
+def _weighted_decreases(tree_):
+    """Each node's weighted impurity less its children's (0 at a leaf)."""
+    inner = np.flatnonzero(tree_.children_left != -1)
+    wi = tree_.weighted_n_node_samples * tree_.impurity
+    out = np.zeros(tree_.node_count)
+    out[inner] = wi[inner] - wi[tree_.children_left[inner]] - wi[tree_.children_right[inner]]
+    return out
+
+
+def _same_nodes(tree_, reference):
+    """Pairs (node of ``tree_``, node of ``reference``) of two trees of the same
+    shape, walking both from the root (scikit-learn numbers a level-by-level tree
+    depth first, gbc-core level by level)."""
+    pairs = [(0, 0)]
+    for i, j in pairs:
+        assert (tree_.children_left[i] == -1) == (reference.children_left[j] == -1)
+        if reference.children_left[j] != -1:
+            pairs += [(tree_.children_left[i], reference.children_left[j]),
+                      (tree_.children_right[i], reference.children_right[j])]
+    assert len(pairs) == tree_.node_count == reference.node_count
+    ours, theirs = np.array(pairs).T
+    # Children after their parent in both (what scikit-learn's code relies on).
+    inner = np.flatnonzero(tree_.children_left != -1)
+    assert (tree_.children_left[inner] > inner).all()
+    assert (tree_.children_right[inner] > inner).all()
+    return ours, theirs
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("shape", [dict(max_depth=4), dict(max_depth=None, max_leaf_nodes=7),
+                                   dict(max_depth=None, max_leaf_nodes=9, ccp_alpha=2e-3)])
+def test_estimators_tree_is_sklearns(n_classes, shape):
+    # scikit-learn's tests read estimators_[i, k].tree_ and the trees' parameters.
+    X, y = _binary(400) if n_classes == 2 else _multiclass(400)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=y.shape[0])
+    params = dict(n_estimators=4, min_samples_leaf=8, min_impurity_decrease=1e-4, **shape)
+    ours = GradientBoostingClassifier(**params).fit(X, y, sample_weight=w)
+    theirs = _sklearn_model(**params).fit(X, y, sample_weight=w)
+    assert ours.estimators_.shape == theirs.estimators_.shape
+    our_leaves, their_leaves = ours.apply(X), theirs.apply(X).astype(np.intp)
+    for (m, k), tree in np.ndenumerate(ours.estimators_):
+        reference = theirs.estimators_[m, k]
+        for name in ["min_samples_split", "min_samples_leaf", "min_weight_fraction_leaf",
+                     "min_impurity_decrease", "max_features", "max_leaf_nodes", "ccp_alpha"]:
+            assert getattr(tree, name) == getattr(reference, name), name
+        assert tree.max_depth == reference.tree_.max_depth  # (the tree's depth)
+        t, r = tree.tree_, reference.tree_
+        for name in ["node_count", "capacity", "max_depth", "n_leaves", "n_features",
+                     "n_outputs", "max_n_classes"]:
+            assert getattr(t, name) == getattr(r, name), name
+        assert_array_equal(t.n_classes, r.n_classes)
+        i, j = _same_nodes(t, r)
+        for name in ["children_left", "children_right", "feature", "threshold",
+                     "n_node_samples", "weighted_n_node_samples", "value", "impurity",
+                     "missing_go_to_left"]:
+            assert getattr(t, name).dtype == getattr(r, name).dtype, name
+            assert getattr(t, name).shape == getattr(r, name).shape, name
+            assert not getattr(t, name).flags.writeable, name
+        for name in ["feature", "threshold", "n_node_samples"]:
+            assert_array_equal(getattr(t, name)[i], getattr(r, name)[j], err_msg=name)
+        assert_allclose(t.weighted_n_node_samples[i], r.weighted_n_node_samples[j],
+                        rtol=1e-12)
+        # A leaf's value is its gamma, as scikit-learn's, and apply's leaf numbers
+        # index tree_; an inner node's value is the mean of its leaves'; the weighted
+        # impurity decreases are scikit-learn's.
+        assert_allclose(t.value[our_leaves[:, m, k]], r.value[their_leaves[:, m, k]],
+                        rtol=1e-12, atol=1e-14)
+        assert_allclose(t.value[i, 0, 0], _leaf_mean_values(r)[j], rtol=1e-12, atol=1e-14)
+        inner = t.children_left[i] != -1
+        assert_allclose(_weighted_decreases(t)[i], _weighted_decreases(r)[j], rtol=1e-9,
+                        atol=1e-12 * r.weighted_n_node_samples[0])
+        assert (t.impurity[i[~inner]] == 0).all()
+        # Where a missing value goes: gbc-core's direction (the data have none, and
+        # each library has its own rule then).
+        assert_array_equal(t.missing_go_to_left[i[inner]], tree.missing_go_to_left[i[inner]])
+        assert (t.missing_go_to_left[i[~inner]] == 0).all()
+
+
+def test_tree_without_the_fits_parameters_says_so():
+    X, y = _binary(100)
+    tree = GradientBoostingClassifier(n_estimators=2).fit(X, y).booster_.ensemble.tree(0)
+    assert tree.tree_.node_count == tree.node_count
+    with pytest.raises(AttributeError, match="min_impurity_decrease: this Tree was made "
+                                             "without the parameters of its fit"):
+        tree.min_impurity_decrease
 
 
 # ----------------------------------- what scikit-learn's tests check, made exact

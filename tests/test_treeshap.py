@@ -266,8 +266,9 @@ def test_equals_shap_tree_explainer(n_classes, init):
     ours = model.booster_.ensemble.predict_contributions(rows)
     assert_arrays_equal(ours[:, :, :-1], _shap_per_tree(shap, sk, rows),
                         "contributions vs shap", atol=1e-6)
-    if n_classes == 2 and init == "prior":
-        # shap explains a whole binary GradientBoostingClassifier with a prior init.
+    if n_classes == 2:
+        # shap explains a whole binary GradientBoostingClassifier with a prior init;
+        # init="zero" is written as the uniform prior, F0 = 0.
         explainer = shap.TreeExplainer(sk)
         values = np.asarray(explainer.shap_values(rows))
         assert_arrays_equal(ours[:, 0, :-1], values, "contributions vs shap", atol=1e-6)

@@ -15,7 +15,7 @@ scored one at a time, never densified, with the results of the same data dense.
 import numpy as np
 
 from . import _model_io
-from ._ensemble import Ensemble
+from ._ensemble import Ensemble, Tree
 from ._loss import loss_for
 from ._params import effective_n_threads
 from ._record import FitRecord
@@ -155,12 +155,14 @@ class Booster:
 
     @property
     def estimators_(self):
-        """The trees as an array (n_iterations, n_outputs) of :class:`Tree`."""
+        """The trees as an array (n_iterations, n_outputs) of :class:`Tree` (each with
+        the parameters of the fit, as scikit-learn's trees)."""
         ens = self.ensemble
         out = np.empty((ens.n_iterations, ens.n_outputs), dtype=object)
         for m in range(ens.n_iterations):
             for k in range(ens.n_outputs):
-                out[m, k] = ens.tree(m, k)
+                out[m, k] = Tree(ens.tree_nodes(m, k), n_features=ens.n_features,
+                                 params=self.params)
         return out
 
     def trees(self):

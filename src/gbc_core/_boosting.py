@@ -280,20 +280,23 @@ def holdout_sizes(group_sizes, classes, fraction):
     Raises
     ------
     ValueError
-        A class with a single row (scikit-learn's message), a fraction that holds
-        out every (weighted) row of a class, or a hold-out without any weight.
+        A class with a single row (scikit-learn's message, then the labels), a
+        fraction that holds out every (weighted) row of a class, or a hold-out
+        without any weight.
     """
     sizes = np.asarray(group_sizes, dtype=np.int64)
     counts = sizes if sizes.ndim == 1 else sizes.sum(axis=1)
     too_few = (counts > 0) & (counts < 2)
     if too_few.any():
-        # scikit-learn's message (StratifiedShuffleSplit), naming the labels.
+        # scikit-learn's message: its estimator stratifies on the class codes (the
+        # positions in the sorted labels, as floats), then the labels themselves.
+        codes = np.flatnonzero(too_few).astype(np.float64).tolist()
         raise ValueError(
             "The least populated classes in y have only 1 member, which is too few. "
             "The minimum number of groups for any class cannot be less than 2. Classes "
-            f"with too few members are: {classes[too_few].tolist()} (early stopping "
-            "holds out validation_fraction of each class: pass eval_set or more "
-            "samples)")
+            f"with too few members are: {codes} (class codes; the labels "
+            f"{classes[too_few].tolist()}). Early stopping holds out "
+            "validation_fraction of each class: pass eval_set or more samples")
 
     def n_held_out(cls, size):
         n_val = int(round(fraction * size))

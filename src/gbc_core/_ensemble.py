@@ -15,6 +15,8 @@ structure, finite values, raw scores that cannot overflow), whoever builds it: a
 fit, the model-file loader or a user, so the prediction kernels can trust it.
 """
 
+import functools
+
 import numpy as np
 
 from ._common import NODE_DTYPE
@@ -207,20 +209,134 @@ def add_raw_to(predictor, X, out, iteration_start, iteration_stop, n_threads):
         predictor.predict_raw(X, out, iteration_start, iteration_stop, n_threads)
 
 
+#: The hyper-parameters of a fit that scikit-learn's GradientBoostingClassifier passes
+#: to each of its ``DecisionTreeRegressor`` s, which a :class:`Tree` offers under the
+#: same names (but max_depth: a Tree's is its depth, which a warm start with another
+#: max_depth changes from tree to tree).
+_TREE_PARAMS = ("min_samples_split", "min_samples_leaf", "min_weight_fraction_leaf",
+                "min_impurity_decrease", "max_features", "max_leaf_nodes", "ccp_alpha")
+
+# scikit-learn's markers in its tree arrays (sklearn.tree._tree.TREE_LEAF and
+# TREE_UNDEFINED): the children of a leaf, and a leaf's feature and threshold.
+_TREE_LEAF = -1
+_TREE_UNDEFINED = -2
+
+
+class _SklearnTreeArrays:
+    """A tree's nodes in the form of scikit-learn's ``tree_`` of a gradient boosting
+    stage (``sklearn.tree._tree.Tree``), read-only.
+
+    The nodes keep gbc-core's numbers (those ``apply`` gives; children after their
+    parent, as in every scikit-learn tree, though scikit-learn's builder numbers a
+    level-by-level tree depth first); a leaf's children are -1 and its feature and
+    threshold -2; ``value`` has the shape (node_count, 1, 1). At a leaf ``value`` is
+    the leaf's gamma, as scikit-learn's (without the learning rate). An inner node's
+    ``value`` and every ``impurity`` come from what gbc-core keeps of a tree
+    (scikit-learn's are the weighted mean and variance of the residuals that reached
+    the node, which it does not keep): an inner node's value is the weighted mean of
+    its leaves' values (weights ``weighted_n_node_samples``), the leaves' impurity
+    is 0 and an inner node's is such that ``weighted_n_node_samples * impurity`` of
+    a node less that of its two children is the split's squared-error decrease,
+    scikit-learn's: the feature importances computed from it are scikit-learn's.
+    """
+
+    def __init__(self, nodes, n_features):
+        n = nodes.shape[0]
+        leaf = nodes["feature"] < 0
+        inner = np.flatnonzero(~leaf)
+        left = np.where(leaf, _TREE_LEAF, nodes["left"]).astype(np.intp)
+        right = np.where(leaf, _TREE_LEAF, nodes["right"]).astype(np.intp)
+        w = nodes["weighted_n"].astype(np.float64)
+        value = np.where(leaf, nodes["value"], 0.0)
+        impurity = np.zeros(n, dtype=np.float64)
+        depth = np.zeros(n, dtype=np.intp)
+        for j in inner[::-1]:  # children come after their parents
+            l, r = left[j], right[j]
+            if w[j] > 0:
+                value[j] = (w[l] * value[l] + w[r] * value[r]) / w[j]
+                impurity[j] = (nodes["improvement"][j] + w[l] * impurity[l]
+                               + w[r] * impurity[r]) / w[j]
+        for j in inner:
+            depth[left[j]] = depth[right[j]] = depth[j] + 1
+        self.node_count = self.capacity = n
+        self.max_depth = int(depth.max())
+        self.n_leaves = int(leaf.sum())
+        self.n_features = n_features
+        self.n_outputs = self.max_n_classes = 1
+        self.n_classes = np.ones(1, dtype=np.intp)
+        self.children_left = left
+        self.children_right = right
+        self.feature = np.where(leaf, _TREE_UNDEFINED, nodes["feature"]).astype(np.intp)
+        self.threshold = np.where(leaf, float(_TREE_UNDEFINED), nodes["threshold"])
+        self.value = value.reshape(n, 1, 1)
+        self.impurity = impurity
+        self.n_node_samples = nodes["n_samples"].astype(np.intp)
+        self.weighted_n_node_samples = w
+        self.missing_go_to_left = np.where(leaf, 0, nodes["missing_go_left"]).astype(np.uint8)
+        for array in vars(self).values():
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
+
+    def __repr__(self):
+        return f"<tree_ of {self.node_count} nodes, max_depth={self.max_depth}>"
+
+
+def _tree_param(name):
+    def get(self):
+        if name not in self._params:
+            raise AttributeError(f"{name}: this Tree was made without the parameters of "
+                                 "its fit (pass params=)")
+        return self._params[name]
+
+    return property(get, doc=f"{name} of the fit (as scikit-learn's trees' {name})")
+
+
 class Tree:
     """One regression tree of an ensemble, with the node arrays named as in
-    scikit-learn's ``tree_``.
+    scikit-learn's ``tree_``, and as a scikit-learn ``DecisionTreeRegressor`` of a
+    gradient boosting stage: ``tree_`` and the parameters of the fit.
 
-    Nodes are numbered from the root (0) level by level; a leaf has
-    ``feature == -1`` and children -1; ``x[feature] <= threshold`` goes to
-    ``children_left`` (missing values: ``missing_go_to_left``); ``value`` is the
-    leaf's gamma (0 for an inner node): the tree adds ``learning_rate * value`` to
-    its output's raw score.
+    Nodes are numbered from the root (0) level by level (a best-first tree: in the
+    order they were split); a leaf has ``feature == -1`` and children -1;
+    ``x[feature] <= threshold`` goes to ``children_left`` (missing values:
+    ``missing_go_to_left``); ``value`` is the leaf's gamma (0 for an inner node): the
+    tree adds ``learning_rate * value`` to its output's raw score.
 
     Parameters
     ----------
     nodes : ndarray of ``NODE_DTYPE``
         The tree's nodes (copied, read-only).
+    n_features : int, optional
+        Features of a row (``tree_.n_features``).
+    params : dict, optional
+        The hyper-parameters of the fit (``Booster.params``): the tree offers those
+        scikit-learn's trees hold (see below) as attributes.
+
+    Attributes
+    ----------
+    tree_ : object
+        The tree as scikit-learn's ``tree_`` (read-only arrays ``children_left``,
+        ``children_right``, ``feature``, ``threshold``, ``value`` of shape
+        (node_count, 1, 1), ``impurity``, ``n_node_samples``,
+        ``weighted_n_node_samples``, ``missing_go_to_left``; ``node_count``,
+        ``max_depth``, ``n_leaves``, ``n_features``...), the nodes numbered as the
+        Tree's (``apply`` gives these numbers; scikit-learn's builder would number
+        a level-by-level tree depth first), leaves marked with feature and
+        threshold -2, as scikit-learn's. A leaf's value is
+        its gamma, as scikit-learn's; an inner node's value and the impurities are
+        derived from the tree (scikit-learn's are its residuals' weighted mean and
+        variance, which gbc-core does not keep): the cover-weighted mean of its
+        leaves' values, and impurities whose weighted decreases are the splits'
+        improvements (0 at the leaves).
+    min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
+    min_impurity_decrease, max_features, max_leaf_nodes, ccp_alpha
+        The parameters of the model's fit, as scikit-learn's trees hold them (those
+        of its last fit: trees of an earlier fit that a warm start went on from
+        were grown with that fit's values).
+    max_depth : int
+        The tree's depth (scikit-learn's trees hold the ``max_depth`` parameter,
+        which a warm start may change from tree to tree: the depth is what a tree
+        shows of it).
 
     Examples
     --------
@@ -229,11 +345,16 @@ class Tree:
     >>> tree = model.estimators_[0, 0]
     >>> tree.node_count, tree.feature.tolist(), tree.children_left.tolist()
     (3, [0, -1, -1], [1, -1, -1])
+    >>> tree.tree_.feature.tolist(), tree.tree_.max_depth, tree.min_samples_leaf
+    ([0, -2, -2], 1, 1)
     """
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, *, n_features=None, params=None):
         self.nodes = _node_array(nodes)
         self.nodes.flags.writeable = False
+        self._n_features = n_features
+        self._params = {name: params[name] for name in _TREE_PARAMS
+                        if params is not None and name in params}
 
     node_count = property(lambda self: self.nodes.shape[0], doc="number of nodes")
     feature = property(lambda self: self.nodes["feature"], doc="split feature, -1: leaf")
@@ -249,7 +370,20 @@ class Tree:
                                        doc="weight of the node's in-bag samples")
     improvement = property(lambda self: self.nodes["improvement"],
                            doc="weighted squared-error decrease of the split")
+
+    @functools.cached_property
+    def tree_(self):
+        """The tree as scikit-learn's ``tree_`` (see the class's Attributes)."""
+        return _SklearnTreeArrays(self.nodes, self._n_features)
+
     max_depth = property(lambda self: int(self.nodes["depth"].max()), doc="depth")
+    min_samples_split = _tree_param("min_samples_split")
+    min_samples_leaf = _tree_param("min_samples_leaf")
+    min_weight_fraction_leaf = _tree_param("min_weight_fraction_leaf")
+    min_impurity_decrease = _tree_param("min_impurity_decrease")
+    max_features = _tree_param("max_features")
+    max_leaf_nodes = _tree_param("max_leaf_nodes")
+    ccp_alpha = _tree_param("ccp_alpha")
 
     def __repr__(self):
         return f"Tree(node_count={self.node_count}, max_depth={self.max_depth})"
@@ -439,7 +573,7 @@ class Ensemble:
         >>> ensemble.tree(-1).node_count
         3
         """
-        return Tree(self.tree_nodes(iteration, output))
+        return Tree(self.tree_nodes(iteration, output), n_features=self._n_features)
 
     def trees(self):
         """Every tree's nodes (copies), in iteration order (K per iteration).

@@ -9,9 +9,38 @@ RAW_SCORE_LIMIT: float
 
 def validate_trees(nodes: Any, offsets: ArrayLike, n_features: int) -> None: ...
 
+class _SklearnTreeArrays:
+    node_count: int
+    capacity: int
+    max_depth: int
+    n_leaves: int
+    n_features: int | None
+    n_outputs: int
+    max_n_classes: int
+    n_classes: NDArray[np.intp]
+    children_left: NDArray[np.intp]
+    children_right: NDArray[np.intp]
+    feature: NDArray[np.intp]
+    threshold: NDArray[np.float64]
+    value: NDArray[np.float64]
+    impurity: NDArray[np.float64]
+    n_node_samples: NDArray[np.intp]
+    weighted_n_node_samples: NDArray[np.float64]
+    missing_go_to_left: NDArray[np.uint8]
+
 class Tree:
     nodes: NDArray[np.void]
-    def __init__(self, nodes: ArrayLike) -> None: ...
+    def __init__(
+        self, nodes: ArrayLike, *, n_features: int | None = None, params: dict[str, Any] | None = None
+    ) -> None: ...
+    tree_: _SklearnTreeArrays
+    max_features: Any
+    max_leaf_nodes: int | None
+    min_samples_split: int | float
+    min_samples_leaf: int | float
+    min_weight_fraction_leaf: float
+    min_impurity_decrease: float
+    ccp_alpha: float
     node_count: int
     feature: NDArray[np.int32]
     threshold: NDArray[np.float64]

@@ -191,6 +191,22 @@ class Param:
         return value
 
 
+class SklearnWordedParam(Param):
+    """A hyper-parameter whose error is scikit-learn's sentence ("The 'init' parameter
+    of GradientBoostingClassifier must be ... Got ... instead."), which scikit-learn's
+    own tests match, with ``expected`` naming what is allowed."""
+
+    def __init__(self, name, default, rules, help, expected, cli="option"):
+        super().__init__(name, default, rules, help, cli=cli)
+        self.expected = expected
+
+    def check(self, value):
+        if not self.accepts(value):
+            raise ValueError(f"The {self.name!r} parameter of GradientBoostingClassifier "
+                             f"must be {self.expected}. Got {value!r} instead.")
+        return value
+
+
 PARAMS = (
     Param("loss", "log_loss", [Options("log_loss", "exponential")],
           "loss minimised: 'log_loss' (binomial for 2 classes, multinomial for more) "
@@ -213,10 +229,13 @@ PARAMS = (
     Param("max_leaf_nodes", None, [NONE, Integer(2)],
           "grow each tree best first (the split of largest improvement next) up to "
           "this many leaves, max_depth still a bound (None: level by level)"),
-    Param("init", "zero", [Options("zero", "prior"), NONE, Estimator()],
-          "initial raw scores: 'zero' (the paper's F0 = 0), 'prior' or None (the "
-          "loss's link of the weighted class frequencies), or, in Python, an "
-          "estimator with fit and predict_proba (fitted on the training data)"),
+    SklearnWordedParam(
+        "init", "zero", [Options("zero", "prior"), NONE, Estimator()],
+        "initial raw scores: 'zero' (the paper's F0 = 0), 'prior' or None (the "
+        "loss's link of the weighted class frequencies), or, in Python, an "
+        "estimator with fit and predict_proba (fitted on the training data)",
+        expected="a str among {'zero'}, None or an object implementing 'fit' and "
+                 "'predict_proba', or 'prior' (the same as None)"),
     Param("random_state", None, [NONE, Integer(0), Generator()],
           "seed of the row subsampling, feature draws and early-stopping split"),
     Param("max_features", None, [NONE, Options("sqrt", "log2"), Integer(1),

@@ -200,50 +200,33 @@ def from_sklearn(est):
 
 
 # ----------------------------------------------------------------- export
-def _sklearn_tree(nodes, n_features, max_features, node_dtype):
-    """A fitted scikit-learn ``DecisionTreeRegressor`` with the tree ``nodes``."""
+def _sklearn_tree(tree, max_features, node_dtype):
+    """A fitted scikit-learn ``DecisionTreeRegressor`` with the arrays of a
+    :class:`~gbc_core.Tree`'s ``tree_`` (scikit-learn's form and numbering; inner
+    nodes' values and impurities derived as that view derives them)."""
     from sklearn.tree import DecisionTreeRegressor
     from sklearn.tree._tree import Tree
 
-    n = nodes.shape[0]
-    leaf = nodes["feature"] < 0
-    w = nodes["weighted_n"]
-    left, right = nodes["left"].astype(np.int64), nodes["right"].astype(np.int64)
-    inner = np.flatnonzero(~leaf)
-    # An inner node's value and impurity, which gbc-core does not store: the
-    # cover-weighted mean of its leaves' values (what scikit-learn shows and
-    # explains), and impurities (0 at the leaves) whose weighted decreases are the
-    # splits' improvements, so that the feature importances are gbc-core's.
-    value = np.where(leaf, nodes["value"], 0.0)
-    impurity = np.zeros(n, dtype=np.float64)
-    for j in inner[::-1]:  # children come after their parents
-        l, r = left[j], right[j]
-        value[j] = (w[l] * value[l] + w[r] * value[r]) / w[j] if w[j] > 0 else 0.0
-        if w[j] > 0:
-            impurity[j] = (nodes["improvement"][j] + w[l] * impurity[l]
-                           + w[r] * impurity[r]) / w[j]
-    out = np.zeros(n, dtype=node_dtype)
+    view = tree.tree_
+    out = np.zeros(view.node_count, dtype=node_dtype)
     fields = {
-        "left_child": np.where(leaf, -1, left),
-        "right_child": np.where(leaf, -1, right),
-        "feature": np.where(leaf, -2, nodes["feature"]),
-        "threshold": np.where(leaf, -2.0, nodes["threshold"]),
-        "impurity": impurity,
-        "n_node_samples": nodes["n_samples"],
-        "weighted_n_node_samples": w,
-        "missing_go_to_left": np.where(leaf, 0, nodes["missing_go_left"]),
+        "left_child": view.children_left,
+        "right_child": view.children_right,
+        "feature": view.feature,
+        "threshold": view.threshold,
+        "impurity": view.impurity,
+        "n_node_samples": view.n_node_samples,
+        "weighted_n_node_samples": view.weighted_n_node_samples,
+        "missing_go_to_left": view.missing_go_to_left,
     }
     for name in node_dtype.names:
         out[name] = fields[name]
-    depth = np.zeros(n, dtype=np.int64)
-    for j in inner:
-        depth[left[j]] = depth[right[j]] = depth[j] + 1
-    tree_ = Tree(n_features, np.array([1], dtype=np.intp), 1)
-    tree_.__setstate__({"max_depth": int(depth.max()), "node_count": n, "nodes": out,
-                        "values": value.reshape(n, 1, 1)})
+    tree_ = Tree(view.n_features, np.array([1], dtype=np.intp), 1)
+    tree_.__setstate__({"max_depth": view.max_depth, "node_count": view.node_count,
+                        "nodes": out, "values": np.array(view.value)})
     est = DecisionTreeRegressor()
     est.tree_ = tree_
-    est.n_features_in_ = n_features
+    est.n_features_in_ = view.n_features
     est.n_outputs_ = 1
     est.max_features_ = max_features
     return est
@@ -284,13 +267,18 @@ def to_sklearn(booster):
     Returns
     -------
     sklearn.ensemble.GradientBoostingClassifier
-        ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees (inner
+        ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees as the
+        ``tree_`` of gbc-core's (numbered as scikit-learn numbers its nodes; inner
         nodes' values are their leaves' cover-weighted means, impurities such that
         the feature importances are gbc-core's, each split's ``missing_go_to_left``
         gbc-core's direction for missing values, which the trees' ``predict`` and
         ``apply`` follow; the GradientBoostingClassifier itself refuses NaN);
-        ``init_`` is ``"zero"``, a ``DummyClassifier(strategy="prior")``, or the
-        booster's fitted ``init_estimator`` (scores that vary by row); ``loss`` is
+        ``init_`` is a ``DummyClassifier(strategy="prior")`` whose raw scores are F0
+        (for F0 = 0, ``init="zero"``, the uniform prior: raw scores 0, exactly for
+        two classes, to a few 1e-16 and the same for every class otherwise, so that
+        shap's ``TreeExplainer`` and ``partial_dependence(method="recursion")``
+        take the model; ``init`` is then None), or the booster's fitted
+        ``init_estimator`` (scores that vary by row); ``loss`` is
         the booster's. It is for
         prediction and inspection: the record of the fit (``train_score_``, the
         out-of-bag scores) is not written, so scikit-learn cannot warm-start from it.
@@ -311,13 +299,12 @@ def to_sklearn(booster):
                          "GradientBoostingClassifier has at least one iteration")
     n_features, K = ensemble.n_features, ensemble.n_outputs
     per_row = booster.init_estimator is not None
-    zero = not per_row and not ensemble.init_raw.any()
     params = {k: v for k, v in booster.params.items() if k in _SHARED_PARAMS}
     params["loss"] = booster.loss
     random_state = booster.params.get("random_state")
     if random_state is None or isinstance(random_state, (int, np.integer)):
         params["random_state"] = random_state
-    est = _sklearn_gbc()(n_estimators=ensemble.n_iterations, init="zero" if zero else None,
+    est = _sklearn_gbc()(n_estimators=ensemble.n_iterations, init=None,
                          **params)
     est.learning_rate = ensemble.learning_rate
     est.classes_ = booster.classes_.copy()
@@ -330,11 +317,10 @@ def to_sklearn(booster):
     est.max_features_ = int(max_features)
     est._loss = est._get_loss(sample_weight=None)
     node_dtype = Tree(1, np.array([1], dtype=np.intp), 1).__getstate__()["nodes"].dtype
-    stages = np.empty((ensemble.n_iterations, K), dtype=object)
+    stages = booster.estimators_
     for m in range(ensemble.n_iterations):
         for k in range(K):
-            stages[m, k] = _sklearn_tree(ensemble.tree_nodes(m, k), n_features,
-                                         int(max_features), node_dtype)
+            stages[m, k] = _sklearn_tree(stages[m, k], int(max_features), node_dtype)
     est.estimators_ = stages
     est.n_estimators_ = ensemble.n_iterations
     if per_row:
@@ -342,13 +328,17 @@ def to_sklearn(booster):
         # through its loss's link, as gbc-core computes them.
         est.init = est.init_ = booster.init_estimator
         return est
-    est.init_ = "zero" if zero else _prior_init(booster, n_features, est._loss.link.link)
-    if not zero:
-        got = est._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
-        error = np.abs(got - ensemble.init_raw)
-        if not (error <= 1e-12 * np.maximum(1.0, np.abs(ensemble.init_raw))).all():
-            raise ValueError(
-                f"to_sklearn: F0 = {ensemble.init_raw.tolist()} cannot be written as "
-                "scikit-learn's prior (its raw scores would be "
-                f"{np.asarray(got).tolist()})")
+    # F0 = 0 (init="zero") too is written as a prior, the uniform one, whose raw
+    # scores scikit-learn's links make 0 (binary: exactly; K classes: the same value
+    # for every class, 0 or within a few 1e-16, so the same probabilities): shap's
+    # TreeExplainer refuses init_="zero" and partial_dependence(method="recursion")
+    # warns on it.
+    est.init_ = _prior_init(booster, n_features, est._loss.link.link)
+    got = est._raw_predict_init(np.zeros((1, n_features), dtype=np.float32))[0]
+    error = np.abs(got - ensemble.init_raw)
+    if not (error <= 1e-12 * np.maximum(1.0, np.abs(ensemble.init_raw))).all():
+        raise ValueError(
+            f"to_sklearn: F0 = {ensemble.init_raw.tolist()} cannot be written as "
+            "scikit-learn's prior (its raw scores would be "
+            f"{np.asarray(got).tolist()})")
     return est
