@@ -125,7 +125,8 @@ def test_nan_directions_of_every_node_against_numpy():
     """Every split of a 6-tree model on data with NaN: the training rows of each node
     (recomputed by a naive traversal) match the node counts; where a node's rows have
     NaN in the split feature, the missing values go to the side of larger gain for the
-    residuals of that iteration; where they have none, to the child with more samples."""
+    residuals of that iteration; where they have none, to the child with more samples
+    (right on a tie)."""
     X, y = _nan_data()
     w = np.random.default_rng(5).uniform(0.5, 2.0, size=y.shape[0])
     model = GBC(n_estimators=6, max_depth=3, learning_rate=0.5).fit(X, y, sample_weight=w)
@@ -147,7 +148,7 @@ def test_nan_directions_of_every_node_against_numpy():
             n_left = tree["n_samples"][tree["left"][j]]
             n_right = tree["n_samples"][tree["right"][j]]
             if not nan.any():
-                assert tree["missing_go_left"][j] == (n_left >= n_right), (m, j)
+                assert tree["missing_go_left"][j] == (n_left > n_right), (m, j)
                 n_larger += 1
                 continue
             left = ~nan & (x <= tree["threshold32"][j])
@@ -170,7 +171,7 @@ def test_nan_never_seen_in_training_goes_to_the_larger_child():
     expected = np.full(X_test.shape[0], model.init_raw_)
     for tree in model.trees():
         inner = tree["feature"] >= 0
-        larger = tree["n_samples"][tree["left"][inner]] >= tree["n_samples"][tree["right"][inner]]
+        larger = tree["n_samples"][tree["left"][inner]] > tree["n_samples"][tree["right"][inner]]
         np.testing.assert_array_equal(tree["missing_go_left"][inner], larger)
         for i in range(X_test.shape[0]):
             j = 0
@@ -178,11 +179,42 @@ def test_nan_never_seen_in_training_goes_to_the_larger_child():
                 x = np.float32(X_test[i, tree["feature"][j]])
                 if np.isnan(x):
                     nl, nr = tree["n_samples"][tree["left"][j]], tree["n_samples"][tree["right"][j]]
-                    j = tree["left"][j] if nl >= nr else tree["right"][j]
+                    j = tree["left"][j] if nl > nr else tree["right"][j]
                 else:
                     j = tree["left"][j] if x <= tree["threshold32"][j] else tree["right"][j]
             expected[i] += 0.1 * tree["value"][j]
     np.testing.assert_array_equal(model.decision_function(X_test), expected)
+
+
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+@pytest.mark.parametrize("max_leaf_nodes", [None, 3])
+def test_nan_never_seen_goes_right_on_a_tie_as_in_sklearn(split_method, max_leaf_nodes):
+    """A node that saw no missing value sends them to the child with more rows and,
+    with as many rows on each side, right: scikit-learn's tree rule
+    (``n_left > n_right``). The trees of scikit-learn's GBC(init="zero") on the same
+    data have our directions, and their scores of rows with NaN are ours."""
+    sklearn_ensemble = require("sklearn.ensemble")
+    X = np.arange(8, dtype=np.float64).reshape(-1, 1)
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 0])
+    params = dict(init="zero", n_estimators=3, max_depth=2, learning_rate=0.5,
+                  max_leaf_nodes=max_leaf_nodes)
+    ours = GBC(split_method=split_method, **params).fit(X, y)
+    theirs = sklearn_ensemble.GradientBoostingClassifier(**params).fit(X, y)
+    X_nan = np.array([[np.nan], [0.0], [7.0]])
+    n_ties = 0
+    raw = np.zeros(X_nan.shape[0])
+    for tree, est in zip(ours.estimators_[:, 0], theirs.estimators_[:, 0]):
+        inner = tree.feature >= 0
+        np.testing.assert_array_equal(tree.children_left, est.tree_.children_left)
+        np.testing.assert_array_equal(tree.threshold[inner], est.tree_.threshold[inner])
+        np.testing.assert_array_equal(tree.nodes["missing_go_left"][inner],
+                                      est.tree_.missing_go_to_left[inner])
+        n_left = tree.n_node_samples[tree.children_left[inner]]
+        n_right = tree.n_node_samples[tree.children_right[inner]]
+        n_ties += int(np.sum(n_left == n_right))
+        raw += 0.5 * est.predict(X_nan)
+    assert n_ties >= 2  # the tie is exercised
+    np.testing.assert_allclose(ours.decision_function(X_nan), raw, rtol=0, atol=1e-12)
 
 
 def _zeros_and_missing(n, seed):

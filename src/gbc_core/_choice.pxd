@@ -124,8 +124,8 @@ cdef inline bint wins(float64_t proxy, int32_t feature, float64_t best_proxy,
 cdef inline uint8_t missing_left(uint8_t direction, int64_t n_left,
                                  int64_t n_total) noexcept nogil:
     """Whether missing values go left: MISSING_TO_LARGER follows the child with
-    more samples (left on a tie)."""
+    more samples, the right one on a tie (scikit-learn's trees: ``n_left > n_right``)."""
     if direction == MISSING_TO_LARGER:
-        return n_left >= n_total - n_left
+        return n_left > n_total - n_left
     return direction
 

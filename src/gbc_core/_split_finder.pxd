@@ -82,7 +82,8 @@ cdef enum:
     # How a split sends missing values (split_t.missing_go_left).
     MISSING_RIGHT = 0
     MISSING_LEFT = 1
-    # The node had no missing value: they follow the child with more samples.
+    # The node had no missing value: they follow the child with more samples (the
+    # right one on a tie).
     MISSING_TO_LARGER = 2
 
 ctypedef struct split_t:
