@@ -839,6 +839,80 @@ def test_parquet_temporal_features_are_an_error(tmp_path, capsys, monkeypatch, n
     assert sorted(os.listdir(tmp_path)) == ["d.parquet"]
 
 
+# ------------------------------------------- 11. a pandas index is not a feature
+def sampled_frame(n=400, seed=0):
+    """A DataFrame of features a, b and label y, sampled: its index is not 0..n-1."""
+    pd = require("pandas")
+    X, y = features_frame(2 * n, seed)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "y": y})
+    return frame.sample(n, random_state=seed)
+
+
+@pytest.mark.parametrize("index_name", [None, "id"])
+def test_parquet_pandas_index_is_left_out(tmp_path, capsys, monkeypatch, index_name):
+    frame = sampled_frame()
+    frame.index.name = index_name
+    frame.to_parquet(tmp_path / "d.parquet")
+    stored = pq.read_schema(tmp_path / "d.parquet").names[-1]
+    assert stored == (index_name or "__index_level_0__")  # pandas stores the index
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.parquet", "--target",
+                          "y", "-o", "m.gbc", "--n-estimators", "5")
+    assert rc == 0, err
+    assert f"'{stored}'" in err and "pandas index" in err and "left out" in err
+    model = gbc_core.load(tmp_path / "m.gbc")
+    # the model of the frame's own columns, as the estimator fits it
+    reference = GradientBoostingClassifier(n_estimators=5).fit(frame[["a", "b"]], frame["y"])
+    assert list(model.feature_names_in_) == list(reference.feature_names_in_)
+    np.testing.assert_array_equal(model.predict_proba(frame[["a", "b"]]),
+                                  reference.predict_proba(frame[["a", "b"]]))
+    # a CSV written without the index is scored; contributions name the features only
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o",
+                          "c.csv", "--contributions")
+    assert rc == 0, err
+    header = read_csv_text(tmp_path / "c.csv")
+    assert list(header) == ["contrib_a", "contrib_b", "contrib_expected_value"]
+
+
+def test_unnamed_csv_column_is_refused_or_dropped(tmp_path, capsys, monkeypatch):
+    frame = sampled_frame()
+    frame.to_csv(tmp_path / "d.csv")  # with its index, under an empty name
+    assert read_csv_text(tmp_path / "d.csv").keys() == {"", "a", "b", "y"}
+    for extra in ([], ["--dask", "tcp://127.0.0.1:9", "--split-method", "hist"]):
+        if extra:  # (refused before connecting to the scheduler)
+            require("dask.dataframe")
+        expect_error(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y", "-o",
+                     "m.gbc", *extra,
+                     words=["column 1 of d.csv has no name", "index=False", "--drop ''"])
+    assert not (tmp_path / "m.gbc").exists()
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y",
+                          "-o", "m.gbc", "--n-estimators", "5", "--drop", "")
+    assert rc == 0, err
+    assert list(gbc_core.load(tmp_path / "m.gbc").feature_names_in_) == ["a", "b"]
+
+
+def test_scoring_leaves_the_index_out_too(tmp_path, capsys, monkeypatch):
+    # A model without feature names takes every column but --drop/--keep/--target:
+    # the index of a Parquet file is not one of them; an unnamed CSV column is refused.
+    frame = sampled_frame()
+    frame.to_parquet(tmp_path / "d.parquet")
+    frame.to_csv(tmp_path / "d.csv")
+    X = frame[["a", "b"]].to_numpy()
+    GradientBoostingClassifier(n_estimators=5).fit(X, frame["y"].to_numpy()).save(
+        tmp_path / "m.gbc")
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.parquet",
+                          "--drop", "y", "-o", "p.csv", "--proba")
+    assert rc == 0, err
+    assert "'__index_level_0__'" in err and "left out" in err
+    got = np.array(read_csv_text(tmp_path / "p.csv")["proba"], dtype=np.float64)
+    np.testing.assert_allclose(got, gbc_core.load(tmp_path / "m.gbc").predict_proba(X)[:, 1],
+                               rtol=1e-15)
+    expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "--drop", "y",
+                 "-o", "p2.csv", words=["column 1 of d.csv has no name", "index=False"])
+    expect_error(capsys, monkeypatch, tmp_path, "evaluate", "m.gbc", "d.csv", "--target", "y",
+                 words=["column 1 of d.csv has no name"])
+
+
 # ------------------------------------------------- gaps: option errors, inspect
 def test_keep_and_chunk_rows_errors(tmp_path, capsys, monkeypatch, inputs):
     expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o", "o.csv",

@@ -8,6 +8,7 @@ in file order, so scoring a file needs memory proportional to the chunk size onl
 """
 
 import gzip
+import json
 import os
 import re
 
@@ -317,6 +318,23 @@ def _unique(names):
     return list(dict.fromkeys(names))
 
 
+def pandas_index_columns(schema):
+    """The columns of a Parquet file that hold the index of the pandas DataFrame it was
+    written from (``DataFrame.to_parquet`` stores an index other than 0, 1, 2, ...,
+    such as a sampled or filtered frame's, as ``__index_level_0__``; a named index
+    under its name), read from the pandas metadata pyarrow keeps in the schema; []
+    when the file has none."""
+    metadata = (schema.metadata or {}).get(b"pandas")
+    if not metadata:
+        return []
+    try:
+        index = json.loads(metadata).get("index_columns", [])
+    except (ValueError, AttributeError):  # not pandas' JSON: no index to leave out
+        return []
+    # (a RangeIndex is described by a dict and not stored as a column)
+    return [name for name in index if isinstance(name, str) and name in schema.names]
+
+
 class TableData:
     """CSV or Parquet file read through pyarrow.
 
@@ -325,6 +343,9 @@ class TableData:
     read as numbers, or as booleans (1.0/0.0) when the first block of the file holds
     only true/false in them; every field may contain the delimiter, quotes and line
     breaks when quoted (RFC 4180).
+
+    ``columns`` names the file's columns in file order, ``index_columns`` those of
+    them that hold a pandas index (``pandas_index_columns``; CSV: none).
     """
 
     kind = "table"
@@ -358,6 +379,7 @@ class TableData:
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise DataError(f"cannot read {self.path} as {fmt.upper()}: {one_line(exc)}") from None
         self.columns = list(schema.names)
+        self.index_columns = pandas_index_columns(schema) if fmt == "parquet" else []
         # Parquet: the file's types; CSV: the types inferred from the first block.
         self._types = {field.name: field.type for field in schema}
         if len(set(self.columns)) != len(self.columns):
