@@ -33,8 +33,16 @@ def _flags(action):
     return ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
 
 
+#: An option named in a help text (``--target``, ``-o``, ``-vv``), outside code spans.
+_OPTION = re.compile(r"(?<![\w`-])(--?[A-Za-z][\w-]*)")
+
+
 def _escape(text):
-    return " ".join((text or "").split()).replace("|", "\\|").replace("%%", "%")
+    """``text`` on one line for a Markdown table cell, the options it names in code
+    spans: as plain text, ``--target`` would be typeset ``–target`` (an en dash),
+    which fails when copied to a terminal."""
+    text = " ".join((text or "").split()).replace("|", "\\|").replace("%%", "%")
+    return _OPTION.sub(r"`\1`", text)
 
 
 def command_sections():

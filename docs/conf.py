@@ -46,6 +46,10 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# No typographic quotes and dashes: they would typeset an option written in prose,
+# --target, as an en dash and a word, which fails when copied to a terminal
+# (test_site_text.py).
+smartquotes = False
 root_doc = "index"
 exclude_patterns = ["_build", "_generated", "**/README.txt", "sg_execution_times.rst"]
 templates_path = ["_templates"]

@@ -97,3 +97,18 @@ def test_the_check_sees_every_public_name():
             assert f"gbc_core.{name}" in names
     assert "gbc_core.GradientBoostingClassifier.fit" in names
     assert "gbc_core.plotting.plot_tree" in names
+
+
+@pytest.mark.parametrize("module", ["gbc_core.metrics", "gbc_core.plotting",
+                                    "gbc_core.datasets"])
+def test_api_page_lists_the_public_names_only(module):
+    """The API page's table of a module with ``__all__`` lists exactly its names."""
+    text = Path(__file__).with_name("api.rst").read_text()
+    section = text.split(f"\n{module}\n", 1)[1].split("\n.. autosummary::", 1)[1]
+    listed = []
+    for line in section.splitlines()[1:]:
+        if line.strip() and not line.startswith("   "):  # the next section
+            break
+        if line.strip() and not line.strip().startswith(":"):
+            listed.append(line.strip())
+    assert listed == list(importlib.import_module(module).__all__)

@@ -554,6 +554,77 @@ def test_libsvm_repeated_index_in_a_file(tmp_path, capsys, monkeypatch, n):
     assert not (tmp_path / "o.csv").exists()
 
 
+# ------------------------------------ 5b. LIBSVM lines are read one by one
+def test_libsvm_lines_do_not_make_up_for_each_other(tmp_path, capsys, monkeypatch):
+    # A stray number on one line and a missing value on the next: the block has the
+    # right count of numbers, but each line alone is malformed; so is the file, as
+    # scikit-learn's reader says.
+    lines = [f"{i % 2} 1:{i} 2:0.5" for i in range(40)]
+    lines[20:22] = ["0 1:0.5 1", "1 3:"]
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    sk = require("sklearn.datasets")
+    with pytest.raises(ValueError):
+        sk.load_svmlight_file(str(tmp_path / "d.svm"))
+    for line in lines[20:22]:
+        with pytest.raises(DataError, match="line 1:"):
+            parse_libsvm_lines([line + "\n"])
+    expect_error(capsys, monkeypatch, tmp_path, "train", "d.svm", "-o", "m.gbc",
+                 words=["d.svm", "line 21", "'1'", "index:value"])
+    assert not (tmp_path / "m.gbc").exists()
+
+
+def _naive_libsvm(lines):
+    """LIBSVM lines parsed one at a time (the reference): (labels, row, col, value),
+    or the 1-based number of the first line that alone is an error."""
+    labels, rows, cols, values = [], [], [], []
+    for k, line in enumerate(lines):
+        try:
+            lab, _, col, value = parse_libsvm_lines([line])
+        except DataError:
+            return k + 1
+        labels.extend(lab)
+        rows.extend([len(labels) - 1] * len(col))
+        cols.extend(col)
+        values.extend(value)
+    return labels, rows, cols, values
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_libsvm_block_reads_as_its_lines_one_by_one(seed):
+    # Faults by how many numbers they add to a line beyond what its colons say: a
+    # block of the old reader only held its count, so two faults of opposite
+    # counts made up for each other.
+    more = {1: [lambda t: t + " 7"],                          # a stray number
+            2: [lambda t: t.replace(":", " ", 1)]}            # a colon left out
+    fewer = {1: [lambda t: t + " 9:",                         # an index without value
+                 lambda t: t + " :4",                         # a value without index
+                 lambda t: t + ":3",                          # a second colon
+                 lambda t: t.replace(" ", ":1 ", 1)],         # a colon in the label
+             2: [lambda t: t.replace(":", "::", 1)]}
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(60):
+        # (whole numbers: a number read in another's place is still a valid one)
+        idx = np.sort(rng.choice(8, size=rng.integers(1, 4), replace=False)) + 1
+        lines.append(f"{rng.integers(1, 9)} "
+                     + " ".join(f"{j}:{rng.integers(1, 9)}" for j in idx))
+    if seed % 4:  # two faults that make up for each other, on consecutive lines
+        size = int(rng.integers(1, 3))
+        first = int(rng.integers(len(lines) - 1))
+        first, second = rng.permutation([first, first + 1])
+        lines[first] = more[size][rng.integers(len(more[size]))](lines[first])
+        lines[second] = fewer[size][rng.integers(len(fewer[size]))](lines[second])
+    lines = [line + ("  # note" if rng.random() < 0.1 else "") + "\n" for line in lines]
+    expected = _naive_libsvm(lines)
+    assert isinstance(expected, int) == bool(seed % 4)
+    if isinstance(expected, int):
+        with pytest.raises(DataError, match=f"^<data>: line {expected}:"):
+            parse_libsvm_lines(lines)
+    else:
+        for got, want in zip(parse_libsvm_lines(lines), expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
 # --------------------------------------------------------- 6. predict --drop
 def test_drop_of_a_missing_column_is_an_error(tmp_path, capsys, monkeypatch, named_model):
     rows, _ = table_rows(20, 12, [str(i) for i in range(20)])
@@ -766,6 +837,80 @@ def test_parquet_temporal_features_are_an_error(tmp_path, capsys, monkeypatch, n
     expect_error(capsys, monkeypatch, tmp_path, "evaluate", named_model, "d.parquet",
                  "--target", "y", words=expected)
     assert sorted(os.listdir(tmp_path)) == ["d.parquet"]
+
+
+# ------------------------------------------- 11. a pandas index is not a feature
+def sampled_frame(n=400, seed=0):
+    """A DataFrame of features a, b and label y, sampled: its index is not 0..n-1."""
+    pd = require("pandas")
+    X, y = features_frame(2 * n, seed)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "y": y})
+    return frame.sample(n, random_state=seed)
+
+
+@pytest.mark.parametrize("index_name", [None, "id"])
+def test_parquet_pandas_index_is_left_out(tmp_path, capsys, monkeypatch, index_name):
+    frame = sampled_frame()
+    frame.index.name = index_name
+    frame.to_parquet(tmp_path / "d.parquet")
+    stored = pq.read_schema(tmp_path / "d.parquet").names[-1]
+    assert stored == (index_name or "__index_level_0__")  # pandas stores the index
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.parquet", "--target",
+                          "y", "-o", "m.gbc", "--n-estimators", "5")
+    assert rc == 0, err
+    assert f"'{stored}'" in err and "pandas index" in err and "left out" in err
+    model = gbc_core.load(tmp_path / "m.gbc")
+    # the model of the frame's own columns, as the estimator fits it
+    reference = GradientBoostingClassifier(n_estimators=5).fit(frame[["a", "b"]], frame["y"])
+    assert list(model.feature_names_in_) == list(reference.feature_names_in_)
+    np.testing.assert_array_equal(model.predict_proba(frame[["a", "b"]]),
+                                  reference.predict_proba(frame[["a", "b"]]))
+    # a CSV written without the index is scored; contributions name the features only
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "-o",
+                          "c.csv", "--contributions")
+    assert rc == 0, err
+    header = read_csv_text(tmp_path / "c.csv")
+    assert list(header) == ["contrib_a", "contrib_b", "contrib_expected_value"]
+
+
+def test_unnamed_csv_column_is_refused_or_dropped(tmp_path, capsys, monkeypatch):
+    frame = sampled_frame()
+    frame.to_csv(tmp_path / "d.csv")  # with its index, under an empty name
+    assert read_csv_text(tmp_path / "d.csv").keys() == {"", "a", "b", "y"}
+    for extra in ([], ["--dask", "tcp://127.0.0.1:9", "--split-method", "hist"]):
+        if extra:  # (refused before connecting to the scheduler)
+            require("dask.dataframe")
+        expect_error(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y", "-o",
+                     "m.gbc", *extra,
+                     words=["column 1 of d.csv has no name", "index=False", "--drop ''"])
+    assert not (tmp_path / "m.gbc").exists()
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "train", "d.csv", "--target", "y",
+                          "-o", "m.gbc", "--n-estimators", "5", "--drop", "")
+    assert rc == 0, err
+    assert list(gbc_core.load(tmp_path / "m.gbc").feature_names_in_) == ["a", "b"]
+
+
+def test_scoring_leaves_the_index_out_too(tmp_path, capsys, monkeypatch):
+    # A model without feature names takes every column but --drop/--keep/--target:
+    # the index of a Parquet file is not one of them; an unnamed CSV column is refused.
+    frame = sampled_frame()
+    frame.to_parquet(tmp_path / "d.parquet")
+    frame.to_csv(tmp_path / "d.csv")
+    X = frame[["a", "b"]].to_numpy()
+    GradientBoostingClassifier(n_estimators=5).fit(X, frame["y"].to_numpy()).save(
+        tmp_path / "m.gbc")
+    rc, _, err = run_main(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.parquet",
+                          "--drop", "y", "-o", "p.csv", "--proba")
+    assert rc == 0, err
+    assert "'__index_level_0__'" in err and "left out" in err
+    got = np.array(read_csv_text(tmp_path / "p.csv")["proba"], dtype=np.float64)
+    np.testing.assert_allclose(got, gbc_core.load(tmp_path / "m.gbc").predict_proba(X)[:, 1],
+                               rtol=1e-15)
+    expect_error(capsys, monkeypatch, tmp_path, "predict", "m.gbc", "d.csv", "--drop", "y",
+                 "-o", "p2.csv", words=["column 1 of d.csv has no name", "index=False"])
+    expect_error(capsys, monkeypatch, tmp_path, "evaluate", "m.gbc", "d.csv", "--target", "y",
+                 words=["column 1 of d.csv has no name"])
 
 
 # ------------------------------------------------- gaps: option errors, inspect

@@ -101,6 +101,22 @@ def test_every_public_module_is_stubbed(module):
     assert not missing, f"gbc_core/{stub}.pyi lacks {missing}"
 
 
+@pytest.mark.parametrize("module", ["metrics", "plotting", "datasets"])
+def test_star_import_gives_the_stubbed_names_only(module):
+    """A public module with ``__all__`` exports its public functions and classes, those
+    its stub declares, and nothing it imports for its own use (a helper of a private
+    module, NumPy)."""
+    runtime = import_module(f"gbc_core.{module}")
+    stub = "datasets/__init__" if module == "datasets" else module
+    declared = {n.name for n in _stub_tree(stub).body
+                if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    namespace = {}
+    exec(f"from gbc_core.{module} import *", namespace)
+    del namespace["__builtins__"]
+    assert hasattr(runtime, "__all__"), f"gbc_core.{module} has no __all__"
+    assert set(namespace) == declared, f"gbc_core.{module}.__all__ is not {sorted(declared)}"
+
+
 def test_public_names_resolve_through_stubs():
     """Every name in ``gbc_core.__all__`` imported from a stubbed module is declared there."""
     for name in gbc_core.__all__:

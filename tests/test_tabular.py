@@ -37,6 +37,8 @@ def test_libsvm_parser_handles_comments_blank_lines_and_missing_indices():
     ("yes 1:1\n", ["line 2", "label 'yes'"]),
     ("1 qid:3 1:1\n", ["line 2", "qid"]),
     ("1 9:1\n", ["line 2", "index 9", "5 features"]),
+    ("nan 1:1\n", ["line 2", "label 'nan'", "finite"]),
+    ("1 1:1\u00a02:3\n", ["line 2", "not valid LIBSVM", "spaces or tabs"]),
 ])
 def test_libsvm_errors_name_the_line(line, words):
     with pytest.raises(DataError) as err:

@@ -258,7 +258,7 @@ def _read_training_table(args, path, fmt, features=None):
     if features is None:
         drop = list(args.drop or [])
         _check_drop(data, drop)
-        features = [c for c in data.columns if c != target and c not in set(drop)]
+        features = _other_columns(path, data.columns, data.index_columns, {target, *drop})
         if not features:
             raise DataError(f"{path} has no feature columns besides the target {target!r}")
     else:
@@ -275,6 +275,26 @@ def _read_training_table(args, path, fmt, features=None):
     if lossy:  # the estimator's warning on the values the file held
         warn_lossy_columns(lossy, f"the training data {path}", np.float32, stacklevel=2)
     return X, y, features
+
+
+def _other_columns(path, columns, index_columns, excluded):
+    """The ``columns`` of the CSV/Parquet file ``path`` that are features when every
+    column not ``excluded`` (the target, ``--drop``, ``--keep``) is one: without the
+    ``index_columns`` that hold a pandas index (said on stderr), and an error for a
+    column without a name."""
+    index = [c for c in index_columns if c not in excluded]
+    if index:
+        print(f"gbc-core: note: {path}: the column(s) {', '.join(map(repr, index))} "
+              "hold the pandas index of the DataFrame the file was written from "
+              "(DataFrame.to_parquet), not a feature: left out", file=sys.stderr)
+    features = [c for c in columns if c not in excluded and c not in index]
+    if "" in features:
+        raise DataError(
+            f"column {columns.index('') + 1} of {path} has no name (an empty header "
+            "field), so it cannot be a feature: it is most likely the row index that "
+            "pandas writes with DataFrame.to_csv(); write the file with "
+            "to_csv(index=False), or leave the column out with --drop ''")
+    return features
 
 
 def _check_drop(data, drop):
@@ -499,6 +519,10 @@ def _dask_frame(args, path, fmt, features=None):
                           blocksize="64MB")
         if args.no_header:
             ddf.columns = [f"col{i}" for i in range(len(ddf.columns))]
+        else:  # pandas names a column without a name "Unnamed: POSITION"
+            ddf.columns = ["" if c == f"Unnamed: {i}" else c
+                           for i, c in enumerate(ddf.columns)]
+    # (dask reads a Parquet file's pandas index as the frame's index, not a column)
     columns = [str(c) for c in ddf.columns]
     target = args.target
     if not target:
@@ -511,7 +535,7 @@ def _dask_frame(args, path, fmt, features=None):
         unknown = [c for c in drop if c not in columns]
         if unknown:
             raise DataError(f"--drop column(s) {unknown} not found in {path}")
-        features = [c for c in columns if c != target and c not in set(drop)]
+        features = _other_columns(path, columns, [], {target, *drop})
         if not features:
             raise DataError(f"{path} has no feature columns besides the target {target!r}")
     else:
@@ -665,8 +689,8 @@ def resolve_features(model, data, keep=(), drop=(), target=None):
     columns = set(data.columns)
     if n <= len(columns) and all(f"f{j}" in columns for j in range(n)):
         return [f"f{j}" for j in range(n)]
-    excluded = set(keep) | set(drop) | ({target} if target else set())
-    candidates = [c for c in data.columns if c not in excluded]
+    candidates = _other_columns(data.path, data.columns, data.index_columns,
+                                {*keep, *drop, *([target] if target else [])})
     if len(candidates) != n:
         raise DataError(
             f"the model has no feature names and expects {n} features (columns f0..f{n - 1} "

@@ -8,6 +8,7 @@ in file order, so scoring a file needs memory proportional to the chunk size onl
 """
 
 import gzip
+import json
 import os
 import re
 
@@ -317,6 +318,23 @@ def _unique(names):
     return list(dict.fromkeys(names))
 
 
+def pandas_index_columns(schema):
+    """The columns of a Parquet file that hold the index of the pandas DataFrame it was
+    written from (``DataFrame.to_parquet`` stores an index other than 0, 1, 2, ...,
+    such as a sampled or filtered frame's, as ``__index_level_0__``; a named index
+    under its name), read from the pandas metadata pyarrow keeps in the schema; []
+    when the file has none."""
+    metadata = (schema.metadata or {}).get(b"pandas")
+    if not metadata:
+        return []
+    try:
+        index = json.loads(metadata).get("index_columns", [])
+    except (ValueError, AttributeError):  # not pandas' JSON: no index to leave out
+        return []
+    # (a RangeIndex is described by a dict and not stored as a column)
+    return [name for name in index if isinstance(name, str) and name in schema.names]
+
+
 class TableData:
     """CSV or Parquet file read through pyarrow.
 
@@ -325,6 +343,9 @@ class TableData:
     read as numbers, or as booleans (1.0/0.0) when the first block of the file holds
     only true/false in them; every field may contain the delimiter, quotes and line
     breaks when quoted (RFC 4180).
+
+    ``columns`` names the file's columns in file order, ``index_columns`` those of
+    them that hold a pandas index (``pandas_index_columns``; CSV: none).
     """
 
     kind = "table"
@@ -358,6 +379,7 @@ class TableData:
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise DataError(f"cannot read {self.path} as {fmt.upper()}: {one_line(exc)}") from None
         self.columns = list(schema.names)
+        self.index_columns = pandas_index_columns(schema) if fmt == "parquet" else []
         # Parquet: the file's types; CSV: the types inferred from the first block.
         self._types = {field.name: field.type for field in schema}
         if len(set(self.columns)) != len(self.columns):
@@ -613,11 +635,64 @@ class TableData:
 
 # ------------------------------------------------------------------- LIBSVM
 def _floats(text):
-    """All whitespace-separated numbers of ``text`` as float64."""
+    """All whitespace-separated numbers of ``text`` (str or bytes) as float64; a word
+    that is not one number is a ValueError."""
+    import warnings
+
     try:
-        return np.fromstring(text, sep=" ")  # C speed; raises on a bad token
+        with warnings.catch_warnings():
+            # (numpy < 2.3 stops at a bad word with a DeprecationWarning)
+            warnings.simplefilter("error", DeprecationWarning)
+            return np.fromstring(text, sep=" ")  # C speed; raises on a bad word
     except (AttributeError, ValueError, DeprecationWarning):
         return np.array([float(t) for t in text.split()], dtype=np.float64)
+
+
+def _libsvm_pairs_per_line(block, n_lines):
+    """The number of ``index:value`` words of each of the ``n_lines`` lines of
+    ``block``, or None when some line is not a label followed by such words.
+
+    ``block`` is the lines as bytes, comments removed, none blank, each but the last
+    ended by a line break (the last may be too). A line is a word without a colon,
+    then words with one colon inside (not at either end): so each line's numbers,
+    read for the whole block at once, are its own (a stray number on one line cannot
+    make up for a value missing on another). Whitespace here is every byte up to
+    the space; a control character is then refused when the words are read as
+    numbers.
+    """
+    a = np.frombuffer(block, dtype=np.uint8)
+    gap = np.ones(a.shape[0] + 2, dtype=bool)
+    gap[1:-1] = a <= 32
+    edges = np.flatnonzero(gap[1:] != gap[:-1])  # start, end, start, end, ... of words
+    starts, ends = edges[0::2], edges[1::2]
+    line_starts = np.flatnonzero(a[:-1] == 10) + 1
+    if line_starts.shape[0] + 1 != n_lines:
+        return None
+    first_words = np.searchsorted(starts, np.concatenate(([0], line_starts)))
+    words_per_line = np.diff(np.append(first_words, starts.shape[0]))
+    if (words_per_line < 1).any():
+        return None
+    pair_word = np.ones(starts.shape[0], dtype=bool)
+    pair_word[first_words] = False
+    colons = np.flatnonzero(a == 58)
+    # The k-th colon lies inside the k-th pair word: one colon in each, none in labels.
+    if colons.shape[0] != int(pair_word.sum()):
+        return None
+    if not ((starts[pair_word] < colons) & (colons < ends[pair_word] - 1)).all():
+        return None
+    return words_per_line - 1
+
+
+def _is_one_libsvm_line(line):
+    """Whether the text ``line`` (without its comment) alone reads as LIBSVM."""
+    block = line.rstrip("\r\n")
+    counts = _libsvm_pairs_per_line(block.encode("utf-8", "replace"), 1)
+    if counts is None:
+        return False
+    try:
+        return _floats(block.replace(":", " ")).shape[0] == 1 + 2 * int(counts[0])
+    except ValueError:
+        return False
 
 
 def _libsvm_line_error(lines, first_line_no, path, n_features):
@@ -630,10 +705,12 @@ def _libsvm_line_error(lines, first_line_no, path, n_features):
         where = f"{path}: line {first_line_no + k}"
         seen = set()
         try:
-            float(toks[0])
+            label = float(toks[0])
         except ValueError:
             return DataError(f"{where}: the label {toks[0]!r} is not a number (LIBSVM: "
                              "'label index:value ...')")
+        if not np.isfinite(label):
+            return DataError(f"{where}: the label {toks[0]!r} is not a finite number")
         for tok in toks[1:]:
             idx, sep, val = tok.partition(":")
             if not sep:
@@ -656,6 +733,9 @@ def _libsvm_line_error(lines, first_line_no, path, n_features):
                 return DataError(f"{where}: feature index {i} is given twice (each index "
                                  "may appear once per line)")
             seen.add(i)
+        if not _is_one_libsvm_line(line):
+            return DataError(f"{where}: {line.strip()!r} is not valid LIBSVM ('label "
+                             "index:value ...', words separated by spaces or tabs)")
     return DataError(f"{path}: lines {first_line_no}-{first_line_no + len(lines) - 1} "
                      "are not valid LIBSVM ('label index:value ...')")
 
@@ -708,11 +788,17 @@ def _parse_libsvm_block(lines, n_features, path, first_line_no, label_words,
     if not data_lines:
         empty = np.empty(0, dtype=np.float64)
         return empty, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), empty, words
-    counts = np.fromiter((ln.count(":") for ln in data_lines), dtype=np.int64,
-                         count=len(data_lines))
+    block = "".join(data_lines)
+    if block.count("\n") != len(data_lines) - (not block.endswith("\n")):
+        # (some line without its line break: comments removed, or lines not read
+        # from a file)
+        block = "\n".join(ln.rstrip("\r\n") for ln in data_lines)
+    counts = _libsvm_pairs_per_line(block.encode("utf-8", "replace"), len(data_lines))
+    if counts is None:
+        raise _libsvm_line_error(text_lines, first_line_no, path, n_features)
     expected = len(data_lines) + 2 * int(counts.sum())
     try:
-        vals = _floats(" ".join(data_lines).replace(":", " "))
+        vals = _floats(block.replace(":", " "))
     except ValueError:
         vals = None
     if vals is None or vals.shape[0] != expected:

@@ -9,7 +9,17 @@ summation, in an order fixed by the array's length, the same on every CPU).
 import numpy as np
 
 from . import _leaves
-from ._validation import check_sample_weight
+from ._validation import check_sample_weight as _check_sample_weight
+
+__all__ = [
+    "log_loss",
+    "log_loss_from_raw",
+    "roc_auc",
+    "roc_auc_ovr",
+    "accuracy",
+    "confusion_matrix",
+    "confusion_from_codes",
+]
 
 
 def _column(values, name, dtype=None):
@@ -32,7 +42,7 @@ def _same_length(n, **arrays):
 
 
 def _weights(sample_weight, n):
-    """The float64 weights of ``n`` samples (``check_sample_weight``'s rules), or
+    """The float64 weights of ``n`` samples (``_check_sample_weight``'s rules), or
     None; weights that are all zero leave the mean undefined (ZeroDivisionError)."""
     if sample_weight is None:
         return None
@@ -42,7 +52,7 @@ def _weights(sample_weight, n):
         return w
     if not w.any():
         raise ZeroDivisionError("the weights sum to zero: the mean is undefined")
-    return check_sample_weight(w, n)
+    return _check_sample_weight(w, n)
 
 
 def _binary(y_true):
