@@ -12,16 +12,13 @@ Compiler directives are set once here. Environment switches:
 """
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 
-import numpy as np
-from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 MODULES = [
     "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter",
@@ -44,67 +41,110 @@ def _flag(name, default="0"):
     return os.environ.get(name, default).strip().lower() in ("1", "true", "yes", "on")
 
 
-def _openmp_flags():
-    """Return (compile_args, link_args) for OpenMP, probed by compiling a test program."""
-    if os.environ.get("GBC_CORE_OPENMP", "1").strip() == "0":
-        return None
-    if sys.platform == "win32":
-        candidates = [(["/openmp"], [])]
-    elif sys.platform == "darwin":
-        candidates = [(["-Xpreprocessor", "-fopenmp"], ["-lomp"]), (["-fopenmp"], ["-fopenmp"])]
-    else:
-        candidates = [(["-fopenmp"], ["-fopenmp"])]
-    cc = sysconfig.get_config_var("CC") or "cc"
-    cc = shlex.split(os.environ.get("CC", cc))
-    extra_c = shlex.split(os.environ.get("CFLAGS", "")) + shlex.split(os.environ.get("CPPFLAGS", ""))
-    extra_l = shlex.split(os.environ.get("LDFLAGS", ""))
-    source = (
-        "#include <omp.h>\n#include <stdio.h>\n"
-        "int main(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn+=1;\n"
-        "printf(\"%d\", omp_get_max_threads()); return n > 0 ? 0 : 1;}\n"
-    )
-    if sys.platform == "win32":
-        # MSVC always ships OpenMP 2.0 with /openmp.
-        return candidates[0]
-    for compile_args, link_args in candidates:
-        tmp = tempfile.mkdtemp()
-        try:
-            src = os.path.join(tmp, "probe.c")
-            with open(src, "w") as fh:
-                fh.write(source)
-            exe = os.path.join(tmp, "probe")
-            cmd = cc + extra_c + compile_args + [src, "-o", exe] + extra_l + link_args
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            if res.returncode == 0 and subprocess.run([exe], capture_output=True).returncode == 0:
-                return compile_args, link_args
-        except OSError:
-            pass
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+def openmp_candidates(compiler_type, platform):
+    """The (compile_args, link_args) to try for OpenMP, in order, for a distutils
+    compiler of ``compiler_type`` ("unix", "mingw32", "cygwin" or "msvc") on
+    ``platform`` (``sys.platform``). Each is probed before it is used."""
+    if compiler_type == "msvc":
+        return [(["/openmp"], [])]
+    if platform == "darwin":
+        # Apple's clang takes OpenMP through the preprocessor and LLVM's libomp;
+        # GCC (or an LLVM clang) takes -fopenmp.
+        return [(["-Xpreprocessor", "-fopenmp"], ["-lomp"]), (["-fopenmp"], ["-fopenmp"])]
+    return [(["-fopenmp"], ["-fopenmp"])]
+
+
+def arithmetic_args(compiler_type, compiler_name, debug=False):
+    """The compile arguments that fix the kernels' floating-point arithmetic for a
+    compiler, whatever the platform: no fused multiply-add unless the source asks
+    for one. GCC and clang (also MinGW's GCC on Windows, and clang on macOS, whose
+    default contracts ``a * b + c`` where the CPU has FMA: every arm64 Mac) take
+    ``-ffp-contract=off``; MSVC does not contract under ``/fp:precise`` (stated, not
+    assumed), and clang-cl takes clang's flag through ``/clang:``. The kernels'
+    arithmetic is then the same everywhere (docs/reliability.md, "Same model on
+    every machine")."""
+    if compiler_type == "msvc":
+        args = ["/fp:precise"]
+        if "clang" in os.path.basename(compiler_name or "").lower():
+            args.append("/clang:-ffp-contract=off")
+        return args
+    args = ["-O3", "-ffp-contract=off"]
+    if debug:
+        args += ["-O1", "-g"]
+    return args
+
+
+def _compiles_and_runs(compiler, source, compile_args, link_args):
+    """Whether ``source`` (a C program) compiles, links and exits 0 with the given
+    arguments under the build's own compiler object (its command, CFLAGS and
+    LDFLAGS included)."""
+    tmp = tempfile.mkdtemp()
+    try:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as fh:
+            fh.write(source)
+        objects = compiler.compile([src], output_dir=tmp, extra_postargs=compile_args)
+        compiler.link_executable(objects, "probe", output_dir=tmp, extra_postargs=link_args)
+        exe = os.path.join(tmp, compiler.executable_filename("probe"))
+        return subprocess.run([exe], capture_output=True).returncode == 0
+    except Exception:  # CompileError or LinkError of the compiler's distutils, OSError
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+_OPENMP_PROBE = (
+    "#include <omp.h>\n#include <stdio.h>\n"
+    "int main(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn+=1;\n"
+    "printf(\"%d\", omp_get_max_threads()); return n > 0 ? 0 : 1;}\n"
+)
+
+
+def openmp_args(compiler, platform, probe=_compiles_and_runs):
+    """The first of ``openmp_candidates`` with which ``compiler`` builds and runs an
+    OpenMP program (``probe``), or None: OpenMP is never assumed, MSVC's included."""
+    for compile_args, link_args in openmp_candidates(compiler.compiler_type, platform):
+        if probe(compiler, _OPENMP_PROBE, compile_args, link_args):
+            return compile_args, link_args
     return None
 
 
+class BuildExt(build_ext):
+    """``build_ext`` that chooses the compile and link arguments for the compiler it
+    builds with (not for the platform): OpenMP's, probed by compiling and running a
+    program (MSVC's ``/openmp`` too), and the arithmetic's (``arithmetic_args``)."""
+
+    def build_extensions(self):
+        compiler_type = self.compiler.compiler_type
+        compiler_name = (getattr(self.compiler, "cc", None)
+                         or (getattr(self.compiler, "compiler_so", None) or [""])[0])
+        openmp = None
+        if os.environ.get("GBC_CORE_OPENMP", "1").strip() != "0":
+            openmp = openmp_args(self.compiler, sys.platform)
+        if openmp is None and _flag("GBC_CORE_REQUIRE_OPENMP"):
+            raise RuntimeError(
+                "GBC_CORE_REQUIRE_OPENMP=1 but the compiler cannot build and run an "
+                "OpenMP program; install an OpenMP runtime (libgomp / libomp) or unset "
+                "the variable."
+            )
+        compile_args, link_args = openmp if openmp is not None else ([], [])
+        print("gbc-core: OpenMP "
+              + (f"on ({' '.join(compile_args + link_args)})" if openmp
+                 else "off: sequential kernels"),
+              file=sys.stderr)
+        compile_args = compile_args + arithmetic_args(compiler_type, compiler_name,
+                                                      _flag("GBC_CORE_DEBUG"))
+        for ext in self.extensions:
+            ext.extra_compile_args = list(ext.extra_compile_args or []) + compile_args
+            ext.extra_link_args = list(ext.extra_link_args or []) + link_args
+        super().build_extensions()
+
+
 def build_extensions():
+    import numpy as np
+    from Cython.Build import cythonize
+
     debug = _flag("GBC_CORE_DEBUG")
-    openmp = _openmp_flags()
-    if openmp is None and _flag("GBC_CORE_REQUIRE_OPENMP"):
-        raise RuntimeError(
-            "GBC_CORE_REQUIRE_OPENMP=1 but the compiler cannot build and run an OpenMP "
-            "program; install an OpenMP runtime (libgomp / libomp) or unset the variable."
-        )
-    compile_args, link_args = openmp if openmp is not None else ([], [])
-    print("gbc-core: OpenMP "
-          + (f"on ({' '.join(compile_args + link_args)})" if openmp else "off: sequential kernels"),
-          file=sys.stderr)
-    if sys.platform != "win32":
-        # No fused multiply-add unless the source asks for one: a compiler that fuses
-        # a * b + c where the CPU has FMA (aarch64, ppc64le, s390x) rounds otherwise
-        # than x86-64's baseline; the kernels' arithmetic is then the same everywhere
-        # (docs/reliability.md, "Same model on every machine"). MSVC does not fuse
-        # under its default /fp:precise.
-        compile_args = compile_args + ["-O3", "-ffp-contract=off"]
-        if debug:
-            compile_args = compile_args + ["-O1", "-g"]
     macros = [
         ("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION"),
         # Oldest numpy C-API the wheels target; matches `dependencies` in pyproject.
@@ -119,8 +159,6 @@ def build_extensions():
             depends=[f"src/gbc_core/{h}" for h in HEADERS.get(name, [])]
             + [f"src/gbc_core/{p}.pxd" for p in PXDS],
             define_macros=macros,
-            extra_compile_args=compile_args,
-            extra_link_args=link_args,
         )
         for name in MODULES
     ]
@@ -140,4 +178,5 @@ def build_extensions():
     )
 
 
-setup(ext_modules=build_extensions())
+if __name__ == "__main__":
+    setup(ext_modules=build_extensions(), cmdclass={"build_ext": BuildExt})

@@ -252,6 +252,18 @@ def test_tie_break_lowest_feature_then_lowest_threshold_then_missing_right():
     _check(X2, r2, np.ones(5), np.zeros(5, dtype=np.int32), max_bins=255)
 
 
+def test_more_rows_than_int32_indices_are_refused():
+    """The histogram path indexes rows as int32 (the grower's partition, the gathered
+    rows), as the exact path does: a finder over 2**31 rows is refused with the
+    exact path's message before anything per row is allocated (the bins below are
+    2 GiB of untouched virtual memory)."""
+    n = 2**31
+    bins = np.empty((n, 1), dtype=np.uint8, order="F")
+    ranges = (np.zeros((1, 4), dtype=np.float32), np.zeros((1, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"at most 2\*\*31 - 1 samples are supported, got 2147483648"):
+        HistogramSplitFinder(bins, np.ones(1, dtype=np.int32), *ranges, 4, 1)
+
+
 def test_threads_build_the_same_histograms():
     """A level long enough for several threads: the brute force's answer."""
     X, r = _data(9, 60000, 20, "nan")

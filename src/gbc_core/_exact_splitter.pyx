@@ -48,7 +48,7 @@ cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
     #define GBC_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
-    #elif defined(_MSC_VER)
+    #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
     #include <xmmintrin.h>
     #define GBC_PREFETCH(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
     #else

@@ -339,6 +339,11 @@ cdef class HistogramSplitFinder(SplitFinder):
                  const float32_t[:, ::1] bin_lo, const float32_t[:, ::1] bin_hi,
                  int missing_bin, int n_threads=1):
         cdef intp_t f
+        if bins.shape[0] > 2147483647:
+            # The partition and the gathered rows index rows as int32 (as the exact
+            # finder's sorted order does: ``presort_features``).
+            raise ValueError(f"at most 2**31 - 1 samples are supported, got "
+                             f"{bins.shape[0]}")
         if not 1 <= missing_bin <= 255:
             raise ValueError(f"missing_bin must be in [1, 255], got {missing_bin}")
         if (n_bins_non_missing.shape[0] != bins.shape[1]
