@@ -12,6 +12,7 @@ Compiler directives are set once here. Environment switches:
 """
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,13 @@ def _compiles_and_runs(compiler, source, compile_args, link_args):
         with open(src, "w") as fh:
             fh.write(source)
         objects = compiler.compile([src], output_dir=tmp, extra_postargs=compile_args)
-        compiler.link_executable(objects, "probe", output_dir=tmp, extra_postargs=link_args)
+        # The executable's linker (distutils' linker_exe) takes no LDFLAGS, which
+        # the extensions' linker takes: where the runtime lives (macOS: libomp's -L).
+        ldflags = shlex.split(os.environ.get("LDFLAGS", ""))
+        if compiler.compiler_type == "msvc":
+            ldflags = []
+        compiler.link_executable(objects, "probe", output_dir=tmp,
+                                 extra_postargs=ldflags + link_args)
         exe = os.path.join(tmp, compiler.executable_filename("probe"))
         return subprocess.run([exe], capture_output=True).returncode == 0
     except Exception:  # CompileError or LinkError of the compiler's distutils, OSError

@@ -116,3 +116,28 @@ def test_x86_intrinsics_are_included_for_x86_targets_only():
                         f"{path.name}:{number}: {text} under {conditions[-1:]}: "
                         "name an x86 target")
     assert found >= 2  # the exact finder's prefetch and the scans' vector code
+
+
+def test_the_probe_links_with_ldflags(setup_py, monkeypatch):
+    """The probe's executable is linked with LDFLAGS, as the extensions are (macOS
+    wheels find libomp through LDFLAGS' -L): a library that exists only where
+    LDFLAGS points must be found."""
+    import os
+    import tempfile
+
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    with tempfile.TemporaryDirectory() as lib_dir:
+        src = os.path.join(lib_dir, "gbcprobe.c")
+        with open(src, "w") as fh:
+            fh.write("int gbc_probe_answer(void){return 0;}\n")
+        objects = compiler.compile([src], output_dir=lib_dir)
+        compiler.create_static_lib(objects, "gbcprobe", output_dir=lib_dir)
+        program = "int gbc_probe_answer(void);\nint main(void){return gbc_probe_answer();}\n"
+        monkeypatch.delenv("LDFLAGS", raising=False)
+        assert not setup_py._compiles_and_runs(compiler, program, [], ["-lgbcprobe"])
+        monkeypatch.setenv("LDFLAGS", f"-L{lib_dir}")
+        assert setup_py._compiles_and_runs(compiler, program, [], ["-lgbcprobe"])
