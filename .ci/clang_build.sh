@@ -19,12 +19,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${PYTHON:-python}"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/gbc-core-clang.XXXXXX")"
-if [ "${GBC_CORE_KEEP_CLANG_BUILD:-0}" = "1" ]; then
-    echo "clang build: keeping $WORK"
-else
-    trap 'rm -rf "$WORK"' EXIT
-fi
+. "$ROOT/.ci/snapshot.sh"
+make_work_dir clang GBC_CORE_KEEP_CLANG_BUILD
 START=$SECONDS
 
 have_toolchain() {
@@ -48,7 +44,6 @@ if ! have_toolchain; then
 fi
 echo ">>> clang build: $(clang --version | head -n 1)"
 
-. "$ROOT/.ci/snapshot.sh"
 copy_source_tree "$ROOT" "$WORK/src"
 CC=clang LDSHARED="clang -shared" GBC_CORE_REQUIRE_OPENMP=1 \
     "$PY" -m pip wheel --disable-pip-version-check --progress-bar off \

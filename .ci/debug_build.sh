@@ -26,17 +26,12 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${PYTHON:-python}"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/gbc-core-debug.XXXXXX")"
-if [ "${GBC_CORE_KEEP_DEBUG_BUILD:-0}" = "1" ]; then
-    echo "debug build: keeping $WORK"
-else
-    trap 'rm -rf "$WORK"' EXIT
-fi
+. "$ROOT/.ci/snapshot.sh"
+make_work_dir debug GBC_CORE_KEEP_DEBUG_BUILD
 START=$SECONDS
 
 # A snapshot of the source tree: no stale generated C or shared objects from an
 # in-place build.
-. "$ROOT/.ci/snapshot.sh"
 copy_source_tree "$ROOT" "$WORK/src"
 
 echo ">>> debug build: GBC_CORE_DEBUG=1 pip wheel"

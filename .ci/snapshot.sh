@@ -14,3 +14,16 @@ copy_source_tree() {
             --exclude=./dist --exclude='*.so' --exclude='*.c' -cf - . | tar -xf - -C "$dest"
     fi
 }
+
+# make_work_dir NAME KEEP_VARIABLE: set WORK to a new temporary directory named
+# after NAME, removed when the script exits unless the environment variable named
+# KEEP_VARIABLE is 1 (then its path is printed).
+make_work_dir() {
+    local name=$1 keep=$2
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/gbc-core-$name.XXXXXX")"
+    if [ "${!keep:-0}" = "1" ]; then
+        echo "$name build: keeping $WORK"
+    else
+        trap 'rm -rf "$WORK"' EXIT
+    fi
+}

@@ -308,9 +308,15 @@ def test_keyboard_interrupt_during_fit_frees_everything():
     X, y = make_continuous(n_samples=3000, n_features=5, seed=16)
     params = dict(n_estimators=12, max_depth=4, random_state=0)
     ref = GBC(**params).fit(X, y)
-    t0 = time.perf_counter()
-    GBC(**params).fit(X, y)
-    fit_time = time.perf_counter() - t0
+    # The timers are drawn within the quickest of three fits (less a margin): on a
+    # machine whose load changes, a fit timed once in a busy moment made most later
+    # timers fire after their fit had returned (5 of 25 fits interrupted).
+    fit_times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        GBC(**params).fit(X, y)
+        fit_times.append(time.perf_counter() - t0)
+    fit_time = 0.9 * min(fit_times)
     warm = GBC(**dict(params, n_estimators=6, warm_start=True)).fit(X, y)
     warm_raw = warm.decision_function(X)
 
