@@ -758,6 +758,68 @@ def test_partitions_of_other_sizes_are_an_error(client):
     assert np.abs(model.predict_proba(df) - reference.predict_proba(df)).max() <= 1e-9
 
 
+def _error_of(fit):
+    """(type, message) of what ``fit()`` raises."""
+    with pytest.raises((ValueError, TypeError)) as info:
+        fit()
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", ["string_with_na", "boolean_with_na", "one_class"])
+def test_label_errors_are_the_in_memory_ones(client, case):
+    """Labels with NA (a string or boolean column, as Dask reads text), or of one
+    class: the error of the in-memory fit, message and rows alike."""
+    X, y, _ = _data(400, 2, seed=31)
+    labels = {"string_with_na": pd.Series(np.array(["n", "y"], dtype=object)[y],
+                                          dtype="string"),
+              "boolean_with_na": pd.Series(y.astype(bool), dtype="boolean"),
+              "one_class": pd.Series(np.ones(y.shape[0], dtype=np.int64))}[case]
+    if case != "one_class":
+        labels[[5, 250, 251, 399]] = pd.NA   # in the first and last partitions
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    expected = _error_of(lambda: _reference(df, labels, None))
+    got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+        dd.from_pandas(df, npartitions=4), dd.from_pandas(labels, npartitions=4)))
+    assert got == expected
+    assert _settled(client)
+
+
+@pytest.mark.parametrize("kinds, layout", [(("int", "str"), "one_worker"),
+                                           (("int", "str"), "two_workers"),
+                                           (("int", "bool"), "two_workers")])
+def test_labels_of_two_kinds_are_refused_as_in_memory(client, kinds, layout):
+    """Labels of two kinds (an object column: numbers and strings, or numbers and
+    booleans), on one worker or each kind on a worker of its own: the in-memory
+    error, not NumPy's comparison error nor a fit on merged classes."""
+    X, y, _ = _data(400, 2, seed=32)
+    as_kind = {"int": lambda v: int(v), "str": lambda v: "ny"[v], "bool": lambda v: bool(v)}
+    labels = np.array([as_kind[kinds[i >= 200]](v) for i, v in enumerate(y)], dtype=object)
+    w0, w1 = _workers(client)
+    where = [(200, w0), (200, w0 if layout == "one_worker" else w1)]
+    expected = _error_of(lambda: _reference(X, labels, None))
+    got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+        _placed(client, X, where), _placed(client, labels, where)))
+    assert got == expected
+    assert _settled(client)
+
+
+def test_missing_eval_set_labels_are_refused_as_in_memory(client):
+    X, y, _ = _data(400, 2, seed=33)
+    labels = pd.Series(np.array(["n", "y"], dtype=object)[y], dtype="string")
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    missing = labels.copy()
+    missing[[7, 390]] = pd.NA
+    expected = _error_of(lambda: GradientBoostingClassifier(
+        split_method="hist", **PARAMS).fit(df, labels, eval_set=(df, missing)))
+    ddf, dy = dd.from_pandas(df, npartitions=2), dd.from_pandas(labels, npartitions=2)
+    for eval_set in ((df, missing), (dd.from_pandas(df, npartitions=3),
+                                     dd.from_pandas(missing, npartitions=3))):
+        got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+            ddf, dy, eval_set=eval_set))
+        assert got == expected
+    assert _settled(client)
+
+
 def test_labels_with_unknown_chunk_sizes(client):
     """X and y taken from a DataFrame as Dask Arrays (``to_dask_array()``: chunk
     sizes unknown): their sizes are computed and the fit is the in-memory one."""
