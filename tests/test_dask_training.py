@@ -533,13 +533,15 @@ def _fit_in_a_thread(fit):
 @pytest.mark.parametrize("rank", [0, 1])
 def test_lost_worker_ends_the_fit_with_an_error(rank):
     """A worker killed mid-fit (rank 0 also holds the coordinator): a clear error,
-    not a hang, well before the step timeout."""
+    not a hang, well before the step timeout; and the surviving worker is ready for
+    the next fit at once, not once its rank has waited out the step timeout for a
+    coordinator that is gone (its worker runs every actor's calls on one thread)."""
     X, y, _ = _data(3000, 2, seed=13)
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         Xd = da.from_array(X, chunks=750)
         yd = da.from_array(y, chunks=750)
-        victim = _workers(c)[rank]
+        victim, survivor = _workers(c) if rank == 0 else _workers(c)[::-1]
         thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
             **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300).fit(Xd, yd))
         time.sleep(2.0)
@@ -550,6 +552,15 @@ def test_lost_worker_ends_the_fit_with_an_error(rank):
         err = outcome["error"]
         assert isinstance(err, RuntimeError)
         assert "left the cluster" in str(err) or "failed on a worker" in str(err)
+        # A second fit on the surviving worker: done well within the step timeout
+        # (300 s; a rank left waiting would hold the worker for 310 s).
+        where = [(300, survivor), (300, survivor)]
+        thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
+            **PARAMS, client=c, step_timeout=300).fit(
+                _placed(c, X[:600], where), _placed(c, y[:600], where)))
+        thread.join(90)
+        assert not thread.is_alive(), "the surviving worker was not ready for a new fit"
+        assert outcome["error"] is None
 
 
 def test_worker_lost_before_the_actors_start_ends_the_fit(monkeypatch):

@@ -459,6 +459,10 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
 
+#: Seconds a rank waits for the sum of a step between two looks at whether the
+#: client has ended the fit (released the rank's actor).
+_ENDED_POLL = 0.2
+
 
 class _Coordinator:
     """The all-reduce of a fit: waits for the array of every rank at a step and
@@ -533,18 +537,35 @@ class _Coordinator:
 
 class _ActorComm:
     """``allreduce`` of one rank, through the coordinator actor (each call one step;
-    every rank makes the same calls in the same order)."""
+    every rank makes the same calls in the same order).
 
-    def __init__(self, coordinator, rank, timeout):
+    ``ended()`` is true once the client has ended the fit (it released the rank's
+    actor: the fit failed, was interrupted, or the client left). The rank then
+    stops at its next step, and while it waits for a step's sum it looks every
+    ``_ENDED_POLL`` s: a rank whose coordinator was lost with its worker, or
+    released before the rank's call reached it, gets no answer, and would hold its
+    worker's actor thread (one per worker, shared by every actor there: the next
+    fit's actors wait behind it) for ``step_timeout + 10`` s."""
+
+    def __init__(self, coordinator, rank, timeout, ended):
         self.coordinator = coordinator
         self.rank = rank
         self.timeout = timeout
+        self.ended = ended
         self.step = 0
+
+    def _stop_if_ended(self):
+        if self.ended():
+            raise RuntimeError("distributed fit: ended by the client (the fit failed "
+                               "elsewhere or was interrupted)")
 
     def allreduce(self, values, n_summed):
         import asyncio
+        import concurrent.futures
         import inspect
+        import time
 
+        self._stop_if_ended()
         self.step += 1
         pending = self.coordinator.allreduce(self.step, self.rank,
                                              np.ascontiguousarray(values), n_summed)
@@ -554,8 +575,18 @@ class _ActorComm:
 
             loop = get_worker().loop.asyncio_loop
             pending = asyncio.run_coroutine_threadsafe(pending, loop)
-            return pending.result(self.timeout + 10)
-        return pending.result(timeout=self.timeout + 10)
+        deadline = time.monotonic() + self.timeout + 10
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return pending.result(timeout=max(0.0, min(_ENDED_POLL, left)))
+            except (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError):
+                if left <= _ENDED_POLL:
+                    raise
+            if self.ended():
+                if isinstance(pending, concurrent.futures.Future):
+                    pending.cancel()  # the coordinator's wait, on this worker's loop
+                self._stop_if_ended()
 
 
 def _check_partitioned_alike(rows, parts, numbers, name, of):
@@ -840,12 +871,20 @@ class _PartActor:
         total_w = float(codes.shape[0] if w is None else w.sum())
         return total_w, lo, hi
 
+    def _released(self):
+        """Whether this actor's worker no longer holds it: the client released it (it
+        cancels the actors when a fit ends, in error too, and the scheduler releases
+        a client's keys when the client leaves)."""
+        from distributed import get_worker
+
+        return not any(actor is self for actor in list(get_worker().state.actors.values()))
+
     def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout, previous):
         """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
         params = dict(params)
         wph = params.pop("_workers_per_host", {})
         params["n_threads"] = _threads_of_worker(params.get("n_jobs"), wph)
-        comm = _ActorComm(coordinator, rank, timeout)
+        comm = _ActorComm(coordinator, rank, timeout, self._released)
         ensemble, record = self.trainer.fit(comm, n_classes, params, seed, lo, hi,
                                             previous)
         return (ensemble.trees(), ensemble.init_raw, record) if rank == 0 else None
