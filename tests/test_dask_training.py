@@ -481,11 +481,27 @@ def _actors(client):
     return client.run(lambda dask_worker: len(dask_worker.state.actors))
 
 
-def _settled(client, deadline=10.0):
-    """Wait until no actor and no task is left on the cluster."""
+async def _actor_thread_free(dask_worker):
+    """(On a worker.) Whether the thread of its actors' calls (one per worker)
+    takes a new call within a second: no call of an ended fit still runs there."""
+    import asyncio
+
+    probe = asyncio.get_running_loop().run_in_executor(dask_worker.executors["actor"], int)
+    try:
+        await asyncio.wait_for(asyncio.shield(probe), 1.0)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+def _settled(client, deadline=30.0):
+    """Wait until no actor, no call of an actor and no task is left on the cluster
+    (a worker runs its actors' calls on one thread: a call left running holds up
+    the next fit's actors)."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        if sum(_actors(client).values()) == 0 and not any(client.processing().values()):
+        if (sum(_actors(client).values()) == 0 and not any(client.processing().values())
+                and all(client.run(_actor_thread_free).values())):
             return True
         time.sleep(0.1)
     return False
@@ -511,6 +527,59 @@ def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     DaskGradientBoostingClassifier(**PARAMS).fit(da.from_array(X, chunks=500),
                                                  da.from_array(y, chunks=500))
     assert _settled(client)
+
+
+def _slow_abort(on):
+    """(On a worker.) ``on``: the coordinator takes an abort only 45 s after it is
+    sent (as on a machine too loaded for the client's bound); else undo."""
+    import asyncio
+
+    import gbc_core.dask as g
+
+    if not on:
+        g._Coordinator.abort = g._real_abort
+        return
+    g._real_abort = real = g._Coordinator.abort
+
+    async def slow(self, reason):
+        await asyncio.sleep(45)
+        return await real(self, reason)
+
+    g._Coordinator.abort = slow
+
+
+def test_an_interrupted_fit_frees_the_workers_without_its_abort(client, monkeypatch):
+    """An interrupted fit whose abort the coordinator does not take in time (a loaded
+    machine): releasing the actors ends every rank's wait at once, and the next fit
+    runs, without waiting for the step timeout (300 s here). Before, the ranks
+    waited for the step timeout, holding their workers' actor thread, and the next
+    fit failed "did not finish reading the partitions"."""
+    X, y, _ = _data(2000, 2, seed=11)
+    Xd, yd = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
+    real = gdask._wait_all
+
+    def interrupting(c, futures, ranks, what, timeout=None):
+        if what == "the fit":
+            time.sleep(0.5)  # mid-fit: the ranks wait at the coordinator, or soon will
+            raise KeyboardInterrupt
+        return real(c, futures, ranks, what, timeout)
+
+    client.run(_slow_abort, True)
+    try:
+        monkeypatch.setattr(gdask, "_ABORT_TIMEOUT", 0.5)
+        monkeypatch.setattr(gdask, "_wait_all", interrupting)
+        with pytest.raises(KeyboardInterrupt):
+            DaskGradientBoostingClassifier(**dict(PARAMS, n_estimators=5000),
+                                           step_timeout=300).fit(Xd, yd)
+        monkeypatch.setattr(gdask, "_wait_all", real)
+        assert _settled(client), "a rank still waits after the fit was interrupted"
+        thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
+            **PARAMS, step_timeout=300).fit(Xd, yd))
+        thread.join(90)
+        assert not thread.is_alive(), "the next fit waited for a rank of the last one"
+        assert outcome["error"] is None
+    finally:
+        client.run(_slow_abort, False)
 
 
 def _fit_in_a_thread(fit):

@@ -463,6 +463,10 @@ DEFAULT_STEP_TIMEOUT = 120.0
 #: client has ended the fit (released the rank's actor).
 _ENDED_POLL = 0.2
 
+#: Seconds the client waits for the coordinator to take the abort of a fit that
+#: ends in error (then it releases the actors all the same).
+_ABORT_TIMEOUT = 5.0
+
 
 class _Coordinator:
     """The all-reduce of a fit: waits for the array of every rank at a step and
@@ -1501,7 +1505,7 @@ class DaskGradientBoostingClassifier:
             if coordinator is not None:
                 try:
                     coordinator.abort("distributed fit: interrupted by the client").result(
-                        timeout=5)
+                        timeout=_ABORT_TIMEOUT)
                 except Exception:  # noqa: BLE001 - its worker may be gone
                     pass
             raise
