@@ -481,11 +481,27 @@ def _actors(client):
     return client.run(lambda dask_worker: len(dask_worker.state.actors))
 
 
-def _settled(client, deadline=10.0):
-    """Wait until no actor and no task is left on the cluster."""
+async def _actor_thread_free(dask_worker):
+    """(On a worker.) Whether the thread of its actors' calls (one per worker)
+    takes a new call within a second: no call of an ended fit still runs there."""
+    import asyncio
+
+    probe = asyncio.get_running_loop().run_in_executor(dask_worker.executors["actor"], int)
+    try:
+        await asyncio.wait_for(asyncio.shield(probe), 1.0)
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+def _settled(client, deadline=30.0):
+    """Wait until no actor, no call of an actor and no task is left on the cluster
+    (a worker runs its actors' calls on one thread: a call left running holds up
+    the next fit's actors)."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        if sum(_actors(client).values()) == 0 and not any(client.processing().values()):
+        if (sum(_actors(client).values()) == 0 and not any(client.processing().values())
+                and all(client.run(_actor_thread_free).values())):
             return True
         time.sleep(0.1)
     return False
@@ -513,6 +529,59 @@ def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     assert _settled(client)
 
 
+def _slow_abort(on):
+    """(On a worker.) ``on``: the coordinator takes an abort only 45 s after it is
+    sent (as on a machine too loaded for the client's bound); else undo."""
+    import asyncio
+
+    import gbc_core.dask as g
+
+    if not on:
+        g._Coordinator.abort = g._real_abort
+        return
+    g._real_abort = real = g._Coordinator.abort
+
+    async def slow(self, reason):
+        await asyncio.sleep(45)
+        return await real(self, reason)
+
+    g._Coordinator.abort = slow
+
+
+def test_an_interrupted_fit_frees_the_workers_without_its_abort(client, monkeypatch):
+    """An interrupted fit whose abort the coordinator does not take in time (a loaded
+    machine): releasing the actors ends every rank's wait at once, and the next fit
+    runs, without waiting for the step timeout (300 s here). Before, the ranks
+    waited for the step timeout, holding their workers' actor thread, and the next
+    fit failed "did not finish reading the partitions"."""
+    X, y, _ = _data(2000, 2, seed=11)
+    Xd, yd = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
+    real = gdask._wait_all
+
+    def interrupting(c, futures, ranks, what, timeout=None):
+        if what == "the fit":
+            time.sleep(0.5)  # mid-fit: the ranks wait at the coordinator, or soon will
+            raise KeyboardInterrupt
+        return real(c, futures, ranks, what, timeout)
+
+    client.run(_slow_abort, True)
+    try:
+        monkeypatch.setattr(gdask, "_ABORT_TIMEOUT", 0.5)
+        monkeypatch.setattr(gdask, "_wait_all", interrupting)
+        with pytest.raises(KeyboardInterrupt):
+            DaskGradientBoostingClassifier(**dict(PARAMS, n_estimators=5000),
+                                           step_timeout=300).fit(Xd, yd)
+        monkeypatch.setattr(gdask, "_wait_all", real)
+        assert _settled(client), "a rank still waits after the fit was interrupted"
+        thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
+            **PARAMS, step_timeout=300).fit(Xd, yd))
+        thread.join(90)
+        assert not thread.is_alive(), "the next fit waited for a rank of the last one"
+        assert outcome["error"] is None
+    finally:
+        client.run(_slow_abort, False)
+
+
 def _fit_in_a_thread(fit):
     """Run ``fit()`` in a daemon thread; returns the thread and a dict whose
     ``"error"`` is what it raised (None once it returned)."""
@@ -533,13 +602,15 @@ def _fit_in_a_thread(fit):
 @pytest.mark.parametrize("rank", [0, 1])
 def test_lost_worker_ends_the_fit_with_an_error(rank):
     """A worker killed mid-fit (rank 0 also holds the coordinator): a clear error,
-    not a hang, well before the step timeout."""
+    not a hang, well before the step timeout; and the surviving worker is ready for
+    the next fit at once, not once its rank has waited out the step timeout for a
+    coordinator that is gone (its worker runs every actor's calls on one thread)."""
     X, y, _ = _data(3000, 2, seed=13)
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         Xd = da.from_array(X, chunks=750)
         yd = da.from_array(y, chunks=750)
-        victim = _workers(c)[rank]
+        victim, survivor = _workers(c) if rank == 0 else _workers(c)[::-1]
         thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
             **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300).fit(Xd, yd))
         time.sleep(2.0)
@@ -550,6 +621,15 @@ def test_lost_worker_ends_the_fit_with_an_error(rank):
         err = outcome["error"]
         assert isinstance(err, RuntimeError)
         assert "left the cluster" in str(err) or "failed on a worker" in str(err)
+        # A second fit on the surviving worker: done well within the step timeout
+        # (300 s; a rank left waiting would hold the worker for 310 s).
+        where = [(300, survivor), (300, survivor)]
+        thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
+            **PARAMS, client=c, step_timeout=300).fit(
+                _placed(c, X[:600], where), _placed(c, y[:600], where)))
+        thread.join(90)
+        assert not thread.is_alive(), "the surviving worker was not ready for a new fit"
+        assert outcome["error"] is None
 
 
 def test_worker_lost_before_the_actors_start_ends_the_fit(monkeypatch):
@@ -756,6 +836,68 @@ def test_partitions_of_other_sizes_are_an_error(client):
     model = DaskGradientBoostingClassifier(**PARAMS).fit(ddf, alike)
     reference = _reference(df, y, None)
     assert np.abs(model.predict_proba(df) - reference.predict_proba(df)).max() <= 1e-9
+
+
+def _error_of(fit):
+    """(type, message) of what ``fit()`` raises."""
+    with pytest.raises((ValueError, TypeError)) as info:
+        fit()
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", ["string_with_na", "boolean_with_na", "one_class"])
+def test_label_errors_are_the_in_memory_ones(client, case):
+    """Labels with NA (a string or boolean column, as Dask reads text), or of one
+    class: the error of the in-memory fit, message and rows alike."""
+    X, y, _ = _data(400, 2, seed=31)
+    labels = {"string_with_na": pd.Series(np.array(["n", "y"], dtype=object)[y],
+                                          dtype="string"),
+              "boolean_with_na": pd.Series(y.astype(bool), dtype="boolean"),
+              "one_class": pd.Series(np.ones(y.shape[0], dtype=np.int64))}[case]
+    if case != "one_class":
+        labels[[5, 250, 251, 399]] = pd.NA   # in the first and last partitions
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    expected = _error_of(lambda: _reference(df, labels, None))
+    got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+        dd.from_pandas(df, npartitions=4), dd.from_pandas(labels, npartitions=4)))
+    assert got == expected
+    assert _settled(client)
+
+
+@pytest.mark.parametrize("kinds, layout", [(("int", "str"), "one_worker"),
+                                           (("int", "str"), "two_workers"),
+                                           (("int", "bool"), "two_workers")])
+def test_labels_of_two_kinds_are_refused_as_in_memory(client, kinds, layout):
+    """Labels of two kinds (an object column: numbers and strings, or numbers and
+    booleans), on one worker or each kind on a worker of its own: the in-memory
+    error, not NumPy's comparison error nor a fit on merged classes."""
+    X, y, _ = _data(400, 2, seed=32)
+    as_kind = {"int": lambda v: int(v), "str": lambda v: "ny"[v], "bool": lambda v: bool(v)}
+    labels = np.array([as_kind[kinds[i >= 200]](v) for i, v in enumerate(y)], dtype=object)
+    w0, w1 = _workers(client)
+    where = [(200, w0), (200, w0 if layout == "one_worker" else w1)]
+    expected = _error_of(lambda: _reference(X, labels, None))
+    got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+        _placed(client, X, where), _placed(client, labels, where)))
+    assert got == expected
+    assert _settled(client)
+
+
+def test_missing_eval_set_labels_are_refused_as_in_memory(client):
+    X, y, _ = _data(400, 2, seed=33)
+    labels = pd.Series(np.array(["n", "y"], dtype=object)[y], dtype="string")
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    missing = labels.copy()
+    missing[[7, 390]] = pd.NA
+    expected = _error_of(lambda: GradientBoostingClassifier(
+        split_method="hist", **PARAMS).fit(df, labels, eval_set=(df, missing)))
+    ddf, dy = dd.from_pandas(df, npartitions=2), dd.from_pandas(labels, npartitions=2)
+    for eval_set in ((df, missing), (dd.from_pandas(df, npartitions=3),
+                                     dd.from_pandas(missing, npartitions=3))):
+        got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+            ddf, dy, eval_set=eval_set))
+        assert got == expected
+    assert _settled(client)
 
 
 def test_labels_with_unknown_chunk_sizes(client):

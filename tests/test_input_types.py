@@ -465,6 +465,24 @@ def test_missing_labels_are_refused_with_their_rows(y, n_missing, rows):
         GBC(n_estimators=3).fit(X, y)
 
 
+@pytest.mark.parametrize("dtype, labels", [("string", np.array(["n", "y"], dtype=object)),
+                                           ("boolean", np.array([False, True])),
+                                           ("Int64", np.array([0, 1])),
+                                           (object, np.array(["n", "y"], dtype=object))])
+def test_missing_eval_set_labels_are_refused_as_missing_y_labels(dtype, labels):
+    """Labels with NA in eval_set: the error of the same labels as y (rows and count),
+    naming eval_set y."""
+    y = pd.Series(labels[Y], dtype=dtype)
+    missing = y.copy()
+    missing[[3, 60, 61]] = pd.NA if dtype != object else None
+    with pytest.raises(ValueError) as as_y:
+        GBC(n_estimators=3).fit(X, missing)
+    assert "y has 3 missing label(s)" in str(as_y.value)
+    with pytest.raises(ValueError) as as_eval_set:
+        GBC(n_estimators=3).fit(X, y, eval_set=(X, missing))
+    assert str(as_eval_set.value) == f"eval_set {as_y.value}"
+
+
 def test_nullable_labels_without_missing_values_fit():
     ref = GBC(n_estimators=3).fit(X, Y)
     for y in (pd.Series(Y, dtype="Int64"), pd.Series(Y.astype(bool), dtype="boolean"),

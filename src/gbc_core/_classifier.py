@@ -32,6 +32,8 @@ from ._validation import (
     check_target,
     feature_names_of,
     is_sparse_matrix,
+    missing_label_rows,
+    missing_labels_error,
     scale_weights,
     take_rows,
 )
@@ -1122,6 +1124,9 @@ def _check_eval_set(eval_set, names, classes, n_features, class_factors):
     yv = np.asarray(eval_set[1])
     if yv.ndim != 1 or yv.shape[0] != Xv.shape[0]:
         raise ValueError("eval_set y must be 1-D with one label per row of eval_set X")
+    missing = missing_label_rows(eval_set[1], yv)
+    if missing.size:
+        raise missing_labels_error(missing, name="eval_set y")
     known = np.isin(yv, classes)
     if not known.all():
         raise ValueError(f"eval_set y has labels not seen in y: "

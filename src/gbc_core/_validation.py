@@ -162,12 +162,15 @@ _TEMPORAL_SCALARS = (datetime.date, datetime.time, datetime.timedelta,
 _TO_SECONDS = "seconds since the epoch (durations: seconds)"
 
 
-def _listing(items):
-    """``items`` joined by commas, the first ``_MAX_LISTED`` of them then "and N more"."""
+def _listing(items, n_items=None):
+    """``items`` joined by commas, the first ``_MAX_LISTED`` of them then "and N more"
+    (``n_items``: how many there are in all, where ``items`` holds the first ones
+    only)."""
     items = list(items)
+    n_items = len(items) if n_items is None else n_items
     text = ", ".join(items[:_MAX_LISTED])
-    if len(items) > _MAX_LISTED:
-        text += f" and {len(items) - _MAX_LISTED} more"
+    if n_items > _MAX_LISTED:
+        text += f" and {n_items - _MAX_LISTED} more"
     return text
 
 
@@ -562,7 +565,7 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
     return out
 
 
-def _missing_label_rows(given, y):
+def missing_label_rows(given, y):
     """The rows of the labels ``given`` (``y`` as an array) that are missing: the NA
     of a pandas extension array (nullable Int64, boolean, string, ...), None or pd.NA
     in an object array."""
@@ -573,6 +576,64 @@ def _missing_label_rows(given, y):
         na = getattr(sys.modules.get("pandas"), "NA", None)
         return np.flatnonzero([v is None or v is na for v in y])
     return np.empty(0, dtype=np.intp)
+
+
+def missing_labels_error(rows, n_missing=None, name="y"):
+    """The error of labels missing at ``rows`` (ascending; the first ones only where
+    ``n_missing`` says how many are missing in all), for the labels ``name``."""
+    n_missing = len(rows) if n_missing is None else n_missing
+    return ValueError(
+        f"{name} has {n_missing} missing label(s) (None, NaN or pd.NA) at rows "
+        f"[{_listing(map(str, rows), n_missing)}]; every sample needs a label"
+    )
+
+
+def check_label_values(y):
+    """Refuse labels ``y`` (a 1-D array without missing labels) that no class can
+    be made of: NaN, infinity, NaT, complex numbers, strings mixed with numbers,
+    booleans mixed with numbers. The checks look at the values and their types, not
+    at their rows or counts: the distinct labels of y pass exactly when y does (the
+    labels of each part of y may pass where y, their union, does not)."""
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity; every label must be a finite value")
+    if y.dtype.kind in "mM" and np.isnat(y).any():
+        raise ValueError("y contains NaT (a missing label); every sample needs a label")
+    if y.dtype.kind == "c":
+        raise ValueError("y has complex values; labels must be numbers, strings or bools")
+    if y.dtype.kind == "O":
+        kinds = {type(v) for v in y}
+        floats = [v for v in y if isinstance(v, float)]
+        if floats and not np.isfinite(np.asarray(floats)).all():
+            raise ValueError("y contains NaN or infinity; every label must be a finite value")
+        if len({str in k.__mro__ for k in kinds}) > 1:
+            raise TypeError(
+                "y mixes strings and numbers; labels must all be of one type "
+                f"(got {sorted(k.__name__ for k in kinds)})"
+            )
+        booleans = {k for k in kinds if issubclass(k, (bool, np.bool_))}
+        if booleans and booleans != kinds:
+            # True == 1 in Python and NumPy: mixed, they would merge into one class.
+            # scikit-learn refuses such a y too ("Unknown label type").
+            raise ValueError(
+                "Unknown label type: y mixes booleans and numbers "
+                f"({sorted(k.__name__ for k in kinds)}); True would be the class 1 and "
+                "False the class 0. Labels must all be of one type: convert y (e.g. "
+                "y.astype(str), or booleans to 0/1)"
+            )
+
+
+def label_counts(y):
+    """The distinct labels of ``y`` (a 1-D array without missing labels; checked by
+    :func:`check_label_values`), sorted, and how many rows hold each."""
+    check_label_values(y)
+    try:
+        return np.unique(y, return_counts=True)
+    except TypeError as exc:
+        raise _uncomparable_labels_error(exc) from None
+
+
+def _uncomparable_labels_error(exc):
+    return TypeError(f"y has labels that cannot be compared: {exc}")
 
 
 def check_target(y, n_samples):
@@ -614,44 +675,16 @@ def check_target(y, n_samples):
             f"X and y have inconsistent numbers of samples: X has {n_samples}, "
             f"y has {y.shape[0]}"
         )
-    missing = _missing_label_rows(given, y)
+    missing = missing_label_rows(given, y)
     if missing.size:
-        raise ValueError(
-            f"y has {missing.size} missing label(s) (None, NaN or pd.NA) at rows "
-            f"[{_listing(map(str, missing))}]; every sample needs a label"
-        )
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinity; every label must be a finite value")
-    if y.dtype.kind in "mM" and np.isnat(y).any():
-        raise ValueError("y contains NaT (a missing label); every sample needs a label")
-    if y.dtype.kind == "c":
-        raise ValueError("y has complex values; labels must be numbers, strings or bools")
-    if y.dtype.kind == "O":
-        kinds = {type(v) for v in y}
-        floats = [v for v in y if isinstance(v, float)]
-        if floats and not np.isfinite(np.asarray(floats)).all():
-            raise ValueError("y contains NaN or infinity; every label must be a finite value")
-        if len({str in k.__mro__ for k in kinds}) > 1:
-            raise TypeError(
-                "y mixes strings and numbers; labels must all be of one type "
-                f"(got {sorted(k.__name__ for k in kinds)})"
-            )
-        booleans = {k for k in kinds if issubclass(k, (bool, np.bool_))}
-        if booleans and booleans != kinds:
-            # True == 1 in Python and NumPy: mixed, they would merge into one class.
-            # scikit-learn refuses such a y too ("Unknown label type").
-            raise ValueError(
-                "Unknown label type: y mixes booleans and numbers "
-                f"({sorted(k.__name__ for k in kinds)}); True would be the class 1 and "
-                "False the class 0. Labels must all be of one type: convert y (e.g. "
-                "y.astype(str), or booleans to 0/1)"
-            )
+        raise missing_labels_error(missing)
+    check_label_values(y)
     classes, encoded = _encode_labels(y)
     if classes is None:
         try:
             classes, encoded = np.unique(y, return_inverse=True)
         except TypeError as exc:
-            raise TypeError(f"y has labels that cannot be compared: {exc}") from None
+            raise _uncomparable_labels_error(exc) from None
         encoded = encoded.astype(np.int32).ravel()
     if y.dtype.kind == "f" and classes.size > 2 and np.any(classes != np.round(classes)):
         raise ValueError(

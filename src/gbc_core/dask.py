@@ -459,6 +459,14 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
 
+#: Seconds a rank waits for the sum of a step between two looks at whether the
+#: client has ended the fit (released the rank's actor).
+_ENDED_POLL = 0.2
+
+#: Seconds the client waits for the coordinator to take the abort of a fit that
+#: ends in error (then it releases the actors all the same).
+_ABORT_TIMEOUT = 5.0
+
 
 class _Coordinator:
     """The all-reduce of a fit: waits for the array of every rank at a step and
@@ -533,18 +541,35 @@ class _Coordinator:
 
 class _ActorComm:
     """``allreduce`` of one rank, through the coordinator actor (each call one step;
-    every rank makes the same calls in the same order)."""
+    every rank makes the same calls in the same order).
 
-    def __init__(self, coordinator, rank, timeout):
+    ``ended()`` is true once the client has ended the fit (it released the rank's
+    actor: the fit failed, was interrupted, or the client left). The rank then
+    stops at its next step, and while it waits for a step's sum it looks every
+    ``_ENDED_POLL`` s: a rank whose coordinator was lost with its worker, or
+    released before the rank's call reached it, gets no answer, and would hold its
+    worker's actor thread (one per worker, shared by every actor there: the next
+    fit's actors wait behind it) for ``step_timeout + 10`` s."""
+
+    def __init__(self, coordinator, rank, timeout, ended):
         self.coordinator = coordinator
         self.rank = rank
         self.timeout = timeout
+        self.ended = ended
         self.step = 0
+
+    def _stop_if_ended(self):
+        if self.ended():
+            raise RuntimeError("distributed fit: ended by the client (the fit failed "
+                               "elsewhere or was interrupted)")
 
     def allreduce(self, values, n_summed):
         import asyncio
+        import concurrent.futures
         import inspect
+        import time
 
+        self._stop_if_ended()
         self.step += 1
         pending = self.coordinator.allreduce(self.step, self.rank,
                                              np.ascontiguousarray(values), n_summed)
@@ -554,8 +579,18 @@ class _ActorComm:
 
             loop = get_worker().loop.asyncio_loop
             pending = asyncio.run_coroutine_threadsafe(pending, loop)
-            return pending.result(self.timeout + 10)
-        return pending.result(timeout=self.timeout + 10)
+        deadline = time.monotonic() + self.timeout + 10
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return pending.result(timeout=max(0.0, min(_ENDED_POLL, left)))
+            except (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError):
+                if left <= _ENDED_POLL:
+                    raise
+            if self.ended():
+                if isinstance(pending, concurrent.futures.Future):
+                    pending.cancel()  # the coordinator's wait, on this worker's loop
+                self._stop_if_ended()
 
 
 def _check_partitioned_alike(rows, parts, numbers, name, of):
@@ -568,6 +603,45 @@ def _check_partitioned_alike(rows, parts, numbers, name, of):
                 f"partition {number} of {name} has {part.shape[0]} rows, the same "
                 f"partition of {of} {n_rows}: {of} and {name} must be partitioned "
                 "alike (the same rows in each partition)")
+
+
+def _missing_labels(given_parts, parts):
+    """Per partition of labels (``given_parts`` as given, ``parts`` as 1-D arrays):
+    (how many labels are missing, the first rows of them, at most as many as an error
+    lists)."""
+    from ._validation import _MAX_LISTED, missing_label_rows
+
+    out = []
+    for given, part in zip(given_parts, parts):
+        rows = missing_label_rows(given, part)
+        out.append((int(rows.size), rows[:_MAX_LISTED].tolist()))
+    return out
+
+
+def _check_no_missing_labels(rows, missing, name):
+    """The in-memory error of missing labels (their count and first rows in the
+    concatenated data), where ``missing`` (per partition, as
+    :func:`_missing_labels` gives them) has some; ``rows``: the rows of each
+    partition."""
+    from ._validation import missing_labels_error
+
+    n_missing = sum(n for n, _ in missing)
+    if n_missing:
+        offsets = np.cumsum(rows) - np.asarray(rows)
+        first = [int(offset) + row for offset, (_, at) in zip(offsets, missing)
+                 for row in at]
+        raise missing_labels_error(first, n_missing, name)
+
+
+def _merged_labels(labels):
+    """The distinct labels of every worker (arrays) as one array: where the workers'
+    arrays differ in kind (numbers and strings), an object array of their values as
+    they are, not converted to one kind (``np.concatenate`` would write the numbers
+    as strings)."""
+    labels = [a for a in labels if a.size] or labels
+    if len({a.dtype.kind for a in labels}) > 1:
+        labels = [a.astype(object) for a in labels]
+    return np.concatenate(labels)
 
 
 def _as_float32_part(part, name):
@@ -604,13 +678,11 @@ class _PartActor:
         self.part_rows = [int(p.shape[0]) for p in self.X_parts]
         self.n_rows = sum(self.part_rows)
         self.n_features = widths.pop() if widths else 0
-        y_parts = [np.asarray(p).ravel() for p in y_parts]
+        given = list(y_parts)
+        y_parts = [np.asarray(p).ravel() for p in given]
         _check_partitioned_alike(self.part_rows, y_parts, part_numbers, "y", "X")
+        self.missing = _missing_labels(given, y_parts)
         self.y = np.concatenate(y_parts)
-        if self.y.dtype.kind == "f" and not np.isfinite(self.y).all():
-            raise ValueError("y has NaN or infinite labels; every row needs a label")
-        if self.y.dtype.kind == "O" and any(v is None or v != v for v in self.y):
-            raise ValueError("y has missing labels; every row needs a label")
         self.w = None
         if w_parts is not None:
             from ._validation import check_sample_weight
@@ -621,6 +693,11 @@ class _PartActor:
             w = np.concatenate(w_parts)
             self.w = check_sample_weight(w, self.n_rows) if w.size else w
         self.eval_parts = eval_parts
+        self.eval_missing = None
+        if eval_parts is not None:
+            given = list(eval_parts[1])
+            self.eval_missing = _missing_labels(given, [np.asarray(p).ravel()
+                                                        for p in given])
         self.codes = None
         self.train = None       # per row: a training row (not held out)
         self.eval_part = None
@@ -638,10 +715,23 @@ class _PartActor:
 
     def describe(self):
         """(rows of each partition, columns, distinct labels and their counts, largest
-        weight)."""
+        weight, missing labels of each partition, the numbers, label rows and missing
+        labels of the ``eval_set`` partitions here or None): the missing labels of a
+        partition are (how many, the first rows of them in the partition), and the
+        labels are not read where some are missing."""
+        from ._validation import label_counts
+
         top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
-        labels, counts = np.unique(self.y, return_counts=True)
-        return self.part_rows, self.n_features, labels, counts, top
+        if any(n for n, _ in self.missing):
+            labels, counts = self.y[:0], np.zeros(0, dtype=np.int64)
+        else:
+            labels, counts = label_counts(self.y)
+        evaluated = None
+        if self.eval_parts is not None:
+            evaluated = (self.eval_parts[3], [len(p) for p in self.eval_parts[1]],
+                         self.eval_missing)
+        return (self.part_rows, self.n_features, labels, counts, top, self.missing,
+                evaluated)
 
     def prepare(self, classes, exponent, class_factors):
         """Class codes and weights (times the class factors, scaled by
@@ -785,12 +875,20 @@ class _PartActor:
         total_w = float(codes.shape[0] if w is None else w.sum())
         return total_w, lo, hi
 
+    def _released(self):
+        """Whether this actor's worker no longer holds it: the client released it (it
+        cancels the actors when a fit ends, in error too, and the scheduler releases
+        a client's keys when the client leaves)."""
+        from distributed import get_worker
+
+        return not any(actor is self for actor in list(get_worker().state.actors.values()))
+
     def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout, previous):
         """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
         params = dict(params)
         wph = params.pop("_workers_per_host", {})
         params["n_threads"] = _threads_of_worker(params.get("n_jobs"), wph)
-        comm = _ActorComm(coordinator, rank, timeout)
+        comm = _ActorComm(coordinator, rank, timeout, self._released)
         ensemble, record = self.trainer.fit(comm, n_classes, params, seed, lo, hi,
                                             previous)
         return (ensemble.trees(), ensemble.init_raw, record) if rank == 0 else None
@@ -1210,6 +1308,7 @@ class DaskGradientBoostingClassifier:
         from ._ensemble import Ensemble
         from ._model_io import check_labels
         from ._params import resolve
+        from ._validation import check_target
 
         warm = params["warm_start"] and "booster_" in self.__dict__
         if not warm:
@@ -1306,10 +1405,25 @@ class DaskGradientBoostingClassifier:
                 part_rows[mine[r]] = d[0]
             if part_rows.sum() == 0:
                 raise ValueError("X has no rows")
-            classes = np.unique(np.concatenate([d[2] for d in described]))
+            missing = [None] * len(holders)
+            for r, d in enumerate(described):
+                for i, m in zip(mine[r], d[5]):
+                    missing[i] = m
+            _check_no_missing_labels(part_rows, missing, "y")
+            # The checks of y in memory, on the distinct labels of every worker (each
+            # worker has checked its own: these find labels of different kinds on
+            # different workers, and a single class).
+            merged = _merged_labels([d[2] for d in described])
+            classes, _ = check_target(merged, merged.shape[0])
             check_labels(classes)
-            if classes.size < 2:
-                raise ValueError(f"y must hold at least 2 classes, got {classes.size}")
+            if eval_set is not None:
+                eval_rows = np.zeros(len(vholders), dtype=np.int64)
+                eval_missing = [None] * len(vholders)
+                for numbers, rows, miss in (d[6] for d in described):
+                    eval_rows[numbers] = rows
+                    for i, m in zip(numbers, miss):
+                        eval_missing[i] = m
+                _check_no_missing_labels(eval_rows, eval_missing, "eval_set y")
             previous = None
             if warm:
                 previous = warm_start_from(self.booster_, params, classes, n_features, names)
@@ -1391,7 +1505,7 @@ class DaskGradientBoostingClassifier:
             if coordinator is not None:
                 try:
                     coordinator.abort("distributed fit: interrupted by the client").result(
-                        timeout=5)
+                        timeout=_ABORT_TIMEOUT)
                 except Exception:  # noqa: BLE001 - its worker may be gone
                     pass
             raise
