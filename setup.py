@@ -55,20 +55,17 @@ def openmp_candidates(compiler_type, platform):
     return [(["-fopenmp"], ["-fopenmp"])]
 
 
-def arithmetic_args(compiler_type, compiler_name, debug=False):
+def arithmetic_args(compiler_type, debug=False):
     """The compile arguments that fix the kernels' floating-point arithmetic for a
     compiler, whatever the platform: no fused multiply-add unless the source asks
     for one. GCC and clang (also MinGW's GCC on Windows, and clang on macOS, whose
     default contracts ``a * b + c`` where the CPU has FMA: every arm64 Mac) take
     ``-ffp-contract=off``; MSVC does not contract under ``/fp:precise`` (stated, not
-    assumed), and clang-cl takes clang's flag through ``/clang:``. The kernels'
-    arithmetic is then the same everywhere (docs/reliability.md, "Same model on
-    every machine")."""
+    assumed; distutils' MSVC compiler always runs cl.exe). The kernels' arithmetic
+    is then the same everywhere (docs/reliability.md, "Same model on every
+    machine")."""
     if compiler_type == "msvc":
-        args = ["/fp:precise"]
-        if "clang" in os.path.basename(compiler_name or "").lower():
-            args.append("/clang:-ffp-contract=off")
-        return args
+        return ["/fp:precise"]
     args = ["-O3", "-ffp-contract=off"]
     if debug:
         args += ["-O1", "-g"]
@@ -123,8 +120,6 @@ class BuildExt(build_ext):
 
     def build_extensions(self):
         compiler_type = self.compiler.compiler_type
-        compiler_name = (getattr(self.compiler, "cc", None)
-                         or (getattr(self.compiler, "compiler_so", None) or [""])[0])
         openmp = None
         if os.environ.get("GBC_CORE_OPENMP", "1").strip() != "0":
             openmp = openmp_args(self.compiler, sys.platform)
@@ -139,8 +134,7 @@ class BuildExt(build_ext):
               + (f"on ({' '.join(compile_args + link_args)})" if openmp
                  else "off: sequential kernels"),
               file=sys.stderr)
-        compile_args = compile_args + arithmetic_args(compiler_type, compiler_name,
-                                                      _flag("GBC_CORE_DEBUG"))
+        compile_args = compile_args + arithmetic_args(compiler_type, _flag("GBC_CORE_DEBUG"))
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args or []) + compile_args
             ext.extra_link_args = list(ext.extra_link_args or []) + link_args

@@ -45,12 +45,16 @@ fi
 echo ">>> clang build: $(clang --version | head -n 1)"
 
 copy_source_tree "$ROOT" "$WORK/src"
+# -v: the build's commands are in the log, to check that clang compiled the kernels.
 CC=clang LDSHARED="clang -shared" GBC_CORE_REQUIRE_OPENMP=1 \
-    "$PY" -m pip wheel --disable-pip-version-check --progress-bar off \
+    "$PY" -m pip wheel -v --disable-pip-version-check --progress-bar off \
     --no-deps --wheel-dir "$WORK/dist" "$WORK/src" >"$WORK/build.log" 2>&1 \
     || { tail -n 60 "$WORK/build.log"; echo "clang build: the build failed"; exit 1; }
-grep -q "clang" "$WORK/build.log" \
-    || { echo "clang build: the log shows no clang command: CC was not used"; exit 1; }
+grep -Eq '^[[:space:]]*clang .*-c .*_exact_splitter\.c' "$WORK/build.log" \
+    || { echo "clang build: the log shows no clang compile of the kernels: CC was not used"
+         exit 1; }
+grep -q "gbc-core: OpenMP on (-fopenmp" "$WORK/build.log" \
+    || { echo "clang build: the build did not find OpenMP"; exit 1; }
 "$PY" -m pip install --disable-pip-version-check --no-deps --target "$WORK/site" \
     "$WORK"/dist/*.whl >"$WORK/install.log" 2>&1 || { tail -n 40 "$WORK/install.log"; exit 1; }
 for so in "$WORK"/site/gbc_core/_exact_splitter*.so "$WORK"/site/gbc_core/_grower*.so; do

@@ -883,6 +883,26 @@ def test_labels_of_two_kinds_are_refused_as_in_memory(client, kinds, layout):
     assert _settled(client)
 
 
+def test_workers_labels_merge_as_one_process_holds_them():
+    """The workers' distinct labels as one array: numbers of several numeric dtypes in
+    their common dtype (what one array of all the labels would be in one process);
+    numbers beside strings or booleans each kept as they are (an object array), never
+    converted (ints written as strings, 1 taken for True)."""
+    from gbc_core.dask import _merged_labels
+
+    ints, floats = np.array([0, 2], dtype=np.int64), np.array([1.5], dtype=np.float32)
+    merged = _merged_labels([ints, floats, np.array([], dtype=np.uint8)])
+    expected = np.concatenate([ints, floats]).astype(np.result_type(ints, floats))
+    assert merged.dtype == expected.dtype == np.float64
+    np.testing.assert_array_equal(merged, expected)
+    for other in (np.array(["a"]), np.array([True])):
+        merged = _merged_labels([ints, other])
+        assert merged.dtype == object
+        values = ints.tolist() + other.tolist()
+        assert merged.tolist() == values
+        assert [type(v) for v in merged] == [type(v) for v in values]
+
+
 def test_missing_eval_set_labels_are_refused_as_in_memory(client):
     X, y, _ = _data(400, 2, seed=33)
     labels = pd.Series(np.array(["n", "y"], dtype=object)[y], dtype="string")

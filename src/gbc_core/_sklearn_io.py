@@ -268,7 +268,7 @@ def to_sklearn(booster):
     -------
     sklearn.ensemble.GradientBoostingClassifier
         ``estimators_`` holds ``DecisionTreeRegressor`` s with the trees as the
-        ``tree_`` of gbc-core's (numbered as scikit-learn numbers its nodes; inner
+        ``tree_`` of gbc-core's (nodes numbered as gbc-core's ``apply`` numbers them; inner
         nodes' values are their leaves' cover-weighted means, impurities such that
         the feature importances are gbc-core's, each split's ``missing_go_to_left``
         gbc-core's direction for missing values, which the trees' ``predict`` and

@@ -634,12 +634,17 @@ def _check_no_missing_labels(rows, missing, name):
 
 
 def _merged_labels(labels):
-    """The distinct labels of every worker (arrays) as one array: where the workers'
-    arrays differ in kind (numbers and strings), an object array of their values as
-    they are, not converted to one kind (``np.concatenate`` would write the numbers
-    as strings)."""
+    """The distinct labels of every worker (arrays) as one array: numbers of several
+    numeric dtypes (not booleans) in their common dtype, as one array of the
+    concatenated labels would hold them in one process; where the workers' arrays
+    differ in kind otherwise (numbers and strings, numbers and booleans), an object
+    array of their values as they are, not converted to one kind
+    (``np.concatenate`` would write the numbers as strings, or 1 as True)."""
     labels = [a for a in labels if a.size] or labels
-    if len({a.dtype.kind for a in labels}) > 1:
+    kinds = {a.dtype.kind for a in labels}
+    if len(kinds) > 1:
+        if kinds <= set("iuf"):
+            return np.concatenate(labels).astype(np.result_type(*labels))
         labels = [a.astype(object) for a in labels]
     return np.concatenate(labels)
 
