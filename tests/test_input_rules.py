@@ -874,6 +874,34 @@ def test_parquet_pandas_index_is_left_out(tmp_path, capsys, monkeypatch, index_n
     assert list(header) == ["contrib_a", "contrib_b", "contrib_expected_value"]
 
 
+@pytest.mark.parametrize("index_name", [None, "id"])
+def test_dask_training_reads_the_index_as_the_file_reader_does(tmp_path, capsys, index_name):
+    """``train --dask`` (the lazy frame the workers read) takes the columns the file
+    reader takes: the pandas index left out with the same note, and a named index
+    usable as the target, as without --dask (dask itself would make it the frame's
+    index, out of reach)."""
+    require("dask.dataframe")
+    from types import SimpleNamespace
+
+    from gbc_core._batch import _dask_frame
+
+    frame = sampled_frame()
+    frame.index.name = index_name
+    frame.to_parquet(tmp_path / "d.parquet")
+    stored = index_name or "__index_level_0__"
+    args = SimpleNamespace(target="y", drop=None, delimiter=None, no_header=False)
+    X, y, features = _dask_frame(args, str(tmp_path / "d.parquet"), "parquet")
+    assert features == ["a", "b"]
+    assert f"'{stored}'" in capsys.readouterr().err
+    np.testing.assert_array_equal(X.compute().to_numpy(), frame[["a", "b"]].to_numpy())
+    np.testing.assert_array_equal(y.compute().to_numpy(), frame["y"].to_numpy())
+    if index_name:  # the named index as the target, as the file reader allows
+        args.target = index_name
+        X, y, features = _dask_frame(args, str(tmp_path / "d.parquet"), "parquet")
+        assert features == ["a", "b", "y"]
+        np.testing.assert_array_equal(y.compute().to_numpy(), frame.index.to_numpy())
+
+
 def test_unnamed_csv_column_is_refused_or_dropped(tmp_path, capsys, monkeypatch):
     frame = sampled_frame()
     frame.to_csv(tmp_path / "d.csv")  # with its index, under an empty name

@@ -23,6 +23,7 @@ from ._tabular import (
     one_line,
     open_data,
     output_format,
+    pandas_index_columns,
     require_pyarrow,
 )
 from ._validation import warn_lossy_columns
@@ -511,8 +512,13 @@ def _dask_frame(args, path, fmt, features=None):
 
     if fmt == "libsvm":
         raise DataError("--dask trains on CSV/TSV or Parquet files (LIBSVM: without --dask)")
+    index_columns = []
     if fmt == "parquet":
-        ddf = dd.read_parquet(path)
+        # The pandas index as columns (index=False), as the file reader without
+        # --dask has them: a named index may be the target, and is otherwise left out
+        # with a note (dask drops an unnamed one, __index_level_0__, itself).
+        ddf = dd.read_parquet(path, index=False)
+        index_columns = _parquet_index_columns(path)
     else:
         sep = args.delimiter or ("\t" if fmt == "tsv" else ",")
         ddf = dd.read_csv(path, sep=sep, header=None if args.no_header else "infer",
@@ -522,7 +528,6 @@ def _dask_frame(args, path, fmt, features=None):
         else:  # pandas names a column without a name "Unnamed: POSITION"
             ddf.columns = ["" if c == f"Unnamed: {i}" else c
                            for i, c in enumerate(ddf.columns)]
-    # (dask reads a Parquet file's pandas index as the frame's index, not a column)
     columns = [str(c) for c in ddf.columns]
     target = args.target
     if not target:
@@ -535,7 +540,7 @@ def _dask_frame(args, path, fmt, features=None):
         unknown = [c for c in drop if c not in columns]
         if unknown:
             raise DataError(f"--drop column(s) {unknown} not found in {path}")
-        features = _other_columns(path, columns, [], {target, *drop})
+        features = _other_columns(path, columns, index_columns, {target, *drop})
         if not features:
             raise DataError(f"{path} has no feature columns besides the target {target!r}")
     else:
@@ -544,6 +549,18 @@ def _dask_frame(args, path, fmt, features=None):
             raise DataError(f"feature column {missing[0]!r} (used in training) is missing "
                             f"from {path}")
     return ddf[features], ddf[target], features
+
+
+def _parquet_index_columns(path):
+    """The columns of the Parquet file, folder or glob pattern ``path`` (what
+    ``dask.dataframe.read_parquet`` reads) that hold a pandas index
+    (``pandas_index_columns`` of its schema)."""
+    import glob
+
+    import pyarrow.dataset as ds
+
+    source = sorted(glob.glob(path)) if glob.has_magic(path) else path
+    return pandas_index_columns(ds.dataset(source, format="parquet").schema)
 
 
 def _run_train_dask(args, fmt, out):
