@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -517,7 +518,10 @@ def _dask_frame(args, path, fmt, features=None):
         # The pandas index as columns (index=False), as the file reader without
         # --dask has them: a named index may be the target, and is otherwise left out
         # with a note (dask drops an unnamed one, __index_level_0__, itself).
-        ddf = dd.read_parquet(path, index=False)
+        with warnings.catch_warnings():
+            # dask's own reset_index(inplace=True) under pandas 3.1 (not ours to fix)
+            warnings.filterwarnings("ignore", message="The inplace keyword")
+            ddf = dd.read_parquet(path, index=False)
         index_columns = _parquet_index_columns(path)
     else:
         sep = args.delimiter or ("\t" if fmt == "tsv" else ",")
