@@ -883,6 +883,22 @@ def test_labels_of_two_kinds_are_refused_as_in_memory(client, kinds, layout):
     assert _settled(client)
 
 
+def test_nan_eval_set_labels_get_the_in_memory_error(client):
+    """A NaN among eval_set's labels: the in-memory error naming eval_set y (not
+    "labels not seen in y")."""
+    X, y, _ = _data(400, 2, seed=34)
+    yv = y.astype(np.float64)
+    yv[17] = np.nan
+    expected = _error_of(lambda: GradientBoostingClassifier(
+        split_method="hist", **PARAMS).fit(X, y.astype(np.float64), eval_set=(X, yv)))
+    assert expected[1].startswith("eval_set y contains NaN")
+    got = _error_of(lambda: DaskGradientBoostingClassifier(**PARAMS).fit(
+        da.from_array(X, chunks=200), da.from_array(y.astype(np.float64), chunks=200),
+        eval_set=(da.from_array(X, chunks=200), da.from_array(yv, chunks=200))))
+    assert got == expected
+    assert _settled(client)
+
+
 def test_workers_labels_merge_as_one_process_holds_them():
     """The workers' distinct labels as one array: numbers of several numeric dtypes in
     their common dtype (what one array of all the labels would be in one process);

@@ -483,6 +483,26 @@ def test_missing_eval_set_labels_are_refused_as_missing_y_labels(dtype, labels):
     assert str(as_eval_set.value) == f"eval_set {as_y.value}"
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, "mixed"])
+def test_eval_set_labels_no_class_can_be_made_of_get_the_errors_of_y(bad):
+    """NaN, infinity or labels of two kinds in eval_set's labels: the error the same
+    labels get as y, naming eval_set y (not "labels not seen in y")."""
+    y = Y.astype(np.float64)
+    if bad == "mixed":
+        y = Y.astype(object)
+        bad_labels = y.copy()
+        bad_labels[5] = "x"
+    else:
+        bad_labels = y.copy()
+        bad_labels[5] = bad
+    with pytest.raises((ValueError, TypeError)) as as_y:
+        GBC(n_estimators=3).fit(X, bad_labels)
+    with pytest.raises(type(as_y.value)) as as_eval_set:
+        GBC(n_estimators=3).fit(X, y, eval_set=(X, bad_labels))
+    assert str(as_eval_set.value) == str(as_y.value).replace("y ", "eval_set y ", 1)
+    assert str(as_eval_set.value).startswith("eval_set y ")
+
+
 def test_nullable_labels_without_missing_values_fit():
     ref = GBC(n_estimators=3).fit(X, Y)
     for y in (pd.Series(Y, dtype="Int64"), pd.Series(Y.astype(bool), dtype="boolean"),

@@ -28,6 +28,7 @@ from ._record import FitRecord
 from ._validation import (
     align_columns,
     check_features,
+    check_label_values,
     check_sample_weight,
     check_target,
     feature_names_of,
@@ -1127,6 +1128,7 @@ def _check_eval_set(eval_set, names, classes, n_features, class_factors):
     missing = missing_label_rows(eval_set[1], yv)
     if missing.size:
         raise missing_labels_error(missing, name="eval_set y")
+    check_label_values(yv, name="eval_set y")
     known = np.isin(yv, classes)
     if not known.all():
         raise ValueError(f"eval_set y has labels not seen in y: "

@@ -588,26 +588,27 @@ def missing_labels_error(rows, n_missing=None, name="y"):
     )
 
 
-def check_label_values(y):
+def check_label_values(y, name="y"):
     """Refuse labels ``y`` (a 1-D array without missing labels) that no class can
     be made of: NaN, infinity, NaT, complex numbers, strings mixed with numbers,
     booleans mixed with numbers. The checks look at the values and their types, not
     at their rows or counts: the distinct labels of y pass exactly when y does (the
-    labels of each part of y may pass where y, their union, does not)."""
+    labels of each part of y may pass where y, their union, does not). ``name``
+    names the labels in the errors (``"eval_set y"``: a validation set's)."""
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinity; every label must be a finite value")
+        raise ValueError(f"{name} contains NaN or infinity; every label must be a finite value")
     if y.dtype.kind in "mM" and np.isnat(y).any():
-        raise ValueError("y contains NaT (a missing label); every sample needs a label")
+        raise ValueError(f"{name} contains NaT (a missing label); every sample needs a label")
     if y.dtype.kind == "c":
-        raise ValueError("y has complex values; labels must be numbers, strings or bools")
+        raise ValueError(f"{name} has complex values; labels must be numbers, strings or bools")
     if y.dtype.kind == "O":
         kinds = {type(v) for v in y}
         floats = [v for v in y if isinstance(v, float)]
         if floats and not np.isfinite(np.asarray(floats)).all():
-            raise ValueError("y contains NaN or infinity; every label must be a finite value")
+            raise ValueError(f"{name} contains NaN or infinity; every label must be a finite value")
         if len({str in k.__mro__ for k in kinds}) > 1:
             raise TypeError(
-                "y mixes strings and numbers; labels must all be of one type "
+                f"{name} mixes strings and numbers; labels must all be of one type "
                 f"(got {sorted(k.__name__ for k in kinds)})"
             )
         booleans = {k for k in kinds if issubclass(k, (bool, np.bool_))}
@@ -615,10 +616,10 @@ def check_label_values(y):
             # True == 1 in Python and NumPy: mixed, they would merge into one class.
             # scikit-learn refuses such a y too ("Unknown label type").
             raise ValueError(
-                "Unknown label type: y mixes booleans and numbers "
+                f"Unknown label type: {name} mixes booleans and numbers "
                 f"({sorted(k.__name__ for k in kinds)}); True would be the class 1 and "
-                "False the class 0. Labels must all be of one type: convert y (e.g. "
-                "y.astype(str), or booleans to 0/1)"
+                f"False the class 0. Labels must all be of one type: convert {name} "
+                "(e.g. .astype(str), or booleans to 0/1)"
             )
 
 

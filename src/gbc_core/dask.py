@@ -778,11 +778,14 @@ class _PartActor:
             wv = np.concatenate(wv + [np.empty(0)])
         Xv = np.ascontiguousarray(np.concatenate(
             Xv + [np.empty((0, self.n_features), np.float32)], axis=0))
+        from ._validation import check_label_values
+
         yv = np.concatenate(yv + [np.empty(0, classes.dtype)])
+        check_label_values(yv, name="eval_set y")
         known = np.isin(yv, classes)
         if not known.all():
             raise ValueError(f"eval_set y has labels not seen in y: "
-                             f"{np.unique(yv[~known])!r}")
+                             f"{np.unique(yv[~known]).tolist()!r}")
         cv = np.searchsorted(classes, yv).astype(np.int32)
         if class_factors is not None:
             wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
