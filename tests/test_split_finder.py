@@ -267,6 +267,15 @@ def test_threads_sharing_a_bound_keep_the_lowest_of_equal_features(unit_weights)
                               unit_weights=unit_weights) == n_nodes
 
 
+def test_more_rows_than_int32_indices_are_refused():
+    """The sorted orders index rows as int32: a finder over 2**31 rows is refused
+    before its sorted order (8 GiB here) is allocated (X below is 8 GiB of untouched
+    virtual memory), with the histogram finder's message."""
+    X = np.empty((2**31, 1), dtype=np.float32, order="F")
+    with pytest.raises(ValueError, match=r"at most 2\*\*31 - 1 samples are supported, got 2147483648"):
+        ExactSplitFinder(X, 1)
+
+
 def test_the_lowest_of_equal_features_wins_whatever_order_threads_scan_them():
     """Which thread scans which feature, and in what order, is the OpenMP runtime's
     choice: LLVM's libomp (the macOS wheels' runtime) lets an idle thread steal

@@ -63,6 +63,15 @@ ctypedef struct node_t:
     uint8_t missing_go_left    # 1 if NaN goes left at this split
     uint8_t depth              # depth of the node (root = 0)
 
+cdef inline int check_row_count(Py_ssize_t n_samples) except -1:
+    """Refuse more rows than int32 can index: the sorted orders, the grower's
+    partition and the finders' gathered rows hold row indices as int32. Every split
+    finder calls it before it allocates anything per row."""
+    if n_samples > 2147483647:
+        raise ValueError(f"at most 2**31 - 1 samples are supported, got {n_samples}")
+    return 0
+
+
 cdef inline float64_t midpoint(float32_t lo, float32_t hi) noexcept nogil:
     """Threshold between two consecutive distinct values lo < hi, as scikit-learn
     computes it: lo/2 + hi/2 in float64, or lo where that rounds to hi or overflows.

@@ -34,7 +34,7 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD,
 )
-from ._common cimport CACHE_LINE, line_aligned, midpoint
+from ._common cimport CACHE_LINE, check_row_count, line_aligned, midpoint
 from ._split_finder cimport (
     SplitFinder, side_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE,
@@ -744,6 +744,7 @@ cdef class ExactSplitFinder(SplitFinder):
 
     def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True,
                  bint segments=True):
+        check_row_count(X.shape[0])
         self.lean_scans = lean_scans
         self.segments = (lean_scans and segments
                          and X.shape[0] * X.shape[1] <= SEGMENT_MAX_VALUES)

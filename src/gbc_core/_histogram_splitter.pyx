@@ -40,7 +40,7 @@ from ._split_finder cimport (
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
 from ._choice cimport consider, wins
-from ._common cimport midpoint, omp_barrier
+from ._common cimport check_row_count, midpoint, omp_barrier
 
 #: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
 BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
@@ -339,11 +339,7 @@ cdef class HistogramSplitFinder(SplitFinder):
                  const float32_t[:, ::1] bin_lo, const float32_t[:, ::1] bin_hi,
                  int missing_bin, int n_threads=1):
         cdef intp_t f
-        if bins.shape[0] > 2147483647:
-            # The partition and the gathered rows index rows as int32 (as the exact
-            # finder's sorted order does: ``presort_features``).
-            raise ValueError(f"at most 2**31 - 1 samples are supported, got "
-                             f"{bins.shape[0]}")
+        check_row_count(bins.shape[0])
         if not 1 <= missing_bin <= 255:
             raise ValueError(f"missing_bin must be in [1, 255], got {missing_bin}")
         if (n_bins_non_missing.shape[0] != bins.shape[1]

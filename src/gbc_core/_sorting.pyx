@@ -7,7 +7,9 @@ from libc.string cimport memset
 
 import numpy as np
 
-from ._common cimport float32_t, int32_t, int64_t, uint32_t, intp_t, sort_key
+from ._common cimport (
+    float32_t, int32_t, int64_t, uint32_t, intp_t, check_row_count, sort_key,
+)
 
 
 cdef enum:
@@ -116,8 +118,7 @@ def presort_features(
     cdef int tid, n_sorting
     if n == 0 or d == 0:
         return
-    if n > 2147483647:
-        raise ValueError("at most 2**31 - 1 samples are supported")
+    check_row_count(n)
     if order.shape[0] != d or order.shape[1] != n or n_nonmissing.shape[0] != d:
         raise ValueError(f"order must have shape ({d}, {n}) and n_nonmissing ({d},)")
     n_sorting = <int>min(<intp_t>max(1, n_threads), d, <intp_t>MAX_COLUMNS_AT_ONCE)
