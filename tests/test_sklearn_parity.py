@@ -347,7 +347,10 @@ def test_is_classifier():
 def test_cross_val_score_equals_sklearns(data, scoring):
     X, y = data()
     cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
-    params = dict(n_estimators=15, max_depth=2)
+    # Two leaves of one row: the commonest exact tie (a row at the end of several
+    # features isolates the same way on each), which gbc-core gives to the lowest
+    # feature and scikit-learn to the first of its random feature order.
+    params = dict(n_estimators=15, max_depth=2, min_samples_leaf=2)
     ours = cross_val_score(GradientBoostingClassifier(**params), X, y, cv=cv, scoring=scoring)
     theirs = cross_val_score(_sklearn_model(**params), X, y, cv=cv, scoring=scoring)
     assert np.isfinite(ours).all()

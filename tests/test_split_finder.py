@@ -315,9 +315,10 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     row buffers, all traced) is the sorted order of every feature (int32, 4 bytes
     per value) and per row: the finder's w * r (8, which its general scan reads
     too, with w = 1), node slot (4) and its byte (1), the class codes (4), the raw
-    scores, probabilities and residuals (8 each) and the leaf of each row (4), 45
-    bytes in all; with node segments (the default up to 2^25 values) also the
-    segments (4 bytes per value), one scratch row buffer per thread of a scan (4
+    scores, probabilities and residuals (8 each), the residuals on the tree's grid
+    (8: the grower's, exact sums) and the leaf of each row (4), 53 bytes in all;
+    with node segments (the default up to 2^25 values) also the segments (4 bytes
+    per value), one scratch row buffer per thread of a scan (4
     bytes per row, at most one per feature) and one bit per row (the side of its
     node in the segments' split). No sorted copy of the values (they are
     read from X through the order), no 16-byte row records (the weighted scans'),
@@ -344,9 +345,9 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
         finally:
             tracemalloc.stop()
         # The presort's temporaries beside the class codes: 12 bytes per row and
-        # column sorted at once (at most 4) + 4, above the 45 on 4 threads or more.
-        per_value, per_row = 4, max(45, 4 + 12 * min(n_jobs, 4, d))
+        # column sorted at once (at most 4) + 4, above the 53 on 4 threads or more.
+        per_value, per_row = 4, max(53, 4 + 12 * min(n_jobs, 4, d))
         if segments:
-            per_value, per_row = 8, 45 + 4 * min(n_jobs, d) + 1 / 8
+            per_value, per_row = 8, 53 + 4 * min(n_jobs, d) + 1 / 8
         assert peak < n * (per_value * d + per_row) + 256 * 1024, (
             n_jobs, peak / n - per_value * d, per_row)

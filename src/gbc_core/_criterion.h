@@ -27,6 +27,8 @@
 #ifndef GBC_CRITERION_H
 #define GBC_CRITERION_H
 
+#include <stdint.h>
+
 #define GBC_SPLIT_DIFF(total_s, total_w, s_left, w_left) \
     (((total_s) - (s_left)) * (w_left) - (s_left) * ((total_w) - (w_left)))
 #define GBC_SPLIT_DEN(total_w, w_left) ((w_left) * ((total_w) - (w_left)))
@@ -104,6 +106,136 @@ static inline double gbc_weighted_decrease(double total_weight, double node_w,
     double w_right = node_w - w_left;
     return (node_w / total_weight) * (impurity - (w_right / node_w * impurity_right)
                                       - (w_left / node_w * impurity_left));
+}
+
+/* ---- The exact comparison of two splits of one node (the tie rule) ----
+ *
+ * The grower puts every row's w * r and w on a grid before a tree is grown (sums of
+ * them are then integer multiples of unit_s and unit_w below 2^53 units, so every
+ * sum is exact, in any order, and the same in every finder). Two splits of one node
+ * whose proxies are within GBC_TIE_MARGIN of each other are ranked here, exactly,
+ * from those integers: Friedman's proxy diff^2 / den with diff = D unit_s unit_w and
+ * den = E unit_w^2, where
+ *
+ *     D = (S - s_left) w_left - s_left (W - w_left),   E = w_left (W - w_left)
+ *
+ * (S, W the node's totals, all in units), so proxy_a > proxy_b exactly when
+ * D_a^2 E_b > D_b^2 E_a: integers of up to 322 bits, multiplied and compared here in
+ * 32-bit limbs (portable C, no compiler's 128-bit type). Both criteria rank a node's
+ * splits alike in exact arithmetic (the MSE proxy is S^2 / W plus Friedman's over W),
+ * so this one comparison decides for either. */
+#define GBC_TIE_MARGIN 1e-12
+#define GBC_BIG_LIMBS 12
+
+typedef struct {
+    uint32_t limb[GBC_BIG_LIMBS];   /* little-endian: limb[0] is the lowest */
+} gbc_big_t;
+
+static inline void gbc_big_from_u64(gbc_big_t *a, uint64_t v)
+{
+    int i;
+    for (i = 0; i < GBC_BIG_LIMBS; i++)
+        a->limb[i] = 0;
+    a->limb[0] = (uint32_t)v;
+    a->limb[1] = (uint32_t)(v >> 32);
+}
+
+/* c = a * b (the callers' products fit in GBC_BIG_LIMBS limbs). */
+static inline void gbc_big_mul(gbc_big_t *c, const gbc_big_t *a, const gbc_big_t *b)
+{
+    int i, j;
+    uint64_t carry, t;
+    gbc_big_t r;
+    for (i = 0; i < GBC_BIG_LIMBS; i++)
+        r.limb[i] = 0;
+    for (i = 0; i < GBC_BIG_LIMBS; i++) {
+        if (a->limb[i] == 0)
+            continue;
+        carry = 0;
+        for (j = 0; i + j < GBC_BIG_LIMBS; j++) {
+            t = (uint64_t)a->limb[i] * b->limb[j] + r.limb[i + j] + carry;
+            r.limb[i + j] = (uint32_t)t;
+            carry = t >> 32;
+        }
+    }
+    *c = r;
+}
+
+static inline int gbc_big_cmp(const gbc_big_t *a, const gbc_big_t *b)
+{
+    int i;
+    for (i = GBC_BIG_LIMBS - 1; i >= 0; i--) {
+        if (a->limb[i] != b->limb[i])
+            return a->limb[i] > b->limb[i] ? 1 : -1;
+    }
+    return 0;
+}
+
+/* c = a + b, or c = a - b for a >= b. */
+static inline void gbc_big_add(gbc_big_t *c, const gbc_big_t *a, const gbc_big_t *b)
+{
+    int i;
+    uint64_t t, carry = 0;
+    for (i = 0; i < GBC_BIG_LIMBS; i++) {
+        t = (uint64_t)a->limb[i] + b->limb[i] + carry;
+        c->limb[i] = (uint32_t)t;
+        carry = t >> 32;
+    }
+}
+
+static inline void gbc_big_sub(gbc_big_t *c, const gbc_big_t *a, const gbc_big_t *b)
+{
+    int i;
+    uint64_t borrow = 0, t;
+    for (i = 0; i < GBC_BIG_LIMBS; i++) {
+        t = (uint64_t)a->limb[i] - b->limb[i] - borrow;
+        c->limb[i] = (uint32_t)t;
+        borrow = (t >> 32) & 1;
+    }
+}
+
+static inline uint64_t gbc_abs_i64(int64_t v)
+{
+    return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+/* |D| and E of a split in units (see above). */
+static inline void gbc_split_integers(gbc_big_t *abs_d, gbc_big_t *e, int64_t total_s,
+                                      int64_t total_w, int64_t s_left, int64_t w_left)
+{
+    gbc_big_t a, b, p, q;
+    int64_t s_right = total_s - s_left, w_right = total_w - w_left;
+    int p_negative = s_right < 0, q_negative = s_left < 0;
+    gbc_big_from_u64(&a, gbc_abs_i64(s_right));
+    gbc_big_from_u64(&b, (uint64_t)w_left);
+    gbc_big_mul(&p, &a, &b);                  /* |s_right w_left| */
+    gbc_big_from_u64(&a, gbc_abs_i64(s_left));
+    gbc_big_from_u64(&b, (uint64_t)w_right);
+    gbc_big_mul(&q, &a, &b);                  /* |s_left w_right| */
+    if (p_negative != q_negative)
+        gbc_big_add(abs_d, &p, &q);
+    else if (gbc_big_cmp(&p, &q) >= 0)
+        gbc_big_sub(abs_d, &p, &q);
+    else
+        gbc_big_sub(abs_d, &q, &p);
+    gbc_big_from_u64(&a, (uint64_t)w_left);
+    gbc_big_from_u64(&b, (uint64_t)w_right);
+    gbc_big_mul(e, &a, &b);
+}
+
+/* The sign of proxy_a - proxy_b, exactly, for two valid splits (positive weights on
+ * both sides) of one node, every sum given as a whole number of units. */
+static inline int gbc_exact_compare(int64_t total_s, int64_t total_w, int64_t s_a,
+                                    int64_t w_a, int64_t s_b, int64_t w_b)
+{
+    gbc_big_t d_a, e_a, d_b, e_b, x, y;
+    gbc_split_integers(&d_a, &e_a, total_s, total_w, s_a, w_a);
+    gbc_split_integers(&d_b, &e_b, total_s, total_w, s_b, w_b);
+    gbc_big_mul(&x, &d_a, &d_a);
+    gbc_big_mul(&x, &x, &e_b);
+    gbc_big_mul(&y, &d_b, &d_b);
+    gbc_big_mul(&y, &y, &e_a);
+    return gbc_big_cmp(&x, &y);
 }
 
 #endif /* GBC_CRITERION_H */

@@ -24,7 +24,7 @@ of two consecutive distinct float32 values of the node, as in scikit-learn.
 """
 cimport cython
 from cython.parallel cimport prange, threadid
-from libc.math cimport INFINITY, nextafter
+from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -36,11 +36,11 @@ from ._common cimport (
 )
 from ._common cimport CACHE_LINE, check_row_count, line_aligned, midpoint
 from ._split_finder cimport (
-    SplitFinder, side_t, level_node_t, level_t, split_t,
+    SplitFinder, side_t, grid_t, level_node_t, level_t, split_t,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE,
 )
 from ._choice cimport (
-    consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
+    beats, consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
 )
 from ._sorting import presort_features
 
@@ -212,6 +212,10 @@ ctypedef struct scan_t:
                              # thread has published for the node) x BOUND_FACTOR
     intp_t last_pos          # fast scan: sorted position of the node's previous sample
     float32_t last_value     # other scans: the node's previous value
+    const grid_t* grid       # the grid of the tree's sums (exact ties)
+    uint8_t ties_win         # a split that ties ``best`` replaces it (the scan's
+                             # feature is below best's and nothing was kept yet)
+    uint8_t found            # a split of the scan's feature was kept
 
 
 ctypedef struct packed_row_t:
@@ -219,19 +223,6 @@ ctypedef struct packed_row_t:
     float64_t wr             # w * r
     int32_t slot             # node of the level being split (-1: none)
     float32_t w              # the sample weight (exact in float32 on the fast path)
-
-
-cdef inline float64_t _scan_start(float64_t best_proxy, int32_t best_feature,
-                                  intp_t feature) noexcept nogil:
-    """Where the scan of ``feature`` starts for a node whose best split so far (of
-    this thread's features) has ``best_proxy`` on ``best_feature`` (-1: none): the
-    scans keep a split strictly above the start, so a split of ``feature`` is kept
-    exactly when it wins under the total order of ``_choice.pxd`` (``wins``): a
-    larger proxy, or an equal one on a lower feature (the start is then the next
-    float64 below the best proxy)."""
-    if best_feature >= 0 and feature < best_feature:
-        return nextafter(best_proxy, -INFINITY)
-    return best_proxy
 
 
 cdef inline uint8_t _node_byte(int32_t slot) noexcept nogil:
@@ -260,8 +251,8 @@ cdef inline void _side_zero(side_t* a) noexcept nogil:
     a.s = 0.0
 
 
-cdef inline void _try_split(
-    candidate_t* best,
+cdef inline bint _try_split(
+    scan_t* st,
     const side_t* total,
     const side_t* left,
     float32_t lo,
@@ -271,29 +262,19 @@ cdef inline void _try_split(
     float64_t min_weight_leaf,
     uint8_t criterion,
 ) noexcept nogil:
-    """Keep the split if it is valid and strictly better than ``best`` (the rule of
-    ``_choice.pxd``)."""
-    if consider(&best.proxy, total, left, min_samples_leaf, min_weight_leaf, criterion):
-        best.lo = lo
-        best.hi = hi
-        best.all_left = 0
-        best.left = left[0]
-        best.missing_go_left = missing_go_left
-
-
-cdef inline bint _try_split_improves(
-    candidate_t* best,
-    const side_t* total,
-    const side_t* left,
-    int64_t min_samples_leaf,
-    float64_t min_weight_leaf,
-    uint8_t criterion,
-) noexcept nogil:
-    """The split "every non-missing value left, every missing value right"."""
-    cdef float64_t before = best.proxy
-    _try_split(best, total, left, 0, 0, MISSING_RIGHT, min_samples_leaf, min_weight_leaf,
-               criterion)
-    return best.proxy != before
+    """Keep the split if it is valid and beats ``st.best`` (the rule of
+    ``_choice.pxd``); returns True if it was kept."""
+    if not consider(&st.best.proxy, &st.best.left, st.ties_win, total, left,
+                    min_samples_leaf, min_weight_leaf, criterion, st.grid):
+        return False
+    st.best.lo = lo
+    st.best.hi = hi
+    st.best.all_left = 0
+    st.best.left = left[0]
+    st.best.missing_go_left = missing_go_left
+    st.found = 1
+    st.ties_win = 0
+    return True
 
 
 cdef inline void _consider(
@@ -308,20 +289,20 @@ cdef inline void _consider(
     """Evaluate "x <= (lo + hi) / 2 goes left", missing values sent right, then left."""
     cdef side_t with_missing
     if st.miss.n == 0:
-        _try_split(&st.best, total, &st.acc, lo, hi, MISSING_TO_LARGER,
+        _try_split(st, total, &st.acc, lo, hi, MISSING_TO_LARGER,
                    min_samples_leaf, min_weight_leaf, criterion)
         return
-    _try_split(&st.best, total, &st.acc, lo, hi, MISSING_RIGHT, min_samples_leaf,
+    _try_split(st, total, &st.acc, lo, hi, MISSING_RIGHT, min_samples_leaf,
                min_weight_leaf, criterion)
     with_missing.n = st.acc.n + st.miss.n
     with_missing.w = st.acc.w + st.miss.w
     with_missing.s = st.acc.s + st.miss.s
-    _try_split(&st.best, total, &with_missing, lo, hi, MISSING_LEFT, min_samples_leaf,
+    _try_split(st, total, &with_missing, lo, hi, MISSING_LEFT, min_samples_leaf,
                min_weight_leaf, criterion)
 
 
-cdef inline void _keep_split(
-    candidate_t* best,
+cdef inline bint _keep_if_better(
+    scan_t* st,
     float64_t proxy,
     float32_t lo,
     float32_t hi,
@@ -329,15 +310,28 @@ cdef inline void _keep_split(
     float64_t w_left,
     float64_t s_left,
 ) noexcept nogil:
-    """Record a new best split of the fast scans (no missing value in the feature)."""
-    best.proxy = proxy
-    best.lo = lo
-    best.hi = hi
-    best.left.n = n_left
-    best.left.w = w_left
-    best.left.s = s_left
-    best.missing_go_left = MISSING_TO_LARGER
-    best.all_left = 0
+    """Keep a split of the fast scans (no missing value in the feature) if it beats
+    ``st.best`` (``beats`` of _choice.pxd); returns True if it was kept."""
+    cdef side_t left, total
+    left.n = n_left
+    left.w = w_left
+    left.s = s_left
+    total.n = st.total_n
+    total.w = st.total_w
+    total.s = st.total_s
+    if not beats(proxy, &left, st.best.proxy, &st.best.left, st.ties_win, &total,
+                 st.grid):
+        return False
+    st.best.proxy = proxy
+    st.best.lo = lo
+    st.best.hi = hi
+    st.best.left = left
+    st.best.missing_go_left = MISSING_TO_LARGER
+    st.best.all_left = 0
+    st.best_bound = max(st.best_bound, proxy * BOUND_FACTOR)
+    st.found = 1
+    st.ties_win = 0
+    return True
 
 
 cdef inline bint _decide(
@@ -354,7 +348,7 @@ cdef inline bint _decide(
     """The decision of the scans at sorted position ``k`` for the node ``st``, whose
     samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
     ``s_left``), the last of them at ``last_pos``: keep the split before ``k`` if it
-    is valid and strictly better. Returns True if it was kept.
+    is valid and beats the best so far. Returns True if it was kept.
 
     The cheap bound test comes first since it rejects almost every position; then
     n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
@@ -374,10 +368,8 @@ cdef inline bint _decide(
         v = column_f[order_f[k]]
         last = column_f[order_f[last_pos]]  # n_left >= 1: the node has a previous sample
         proxy = split_proxy(diff, den)
-        if v > last + FEATURE_THRESHOLD and proxy > st.best.proxy:
-            _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
-            st.best_bound = max(st.best_bound, proxy * BOUND_FACTOR)
-            return True
+        if v > last + FEATURE_THRESHOLD:
+            return _keep_if_better(st, proxy, last, v, n_left, w_left, s_left)
     return False
 
 
@@ -441,7 +433,7 @@ cdef inline void _scan_root(
     cdef float32_t v, last
     cdef int64_t n_left = 0, total_n = st.total_n
     cdef float64_t w_left = 0.0, s_left = 0.0, diff, den, proxy
-    cdef float64_t total_w = st.total_w, total_s = st.total_s, best = st.best.proxy
+    cdef float64_t total_w = st.total_w, total_s = st.total_s
     cdef float64_t best_bound = st.best_bound
     for k in range(n_valid):
         if k < stop:
@@ -455,10 +447,9 @@ cdef inline void _scan_root(
             v = column_f[row]
             last = column_f[order_f[k - 1]]
             proxy = split_proxy(diff, den)
-            if v > last + FEATURE_THRESHOLD and proxy > best:
-                best = proxy
-                best_bound = max(best_bound, proxy * BOUND_FACTOR)
-                _keep_split(&st.best, proxy, last, v, n_left, w_left, s_left)
+            if (v > last + FEATURE_THRESHOLD
+                    and _keep_if_better(st, proxy, last, v, n_left, w_left, s_left)):
+                best_bound = st.best_bound
         n_left += 1
         w_left += rows[row].w
         s_left += rows[row].wr
@@ -991,13 +982,14 @@ cdef class ExactSplitFinder(SplitFinder):
                 _side_zero(&states[s].acc)
                 _side_zero(&states[s].miss)
                 # Only a split that beats this thread's best so far under the total
-                # order can change the result: starting from that gain keeps the
-                # result and skips most exact evaluations. The scans keep a proxy
-                # strictly above their start, so a feature below the best's feature
-                # starts just under its proxy (an equal proxy then wins, as the lower
-                # feature must), a feature above it at the proxy itself.
-                states[s].best.proxy = _scan_start(tb[s].proxy, tb[s].feature, f)
-                states[s].best.feature = -1
+                # order can change the result: starting from that best keeps the
+                # result and skips most exact evaluations. A split that ties it wins
+                # only on a lower feature (and then only the first such split).
+                states[s].best.proxy = tb[s].proxy
+                states[s].best.left = tb[s].left
+                states[s].ties_win = tb[s].feature >= 0 and f < tb[s].feature
+                states[s].found = 0
+                states[s].grid = &level.grid
                 states[s].last_value = 0
                 states[s].last_pos = -1
                 states[s].total_w = nodes[s].total.w
@@ -1109,13 +1101,13 @@ cdef class ExactSplitFinder(SplitFinder):
                     continue
                 if st.miss.n > 0 and st.acc.n > 0:
                     # Every non-missing value left, every missing value right.
-                    if _try_split_improves(&st.best, &nodes[s].total, &st.acc,
-                                           min_samples_leaf, min_weight_leaf, criterion):
+                    if _try_split(st, &nodes[s].total, &st.acc, 0, 0, MISSING_RIGHT,
+                                  min_samples_leaf, min_weight_leaf, criterion):
                         st.best.all_left = 1
                 # The scan kept a split only if it beats the thread's best under the
-                # total order (its start, ``_scan_start``), whatever the order in
-                # which this thread was handed its features.
-                if st.best.proxy > _scan_start(tb[s].proxy, tb[s].feature, f):
+                # total order, whatever the order in which this thread was handed its
+                # features.
+                if st.found:
                     tb[s] = st.best
                     tb[s].feature = <int32_t>f
                     if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):
@@ -1166,8 +1158,9 @@ cdef class ExactSplitFinder(SplitFinder):
         for t in range(1, self.level_threads):
             for s in range(level.n_nodes):
                 b = &self.thread_best[t * self.capacity + s]
-                if wins(b.proxy, b.feature, self.thread_best[s].proxy,
-                        self.thread_best[s].feature):
+                if wins(b.proxy, b.feature, &b.left, self.thread_best[s].proxy,
+                        self.thread_best[s].feature, &self.thread_best[s].left,
+                        &level.nodes[s].total, &level.grid):
                     self.thread_best[s] = b[0]
         for s in range(level.n_nodes):
             b = &self.thread_best[s]

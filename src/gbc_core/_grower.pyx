@@ -65,13 +65,13 @@ from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t,
     IMPURITY_EPSILON, grow_buffer, omp_barrier,
 )
-from ._common import NODE_DTYPE
+from ._common import NODE_DTYPE, ROW_STAT_DTYPE
 from ._split_finder cimport (
-    SplitFinder, side_t, level_node_t, level_t, split_t, plan_statistics,
+    SplitFinder, side_t, grid_t, level_node_t, level_t, split_t, plan_statistics,
     STATS_NONE, STATS_COLLECT, CRITERION_FRIEDMAN_MSE,
 )
 from ._split_finder import CRITERIA
-from ._choice cimport missing_left, friedman_proxy, decrease_allowed
+from ._choice cimport missing_left, friedman_proxy, decrease_allowed, grid_unit, on_grid
 
 cdef extern from "_criterion.h" nogil:
     float64_t improvement_of "gbc_improvement"(float64_t proxy, float64_t total_w)
@@ -385,6 +385,9 @@ cdef class TreeGrower:
         uint8_t* chunk_present         # indices, the sums of its rows there (NULL:
         intp_t n_chunks                # on one thread; n_chunks per child)
         public object reducer
+        grid_t grid                    # the grid of the tree being grown
+        object grid_residual           # the tree's rows on it (unit weights): w * r
+        object grid_stats              # (weighted rows) w * r and w
         intp_t max_leaf_nodes          # 0: level-wise growth
         frontier_t* frontier           # best-first growth: the heap of waiting nodes
         intp_t* free_stored            # indices of the finder's stored statistics
@@ -651,6 +654,8 @@ cdef class TreeGrower:
                              "their raw values)")
         _sums_zero(&root_sums)
         cdef int32_t* partition = self.partition
+        # From here on the tree sees its rows on the grid (exact sums, exact ties).
+        row_stats, residual = self._put_on_grid(row_stats, residual)
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
         with nogil:
@@ -686,6 +691,7 @@ cdef class TreeGrower:
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
         level.criterion = self.criterion
+        level.grid = self.grid
         if self.max_leaf_nodes > 0:
             self._grow_best_first(rs, res, sample_mask, seed, &level)
             return self.n_nodes
@@ -745,6 +751,55 @@ cdef class TreeGrower:
             if self.ccp_alpha > 0.0 and self.n_nodes > 1:
                 self._prune()
         return self.n_nodes
+
+    cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
+                            const float64_t[::1] residual):
+        """The tree's rows on a grid (``grid_unit``, ``on_grid`` of _choice.pxd): w * r
+        to whole numbers of ``grid.unit_s``, w of ``grid.unit_w`` (1 for unit
+        weights), so that every sum of them is exact whatever its order. The units
+        follow from the rows' largest magnitudes, over every process: the same grid
+        everywhere. Returns (row statistics or None, residuals) on the grid, in this
+        grower's buffers (the inputs are left as they are); the impurity sums w r^2
+        are taken of these."""
+        cdef intp_t i, n = self.n_samples
+        cdef float64_t max_wr = 0.0, max_w = 0.0, n_rows = <float64_t>n
+        cdef float64_t unit_s, unit_w = 1.0
+        cdef float64_t[::1] out_residual
+        cdef row_stat_t[::1] out_stats
+        cdef bint weighted = row_stats is not None
+        with nogil:
+            if weighted:
+                for i in range(n):
+                    max_wr = max(max_wr, abs(row_stats[i].wr))
+                    max_w = max(max_w, row_stats[i].w)
+            else:
+                for i in range(n):
+                    max_wr = max(max_wr, abs(residual[i]))
+        if self.reducer is not None:
+            values = np.array([[n_rows, 0.0, max_wr, max_w]], dtype=np.float64)
+            self.reducer(values, 1)
+            n_rows, max_wr, max_w = values[0, 0], values[0, 2], values[0, 3]
+        unit_s = grid_unit(n_rows, max_wr)
+        if weighted:
+            unit_w = grid_unit(n_rows, max_w)
+        self.grid.unit_s = unit_s
+        self.grid.unit_w = unit_w
+        if not weighted:
+            if self.grid_residual is None or len(self.grid_residual) != n:
+                self.grid_residual = np.empty(n, dtype=np.float64)
+            out_residual = self.grid_residual
+            with nogil:
+                for i in range(n):
+                    out_residual[i] = on_grid(residual[i], unit_s)
+            return None, self.grid_residual
+        if self.grid_stats is None or len(self.grid_stats) != n:
+            self.grid_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        out_stats = self.grid_stats
+        with nogil:
+            for i in range(n):
+                out_stats[i].wr = on_grid(row_stats[i].wr, unit_s)
+                out_stats[i].w = on_grid(row_stats[i].w, unit_w)
+        return self.grid_stats, residual
 
     cdef void _sums_of_every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
                                  const float64_t* residual) noexcept nogil:

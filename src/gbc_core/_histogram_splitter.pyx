@@ -123,23 +123,29 @@ cdef inline void _keep(candidate_t* c, const side_t* left, uint8_t b, uint8_t ne
 
 cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
                         const side_t* miss, uint8_t b, uint8_t next_bin,
-                        int64_t min_samples_leaf, float64_t min_weight_leaf,
-                        uint8_t criterion) noexcept nogil:
+                        const level_t* level) noexcept nogil:
     """The split "bins <= b left" (the next bin with rows: ``next_bin``), missing
     values right then left (or to the larger child without missing values)."""
     cdef side_t with_missing
     if miss.n == 0:
-        if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf, criterion):
+        if _consider(c, total, acc, level):
             _keep(c, acc, b, next_bin, MISSING_TO_LARGER)
         return
-    if consider(&c.proxy, total, acc, min_samples_leaf, min_weight_leaf, criterion):
+    if _consider(c, total, acc, level):
         _keep(c, acc, b, next_bin, MISSING_RIGHT)
     with_missing.n = acc.n + miss.n
     with_missing.w = acc.w + miss.w
     with_missing.s = acc.s + miss.s
-    if consider(&c.proxy, total, &with_missing, min_samples_leaf, min_weight_leaf,
-                criterion):
+    if _consider(c, total, &with_missing, level):
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
+
+
+cdef inline bint _consider(candidate_t* c, const side_t* total, const side_t* left,
+                           const level_t* level) noexcept nogil:
+    """``consider`` of _choice.pxd against the feature's best so far ``c`` (a later
+    threshold never wins a tie)."""
+    return consider(&c.proxy, &c.left, False, total, left, level.min_samples_leaf,
+                    level.min_weight_leaf, level.criterion, &level.grid)
 
 
 def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
@@ -632,8 +638,6 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef side_t acc
         cdef intp_t b, nb = self.n_bins[f]
         cdef int last = -1
-        cdef int64_t msl = level.min_samples_leaf
-        cdef float64_t mwl = level.min_weight_leaf
         acc.n = 0
         acc.w = 0.0
         acc.s = 0.0
@@ -645,13 +649,12 @@ cdef class HistogramSplitFinder(SplitFinder):
             # As the exact search: no split between values closer than
             # FEATURE_THRESHOLD (float32 arithmetic).
             if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
-                       level.criterion)
+                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, level)
             _side_add(&acc, &h[b])
             last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
-            if consider(&c.proxy, total, &acc, msl, mwl, level.criterion):
+            if _consider(c, total, &acc, level):
                 c.left = acc
                 c.bin = <uint8_t>(nb - 1)
                 c.missing_go_left = MISSING_RIGHT
@@ -679,7 +682,9 @@ cdef class HistogramSplitFinder(SplitFinder):
                 c = &self.cand[s * d + f]
                 if top == NULL and c.feature >= 0:
                     top = c
-                elif top != NULL and wins(c.proxy, c.feature, top.proxy, top.feature):
+                elif top != NULL and wins(c.proxy, c.feature, &c.left, top.proxy,
+                                          top.feature, &top.left, &level.nodes[s].total,
+                                          &level.grid):
                     top = c
             best[s].feature = -1
             best[s].proxy = -INFINITY

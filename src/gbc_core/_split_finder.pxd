@@ -61,6 +61,13 @@ ctypedef struct level_node_t:
     uint8_t splittable       # 0: the finder must not split it
     uint8_t stats            # STATS_NONE, STATS_COLLECT or STATS_DERIVE
 
+ctypedef struct grid_t:
+    # The grid the grower puts every row's w * r and w on before a tree is grown
+    # (``on_grid`` of _choice.pxd): each is a whole number of units, so every sum of
+    # them is exact, the same in any order, in every finder and every process.
+    float64_t unit_s         # of w * r; 0: the sums are not on a grid
+    float64_t unit_w         # of w (1 with unit weights)
+
 cdef enum:
     # The proxy a level's splits are ranked by (level_t.criterion, _choice.pxd).
     CRITERION_FRIEDMAN_MSE = 0
@@ -77,6 +84,7 @@ ctypedef struct level_t:
     int64_t min_samples_leaf
     float64_t min_weight_leaf
     uint8_t criterion        # CRITERION_FRIEDMAN_MSE or CRITERION_SQUARED_ERROR
+    grid_t grid              # the grid of the tree's sums (near-ties are ranked exactly)
 
 cdef enum:
     # How a split sends missing values (split_t.missing_go_left).

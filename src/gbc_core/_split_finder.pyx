@@ -14,6 +14,7 @@ import numpy as np
 
 from ._common cimport float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t
 from ._common import ROW_STAT_DTYPE
+from ._choice cimport exact_compare
 
 #: The values of the ``criterion`` parameter and their codes (level_t.criterion).
 CRITERIA = {"friedman_mse": CRITERION_FRIEDMAN_MSE, "squared_error": CRITERION_SQUARED_ERROR}
@@ -24,6 +25,25 @@ SPLIT_DTYPE = np.dtype([
     ("proxy", np.float64), ("left_n", np.int64), ("left_w", np.float64),
     ("left_s", np.float64), ("bin", np.uint8),
 ])
+
+
+def exact_order(total_s, total_w, s_a, w_a, s_b, w_b):
+    """The exact ranking of two splits of one node that the finders use at near-ties
+    (``beats`` of _choice.pxd): the sign of proxy_a - proxy_b, every sum a whole
+    number of grid units (|value| < 2^53; weights positive on both sides).
+
+    Returns
+    -------
+    int
+        1, 0 or -1.
+    """
+    for name, v in (("total_s", total_s), ("total_w", total_w), ("s_a", s_a),
+                    ("w_a", w_a), ("s_b", s_b), ("w_b", w_b)):
+        if not -2**53 < int(v) < 2**53:
+            raise ValueError(f"{name} must be below 2**53 in magnitude, got {v}")
+    if not (0 < int(w_a) < int(total_w) and 0 < int(w_b) < int(total_w)):
+        raise ValueError("w_a and w_b must be in (0, total_w)")
+    return exact_compare(total_s, total_w, s_a, w_a, s_b, w_b)
 
 
 cdef class SplitFinder:
@@ -103,7 +123,7 @@ cdef class SplitFinder:
 
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
-                     criterion="friedman_mse", bint unit_weights=False):
+                     criterion="friedman_mse", bint unit_weights=False, grid=None):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -127,6 +147,11 @@ cdef class SplitFinder:
             Start the tree as a fit without sample weights does: from the residuals
             alone (``row_stats["wr"]``, no row statistics); every ``row_stats["w"]``
             must be 1.
+        grid : (float, float), optional
+            The units of the grid ``row_stats`` ``wr`` and ``w`` are on (each value a
+            whole number of them, as the grower puts them: ``grid_units``): splits
+            whose proxies are within 1e-12 of each other are then ranked exactly.
+            None: compared as floats.
 
         Returns
         -------
@@ -142,6 +167,13 @@ cdef class SplitFinder:
             raise ValueError(f"row_stats and row_slot must have {self.n_samples} rows")
         if unit_weights and not (stats["w"] == 1.0).all():
             raise ValueError("unit_weights=True needs every row_stats['w'] equal to 1")
+        unit_s, unit_w = (0.0, 0.0) if grid is None else (float(grid[0]), float(grid[1]))
+        if grid is not None and not (
+                unit_s > 0 and unit_w > 0
+                and np.all(np.mod(stats["wr"], unit_s) == 0)
+                and np.all(np.mod(stats["w"], unit_w) == 0)):
+            raise ValueError("grid must be two positive units that every row_stats "
+                             "'wr' and 'w' is a whole number of")
         n_nodes = max(int(np.max(slot_of)) + 1 if self.n_samples else 0, 1)
         if parent_slot is not None:
             parent_of = np.ascontiguousarray(parent_slot, dtype=np.int32)
@@ -162,14 +194,15 @@ cdef class SplitFinder:
             self.start_tree(stats, None, in_bag.astype(np.uint8))
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
-                            min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion])
+                            min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion],
+                            unit_s, unit_w)
         return self._run_level(stats, slot_of, allowed_view if allowed is not None else None,
                                n_nodes, parent_slot, min_samples_leaf, min_weight_leaf,
-                               parent_slot is not None, CRITERIA[criterion])
+                               parent_slot is not None, CRITERIA[criterion], unit_s, unit_w)
 
     def _run_level(self, stats_array, slot_array, allowed, intp_t n_nodes, parent_slot,
                    int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent,
-                   uint8_t criterion):
+                   uint8_t criterion, float64_t unit_s, float64_t unit_w):
         cdef const row_stat_t[::1] stats = stats_array
         cdef const int32_t[::1] slot_of = slot_array
         cdef const uint8_t[:, ::1] allowed_view
@@ -217,6 +250,8 @@ cdef class SplitFinder:
             level.min_samples_leaf = max(min_samples_leaf, 1)
             level.min_weight_leaf = min_weight_leaf
             level.criterion = criterion
+            level.grid.unit_s = unit_s
+            level.grid.unit_w = unit_w
             with nogil:
                 self.rows_moved(level.partition, 0, n_out, -1)
                 for s in range(n_nodes):
