@@ -247,8 +247,7 @@ def _apply(model, X, func, n_jobs, client, kind):
     raise TypeError(f"X must be a Dask DataFrame or Array, got {type(X).__name__}")
 
 
-def predict_proba(model, X, *, n_jobs=None, client=None):
-    """Class probabilities of a Dask DataFrame or Array, scored on the workers.
+_SCORING_DOC = """{summary}
 
     Parameters
     ----------
@@ -265,8 +264,7 @@ def predict_proba(model, X, *, n_jobs=None, client=None):
 
     Returns
     -------
-    dask.array.Array of shape (n, n_classes), float64
-        Lazy; call ``.compute()``. Bit-identical to ``model.predict_proba``.
+    {returns}
 
     Examples
     --------
@@ -276,100 +274,48 @@ def predict_proba(model, X, *, n_jobs=None, client=None):
     >>> from gbc_core import GradientBoostingClassifier
     >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
     >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> X = pd.DataFrame({{"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]}})
     >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
     >>> ddf = dd.from_pandas(X, npartitions=2)
-    >>> from gbc_core.dask import predict_proba
-    >>> proba = predict_proba(model, ddf, client=client).compute()
-    >>> bool((proba == model.predict_proba(X)).all())
-    True
+    >>> from gbc_core.dask import {name}
+    {example}
     >>> client.close()
     >>> cluster.close()
     """
-    return _apply(model, X, _proba_block, n_jobs, client, "proba")
 
 
-def predict(model, X, *, n_jobs=None, client=None):
-    """Predicted labels (the class of largest probability), scored on the workers.
+def _scoring(name, block, kind, summary, returns, example):
+    """The module's scoring function ``name``: ``_apply`` of ``block`` (one block's
+    scores on a worker), with its docstring from :data:`_SCORING_DOC`."""
 
-    Parameters
-    ----------
-    model : GradientBoostingClassifier, Booster or bytes
-        A fitted model, or its ``to_bytes()``.
-    X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-        A DataFrame's columns are selected by the model's feature names (any order,
-        other columns ignored); an Array's columns are the model's features in order.
-    n_jobs : int, optional
-        Threads per task; default: the host's CPUs divided among its workers' threads
-        (so the workers of a host do not oversubscribe it).
-    client : distributed.Client, optional
-        Default: the current client, if any.
+    def score(model, X, *, n_jobs=None, client=None):
+        return _apply(model, X, block, n_jobs, client, kind)
 
-    Returns
-    -------
-    dask.array.Array of shape (n,)
-        Lazy; the labels of ``model.classes_``.
-
-    Examples
-    --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
-    >>> from gbc_core.dask import predict
-    >>> predict(model, ddf, client=client).compute().tolist()
-    ['n', 'n', 'y', 'y']
-    >>> client.close()
-    >>> cluster.close()
-    """
-    return _apply(model, X, _label_block, n_jobs, client, "label")
+    score.__name__ = score.__qualname__ = name
+    score.__doc__ = _SCORING_DOC.format(summary=summary, returns=returns, name=name,
+                                        example=example)
+    return score
 
 
-def decision_function(model, X, *, n_jobs=None, client=None):
-    """Raw scores F(x), scored on the workers.
-
-    Parameters
-    ----------
-    model : GradientBoostingClassifier, Booster or bytes
-        A fitted model, or its ``to_bytes()``.
-    X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-        A DataFrame's columns are selected by the model's feature names (any order,
-        other columns ignored); an Array's columns are the model's features in order.
-    n_jobs : int, optional
-        Threads per task; default: the host's CPUs divided among its workers' threads
-        (so the workers of a host do not oversubscribe it).
-    client : distributed.Client, optional
-        Default: the current client, if any.
-
-    Returns
-    -------
-    dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise
-        Lazy; bit-identical to ``model.decision_function``.
-
-    Examples
-    --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
-    >>> from gbc_core.dask import decision_function
-    >>> raw = decision_function(model, ddf, client=client).compute()
-    >>> bool((raw == model.decision_function(X)).all())
-    True
-    >>> client.close()
-    >>> cluster.close()
-    """
-    return _apply(model, X, _decision_block, n_jobs, client, "raw")
+predict_proba = _scoring(
+    "predict_proba", _proba_block, "proba",
+    "Class probabilities of a Dask DataFrame or Array, scored on the workers.",
+    "dask.array.Array of shape (n, n_classes), float64\n"
+    "        Lazy; call ``.compute()``. Bit-identical to ``model.predict_proba``.",
+    ">>> proba = predict_proba(model, ddf, client=client).compute()\n"
+    "    >>> bool((proba == model.predict_proba(X)).all())\n    True")
+predict = _scoring(
+    "predict", _label_block, "label",
+    "Predicted labels (the class of largest probability), scored on the workers.",
+    "dask.array.Array of shape (n,)\n        Lazy; the labels of ``model.classes_``.",
+    ">>> predict(model, ddf, client=client).compute().tolist()\n"
+    "    ['n', 'n', 'y', 'y']")
+decision_function = _scoring(
+    "decision_function", _decision_block, "raw", "Raw scores F(x), scored on the workers.",
+    "dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise\n"
+    "        Lazy; bit-identical to ``model.decision_function``.",
+    ">>> raw = decision_function(model, ddf, client=client).compute()\n"
+    "    >>> bool((raw == model.decision_function(X)).all())\n    True")
 
 
 def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
@@ -451,12 +397,16 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 
 # ================================================================ training
 # Data-parallel training of split_method="hist" (the model of LightGBM's
-# data-parallel tree learner). One actor per worker holding training partitions
-# (``_PartActor``) keeps that worker's rows, bins, raw scores and residuals for the
-# whole fit and runs the boosting loop of ``_distributed.PartTrainer``; every sum
-# over rows goes through the all-reduce of a ``_Coordinator`` actor, which adds the
-# ranks' arrays in rank order. The client sends parameters and receives the
-# partitions' sketches, shapes and labels, and the trees: never X.
+# data-parallel tree learner). The steps and checks of the fit are engine-neutral
+# (``_data_parallel``: ``Part``, ``fit_parts``); this is their Dask transport
+# (``_DaskTransport``). One actor per worker holding training partitions
+# (``_PartActor``, a ``Part``) keeps that worker's rows, bins, raw scores and
+# residuals for the whole fit and runs the boosting loop of
+# ``_distributed.PartTrainer``; every sum over rows goes through the all-reduce of a
+# ``_Coordinator`` actor, which adds the ranks' arrays in rank order; every wait of
+# the client goes through ``_wait_all`` (a lost worker named at once). The client
+# sends parameters and receives the partitions' sketches, shapes and labels, and the
+# trees: never X.
 
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
@@ -895,6 +845,55 @@ class _DaskTransport:
         self.client.cancel(self.futures, force=True)
 
 
+_SCORED_METHOD_DOC = """{summary}
+
+    Parameters
+    ----------
+    X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+        Rows to score: Dask input is scored on the workers, anything else in this
+        process.
+
+    Returns
+    -------
+    {returns}
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from distributed import Client, LocalCluster
+    >>> from gbc_core.dask import DaskGradientBoostingClassifier
+    >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
+    >>> client = Client(cluster)
+    >>> X = pd.DataFrame({{"a": np.arange(40.0), "b": np.arange(40.0) % 3}})
+    >>> y = pd.Series((np.arange(40) >= 20).astype(int))
+    >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
+    >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
+    >>> model = model.fit(ddf, dy)
+    {example}
+    >>> client.close()
+    >>> cluster.close()
+    """
+
+
+def _scored_method(name, summary, returns, example):
+    """The estimator's method ``name``: Dask input scored on the workers (this
+    module's function of that name), anything else by the in-memory model."""
+
+    def method(self, X):
+        if hasattr(X, "__dask_graph__"):
+            return globals()[name](self._booster(), X, n_jobs=self.n_jobs,
+                                   client=self.client)
+        return getattr(self._local(), name)(X)
+
+    method.__name__ = name
+    method.__qualname__ = f"DaskGradientBoostingClassifier.{name}"
+    method.__doc__ = _SCORED_METHOD_DOC.format(summary=summary, returns=returns,
+                                               example=example)
+    return method
+
+
 class DaskGradientBoostingClassifier:
     """Gradient boosting trained on a Dask cluster (``split_method="hist"``).
 
@@ -1230,120 +1229,21 @@ class DaskGradientBoostingClassifier:
             local = self.__dict__["_local_model"] = self.to_local()
         return local
 
-    @staticmethod
-    def _is_dask(X):
-        return hasattr(X, "__dask_graph__")
-
-    def predict_proba(self, X):
-        """Class probabilities: a NumPy array for NumPy/pandas input, a lazy Dask Array
-        for Dask input (scored on the workers).
-
-        Parameters
-        ----------
-        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-            Rows to score: Dask input is scored on the workers, anything else in this
-            process.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n, n_classes)
-
-        Examples
-        --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
-        >>> proba = model.predict_proba(ddf).compute()
-        >>> bool((proba == model.predict_proba(X)).all())
-        True
-        >>> client.close()
-        >>> cluster.close()
-        """
-        if self._is_dask(X):
-            return predict_proba(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
-        return self._local().predict_proba(X)
-
-    def predict(self, X):
-        """Predicted labels (NumPy, or Dask for Dask input).
-
-        Parameters
-        ----------
-        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-            Rows to score: Dask input is scored on the workers, anything else in this
-            process.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n,)
-
-        Examples
-        --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
-        >>> model.predict(X.iloc[[0, 39]]).tolist()
-        [0, 1]
-        >>> client.close()
-        >>> cluster.close()
-        """
-        if self._is_dask(X):
-            return predict(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
-        return self._local().predict(X)
-
-    def decision_function(self, X):
-        """Raw scores F(x) (NumPy, or Dask for Dask input).
-
-        Parameters
-        ----------
-        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-            Rows to score: Dask input is scored on the workers, anything else in this
-            process.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise
-
-        Examples
-        --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
-        >>> model.decision_function(ddf).compute().shape
-        (40,)
-        >>> client.close()
-        >>> cluster.close()
-        """
-        if self._is_dask(X):
-            return decision_function(self._booster(), X, n_jobs=self.n_jobs,
-                                     client=self.client)
-        return self._local().decision_function(X)
+    predict_proba = _scored_method(
+        "predict_proba", "Class probabilities: a NumPy array for NumPy/pandas input, a "
+        "lazy Dask Array\n    for Dask input (scored on the workers).",
+        "ndarray or dask.array.Array of shape (n, n_classes)",
+        ">>> proba = model.predict_proba(ddf).compute()\n"
+        "    >>> bool((proba == model.predict_proba(X)).all())\n    True")
+    predict = _scored_method(
+        "predict", "Predicted labels (NumPy, or Dask for Dask input).",
+        "ndarray or dask.array.Array of shape (n,)",
+        ">>> model.predict(X.iloc[[0, 39]]).tolist()\n    [0, 1]")
+    decision_function = _scored_method(
+        "decision_function", "Raw scores F(x) (NumPy, or Dask for Dask input).",
+        "ndarray or dask.array.Array of shape (n,) for two classes, (n, n_classes) "
+        "otherwise",
+        ">>> model.decision_function(ddf).compute().shape\n    (40,)")
 
     def __getattr__(self, name):
         # The fitted attributes of the in-memory estimator (classes_, n_estimators_,
