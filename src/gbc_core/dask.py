@@ -247,6 +247,56 @@ def _apply(model, X, func, n_jobs, client, kind):
     raise TypeError(f"X must be a Dask DataFrame or Array, got {type(X).__name__}")
 
 
+#: The starts of the docstrings' examples, each written out where a docstring has a
+#: line ``{name}``: a model fitted in memory, scored on a local cluster of one worker
+#: (``scored_example``); a model fitted on a local cluster of two workers
+#: (``fitted_example``).
+_EXAMPLES = {
+    "scored_example": (
+        ">>> import dask.dataframe as dd",
+        ">>> import pandas as pd",
+        ">>> from distributed import Client, LocalCluster",
+        ">>> from gbc_core import GradientBoostingClassifier",
+        ">>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)",
+        ">>> client = Client(cluster)",
+        '>>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})',
+        '>>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit('
+        'X, ["n", "n", "y", "y"])',
+        ">>> ddf = dd.from_pandas(X, npartitions=2)",
+    ),
+    "fitted_example": (
+        ">>> import dask.dataframe as dd",
+        ">>> import numpy as np",
+        ">>> import pandas as pd",
+        ">>> from distributed import Client, LocalCluster",
+        ">>> from gbc_core.dask import DaskGradientBoostingClassifier",
+        ">>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)",
+        ">>> client = Client(cluster)",
+        '>>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})',
+        ">>> y = pd.Series((np.arange(40) >= 20).astype(int))",
+        ">>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)",
+        ">>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)",
+        ">>> model = model.fit(ddf, dy)",
+    ),
+}
+
+
+def _with_examples(doc):
+    """``doc`` with each of its ``{name}`` lines of :data:`_EXAMPLES` written out
+    (with that line's indent); None (``python -OO``) stays None."""
+    if doc is None:
+        return None
+    lines = []
+    for line in doc.split("\n"):
+        name = line.strip()[1:-1]
+        if line.strip() == "{" + name + "}" and name in _EXAMPLES:
+            indent = line[:len(line) - len(line.lstrip())]
+            lines += [indent + example for example in _EXAMPLES[name]]
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
 _SCORING_DOC = """{summary}
 
     Parameters
@@ -268,15 +318,7 @@ _SCORING_DOC = """{summary}
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({{"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]}})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
+    {{scored_example}}
     >>> from gbc_core.dask import {name}
     {example}
     >>> client.close()
@@ -292,8 +334,8 @@ def _scoring(name, block, kind, summary, returns, example):
         return _apply(model, X, block, n_jobs, client, kind)
 
     score.__name__ = score.__qualname__ = name
-    score.__doc__ = _SCORING_DOC.format(summary=summary, returns=returns, name=name,
-                                        example=example)
+    score.__doc__ = _with_examples(_SCORING_DOC.format(
+        summary=summary, returns=returns, name=name, example=example))
     return score
 
 
@@ -346,15 +388,7 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
+    {scored_example}
     >>> import types
     >>> from gbc_core.dask import score_chunks
     >>> chunks = [types.SimpleNamespace(X=X.to_numpy("float32")[i:i + 2]) for i in (0, 2)]
@@ -393,6 +427,9 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
     finally:
         if own:
             client.close()
+
+
+score_chunks.__doc__ = _with_examples(score_chunks.__doc__)
 
 
 # ================================================================ training
@@ -859,18 +896,7 @@ _SCORED_METHOD_DOC = """{summary}
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core.dask import DaskGradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({{"a": np.arange(40.0), "b": np.arange(40.0) % 3}})
-    >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-    >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-    >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-    >>> model = model.fit(ddf, dy)
+    {{fitted_example}}
     {example}
     >>> client.close()
     >>> cluster.close()
@@ -889,8 +915,8 @@ def _scored_method(name, summary, returns, example):
 
     method.__name__ = name
     method.__qualname__ = f"DaskGradientBoostingClassifier.{name}"
-    method.__doc__ = _SCORED_METHOD_DOC.format(summary=summary, returns=returns,
-                                               example=example)
+    method.__doc__ = _with_examples(_SCORED_METHOD_DOC.format(
+        summary=summary, returns=returns, example=example))
     return method
 
 
@@ -947,18 +973,7 @@ class DaskGradientBoostingClassifier:
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core.dask import DaskGradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-    >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-    >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-    >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-    >>> model = model.fit(ddf, dy)
+    {fitted_example}
     >>> local = model.to_local()          # a GradientBoostingClassifier: save, load, ...
     >>> local.n_estimators_
     5
@@ -1066,18 +1081,7 @@ class DaskGradientBoostingClassifier:
 
         Examples
         --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
+        {fitted_example}
         >>> model.booster_.n_estimators_
         5
         >>> client.close()
@@ -1171,18 +1175,7 @@ class DaskGradientBoostingClassifier:
 
         Examples
         --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
+        {fitted_example}
         >>> local = model.to_local()
         >>> local.n_estimators_, bool((local.predict_proba(X) == model.predict_proba(X)).all())
         (5, True)
@@ -1204,18 +1197,7 @@ class DaskGradientBoostingClassifier:
 
         Examples
         --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
+        {fitted_example}
         >>> len(model.trees())
         5
         >>> client.close()
@@ -1288,5 +1270,10 @@ def _estimator_init():
 
 DaskGradientBoostingClassifier.__init__ = _estimator_init()
 # The docstring's parameter list from the same table (numpydoc's check reads it).
-DaskGradientBoostingClassifier.__doc__ = DaskGradientBoostingClassifier.__doc__.replace(
+DaskGradientBoostingClassifier.__doc__ = _with_examples(
+    DaskGradientBoostingClassifier.__doc__).replace(
     "{table_parameters}", ", ".join(p.name for p in _PARAMS))
+for _method in (DaskGradientBoostingClassifier.fit, DaskGradientBoostingClassifier.to_local,
+                DaskGradientBoostingClassifier.trees):
+    _method.__doc__ = _with_examples(_method.__doc__)
+del _method
