@@ -24,10 +24,6 @@ NumPy and the kernels only: no engine, no scikit-learn.
 
 import numpy as np
 
-#: The methods of :class:`Part` the client calls, in order (each once per fit).
-STEPS = ("describe", "prepare", "split", "bin", "fit")
-
-
 class Transport:
     """What an engine supplies to :func:`fit_parts` (the interface, not a base class
     to inherit): one :class:`Part` started per worker holding rows, and
@@ -140,7 +136,7 @@ def class_factors(class_weight, classes, label_counts):
 class Part:
     """The training rows of one worker for one fit.
 
-    The client calls, in order (:data:`STEPS`): ``describe`` (shapes, labels),
+    The client calls, in order: ``describe`` (shapes, labels),
     ``prepare`` (class codes and weights), ``split`` (the early-stopping hold-out,
     the sketches of the training rows), ``bin`` (the bins) and ``fit``. Partitions
     are numbered by their place in the data (``part_numbers``); the client sends
