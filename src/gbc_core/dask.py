@@ -39,6 +39,8 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
+from ._data_parallel import Part
+from ._data_parallel import merged_labels as _merged_labels  # noqa: F401
 from ._params import PARAMS as _PARAMS
 
 __all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
@@ -245,8 +247,57 @@ def _apply(model, X, func, n_jobs, client, kind):
     raise TypeError(f"X must be a Dask DataFrame or Array, got {type(X).__name__}")
 
 
-def predict_proba(model, X, *, n_jobs=None, client=None):
-    """Class probabilities of a Dask DataFrame or Array, scored on the workers.
+#: The starts of the docstrings' examples, each written out where a docstring has a
+#: line ``{name}``: a model fitted in memory, scored on a local cluster of one worker
+#: (``scored_example``); a model fitted on a local cluster of two workers
+#: (``fitted_example``).
+_EXAMPLES = {
+    "scored_example": (
+        ">>> import dask.dataframe as dd",
+        ">>> import pandas as pd",
+        ">>> from distributed import Client, LocalCluster",
+        ">>> from gbc_core import GradientBoostingClassifier",
+        ">>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)",
+        ">>> client = Client(cluster)",
+        '>>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})',
+        '>>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit('
+        'X, ["n", "n", "y", "y"])',
+        ">>> ddf = dd.from_pandas(X, npartitions=2)",
+    ),
+    "fitted_example": (
+        ">>> import dask.dataframe as dd",
+        ">>> import numpy as np",
+        ">>> import pandas as pd",
+        ">>> from distributed import Client, LocalCluster",
+        ">>> from gbc_core.dask import DaskGradientBoostingClassifier",
+        ">>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)",
+        ">>> client = Client(cluster)",
+        '>>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})',
+        ">>> y = pd.Series((np.arange(40) >= 20).astype(int))",
+        ">>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)",
+        ">>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)",
+        ">>> model = model.fit(ddf, dy)",
+    ),
+}
+
+
+def _with_examples(doc):
+    """``doc`` with each of its ``{name}`` lines of :data:`_EXAMPLES` written out
+    (with that line's indent); None (``python -OO``) stays None."""
+    if doc is None:
+        return None
+    lines = []
+    for line in doc.split("\n"):
+        name = line.strip()[1:-1]
+        if line.strip() == "{" + name + "}" and name in _EXAMPLES:
+            indent = line[:len(line) - len(line.lstrip())]
+            lines += [indent + example for example in _EXAMPLES[name]]
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+_SCORING_DOC = """{summary}
 
     Parameters
     ----------
@@ -263,111 +314,50 @@ def predict_proba(model, X, *, n_jobs=None, client=None):
 
     Returns
     -------
-    dask.array.Array of shape (n, n_classes), float64
-        Lazy; call ``.compute()``. Bit-identical to ``model.predict_proba``.
+    {returns}
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
-    >>> from gbc_core.dask import predict_proba
-    >>> proba = predict_proba(model, ddf, client=client).compute()
-    >>> bool((proba == model.predict_proba(X)).all())
-    True
+    {{scored_example}}
+    >>> from gbc_core.dask import {name}
+    {example}
     >>> client.close()
     >>> cluster.close()
     """
-    return _apply(model, X, _proba_block, n_jobs, client, "proba")
 
 
-def predict(model, X, *, n_jobs=None, client=None):
-    """Predicted labels (the class of largest probability), scored on the workers.
+def _scoring(name, block, kind, summary, returns, example):
+    """The module's scoring function ``name``: ``_apply`` of ``block`` (one block's
+    scores on a worker), with its docstring from :data:`_SCORING_DOC`."""
 
-    Parameters
-    ----------
-    model : GradientBoostingClassifier, Booster or bytes
-        A fitted model, or its ``to_bytes()``.
-    X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-        A DataFrame's columns are selected by the model's feature names (any order,
-        other columns ignored); an Array's columns are the model's features in order.
-    n_jobs : int, optional
-        Threads per task; default: the host's CPUs divided among its workers' threads
-        (so the workers of a host do not oversubscribe it).
-    client : distributed.Client, optional
-        Default: the current client, if any.
+    def score(model, X, *, n_jobs=None, client=None):
+        return _apply(model, X, block, n_jobs, client, kind)
 
-    Returns
-    -------
-    dask.array.Array of shape (n,)
-        Lazy; the labels of ``model.classes_``.
-
-    Examples
-    --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
-    >>> from gbc_core.dask import predict
-    >>> predict(model, ddf, client=client).compute().tolist()
-    ['n', 'n', 'y', 'y']
-    >>> client.close()
-    >>> cluster.close()
-    """
-    return _apply(model, X, _label_block, n_jobs, client, "label")
+    score.__name__ = score.__qualname__ = name
+    score.__doc__ = _with_examples(_SCORING_DOC.format(
+        summary=summary, returns=returns, name=name, example=example))
+    return score
 
 
-def decision_function(model, X, *, n_jobs=None, client=None):
-    """Raw scores F(x), scored on the workers.
-
-    Parameters
-    ----------
-    model : GradientBoostingClassifier, Booster or bytes
-        A fitted model, or its ``to_bytes()``.
-    X : dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-        A DataFrame's columns are selected by the model's feature names (any order,
-        other columns ignored); an Array's columns are the model's features in order.
-    n_jobs : int, optional
-        Threads per task; default: the host's CPUs divided among its workers' threads
-        (so the workers of a host do not oversubscribe it).
-    client : distributed.Client, optional
-        Default: the current client, if any.
-
-    Returns
-    -------
-    dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise
-        Lazy; bit-identical to ``model.decision_function``.
-
-    Examples
-    --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
-    >>> from gbc_core.dask import decision_function
-    >>> raw = decision_function(model, ddf, client=client).compute()
-    >>> bool((raw == model.decision_function(X)).all())
-    True
-    >>> client.close()
-    >>> cluster.close()
-    """
-    return _apply(model, X, _decision_block, n_jobs, client, "raw")
+predict_proba = _scoring(
+    "predict_proba", _proba_block, "proba",
+    "Class probabilities of a Dask DataFrame or Array, scored on the workers.",
+    "dask.array.Array of shape (n, n_classes), float64\n"
+    "        Lazy; call ``.compute()``. Bit-identical to ``model.predict_proba``.",
+    ">>> proba = predict_proba(model, ddf, client=client).compute()\n"
+    "    >>> bool((proba == model.predict_proba(X)).all())\n    True")
+predict = _scoring(
+    "predict", _label_block, "label",
+    "Predicted labels (the class of largest probability), scored on the workers.",
+    "dask.array.Array of shape (n,)\n        Lazy; the labels of ``model.classes_``.",
+    ">>> predict(model, ddf, client=client).compute().tolist()\n"
+    "    ['n', 'n', 'y', 'y']")
+decision_function = _scoring(
+    "decision_function", _decision_block, "raw", "Raw scores F(x), scored on the workers.",
+    "dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise\n"
+    "        Lazy; bit-identical to ``model.decision_function``.",
+    ">>> raw = decision_function(model, ddf, client=client).compute()\n"
+    "    >>> bool((raw == model.decision_function(X)).all())\n    True")
 
 
 def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
@@ -398,15 +388,7 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core import GradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
-    >>> model = GradientBoostingClassifier(n_estimators=3, max_depth=1).fit(X, ["n", "n", "y", "y"])
-    >>> ddf = dd.from_pandas(X, npartitions=2)
+    {scored_example}
     >>> import types
     >>> from gbc_core.dask import score_chunks
     >>> chunks = [types.SimpleNamespace(X=X.to_numpy("float32")[i:i + 2]) for i in (0, 2)]
@@ -447,14 +429,21 @@ def score_chunks(client, model, chunks, *, n_jobs=None, window=None):
             client.close()
 
 
+score_chunks.__doc__ = _with_examples(score_chunks.__doc__)
+
+
 # ================================================================ training
 # Data-parallel training of split_method="hist" (the model of LightGBM's
-# data-parallel tree learner). One actor per worker holding training partitions
-# (``_PartActor``) keeps that worker's rows, bins, raw scores and residuals for the
-# whole fit and runs the boosting loop of ``_distributed.PartTrainer``; every sum
-# over rows goes through the all-reduce of a ``_Coordinator`` actor, which adds the
-# ranks' arrays in rank order. The client sends parameters and receives the
-# partitions' sketches, shapes and labels, and the trees: never X.
+# data-parallel tree learner). The steps and checks of the fit are engine-neutral
+# (``_data_parallel``: ``Part``, ``fit_parts``); this is their Dask transport
+# (``_DaskTransport``). One actor per worker holding training partitions
+# (``_PartActor``, a ``Part``) keeps that worker's rows, bins, raw scores and
+# residuals for the whole fit and runs the boosting loop of
+# ``_distributed.PartTrainer``; every sum over rows goes through the all-reduce of a
+# ``_Coordinator`` actor, which adds the ranks' arrays in rank order; every wait of
+# the client goes through ``_wait_all`` (a lost worker named at once). The client
+# sends parameters and receives the partitions' sketches, shapes and labels, and the
+# trees: never X.
 
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
@@ -593,295 +582,9 @@ class _ActorComm:
                 self._stop_if_ended()
 
 
-def _check_partitioned_alike(rows, parts, numbers, name, of):
-    """A clear error unless each of ``parts`` (1-D arrays) has the rows of the
-    partition of ``of`` with the same number (``rows``): the rows of X and y are
-    paired partition by partition, and a total that agrees is not enough."""
-    for n_rows, part, number in zip(rows, parts, numbers):
-        if part.shape[0] != n_rows:
-            raise ValueError(
-                f"partition {number} of {name} has {part.shape[0]} rows, the same "
-                f"partition of {of} {n_rows}: {of} and {name} must be partitioned "
-                "alike (the same rows in each partition)")
-
-
-def _missing_labels(given_parts, parts):
-    """Per partition of labels (``given_parts`` as given, ``parts`` as 1-D arrays):
-    (how many labels are missing, the first rows of them, at most as many as an error
-    lists)."""
-    from ._validation import _MAX_LISTED, missing_label_rows
-
-    out = []
-    for given, part in zip(given_parts, parts):
-        rows = missing_label_rows(given, part)
-        out.append((int(rows.size), rows[:_MAX_LISTED].tolist()))
-    return out
-
-
-def _check_no_missing_labels(rows, missing, name):
-    """The in-memory error of missing labels (their count and first rows in the
-    concatenated data), where ``missing`` (per partition, as
-    :func:`_missing_labels` gives them) has some; ``rows``: the rows of each
-    partition."""
-    from ._validation import missing_labels_error
-
-    n_missing = sum(n for n, _ in missing)
-    if n_missing:
-        offsets = np.cumsum(rows) - np.asarray(rows)
-        first = [int(offset) + row for offset, (_, at) in zip(offsets, missing)
-                 for row in at]
-        raise missing_labels_error(first, n_missing, name)
-
-
-def _merged_labels(labels):
-    """The distinct labels of every worker (arrays) as one array: numbers of several
-    numeric dtypes (not booleans) in their common dtype, as one array of the
-    concatenated labels would hold them in one process; where the workers' arrays
-    differ in kind otherwise (numbers and strings, numbers and booleans), an object
-    array of their values as they are, not converted to one kind
-    (``np.concatenate`` would write the numbers as strings, or 1 as True)."""
-    labels = [a for a in labels if a.size] or labels
-    kinds = {a.dtype.kind for a in labels}
-    if len(kinds) > 1:
-        if kinds <= set("iuf"):
-            return np.concatenate(labels).astype(np.result_type(*labels))
-        labels = [a.astype(object) for a in labels]
-    return np.concatenate(labels)
-
-
-def _as_float32_part(part, name):
-    from ._validation import check_features, is_sparse_matrix
-
-    if is_sparse_matrix(part):
-        raise TypeError(f"{name}: a partition is a sparse matrix of type "
-                        f"{type(part).__name__}; a distributed fit trains on dense "
-                        "partitions (sparse blocks are scored, not trained on)")
-    shape = getattr(part, "shape", None)
-    if shape is not None and len(shape) == 2 and shape[0] == 0:
-        return np.empty((0, shape[1]), dtype=np.float32)  # an empty partition
-    return check_features(part, name, dtype=np.float32, order="C")
-
-
-class _PartActor:
-    """The training rows of one worker for one fit (a Dask actor).
-
-    The client calls, in order: ``describe`` (shapes, labels), ``prepare`` (class
-    codes and weights), ``split`` (the early-stopping hold-out, the sketches of the
-    training rows), ``bin`` (the bins) and ``fit``. Partitions are numbered by their
-    place in the collection; the client sends each actor the offsets of its
-    partitions, so that a row's position in the concatenated data is known where it
-    lives."""
-
-    def __init__(self, X_parts, y_parts, w_parts, eval_parts, part_numbers):
-        # The partitions as they are (no copy): converted to float32 one at a time
-        # when sketched and binned, and let go once binned.
-        self.X_parts = list(X_parts)
-        widths = {p.shape[1] for p in self.X_parts if len(getattr(p, "shape", ())) == 2}
-        if len(widths) > 1:
-            raise ValueError(f"the partitions of X have different numbers of columns: "
-                             f"{sorted(widths)}")
-        self.part_rows = [int(p.shape[0]) for p in self.X_parts]
-        self.n_rows = sum(self.part_rows)
-        self.n_features = widths.pop() if widths else 0
-        given = list(y_parts)
-        y_parts = [np.asarray(p).ravel() for p in given]
-        _check_partitioned_alike(self.part_rows, y_parts, part_numbers, "y", "X")
-        self.missing = _missing_labels(given, y_parts)
-        self.y = np.concatenate(y_parts)
-        self.w = None
-        if w_parts is not None:
-            from ._validation import check_sample_weight
-
-            w_parts = [np.asarray(p, dtype=np.float64).ravel() for p in w_parts]
-            _check_partitioned_alike(self.part_rows, w_parts, part_numbers,
-                                     "sample_weight", "X")
-            w = np.concatenate(w_parts)
-            self.w = check_sample_weight(w, self.n_rows) if w.size else w
-        self.eval_parts = eval_parts
-        self.eval_missing = None
-        if eval_parts is not None:
-            given = list(eval_parts[1])
-            self.eval_missing = _missing_labels(given, [np.asarray(p).ravel()
-                                                        for p in given])
-        self.codes = None
-        self.train = None       # per row: a training row (not held out)
-        self.eval_part = None
-        self.trainer = None
-
-    def _float_parts(self):
-        for part in self.X_parts:
-            yield _as_float32_part(part, "X")
-
-    def _part_slices(self):
-        start = 0
-        for n in self.part_rows:
-            yield slice(start, start + n)
-            start += n
-
-    def describe(self):
-        """(rows of each partition, columns, distinct labels and their counts, largest
-        weight, missing labels of each partition, the numbers, label rows and missing
-        labels of the ``eval_set`` partitions here or None): the missing labels of a
-        partition are (how many, the first rows of them in the partition), and the
-        labels are not read where some are missing."""
-        from ._validation import label_counts
-
-        top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
-        if any(n for n, _ in self.missing):
-            labels, counts = self.y[:0], np.zeros(0, dtype=np.int64)
-        else:
-            labels, counts = label_counts(self.y)
-        evaluated = None
-        if self.eval_parts is not None:
-            evaluated = (self.eval_parts[3], [len(p) for p in self.eval_parts[1]],
-                         self.eval_missing)
-        return (self.part_rows, self.n_features, labels, counts, top, self.missing,
-                evaluated)
-
-    def prepare(self, classes, exponent, class_factors):
-        """Class codes and weights (times the class factors, scaled by
-        2**-exponent), the validation rows of ``eval_set``; returns for each
-        partition and class the rows with weight and without, shape (n_parts,
-        n_classes, 2)."""
-        codes = np.searchsorted(classes, self.y).astype(np.int32)
-        w = self.w
-        if class_factors is not None:
-            w = (np.ones(codes.shape[0]) if w is None else w) * class_factors[codes]
-        if w is not None and exponent:
-            w = np.ldexp(w, -exponent)
-        self.w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        self.codes = codes
-        self.y = None
-        if self.eval_parts is not None:
-            self.eval_part = self._eval_rows(classes, class_factors)
-            self.eval_parts = None
-        K = classes.size
-        counts = np.zeros((len(self.part_rows), K, 2), dtype=np.int64)
-        for p, sl in enumerate(self._part_slices()):
-            c = codes[sl]
-            weighted = np.ones(c.shape[0], bool) if self.w is None else self.w[sl] > 0
-            counts[p, :, 0] = np.bincount(c[weighted], minlength=K)
-            counts[p, :, 1] = np.bincount(c[~weighted], minlength=K)
-        return counts
-
-    def _eval_rows(self, classes, class_factors):
-        Xv, yv, wv, numbers = self.eval_parts
-        # (A worker may hold no validation partition: then no validation row.)
-        Xv = [_as_float32_part(p, "eval_set X") for p in Xv]
-        rows = [p.shape[0] for p in Xv]
-        yv = [np.asarray(p).ravel() for p in yv]
-        _check_partitioned_alike(rows, yv, numbers, "eval_set y", "eval_set X")
-        if wv is not None:
-            wv = [np.asarray(p, dtype=np.float64).ravel() for p in wv]
-            _check_partitioned_alike(rows, wv, numbers, "eval_set sample_weight",
-                                     "eval_set X")
-            wv = np.concatenate(wv + [np.empty(0)])
-        Xv = np.ascontiguousarray(np.concatenate(
-            Xv + [np.empty((0, self.n_features), np.float32)], axis=0))
-        from ._validation import check_label_values
-
-        yv = np.concatenate(yv + [np.empty(0, classes.dtype)])
-        check_label_values(yv, name="eval_set y")
-        known = np.isin(yv, classes)
-        if not known.all():
-            raise ValueError(f"eval_set y has labels not seen in y: "
-                             f"{np.unique(yv[~known]).tolist()!r}")
-        cv = np.searchsorted(classes, yv).astype(np.int32)
-        if class_factors is not None:
-            wv = (np.ones(cv.shape[0]) if wv is None else wv) * class_factors[cv]
-        return (Xv, cv, wv)
-
-    def split(self, holdout, max_bins):
-        """Hold out the early-stopping validation rows (``holdout``: None, or (seed,
-        group sizes, held-out counts, the offsets of this worker's partitions in each
-        group, shape (n_parts, n_groups)): the draw of the single-process fit,
-        ``_boosting.holdout_draw``, replayed here); returns the training rows of each
-        partition and a ``BinSketch`` of each partition's training rows of positive
-        weight."""
-        from ._binning import BinMapper
-        from ._distributed import holdout_draw
-
-        n = self.codes.shape[0]
-        self.train = np.ones(n, dtype=bool)
-        if holdout is not None:
-            seed, sizes, n_val, offsets = holdout
-            drawn = holdout_draw(sizes, n_val, np.random.default_rng(seed))
-            two = np.asarray(sizes).ndim == 2
-            for p, sl in enumerate(self._part_slices()):
-                group = self.codes[sl].astype(np.int64)
-                if two:
-                    group = 2 * group + (0 if self.w is None else (self.w[sl] <= 0))
-                for g in np.unique(group):
-                    at = np.flatnonzero(group == g)
-                    rank = offsets[p][g] + np.arange(at.size)
-                    self.train[sl.start + at[np.isin(rank, drawn[g])]] = False
-        mapper = BinMapper(max_bins=max_bins)
-        sketches, held = [], []
-        kept = self._kept()
-        for sl, X in zip(self._part_slices(), self._float_parts()):
-            if holdout is not None:
-                held.append(X[~self.train[sl]])
-            sketches.append(mapper.sketch(np.ascontiguousarray(X[kept[sl]])))
-        if holdout is not None:
-            wv = None if self.w is None else self.w[~self.train]
-            self.eval_part = (np.ascontiguousarray(np.concatenate(
-                held + [np.empty((0, self.n_features), np.float32)])),
-                self.codes[~self.train], wv)
-        train_rows = [int(np.count_nonzero(self.train[sl])) for sl in self._part_slices()]
-        return train_rows, sketches
-
-    def _kept(self):
-        """Per row: a training row of positive weight (the rows a fit uses)."""
-        return self.train if self.w is None else self.train & (self.w > 0)
-
-    def bin(self, mapper, train_offsets, n_samples, n_jobs, keep_X, previous):
-        """Bin the training rows of positive weight (keeping their float32 values when
-        ``keep_X``: ``subsample`` routes out-of-bag rows on them) and, for a warm
-        start, take the scores of the ``previous`` ensemble on them; returns (their
-        weight, the bins' value ranges)."""
-        from ._distributed import PartTrainer, bin_parts
-        from ._params import effective_n_threads
-
-        # (n_jobs resolved here: a negative one counts this worker's CPUs.)
-        n_threads = 1 if n_jobs is None else effective_n_threads(n_jobs)
-        kept = self._kept()
-        rows, kept_X, raw = [], [], []
-        for p, sl in enumerate(self._part_slices()):
-            position = np.cumsum(self.train[sl]) - 1   # among the training rows
-            rows.append(train_offsets[p] + position[kept[sl]])
-
-        def parts():
-            for sl, X in zip(self._part_slices(), self._float_parts()):
-                X = np.ascontiguousarray(X[kept[sl]])
-                if previous is not None:
-                    r = np.empty((X.shape[0], previous.n_outputs))
-                    r[:] = previous.init_raw
-                    if X.shape[0]:
-                        previous.add_raw(X, r, 0, previous.n_iterations, n_threads)
-                    raw.append(r)
-                if keep_X:
-                    kept_X.append(X)
-                yield X
-
-        bins, lo, hi = bin_parts(
-            parts() if self.X_parts else [np.empty((0, self.n_features), np.float32)],
-            mapper, n_threads)
-        self.X_parts = None  # the raw rows are no longer needed: bins only
-        X = None
-        if keep_X:
-            X = np.asfortranarray(np.concatenate(
-                kept_X + [np.empty((0, self.n_features), np.float32)]))
-        previous_raw = None
-        if previous is not None:
-            previous_raw = np.concatenate(raw + [np.empty((0, previous.n_outputs))])
-        codes = self.codes[kept]
-        w = None if self.w is None else np.ascontiguousarray(self.w[kept])
-        self.trainer = PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
-                                   codes, w, np.concatenate(rows + [np.empty(0, np.int64)]),
-                                   n_samples, self.eval_part, X, previous_raw)
-        self.codes = self.w = self.train = self.eval_part = None
-        total_w = float(codes.shape[0] if w is None else w.sum())
-        return total_w, lo, hi
+class _PartActor(Part):
+    """The training rows of one worker for one fit: ``_data_parallel.Part`` as a
+    Dask actor, whose ``fit`` reduces through the fit's ``_Coordinator``."""
 
     def _released(self):
         """Whether this actor's worker no longer holds it: the client released it (it
@@ -891,15 +594,14 @@ class _PartActor:
 
         return not any(actor is self for actor in list(get_worker().state.actors.values()))
 
-    def fit(self, coordinator, rank, n_classes, params, seed, lo, hi, timeout, previous):
+    def fit(self, coordinator, rank, timeout, n_classes, params, seed, lo, hi, previous):
         """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
         params = dict(params)
         wph = params.pop("_workers_per_host", {})
         params["n_threads"] = _threads_of_worker(params.get("n_jobs"), wph)
         comm = _ActorComm(coordinator, rank, timeout, self._released)
-        ensemble, record = self.trainer.fit(comm, n_classes, params, seed, lo, hi,
-                                            previous)
-        return (ensemble.trees(), ensemble.init_raw, record) if rank == 0 else None
+        result = super().fit(comm, n_classes, params, seed, lo, hi, previous)
+        return result if rank == 0 else None
 
 
 def _threads_of_worker(n_jobs, workers_per_host):
@@ -911,35 +613,6 @@ def _threads_of_worker(n_jobs, workers_per_host):
     if n_jobs is None:
         return _n_jobs_for_task(None, workers_per_host)
     return effective_n_threads(n_jobs)
-
-
-def _class_factors(class_weight, classes, label_counts):
-    """The factor of each class of ``class_weight`` (scaled as in memory), or None."""
-    if class_weight is None:
-        return None
-    if class_weight == "balanced":
-        with np.errstate(divide="ignore"):
-            per_class = label_counts.sum() / (classes.size * label_counts)
-    else:
-        unknown = [k for k in class_weight if not np.any(classes == k)]
-        if unknown:
-            raise ValueError(f"class_weight has labels not in y: {unknown!r}")
-        per_class = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
-    from ._validation import scale_weights
-
-    return scale_weights(per_class)
-
-
-def _seed_from(random_state):
-    """A 64-bit seed from a checked ``random_state``, as the in-memory estimator
-    takes it (None: fresh entropy; a RandomState or Generator: one draw)."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    return int(random_state)
 
 
 def _parts_of(collection, client, name):
@@ -1100,6 +773,153 @@ def _align_y(y, X, row_chunks, name):
     return y
 
 
+def _eval_collections(eval_set, names):
+    """``eval_set`` as Dask collections (X_val, y_val, w_val or None), or None."""
+    if eval_set is None:
+        return None
+    if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
+        raise ValueError("eval_set must be a tuple (X_val, y_val) or "
+                         "(X_val, y_val, w_val)")
+    Xv = eval_set[0]
+    if names is not None:
+        Xv = _align_names(Xv, names)  # by name, as in memory
+    if not hasattr(Xv, "__dask_graph__"):
+        import dask.array as da
+
+        from ._validation import check_features
+
+        Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
+    Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
+    yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
+    wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
+          if len(eval_set) == 3 else None)
+    return Xv, yv, wv
+
+
+def _placed_parts(client, X, y, w, evals):
+    """(the workers holding X's partitions, in rank order; each one's arguments of
+    ``_PartActor``: the futures of its partitions of X, y, w, its share of the
+    ``eval_set`` partitions, its partitions' numbers)."""
+    xf, holders = _parts_of(X, client, "X")
+    yf, _ = _parts_of(y, client, "y")
+    wf = _parts_of(w, client, "sample_weight")[0] if w is not None else None
+    if len(yf) != len(xf) or (wf is not None and len(wf) != len(xf)):
+        raise ValueError("X, y and sample_weight must have the same partitions")
+    ranks = sorted(set(holders))
+    eval_for = {r: None for r in ranks}
+    if evals is not None:
+        # Each validation partition to the rank holding it, else one in turn.
+        Xv, yv, wv = evals
+        vf, vholders = _parts_of(Xv, client, "eval_set X")
+        vyf, _ = _parts_of(yv, client, "eval_set y")
+        vwf = _parts_of(wv, client, "eval_set sample_weight")[0] if wv is not None else None
+        eval_for = {r: ([], [], [] if vwf is not None else None, []) for r in ranks}
+        for i, holder in enumerate(vholders):
+            r = holder if holder in eval_for else ranks[i % len(ranks)]
+            eval_for[r][0].append(vf[i])
+            eval_for[r][1].append(vyf[i])
+            if vwf is not None:
+                eval_for[r][2].append(vwf[i])
+            eval_for[r][3].append(i)
+    mine = [[i for i, h in enumerate(holders) if h == addr] for addr in ranks]
+    return ranks, [([xf[i] for i in m], [yf[i] for i in m],
+                    None if wf is None else [wf[i] for i in m], eval_for[addr], m)
+                   for addr, m in zip(ranks, mine)]
+
+
+class _DaskTransport:
+    """The transport of ``_data_parallel.fit_parts`` on Dask: one ``_PartActor``
+    per worker holding partitions (pinned there), the ``_Coordinator`` of the
+    all-reduce on the first; every wait through :func:`_wait_all` (bounded by
+    ``timeout``, a lost worker named at once), the fit's through each step's
+    bound in the coordinator."""
+
+    def __init__(self, client, ranks, timeout):
+        self.client = client
+        self.ranks = ranks
+        self.timeout = timeout
+        self.futures = []
+        self.handles = []
+        self.coordinator = None
+
+    def start(self, parts):
+        """One actor per rank (``parts``: each one's arguments) and the coordinator."""
+        for addr, args in zip(self.ranks, parts):
+            self.futures.append(self.client.submit(
+                _PartActor, *args, workers=[addr], allow_other_workers=False, actor=True,
+                pure=False))
+        self.futures.append(self.client.submit(_Coordinator, len(self.ranks), self.timeout,
+                                               workers=[self.ranks[0]], actor=True,
+                                               pure=False))
+        # (A worker lost before its actor starts ends the fit here, at once.)
+        *self.handles, self.coordinator = _wait_all(
+            self.client, self.futures, self.ranks + self.ranks[:1],
+            "the start of the fit's actors", self.timeout)
+
+    def call(self, method, args, what):
+        return _wait_all(self.client, [getattr(h, method)(*a)
+                                       for h, a in zip(self.handles, args)],
+                         self.ranks, what, self.timeout)
+
+    def fit(self, args):
+        n_classes, params, *rest = args
+        params = dict(params, _workers_per_host=workers_per_host(self.client))
+        return _wait_all(self.client, [
+            h.fit(self.coordinator, r, self.timeout, n_classes, params, *rest)
+            for r, h in enumerate(self.handles)], self.ranks, "the fit")
+
+    def abort(self, reason):
+        """End every rank's waits (a fit that ends in error or is interrupted)."""
+        if self.coordinator is not None:
+            try:
+                self.coordinator.abort(reason).result(timeout=_ABORT_TIMEOUT)
+            except Exception:  # noqa: BLE001 - its worker may be gone
+                pass
+
+    def close(self):
+        """Release the actors (a rank still running sees it and stops)."""
+        self.handles = self.coordinator = None
+        self.client.cancel(self.futures, force=True)
+
+
+_SCORED_METHOD_DOC = """{summary}
+
+    Parameters
+    ----------
+    X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
+        Rows to score: Dask input is scored on the workers, anything else in this
+        process.
+
+    Returns
+    -------
+    {returns}
+
+    Examples
+    --------
+    {{fitted_example}}
+    {example}
+    >>> client.close()
+    >>> cluster.close()
+    """
+
+
+def _scored_method(name, summary, returns, example):
+    """The estimator's method ``name``: Dask input scored on the workers (this
+    module's function of that name), anything else by the in-memory model."""
+
+    def method(self, X):
+        if hasattr(X, "__dask_graph__"):
+            return globals()[name](self._booster(), X, n_jobs=self.n_jobs,
+                                   client=self.client)
+        return getattr(self._local(), name)(X)
+
+    method.__name__ = name
+    method.__qualname__ = f"DaskGradientBoostingClassifier.{name}"
+    method.__doc__ = _with_examples(_SCORED_METHOD_DOC.format(
+        summary=summary, returns=returns, example=example))
+    return method
+
+
 class DaskGradientBoostingClassifier:
     """Gradient boosting trained on a Dask cluster (``split_method="hist"``).
 
@@ -1153,18 +973,7 @@ class DaskGradientBoostingClassifier:
 
     Examples
     --------
-    >>> import dask.dataframe as dd
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from distributed import Client, LocalCluster
-    >>> from gbc_core.dask import DaskGradientBoostingClassifier
-    >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-    >>> client = Client(cluster)
-    >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-    >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-    >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-    >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-    >>> model = model.fit(ddf, dy)
+    {fitted_example}
     >>> local = model.to_local()          # a GradientBoostingClassifier: save, load, ...
     >>> local.n_estimators_
     5
@@ -1272,18 +1081,7 @@ class DaskGradientBoostingClassifier:
 
         Examples
         --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
+        {fitted_example}
         >>> model.booster_.n_estimators_
         5
         >>> client.close()
@@ -1309,219 +1107,52 @@ class DaskGradientBoostingClassifier:
             return self._fit_on(client, params, timeout, X, y, sample_weight, eval_set)
 
     def _fit_on(self, client, params, timeout, X, y, sample_weight, eval_set):
-        """``fit`` once the parameters are checked, with ``client`` current."""
-        from ._booster import Booster
-        from ._binning import BinMapper
-        from ._distributed import holdout_sizes, warm_start_from
-        from ._ensemble import Ensemble
-        from ._model_io import check_labels
-        from ._params import resolve
-        from ._validation import check_target
+        """``fit`` once the parameters are checked, with ``client`` current: the
+        partitions placed, one actor started per worker holding some, then the
+        steps of ``_data_parallel.fit_parts``."""
+        from ._data_parallel import fit_parts
+
+        warm, seed = self._seed_of_fit(params)
+        X, row_chunks, names = _dask_X(X, "X")
+        y = _align_y(y, X, row_chunks, "y")
+        w = _align_y(sample_weight, X, row_chunks, "sample_weight")
+        evals = _eval_collections(eval_set, names)
+        ranks, parts = _placed_parts(client, X, y, w, evals)
+        del X, y, w, evals
+        transport = _DaskTransport(client, ranks, timeout)
+        try:
+            transport.start(parts)
+            del parts  # (the actors hold the partitions now)
+            booster = fit_parts(transport, params, seed, has_eval_set=eval_set is not None,
+                                names=names, warm=self.booster_ if warm else None,
+                                model_params=self._model_params())
+        except BaseException:
+            transport.abort("distributed fit: interrupted by the client")
+            raise
+        finally:
+            transport.close()
+        if booster is not None:
+            self.booster_ = booster
+            self.__dict__.pop("_local_model", None)
+        return self
+
+    def _seed_of_fit(self, params):
+        """(whether the fit continues the fitted model, the fit's seed). One seed per
+        model, as in memory: a warm start goes on with the seed of the first fit;
+        an integer random_state is the seed, any other is drawn from once."""
+        from ._classifier import _seed_from
 
         warm = params["warm_start"] and "booster_" in self.__dict__
         if not warm:
             self.__dict__.pop("booster_", None)
             self.__dict__.pop("_seed", None)
             self.__dict__.pop("_local_model", None)
-        # One seed per model, as in memory: a warm start goes on with the seed of the
-        # first fit; an integer random_state is the seed, any other is drawn from once.
         seed = self.__dict__.get("_seed")
         if seed is None:
             seed = _seed_from(params["random_state"])
             if not isinstance(params["random_state"], (int, np.integer)):
                 self._seed = seed
-
-        X, row_chunks, names = _dask_X(X, "X")
-        y = _align_y(y, X, row_chunks, "y")
-        w = _align_y(sample_weight, X, row_chunks, "sample_weight")
-        collections = [c for c in (X, y, w) if c is not None]
-        if eval_set is not None:
-            if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
-                raise ValueError("eval_set must be a tuple (X_val, y_val) or "
-                                 "(X_val, y_val, w_val)")
-            Xv = eval_set[0]
-            if names is not None:
-                Xv = _align_names(Xv, names)  # by name, as in memory
-            if not hasattr(Xv, "__dask_graph__"):
-                import dask.array as da
-
-                from ._validation import check_features
-
-                Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
-            Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
-            yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
-            wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
-                  if len(eval_set) == 3 else None)
-            collections += [c for c in (Xv, yv, wv) if c is not None]
-
-        it = iter(collections)
-        X = next(it)
-        y = next(it)
-        w = next(it) if w is not None else None
-        xf, holders = _parts_of(X, client, "X")
-        yf, _ = _parts_of(y, client, "y")
-        wf = _parts_of(w, client, "sample_weight")[0] if w is not None else None
-        if len(yf) != len(xf) or (wf is not None and len(wf) != len(xf)):
-            raise ValueError("X, y and sample_weight must have the same partitions")
-        ranks = sorted(set(holders))
-        eval_for = {r: None for r in ranks}
-        if eval_set is not None:
-            Xv = next(it)
-            yv = next(it)
-            wv = next(it) if wv is not None else None
-            vf, vholders = _parts_of(Xv, client, "eval_set X")
-            vyf, _ = _parts_of(yv, client, "eval_set y")
-            vwf = _parts_of(wv, client, "eval_set sample_weight")[0] if wv is not None else None
-            eval_for = {r: ([], [], [] if vwf is not None else None, []) for r in ranks}
-            for i, holder in enumerate(vholders):
-                r = holder if holder in eval_for else ranks[i % len(ranks)]
-                eval_for[r][0].append(vf[i])
-                eval_for[r][1].append(vyf[i])
-                if vwf is not None:
-                    eval_for[r][2].append(vwf[i])
-                eval_for[r][3].append(i)
-
-        actor_futures = []
-        coordinator_future = None
-        handles = []
-        coordinator = None
-        try:
-            mine = [[i for i, h in enumerate(holders) if h == addr] for addr in ranks]
-            for r, addr in enumerate(ranks):
-                actor_futures.append(client.submit(
-                    _PartActor, [xf[i] for i in mine[r]], [yf[i] for i in mine[r]],
-                    None if wf is None else [wf[i] for i in mine[r]], eval_for[addr],
-                    mine[r], workers=[addr], allow_other_workers=False, actor=True, pure=False))
-            coordinator_future = client.submit(_Coordinator, len(ranks), timeout,
-                                               workers=[ranks[0]], actor=True, pure=False)
-            del X, y, w, xf, yf, wf
-            # (A worker lost before its actor starts ends the fit here, at once.)
-            *handles, coordinator = _wait_all(
-                client, actor_futures + [coordinator_future], ranks + ranks[:1],
-                "the start of the fit's actors", timeout)
-
-            described = _wait_all(client, [h.describe() for h in handles], ranks,
-                                  "reading the partitions", timeout)
-            widths = {d[1] for d in described}
-            if len(widths) != 1:
-                raise ValueError(f"the workers' partitions of X have different numbers "
-                                 f"of columns: {sorted(widths)}")
-            n_features = widths.pop()
-            # Rows of each partition, partitions numbered by their place in X.
-            part_rows = np.zeros(len(holders), dtype=np.int64)
-            for r, d in enumerate(described):
-                part_rows[mine[r]] = d[0]
-            if part_rows.sum() == 0:
-                raise ValueError("X has no rows")
-            missing = [None] * len(holders)
-            for r, d in enumerate(described):
-                for i, m in zip(mine[r], d[5]):
-                    missing[i] = m
-            _check_no_missing_labels(part_rows, missing, "y")
-            # The checks of y in memory, on the distinct labels of every worker (each
-            # worker has checked its own: these find labels of different kinds on
-            # different workers, and a single class).
-            merged = _merged_labels([d[2] for d in described])
-            classes, _ = check_target(merged, merged.shape[0])
-            check_labels(classes)
-            if eval_set is not None:
-                eval_rows = np.zeros(len(vholders), dtype=np.int64)
-                eval_missing = [None] * len(vholders)
-                for numbers, rows, miss in (d[6] for d in described):
-                    eval_rows[numbers] = rows
-                    for i, m in zip(numbers, miss):
-                        eval_missing[i] = m
-                _check_no_missing_labels(eval_rows, eval_missing, "eval_set y")
-            previous = None
-            if warm:
-                previous = warm_start_from(self.booster_, params, classes, n_features, names)
-                if previous is None:
-                    return self
-            label_counts = np.zeros(classes.size)
-            for d in described:
-                label_counts[np.searchsorted(classes, d[2])] += d[3]
-            top = max(d[4] for d in described)
-            exponent = 0
-            from ._validation import WEIGHT_RANGE
-
-            if top > 0 and not WEIGHT_RANGE[0] <= top <= WEIGHT_RANGE[1]:
-                exponent = int(np.frexp(top)[1])
-            class_factors = _class_factors(params["class_weight"], classes, label_counts)
-            counts = _wait_all(client, [h.prepare(classes, exponent, class_factors)
-                                        for h in handles], ranks, "reading the labels",
-                               timeout)
-            groups = np.zeros((len(holders), classes.size, 2), dtype=np.int64)
-            for r, c in enumerate(counts):
-                groups[mine[r]] = c
-            weighted_classes = int(np.count_nonzero(groups[:, :, 0].sum(axis=0)))
-            if weighted_classes < 2:
-                raise ValueError(f"y contains {weighted_classes} class with positive "
-                                 "weight (sample_weight x class_weight), while a minimum "
-                                 "of 2 classes are required")
-            holdouts = [None] * len(ranks)
-            if params["n_iter_no_change"] is not None and eval_set is None:
-                # The single-process hold-out (stratified by class, and by weight > 0
-                # where some rows have none): the draw depends on the group sizes
-                # only, each worker replays it and keeps its rows' share.
-                if groups[:, :, 1].sum():
-                    flat = groups.reshape(len(holders), -1)
-                    sizes = groups.sum(axis=0)
-                else:
-                    flat = groups[:, :, 0]
-                    sizes = flat.sum(axis=0)
-                n_val = holdout_sizes(sizes, classes, params["validation_fraction"])
-                offsets = np.cumsum(flat, axis=0) - flat
-                holdouts = [(seed, sizes, n_val, offsets[mine[r]]) for r in range(len(ranks))]
-            split = _wait_all(client, [h.split(holdouts[r], params["max_bins"])
-                                       for r, h in enumerate(handles)], ranks,
-                              "sketching the partitions", timeout)
-            train_rows = np.zeros(len(holders), dtype=np.int64)
-            for r, (rows_of, _) in enumerate(split):
-                train_rows[mine[r]] = rows_of
-            train_offsets = np.cumsum(train_rows) - train_rows
-            n_train = int(train_rows.sum())
-            mapper = BinMapper.from_sketches([sk for _, sks in split for sk in sks],
-                                             params["max_bins"])
-            wph = workers_per_host(client)
-            binned = _wait_all(
-                client, [h.bin(mapper, train_offsets[mine[r]], n_train, params["n_jobs"],
-                               params["subsample"] < 1.0,
-                               None if previous is None else previous[0])
-                         for r, h in enumerate(handles)], ranks, "binning", timeout)
-            total_w = sum(b[0] for b in binned)
-            if not total_w > 0:
-                raise ValueError("sample_weight is zero for every sample")
-            lo = np.minimum.reduce([b[1] for b in binned])
-            hi = np.maximum.reduce([b[2] for b in binned])
-            resolved = resolve(params, n_train, n_features, total_w)
-            resolved["_workers_per_host"] = wph
-            results = _wait_all(
-                client, [h.fit(coordinator, r, classes.size, resolved, seed, lo, hi,
-                               timeout, previous) for r, h in enumerate(handles)],
-                ranks, "the fit")
-            trees, init_raw, record = results[0]
-            ensemble = Ensemble.from_trees(trees, n_outputs=init_raw.shape[0],
-                                           init_raw=init_raw,
-                                           learning_rate=params["learning_rate"],
-                                           n_features=n_features)
-            self.booster_ = Booster(ensemble, classes, feature_names=names,
-                                    params=self._model_params(), record=record,
-                                    max_features=resolved["max_features"],
-                                    loss=params["loss"])
-            self.__dict__.pop("_local_model", None)
-        except BaseException:
-            if coordinator is not None:
-                try:
-                    coordinator.abort("distributed fit: interrupted by the client").result(
-                        timeout=_ABORT_TIMEOUT)
-                except Exception:  # noqa: BLE001 - its worker may be gone
-                    pass
-            raise
-        finally:
-            handles = coordinator = None
-            client.cancel(actor_futures + ([coordinator_future] if coordinator_future
-                                           is not None else []), force=True)
-        return self
+        return warm, seed
 
     # ----------------------------------------------------------------- predict
     def _booster(self):
@@ -1544,18 +1175,7 @@ class DaskGradientBoostingClassifier:
 
         Examples
         --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
+        {fitted_example}
         >>> local = model.to_local()
         >>> local.n_estimators_, bool((local.predict_proba(X) == model.predict_proba(X)).all())
         (5, True)
@@ -1577,18 +1197,7 @@ class DaskGradientBoostingClassifier:
 
         Examples
         --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
+        {fitted_example}
         >>> len(model.trees())
         5
         >>> client.close()
@@ -1602,120 +1211,21 @@ class DaskGradientBoostingClassifier:
             local = self.__dict__["_local_model"] = self.to_local()
         return local
 
-    @staticmethod
-    def _is_dask(X):
-        return hasattr(X, "__dask_graph__")
-
-    def predict_proba(self, X):
-        """Class probabilities: a NumPy array for NumPy/pandas input, a lazy Dask Array
-        for Dask input (scored on the workers).
-
-        Parameters
-        ----------
-        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-            Rows to score: Dask input is scored on the workers, anything else in this
-            process.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n, n_classes)
-
-        Examples
-        --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
-        >>> proba = model.predict_proba(ddf).compute()
-        >>> bool((proba == model.predict_proba(X)).all())
-        True
-        >>> client.close()
-        >>> cluster.close()
-        """
-        if self._is_dask(X):
-            return predict_proba(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
-        return self._local().predict_proba(X)
-
-    def predict(self, X):
-        """Predicted labels (NumPy, or Dask for Dask input).
-
-        Parameters
-        ----------
-        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-            Rows to score: Dask input is scored on the workers, anything else in this
-            process.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n,)
-
-        Examples
-        --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
-        >>> model.predict(X.iloc[[0, 39]]).tolist()
-        [0, 1]
-        >>> client.close()
-        >>> cluster.close()
-        """
-        if self._is_dask(X):
-            return predict(self._booster(), X, n_jobs=self.n_jobs, client=self.client)
-        return self._local().predict(X)
-
-    def decision_function(self, X):
-        """Raw scores F(x) (NumPy, or Dask for Dask input).
-
-        Parameters
-        ----------
-        X : array-like, dask.dataframe.DataFrame or dask.array.Array of shape (n, n_features)
-            Rows to score: Dask input is scored on the workers, anything else in this
-            process.
-
-        Returns
-        -------
-        ndarray or dask.array.Array of shape (n,) for two classes, (n, n_classes) otherwise
-
-        Examples
-        --------
-        >>> import dask.dataframe as dd
-        >>> import numpy as np
-        >>> import pandas as pd
-        >>> from distributed import Client, LocalCluster
-        >>> from gbc_core.dask import DaskGradientBoostingClassifier
-        >>> cluster = LocalCluster(n_workers=2, processes=False, dashboard_address=None)
-        >>> client = Client(cluster)
-        >>> X = pd.DataFrame({"a": np.arange(40.0), "b": np.arange(40.0) % 3})
-        >>> y = pd.Series((np.arange(40) >= 20).astype(int))
-        >>> ddf, dy = dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2)
-        >>> model = DaskGradientBoostingClassifier(n_estimators=5, max_depth=2, client=client)
-        >>> model = model.fit(ddf, dy)
-        >>> model.decision_function(ddf).compute().shape
-        (40,)
-        >>> client.close()
-        >>> cluster.close()
-        """
-        if self._is_dask(X):
-            return decision_function(self._booster(), X, n_jobs=self.n_jobs,
-                                     client=self.client)
-        return self._local().decision_function(X)
+    predict_proba = _scored_method(
+        "predict_proba", "Class probabilities: a NumPy array for NumPy/pandas input, a "
+        "lazy Dask Array\n    for Dask input (scored on the workers).",
+        "ndarray or dask.array.Array of shape (n, n_classes)",
+        ">>> proba = model.predict_proba(ddf).compute()\n"
+        "    >>> bool((proba == model.predict_proba(X)).all())\n    True")
+    predict = _scored_method(
+        "predict", "Predicted labels (NumPy, or Dask for Dask input).",
+        "ndarray or dask.array.Array of shape (n,)",
+        ">>> model.predict(X.iloc[[0, 39]]).tolist()\n    [0, 1]")
+    decision_function = _scored_method(
+        "decision_function", "Raw scores F(x) (NumPy, or Dask for Dask input).",
+        "ndarray or dask.array.Array of shape (n,) for two classes, (n, n_classes) "
+        "otherwise",
+        ">>> model.decision_function(ddf).compute().shape\n    (40,)")
 
     def __getattr__(self, name):
         # The fitted attributes of the in-memory estimator (classes_, n_estimators_,
@@ -1760,5 +1270,10 @@ def _estimator_init():
 
 DaskGradientBoostingClassifier.__init__ = _estimator_init()
 # The docstring's parameter list from the same table (numpydoc's check reads it).
-DaskGradientBoostingClassifier.__doc__ = DaskGradientBoostingClassifier.__doc__.replace(
+DaskGradientBoostingClassifier.__doc__ = _with_examples(
+    DaskGradientBoostingClassifier.__doc__).replace(
     "{table_parameters}", ", ".join(p.name for p in _PARAMS))
+for _method in (DaskGradientBoostingClassifier.fit, DaskGradientBoostingClassifier.to_local,
+                DaskGradientBoostingClassifier.trees):
+    _method.__doc__ = _with_examples(_method.__doc__)
+del _method

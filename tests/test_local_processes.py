@@ -1,0 +1,123 @@
+"""The seam of the data-parallel fit (``_data_parallel``) with a second transport:
+local processes (``_local_processes``). The model equals the single-process hist fit
+of the concatenated rows, as the Dask fit does; a lost or stalled process ends the
+fit with a clear error, and no process is left behind."""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from gbc_core import GradientBoostingClassifier
+from gbc_core._local_processes import LocalProcesses, fit_local
+
+PARAMS = dict(n_estimators=12, max_depth=3, learning_rate=0.3, random_state=0)
+
+
+def _data(n, n_classes, seed=0):
+    """Rounded features (few distinct values: exact binning), NaN, continuous weights
+    (no exact ties between candidate splits)."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(n, 5)), 1).astype(np.float32)
+    X[:, 4] = rng.integers(0, 7, n)
+    X[rng.random((n, 5)) < 0.05] = np.nan
+    score = np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1]) + rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    return X, y, rng.uniform(0.2, 3.0, n)
+
+
+def _assert_same_model(model, ref, X):
+    """The Dask tests' equality: the same splits and tree shapes, the losses and the
+    probabilities to the rounding of the sums formed per process."""
+    assert model.n_estimators_ == ref.n_estimators_
+    for a, b in zip(model.trees(), ref.trees()):
+        for field in ("feature", "threshold", "left", "right", "n_samples"):
+            np.testing.assert_array_equal(a[field], b[field])
+    np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+    assert np.abs(model.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+
+
+@pytest.mark.parametrize("n_classes, n_processes, extra", [
+    (2, 2, {}),
+    # The early-stopping hold-out drawn by the rows' places in the concatenated data,
+    # the in-bag rows of subsample, the exact leaf solve (each iteration reduced).
+    (3, 3, dict(subsample=0.7, n_iter_no_change=3, validation_fraction=0.2,
+                leaf_solver="exact", min_samples_leaf=20)),
+])
+def test_equals_single_process_fit(n_classes, n_processes, extra):
+    X, y, w = _data(1500, n_classes, seed=n_classes)
+    w[::9] = 0.0  # rows of zero weight: out of the fit, in the draws
+    params = dict(PARAMS, **extra)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(X, y, sample_weight=w)
+    # Partitions of several sizes, an empty one, interleaved over the processes.
+    model = fit_local(X, y, w, n_processes=n_processes,
+                      cuts=[0, 250, 700, 700, 1100, 1500], **params)
+    _assert_same_model(model, ref, X)
+    if extra:
+        assert ref.oob_scores_ is not None and ref.validation_score_ is not None
+        np.testing.assert_allclose(model.oob_scores_, ref.oob_scores_, rtol=1e-9)
+        np.testing.assert_allclose(model.validation_score_, ref.validation_score_,
+                                   rtol=1e-9)
+
+
+def test_eval_set_and_label_errors_are_the_in_memory_ones():
+    X, y, w = _data(600, 2, seed=5)
+    params = dict(PARAMS, n_iter_no_change=2)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        X[:400], y[:400], sample_weight=w[:400], eval_set=(X[400:], y[400:], w[400:]))
+    model = fit_local(X[:400], y[:400], w[:400], eval_set=(X[400:], y[400:], w[400:]),
+                      **params)
+    _assert_same_model(model, ref, X)
+    np.testing.assert_allclose(model.validation_score_, ref.validation_score_, rtol=1e-9)
+    one_class = np.zeros(400, dtype=int)
+    with pytest.raises(ValueError) as in_memory:
+        GradientBoostingClassifier(split_method="hist").fit(X[:400], one_class)
+    with pytest.raises(ValueError, match="only one class") as spread:
+        fit_local(X[:400], one_class)
+    assert str(spread.value) == str(in_memory.value)
+
+
+class _Engine(LocalProcesses):
+    """Local processes with a fault at the third all-reduce of the fit: rank 1's
+    process killed (``"kill"``) or stopped (``"stall"``: it answers no more, as a
+    stalled machine; the client's step timeout then 1 s)."""
+
+    fault = None
+    engines = []
+
+    def __init__(self, n, timeout):
+        super().__init__(n, timeout)
+        self.steps = 0
+        _Engine.engines.append(self)
+
+    def fit(self, args):
+        if self.fault == "stall":
+            self.timeout = 1.0
+        return super().fit(args)
+
+    def _reduce(self, arrays, n_summed):
+        self.steps += 1
+        if self.steps == 3:
+            if self.fault == "kill":
+                self.procs[1].kill()
+                self.procs[1].join(30)
+            else:
+                os.kill(self.procs[1].pid, signal.SIGSTOP)
+        return super()._reduce(arrays, n_summed)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX signals")
+@pytest.mark.parametrize("fault, message", [
+    ("kill", r"process 1 was lost during the fit \(exit code -9\)"),
+    ("stall", r"process\(es\) \[.*1\] did not finish the fit within 1 s \(step_timeout\)"),
+], ids=["kill", "stall"])
+def test_a_lost_or_stalled_process_ends_the_fit(monkeypatch, fault, message):
+    X, y, _ = _data(600, 2, seed=7)
+    monkeypatch.setattr(_Engine, "fault", fault)
+    monkeypatch.setattr(_Engine, "engines", [])
+    with pytest.raises(RuntimeError, match=message):
+        fit_local(X, y, transport=_Engine, **PARAMS)
+    [engine] = _Engine.engines
+    assert engine.steps >= 3
+    assert not any(proc.is_alive() for proc in engine.procs)  # nothing left behind
