@@ -876,20 +876,20 @@ _BUILTIN = {"log_loss": BinomialLoss, "exponential": ExponentialLoss}
 _REGISTRY = dict(_BUILTIN)
 
 
-def register_loss(cls):
+def register_loss(loss_class):
     """Register a custom loss class by its ``name``: a model file naming it loads
-    (as ``cls()``, which must construct without arguments), and ``loss=name`` selects
+    (as ``loss_class()``, which must construct without arguments), and ``loss=name`` selects
     it. Usable as a class decorator; registering a name again replaces its class.
 
     Parameters
     ----------
-    cls : type
+    loss_class : type
         A subclass of :class:`Loss` with a ``name`` of its own.
 
     Returns
     -------
     type
-        ``cls``.
+        ``loss_class``.
 
     Raises
     ------
@@ -912,20 +912,20 @@ def register_loss(cls):
     >>> Squared.name
     'doc_squared'
     """
-    if not (isinstance(cls, type) and issubclass(cls, Loss)):
-        raise TypeError(f"register_loss takes a subclass of gbc_core.Loss, got {cls!r}")
-    if cls.name in _BUILTIN:
-        raise ValueError(f"register_loss: {cls.name!r} is the name of a built-in loss; "
-                         f"give {cls.__name__} a name of its own")
+    if not (isinstance(loss_class, type) and issubclass(loss_class, Loss)):
+        raise TypeError(f"register_loss takes a subclass of gbc_core.Loss, got {loss_class!r}")
+    if loss_class.name in _BUILTIN:
+        raise ValueError(f"register_loss: {loss_class.name!r} is the name of a built-in loss; "
+                         f"give {loss_class.__name__} a name of its own")
     try:
-        instance = cls()
+        instance = loss_class()
     except TypeError as exc:
         raise TypeError(f"register_loss: a model file's loss is rebuilt as "
-                        f"{cls.__name__}(), which failed ({exc}); give its parameters "
+                        f"{loss_class.__name__}(), which failed ({exc}); give its parameters "
                         "defaults") from None
     instance._check_protocol()
-    _REGISTRY[cls.name] = cls
-    return cls
+    _REGISTRY[loss_class.name] = loss_class
+    return loss_class
 
 
 def loss_names():
