@@ -140,6 +140,12 @@ class Loss:
         """The loss's name for people (plots, ``gbc-core train``'s summary)."""
         return f"{self.name} loss"
 
+    @property
+    def link_scale(self):
+        """The link's ``scale`` (two classes: p = sigma(link_scale * F)), which
+        exporters read."""
+        return self.link.scale
+
     def for_classes(self, n_classes, leaf_solver="newton"):
         """This loss for a classifier of ``n_classes`` classes (a copy; the object
         passed as ``loss=`` is left as it is), its protocol checked.
