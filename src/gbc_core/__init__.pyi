@@ -14,6 +14,11 @@ from ._ensemble import Tree as Tree
 from ._loss import BinomialLoss as BinomialLoss
 from ._loss import ExponentialLoss as ExponentialLoss
 from ._loss import MultinomialLoss as MultinomialLoss
+from ._loss import Loss as Loss
+from ._loss import register_loss as register_loss
+from ._link import HalfLogitLink as HalfLogitLink
+from ._link import LogitLink as LogitLink
+from ._link import SoftmaxLink as SoftmaxLink
 from ._math import exact_leaf_values as exact_leaf_values
 from ._math import newton_leaf_values as newton_leaf_values
 from ._model_io import ModelFormatError as ModelFormatError

@@ -464,10 +464,10 @@ def describe_fit(model):
     and its training loss itself (``train_score_`` is in scikit-learn's units: for
     two classes and the log-loss the deviance, twice the log-loss)."""
     loss_function = model.booster_.loss_function
-    loss_name = "exponential loss" if loss_function.name == "exponential" else "log-loss"
     return (f"{describe_classes(model.classes_)}; {model.n_estimators_} iterations "
             f"({model.n_estimators_ * model.n_trees_per_iteration_} trees); training "
-            f"{loss_name} {model.train_score_[-1] / loss_function.score_factor:.5f}")
+            f"{loss_function.label} "
+            f"{model.train_score_[-1] / loss_function.score_factor:.5f}")
 
 
 def classification_metrics(booster, codes, raw):
@@ -1000,6 +1000,7 @@ def inspect_model(path, top=10):
         "format_version": header.get("format_version"),
         "library_version": header.get("library_version"),
         "loss": model.loss,
+        "link": model.loss_function.link.formula,
         "classes": classes,
         "positive_class": classes[1] if len(classes) == 2 else None,
         "n_features": int(model.n_features_in_),
@@ -1077,9 +1078,7 @@ def run_inspect(args):
         return 0
     print(f"model      {info['path']} ({info['size_bytes']:,} bytes, format version "
           f"{info['format_version']}, written by gbc-core {info['library_version']})")
-    link = {"exponential": "p = sigma(2F)"}.get(
-        info["loss"], "p = sigma(F)" if info["positive_class"] is not None else "p = softmax(F)")
-    print(f"loss       {info['loss']} ({link})")
+    print(f"loss       {info['loss']} ({info['link']})")
     if info["positive_class"] is not None:
         print(f"classes    {info['classes']} (positive class: {info['positive_class']!r})")
     else:

@@ -40,10 +40,11 @@ class Booster:
         Training, validation and out-of-bag losses of the fit, best iteration.
     max_features : int, optional
         Features drawn per node in the fit.
-    loss : {"log_loss", "exponential"}, default="log_loss"
-        The loss the trees were fitted with: it maps raw scores to probabilities
-        (``"log_loss"``: sigma(F) for two classes, softmax(F) for more;
-        ``"exponential"``, two classes only: sigma(2F)).
+    loss : {"log_loss", "exponential"}, str or Loss, default="log_loss"
+        The loss the trees were fitted with: its link maps raw scores to
+        probabilities (``"log_loss"``: sigma(F) for two classes, softmax(F) for
+        more; ``"exponential"``, two classes only: sigma(2F)); a custom loss (a
+        :class:`gbc_core.Loss`) or a registered one's name.
     init_estimator : fitted classifier, optional
         An ``init`` estimator whose initial raw scores vary by row: every
         prediction starts from its probabilities turned into raw scores by the
@@ -55,10 +56,11 @@ class Booster:
     ----------
     ensemble : Ensemble
     loss : str
-        The name of the loss (``"log_loss"`` or ``"exponential"``), stored in the
-        model file.
-    loss_function : BinomialLoss, MultinomialLoss or ExponentialLoss
-        The loss object: probabilities, log-probabilities and labels of raw scores.
+        The name of the loss (``"log_loss"``, ``"exponential"`` or a custom loss's
+        name), stored in the model file.
+    loss_function : Loss
+        The loss object: probabilities, log-probabilities and labels of raw scores
+        (through its ``link``).
     init_estimator : object or None
     classes_ : ndarray of shape (n_classes,)
     n_classes_ : int

@@ -9,12 +9,12 @@ from typing_extensions import Self
 
 from ._record import FitRecord
 from ._ensemble import Ensemble
-from ._loss import BinomialLoss, ExponentialLoss, MultinomialLoss
+from ._loss import Loss
 
 class Booster:
     ensemble: Ensemble
     loss: str
-    loss_function: BinomialLoss | MultinomialLoss | ExponentialLoss
+    loss_function: Loss
     init_estimator: Any | None
     classes_: NDArray[Any]
     feature_names_in_: NDArray[np.object_] | None
@@ -35,7 +35,7 @@ class Booster:
         params: dict[str, Any] | None = None,
         record: FitRecord | None = None,
         max_features: int | None = None,
-        loss: str = "log_loss",
+        loss: str | Loss = "log_loss",
         init_estimator: Any | None = None,
     ) -> None: ...
     @property

@@ -28,6 +28,7 @@ from ._ensemble import RAW_SCORE_LIMIT, Ensemble, add_raw_to
 from ._exact_splitter import ExactSplitFinder
 from ._grower import TreeGrower
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges, bin_value_ranges_csc
+from ._loss import loss_name
 from ._predictor import Predictor
 from ._record import FitRecord
 from ._validation import as_format, is_sparse_matrix, sparse_arrays, take_rows
@@ -167,9 +168,9 @@ def warm_start_from(booster, params, classes, n_features, names):
             f"warm_start: learning_rate={params['learning_rate']!r} differs from the "
             f"{booster.learning_rate!r} of the fitted trees; one model has one "
             "learning rate (refit with warm_start=False)")
-    if params["loss"] != booster.loss:
+    if loss_name(params["loss"]) != booster.loss:
         raise ValueError(
-            f"warm_start: loss={params['loss']!r} differs from the loss "
+            f"warm_start: loss={loss_name(params['loss'])!r} differs from the loss "
             f"{booster.loss!r} of the fitted trees (refit with warm_start=False)")
     fitted_solver = (booster.params or {}).get("leaf_solver", "newton")
     if params["leaf_solver"] != fitted_solver:
@@ -388,7 +389,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
         Rows of weight 0 take no part in the fit (see below).
-    loss : BinomialLoss, MultinomialLoss or ExponentialLoss
+    loss : Loss
     params : dict
         Resolved hyper-parameters (``_params.resolve``).
     seed : int
@@ -470,19 +471,6 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     grower = new_grower(finder, n_threads)
     if part is not None:
         grower.reducer = part.reducer
-    # K classes on several threads: the K trees of an iteration are independent
-    # (tree k fits the residuals of class k at the start of the iteration and
-    # changes only the raw scores of class k), so each of ``n_threads`` one-thread
-    # growers grows whole trees, side by side; the trees left over (K mod n_threads)
-    # are grown one after another on every thread. A tree is the same on any number
-    # of threads, so the model is too. Hist fits with unit weights in one process
-    # only (the row statistics of weighted rows are one buffer; a distributed fit
-    # reduces its steps in one order on every process).
-    class_growers = []
-    if (part is None and loss.n_outputs > 1 and n_threads > 1 and sample_weight is None
-            and isinstance(finder, HistogramSplitFinder)):
-        class_growers = [new_grower(finder.with_threads(1), 1)
-                         for _ in range(min(n_threads, loss.n_outputs))]
     if previous is not None:
         ensemble, old = previous
         init_raw = ensemble.init_raw
@@ -519,6 +507,20 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         record = FitRecord()
     state = loss.start(y, sample_weight, raw, n_threads)
     del raw  # the state holds its own copy
+    # Several outputs on several threads, where the loss's state says the trees of an
+    # iteration are independent (``parallel_outputs``: each fits its output's
+    # residuals of the start of the iteration, changes only its output's raw scores
+    # and shares no buffer with the others): each of ``n_threads`` one-thread growers
+    # grows whole trees, side by side; the trees left over (K mod n_threads) are
+    # grown one after another on every thread. A tree is the same on any number of
+    # threads, so the model is too. Hist fits in one process only (a distributed fit
+    # reduces its steps in one order on every process).
+    class_growers = []
+    if (part is None and n_outputs > 1 and n_threads > 1
+            and getattr(state, "parallel_outputs", False)
+            and isinstance(finder, HistogramSplitFinder)):
+        class_growers = [new_grower(finder.with_threads(1), 1)
+                         for _ in range(min(n_threads, n_outputs))]
     n_done = len(trees) // n_outputs
 
     raw_val = None

@@ -161,13 +161,15 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         file derives it from ``random_state`` again).
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied with ``sample_weight``.
-    loss : {"log_loss", "exponential"}, default="log_loss"
+    loss : {"log_loss", "exponential"}, str or Loss, default="log_loss"
         The loss minimised: the log-loss (binomial for two classes, multinomial for
         more), or, for two classes only, AdaBoost's exponential loss
         y e^-F + (1 - y) e^F (scikit-learn's: trees fitted to y e^-F - (1 - y) e^F,
         leaf values sum w r / sum w abs(r), probabilities sigma(2F), class 1 where
         F >= 0; ``train_score_`` and the other scores are the mean exponential
-        loss).
+        loss). A custom loss: an instance of a :class:`gbc_core.Loss` subclass (its
+        gradients and Hessians, its link; fitted in NumPy, slower than the built-in
+        losses), or the name of one registered with :func:`gbc_core.register_loss`.
     split_method : {"exact", "hist"}, default="exact"
         "exact" (the paper's) tries every threshold between two distinct values of
         a feature; "hist" bins every feature once per fit (at most ``max_bins``
@@ -455,7 +457,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         def booster_of(ensemble, record):
             return Booster(ensemble, classes, feature_names=names,
                            params=self.get_params(deep=False), record=record,
-                           max_features=resolved["max_features"], loss=loss.name,
+                           max_features=resolved["max_features"], loss=loss,
                            init_estimator=init_estimator)
 
         before = self.__dict__.get("booster_")

@@ -10,6 +10,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import sparray, spmatrix
 from typing_extensions import Self
 
+from ._loss import Loss
+
 from ._booster import Booster
 
 class GradientBoostingClassifier:
@@ -31,7 +33,7 @@ class GradientBoostingClassifier:
     tol: float
     warm_start: bool
     class_weight: Mapping[Any, float] | Literal["balanced"] | None
-    loss: Literal["log_loss"]
+    loss: Literal["log_loss", "exponential"] | str | Loss
     split_method: Literal["exact", "hist"]
     max_bins: int
     leaf_solver: Literal["newton", "exact"]
@@ -76,7 +78,7 @@ class GradientBoostingClassifier:
         tol: float = 1e-4,
         warm_start: bool = False,
         class_weight: Mapping[Any, float] | Literal["balanced"] | None = None,
-        loss: Literal["log_loss"] = "log_loss",
+        loss: Literal["log_loss", "exponential"] | str | Loss = "log_loss",
         split_method: Literal["exact", "hist"] = "exact",
         max_bins: int = 255,
         leaf_solver: Literal["newton", "exact"] = "newton",

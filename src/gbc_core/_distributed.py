@@ -27,17 +27,11 @@ kernels only: no Dask, no scikit-learn.
 
 import numpy as np
 
-from . import _leaves
 from ._boosting import (EarlyStopping, Part, boost, holdout_draw, holdout_sizes,  # noqa: F401
                         warm_start_from)  # (the client side of a fit uses these)
-from ._common import ROW_STAT_DTYPE
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
-from ._loss import (ExponentialLoss, MultinomialLoss, exponential_overflow_error, loss_for,
-                    prior_from_class_weights)
-
-#: A Newton denominator below this makes the leaf value 0 (``_common.pxd``'s
-#: HESSIAN_EPSILON, the guard of the kernels' leaf values).
-HESSIAN_EPSILON = 1e-150
+from ._loss import loss_for
+from ._loss_state import reduced_mean, weight_of
 
 #: The parameters a distributed fit trains with any of their values; every other
 #: parameter of ``_params.PARAMS`` must keep its default there (a new parameter is
@@ -162,279 +156,42 @@ def bin_parts(parts, mapper, n_threads):
 
 
 class ReducedLoss:
-    """A loss of ``_loss`` whose sums over rows are all-reduced through ``comm``: the
+    """A loss (``_loss``) whose sums over rows are all-reduced through ``comm``: the
     loss of :func:`_boosting.boost` in a process of a data-parallel fit.
 
     It offers what the loop uses (``n_outputs``, ``score_factor``, ``initial_raw``,
-    ``start`` and its state, ``loss``) with the loss's leaf solver: one Newton step
-    per leaf (eq. 1), or the exact solve (``leaf_solver="exact"``), whose every
-    iteration reduces the leaves' sums (:func:`_exact_leaf_values`). The state's
-    leaf sums are taken on this process's in-bag rows in row order, then summed over
-    the processes in rank order; the losses alike, as (sum w l, sum w).
+    ``start`` and its state, ``loss``). The state is the loss's own
+    (``loss.start(..., reduce=comm.allreduce)``, ``_loss_state``): its per-node sums
+    (one Newton step per leaf, eq. 1, or every iteration of the exact solve with
+    ``leaf_solver="exact"``; a custom loss's sums of its gradients and Hessians) are
+    taken on this process's in-bag rows in row order, then summed over the processes
+    in rank order, and applied alike on every process; the losses alike, as
+    (sum w l, sum w). Every loss has that state: no loss reaches this fit without it.
     """
 
     def __init__(self, loss, comm):
         self.base = loss
-        self.exact = loss.leaf_solver == "exact"
         self.comm = comm
         self.name = loss.name
+        self.link = loss.link
         self.n_outputs = loss.n_outputs
         self.score_factor = loss.score_factor
-        self.link_scale = loss.link_scale
 
     def initial_raw(self, y, sample_weight, init):
-        """F0: 0, or the prior of the class weights summed over every process (the
-        loss's link of the weighted class frequencies: the log-odds, or log p_k -
-        mean log p, over ``link_scale``)."""
-        K = self.n_outputs
-        if init == "zero":
-            return np.zeros(K)
-        n_classes = 2 if K == 1 else K
-        w = None if sample_weight is None else np.ascontiguousarray(sample_weight,
-                                                                    dtype=np.float64)
-        sums, total = _leaves.class_weight_sums(np.ascontiguousarray(y, dtype=np.int32),
-                                                w, n_classes)
-        reduced = self.comm.allreduce(np.append(np.asarray(sums, dtype=np.float64), total),
-                                      n_classes + 1)
-        prior = prior_from_class_weights(reduced[:-1], K, reduced[-1])
-        return prior if self.link_scale == 1.0 else prior / self.link_scale
+        """F0: 0, or the loss's prior of the class weights summed over every process."""
+        return self.base.initial_raw(y, sample_weight, init, reduce=self.comm.allreduce)
 
     def start(self, y, sample_weight, raw, n_threads):
-        if isinstance(self.base, ExponentialLoss):
-            return _ExponentialState(self.comm, y, sample_weight, raw, self.exact)
-        if isinstance(self.base, MultinomialLoss):
-            return _MultinomialState(self.comm, self.base.n_classes, y, sample_weight, raw,
-                                     n_threads, self.exact)
-        return _BinomialState(self.comm, y, sample_weight, raw, self.exact)
+        return self.base.start(y, sample_weight, raw, n_threads, reduce=self.comm.allreduce)
 
     def loss(self, y, raw, sample_weight=None):
         """The weighted mean loss of every process's rows (validation rows)."""
         if y.shape[0]:
             mean = self.base.loss(y, raw, sample_weight)
-            weight = _weight_of(sample_weight, y.shape[0])
+            weight = weight_of(sample_weight, y.shape[0])
         else:
             mean = weight = 0.0
-        return _reduced_mean(self.comm, mean, weight)
-
-
-def _weight_of(w, n):
-    return float(n) if w is None else float(_leaves.weight_total(
-        np.ascontiguousarray(w, dtype=np.float64)))
-
-
-def _reduced_mean(comm, mean, weight):
-    total = comm.allreduce(np.array([mean * weight, weight], dtype=np.float64), 2)
-    return float(total[0] / total[1]) if total[1] > 0 else 0.0
-
-
-def _select(a, rows):
-    """The rows ``rows`` (a mask or indices; None: all) of ``a`` (None: None)."""
-    return a if rows is None or a is None else a[rows]
-
-
-def _leaf_values(comm, nodes, leaf_of_row, in_bag, w, numerator, denominator, factor):
-    """``nodes["value"]``: the Newton step factor * sum w numerator / sum w
-    denominator of every leaf, over the in-bag rows of every process (0 for inner
-    nodes and where the denominator vanishes). Returns the values."""
-    m = nodes.shape[0]
-    leaf = _select(np.asarray(leaf_of_row), in_bag)
-    w = _select(w, in_bag)
-    num = _select(numerator, in_bag)
-    den = _select(denominator, in_bag)
-    sums = np.zeros((m, 2))
-    if leaf.shape[0]:
-        # Products first, then the sums in row order (the kernels' w * r, w * h).
-        sums[:, 0] = np.bincount(leaf, weights=num if w is None else w * num, minlength=m)
-        sums[:, 1] = np.bincount(leaf, weights=den if w is None else w * den, minlength=m)
-    sums = comm.allreduce(sums, 2)
-    value = np.zeros(m)
-    ok = (nodes["feature"] < 0) & ~(np.abs(sums[:, 1]) < HESSIAN_EPSILON)
-    value[ok] = (factor * sums[ok, 0]) / sums[ok, 1]
-    nodes["value"] = value
-    return value
-
-
-def _exact_leaf_values(comm, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
-                       exponential):
-    """``nodes["value"]``: the exact gamma of every leaf over the in-bag rows of every
-    process (``_leaves``' exact leaf solve: the log-loss of log-odds ``z`` with
-    targets ``codes == positive``, or the exponential loss of raw scores ``z``). The
-    first sums of each leaf are reduced, then every iteration's (g, h) (the
-    log-loss: a safeguarded Newton iteration, each step one reduce; every process
-    sees the same sums, so all step alike and stop together) or the two shifted
-    sums (the exponential loss: its closed form). Returns the values."""
-    m = nodes.shape[0]
-    leaf = np.ascontiguousarray(leaf_of_row, dtype=np.int32)
-    z = np.ascontiguousarray(z, dtype=np.float64)
-    bounds = np.empty((m, 4 if exponential else 5))
-    _leaves.exact_solve_bounds(codes, positive, z, w, leaf, sample_mask, bounds,
-                               int(exponential))
-    bounds = np.ascontiguousarray(comm.allreduce(bounds, 2 if exponential else 3))
-    state = np.zeros((m, 7))
-    active = _leaves.exact_solve_start(bounds, (nodes["feature"] < 0).astype(np.uint8),
-                                       state, int(exponential))
-    sums = np.empty((m, 2))
-    if exponential:
-        if active:
-            _leaves.exponential_solve_sums(codes, z, w, leaf, sample_mask, bounds, state,
-                                           sums)
-            _leaves.exponential_solve_finish(
-                state, bounds, np.ascontiguousarray(comm.allreduce(sums, 2)))
-    else:
-        while active:
-            _leaves.logistic_solve_sums(codes, positive, z, w, leaf, sample_mask, state,
-                                        sums)
-            active = _leaves.logistic_solve_step(
-                state, np.ascontiguousarray(comm.allreduce(sums, 2)))
-    value = state[:, 0].copy()
-    nodes["value"] = value
-    return value
-
-
-def _in_bag(mask):
-    return None if mask is None else mask.astype(bool)
-
-
-class _BinomialState:
-    """The binomial log-loss state of this process's rows (``_loss``'s, with the
-    leaf sums and losses reduced)."""
-
-    def __init__(self, comm, y, w, raw, exact=False):
-        self.comm = comm
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
-        self.w = w
-        n = self.y.shape[0]
-        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
-        self.prob = np.empty(n)
-        self.residual = np.empty(n)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
-        _leaves.init_state(self.y, w, self.raw, self.prob, self.residual, self.row_stats)
-
-    def tree_target(self, k):
-        return self.row_stats, self.residual
-
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        p = self.prob
-        if self.codes is not None:
-            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
-                                       self.codes, 1, self.raw, self.w, False)
-        else:
-            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
-                                 self.w, self.residual, p * (1.0 - p), 1.0)
-        self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
-        _leaves.init_state(self.y, self.w, self.raw, self.prob, self.residual,
-                           self.row_stats)
-
-    def _loss(self, rows):
-        y, raw, w = _select(self.y, rows), _select(self.raw, rows), _select(self.w, rows)
-        mean = float(_leaves.weighted_log_loss(y, raw, w)) if y.shape[0] else 0.0
-        return _reduced_mean(self.comm, mean, _weight_of(w, y.shape[0]))
-
-    def finish_iteration(self, sample_mask):
-        return self._loss(_in_bag(sample_mask))
-
-    def held_out_loss(self, held_out):
-        return self._loss(held_out)
-
-
-class _MultinomialState:
-    """The multinomial log-loss state (K rows of per-class arrays, as ``_loss``'s)."""
-
-    def __init__(self, comm, n_classes, y, w, raw, n_threads, exact=False):
-        self.comm = comm
-        self.exact = exact
-        self.y = np.ascontiguousarray(y, dtype=np.int32)
-        self.w = w
-        self.n_threads = n_threads
-        self.factor = (n_classes - 1) / n_classes
-        n = self.y.shape[0]
-        self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # a copy
-        self.prob = np.empty((n_classes, n))
-        self.residual = np.empty((n_classes, n))
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
-        _leaves.multinomial_state(self.raw, self.y, w, None, self.prob, self.residual,
-                                  n_threads)
-        # The exact leaf solve: each class's log-odds against the others at the start
-        # of the iteration (as ``_loss``'s multinomial state).
-        self.log_odds = np.empty((n_classes, n)) if exact else None
-        if exact:
-            _leaves.class_log_odds(self.raw, self.log_odds)
-
-    def tree_target(self, k):
-        _leaves.row_stats_of(self.residual[k], self.w, self.row_stats)
-        return self.row_stats, self.residual[k]
-
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        p = self.prob[k]
-        if self.exact:
-            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask, self.y,
-                                       k, self.log_odds[k], self.w, False)
-        else:
-            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
-                                 self.w, self.residual[k], p * (1.0 - p), self.factor)
-        self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
-
-    def finish_iteration(self, sample_mask):
-        mean = _leaves.multinomial_state(self.raw, self.y, self.w, sample_mask, self.prob,
-                                         self.residual, self.n_threads)
-        if self.exact:
-            _leaves.class_log_odds(self.raw, self.log_odds)
-        rows = _in_bag(sample_mask)
-        n = self.y.shape[0] if rows is None else int(np.count_nonzero(rows))
-        return _reduced_mean(self.comm, float(mean), _weight_of(_select(self.w, rows), n))
-
-    def held_out_loss(self, held_out):
-        y, w = self.y[held_out], _select(self.w, held_out)
-        mean = (float(_leaves.multinomial_log_loss(
-            y, np.ascontiguousarray(self.raw[:, held_out].T), w)) if y.shape[0] else 0.0)
-        return _reduced_mean(self.comm, mean, _weight_of(w, y.shape[0]))
-
-
-class _ExponentialState:
-    """The exponential loss state (``_loss``'s, with the leaf sums and losses
-    reduced): leaf values sum w r / sum w |r|."""
-
-    def __init__(self, comm, y, w, raw, exact=False):
-        self.comm = comm
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
-        self.w = w
-        n = self.y.shape[0]
-        self.raw = np.ascontiguousarray(raw[:, 0], dtype=np.float64).copy()
-        self.residual = np.empty(n)
-        self.row_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
-        self._rows()
-
-    def _rows(self):
-        n_overflow = _leaves.exponential_state(self.y, self.w, self.raw, self.residual,
-                                               self.row_stats)
-        if n_overflow:
-            raise exponential_overflow_error(n_overflow)
-
-    def tree_target(self, k):
-        return self.row_stats, self.residual
-
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        if self.codes is not None:
-            value = _exact_leaf_values(self.comm, nodes, leaf_of_row, sample_mask,
-                                       self.codes, 1, self.raw, self.w, True)
-        else:
-            value = _leaf_values(self.comm, nodes, leaf_of_row, _in_bag(sample_mask),
-                                 self.w, self.residual, np.abs(self.residual), 1.0)
-        self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
-        self._rows()
-
-    def _loss(self, rows):
-        y, raw, w = _select(self.y, rows), _select(self.raw, rows), _select(self.w, rows)
-        mean = float(_leaves.exponential_loss(y, raw, w)) if y.shape[0] else 0.0
-        return _reduced_mean(self.comm, mean, _weight_of(w, y.shape[0]))
-
-    def finish_iteration(self, sample_mask):
-        return self._loss(_in_bag(sample_mask))
-
-    def held_out_loss(self, held_out):
-        return self._loss(held_out)
+        return reduced_mean(self.comm.allreduce, mean, weight)
 
 
 class PartTrainer:

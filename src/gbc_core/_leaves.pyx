@@ -5,7 +5,7 @@ per-tree update of F, p and r. Multinomial (3 or more classes): softmax
 probabilities and residuals of every class, the leaf values of one class's tree
 and its update. The exact leaf solve (``leaf_solver="exact"``): each leaf's gamma
 minimises that leaf's loss exactly (see ``exact_leaf_values``). ``_loss.py`` holds
-the loss objects that call them."""
+the loss objects and ``_loss_state.py`` their fit states, which call them."""
 cimport cython
 from cython.parallel cimport prange
 from libc.float cimport DBL_EPSILON, DBL_MAX
@@ -995,14 +995,6 @@ def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_thread
                 p = expit(raw[i])
                 out[i, 1] = p
                 out[i, 0] = 1.0 - p
-
-
-def expit_array(const float64_t[::1] raw, float64_t[::1] out):
-    """out = sigma(raw), elementwise, without overflow warnings."""
-    cdef intp_t i
-    with nogil:
-        for i in range(raw.shape[0]):
-            out[i] = expit(raw[i])
 
 
 # --------------------------------------------------------------- multinomial

@@ -1,11 +1,15 @@
-"""The losses: how raw scores become probabilities, and what each tree fits.
+"""The losses: what each tree fits, and (through the loss's link) how raw scores
+become probabilities.
 
-A loss object knows its number of classes and of raw scores per row
-(``n_outputs``), the initial raw scores, the loss value, the probabilities and the
-predicted class of raw scores, and starts the per-fit state that the boosting loop
-drives (``start``): the residuals each tree is grown on, the leaf values of a grown
-tree and the update of the raw scores. The numbers are computed by the kernels of
-``_leaves.pyx``.
+Every loss is a :class:`Loss`: a ``name`` (the value of the ``loss`` parameter
+that selects it, and the name a model file stores), a ``link`` (``_link``: the
+probabilities, log-probabilities and predicted classes of raw scores, the raw
+scores of probabilities), ``n_classes`` and ``n_outputs`` (raw scores per row, the
+link's), ``score_factor`` (``train_score_`` and the other recorded losses are the
+loss times it: scikit-learn's units), the initial raw scores and the per-fit state
+that the boosting loop drives (``start``, see ``_loss_state``).
+
+The built-in losses have fused Cython kernels (``_leaves.pyx``):
 
 - :class:`BinomialLoss`: two classes, the paper's model: one raw score F,
   p = sigma(F), trees fitted to r = y - p, leaf values gamma_j = sum w r /
@@ -20,40 +24,34 @@ tree and the update of the raw scores. The numbers are computed by the kernels o
   sum w r / sum w abs(r), F += eta * gamma: scikit-learn's
   ``GradientBoostingClassifier(loss="exponential")``.
 
-Each loss takes the fit's ``leaf_solver``: ``"newton"`` (the leaf values above:
-one Newton step, the paper's eq. 1) or ``"exact"`` (each leaf's gamma minimises the
-leaf's loss of F + gamma exactly, the learning rate still scaling it; pure leaves
-capped; see ``_leaves.pyx`` and ``docs/leaf_solver.md``).
+Each built-in loss takes the fit's ``leaf_solver``: ``"newton"`` (the leaf values
+above: one Newton step, the paper's eq. 1) or ``"exact"`` (each leaf's gamma
+minimises the leaf's loss of F + gamma exactly, the learning rate still scaling
+it; pure leaves capped; see ``_leaves.pyx`` and ``docs/leaf_solver.md``).
 
-Each loss has a ``name``, the value of the ``loss`` parameter that selects it and
-the name a model file stores (``"log_loss"`` for the binomial and the multinomial
-log-loss: the number of classes tells them apart; ``"exponential"``).
+A **custom loss** is a subclass of :class:`Loss` with a ``name``, a ``link`` and
+``gradient_hessian`` and ``pointwise_loss`` (and, if it likes, its own
+``leaf_value`` rule): the paper's model with its gradients, F0 of the link's
+prior (or 0 with ``init="zero"``), trees fitted to r = -gradient, leaf values
+gamma_j = -sum w g / sum w h (a Newton step), F += eta * gamma. It runs in NumPy
+(the slow path), in one process or on Dask. :func:`register_loss` makes its name
+loadable from a model file.
 
-The state ``start`` returns holds the training rows' raw scores ``raw``,
-probabilities ``prob`` and residuals ``residual`` (per output) and offers
-``tree_target(k)`` (the row statistics and residuals tree k is grown on; the row
-statistics are None for unit weights: the residuals are then w * r),
-``update(k, nodes, leaf_of_row, sample_mask, learning_rate)`` (sets the leaf values of
-a grown tree and adds it to the raw scores), ``finish_iteration(sample_mask)`` (the
-in-bag loss after an iteration) and ``held_out_loss(mask)``.
-
-A fit records its losses in scikit-learn's units (``train_score_``, the out-of-bag
-and validation scores): the loss times ``score_factor``, 2 for the binomial
-log-loss (scikit-learn reports the deviance, twice the mean log-loss), 1 otherwise.
-
-A new loss is a class with the same methods (see ``docs/architecture.md``).
+The registry (:func:`register_loss`, :func:`loss_for`) maps a name to its class;
+everything else reads the loss object's own attributes.
 """
+
+import copy
 
 import numpy as np
 
 from . import _leaves
-from ._common import ROW_STAT_DTYPE
+from ._link import HalfLogitLink, LogitLink, SoftmaxLink
+from ._link import prior_from_class_weights  # noqa: F401 (the distributed prior's)
+from ._loss_state import HESSIAN_EPSILON as _HESSIAN_EPSILON
+from ._loss_state import (BinomialFit, ExponentialFit, GradientFit, MultinomialFit,
+                          exponential_overflow_error)  # noqa: F401
 
-_EPS = np.finfo(np.float64).eps
-
-
-#: The names of the losses (the ``loss`` parameter's values, a model file's ``loss``).
-LOSS_NAMES = ("log_loss", "exponential")
 #: The leaf solvers (the ``leaf_solver`` parameter's values).
 LEAF_SOLVERS = ("newton", "exact")
 
@@ -65,89 +63,503 @@ def _check_solver(leaf_solver):
     return leaf_solver
 
 
-def loss_for(n_classes, name="log_loss", leaf_solver="newton"):
-    """The loss ``name`` of a classifier with ``n_classes`` classes.
-
-    ``"log_loss"``: binomial for 2 classes, multinomial for more;
-    ``"exponential"``: 2 classes only (scikit-learn's error otherwise).
-    ``leaf_solver``: ``"newton"`` or ``"exact"`` (the leaf values of its fits).
-
-    Raises
-    ------
-    ValueError
-        For an unknown name or leaf solver, fewer than 2 classes, or the
-        exponential loss with more than 2 classes.
-    """
-    _check_solver(leaf_solver)
-    if name not in LOSS_NAMES:
-        raise ValueError(f"unknown loss {name!r}; the losses are "
-                         + ", ".join(repr(n) for n in LOSS_NAMES))
-    if n_classes < 2:
-        raise ValueError(f"a classifier needs at least 2 classes, got {n_classes}")
-    if name == "exponential":
-        if n_classes > 2:
-            raise ValueError(
-                f"loss='{name}' is only suitable for a binary classification problem, "
-                f"you have n_classes={n_classes}. Please use loss='log_loss' instead.")
-        return ExponentialLoss(leaf_solver)
-    if n_classes == 2:
-        return BinomialLoss(leaf_solver)
-    return MultinomialLoss(n_classes, leaf_solver)
-
-
 def _weights(sample_weight):
     return None if sample_weight is None else np.ascontiguousarray(sample_weight,
                                                                    dtype=np.float64)
 
 
-def _prior(y, sample_weight, n_classes, n_outputs):
-    """The initial raw scores of ``init="prior"`` (shape (n_outputs,)): the class
-    weights summed in row order and their logarithms taken by the kernel (C's
-    ``log``), so that F0 does not depend on the CPU."""
+def _class_weight_sums(y, sample_weight, n_classes):
+    """The weight of each class and the total weight, summed in row order."""
     codes = np.ascontiguousarray(y, dtype=np.int32)
     if codes.size and not (0 <= codes.min() and codes.max() < n_classes):
         raise ValueError(f"class codes must lie in 0 .. {n_classes - 1}")
-    sums, total = _leaves.class_weight_sums(codes, _weights(sample_weight), n_classes)
-    return prior_from_class_weights(sums, n_outputs, total)
+    return _leaves.class_weight_sums(codes, _weights(sample_weight), n_classes)
 
 
-def prior_from_class_weights(class_weight, n_outputs, total=None):
-    """The initial raw scores of ``init="prior"`` (shape (n_outputs,)) from the
-    weight of each class (a distributed fit reduces these sums over its processes);
-    ``total`` defaults to their sum in class order. The logarithms are C's (the
-    kernel's), so that F0 does not depend on the CPU."""
-    class_weight = np.ascontiguousarray(class_weight, dtype=np.float64)
-    if total is None:
-        total = _leaves.weight_total(class_weight)
-    out = np.empty(n_outputs, dtype=np.float64)
-    _leaves.prior_raw(class_weight, total, _EPS, out)
-    return out
+def _as_outputs(name, what, a, n, n_outputs):
+    """``a`` (a custom loss's answer) as float64 of shape (n, n_outputs), or a
+    ValueError naming the loss, the method and what was expected."""
+    a = np.asarray(a, dtype=np.float64)
+    if n_outputs == 1 and a.shape == (n,):
+        a = a.reshape(n, 1)
+    if a.shape != (n, n_outputs):
+        raise ValueError(f"the loss {name!r}: {what} must be of shape ({n}, {n_outputs})"
+                         + (f" or ({n},)" if n_outputs == 1 else "") + f", got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"the loss {name!r}: {what} holds NaN or infinite values")
+    return a
 
 
-def _row_stats_for(sample_weight, n):
-    """The buffer of the row statistics (w * r, w) a tree is grown on, or None for
-    unit weights: the grower and the split finders then read the residuals
-    themselves as w * r (1 * r is r), and the fit holds 16 bytes per row less."""
-    return None if sample_weight is None else np.empty(n, dtype=ROW_STAT_DTYPE)
+class Loss:
+    """A loss of the boosting loop: the base class of the built-in losses and of a
+    custom one.
+
+    A custom loss subclasses it and sets ``name`` (what a model file stores) and
+    ``link`` (:class:`LogitLink`, :class:`HalfLogitLink` or :class:`SoftmaxLink`),
+    and defines :meth:`gradient_hessian` and :meth:`pointwise_loss`; it may also
+    set :meth:`leaf_value` (the leaf value rule) and ``score_factor``. The fit is
+    the paper's model with its gradients: trees fitted to r = -gradient with the
+    squared error, leaf values gamma_j = -sum w g / sum w h, F += eta * gamma. It
+    runs in NumPy (slower than the built-in losses' kernels), in one process or on
+    Dask (the per-node sums are all-reduced). To load a model file of a custom loss,
+    register its class first (:func:`register_loss`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gbc_core import GradientBoostingClassifier, LogitLink, Loss
+    >>> class Logistic(Loss):
+    ...     name = "my_logistic"
+    ...     link = LogitLink()
+    ...     def gradient_hessian(self, y, raw):
+    ...         p = 1.0 / (1.0 + np.exp(-raw[:, 0]))
+    ...         return p - y, p * (1.0 - p)
+    ...     def pointwise_loss(self, y, raw):
+    ...         return np.logaddexp(0.0, raw[:, 0]) - y * raw[:, 0]
+    >>> X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]
+    >>> model = GradientBoostingClassifier(n_estimators=5, loss=Logistic()).fit(X, y)
+    >>> model.predict([[0.0], [3.0]]).tolist()
+    [0, 1]
+    """
+
+    #: The loss's name: the ``loss`` parameter that selects it, a model file's loss.
+    name = None
+    #: How raw scores become probabilities (``_link``).
+    link = LogitLink()
+    #: The recorded losses (``train_score_``, ...) are the loss times this.
+    score_factor = 1.0
+    #: The name of scikit-learn's loss that is this one (None: it has none).
+    sklearn_loss = None
+    #: The number of classes and of raw scores per row (set by :meth:`for_classes`).
+    n_classes = None
+    n_outputs = None
+    leaf_solver = "newton"
+
+    @property
+    def label(self):
+        """The loss's name for people (plots, ``gbc-core train``'s summary)."""
+        return f"{self.name} loss"
+
+    @property
+    def link_scale(self):
+        """The link's ``scale`` (two classes: p = sigma(link_scale * F)), which
+        exporters read."""
+        return self.link.scale
+
+    def for_classes(self, n_classes, leaf_solver="newton"):
+        """This loss for a classifier of ``n_classes`` classes (a copy; the object
+        passed as ``loss=`` is left as it is), its protocol checked.
+
+        Parameters
+        ----------
+        n_classes : int
+            The number of classes (2 or more).
+        leaf_solver : {"newton", "exact"}, default="newton"
+            The leaf values of the fit: a custom loss has its leaf value rule
+            (:meth:`leaf_value`) and takes ``"newton"`` only.
+
+        Returns
+        -------
+        Loss
+            With ``n_classes``, ``n_outputs`` and ``leaf_solver`` set.
+
+        Raises
+        ------
+        TypeError
+            For a loss without a name, a link the package knows, or one of the
+            methods a custom loss defines.
+        ValueError
+            For a number of classes its link does not take, or a leaf solver it
+            does not offer.
+
+        Examples
+        --------
+        >>> from gbc_core import BinomialLoss
+        >>> BinomialLoss().for_classes(3).n_outputs
+        3
+        """
+        _check_solver(leaf_solver)
+        if n_classes < 2:
+            raise ValueError(f"a classifier needs at least 2 classes, got {n_classes}")
+        self._check_protocol()
+        return self._bind(n_classes, leaf_solver)
+
+    def _bind(self, n_classes, leaf_solver):
+        if leaf_solver != "newton":
+            raise ValueError(f"leaf_solver={leaf_solver!r} is not offered by the loss "
+                             f"{self.name!r}: a custom loss sets its leaf values by its "
+                             "leaf_value rule (use leaf_solver='newton')")
+        try:
+            n_outputs = self.link.n_outputs(n_classes)
+        except ValueError as exc:
+            raise ValueError(f"the loss {self.name!r}: {exc}") from None
+        bound = copy.copy(self)
+        bound.n_classes, bound.n_outputs, bound.leaf_solver = n_classes, n_outputs, leaf_solver
+        return bound
+
+    def _check_protocol(self):
+        """A TypeError naming what a custom loss lacks (built-in losses pass)."""
+        if type(self) in _BUILTIN_CLASSES:
+            return
+        cls = type(self).__name__
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"the loss {cls} needs a name, a non-empty string (the class "
+                            f"attribute name, which a model file stores), got {self.name!r}")
+        if self.name in _BUILTIN:
+            raise ValueError(f"the loss {cls} is named {self.name!r}, the name of a "
+                             "built-in loss; give it a name of its own")
+        if not isinstance(self.link, (LogitLink, SoftmaxLink)):
+            raise TypeError(f"the loss {cls} ({self.name!r}): link must be LogitLink(), "
+                            "HalfLogitLink() or SoftmaxLink() (the links prediction and "
+                            f"the exporters know), got {self.link!r}")
+        if type(self).start is Loss.start:
+            for method in ("gradient_hessian", "pointwise_loss"):
+                if getattr(type(self), method, None) is getattr(Loss, method) or not callable(
+                        getattr(self, method, None)):
+                    raise TypeError(
+                        f"the loss {cls} ({self.name!r}) has no {method} method: a custom "
+                        "loss defines gradient_hessian(y, raw) -> (gradient, hessian) and "
+                        "pointwise_loss(y, raw) -> the loss of each row (see gbc_core.Loss)")
+        factor = self.score_factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
+            raise TypeError(f"the loss {cls} ({self.name!r}): score_factor must be a "
+                            f"positive number, got {factor!r}")
+
+    def gradient_hessian(self, y, raw):
+        """The gradient and the Hessian of each row's loss in its raw scores: what a
+        custom loss defines.
+
+        Parameters
+        ----------
+        y : ndarray of int32, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+
+        Returns
+        -------
+        gradient, hessian : ndarrays of shape (n_samples, n_outputs)
+            dL/dF and d2L/dF2 of each row (shape (n_samples,) for one output too).
+            The trees fit the residuals -gradient.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import Loss
+        >>> class Squared(Loss):
+        ...     name = "squared"
+        ...     def gradient_hessian(self, y, raw):
+        ...         return raw[:, 0] - y, np.ones(len(y))
+        >>> g, h = Squared().gradient_hessian(np.array([0, 1]), np.zeros((2, 1)))
+        >>> g.tolist(), h.tolist()
+        ([0.0, -1.0], [1.0, 1.0])
+        """
+        raise NotImplementedError(f"the loss {type(self).__name__} defines no gradient_hessian")
+
+    def pointwise_loss(self, y, raw):
+        """The loss of each row (recorded as ``train_score_``, the out-of-bag and
+        validation scores, which early stopping watches): what a custom loss defines.
+
+        Parameters
+        ----------
+        y : ndarray of int32, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import Loss
+        >>> class Squared(Loss):
+        ...     name = "squared"
+        ...     def pointwise_loss(self, y, raw):
+        ...         return 0.5 * (raw[:, 0] - y) ** 2
+        >>> Squared().pointwise_loss(np.array([0, 1]), np.zeros((2, 1))).tolist()
+        [0.0, 0.5]
+        """
+        raise NotImplementedError(f"the loss {type(self).__name__} defines no pointwise_loss")
+
+    def leaf_value(self, gradient_sum, hessian_sum):
+        """The leaf value rule: gamma of each leaf from the sums of its in-bag rows'
+        weighted gradients and Hessians (over every process of a distributed fit). By
+        default one Newton step, -G / H (paper eq. 1), 0 where |H| < 1e-150.
+
+        Parameters
+        ----------
+        gradient_sum : ndarray of shape (n_leaves,)
+            G = sum w g of each leaf.
+        hessian_sum : ndarray of shape (n_leaves,)
+            H = sum w h of each leaf.
+
+        Returns
+        -------
+        ndarray of shape (n_leaves,)
+            gamma of each leaf (the learning rate scales it: F += eta * gamma).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import Loss
+        >>> Loss().leaf_value(np.array([-1.0, 2.0]), np.array([4.0, 0.0])).tolist()
+        [0.25, 0.0]
+        """
+        g = np.asarray(gradient_sum, dtype=np.float64)
+        h = np.asarray(hessian_sum, dtype=np.float64)
+        out = np.zeros(np.broadcast(g, h).shape)
+        ok = ~(np.abs(h) < _HESSIAN_EPSILON)
+        out[ok] = -g[ok] / h[ok]
+        return out
+
+    def _checked_gradient_hessian(self, y, raw):
+        answer = self.gradient_hessian(y, raw)
+        if not (isinstance(answer, tuple) and len(answer) == 2):
+            raise TypeError(f"the loss {self.name!r}: gradient_hessian must return a pair "
+                            f"(gradient, hessian), got {type(answer).__name__}")
+        n, k = y.shape[0], self.n_outputs
+        return (_as_outputs(self.name, "the gradient", answer[0], n, k),
+                _as_outputs(self.name, "the Hessian", answer[1], n, k))
+
+    def _checked_leaf_value(self, gradient_sum, hessian_sum):
+        value = np.asarray(self.leaf_value(gradient_sum, hessian_sum), dtype=np.float64)
+        if value.shape != gradient_sum.shape or not np.isfinite(value).all():
+            raise ValueError(f"the loss {self.name!r}: leaf_value must return a finite "
+                             f"value per leaf, shape {gradient_sum.shape}, got shape "
+                             f"{value.shape}" + ("" if value.shape != gradient_sum.shape
+                                                 else " with NaN or infinite values"))
+        return value
+
+    def _checked_pointwise_loss(self, y, raw):
+        terms = np.asarray(self.pointwise_loss(y, raw), dtype=np.float64)
+        if terms.shape != (y.shape[0],):
+            raise ValueError(f"the loss {self.name!r}: pointwise_loss must return one loss "
+                             f"per row, shape ({y.shape[0]},), got {terms.shape}")
+        return terms
+
+    def initial_raw(self, y, sample_weight, init, reduce=None):
+        """F0: 0 (``init="zero"``, the paper's) or the link's prior of the weighted
+        class frequencies (``"prior"`` or None: the log-odds, half of them for the
+        exponential loss, or log p_k - mean_j log p_j; 0 for two classes where a
+        class has no weight).
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        init : {"zero", "prior"} or None
+            ``init`` of the estimator (None: "prior").
+        reduce : callable, optional
+            A distributed fit's all-reduce of the class weights (None: one process).
+
+        Returns
+        -------
+        ndarray of shape (n_outputs,)
+            F0 of each output.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> BinomialLoss().initial_raw(np.array([0, 1, 1]), None, "prior").round(4).tolist()
+        [0.6931]
+        """
+        if init == "zero":
+            return np.zeros(self.n_outputs)
+        sums, total = _class_weight_sums(y, sample_weight, self.n_classes)
+        if reduce is not None:
+            reduced = reduce(np.append(np.asarray(sums, dtype=np.float64), total),
+                             self.n_classes + 1)
+            sums, total = reduced[:-1], reduced[-1]
+        return self.link.prior(sums, total)
+
+    def start(self, y, sample_weight, raw, n_threads, reduce=None):
+        """The state of a fit on class codes ``y`` from raw scores ``raw``.
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+        raw : ndarray of shape (n_samples, n_outputs)
+            The initial raw scores F0 per row.
+        n_threads : int
+            Threads of the fit.
+        reduce : callable, optional
+            ``reduce(values, n_summed)``: a distributed fit's all-reduce of the
+            per-node sums and losses (None: one process).
+
+        Returns
+        -------
+        object
+            The fit's state: ``raw`` and ``residual`` of the training rows,
+            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
+            ``held_out_loss(mask)`` (``_loss_state``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> state = BinomialLoss().start(np.array([0, 1]), None, np.zeros((2, 1)), 1)
+        >>> state.residual.tolist()
+        [-0.5, 0.5]
+        """
+        return GradientFit(self, y, _weights(sample_weight), raw, reduce)
+
+    def loss(self, y, raw, sample_weight=None):
+        """Weighted mean loss of raw scores ``raw`` for class codes ``y``.
+
+        Parameters
+        ----------
+        y : ndarray of int, shape (n_samples,)
+            Class codes 0 .. n_classes - 1.
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+        sample_weight : ndarray of shape (n_samples,), optional
+            Weights of the rows (None: all 1).
+
+        Returns
+        -------
+        float
+            The weighted mean loss (``train_score_`` is it times ``score_factor``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> round(BinomialLoss().loss(np.array([0, 1]), np.zeros((2, 1))), 4)
+        0.6931
+        """
+        y = np.ascontiguousarray(y, dtype=np.int32)
+        if y.shape[0] == 0:
+            return 0.0
+        terms = self._checked_pointwise_loss(y, np.asarray(raw, dtype=np.float64))
+        w = _weights(sample_weight)
+        if w is None:
+            return float(np.sum(terms) / y.shape[0])
+        total = float(_leaves.weight_total(w))
+        return float(np.sum(w * terms) / total) if total > 0 else 0.0
+
+    def proba(self, raw, n_threads=1):
+        """Class probabilities of raw scores: the link's inverse.
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+        n_threads : int, default=1
+            Threads.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> ExponentialLoss().proba(np.array([[1.0]])).round(3).tolist()
+        [[0.119, 0.881]]
+        """
+        return self.link.inverse(raw, n_threads)
+
+    def log_proba(self, raw):
+        """log of :meth:`proba`, without overflow or log(0).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> raw = np.array([[-1.0], [2.0]])
+        >>> loss = BinomialLoss()
+        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
+        True
+        """
+        return self.link.log_inverse(raw)
+
+    def decision(self, raw):
+        """Class codes of raw scores (the link's: F >= 0 for two classes, the
+        largest score for more).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+
+        Returns
+        -------
+        ndarray of intp, shape (n_samples,)
+            Class codes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import BinomialLoss
+        >>> BinomialLoss().decision(np.array([[-1.0], [0.0], [2.0]])).tolist()
+        [0, 1, 1]
+        """
+        return self.link.decision(raw)
+
+    def raw_from_proba(self, proba):
+        """Raw scores of class probabilities (an ``init`` estimator's): the link.
+
+        Parameters
+        ----------
+        proba : array-like of shape (n_samples, n_classes)
+            Class probabilities.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> ExponentialLoss().raw_from_proba(np.array([[0.5, 0.5]])).tolist()
+        [[0.0]]
+        """
+        return self.link.link(proba)
+
+    def log_odds(self, raw):
+        """What an exporter writes before the sigmoid or softmax: the link's
+        log-odds of raw scores (``link.scale`` * F).
+
+        Parameters
+        ----------
+        raw : ndarray of shape (n_samples, n_outputs)
+            Raw scores F.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gbc_core import ExponentialLoss
+        >>> ExponentialLoss().log_odds(np.array([[1.0]])).tolist()
+        [[2.0]]
+        """
+        return self.link.log_odds(raw)
 
 
-def _leaf_sums_scratch(n, n_threads):
-    """The scratch of the leaf sums on several threads (one int32 per row), or None
-    where they run on one thread (``_leaves.set_leaf_values``)."""
-    if n_threads > 1 and n >= _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS:
-        return np.empty(n, dtype=np.int32)
-    return None
-
-
-def _raw_from_proba(proba, n_outputs, scale):
-    """Initial raw scores (n, n_outputs) of an ``init`` estimator's probabilities."""
-    p = np.ascontiguousarray(proba, dtype=np.float64)
-    out = np.empty((p.shape[0], n_outputs), dtype=np.float64)
-    _leaves.raw_from_proba(p, scale, _EPS, out)
-    return out
-
-
-class BinomialLoss:
+class BinomialLoss(Loss):
     """The log-loss of two classes with one raw score per row (the paper's model).
 
     Parameters
@@ -164,51 +576,25 @@ class BinomialLoss:
     """
 
     name = "log_loss"
+    sklearn_loss = "log_loss"
+    label = "log-loss"
+    link = LogitLink()
     n_classes = 2
     n_outputs = 1
     #: scikit-learn's ``train_score_`` (and OOB and validation scores) of two classes
     #: is the binomial deviance: twice the mean log-loss.
     score_factor = 2.0
-    #: p = sigma(link_scale * F): the log-odds of the probabilities are link_scale * F
-    #: (what an exporter writes as the link).
-    link_scale = 1.0
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)
 
-    def initial_raw(self, y, sample_weight, init):
-        """F0: 0 (``init="zero"``, the paper's) or the log-odds of the weighted class
-        frequencies (``"prior"``; 0 when a class has no weight). Shape (1,).
+    def _bind(self, n_classes, leaf_solver):
+        # One name, "log_loss", for two classes and for more: their count decides.
+        if n_classes == 2:
+            return BinomialLoss(leaf_solver)
+        return MultinomialLoss(n_classes, leaf_solver)
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        init : {"zero", "prior"} or None
-            ``init`` of the estimator (None: "prior").
-
-        Returns
-        -------
-        ndarray of shape (n_outputs,)
-            F0 of each output.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.initial_raw(y, None, "zero").shape[0] == loss.n_outputs
-        True
-        """
-        if init == "zero":
-            return np.zeros(1)
-        return _prior(y, sample_weight, 2, 1)
-
-    def start(self, y, sample_weight, raw, n_threads):
+    def start(self, y, sample_weight, raw, n_threads, reduce=None):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1).
 
         Parameters
@@ -218,9 +604,11 @@ class BinomialLoss:
         sample_weight : ndarray of shape (n_samples,), optional
             Weights of the rows (None: all 1).
         raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row (one column for two classes, K for K classes).
+            The initial raw scores F0 per row.
         n_threads : int
             Threads of the fit.
+        reduce : callable, optional
+            A distributed fit's all-reduce (None: one process, the fused kernels).
 
         Returns
         -------
@@ -234,14 +622,12 @@ class BinomialLoss:
         >>> import numpy as np
         >>> from gbc_core import BinomialLoss
         >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> state = loss.start(y, None, np.zeros((3, 1)), n_threads=1)
+        >>> state = loss.start(np.array([0, 1, 1]), None, np.zeros((3, 1)), n_threads=1)
         >>> callable(state.tree_target) and callable(state.update)
         True
         """
-        return _BinomialFit(y, _weights(sample_weight), raw, n_threads,
-                            self.leaf_solver == "exact")
+        return BinomialFit(y, _weights(sample_weight), raw, n_threads,
+                           self.leaf_solver == "exact", reduce)
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean log-loss of raw scores ``raw`` (n, 1) for class codes ``y``.
@@ -251,7 +637,7 @@ class BinomialLoss:
         y : ndarray of int, shape (n_samples,)
             Class codes 0 .. n_classes - 1.
         raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
+            Raw scores F.
         sample_weight : ndarray of shape (n_samples,), optional
             Weights of the rows (None: all 1).
 
@@ -274,185 +660,8 @@ class BinomialLoss:
             np.ascontiguousarray(y, dtype=np.float64),
             np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
 
-    def proba(self, raw, n_threads=1):
-        """Class probabilities (n, 2): column 1 is p = sigma(F) (paper eq. 3).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-        n_threads : int, default=1
-            Threads.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.proba(raw).round(3).tolist()
-        [[0.731, 0.269], [0.5, 0.5], [0.119, 0.881]]
-        """
-        out = np.empty((raw.shape[0], 2), dtype=np.float64)
-        _leaves.proba_from_raw(np.ascontiguousarray(raw[:, 0], dtype=np.float64), out,
-                               n_threads)
-        return out
-
-    def log_proba(self, raw):
-        """log of :meth:`proba`, computed from F without overflow or log(0).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
-        True
-        """
-        out = np.empty((raw.shape[0], 2), dtype=np.float64)
-        _leaves.binomial_log_proba(np.ascontiguousarray(raw[:, 0], dtype=np.float64), out)
-        return out
-
-    def decision(self, raw):
-        """Class codes of raw scores: 1 where F >= 0 (p >= 0.5), as scikit-learn.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of intp, shape (n_samples,)
-            Class codes.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.decision(raw).tolist()
-        [0, 1, 1]
-        """
-        return (raw[:, 0] >= 0).astype(np.intp)
-
-    def raw_from_proba(self, proba):
-        """Raw scores (n, 1) of class probabilities (n, 2) (an ``init``
-        estimator's): log(p / (1 - p)) of p = proba[:, 1] clipped to [eps, 1 - eps],
-        scikit-learn's ``_init_raw_predictions``.
-
-        Parameters
-        ----------
-        proba : array-like of shape (n_samples, n_classes)
-            Class probabilities.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> bool(np.allclose(loss.proba(loss.raw_from_proba(loss.proba(raw))), loss.proba(raw)))
-        True
-        """
-        return _raw_from_proba(proba, 1, 1.0)
-
-    def log_odds(self, raw):
-        """The log-odds log(p / (1 - p)) of the probabilities of raw scores (n, 1):
-        the raw scores themselves.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
-            What an exporter writes before the sigmoid or softmax: ``link_scale * raw``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.log_odds(raw).ravel().tolist() == (loss.link_scale * raw).ravel().tolist()
-        True
-        """
-        return raw
-
-
-class _BinomialFit:
-    """Raw scores, probabilities and residuals of the training rows during a fit."""
-
-    def __init__(self, y, sample_weight, raw, n_threads, exact=False):
-        n = y.shape[0]
-        # The class codes 0/1 (int32: no copy of the fit's codes; the kernels read
-        # them as float64 labels), also those of the exact leaf solve (None: eq. 1's
-        # Newton step).
-        self.y = np.ascontiguousarray(y, dtype=np.int32)
-        self.codes = self.y if exact else None
-        self.sample_weight = sample_weight
-        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
-        self.prob = np.empty(n, dtype=np.float64)
-        self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = _row_stats_for(sample_weight, n)
-        self.rows_by_leaf = _leaf_sums_scratch(n, n_threads)
-        self.last_loss = 0.0
-        # p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3, 6).
-        _leaves.init_state(self.y, sample_weight, self.raw, self.prob, self.residual,
-                           self.row_stats)
-
-    def tree_target(self, k):
-        """(row statistics w * r and w, or None for unit weights; residuals r) the
-        tree of output k fits."""
-        return self.row_stats, self.residual
-
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        """Leaf values of the grown tree (``nodes``, updated in place) and the
-        update of F, p and r that follows, in one fused pass, on ``n_threads``
-        threads (the leaf sums' scratch only for more than one)."""
-        self.last_loss = _leaves.boosting_update(
-            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            self.rows_by_leaf if n_threads > 1 else None)
-
-    def finish_iteration(self, sample_mask):
-        """The weighted log-loss of the in-bag rows after the iteration."""
-        return self.last_loss
-
-    def held_out_loss(self, held_out):
-        """Weighted log-loss of the rows where ``held_out`` is True."""
-        w = None if self.sample_weight is None else self.sample_weight[held_out]
-        return float(_leaves.weighted_log_loss(self.y[held_out], self.raw[held_out], w))
-
-
-class MultinomialLoss:
+class MultinomialLoss(Loss):
     """The log-loss of K >= 3 classes with one raw score per class (softmax).
 
     Parameters
@@ -471,10 +680,11 @@ class MultinomialLoss:
     """
 
     name = "log_loss"
+    sklearn_loss = "log_loss"
+    label = "log-loss"
+    link = SoftmaxLink()
     #: scikit-learn's scores of K >= 3 classes are the mean log-loss itself.
     score_factor = 1.0
-    #: p = softmax(link_scale * F).
-    link_scale = 1.0
 
     def __init__(self, n_classes, leaf_solver="newton"):
         if n_classes < 3:
@@ -483,40 +693,10 @@ class MultinomialLoss:
         self.n_outputs = n_classes
         self.leaf_solver = _check_solver(leaf_solver)
 
-    def initial_raw(self, y, sample_weight, init):
-        """F0: zeros (``init="zero"``) or ``"prior"``: log p_k - mean_j log p_j with p
-        the weighted class frequencies clipped to [eps, 1 - eps] (scikit-learn's
-        prior). Shape (K,).
+    def _bind(self, n_classes, leaf_solver):
+        return BinomialLoss._bind(self, n_classes, leaf_solver)
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        init : {"zero", "prior"} or None
-            ``init`` of the estimator (None: "prior").
-
-        Returns
-        -------
-        ndarray of shape (n_outputs,)
-            F0 of each output.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> loss.initial_raw(y, None, "zero").shape[0] == loss.n_outputs
-        True
-        """
-        if init == "zero":
-            return np.zeros(self.n_classes)
-        return _prior(y, sample_weight, self.n_classes, self.n_classes)
-
-    def start(self, y, sample_weight, raw, n_threads):
+    def start(self, y, sample_weight, raw, n_threads, reduce=None):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, K).
 
         Parameters
@@ -526,9 +706,11 @@ class MultinomialLoss:
         sample_weight : ndarray of shape (n_samples,), optional
             Weights of the rows (None: all 1).
         raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row (one column for two classes, K for K classes).
+            The initial raw scores F0 per row.
         n_threads : int
             Threads of the fit.
+        reduce : callable, optional
+            A distributed fit's all-reduce (None: one process, the fused kernels).
 
         Returns
         -------
@@ -542,14 +724,12 @@ class MultinomialLoss:
         >>> import numpy as np
         >>> from gbc_core import MultinomialLoss
         >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> state = loss.start(y, None, np.zeros((3, 3)), n_threads=1)
+        >>> state = loss.start(np.array([0, 1, 2]), None, np.zeros((3, 3)), n_threads=1)
         >>> callable(state.tree_target) and callable(state.update)
         True
         """
-        return _MultinomialFit(self.n_classes, y, _weights(sample_weight), raw, n_threads,
-                               self.leaf_solver == "exact")
+        return MultinomialFit(self.n_classes, y, _weights(sample_weight), raw, n_threads,
+                              self.leaf_solver == "exact", reduce)
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean of -log p_y for raw scores ``raw`` (n, K).
@@ -559,7 +739,7 @@ class MultinomialLoss:
         y : ndarray of int, shape (n_samples,)
             Class codes 0 .. n_classes - 1.
         raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
+            Raw scores F.
         sample_weight : ndarray of shape (n_samples,), optional
             Weights of the rows (None: all 1).
 
@@ -582,199 +762,8 @@ class MultinomialLoss:
             np.ascontiguousarray(y, dtype=np.int32), np.ascontiguousarray(raw, dtype=np.float64),
             _weights(sample_weight)))
 
-    def proba(self, raw, n_threads=1):
-        """Class probabilities (n, K): softmax of the raw scores.
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-        n_threads : int, default=1
-            Threads.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> loss.proba(raw).round(3).tolist()
-        [[0.665, 0.245, 0.09], [0.333, 0.333, 0.333], [0.016, 0.117, 0.867]]
-        """
-        out = np.empty(raw.shape, dtype=np.float64)
-        _leaves.softmax(np.ascontiguousarray(raw, dtype=np.float64), out, n_threads)
-        return out
-
-    def log_proba(self, raw):
-        """log of :meth:`proba`: F_k - log sum_j exp(F_j), without log(0).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
-        True
-        """
-        out = np.empty(raw.shape, dtype=np.float64)
-        _leaves.multinomial_log_proba(np.ascontiguousarray(raw, dtype=np.float64), out)
-        return out
-
-    def decision(self, raw):
-        """Class codes of raw scores: the largest score (the first on ties).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of intp, shape (n_samples,)
-            Class codes.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> loss.decision(raw).tolist()
-        [0, 0, 2]
-        """
-        return np.argmax(raw, axis=1)
-
-    def raw_from_proba(self, proba):
-        """Raw scores (n, K) of class probabilities (n, K) (an ``init``
-        estimator's): log p_k - mean_j log p_j with p clipped to [eps, 1 - eps],
-        scikit-learn's ``_init_raw_predictions``.
-
-        Parameters
-        ----------
-        proba : array-like of shape (n_samples, n_classes)
-            Class probabilities.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> bool(np.allclose(loss.proba(loss.raw_from_proba(loss.proba(raw))), loss.proba(raw)))
-        True
-        """
-        return _raw_from_proba(proba, self.n_classes, 1.0)
-
-    def log_odds(self, raw):
-        """Raw scores whose softmax is the probabilities: the raw scores.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
-            What an exporter writes before the sigmoid or softmax: ``link_scale * raw``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> loss.log_odds(raw).ravel().tolist() == (loss.link_scale * raw).ravel().tolist()
-        True
-        """
-        return raw
-
-
-class _MultinomialFit:
-    """Per-class raw scores, probabilities and residuals of the training rows
-    (arrays of shape (K, n_samples): one contiguous row per class)."""
-
-    def __init__(self, n_classes, y, sample_weight, raw, n_threads, exact=False):
-        n = y.shape[0]
-        self.y = np.ascontiguousarray(y, dtype=np.int32)
-        self.exact = exact
-        # The exact leaf solve: each class's log-odds against the others at the
-        # start of the iteration (the other classes fixed there, as the residuals).
-        self.log_odds = np.empty((n_classes, n), dtype=np.float64) if exact else None
-        self.sample_weight = sample_weight
-        self.n_threads = n_threads
-        self.factor = (n_classes - 1) / n_classes
-        self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # a copy
-        self.prob = np.empty((n_classes, n), dtype=np.float64)
-        self.residual = np.empty((n_classes, n), dtype=np.float64)
-        self.row_stats = _row_stats_for(sample_weight, n)
-        self.rows_by_leaf = _leaf_sums_scratch(n, n_threads)
-        _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
-                                  self.residual, n_threads)
-        if exact:
-            _leaves.class_log_odds(self.raw, self.log_odds)
-
-    def tree_target(self, k):
-        if self.row_stats is not None:
-            _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
-        return self.row_stats, self.residual[k]
-
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        """Leaf values of class k's tree and F_k += eta * gamma on ``n_threads``
-        threads: one for the trees of classes grown side by side, which are updated
-        at once and so must not share the leaf sums' scratch."""
-        rows_by_leaf = self.rows_by_leaf if n_threads > 1 else None
-        if self.exact:
-            _leaves.multinomial_tree_update(
-                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
-                self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
-                self.log_odds[k], n_threads)
-        else:
-            _leaves.multinomial_tree_update(
-                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
-                self.sample_weight, self.factor, learning_rate, self.raw[k],
-                n_threads=n_threads, rows_by_leaf=rows_by_leaf)
-
-    def finish_iteration(self, sample_mask):
-        """Probabilities and residuals of the next iteration; returns the weighted
-        log-loss of the in-bag rows."""
-        loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
-                                         sample_mask, self.prob, self.residual,
-                                         self.n_threads)
-        if self.exact:
-            _leaves.class_log_odds(self.raw, self.log_odds)
-        return loss
-
-    def held_out_loss(self, held_out):
-        w = None if self.sample_weight is None else self.sample_weight[held_out]
-        return float(_leaves.multinomial_log_loss(
-            self.y[held_out], np.ascontiguousarray(self.raw[:, held_out].T), w))
-
-
-class ExponentialLoss:
+class ExponentialLoss(Loss):
     """AdaBoost's exponential loss of two classes, one raw score per row
     (scikit-learn's ``GradientBoostingClassifier(loss="exponential")``).
 
@@ -798,50 +787,27 @@ class ExponentialLoss:
     """
 
     name = "exponential"
+    sklearn_loss = "exponential"
+    label = "exponential loss"
+    #: p = sigma(2F): scikit-learn's probabilities of the exponential loss.
+    link = HalfLogitLink()
     n_classes = 2
     n_outputs = 1
     #: scikit-learn's scores of the exponential loss are its mean value itself.
     score_factor = 1.0
-    #: p = sigma(2F): scikit-learn's probabilities of the exponential loss.
-    link_scale = 2.0
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)
 
-    def initial_raw(self, y, sample_weight, init):
-        """F0: 0 (``init="zero"``) or half the log-odds of the weighted class
-        frequencies (``"prior"``, scikit-learn's 0.5 logit(p); 0 when a class has
-        no weight). Shape (1,).
+    def _bind(self, n_classes, leaf_solver):
+        if n_classes > 2:
+            raise ValueError(
+                f"loss='{self.name}' is only suitable for a binary classification "
+                f"problem, you have n_classes={n_classes}. Please use loss='log_loss' "
+                "instead.")
+        return ExponentialLoss(leaf_solver)
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        init : {"zero", "prior"} or None
-            ``init`` of the estimator (None: "prior").
-
-        Returns
-        -------
-        ndarray of shape (n_outputs,)
-            F0 of each output.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.initial_raw(y, None, "zero").shape[0] == loss.n_outputs
-        True
-        """
-        if init == "zero":
-            return np.zeros(1)
-        return 0.5 * _prior(y, sample_weight, 2, 1)
-
-    def start(self, y, sample_weight, raw, n_threads):
+    def start(self, y, sample_weight, raw, n_threads, reduce=None):
         """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1).
 
         Parameters
@@ -851,14 +817,16 @@ class ExponentialLoss:
         sample_weight : ndarray of shape (n_samples,), optional
             Weights of the rows (None: all 1).
         raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row (one column for two classes, K for K classes).
+            The initial raw scores F0 per row.
         n_threads : int
             Threads of the fit.
+        reduce : callable, optional
+            A distributed fit's all-reduce (None: one process, the fused kernels).
 
         Returns
         -------
         object
-            The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
+            The fit's state: ``raw`` and ``residual`` of the training rows,
             ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
             ``held_out_loss(mask)``.
 
@@ -867,14 +835,12 @@ class ExponentialLoss:
         >>> import numpy as np
         >>> from gbc_core import ExponentialLoss
         >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> state = loss.start(y, None, np.zeros((3, 1)), n_threads=1)
+        >>> state = loss.start(np.array([0, 1, 1]), None, np.zeros((3, 1)), n_threads=1)
         >>> callable(state.tree_target) and callable(state.update)
         True
         """
-        return _ExponentialFit(y, _weights(sample_weight), raw,
-                               self.leaf_solver == "exact")
+        return ExponentialFit(y, _weights(sample_weight), raw, n_threads,
+                              self.leaf_solver == "exact", reduce)
 
     def loss(self, y, raw, sample_weight=None):
         """Weighted mean exponential loss of raw scores ``raw`` (n, 1) (scikit-learn's
@@ -885,7 +851,7 @@ class ExponentialLoss:
         y : ndarray of int, shape (n_samples,)
             Class codes 0 .. n_classes - 1.
         raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
+            Raw scores F.
         sample_weight : ndarray of shape (n_samples,), optional
             Weights of the rows (None: all 1).
 
@@ -908,177 +874,112 @@ class ExponentialLoss:
             np.ascontiguousarray(y, dtype=np.float64),
             np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
 
-    def log_odds(self, raw):
-        """The log-odds of the probabilities of raw scores (n, 1): 2F (exact).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
-            What an exporter writes before the sigmoid or softmax: ``link_scale * raw``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.log_odds(raw).ravel().tolist() == (loss.link_scale * raw).ravel().tolist()
-        True
-        """
-        return np.multiply(raw, self.link_scale)
-
-    def proba(self, raw, n_threads=1):
-        """Class probabilities (n, 2): column 1 is sigma(2F).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-        n_threads : int, default=1
-            Threads.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.proba(raw).round(3).tolist()
-        [[0.881, 0.119], [0.5, 0.5], [0.018, 0.982]]
-        """
-        return BinomialLoss().proba(self.log_odds(raw), n_threads)
-
-    def log_proba(self, raw):
-        """log of :meth:`proba`, computed from 2F without overflow or log(0).
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
-        True
-        """
-        return BinomialLoss().log_proba(self.log_odds(raw))
-
-    def decision(self, raw):
-        """Class codes of raw scores: 1 where F >= 0, as scikit-learn.
-
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F (one column for two classes, K for K classes).
-
-        Returns
-        -------
-        ndarray of intp, shape (n_samples,)
-            Class codes.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> loss.decision(raw).tolist()
-        [0, 1, 1]
-        """
-        return (raw[:, 0] >= 0).astype(np.intp)
-
-    def raw_from_proba(self, proba):
-        """Raw scores (n, 1) of class probabilities (n, 2): 0.5 log(p / (1 - p)) of p
-        = proba[:, 1] clipped to [eps, 1 - eps] (scikit-learn's half-logit link).
-
-        Parameters
-        ----------
-        proba : array-like of shape (n_samples, n_classes)
-            Class probabilities.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> bool(np.allclose(loss.proba(loss.raw_from_proba(loss.proba(raw))), loss.proba(raw)))
-        True
-        """
-        return _raw_from_proba(proba, 1, 0.5)
+_BUILTIN_CLASSES = (BinomialLoss, MultinomialLoss, ExponentialLoss)
+#: The built-in losses by name ("log_loss": two classes or more, their count decides).
+_BUILTIN = {"log_loss": BinomialLoss, "exponential": ExponentialLoss}
+#: Every loss a name selects: the built-in ones and those of :func:`register_loss`.
+_REGISTRY = dict(_BUILTIN)
 
 
-def exponential_overflow_error(n_rows):
-    return ValueError(
-        f"the exponential loss overflows: e^(-(2y - 1) F(x)) is beyond float64 for "
-        f"{n_rows} training row(s) (raw scores beyond 709 on the wrong side), so their "
-        "residuals are infinite; use a smaller "
-        "learning_rate or fewer iterations (n_estimators, or early stopping with "
-        "n_iter_no_change)")
+def register_loss(loss_class):
+    """Register a custom loss class by its ``name``: a model file naming it loads
+    (as ``loss_class()``, which must construct without arguments), and ``loss=name`` selects
+    it. Usable as a class decorator; registering a name again replaces its class.
+
+    Parameters
+    ----------
+    loss_class : type
+        A subclass of :class:`Loss` with a ``name`` of its own.
+
+    Returns
+    -------
+    type
+        ``loss_class``.
+
+    Raises
+    ------
+    TypeError
+        For what is not a :class:`Loss` subclass, or one the protocol refuses.
+    ValueError
+        For the name of a built-in loss.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gbc_core import Loss, register_loss
+    >>> @register_loss
+    ... class Squared(Loss):
+    ...     name = "doc_squared"
+    ...     def gradient_hessian(self, y, raw):
+    ...         return raw[:, 0] - y, np.ones(len(y))
+    ...     def pointwise_loss(self, y, raw):
+    ...         return 0.5 * (raw[:, 0] - y) ** 2
+    >>> Squared.name
+    'doc_squared'
+    """
+    if not (isinstance(loss_class, type) and issubclass(loss_class, Loss)):
+        raise TypeError(f"register_loss takes a subclass of gbc_core.Loss, got {loss_class!r}")
+    if loss_class.name in _BUILTIN:
+        raise ValueError(f"register_loss: {loss_class.name!r} is the name of a built-in loss; "
+                         f"give {loss_class.__name__} a name of its own")
+    try:
+        instance = loss_class()
+    except TypeError as exc:
+        raise TypeError(f"register_loss: a model file's loss is rebuilt as "
+                        f"{loss_class.__name__}(), which failed ({exc}); give its parameters "
+                        "defaults") from None
+    instance._check_protocol()
+    _REGISTRY[loss_class.name] = loss_class
+    return loss_class
 
 
-class _ExponentialFit:
-    """Raw scores and residuals of the training rows during a fit."""
+def loss_names():
+    """The names a ``loss`` parameter or a model file may hold now."""
+    return tuple(_REGISTRY)
 
-    def __init__(self, y, sample_weight, raw, exact=False):
-        n = y.shape[0]
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
-        self.sample_weight = sample_weight
-        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
-        self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = _row_stats_for(sample_weight, n)
-        self.last_loss = 0.0
-        n_overflow = _leaves.exponential_state(self.y, sample_weight, self.raw,
-                                               self.residual, self.row_stats)
-        if n_overflow:
-            raise exponential_overflow_error(n_overflow)
 
-    def tree_target(self, k):
-        """(row statistics w * r and w, or None for unit weights; residuals r) the
-        tree fits."""
-        return self.row_stats, self.residual
+def lookup_loss(name):
+    """The class of the loss ``name``, or a ValueError naming it and how to
+    register it."""
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(
+            f"unknown loss {name!r}: not a built-in loss ("
+            + ", ".join(repr(n) for n in _BUILTIN) + ") and not registered; define its "
+            f"class (a subclass of gbc_core.Loss with name = {name!r}) and call "
+            "gbc_core.register_loss(ItsClass) first")
+    return cls
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        """Leaf values of the grown tree (``nodes``, updated in place), then F and r
-        (one thread: ``n_threads`` is not used)."""
-        self.last_loss, n_overflow = _leaves.exponential_update(
-            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.residual, self.row_stats, self.codes)
-        if n_overflow:
-            raise exponential_overflow_error(n_overflow)
 
-    def finish_iteration(self, sample_mask):
-        """The weighted exponential loss of the in-bag rows after the iteration."""
-        return self.last_loss
+def loss_name(loss):
+    """The name of a ``loss`` parameter's value (a name, or a :class:`Loss`)."""
+    return loss.name if isinstance(loss, Loss) else loss
 
-    def held_out_loss(self, held_out):
-        """Weighted exponential loss of the rows where ``held_out`` is True."""
-        w = None if self.sample_weight is None else self.sample_weight[held_out]
-        return float(_leaves.exponential_loss(self.y[held_out], self.raw[held_out], w))
+
+def loss_for(n_classes, loss="log_loss", leaf_solver="newton"):
+    """The loss ``loss`` (a name of the registry or a :class:`Loss`) of a classifier
+    with ``n_classes`` classes.
+
+    ``"log_loss"``: binomial for 2 classes, multinomial for more;
+    ``"exponential"``: 2 classes only (scikit-learn's error otherwise); a custom
+    loss: a copy of it for ``n_classes`` classes (:meth:`Loss.for_classes`).
+    ``leaf_solver``: ``"newton"`` or ``"exact"`` (the leaf values of its fits).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or leaf solver, fewer than 2 classes, or a loss that does
+        not take ``n_classes`` classes.
+    TypeError
+        For what is neither a name nor a :class:`Loss`, or a custom loss the
+        protocol refuses.
+    """
+    _check_solver(leaf_solver)
+    if isinstance(loss, str):
+        loss = lookup_loss(loss)()
+    elif not isinstance(loss, Loss):
+        raise TypeError("loss must be a loss's name (" + ", ".join(map(repr, _REGISTRY))
+                        + ") or an instance of a gbc_core.Loss subclass, got "
+                        f"{type(loss).__name__}")
+    return loss.for_classes(n_classes, leaf_solver)

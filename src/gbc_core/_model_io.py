@@ -38,7 +38,7 @@ import numpy as np
 from ._atomic import AtomicFile
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
-from ._loss import LOSS_NAMES
+from ._loss import lookup_loss, loss_for, loss_names
 from ._validation import MAX_FEATURES
 from ._params import BY_NAME as PARAM_RULES
 from ._version import __version__
@@ -361,7 +361,7 @@ def encode(ensemble, content):
     ----------
     ensemble : Ensemble
     content : dict
-        ``loss`` (a name of ``LOSS_NAMES``), ``classes`` (labels),
+        ``loss`` (a loss's name: built-in or registered), ``classes`` (labels),
         ``feature_names`` (None or strings), ``params``
         (dict), ``train_score``, ``validation_score``, ``oob_scores``,
         ``oob_improvement`` (arrays or None), ``best_iteration`` and
@@ -392,6 +392,8 @@ def encode(ensemble, content):
         raise ValueError(f"cannot save the model: {exc}") from None
     params, unrepresentable = {}, {}
     for key, value in (content["params"] or {}).items():
+        if key == "loss":
+            value = loss  # a file names its loss by a string only, a custom one too
         try:
             params[key] = _encode_value(value)
         except _Unrepresentable:
@@ -757,26 +759,41 @@ def _decode_params(raw, warn=True):
 
 
 def _check_loss(loss, n_outputs):
-    """Raise ModelFormatError unless ``loss`` names a loss that fits ``n_outputs``."""
-    if not isinstance(loss, str) or loss not in LOSS_NAMES:
-        _fail(f"header 'loss' must be one of {', '.join(map(repr, LOSS_NAMES))} "
-              f"(a newer gbc-core may know more), got {loss!r}")
-    if loss == "exponential" and n_outputs != 1:
-        _fail(f"header 'loss' 'exponential' is a loss of two classes (n_outputs 1), "
-              f"the file has n_outputs {n_outputs}")
+    """The loss object of the name ``loss`` for ``n_outputs`` outputs, or
+    ModelFormatError: a file names its loss by a string, a built-in loss or one
+    registered in this process (``register_loss``), whose link takes the file's
+    number of classes."""
+    known = ", ".join(map(repr, loss_names()))
+    if not isinstance(loss, str):
+        _fail(f"header 'loss' must be one of {known} (a loss's name), got {loss!r}")
+    try:
+        cls = lookup_loss(loss)
+    except ValueError as exc:
+        _fail(f"header 'loss' must be one of {known} (a newer gbc-core may know more), "
+              f"got {loss!r}: {exc}")
+    n_classes = 2 if n_outputs == 1 else n_outputs
+    try:
+        function = loss_for(n_classes, cls())
+    except (TypeError, ValueError):
+        function = None
+    if function is None or function.n_outputs != n_outputs:
+        _fail(f"header 'loss' {loss!r} is a loss of {cls.link.classes}, the file has "
+              f"n_outputs {n_outputs}")
+    return function
 
 
-def _older_record(arrays, loss, n_outputs):
+def _older_record(arrays, loss):
     """The record arrays of a file without ``record_units`` (written before it), in
-    scikit-learn's units, in place: such a file holds the loss itself, so the
-    binomial log-loss is doubled (exact in floating point); the out-of-bag arrays'
+    scikit-learn's units, in place: such a file holds the loss itself, so it is
+    multiplied by the loss's ``score_factor`` (the binomial log-loss doubled, exact
+    in floating point); the out-of-bag arrays'
     NaN, which marked the iterations of a fit without subsampling before a warm
     start switched it on, become scikit-learn's 0."""
     for name in RECORD_ARRAYS:
         if name not in arrays:
             continue
-        if loss == "log_loss" and n_outputs == 1:
-            arrays[name] = arrays[name] * 2.0
+        if loss.score_factor != 1.0:
+            arrays[name] = arrays[name] * loss.score_factor
         if name in ("oob_scores", "oob_improvement"):
             arrays[name] = np.where(np.isnan(arrays[name]), 0.0, arrays[name])
 
@@ -867,7 +884,7 @@ def decode(data):
         _fail("arrays 'oob_scores' and 'oob_improvement' come together")
     units = header.get("record_units")
     if units is None:
-        _older_record(arrays, loss, n_outputs)
+        _older_record(arrays, loss_for(2 if n_outputs == 1 else n_outputs, loss))
     elif units != RECORD_UNITS:
         _fail(f"header 'record_units' must be {RECORD_UNITS!r} (a newer gbc-core may "
               f"know more), got {units!r}")

@@ -161,6 +161,19 @@ class Estimator(Rule):
         return "an estimator with fit and predict_proba"
 
 
+class LossObject(Rule):
+    """A loss: the name of a registered custom loss (``register_loss``), or an
+    instance of a ``gbc_core.Loss`` subclass (checked in full at fit)."""
+
+    def accepts(self, value):
+        from ._loss import Loss, loss_names
+
+        return isinstance(value, Loss) or (isinstance(value, str) and value in loss_names())
+
+    def describe(self):
+        return "a registered loss's name or a gbc_core.Loss instance"
+
+
 NONE = NoneValue()
 
 
@@ -208,9 +221,10 @@ class SklearnWordedParam(Param):
 
 
 PARAMS = (
-    Param("loss", "log_loss", [Options("log_loss", "exponential")],
+    Param("loss", "log_loss", [Options("log_loss", "exponential"), LossObject()],
           "loss minimised: 'log_loss' (binomial for 2 classes, multinomial for more) "
-          "or 'exponential' (2 classes: AdaBoost's loss, p = sigma(2F))"),
+          "or 'exponential' (2 classes: AdaBoost's loss, p = sigma(2F)); in Python, "
+          "also a custom loss (a gbc_core.Loss) or a registered one's name"),
     Param("learning_rate", 0.1, [Real(0, low_open=True)],
           "shrinkage eta of every tree's leaf values (F += eta * gamma)"),
     Param("n_estimators", 100, [Integer(1)],

@@ -28,7 +28,7 @@ import numpy as np
 from ._booster import Booster
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
-from ._loss import LOSS_NAMES
+from ._loss import loss_for
 
 # Hyper-parameters the two estimators share (same name, same meaning). They shape a
 # refit, not the trees read or written.
@@ -179,7 +179,11 @@ def from_sklearn(est):
         check_is_fitted(est, "estimators_")
     except NotFittedError:
         raise ValueError("from_sklearn: the GradientBoostingClassifier is not fitted") from None
-    if est.loss not in LOSS_NAMES:
+    try:
+        ours = loss_for(len(est.classes_), est.loss)
+    except (TypeError, ValueError):
+        ours = None
+    if ours is None or ours.sklearn_loss != est.loss:
         raise ValueError(
             f"from_sklearn: loss={est.loss!r} cannot be represented; gbc-core models "
             "the log-loss and the exponential loss")
@@ -297,10 +301,15 @@ def to_sklearn(booster):
     if ensemble.n_iterations == 0:
         raise ValueError("to_sklearn: the model has no trees, and a fitted scikit-learn "
                          "GradientBoostingClassifier has at least one iteration")
+    sklearn_loss = booster.loss_function.sklearn_loss
+    if sklearn_loss is None:
+        raise ValueError(f"to_sklearn: the loss {booster.loss!r} is not one of "
+                         "scikit-learn's (its GradientBoostingClassifier has the log-loss "
+                         "and the exponential loss)")
     n_features, K = ensemble.n_features, ensemble.n_outputs
     per_row = booster.init_estimator is not None
     params = {k: v for k, v in booster.params.items() if k in _SHARED_PARAMS}
-    params["loss"] = booster.loss
+    params["loss"] = sklearn_loss
     random_state = booster.params.get("random_state")
     if random_state is None or isinstance(random_state, (int, np.integer)):
         params["random_state"] = random_state

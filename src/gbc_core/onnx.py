@@ -265,9 +265,14 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
         initializers.append(onnx.numpy_helper.from_array(np.asarray(array), name=name))
         return name
 
+    link = booster.loss_function.link
+    if link.name not in ("logit", "half_logit", "softmax"):
+        raise ValueError(f"to_onnx: the loss {booster.loss!r} has the link {link.name!r}, "
+                         "which has no ONNX nodes here (the links written are logit, "
+                         "half_logit and softmax)")
     if K == 1:
-        # The loss's link: p = sigma(link_scale * F).
-        scale = booster.loss_function.link_scale
+        # The loss's link: p = sigma(scale * F).
+        scale = link.scale
         if scale == 1.0:
             nodes.append(helper.make_node("Identity", ["raw"], ["score"], name="logit"))
         else:

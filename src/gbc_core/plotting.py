@@ -338,8 +338,6 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
 
 
 # ---------------------------------------------------------------------- losses
-def _loss_label(booster):
-    return "exponential loss" if booster.loss_function.name == "exponential" else "log-loss"
 
 
 def _codes(booster, y, what):
@@ -466,7 +464,7 @@ def plot_metric(model, *, eval_set=None, ax=None, title=None):
         ax.text(best, ax.get_ylim()[1], f" best iteration {best}", va="top", fontsize=8,
                 color="#555555")
     ax.set_xlabel("iteration")
-    ax.set_ylabel(f"mean {_loss_label(booster)}")
+    ax.set_ylabel(f"mean {booster.loss_function.label}")
     ax.legend()
     ax.set_title(title if title is not None else "Loss per iteration")
     return ax

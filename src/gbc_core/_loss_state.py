@@ -1,0 +1,436 @@
+"""The per-fit state of a loss: what the boosting loop drives.
+
+A loss's ``start(y, sample_weight, raw, n_threads, reduce=None)`` returns one of
+these. Each holds the training rows' raw scores ``raw`` and residuals ``residual``
+(r = -gradient, per output) and offers ``tree_target(k)`` (the row statistics and
+residuals tree k is grown on; the row statistics are None for unit weights in one
+process: the residuals are then w * r), ``update(k, nodes, leaf_of_row,
+sample_mask, learning_rate, n_threads)`` (sets the leaf values of a grown tree and
+adds it to the raw scores), ``finish_iteration(sample_mask)`` (the in-bag loss
+after an iteration) and ``held_out_loss(mask)``.
+
+An update is split into the **per-node sums** of the leaf values (taken over this
+process's in-bag rows, in row order) and their **apply** (leaf values from the
+sums, then F += eta * gamma). ``reduce`` is the seam of a data-parallel fit:
+``reduce(values, n_summed)`` all-reduces an array of sums over the processes (the
+first ``n_summed`` columns of the last axis added in rank order, then a minimum
+and a maximum column where there are such; ``_distributed.allreduce_local``). With
+``reduce`` None (one process) the built-in losses take the sums and apply them in
+one fused kernel (``_leaves``); with a ``reduce``, every sum (the leaf sums, each
+step of the exact leaf solve, the losses as (sum w l, sum w)) passes through it,
+so every process sees the same numbers. A custom loss (``_loss.Loss``) always
+takes its sums in NumPy (:class:`GradientFit`, the slow path).
+"""
+
+import numpy as np
+
+from . import _leaves
+from ._common import ROW_STAT_DTYPE
+
+#: A Newton denominator below this makes the leaf value 0 (``_common.pxd``'s
+#: HESSIAN_EPSILON, the guard of the kernels' leaf values).
+HESSIAN_EPSILON = 1e-150
+
+
+def row_stats_for(sample_weight, n, reduce=None):
+    """The buffer of the row statistics (w * r, w) a tree is grown on, or None for
+    unit weights in one process: the grower and the split finders then read the
+    residuals themselves as w * r (1 * r is r), and the fit holds 16 bytes per row
+    less. A distributed fit (``reduce``) always has them."""
+    if sample_weight is None and reduce is None:
+        return None
+    return np.empty(n, dtype=ROW_STAT_DTYPE)
+
+
+def leaf_sums_scratch(n, n_threads):
+    """The scratch of the leaf sums on several threads (one int32 per row), or None
+    where they run on one thread (``_leaves.set_leaf_values``)."""
+    if n_threads > 1 and n >= _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS:
+        return np.empty(n, dtype=np.int32)
+    return None
+
+
+def _select(a, rows):
+    """The rows ``rows`` (a mask or indices; None: all) of ``a`` (None: None)."""
+    return a if rows is None or a is None else a[rows]
+
+
+def in_bag(mask):
+    return None if mask is None else mask.astype(bool)
+
+
+def weight_of(w, n):
+    """The total weight of ``n`` rows of weights ``w`` (None: 1 each), in row order."""
+    return float(n) if w is None else float(_leaves.weight_total(
+        np.ascontiguousarray(w, dtype=np.float64)))
+
+
+def reduced_mean(reduce, mean, weight):
+    """The weighted mean of every process from this one's ``mean`` and ``weight``."""
+    total = reduce(np.array([mean * weight, weight], dtype=np.float64), 2)
+    return float(total[0] / total[1]) if total[1] > 0 else 0.0
+
+
+def node_sums(leaf_of_row, n_nodes, sample_mask, w, numerator, denominator):
+    """The per-node sums (n_nodes, 2) sum w * numerator and sum w * denominator over
+    the in-bag rows (the products first, then the sums in row order: the kernels'
+    w * r, w * h)."""
+    rows = in_bag(sample_mask)
+    leaf = _select(np.asarray(leaf_of_row), rows)
+    w = _select(w, rows)
+    num = _select(numerator, rows)
+    den = _select(denominator, rows)
+    sums = np.zeros((n_nodes, 2))
+    if leaf.shape[0]:
+        sums[:, 0] = np.bincount(leaf, weights=num if w is None else w * num,
+                                 minlength=n_nodes)
+        sums[:, 1] = np.bincount(leaf, weights=den if w is None else w * den,
+                                 minlength=n_nodes)
+    return sums
+
+
+def newton_values(nodes, sums, factor):
+    """``nodes["value"]`` from reduced per-node sums: the Newton step factor *
+    sums[:, 0] / sums[:, 1] of every leaf (paper eq. 1; 0 for inner nodes and
+    where the denominator vanishes). Returns the values."""
+    value = np.zeros(nodes.shape[0])
+    ok = (nodes["feature"] < 0) & ~(np.abs(sums[:, 1]) < HESSIAN_EPSILON)
+    value[ok] = (factor * sums[ok, 0]) / sums[ok, 1]
+    nodes["value"] = value
+    return value
+
+
+def exact_values(reduce, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
+                 exponential):
+    """``nodes["value"]``: the exact gamma of every leaf over the in-bag rows of every
+    process (``_leaves``' exact leaf solve: the log-loss of log-odds ``z`` with
+    targets ``codes == positive``, or the exponential loss of raw scores ``z``). The
+    first sums of each leaf are reduced, then every iteration's (g, h) (the
+    log-loss: a safeguarded Newton iteration, each step one reduce; every process
+    sees the same sums, so all step alike and stop together) or the two shifted
+    sums (the exponential loss: its closed form). Returns the values."""
+    m = nodes.shape[0]
+    leaf = np.ascontiguousarray(leaf_of_row, dtype=np.int32)
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    bounds = np.empty((m, 4 if exponential else 5))
+    _leaves.exact_solve_bounds(codes, positive, z, w, leaf, sample_mask, bounds,
+                               int(exponential))
+    bounds = np.ascontiguousarray(reduce(bounds, 2 if exponential else 3))
+    state = np.zeros((m, 7))
+    active = _leaves.exact_solve_start(bounds, (nodes["feature"] < 0).astype(np.uint8),
+                                       state, int(exponential))
+    sums = np.empty((m, 2))
+    if exponential:
+        if active:
+            _leaves.exponential_solve_sums(codes, z, w, leaf, sample_mask, bounds, state,
+                                           sums)
+            _leaves.exponential_solve_finish(
+                state, bounds, np.ascontiguousarray(reduce(sums, 2)))
+    else:
+        while active:
+            _leaves.logistic_solve_sums(codes, positive, z, w, leaf, sample_mask, state,
+                                        sums)
+            active = _leaves.logistic_solve_step(
+                state, np.ascontiguousarray(reduce(sums, 2)))
+    value = state[:, 0].copy()
+    nodes["value"] = value
+    return value
+
+
+def exponential_overflow_error(n_rows):
+    return ValueError(
+        f"the exponential loss overflows: e^(-(2y - 1) F(x)) is beyond float64 for "
+        f"{n_rows} training row(s) (raw scores beyond 709 on the wrong side), so their "
+        "residuals are infinite; use a smaller "
+        "learning_rate or fewer iterations (n_estimators, or early stopping with "
+        "n_iter_no_change)")
+
+
+class OneScoreFit:
+    """The state of a two-class loss with one raw score per row and a fused kernel
+    (the binomial log-loss, the exponential loss): raw scores and residuals of the
+    training rows, the update of F, r (and p) after every tree.
+
+    A subclass names its kernels: ``_labels`` (the labels the kernels read),
+    ``_refresh`` (r and the row statistics of F), ``_fused_update`` (the leaf values
+    and the update in one pass, one process), ``_hessian`` (the denominator of each
+    row's Newton step), ``_mean_loss`` and ``exponential`` (the exact solve's kind).
+    """
+
+    exponential = False
+    #: Whether the trees of an iteration may be grown side by side (one output: no).
+    parallel_outputs = False
+
+    def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
+        n = y.shape[0]
+        self.y = self._labels(y)
+        # The class codes of the exact leaf solve (None: eq. 1's Newton step).
+        self.codes = np.ascontiguousarray(y, dtype=np.int32) if exact else None
+        self.sample_weight = sample_weight
+        self.reduce = reduce
+        self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
+        self.residual = np.empty(n, dtype=np.float64)
+        self.row_stats = row_stats_for(sample_weight, n, reduce)
+        self.rows_by_leaf = None if reduce is not None else leaf_sums_scratch(n, n_threads)
+        self.last_loss = 0.0
+        self._refresh()
+
+    def tree_target(self, k):
+        """(row statistics w * r and w, or None for unit weights; residuals r) the
+        tree fits."""
+        return self.row_stats, self.residual
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        """Leaf values of the grown tree (``nodes``, updated in place) and the update
+        of F and r that follows: in one fused pass in one process, else the per-node
+        sums reduced, then applied."""
+        if self.reduce is None:
+            self.last_loss = self._fused_update(nodes, leaf_of_row, sample_mask,
+                                                learning_rate, n_threads)
+            return
+        if self.codes is not None:
+            value = exact_values(self.reduce, nodes, leaf_of_row, sample_mask, self.codes,
+                                 1, self.raw, self.sample_weight, self.exponential)
+        else:
+            sums = node_sums(leaf_of_row, nodes.shape[0], sample_mask, self.sample_weight,
+                             self.residual, self._hessian())
+            value = newton_values(nodes, self.reduce(sums, 2), 1.0)
+        self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
+        self._refresh()
+
+    def _loss_of(self, rows):
+        y, raw = _select(self.y, rows), _select(self.raw, rows)
+        w = _select(self.sample_weight, rows)
+        if self.reduce is None:
+            return float(self._mean_loss(y, raw, w))
+        mean = float(self._mean_loss(y, raw, w)) if y.shape[0] else 0.0
+        return reduced_mean(self.reduce, mean, weight_of(w, y.shape[0]))
+
+    def finish_iteration(self, sample_mask):
+        """The weighted loss of the in-bag rows after the iteration."""
+        if self.reduce is None:
+            return self.last_loss
+        return self._loss_of(in_bag(sample_mask))
+
+    def held_out_loss(self, held_out):
+        """Weighted loss of the rows where ``held_out`` is True."""
+        return self._loss_of(held_out)
+
+
+class BinomialFit(OneScoreFit):
+    """The binomial log-loss: also the probabilities p = sigma(F) of the rows."""
+
+    def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
+        self.prob = np.empty(y.shape[0], dtype=np.float64)
+        super().__init__(y, sample_weight, raw, n_threads, exact, reduce)
+
+    def _labels(self, y):
+        # The class codes 0/1 (int32: no copy of the fit's codes; the kernels read
+        # them as float64 labels).
+        return np.ascontiguousarray(y, dtype=np.int32)
+
+    def _refresh(self):
+        # p = sigma(F), r = y - p and the row statistics (Algorithm 1, lines 1-3, 6).
+        _leaves.init_state(self.y, self.sample_weight, self.raw, self.prob, self.residual,
+                           self.row_stats)
+
+    def _hessian(self):
+        return self.prob * (1.0 - self.prob)
+
+    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        return _leaves.boosting_update(
+            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
+            self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
+            self.rows_by_leaf if n_threads > 1 else None)
+
+    def _mean_loss(self, y, raw, w):
+        return _leaves.weighted_log_loss(y, raw, w)
+
+
+class ExponentialFit(OneScoreFit):
+    """The exponential loss: leaf values sum w r / sum w |r|."""
+
+    exponential = True
+
+    def _labels(self, y):
+        return np.ascontiguousarray(y, dtype=np.float64)
+
+    def _refresh(self):
+        n_overflow = _leaves.exponential_state(self.y, self.sample_weight, self.raw,
+                                               self.residual, self.row_stats)
+        if n_overflow:
+            raise exponential_overflow_error(n_overflow)
+
+    def _hessian(self):
+        return np.abs(self.residual)
+
+    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        loss, n_overflow = _leaves.exponential_update(
+            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
+            self.raw, self.residual, self.row_stats, self.codes)
+        if n_overflow:
+            raise exponential_overflow_error(n_overflow)
+        return loss
+
+    def _mean_loss(self, y, raw, w):
+        return _leaves.exponential_loss(y, raw, w)
+
+
+class MultinomialFit:
+    """Per-class raw scores, probabilities and residuals of the training rows
+    (arrays of shape (K, n_samples): one contiguous row per class)."""
+
+    def __init__(self, n_classes, y, sample_weight, raw, n_threads, exact=False,
+                 reduce=None):
+        n = y.shape[0]
+        self.y = np.ascontiguousarray(y, dtype=np.int32)
+        self.exact = exact
+        self.reduce = reduce
+        # The exact leaf solve: each class's log-odds against the others at the
+        # start of the iteration (the other classes fixed there, as the residuals).
+        self.log_odds = np.empty((n_classes, n), dtype=np.float64) if exact else None
+        self.sample_weight = sample_weight
+        self.n_threads = n_threads
+        self.factor = (n_classes - 1) / n_classes
+        self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # a copy
+        self.prob = np.empty((n_classes, n), dtype=np.float64)
+        self.residual = np.empty((n_classes, n), dtype=np.float64)
+        self.row_stats = row_stats_for(sample_weight, n, reduce)
+        self.rows_by_leaf = None if reduce is not None else leaf_sums_scratch(n, n_threads)
+        # The trees of an iteration are independent (each fits its class's residuals
+        # of the start of the iteration and changes only its class's raw scores):
+        # they may be grown side by side where no buffer is shared between them.
+        self.parallel_outputs = self.row_stats is None
+        _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
+                                  self.residual, n_threads)
+        if exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
+
+    def tree_target(self, k):
+        if self.row_stats is not None:
+            _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
+        return self.row_stats, self.residual[k]
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        """Leaf values of class k's tree and F_k += eta * gamma on ``n_threads``
+        threads: one for the trees of classes grown side by side, which are updated
+        at once and so must not share the leaf sums' scratch."""
+        if self.reduce is not None:
+            self._reduced_update(k, nodes, leaf_of_row, sample_mask, learning_rate)
+            return
+        rows_by_leaf = self.rows_by_leaf if n_threads > 1 else None
+        if self.exact:
+            _leaves.multinomial_tree_update(
+                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
+                self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
+                self.log_odds[k], n_threads)
+        else:
+            _leaves.multinomial_tree_update(
+                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
+                self.sample_weight, self.factor, learning_rate, self.raw[k],
+                n_threads=n_threads, rows_by_leaf=rows_by_leaf)
+
+    def _reduced_update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
+        if self.exact:
+            value = exact_values(self.reduce, nodes, leaf_of_row, sample_mask, self.y, k,
+                                 self.log_odds[k], self.sample_weight, False)
+        else:
+            p = self.prob[k]
+            sums = node_sums(leaf_of_row, nodes.shape[0], sample_mask, self.sample_weight,
+                             self.residual[k], p * (1.0 - p))
+            value = newton_values(nodes, self.reduce(sums, 2), self.factor)
+        self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
+
+    def finish_iteration(self, sample_mask):
+        """Probabilities and residuals of the next iteration; returns the weighted
+        log-loss of the in-bag rows."""
+        loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
+                                         sample_mask, self.prob, self.residual,
+                                         self.n_threads)
+        if self.exact:
+            _leaves.class_log_odds(self.raw, self.log_odds)
+        if self.reduce is None:
+            return loss
+        rows = in_bag(sample_mask)
+        n = self.y.shape[0] if rows is None else int(np.count_nonzero(rows))
+        return reduced_mean(self.reduce, float(loss),
+                            weight_of(_select(self.sample_weight, rows), n))
+
+    def held_out_loss(self, held_out):
+        y, w = self.y[held_out], _select(self.sample_weight, held_out)
+        if self.reduce is None:
+            return float(_leaves.multinomial_log_loss(
+                y, np.ascontiguousarray(self.raw[:, held_out].T), w))
+        mean = (float(_leaves.multinomial_log_loss(
+            y, np.ascontiguousarray(self.raw[:, held_out].T), w)) if y.shape[0] else 0.0)
+        return reduced_mean(self.reduce, mean, weight_of(w, y.shape[0]))
+
+
+class GradientFit:
+    """The state of a custom loss (``_loss.Loss``), in NumPy: the gradients and
+    Hessians of the loss at F from its ``gradient_hessian``, trees fitted to the
+    residuals r = -gradient, leaf values from its ``leaf_value`` rule of the
+    per-node sums (sum w g, sum w h; by default the Newton step -sum w g / sum w h),
+    F += eta * gamma. The gradients of every output are taken at the start of an
+    iteration (``finish_iteration``), as the multinomial loss's."""
+
+    parallel_outputs = False
+
+    def __init__(self, loss, y, sample_weight, raw, reduce=None):
+        n = y.shape[0]
+        self.loss = loss
+        self.y = np.ascontiguousarray(y, dtype=np.int32)
+        self.sample_weight = sample_weight
+        self.reduce = reduce
+        self.n_outputs = loss.n_outputs
+        self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # (K, n)
+        self.residual = np.empty((self.n_outputs, n), dtype=np.float64)
+        self.hessian = np.empty((self.n_outputs, n), dtype=np.float64)
+        self.row_stats = row_stats_for(sample_weight, n, reduce)
+        self._refresh()
+
+    def _refresh(self):
+        """r = -gradient and the Hessians of the current raw scores."""
+        g, h = self.loss._checked_gradient_hessian(self.y, np.array(self.raw.T))
+        np.negative(g.T, out=self.residual)
+        self.hessian[...] = h.T
+
+    def tree_target(self, k):
+        if self.row_stats is not None:
+            _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
+        return self.row_stats, self.residual[k]
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        """The per-node sums of the residuals and Hessians (reduced in a distributed
+        fit), the loss's leaf values of them, then F_k += eta * gamma."""
+        sums = node_sums(leaf_of_row, nodes.shape[0], sample_mask, self.sample_weight,
+                         self.residual[k], self.hessian[k])
+        if self.reduce is not None:
+            sums = self.reduce(sums, 2)
+        value = np.zeros(nodes.shape[0])
+        leaves = nodes["feature"] < 0
+        value[leaves] = self.loss._checked_leaf_value(-sums[leaves, 0], sums[leaves, 1])
+        nodes["value"] = value
+        self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
+
+    def _loss_of(self, rows):
+        y = _select(self.y, rows)
+        w = _select(self.sample_weight, rows)
+        total = 0.0
+        if y.shape[0]:
+            raw = np.ascontiguousarray(self.raw.T if rows is None else self.raw[:, rows].T)
+            terms = self.loss._checked_pointwise_loss(y, raw)
+            total = float(np.sum(terms if w is None else w * terms))
+        weight = weight_of(w, y.shape[0])
+        if self.reduce is not None:
+            return reduced_mean(self.reduce, total / weight if weight > 0 else 0.0, weight)
+        return total / weight if weight > 0 else 0.0
+
+    def finish_iteration(self, sample_mask):
+        """The gradients of the next iteration; returns the weighted loss of the
+        in-bag rows."""
+        self._refresh()
+        return self._loss_of(in_bag(sample_mask))
+
+    def held_out_loss(self, held_out):
+        return self._loss_of(held_out)
