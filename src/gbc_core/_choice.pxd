@@ -41,7 +41,7 @@ from ._common cimport float64_t, int32_t, int64_t, uint8_t, IMPURITY_EPSILON
 from ._split_finder cimport (
     side_t, grid_t, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE, CRITERION_SQUARED_ERROR,
 )
-from libc.math cimport INFINITY, frexp, ldexp, rint
+from libc.math cimport INFINITY, frexp, ldexp
 
 cdef extern from "_criterion.h" nogil:
     float64_t split_diff "gbc_split_diff"(float64_t total_s, float64_t total_w,
@@ -51,6 +51,7 @@ cdef extern from "_criterion.h" nogil:
     bint may_beat "gbc_may_beat"(float64_t diff, float64_t den, float64_t bound)
     const float64_t BOUND_FACTOR "GBC_BOUND_FACTOR"
     const float64_t TIE_MARGIN "GBC_TIE_MARGIN"
+    const float64_t ROUND_TO_INTEGER "GBC_ROUND_TO_INTEGER"
     int exact_compare "gbc_exact_compare"(int64_t total_s, int64_t total_w, int64_t s_a,
                                           int64_t w_a, int64_t s_b, int64_t w_b)
     float64_t mse_proxy "gbc_mse_proxy"(float64_t total_s, float64_t total_w,
@@ -87,14 +88,18 @@ cdef inline float64_t grid_unit(float64_t n_rows, float64_t max_abs) noexcept no
     return ldexp(1.0, exponent - 51)
 
 
-cdef inline float64_t on_grid(float64_t value, float64_t unit) noexcept nogil:
-    """``value`` to the nearest whole number of ``unit`` (a power of two: the
-    scaling is exact, the rounding IEEE's round-half-even, the same on every CPU); a
-    positive value stays positive (a weight stays a weight); unit 0: unchanged."""
+cdef inline float64_t on_grid(float64_t value, float64_t unit,
+                              float64_t inverse) noexcept nogil:
+    """``value`` to the nearest whole number of ``unit`` (a power of two, ``inverse``
+    its reciprocal: the scalings are exact), half to even, the same on every CPU:
+    a scaled value below 2^51 in magnitude, plus and minus 1.5 x 2^52, is rounded to
+    an integer by the addition (IEEE round-to-nearest, which no compiler option of
+    ours lets the compiler fold away). A positive value stays positive (a weight
+    stays a weight); unit 0: unchanged."""
     cdef float64_t q
     if unit == 0.0:
         return value
-    q = rint(value / unit) * unit
+    q = ((value * inverse + ROUND_TO_INTEGER) - ROUND_TO_INTEGER) * unit
     if q == 0.0 and value > 0.0:
         return unit
     return q

@@ -125,6 +125,9 @@ static inline double gbc_weighted_decrease(double total_weight, double node_w,
  * splits alike in exact arithmetic (the MSE proxy is S^2 / W plus Friedman's over W),
  * so this one comparison decides for either. */
 #define GBC_TIE_MARGIN 1e-12
+/* 1.5 x 2^52: x + it - it is x rounded to an integer, half to even, for |x| <= 2^51
+ * (the grid's rounding, on_grid of _choice.pxd). */
+#define GBC_ROUND_TO_INTEGER 6755399441055744.0
 #define GBC_BIG_LIMBS 12
 
 typedef struct {

@@ -54,7 +54,7 @@ are updated.
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport parallel, prange
-from libc.math cimport INFINITY, nextafterf
+from libc.math cimport INFINITY, fabs, nextafterf
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
@@ -281,6 +281,24 @@ cdef inline uint64_t_t _splitmix64(uint64_t_t* state) noexcept nogil:
 
 
 @cython.final
+cdef inline void _block_maxima(const row_stat_t[::1] row_stats,
+                               const float64_t[::1] residual, bint weighted,
+                               intp_t start, intp_t stop, float64_t* out) noexcept nogil:
+    """The largest |w * r| (``out[0]``) and w (``out[1]``) of rows start .. stop - 1
+    (w * r: ``residual`` itself without ``weighted`` row statistics)."""
+    cdef intp_t i
+    cdef float64_t max_wr = 0.0, max_w = 0.0
+    if weighted:
+        for i in range(start, stop):
+            max_wr = max(max_wr, fabs(row_stats[i].wr))
+            max_w = max(max_w, row_stats[i].w)
+    else:
+        for i in range(start, stop):
+            max_wr = max(max_wr, fabs(residual[i]))
+    out[0] = max_wr
+    out[1] = max_w
+
+
 cdef class TreeGrower:
     """Grow regression trees level by level or best first, reusing its buffers
     across trees.
@@ -761,27 +779,32 @@ cdef class TreeGrower:
         everywhere. Returns (row statistics or None, residuals) on the grid, in this
         grower's buffers (the inputs are left as they are); the impurity sums w r^2
         are taken of these."""
-        cdef intp_t i, n = self.n_samples
+        cdef intp_t i, b, n = self.n_samples, n_blocks = (n + BLOCK - 1) // BLOCK
         cdef float64_t max_wr = 0.0, max_w = 0.0, n_rows = <float64_t>n
-        cdef float64_t unit_s, unit_w = 1.0
+        cdef float64_t unit_s, unit_w = 1.0, inverse_s, inverse_w = 1.0
         cdef float64_t[::1] out_residual
         cdef row_stat_t[::1] out_stats
         cdef bint weighted = row_stats is not None
+        cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
+        # The largest magnitudes, block by block (fixed blocks; a maximum does not
+        # depend on the order anyway), then over the blocks.
+        cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
         with nogil:
-            if weighted:
-                for i in range(n):
-                    max_wr = max(max_wr, abs(row_stats[i].wr))
-                    max_w = max(max_w, row_stats[i].w)
-            else:
-                for i in range(n):
-                    max_wr = max(max_wr, abs(residual[i]))
+            for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+                _block_maxima(row_stats, residual, weighted, b * BLOCK,
+                              min(n, (b + 1) * BLOCK), &block_max[b, 0])
+            for b in range(n_blocks):
+                max_wr = max(max_wr, block_max[b, 0])
+                max_w = max(max_w, block_max[b, 1])
         if self.reducer is not None:
             values = np.array([[n_rows, 0.0, max_wr, max_w]], dtype=np.float64)
             self.reducer(values, 1)
             n_rows, max_wr, max_w = values[0, 0], values[0, 2], values[0, 3]
         unit_s = grid_unit(n_rows, max_wr)
+        inverse_s = 1.0 / unit_s if unit_s > 0.0 else 0.0
         if weighted:
             unit_w = grid_unit(n_rows, max_w)
+            inverse_w = 1.0 / unit_w if unit_w > 0.0 else 0.0
         self.grid.unit_s = unit_s
         self.grid.unit_w = unit_w
         if not weighted:
@@ -789,16 +812,16 @@ cdef class TreeGrower:
                 self.grid_residual = np.empty(n, dtype=np.float64)
             out_residual = self.grid_residual
             with nogil:
-                for i in range(n):
-                    out_residual[i] = on_grid(residual[i], unit_s)
+                for i in prange(n, schedule="static", num_threads=n_threads):
+                    out_residual[i] = on_grid(residual[i], unit_s, inverse_s)
             return None, self.grid_residual
         if self.grid_stats is None or len(self.grid_stats) != n:
             self.grid_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
         out_stats = self.grid_stats
         with nogil:
-            for i in range(n):
-                out_stats[i].wr = on_grid(row_stats[i].wr, unit_s)
-                out_stats[i].w = on_grid(row_stats[i].w, unit_w)
+            for i in prange(n, schedule="static", num_threads=n_threads):
+                out_stats[i].wr = on_grid(row_stats[i].wr, unit_s, inverse_s)
+                out_stats[i].w = on_grid(row_stats[i].w, unit_w, inverse_w)
         return self.grid_stats, residual
 
     cdef void _sums_of_every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
