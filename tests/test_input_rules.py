@@ -25,7 +25,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import gbc_core  # noqa: E402
 from gbc_core import GradientBoostingClassifier  # noqa: E402
-from gbc_core._atomic import TEMPORARY_TAG  # noqa: E402
+from gbc_core._safe_output import TEMPORARY_TAG  # noqa: E402
 from gbc_core._tabular import (  # noqa: E402
     CSV_BLOCK_SIZE,
     DataError,

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ._atomic import AtomicFile, find_same_file
+from ._safe_output import AtomicFile, find_same_file
 
 __all__ = [
     "DataError",
@@ -979,7 +979,7 @@ class AtomicOutput:
     """Write a file through a temporary file in the same directory, renamed at the end.
 
     A failed or interrupted run removes the temporary file, leaving any existing file
-    at ``path`` untouched. The rules of ``_atomic.AtomicFile`` apply (permission bits
+    at ``path`` untouched. The rules of ``_safe_output.AtomicFile`` apply (permission bits
     kept, read-only files not replaced, stale temporary files removed), and ``path``
     must not be the same file as any of ``inputs``.
 
