@@ -592,7 +592,7 @@ class TableData:
         kept_features = [name for name in keep if name in feature_types]
         # The target is read as text: a type inferred from the first block would fail
         # on a later label of another kind (1, 2, ... then "x"); the labels are
-        # matched with the model's classes by value (``_batch.label_codes``).
+        # matched with the model's classes by value (``_commands.label_codes``).
         label_type = {target: pa.string()} if target else {}
         columns = _unique(list(feature_types) + list(keep) + ([target] if target else []))
         main = _rebatch(self._open_csv(columns, {**text, **label_type, **feature_types}),

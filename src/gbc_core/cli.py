@@ -18,11 +18,11 @@ DEFAULT_CHUNK_ROWS = 100_000
 #: The modules each command loads, imported up front while signals wait (``_run``).
 _COMMAND_MODULES = {
     "demo": ("gbc_core._demo",),
-    "train": ("gbc_core._batch", "gbc_core._classifier"),
-    "predict": ("gbc_core._batch", "gbc_core._booster"),
-    "evaluate": ("gbc_core._batch", "gbc_core._booster", "gbc_core.metrics"),
-    "inspect": ("gbc_core._batch", "gbc_core._booster"),
-    "export": ("gbc_core._batch", "gbc_core._booster", "gbc_core.onnx", "onnx"),
+    "train": ("gbc_core._commands", "gbc_core._classifier"),
+    "predict": ("gbc_core._commands", "gbc_core._booster"),
+    "evaluate": ("gbc_core._commands", "gbc_core._booster", "gbc_core.metrics"),
+    "inspect": ("gbc_core._commands", "gbc_core._booster"),
+    "export": ("gbc_core._commands", "gbc_core._booster", "gbc_core.onnx", "onnx"),
 }
 #: CSV and Parquet support (optional; pyarrow loads ``pyarrow.pandas_compat`` on its
 #: first conversion).
@@ -38,31 +38,31 @@ def _cmd_demo(args):
 
 
 def _cmd_train(args):
-    from ._batch import run_train
+    from ._commands import run_train
 
     return run_train(args)
 
 
 def _cmd_predict(args):
-    from ._batch import run_predict
+    from ._commands import run_predict
 
     return run_predict(args)
 
 
 def _cmd_evaluate(args):
-    from ._batch import run_evaluate
+    from ._commands import run_evaluate
 
     return run_evaluate(args)
 
 
 def _cmd_inspect(args):
-    from ._batch import run_inspect
+    from ._commands import run_inspect
 
     return run_inspect(args)
 
 
 def _cmd_export(args):
-    from ._batch import run_export
+    from ._commands import run_export
 
     return run_export(args)
 
