@@ -646,7 +646,7 @@ def test_ctrl_c_while_loading_and_later_prints_one_line(big_input, tmp_path, del
 
 
 #: A Ctrl-C inside an import that the import drops: a SIGINT raised in a finalizer
-#: that runs while gbc_core._batch loads (Python reports an exception raised there
+#: that runs while gbc_core._commands loads (Python reports an exception raised there
 #: and goes on, as extension modules' initialisations do with errors of the Python
 #: code they call).
 SIGNAL_INSIDE_AN_IMPORT = """
@@ -661,7 +661,7 @@ class Finalized:
 
 class SignalInsideAnImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "gbc_core._batch":
+        if name == "gbc_core._commands":
             sys.meta_path.remove(self)
             Finalized()
         return None

@@ -450,7 +450,7 @@ def test_progress_bar_on_a_terminal(trained):
 
 
 def test_progress_follows_the_terminal_and_quiet(trained, capsys, monkeypatch):
-    import gbc_core._batch as batch
+    import gbc_core._commands as batch
 
     monkeypatch.setattr(batch.Progress, "wanted",
                         staticmethod(lambda quiet, stream=None: not quiet))

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import gbc_core  # noqa: E402
 from gbc_core import GradientBoostingClassifier  # noqa: E402
-from gbc_core._atomic import TEMPORARY_TAG  # noqa: E402
+from gbc_core._safe_output import TEMPORARY_TAG  # noqa: E402
 from gbc_core._tabular import (  # noqa: E402
     CSV_BLOCK_SIZE,
     DataError,
@@ -883,7 +883,7 @@ def test_dask_training_reads_the_index_as_the_file_reader_does(tmp_path, capsys,
     require("dask.dataframe")
     from types import SimpleNamespace
 
-    from gbc_core._batch import _dask_frame
+    from gbc_core._commands import _dask_frame
 
     frame = sampled_frame()
     frame.index.name = index_name

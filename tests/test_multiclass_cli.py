@@ -662,7 +662,7 @@ def test_default_chunk_is_bounded_by_the_number_of_classes(tmp_path, capsys, mon
                                                            command):
     """The default chunk holds at most CHUNK_SCORE_VALUES scores (rows x classes)
     however many classes; an explicit --chunk-rows is honoured."""
-    from gbc_core import _batch
+    from gbc_core import _commands
 
     k, n = 1000, 10_000
     many_class_model(k).save(tmp_path / "m.gbc")
@@ -670,16 +670,16 @@ def test_default_chunk_is_bounded_by_the_number_of_classes(tmp_path, capsys, mon
     pq.write_table(pa.table({"f0": rng.uniform(-k, 0, n), "f1": rng.normal(size=n),
                              "y": rng.integers(0, k, n) * 3}), tmp_path / "d.parquet")
     seen = []
-    local_scores = _batch._local_scores
+    local_scores = _commands._local_scores
 
     def recording(model, chunks, n_jobs=None):
         for chunk, raw in local_scores(model, chunks, n_jobs):
             seen.append(raw.shape)
             yield chunk, raw
 
-    monkeypatch.setattr(_batch, "_local_scores", recording)
+    monkeypatch.setattr(_commands, "_local_scores", recording)
     args = (["-o", "o.parquet"] if command == "predict" else ["--target", "y"])
-    for given, most in ((None, _batch.CHUNK_SCORE_VALUES // k), ("9000", 9000)):
+    for given, most in ((None, _commands.CHUNK_SCORE_VALUES // k), ("9000", 9000)):
         seen.clear()
         extra = [] if given is None else ["--chunk-rows", given]
         ok(run_main(capsys, monkeypatch, tmp_path, command, "m.gbc", "d.parquet", *args,
@@ -687,5 +687,5 @@ def test_default_chunk_is_bounded_by_the_number_of_classes(tmp_path, capsys, mon
         assert sum(rows for rows, _ in seen) == n
         assert max(rows for rows, _ in seen) == most
         assert all(cols == k for _, cols in seen)
-    assert _batch.CHUNK_SCORE_VALUES // k < _batch.DEFAULT_CHUNK_ROWS
-    assert _batch.default_chunk_rows(many_class_model(3)) == _batch.DEFAULT_CHUNK_ROWS
+    assert _commands.CHUNK_SCORE_VALUES // k < _commands.DEFAULT_CHUNK_ROWS
+    assert _commands.default_chunk_rows(many_class_model(3)) == _commands.DEFAULT_CHUNK_ROWS

@@ -160,7 +160,7 @@ def test_fit_and_predict_use_no_blas_and_no_cpu_dispatched_math(n_classes, init,
     eval_set and with a hold-out, a warm start), every prediction, the metrics and
     a model-file round trip, with NumPy's BLAS and CPU-dispatched functions raising."""
     from gbc_core import metrics
-    from gbc_core._batch import classification_metrics
+    from gbc_core._commands import classification_metrics
 
     X, y, w = _data(n_classes, seed=n_classes)
     X_val, y_val, w_val = _data(n_classes, seed=10 + n_classes, n=300)

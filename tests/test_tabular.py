@@ -8,7 +8,7 @@ import pytest
 
 from conftest import require
 
-from gbc_core._batch import Progress, draw_tree
+from gbc_core._commands import Progress, draw_tree
 from gbc_core._tabular import (
     AtomicOutput,
     DataError,

@@ -45,7 +45,7 @@ def _first(mask):
 
 
 def _float32_at_most(threshold):
-    """Largest float32 <= each float64 threshold."""
+    """Largest float32 <= each float64 threshold (a node's ``threshold32``)."""
     t = np.asarray(threshold, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         t32 = t.astype(np.float32)

@@ -717,7 +717,9 @@ class MultinomialLoss(Loss):
         object
             The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
             ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
-            ``held_out_loss(mask)``.
+            ``held_out_loss(mask)``; with ``leaf_solver="exact"`` also ``log_odds``
+            (K, n_samples), each class's log-odds against the others,
+            F_k - log sum_{j != k} e^F_j, that the exact leaf solve starts from.
 
         Examples
         --------

@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from ._atomic import AtomicFile
+from ._safe_output import AtomicFile
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
 from ._loss import lookup_loss, loss_for, loss_names
@@ -478,7 +478,7 @@ _os_write = os.write
 
 def _atomic_write(path, data):
     """Write ``data`` to ``path`` atomically: temporary file, fsync, ``os.replace``
-    (the rules are those of ``_atomic.AtomicFile``)."""
+    (the rules are those of ``_safe_output.AtomicFile``)."""
     output = AtomicFile(path)
     try:
         view = memoryview(data)

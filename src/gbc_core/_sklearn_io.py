@@ -27,7 +27,7 @@ import numpy as np
 
 from ._booster import Booster
 from ._common import NODE_DTYPE
-from ._ensemble import Ensemble
+from ._ensemble import Ensemble, _float32_at_most
 from ._loss import loss_for
 
 # Hyper-parameters the two estimators share (same name, same meaning). They shape a
@@ -40,16 +40,6 @@ _SHARED_PARAMS = (
     "min_weight_fraction_leaf", "subsample", "max_features", "validation_fraction",
     "n_iter_no_change", "tol", "min_impurity_decrease", "ccp_alpha",
 )
-
-
-def _float32_at_most(threshold):
-    """Largest float32 <= each float64 threshold (``threshold32`` of a node)."""
-    t = np.asarray(threshold, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        t32 = t.astype(np.float32)
-        above = t32.astype(np.float64) > t
-    t32[above] = np.nextafter(t32[above], np.float32(-np.inf))
-    return t32
 
 
 def _sklearn_gbc():

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ._atomic import AtomicFile, find_same_file
+from ._safe_output import AtomicFile, find_same_file
 
 __all__ = [
     "DataError",
@@ -592,7 +592,7 @@ class TableData:
         kept_features = [name for name in keep if name in feature_types]
         # The target is read as text: a type inferred from the first block would fail
         # on a later label of another kind (1, 2, ... then "x"); the labels are
-        # matched with the model's classes by value (``_batch.label_codes``).
+        # matched with the model's classes by value (``_commands.label_codes``).
         label_type = {target: pa.string()} if target else {}
         columns = _unique(list(feature_types) + list(keep) + ([target] if target else []))
         main = _rebatch(self._open_csv(columns, {**text, **label_type, **feature_types}),
@@ -979,7 +979,7 @@ class AtomicOutput:
     """Write a file through a temporary file in the same directory, renamed at the end.
 
     A failed or interrupted run removes the temporary file, leaving any existing file
-    at ``path`` untouched. The rules of ``_atomic.AtomicFile`` apply (permission bits
+    at ``path`` untouched. The rules of ``_safe_output.AtomicFile`` apply (permission bits
     kept, read-only files not replaced, stale temporary files removed), and ``path``
     must not be the same file as any of ``inputs``.
 

@@ -18,11 +18,11 @@ DEFAULT_CHUNK_ROWS = 100_000
 #: The modules each command loads, imported up front while signals wait (``_run``).
 _COMMAND_MODULES = {
     "demo": ("gbc_core._demo",),
-    "train": ("gbc_core._batch", "gbc_core._classifier"),
-    "predict": ("gbc_core._batch", "gbc_core._booster"),
-    "evaluate": ("gbc_core._batch", "gbc_core._booster", "gbc_core.metrics"),
-    "inspect": ("gbc_core._batch", "gbc_core._booster"),
-    "export": ("gbc_core._batch", "gbc_core._booster", "gbc_core.onnx", "onnx"),
+    "train": ("gbc_core._commands", "gbc_core._classifier"),
+    "predict": ("gbc_core._commands", "gbc_core._booster"),
+    "evaluate": ("gbc_core._commands", "gbc_core._booster", "gbc_core.metrics"),
+    "inspect": ("gbc_core._commands", "gbc_core._booster"),
+    "export": ("gbc_core._commands", "gbc_core._booster", "gbc_core.onnx", "onnx"),
 }
 #: CSV and Parquet support (optional; pyarrow loads ``pyarrow.pandas_compat`` on its
 #: first conversion).
@@ -38,31 +38,31 @@ def _cmd_demo(args):
 
 
 def _cmd_train(args):
-    from ._batch import run_train
+    from ._commands import run_train
 
     return run_train(args)
 
 
 def _cmd_predict(args):
-    from ._batch import run_predict
+    from ._commands import run_predict
 
     return run_predict(args)
 
 
 def _cmd_evaluate(args):
-    from ._batch import run_evaluate
+    from ._commands import run_evaluate
 
     return run_evaluate(args)
 
 
 def _cmd_inspect(args):
-    from ._batch import run_inspect
+    from ._commands import run_inspect
 
     return run_inspect(args)
 
 
 def _cmd_export(args):
-    from ._batch import run_export
+    from ._commands import run_export
 
     return run_export(args)
 
@@ -175,26 +175,35 @@ def _data_options(p):
                    help="columns that are not features (ids, leaks)")
 
 
-def build_parser():
-    import argparse
+def _chunk_rows_option(p):
+    p.add_argument("--chunk-rows", type=_positive_int, default=None,
+                   help="rows per chunk; memory is bounded by the chunk size (default: "
+                        f"{DEFAULT_CHUNK_ROWS:,}, fewer for a model of many classes or "
+                        "features)")
 
-    from ._params import BY_NAME, PARAMS
 
-    parser = argparse.ArgumentParser(
-        prog="gbc-core",
-        description="Exact-split gradient boosting classifier (the paper's GBC).",
-        formatter_class=_help_formatter(),
-    )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the Python traceback of an error")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                help="what to do (default: demo)")
+def _add_demo(sub):
     p = _parser(sub, "demo", "run the paper's worked example, then fit a real dataset "
                              "(the default command)")
     p.set_defaults(func=_cmd_demo)
 
-    # train
+
+def _hyper_parameter_options(p):
+    from ._params import PARAMS
+
+    g = p.add_argument_group("hyper-parameters (as GradientBoostingClassifier's)")
+    for param in PARAMS:
+        flag = "--" + param.name.replace("_", "-")
+        if param.cli == "count":
+            g.add_argument(flag, "-v", action="count", default=param.default,
+                           help=param.help + " (repeat: -vv)")
+        elif param.cli == "option":
+            g.add_argument(flag, type=_parameter_type(param), default=param.default,
+                           metavar="VALUE",
+                           help=f"{param.help} (default: {param.default})")
+
+
+def _add_train(sub):
     p = _parser(
         sub, "train", "fit a model on a CSV, Parquet or LIBSVM file and save it",
         description="Fit a model on DATA and save it to -o. CSV/Parquet: every column "
@@ -216,20 +225,12 @@ def build_parser():
                         "--split-method hist: the workers read DATA (CSV or Parquet, "
                         "a path they can all read) and keep their rows")
     _data_options(p)
-    g = p.add_argument_group("hyper-parameters (as GradientBoostingClassifier's)")
-    for param in PARAMS:
-        flag = "--" + param.name.replace("_", "-")
-        if param.cli == "count":
-            g.add_argument(flag, "-v", action="count", default=param.default,
-                           help=param.help + " (repeat: -vv)")
-        elif param.cli == "option":
-            g.add_argument(flag, type=_parameter_type(param), default=param.default,
-                           metavar="VALUE",
-                           help=f"{param.help} (default: {param.default})")
+    _hyper_parameter_options(p)
     _common(p)
     p.set_defaults(func=_cmd_train)
 
-    # predict
+
+def _add_predict(sub, params):
     p = _parser(
         sub, "predict", "score a file in chunks and write the scores",
         description="Score DATA in chunks of --chunk-rows rows and write one output row "
@@ -253,19 +254,17 @@ def build_parser():
                         "class for 3 or more classes (with --proba or --label: both)")
     p.add_argument("--keep", nargs="+", metavar="COL", default=[],
                    help="input columns copied to the output (e.g. an id)")
-    p.add_argument("--chunk-rows", type=_positive_int, default=None,
-                   help="rows per chunk; memory is bounded by the chunk size (default: "
-                        f"{DEFAULT_CHUNK_ROWS:,}, fewer for a model of many classes or "
-                        "features)")
-    _n_jobs_option(p, BY_NAME, "; with --dask: per task, default: the host's CPUs "
-                               "shared by its workers")
+    _chunk_rows_option(p)
+    _n_jobs_option(p, params, "; with --dask: per task, default: the host's CPUs "
+                              "shared by its workers")
     p.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                    help="score the chunks on a Dask cluster (e.g. tcp://host:8786)")
     _data_options(p)
     _common(p)
     p.set_defaults(func=_cmd_predict)
 
-    # evaluate
+
+def _add_evaluate(sub, params):
     p = _parser(
         sub, "evaluate", "log-loss, ROC AUC, accuracy and confusion matrix on labelled "
                          "data (AUC: macro one-vs-rest for 3 or more classes)",
@@ -282,16 +281,14 @@ def build_parser():
     p.add_argument("--target", "-t", metavar="COL",
                    help="label column (required for CSV/Parquet; LIBSVM uses its label)")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    p.add_argument("--chunk-rows", type=_positive_int, default=None,
-                   help="rows per chunk; memory is bounded by the chunk size (default: "
-                        f"{DEFAULT_CHUNK_ROWS:,}, fewer for a model of many classes or "
-                        "features)")
-    _n_jobs_option(p, BY_NAME)
+    _chunk_rows_option(p)
+    _n_jobs_option(p, params)
     _data_options(p)
     _common(p)
     p.set_defaults(func=_cmd_evaluate)
 
-    # inspect
+
+def _add_inspect(sub):
     p = _parser(
         sub, "inspect", "format version, classes, features, trees and importances of a "
                         "model")
@@ -307,7 +304,8 @@ def build_parser():
     _common(p)
     p.set_defaults(func=_cmd_inspect)
 
-    # export
+
+def _add_export(sub):
     p = _parser(
         sub, "export", "write a model as an ONNX graph (needs the onnx package)",
         description="Write MODEL as an ONNX graph for onnxruntime and other ONNX "
@@ -322,6 +320,29 @@ def build_parser():
                         "is ai.onnx.ml opset 3)")
     _common(p)
     p.set_defaults(func=_cmd_export)
+
+
+def build_parser():
+    import argparse
+
+    from ._params import BY_NAME
+
+    parser = argparse.ArgumentParser(
+        prog="gbc-core",
+        description="Exact-split gradient boosting classifier (the paper's GBC).",
+        formatter_class=_help_formatter(),
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an error")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="what to do (default: demo)")
+    _add_demo(sub)
+    _add_train(sub)
+    _add_predict(sub, BY_NAME)
+    _add_evaluate(sub, BY_NAME)
+    _add_inspect(sub)
+    _add_export(sub)
     return parser
 
 

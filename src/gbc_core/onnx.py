@@ -183,6 +183,99 @@ def _check_opset(target_opset, onnx):
     return int(target_opset)
 
 
+def _check_exportable(booster):
+    """Refuse what the graph cannot hold: a row-dependent init estimator."""
+    if booster.init_estimator is not None:
+        raise ValueError(
+            f"to_onnx: the init estimator ({type(booster.init_estimator).__name__}) gives "
+            "initial raw scores that vary by row; it is a Python estimator, not data, and "
+            "the ONNX graph cannot hold it. Fit with init='prior' (or 'zero', or a "
+            "DummyClassifier, whose constant raw scores are exported)")
+
+
+def _tree_nodes(onnx, ensemble):
+    """input -> raw: the rows cast to double, then the tree ensemble (raw scores F)."""
+    from onnx import TensorProto, helper
+
+    attrs = _tree_attributes(ensemble)
+    tensors = {key: attrs.pop(key) for key in list(attrs) if key.endswith("_as_tensor")}
+    # The rows as doubles (exact): onnxruntime's tree ensemble compares and adds in
+    # the type of its input, and double keeps threshold32, eta * gamma and the sums.
+    cast = helper.make_node("Cast", ["input"], ["input_double"], to=TensorProto.DOUBLE,
+                            name="as_double")
+    tree = helper.make_node("TreeEnsembleRegressor", ["input_double"], ["raw"],
+                            domain="ai.onnx.ml", name="trees", **attrs)
+    for key, values in tensors.items():
+        tree.attribute.append(helper.make_attribute(
+            key, onnx.numpy_helper.from_array(np.ascontiguousarray(values, np.float64),
+                                              name=key)))
+    return [cast, tree]
+
+
+def _link_nodes(onnx, booster, K, initializers):
+    """raw -> probabilities and the class code, by the loss's link.
+
+    The constants the nodes read are appended to ``initializers``.
+    """
+    from onnx import TensorProto, helper
+
+    def const(name, array):
+        initializers.append(onnx.numpy_helper.from_array(np.asarray(array), name=name))
+        return name
+
+    link = booster.loss_function.link
+    if link.name not in ("logit", "half_logit", "softmax"):
+        raise ValueError(f"to_onnx: the loss {booster.loss!r} has the link {link.name!r}, "
+                         "which has no ONNX nodes here (the links written are logit, "
+                         "half_logit and softmax)")
+    if K > 1:
+        return [
+            helper.make_node("Softmax", ["raw"], ["probabilities"], axis=1),
+            helper.make_node("ArgMax", ["raw"], ["code"], axis=1, keepdims=0,
+                             select_last_index=0),
+        ]
+    # The loss's link: p = sigma(scale * F).
+    scale = link.scale
+    if scale == 1.0:
+        nodes = [helper.make_node("Identity", ["raw"], ["score"], name="logit")]
+    else:
+        nodes = [helper.make_node("Mul", ["raw", const("scale", np.float32(scale))],
+                                  ["score"], name="scaled_logit")]
+    return nodes + [
+        helper.make_node("Neg", ["score"], ["neg_score"]),
+        helper.make_node("Concat", ["neg_score", "score"], ["scores"], axis=1),
+        helper.make_node("Sigmoid", ["scores"], ["probabilities"]),
+        helper.make_node("GreaterOrEqual", ["raw", const("zero", np.float32(0.0))],
+                         ["positive"]),
+        helper.make_node("Cast", ["positive"], ["code_2d"], to=TensorProto.INT64),
+        helper.make_node("Squeeze", ["code_2d", const("axis1", np.array([1], np.int64))],
+                         ["code"]),
+    ]
+
+
+def _model_proto(onnx, booster, graph, opset):
+    """The checked model of ``graph``: its opsets, producer and metadata."""
+    from onnx import helper
+
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET)]
+    proto = helper.make_model(graph, opset_imports=opsets, producer_name="gbc-core",
+                              producer_version=__version__)
+    proto.ir_version = helper.find_min_ir_version_for(opsets)
+    names = booster.feature_names_in_
+    meta = {
+        "feature_names": json.dumps(None if names is None else [str(s) for s in names]),
+        "loss": booster.loss,
+        "classes": json.dumps(booster.classes_.tolist(), default=str),
+        "gbc_core_version": __version__,
+    }
+    helper.set_model_props(proto, meta)
+    proto.doc_string = (f"gbc-core gradient boosting classifier: {booster.n_classes_} "
+                        f"classes, {booster.ensemble.n_iterations} iterations, loss "
+                        f"{booster.loss}")
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
 def to_onnx(model, *, target_opset=None, name="gbc_core"):
     """The model as an ONNX graph (``ai.onnx.ml`` tree ensemble).
 
@@ -235,88 +328,19 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
 
     booster = _booster_of(model)
     opset = _check_opset(target_opset, onnx)
-    if booster.init_estimator is not None:
-        raise ValueError(
-            f"to_onnx: the init estimator ({type(booster.init_estimator).__name__}) gives "
-            "initial raw scores that vary by row; it is a Python estimator, not data, and "
-            "the ONNX graph cannot hold it. Fit with init='prior' (or 'zero', or a "
-            "DummyClassifier, whose constant raw scores are exported)")
+    _check_exportable(booster)
     ensemble = booster.ensemble
-    K = ensemble.n_outputs
-    n_classes = booster.n_classes_
     classes = _label_tensor(onnx, booster.classes_)
-
-    attrs = _tree_attributes(ensemble)
-    tensors = {key: attrs.pop(key) for key in list(attrs) if key.endswith("_as_tensor")}
-    # The rows as doubles (exact): onnxruntime's tree ensemble compares and adds in
-    # the type of its input, and double keeps threshold32, eta * gamma and the sums.
-    cast = helper.make_node("Cast", ["input"], ["input_double"], to=TensorProto.DOUBLE,
-                            name="as_double")
-    tree = helper.make_node("TreeEnsembleRegressor", ["input_double"], ["raw"],
-                            domain="ai.onnx.ml", name="trees", **attrs)
-    for key, values in tensors.items():
-        tree.attribute.append(helper.make_attribute(
-            key, onnx.numpy_helper.from_array(np.ascontiguousarray(values, np.float64),
-                                              name=key)))
-    nodes = [cast, tree]
     initializers = [classes]
-
-    def const(name, array):
-        initializers.append(onnx.numpy_helper.from_array(np.asarray(array), name=name))
-        return name
-
-    link = booster.loss_function.link
-    if link.name not in ("logit", "half_logit", "softmax"):
-        raise ValueError(f"to_onnx: the loss {booster.loss!r} has the link {link.name!r}, "
-                         "which has no ONNX nodes here (the links written are logit, "
-                         "half_logit and softmax)")
-    if K == 1:
-        # The loss's link: p = sigma(scale * F).
-        scale = link.scale
-        if scale == 1.0:
-            nodes.append(helper.make_node("Identity", ["raw"], ["score"], name="logit"))
-        else:
-            nodes.append(helper.make_node("Mul", ["raw", const("scale", np.float32(scale))],
-                                          ["score"], name="scaled_logit"))
-        nodes += [
-            helper.make_node("Neg", ["score"], ["neg_score"]),
-            helper.make_node("Concat", ["neg_score", "score"], ["scores"], axis=1),
-            helper.make_node("Sigmoid", ["scores"], ["probabilities"]),
-            helper.make_node("GreaterOrEqual", ["raw", const("zero", np.float32(0.0))],
-                             ["positive"]),
-            helper.make_node("Cast", ["positive"], ["code_2d"], to=TensorProto.INT64),
-            helper.make_node("Squeeze", ["code_2d", const("axis1", np.array([1], np.int64))],
-                             ["code"]),
-        ]
-    else:
-        nodes += [
-            helper.make_node("Softmax", ["raw"], ["probabilities"], axis=1),
-            helper.make_node("ArgMax", ["raw"], ["code"], axis=1, keepdims=0,
-                             select_last_index=0),
-        ]
+    nodes = _tree_nodes(onnx, ensemble)
+    nodes += _link_nodes(onnx, booster, ensemble.n_outputs, initializers)
     nodes.append(helper.make_node("Gather", ["classes", "code"], ["label"], axis=0))
-
-    n_features = ensemble.n_features
     graph = helper.make_graph(
         nodes, name,
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", n_features])],
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                       ["N", ensemble.n_features])],
         [helper.make_tensor_value_info("label", classes.data_type, ["N"]),
          helper.make_tensor_value_info("probabilities", TensorProto.FLOAT,
-                                       ["N", n_classes])],
+                                       ["N", booster.n_classes_])],
         initializer=initializers)
-    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET)]
-    proto = helper.make_model(graph, opset_imports=opsets, producer_name="gbc-core",
-                              producer_version=__version__)
-    proto.ir_version = helper.find_min_ir_version_for(opsets)
-    names = booster.feature_names_in_
-    meta = {
-        "feature_names": json.dumps(None if names is None else [str(s) for s in names]),
-        "loss": booster.loss,
-        "classes": json.dumps(booster.classes_.tolist(), default=str),
-        "gbc_core_version": __version__,
-    }
-    helper.set_model_props(proto, meta)
-    proto.doc_string = (f"gbc-core gradient boosting classifier: {n_classes} classes, "
-                        f"{ensemble.n_iterations} iterations, loss {booster.loss}")
-    onnx.checker.check_model(proto, full_check=True)
-    return proto
+    return _model_proto(onnx, booster, graph, opset)

@@ -11,16 +11,17 @@ result is an ordinary fitted model (a :class:`~gbc_core.Booster`).
 and p after the iteration; per terminal node sum r, sum p(1 - p) and gamma of both
 leaf solvers: eq. 1's Newton step and the exact minimiser) for any small fit.
 
-This module uses the public API only (``gbc_core.__all__``).
+This module uses public names only (``gbc_core.__all__``), imported from the
+modules that define them: the Booster's and the losses' documented methods and the
+leaf-value functions of ``gbc_core``.
 """
 
 import numpy as np
 
-from . import _leaves
 from ._booster import Booster
 from ._common import NODE_DTYPE
 from ._ensemble import Ensemble
-from ._loss import BinomialLoss
+from ._loss import BinomialLoss, MultinomialLoss
 from ._record import FitRecord
 
 #: Table 1 of the appendix.
@@ -242,9 +243,29 @@ def trace(model, X, y, *, digits=4, file=None):
     """
     import sys
 
-    from ._math import exact_leaf_values, newton_leaf_values
-
     booster = getattr(model, "booster_", model)
+    X, y, codes = _trace_rows(booster, X, y)
+    n = X.shape[0]
+    K = booster.ensemble.n_outputs
+    leaves = booster.apply(X)
+    F = np.empty((n, K))
+    F[:] = booster.init_raw_
+    staged = [F.copy()] + [np.asarray(raw, dtype=np.float64).reshape(n, K)
+                           for raw in booster.staged_decision_function(X)]
+    lines = [f"Gradient boosting trace: {n} rows, {booster.n_estimators_} iteration(s), "
+             f"eta = {booster.learning_rate:g}, F_0 = "
+             f"{np.round(np.asarray(booster.init_raw_), digits).tolist()}"]
+    for m in range(booster.n_estimators_):
+        lines += _trace_iteration(booster, m, X, y, codes, staged[m], staged[m + 1],
+                                  leaves[:, m], digits)
+    text = "\n".join(lines) + "\n"
+    print(text, end="", file=sys.stdout if file is None else file)
+    return text
+
+
+def _trace_rows(booster, X, y):
+    """X as 2-D, y as an array and the class codes of y; refuses a loss other than
+    the log-loss and labels that are not the model's classes."""
     if booster.loss != "log_loss":
         raise ValueError(f"trace follows the paper's log-loss; this model's loss is "
                          f"{booster.loss!r}")
@@ -253,81 +274,94 @@ def trace(model, X, y, *, digits=4, file=None):
         X = X[:, None]
     y = np.asarray(y)
     classes = booster.classes_
-    labels = classes.tolist()  # Python values: 'a', not np.str_('a'), in the titles
     codes = np.searchsorted(classes, y)
     if y.shape != (X.shape[0],) or not (
             (codes < classes.size).all() and np.array_equal(classes[np.minimum(
                 codes, classes.size - 1)], y)):
         raise ValueError(f"y must hold one label of the model's classes "
                          f"{classes.tolist()} per row of X")
-    n = X.shape[0]
-    K = booster.ensemble.n_outputs
-    eta = booster.learning_rate
-    leaves = booster.apply(X)
-    F = np.empty((n, K))
-    F[:] = booster.init_raw_
-    staged = [F.copy()] + [np.asarray(raw, dtype=np.float64).reshape(n, K)
-                           for raw in booster.staged_decision_function(X)]
+    return X, y, codes
+
+
+def _trace_iteration(booster, m, X, y, codes, before, after, leaves, digits):
+    """The lines of iteration m: per tree, the rows' table and the leaves' table."""
+    K = before.shape[1]
+    p_before = _proba(booster, before)
+    p_after = _proba(booster, after)
+    log_odds = None
+    if K > 1:
+        # Each class's log-odds against the others at the start of the iteration,
+        # as the fit's exact leaf solve holds them.
+        log_odds = MultinomialLoss(K, leaf_solver="exact").start(
+            codes, None, before, n_threads=1).log_odds
+    labels = booster.classes_.tolist()  # Python values: 'a', not np.str_('a'), in the titles
+    lines = []
+    for k in range(K):
+        column = 1 if K == 1 else k
+        t = (codes == column).astype(np.float64)
+        p = p_before[:, column]
+        r = t - p
+        leaf = leaves[:, k]
+        ids = np.unique(leaf)
+        title = f"Iteration {m + 1}" + ("" if K == 1 else f", class {labels[k]!r}")
+        lines += ["", title, ""]
+        lines += _row_table(m, X, y if K == 1 else t.astype(int), p, r, leaf, ids,
+                            after[:, k], p_after[:, column], digits)
+        lines += ["", f"Tree T_{m + 1}" + ("" if K == 1 else f" (class {labels[k]!r})")
+                  + ": terminal nodes", ""]
+        raw_k = before[:, 0] if K == 1 else log_odds[k]
+        lines += _leaf_table(m, booster.estimators_[m, k], t, p, r, leaf, ids, raw_k, K,
+                             digits)
+    return lines
+
+
+def _row_table(m, X, y, p, r, leaf, ids, raw_after, p_after, digits):
+    """One line per row: i, x, y, p_{m-1}, r_m, its terminal node j, F_m and p_m."""
     n_x = min(X.shape[1], 3)
-    lines = [f"Gradient boosting trace: {n} rows, {booster.n_estimators_} iteration(s), "
-             f"eta = {eta:g}, F_0 = {np.round(np.asarray(booster.init_raw_), digits).tolist()}"]
     w = 9 + digits
-    for m in range(booster.n_estimators_):
-        before, after = staged[m], staged[m + 1]
-        p_before = _proba(booster, before)
-        p_after = _proba(booster, after)
-        log_odds = None
-        if K > 1:
-            log_odds = np.empty((K, n))
-            _leaves.class_log_odds(np.ascontiguousarray(before.T), log_odds)
-        for k in range(K):
-            tree = booster.estimators_[m, k]
-            t = (codes == (1 if K == 1 else k)).astype(np.float64)
-            p = p_before[:, 1 if K == 1 else k]
-            r = t - p
-            leaf = leaves[:, m, k]
-            ids = np.unique(leaf)
-            number = {int(node): j + 1 for j, node in enumerate(ids)}
-            title = f"Iteration {m + 1}" + ("" if K == 1 else f", class {labels[k]!r}")
-            lines += ["", title, ""]
-            header = f"{'index i':>8}" + "".join(f"{'x' + str(c + 1) if n_x > 1 else 'x':>{w}}"
-                                                for c in range(n_x))
-            header += (f"{'y':>6}{'p_' + str(m):>{w}}{'r_' + str(m + 1):>{w}}{'leaf j':>8}"
-                       f"{'F_' + str(m + 1):>{w}}{'p_' + str(m + 1):>{w}}")
-            lines.append(header)
-            for i in range(n):
-                row = f"{i + 1:>8}" + "".join(f"{X[i, c]:>{w}g}" for c in range(n_x))
-                row += (f"{int(t[i]) if K > 1 else str(y[i]):>6}{_fmt(p[i], digits):>{w}}"
-                        f"{_fmt(r[i], digits):>{w}}{number[int(leaf[i])]:>8}"
-                        f"{_fmt(after[i, k], digits):>{w}}"
-                        f"{_fmt(p_after[i, 1 if K == 1 else k], digits):>{w}}")
-                lines.append(row)
-            dense = np.searchsorted(ids, leaf)
-            newton = newton_leaf_values(r, p, dense)
-            if K > 1:
-                newton = newton * ((K - 1) / K)
-            exact = exact_leaf_values(t.astype(np.intp), before[:, 0] if K == 1
-                                      else log_odds[k], dense)
-            lines += ["", f"Tree T_{m + 1}" + ("" if K == 1 else f" (class {labels[k]!r})")
-                      + ": terminal nodes", ""]
-            lines.append(f"{'leaf j':>8}  {'Omega_' + str(m + 1) + ',j':<24}{'sum r':>{w}}"
-                         f"{'sum p(1-p)':>{w + 2}}{'gamma newton':>{w + 4}}"
-                         f"{'gamma exact':>{w + 4}}{'tree value':>{w + 4}}")
-            for j, node in enumerate(ids):
-                rows = np.flatnonzero(dense == j)
-                members = ", ".join(str(i + 1) for i in rows)
-                if len(members) > 24:
-                    members = members[:20] + " ..."
-                sum_r = sum(float(r[i]) for i in rows)
-                sum_h = sum(float(p[i] * (1.0 - p[i])) for i in rows)
-                lines.append(f"{j + 1:>8}  {members:<24}{_fmt(sum_r, digits):>{w}}"
-                             f"{_fmt(sum_h, digits):>{w + 2}}"
-                             f"{_fmt(newton[j], digits):>{w + 4}}"
-                             f"{_fmt(exact[j], digits):>{w + 4}}"
-                             f"{_fmt(tree.value[node], digits):>{w + 4}}")
-    text = "\n".join(lines) + "\n"
-    print(text, end="", file=sys.stdout if file is None else file)
-    return text
+    number = {int(node): j + 1 for j, node in enumerate(ids)}
+    header = f"{'index i':>8}" + "".join(f"{'x' + str(c + 1) if n_x > 1 else 'x':>{w}}"
+                                        for c in range(n_x))
+    header += (f"{'y':>6}{'p_' + str(m):>{w}}{'r_' + str(m + 1):>{w}}{'leaf j':>8}"
+               f"{'F_' + str(m + 1):>{w}}{'p_' + str(m + 1):>{w}}")
+    lines = [header]
+    for i in range(X.shape[0]):
+        row = f"{i + 1:>8}" + "".join(f"{X[i, c]:>{w}g}" for c in range(n_x))
+        row += (f"{str(y[i]):>6}{_fmt(p[i], digits):>{w}}"
+                f"{_fmt(r[i], digits):>{w}}{number[int(leaf[i])]:>8}"
+                f"{_fmt(raw_after[i], digits):>{w}}"
+                f"{_fmt(p_after[i], digits):>{w}}")
+        lines.append(row)
+    return lines
+
+
+def _leaf_table(m, tree, t, p, r, leaf, ids, raw, K, digits):
+    """One line per terminal node j: its rows, sum r, sum p(1 - p), gamma of both
+    leaf solvers (from the log-odds ``raw``) and the tree's value."""
+    from ._math import exact_leaf_values, newton_leaf_values
+
+    w = 9 + digits
+    dense = np.searchsorted(ids, leaf)
+    newton = newton_leaf_values(r, p, dense)
+    if K > 1:
+        newton = newton * ((K - 1) / K)
+    exact = exact_leaf_values(t.astype(np.intp), raw, dense)
+    lines = [f"{'leaf j':>8}  {'Omega_' + str(m + 1) + ',j':<24}{'sum r':>{w}}"
+             f"{'sum p(1-p)':>{w + 2}}{'gamma newton':>{w + 4}}"
+             f"{'gamma exact':>{w + 4}}{'tree value':>{w + 4}}"]
+    for j, node in enumerate(ids):
+        rows = np.flatnonzero(dense == j)
+        members = ", ".join(str(i + 1) for i in rows)
+        if len(members) > 24:
+            members = members[:20] + " ..."
+        sum_r = sum(float(r[i]) for i in rows)
+        sum_h = sum(float(p[i] * (1.0 - p[i])) for i in rows)
+        lines.append(f"{j + 1:>8}  {members:<24}{_fmt(sum_r, digits):>{w}}"
+                     f"{_fmt(sum_h, digits):>{w + 2}}"
+                     f"{_fmt(newton[j], digits):>{w + 4}}"
+                     f"{_fmt(exact[j], digits):>{w + 4}}"
+                     f"{_fmt(tree.value[node], digits):>{w + 4}}")
+    return lines
 
 
 def _proba(booster, raw):

@@ -470,6 +470,18 @@ def describe_fit(model):
             f"{model.train_score_[-1] / loss_function.score_factor:.5f}")
 
 
+def _summary_printer(args):
+    """``print``, or nothing with --quiet."""
+    return print if not args.quiet else (lambda *a, **k: None)
+
+
+def _say_fit(say, model):
+    """The fit's summary line and, with early stopping, the iterations it kept."""
+    say(describe_fit(model))
+    if model.best_iteration_ is not None:
+        say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
+
+
 def classification_metrics(booster, codes, raw):
     """Log-loss, ROC AUC and accuracy of the raw scores ``raw`` (n, n_outputs) against
     the class codes ``codes`` (see :func:`label_codes`).
@@ -606,12 +618,10 @@ def _run_train_dask(args, fmt, out):
     fit_s = time.perf_counter() - t0
     local = model.to_local()
     local.save(out)
-    say = print if not args.quiet else (lambda *a, **k: None)
+    say = _summary_printer(args)
     say(f"trained on the Dask cluster {args.dask}: {len(names)} features of {args.data} "
         f"(read and fit {fit_s:.2f}s)")
-    say(describe_fit(local))
-    if local.best_iteration_ is not None:
-        say(f"early stopping kept the best iteration: {local.best_iteration_} iterations")
+    _say_fit(say, local)
     say(f"model written to {out}")
     return 0
 
@@ -674,12 +684,10 @@ def run_train(args):
     fit_s = time.perf_counter() - t0
     model.save(out)
 
-    say = print if not args.quiet else (lambda *a, **k: None)
+    say = _summary_printer(args)
     say(f"trained on {X.shape[0]:,} rows x {X.shape[1]} features of {args.data} "
         f"(read {read_s:.2f}s, fit {fit_s:.2f}s)")
-    say(describe_fit(model))
-    if model.best_iteration_ is not None:
-        say(f"early stopping kept the best iteration: {model.best_iteration_} iterations")
+    _say_fit(say, model)
     if eval_set is not None:
         Xv = eval_set[0]
         booster = model.booster_

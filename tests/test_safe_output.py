@@ -1,4 +1,4 @@
-"""The atomic output files shared by ``model.save`` and the batch commands (``_atomic``)."""
+"""The atomic output files shared by ``model.save`` and the batch commands (``_safe_output``)."""
 
 import gc
 import os
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from gbc_core import _atomic, _model_io
-from gbc_core._atomic import AtomicFile, find_same_file, remove_stale_temporaries
+from gbc_core import _safe_output, _model_io
+from gbc_core._safe_output import AtomicFile, find_same_file, remove_stale_temporaries
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX file modes and links")
 
@@ -43,11 +43,11 @@ def model():
 
 
 def test_temporary_name_says_whose_it_is(tmp_path):
-    tmp = _atomic.temporary_path(str(tmp_path / "scores.csv"))
+    tmp = _safe_output.temporary_path(str(tmp_path / "scores.csv"))
     assert os.path.dirname(tmp) == str(tmp_path)
     assert re.fullmatch(rf"\.scores\.csv\.gbc-core-{os.getpid()}-[0-9a-f]+\.tmp",
                         os.path.basename(tmp))
-    assert _atomic.temporary_path("scores.csv") != _atomic.temporary_path("scores.csv")
+    assert _safe_output.temporary_path("scores.csv") != _safe_output.temporary_path("scores.csv")
     long_name = "x" * 250 + ".csv"  # the temporary name stays a valid file name
     _write(str(tmp_path / long_name), b"data")
     assert (tmp_path / long_name).read_bytes() == b"data"
@@ -119,7 +119,7 @@ def test_save_into_a_missing_directory_names_the_path_given(tmp_path, monkeypatc
     message = str(err.value)
     assert err.value.filename == where and where in message
     assert f"directory {os.path.dirname(where)} does not exist" in message
-    assert ".tmp" not in message and _atomic.TEMPORARY_TAG not in message
+    assert ".tmp" not in message and _safe_output.TEMPORARY_TAG not in message
     assert os.listdir(tmp_path) == []
 
 
@@ -145,15 +145,15 @@ def test_a_fifo_is_not_replaced(tmp_path, model):
 def test_stale_temporary_files_of_the_output_are_removed(tmp_path, model):
     path = str(tmp_path / "m.gbc")
     dead = _finished_pid()
-    stale = [_atomic.temporary_path(path, pid=dead) for _ in range(2)]
+    stale = [_safe_output.temporary_path(path, pid=dead) for _ in range(2)]
     live_child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         kept = [
-            _atomic.temporary_path(path, pid=live_child.pid),  # its writer still runs
-            _atomic.temporary_path(path),                       # this process's own
-            _atomic.temporary_path(str(tmp_path / "other.gbc"), pid=dead),  # another output
+            _safe_output.temporary_path(path, pid=live_child.pid),  # its writer still runs
+            _safe_output.temporary_path(path),                       # this process's own
+            _safe_output.temporary_path(str(tmp_path / "other.gbc"), pid=dead),  # another output
             str(tmp_path / ".m.gbc.tmp"),                       # not one of ours
-            str(tmp_path / f".m.gbc{_atomic.TEMPORARY_TAG}{dead}-xyz.tmp"),
+            str(tmp_path / f".m.gbc{_safe_output.TEMPORARY_TAG}{dead}-xyz.tmp"),
         ]
         for name in stale + kept:
             with open(name, "wb") as fh:
@@ -182,7 +182,7 @@ def test_an_interrupt_just_after_creating_the_temporary_file_leaves_nothing(tmp_
         raise KeyboardInterrupt
 
     (tmp_path / "out.bin").write_bytes(b"old")
-    monkeypatch.setattr(_atomic.os, "open", open_then_interrupt)
+    monkeypatch.setattr(_safe_output.os, "open", open_then_interrupt)
     with pytest.raises(KeyboardInterrupt) as info:
         AtomicFile(tmp_path / "out.bin")
     monkeypatch.undo()
@@ -202,7 +202,7 @@ def test_a_temporary_file_neither_committed_nor_discarded_is_removed(tmp_path):
     del out
     gc.collect()
     assert os.listdir(tmp_path) == []
-    code = ("import os, sys; from gbc_core._atomic import AtomicFile; "
+    code = ("import os, sys; from gbc_core._safe_output import AtomicFile; "
             "f = AtomicFile(sys.argv[1]); os.write(f.fd, b'x'); sys.exit(3)")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "exit.bin")])
     assert proc.returncode == 3 and os.listdir(tmp_path) == []  # removed at exit
