@@ -12,6 +12,7 @@ that differ most.
 Usage::
 
     python benchmarks/count_instructions.py BEFORE_DIR AFTER_DIR --rows 50000 --trees 5,25
+    python benchmarks/count_instructions.py BEFORE_DIR AFTER_DIR --split-method hist
 
 Needs ``valgrind`` and ``callgrind_annotate`` on the PATH; a fit of 50,000 rows and
 25 trees takes a few minutes under callgrind.
@@ -32,11 +33,13 @@ import sys
 import numpy as np
 from gbc_core import GradientBoostingClassifier
 rows, trees = (int(a) for a in sys.argv[1:3])
+split_method = sys.argv[3]
 rng = np.random.default_rng(0)
 X = rng.normal(size=(rows, 28)).astype(np.float32)
 logit = X[:, 0] - X[:, 1] * (X[:, 2] > 0)
 y = (rng.uniform(size=rows) < 1 / (1 + np.exp(-logit))).astype(int)
-GradientBoostingClassifier(n_estimators=trees, max_depth=3, n_jobs=1).fit(X, y)
+GradientBoostingClassifier(n_estimators=trees, max_depth=3, n_jobs=1,
+                           split_method=split_method).fit(X, y)
 """
 
 LINE = re.compile(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*)$")
@@ -61,14 +64,14 @@ def demangle(name):
     return ".".join(p for p in parts if p != "gbc_core")
 
 
-def count(build, label, rows, trees, out_dir):
+def count(build, label, rows, trees, out_dir, split_method="exact"):
     """Instructions by function (exclusive counts) of one fit under callgrind."""
     out_file = os.path.join(out_dir, f"callgrind.{label}.{trees}")
     # A fixed hash seed: the interpreter's own work is then the same in every run.
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"),
                OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
-                    sys.executable, "-c", WORKER, str(rows), str(trees)],
+                    sys.executable, "-c", WORKER, str(rows), str(trees), split_method],
                    env=env, check=True, capture_output=True)
     report = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=no",
                              "--threshold=100", out_file],
@@ -92,6 +95,7 @@ def main():
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--trees", default="5,25",
                         help="the two numbers of trees, smaller first (default: 5,25)")
+    parser.add_argument("--split-method", default="exact", choices=("exact", "hist"))
     parser.add_argument("--top", type=int, default=15,
                         help="functions listed, by the larger per-tree count (default: 15)")
     args = parser.parse_args()
@@ -105,11 +109,13 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gbc-callgrind-") as tmp:
         for key in ("before", "after"):
             build = getattr(args, key)
-            small, large = (count(build, key, args.rows, t, tmp) for t in (low, high))
+            small, large = (count(build, key, args.rows, t, tmp, args.split_method)
+                            for t in (low, high))
             per_tree[key] = {f: (large[f] - small[f]) / (high - low)
                              for f in set(small) | set(large)}
     totals = {k: sum(v.values()) for k, v in per_tree.items()}
-    print(f"{args.rows} rows x 28, 2 classes, depth 3, n_jobs = 1: instructions per tree "
+    print(f"{args.rows} rows x 28, 2 classes, depth 3, n_jobs = 1, "
+          f"split_method={args.split_method!r}: instructions per tree "
           f"(fit of {high} trees minus fit of {low})\n")
     print("| function | before | after | after - before |")
     print("| --- | ---: | ---: | ---: |")

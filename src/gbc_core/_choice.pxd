@@ -94,13 +94,18 @@ cdef inline float64_t on_grid(float64_t value, float64_t unit,
     its reciprocal: the scalings are exact), half to even, the same on every CPU:
     a scaled value below 2^51 in magnitude, plus and minus 1.5 x 2^52, is rounded to
     an integer by the addition (IEEE round-to-nearest, which no compiler option of
-    ours lets the compiler fold away). A positive value stays positive (a weight
-    stays a weight); unit 0: unchanged."""
-    cdef float64_t q
+    ours lets the compiler fold away). Unit 0: unchanged."""
     if unit == 0.0:
         return value
-    q = ((value * inverse + ROUND_TO_INTEGER) - ROUND_TO_INTEGER) * unit
-    if q == 0.0 and value > 0.0:
+    return ((value * inverse + ROUND_TO_INTEGER) - ROUND_TO_INTEGER) * unit
+
+
+cdef inline float64_t weight_on_grid(float64_t weight, float64_t unit,
+                                     float64_t inverse) noexcept nogil:
+    """``on_grid`` for a weight: a positive weight stays positive (one unit at
+    least)."""
+    cdef float64_t q = on_grid(weight, unit, inverse)
+    if q == 0.0 and weight > 0.0:
         return unit
     return q
 

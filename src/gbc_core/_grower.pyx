@@ -71,7 +71,9 @@ from ._split_finder cimport (
     STATS_NONE, STATS_COLLECT, CRITERION_FRIEDMAN_MSE,
 )
 from ._split_finder import CRITERIA
-from ._choice cimport missing_left, friedman_proxy, decrease_allowed, grid_unit, on_grid
+from ._choice cimport (
+    missing_left, friedman_proxy, decrease_allowed, grid_unit, on_grid, weight_on_grid,
+)
 
 cdef extern from "_criterion.h" nogil:
     float64_t improvement_of "gbc_improvement"(float64_t proxy, float64_t total_w)
@@ -821,7 +823,7 @@ cdef class TreeGrower:
         with nogil:
             for i in prange(n, schedule="static", num_threads=n_threads):
                 out_stats[i].wr = on_grid(row_stats[i].wr, unit_s, inverse_s)
-                out_stats[i].w = on_grid(row_stats[i].w, unit_w, inverse_w)
+                out_stats[i].w = weight_on_grid(row_stats[i].w, unit_w, inverse_w)
         return self.grid_stats, residual
 
     cdef void _sums_of_every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
