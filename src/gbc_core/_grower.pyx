@@ -1159,7 +1159,7 @@ cdef class TreeGrower:
             )
             any_ = any_ or nd.splittable
         if n_slots == 1:
-            self.level_nodes[0].stats = STATS_COLLECT if self.level_nodes[0].splittable else STATS_NONE
+            self.level_nodes[0].plan = STATS_COLLECT if self.level_nodes[0].splittable else STATS_NONE
         else:
             for s in range(0, n_slots, 2):
                 plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1], subtract)
