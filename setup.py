@@ -23,11 +23,12 @@ from setuptools.command.build_ext import build_ext
 
 MODULES = [
     "_common", "_openmp", "_sorting", "_split_finder", "_exact_splitter",
-    "_histogram_splitter", "_grower", "_leaves", "_predictor", "_binning_kernels",
-    "_treeshap",
+    "_histogram_splitter", "_partition", "_out_of_bag", "_pruning", "_grower",
+    "_best_first", "_leaves", "_predictor", "_binning_kernels", "_treeshap",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
-PXDS = ["_common", "_split_finder", "_choice"]
+PXDS = ["_common", "_split_finder", "_choice", "_rows", "_partition", "_out_of_bag",
+        "_pruning", "_grower"]
 # Plain C headers of a module (vector kernels written in C).
 HEADERS = {
     "_predictor": ["_simd.h"],
@@ -35,6 +36,7 @@ HEADERS = {
     "_histogram_splitter": ["_criterion.h"],
     "_split_finder": ["_criterion.h"],
     "_grower": ["_criterion.h"],
+    "_best_first": ["_criterion.h"],
 }
 
 

@@ -918,30 +918,26 @@ cdef class ExactSplitFinder(SplitFinder):
     cdef void collect(self, const level_t* level) noexcept nogil:
         """The fused scan: the candidates of every splittable node, per thread (the
         scan cannot keep the statistics of every threshold); ``choose`` merges
-        them."""
-        cdef intp_t f, k, s, n_valid, row
-        cdef intp_t n_slots = level.n_nodes
+        them.
+
+        Features are handed out one at a time (their costs differ: a feature whose
+        gains keep improving takes the exact path more often), in an order that the
+        OpenMP runtime decides (LLVM's libomp steals work: a thread may scan feature 7
+        before feature 5). Nothing depends on that order: each thread's best is, for
+        every node, the first of its features under the total order of
+        ``_choice.pxd`` (largest proxy, then lowest feature), and ``choose`` merges
+        the threads' bests under the same order. Per feature: the scan states
+        (``_start_feature``), a lean scan where one applies (``_scan_lean``), else the
+        general scan (``_scan_general``), then the thread's bests (``_end_feature``).
+        """
+        cdef intp_t f, s, n_slots = level.n_nodes
         cdef int tid, t
         cdef int n_threads = <int>min(<intp_t>self.n_threads, self.n_features)
         cdef scan_t* states
-        cdef scan_t* st
         cdef candidate_t* tb
-        cdef candidate_t* b
-        cdef float32_t v
-        cdef const int32_t* order_f
-        cdef const float32_t* column_f
-        cdef const uint8_t* allowed = level.allowed
-        cdef const level_node_t* nodes = level.nodes
-        cdef const row_stat_t* row_stats = self.row_stats
-        cdef const int32_t* row_slot = self.row_slot
-        cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef float64_t min_weight_leaf = level.min_weight_leaf
         cdef uint8_t criterion = level.criterion
-        cdef int32_t slot
-        cdef intp_t n = self.n_samples, m, sib, first, second
-        cdef int32_t* rows_f
-        cdef const int32_t* src
-        cdef bint is_root = n_slots == 1 and nodes[0].parent < 0
+        cdef bint is_root = n_slots == 1 and level.nodes[0].parent < 0
         # Segments: the rows of each node of this level, in each feature's order, at
         # the node's range [start, stop) of the grower's partition: from the root's
         # sorted order, then split at every level (stable: the same order as a scan
@@ -966,152 +962,16 @@ cdef class ExactSplitFinder(SplitFinder):
                 self.thread_best[t * self.capacity + s].feature = -1
         for s in range(n_slots):
             self.shared_best[s] = -INFINITY
-        # Features are handed out one at a time (their costs differ: a feature whose
-        # gains keep improving takes the exact path more often), in an order that
-        # the OpenMP runtime decides (LLVM's libomp steals work: a thread may scan
-        # feature 7 before feature 5). Nothing below depends on that order: each
-        # thread's best is, for every node, the first of its features under the
-        # total order of ``_choice.pxd`` (largest proxy, then lowest feature), and
-        # ``choose`` merges the threads' bests under the same order.
         for f in prange(self.n_features, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
             tid = threadid()
             states = self.scan + tid * self.capacity
             tb = self.thread_best + tid * self.capacity
-            for s in range(n_slots):
-                _side_zero(&states[s].acc)
-                _side_zero(&states[s].miss)
-                # Only a split that beats this thread's best so far under the total
-                # order can change the result: starting from that best keeps the
-                # result and skips most exact evaluations. A split that ties it wins
-                # only on a lower feature (and then only the first such split).
-                states[s].best.proxy = tb[s].proxy
-                states[s].best.left = tb[s].left
-                states[s].ties_win = tb[s].feature >= 0 and f < tb[s].feature
-                states[s].found = 0
-                states[s].grid = &level.grid
-                states[s].last_value = 0
-                states[s].last_pos = -1
-                states[s].total_w = nodes[s].total.w
-                states[s].total_s = nodes[s].total.s
-                if nodes[s].splittable and (
-                        allowed == NULL or allowed[s * self.n_features + f]):
-                    states[s].total_n = nodes[s].total.n
-                else:
-                    states[s].total_n = 0
-                states[s].n_span = <uint64_t_t>max(
-                    states[s].total_n - 2 * min_samples_leaf + 1, 0)
-                # The cheap test may start from the best that any thread has found
-                # for the node (a split that exists): a feature whose best is below
-                # it cannot win, and one whose best is at or above it is found at the
-                # same position as from its own bound, so the result does not depend
-                # on who published what when. The exact test stays against this
-                # thread's own best (the tie rule: the lowest feature wins).
-                states[s].best_bound = max(
-                    tb[s].proxy, gbc_load_shared(&self.shared_best[s])) * BOUND_FACTOR
-            order_f = &self.order[f, 0]
-            column_f = &self.X[0, f]
-            n_valid = self.n_nonmissing[f]
-            if (n_valid == self.n_samples and self.positive_weights and min_weight_leaf <= 0
-                    and criterion == CRITERION_FRIEDMAN_MSE):
-                if segment_level and not (is_root and self.all_rows_in_root):
-                    rows_f = self.segment_rows + f * n
-                    if is_root:
-                        m = _keep_in_bag(order_f, rows_f, n, self.row_node)
-                        _scan_node(states, rows_f, column_f, m, self.unit_weights,
-                                   self.row_wr, self.rows, min_samples_leaf, n)
-                    else:
-                        for s in range(n_slots):
-                            sib = nodes[s].sibling
-                            if sib < s or not (nodes[s].splittable or nodes[sib].splittable):
-                                continue
-                            first = s
-                            second = sib
-                            if nodes[sib].start < nodes[s].start:
-                                first = sib
-                                second = s
-                            if parents_in == SEGMENTS_IN_ORDER:
-                                src = order_f   # the root's children: every row
-                                m = n
-                            else:
-                                src = rows_f + nodes[first].start
-                                m = nodes[second].stop - nodes[first].start
-                            if use_bits:
-                                _split_segment_bits(
-                                    src, rows_f + nodes[first].start, m,
-                                    nodes[first].stop - nodes[first].start,
-                                    self.first_bits, self.segment_scratch + tid * n)
-                            else:
-                                _split_segment(
-                                    src, rows_f + nodes[first].start, m,
-                                    nodes[first].stop - nodes[first].start,
-                                    self.row_node, <uint8_t>first, <uint8_t>second,
-                                    self.segment_scratch + tid * n)
-                        for s in range(n_slots):
-                            if states[s].total_n > 0:
-                                _scan_node(&states[s], rows_f + nodes[s].start, column_f,
-                                           nodes[s].stop - nodes[s].start, self.unit_weights,
-                                           self.row_wr, self.rows, min_samples_leaf, n)
-                elif n_slots == 1 and self.all_rows_in_root:
-                    _scan_node(states, order_f, column_f, n_valid, self.unit_weights,
-                               self.row_wr, self.rows, min_samples_leaf, n)
-                elif self.unit_weights and n_slots < NO_NODE:
-                    _scan_level_unit(states, self.node_scan + tid * self.capacity,
-                                     n_slots, order_f, column_f, n_valid, self.row_wr,
-                                     self.row_node, min_samples_leaf)
-                else:
-                    _scan_fast(states, order_f, column_f, n_valid, self.rows,
-                               min_samples_leaf)
-                n_valid = -1  # done
-            # Missing values (sorted last) first: their totals are needed to send
-            # them to either side of every candidate threshold. (``self.row_wr`` is
-            # read through ``self`` here: one more local pointer shared by this
-            # parallel region made the lean scans above 6% slower at 30,000 rows.)
-            for k in range(max(n_valid, 0), self.n_samples if n_valid >= 0 else 0):
-                row = order_f[k]
-                slot = row_slot[row]
-                if slot >= 0:
-                    _side_add_row(&states[slot].miss, row_stats, self.row_wr, row)
-            for k in range(max(n_valid, 0)):
-                if k + PREFETCH_DISTANCE < n_valid:
-                    row = order_f[k + PREFETCH_DISTANCE]
-                    GBC_PREFETCH(&row_slot[row])
-                    GBC_PREFETCH(&column_f[row])
-                    if row_stats == NULL:
-                        GBC_PREFETCH(&self.row_wr[row])
-                    else:
-                        GBC_PREFETCH(&row_stats[row])
-                row = order_f[k]
-                slot = row_slot[row]
-                if slot < 0:
-                    continue
-                st = &states[slot]
-                v = column_f[row]
-                if st.acc.n > 0 and v > st.last_value + FEATURE_THRESHOLD:
-                    if nodes[slot].splittable and (
-                            allowed == NULL or allowed[slot * self.n_features + f]):
-                        _consider(st, &nodes[slot].total, st.last_value, v,
-                                  min_samples_leaf, min_weight_leaf, criterion)
-                _side_add_row(&st.acc, row_stats, self.row_wr, row)
-                st.last_value = v
-            for s in range(n_slots):
-                st = &states[s]
-                if not nodes[s].splittable or (
-                        allowed != NULL and not allowed[s * self.n_features + f]):
-                    continue
-                if st.miss.n > 0 and st.acc.n > 0:
-                    # Every non-missing value left, every missing value right.
-                    if _try_split(st, &nodes[s].total, &st.acc, 0, 0, MISSING_RIGHT,
-                                  min_samples_leaf, min_weight_leaf, criterion):
-                        st.best.all_left = 1
-                # The scan kept a split only if it beats the thread's best under the
-                # total order, whatever the order in which this thread was handed its
-                # features.
-                if st.found:
-                    tb[s] = st.best
-                    tb[s].feature = <int32_t>f
-                    if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):
-                        gbc_store_shared(&self.shared_best[s], tb[s].proxy)
+            self._start_feature(states, tb, level, f)
+            if not self._scan_lean(states, level, f, tid, segment_level, is_root,
+                                   parents_in, use_bits):
+                self._scan_general(states, level, f)
+            self._end_feature(states, tb, level, f)
         self.level_threads = n_threads
         if not segment_level:
             self.segment_state = SEGMENTS_NONE
@@ -1119,6 +979,201 @@ cdef class ExactSplitFinder(SplitFinder):
             self.segment_state = SEGMENTS_IN_ORDER
         else:
             self.segment_state = SEGMENTS_IN_ROWS
+
+    cdef inline void _start_feature(self, scan_t* states, const candidate_t* tb,
+                                    const level_t* level, intp_t f) noexcept nogil:
+        """The scan state of every node of the level for feature ``f``, on a thread
+        whose bests so far are ``tb``."""
+        cdef intp_t s
+        cdef const level_node_t* nodes = level.nodes
+        cdef const uint8_t* allowed = level.allowed
+        cdef int64_t min_samples_leaf = level.min_samples_leaf
+        for s in range(level.n_nodes):
+            _side_zero(&states[s].acc)
+            _side_zero(&states[s].miss)
+            # Only a split that beats this thread's best so far under the total
+            # order can change the result: starting from that best keeps the
+            # result and skips most exact evaluations. A split that ties it wins
+            # only on a lower feature (and then only the first such split).
+            states[s].best.proxy = tb[s].proxy
+            states[s].best.left = tb[s].left
+            states[s].ties_win = tb[s].feature >= 0 and f < tb[s].feature
+            states[s].found = 0
+            states[s].grid = &level.grid
+            states[s].last_value = 0
+            states[s].last_pos = -1
+            states[s].total_w = nodes[s].total.w
+            states[s].total_s = nodes[s].total.s
+            if nodes[s].splittable and (
+                    allowed == NULL or allowed[s * self.n_features + f]):
+                states[s].total_n = nodes[s].total.n
+            else:
+                states[s].total_n = 0
+            states[s].n_span = <uint64_t_t>max(
+                states[s].total_n - 2 * min_samples_leaf + 1, 0)
+            # The cheap test may start from the best that any thread has found
+            # for the node (a split that exists): a feature whose best is below
+            # it cannot win, and one whose best is at or above it is found at the
+            # same position as from its own bound, so the result does not depend
+            # on who published what when. The exact test stays against this
+            # thread's own best (the tie rule: the lowest feature wins).
+            states[s].best_bound = max(
+                tb[s].proxy, gbc_load_shared(&self.shared_best[s])) * BOUND_FACTOR
+
+    cdef inline bint _scan_lean(self, scan_t* states, const level_t* level, intp_t f,
+                                int tid, bint segment_level, bint is_root,
+                                int parents_in, bint use_bits) noexcept nogil:
+        """Scan feature ``f`` by the lean scan that fits the level (segments, the
+        root's every row, unit weights, or the fast scan), if one applies: no
+        missing value in the feature, positive weights, no weight bound, the
+        Friedman criterion. Returns whether it scanned (else ``_scan_general``
+        must)."""
+        cdef intp_t s, n = self.n_samples, m, n_slots = level.n_nodes
+        cdef const int32_t* order_f = &self.order[f, 0]
+        cdef const float32_t* column_f = &self.X[0, f]
+        cdef int64_t min_samples_leaf = level.min_samples_leaf
+        cdef int32_t* rows_f
+        if not (self.n_nonmissing[f] == n and self.positive_weights
+                and level.min_weight_leaf <= 0
+                and level.criterion == CRITERION_FRIEDMAN_MSE):
+            return False
+        if segment_level and not (is_root and self.all_rows_in_root):
+            rows_f = self.segment_rows + f * n
+            if is_root:
+                m = _keep_in_bag(order_f, rows_f, n, self.row_node)
+                _scan_node(states, rows_f, column_f, m, self.unit_weights,
+                           self.row_wr, self.rows, min_samples_leaf, n)
+            else:
+                self._split_segments(level, order_f, rows_f, tid, parents_in, use_bits)
+                for s in range(n_slots):
+                    if states[s].total_n > 0:
+                        _scan_node(&states[s], rows_f + level.nodes[s].start, column_f,
+                                   level.nodes[s].stop - level.nodes[s].start,
+                                   self.unit_weights, self.row_wr, self.rows,
+                                   min_samples_leaf, n)
+        elif n_slots == 1 and self.all_rows_in_root:
+            _scan_node(states, order_f, column_f, n, self.unit_weights,
+                       self.row_wr, self.rows, min_samples_leaf, n)
+        elif self.unit_weights and n_slots < NO_NODE:
+            _scan_level_unit(states, self.node_scan + tid * self.capacity,
+                             n_slots, order_f, column_f, n, self.row_wr,
+                             self.row_node, min_samples_leaf)
+        else:
+            _scan_fast(states, order_f, column_f, n, self.rows, min_samples_leaf)
+        return True
+
+    cdef inline void _split_segments(self, const level_t* level, const int32_t* order_f,
+                                     int32_t* rows_f, int tid, int parents_in,
+                                     bint use_bits) noexcept nogil:
+        """Split the segment of every pair of siblings of the level (below the root)
+        for one feature: the rows of its parent's segment (or, for the root's
+        children, the feature's sorted order) to the first child's range, then the
+        second's, each in sorted order."""
+        cdef intp_t s, sib, first, second, m, n = self.n_samples
+        cdef const level_node_t* nodes = level.nodes
+        cdef const int32_t* src
+        for s in range(level.n_nodes):
+            sib = nodes[s].sibling
+            if sib < s or not (nodes[s].splittable or nodes[sib].splittable):
+                continue
+            first = s
+            second = sib
+            if nodes[sib].start < nodes[s].start:
+                first = sib
+                second = s
+            if parents_in == SEGMENTS_IN_ORDER:
+                src = order_f   # the root's children: every row
+                m = n
+            else:
+                src = rows_f + nodes[first].start
+                m = nodes[second].stop - nodes[first].start
+            if use_bits:
+                _split_segment_bits(
+                    src, rows_f + nodes[first].start, m,
+                    nodes[first].stop - nodes[first].start,
+                    self.first_bits, self.segment_scratch + tid * n)
+            else:
+                _split_segment(
+                    src, rows_f + nodes[first].start, m,
+                    nodes[first].stop - nodes[first].start,
+                    self.row_node, <uint8_t>first, <uint8_t>second,
+                    self.segment_scratch + tid * n)
+
+    cdef inline void _scan_general(self, scan_t* states, const level_t* level,
+                                   intp_t f) noexcept nogil:
+        """The general scan of feature ``f``: any weights, missing values, weight
+        bounds and criterion; every node's rows in one pass of the sorted order."""
+        cdef intp_t k, row, n_valid = self.n_nonmissing[f]
+        cdef const int32_t* order_f = &self.order[f, 0]
+        cdef const float32_t* column_f = &self.X[0, f]
+        cdef const uint8_t* allowed = level.allowed
+        cdef const level_node_t* nodes = level.nodes
+        cdef const row_stat_t* row_stats = self.row_stats
+        cdef const int32_t* row_slot = self.row_slot
+        cdef int64_t min_samples_leaf = level.min_samples_leaf
+        cdef float64_t min_weight_leaf = level.min_weight_leaf
+        cdef uint8_t criterion = level.criterion
+        cdef int32_t slot
+        cdef scan_t* st
+        cdef float32_t v
+        # Missing values (sorted last) first: their totals are needed to send them
+        # to either side of every candidate threshold.
+        for k in range(n_valid, self.n_samples):
+            row = order_f[k]
+            slot = row_slot[row]
+            if slot >= 0:
+                _side_add_row(&states[slot].miss, row_stats, self.row_wr, row)
+        for k in range(n_valid):
+            if k + PREFETCH_DISTANCE < n_valid:
+                row = order_f[k + PREFETCH_DISTANCE]
+                GBC_PREFETCH(&row_slot[row])
+                GBC_PREFETCH(&column_f[row])
+                if row_stats == NULL:
+                    GBC_PREFETCH(&self.row_wr[row])
+                else:
+                    GBC_PREFETCH(&row_stats[row])
+            row = order_f[k]
+            slot = row_slot[row]
+            if slot < 0:
+                continue
+            st = &states[slot]
+            v = column_f[row]
+            if st.acc.n > 0 and v > st.last_value + FEATURE_THRESHOLD:
+                if nodes[slot].splittable and (
+                        allowed == NULL or allowed[slot * self.n_features + f]):
+                    _consider(st, &nodes[slot].total, st.last_value, v,
+                              min_samples_leaf, min_weight_leaf, criterion)
+            _side_add_row(&st.acc, row_stats, self.row_wr, row)
+            st.last_value = v
+
+    cdef inline void _end_feature(self, scan_t* states, candidate_t* tb,
+                                  const level_t* level, intp_t f) noexcept nogil:
+        """After feature ``f``'s scan: the split sending every missing value right,
+        and each node's split of ``f`` kept as the thread's best (and published as
+        the lean scans' bound) where the scan kept one."""
+        cdef intp_t s
+        cdef scan_t* st
+        cdef const level_node_t* nodes = level.nodes
+        cdef const uint8_t* allowed = level.allowed
+        for s in range(level.n_nodes):
+            st = &states[s]
+            if not nodes[s].splittable or (
+                    allowed != NULL and not allowed[s * self.n_features + f]):
+                continue
+            if st.miss.n > 0 and st.acc.n > 0:
+                # Every non-missing value left, every missing value right.
+                if _try_split(st, &nodes[s].total, &st.acc, 0, 0, MISSING_RIGHT,
+                              level.min_samples_leaf, level.min_weight_leaf,
+                              level.criterion):
+                    st.best.all_left = 1
+            # The scan kept a split only if it beats the thread's best under the
+            # total order, whatever the order in which this thread was handed its
+            # features.
+            if st.found:
+                tb[s] = st.best
+                tb[s].feature = <int32_t>f
+                if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):
+                    gbc_store_shared(&self.shared_best[s], tb[s].proxy)
 
     cdef bint _mark_first_children(self, const level_t* level, int n_threads) noexcept nogil:
         """Set ``first_bits`` for the segments of a level below the root: bit ``row``

@@ -522,7 +522,7 @@ cdef class HistogramSplitFinder(SplitFinder):
 
     cdef inline bint _gathered(self, const level_node_t* nd) noexcept nogil:
         """Whether ``collect`` gathers the statistics of the rows of ``nd``."""
-        return nd.stats == STATS_COLLECT and nd.stop - nd.start < self.n_samples
+        return nd.plan == STATS_COLLECT and nd.stop - nd.start < self.n_samples
 
     cdef void _gather(self, const level_t* level, intp_t lo, intp_t hi) noexcept nogil:
         """Gather positions ``lo .. hi - 1`` of the collected nodes' rows (the nodes'
@@ -555,7 +555,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef const level_node_t* nd
         cdef int n_threads
         for s in range(level.n_nodes):
-            if level.nodes[s].stats == STATS_COLLECT:
+            if level.nodes[s].plan == STATS_COLLECT:
                 n_rows += level.nodes[s].stop - level.nodes[s].start
         n_threads = self._threads_for(n_rows * self.n_features)
         # The collected nodes' rows, one after the other in the gather buffers (at
@@ -583,7 +583,7 @@ cdef class HistogramSplitFinder(SplitFinder):
             omp_barrier()  # every row gathered before any histogram reads them
             for t in prange(n_tasks, schedule="dynamic"):
                 nd = &level.nodes[t // n_groups]
-                if nd.stats == STATS_COLLECT:
+                if nd.plan == STATS_COLLECT:
                     f = (t % n_groups) * self.n_features // n_groups
                     self._build(nd, t // n_groups, f,
                                 (t % n_groups + 1) * self.n_features // n_groups - f,
@@ -601,7 +601,7 @@ cdef class HistogramSplitFinder(SplitFinder):
             s = t // self.n_features
             f = t % self.n_features
             nd = &level.nodes[s]
-            if nd.stats != STATS_DERIVE:
+            if nd.plan != STATS_DERIVE:
                 continue
             h = self.hist + (s * self.n_features + f) * self.stride
             p = self.parents + (nd.parent * self.n_features + f) * self.stride
@@ -625,7 +625,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         if self.reducer is None:
             return 0
         collected = [s for s in range(level.n_nodes)
-                     if level.nodes[s].stats == STATS_COLLECT]
+                     if level.nodes[s].plan == STATS_COLLECT]
         self.reducer(self.level_statistics(level.n_nodes), np.asarray(collected, dtype=np.intp))
         return 0
 

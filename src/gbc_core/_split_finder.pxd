@@ -45,7 +45,7 @@ ctypedef struct side_t:
     float64_t s              # sum of w * r (r = y - p, the residual the tree fits)
 
 cdef enum:
-    # What a finder must compute for a node of a level (level_node_t.stats).
+    # What a finder must compute for a node of a level (level_node_t.plan).
     STATS_NONE = 0           # nothing: not split, and not needed by its sibling
     STATS_COLLECT = 1        # from its rows
     STATS_DERIVE = 2         # its parent's minus its sibling's
@@ -59,7 +59,7 @@ ctypedef struct level_node_t:
     int32_t parent           # slot of its parent in the previous level (-1: root)
     int32_t sibling          # slot of its sibling in this level (-1: root)
     uint8_t splittable       # 0: the finder must not split it
-    uint8_t stats            # STATS_NONE, STATS_COLLECT or STATS_DERIVE
+    uint8_t plan             # STATS_NONE, STATS_COLLECT or STATS_DERIVE
 
 ctypedef struct grid_t:
     # The grid the grower puts every row's w * r and w on before a tree is grown
@@ -130,22 +130,22 @@ cdef class SplitFinder:
 
 cdef inline void plan_statistics(level_node_t* left, level_node_t* right,
                                  bint subtracts) noexcept nogil:
-    """What the finder computes for two siblings (set in their ``stats``): each
+    """What the finder computes for two siblings (set in their ``plan``): each
     splittable node's statistics; with a finder that subtracts, those of the one with
     fewer samples (the left on a tie) from its rows and the other's from its parent's
     minus its sibling's (node totals: the same decision in every process)."""
     cdef level_node_t* small = left
     cdef level_node_t* large = right
     if not subtracts:
-        left.stats = STATS_COLLECT if left.splittable else STATS_NONE
-        right.stats = STATS_COLLECT if right.splittable else STATS_NONE
+        left.plan = STATS_COLLECT if left.splittable else STATS_NONE
+        right.plan = STATS_COLLECT if right.splittable else STATS_NONE
         return
     if right.total.n < left.total.n:
         small = right
         large = left
     if not large.splittable:
-        small.stats = STATS_COLLECT if small.splittable else STATS_NONE
-        large.stats = STATS_NONE
+        small.plan = STATS_COLLECT if small.splittable else STATS_NONE
+        large.plan = STATS_NONE
     else:
-        small.stats = STATS_COLLECT
-        large.stats = STATS_DERIVE
+        small.plan = STATS_COLLECT
+        large.plan = STATS_DERIVE

@@ -235,7 +235,7 @@ cdef class SplitFinder:
                     nodes[s].total.s += stats[i].wr
             for s in range(n_nodes):
                 nodes[s].splittable = nodes[s].total.n >= 2 * min_samples_leaf
-                nodes[s].stats = STATS_COLLECT
+                nodes[s].plan = STATS_COLLECT
             if below_parent:
                 for s in range(0, n_nodes, 2):
                     plan_statistics(&nodes[s], &nodes[s + 1], self.subtracts)

@@ -1,0 +1,84 @@
+# The tree grower (_grower.pyx): the orchestrator of one tree's growth, and the
+# owner of the buffers that live as long as the fit. Best-first growth
+# (_best_first.pyx) drives it through the steps declared here.
+from ._common cimport (
+    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t,
+)
+from ._rows cimport node_sums_t
+from ._split_finder cimport SplitFinder, side_t, grid_t, level_node_t, level_t, split_t
+from ._partition cimport RowPartition
+from ._out_of_bag cimport OutOfBagRouter
+from ._pruning cimport CostComplexityPruner
+
+
+cdef class TreeGrower:
+    cdef bint has_X                      # False: bins only (no out-of-bag rows)
+    cdef SplitFinder finder
+    cdef RowPartition rows               # the in-bag rows, node by node
+    cdef OutOfBagRouter out_of_bag       # None without X
+    cdef CostComplexityPruner pruner     # None without ccp_alpha
+    cdef object best_first               # a BestFirstGrowth (max_leaf_nodes), or None
+    cdef intp_t n_samples
+    cdef intp_t n_features
+    cdef readonly int n_threads
+    cdef int max_depth
+    cdef int64_t min_samples_split
+    cdef int64_t min_samples_leaf
+    cdef float64_t min_weight_leaf
+    cdef intp_t max_features
+    cdef uint8_t criterion
+    cdef float64_t min_impurity_decrease
+    cdef float64_t ccp_alpha
+    cdef float64_t tree_weight           # the in-bag weight of the tree being grown
+    cdef readonly int32_t[::1] node_of_row
+    cdef node_t* nodes
+    cdef uint8_t* node_bin               # bin threshold of each split (on bins)
+    cdef float64_t* node_impurity        # ccp_alpha > 0 only (else NULL)
+    cdef float64_t* left_wr2             # min_impurity_decrease: per node of the level
+    cdef intp_t node_capacity
+    cdef readonly intp_t n_nodes
+    cdef level_node_t* level_nodes       # the level being split, then the next one
+    cdef node_sums_t* level_sums         # their sums over their own rows
+    cdef split_t* best                   # the finder's answer for each node
+    cdef intp_t level_capacity
+    cdef uint8_t* allowed
+    cdef int32_t* perm
+    cdef public object reducer
+    cdef grid_t grid                     # the grid of the tree being grown
+    cdef object grid_residual            # the tree's rows on it (unit weights): w * r
+    cdef object grid_stats               # (weighted rows) w * r and w
+    cdef intp_t max_leaf_nodes           # 0: level-wise growth
+    cdef public bint look_ahead          # best first: split several nodes per scan
+
+    cdef int _reserve_nodes(self, intp_t capacity) except -1
+    cdef int _plant(self, const row_stat_t* rs, const float64_t* res,
+                    const row_stat_t[::1] row_stats, const float64_t[::1] residual,
+                    const uint8_t[::1] sample_mask) except -1
+    cdef int _grow_level_wise(self, const row_stat_t* rs, const float64_t* res,
+                              unsigned long long seed, level_t* level) except -1
+    cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
+                            const float64_t[::1] residual)
+    cdef tuple _reduce_root(self, side_t root, node_sums_t sums)
+    cdef void _draw_features(self, intp_t n_slots, unsigned long long seed)
+    cdef int _check_decrease(self, intp_t n_slots, const row_stat_t* row_stats,
+                             const float64_t* residual) except -1
+    cdef void _left_sums(self, intp_t n_slots, const row_stat_t* row_stats,
+                         const float64_t* residual) noexcept nogil
+    cdef void _drop_small_decreases(self, intp_t n_slots) noexcept nogil
+    cdef int _reserve_level(self, intp_t capacity) except -1
+    cdef void _init_node(self, intp_t i, const side_t* stats, int depth) noexcept nogil
+    cdef void _split_node(self, node_t* nd, intp_t index, const side_t* total,
+                          const split_t* b, side_t* right) noexcept nogil
+    cdef bint _mark_splittable(self, intp_t n_slots, bint subtract)
+    cdef int _find_splits(self, level_t* level, intp_t n_slots, unsigned long long seed,
+                          const row_stat_t* row_stats,
+                          const float64_t* residual) except -1
+    cdef intp_t _apply_splits(self, intp_t n_slots, int depth) noexcept nogil
+    cdef void _split_rows(self, intp_t n_slots, intp_t n_split,
+                          const row_stat_t* row_stats, const float64_t* residual,
+                          bint with_sums, bint leaves=*) noexcept nogil
+    cdef float64_t _improvement(self, const side_t* total,
+                                const split_t* b) noexcept nogil
+    cdef void _record_impurity(self, intp_t s) noexcept nogil
+    cdef int _reduce_sums(self, intp_t n_slots) except -1
+    cdef void _finish_tree(self, const uint8_t[::1] sample_mask) noexcept nogil
