@@ -25,6 +25,7 @@ from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve
 from ._record import FitRecord
+from ._split_methods import method_named
 from ._validation import (
     align_columns,
     check_features,
@@ -378,16 +379,12 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
-        # The exact search sorts float32 columns (Fortran order). The histogram search
-        # bins X as it is given when it is float32 in C or Fortran order (no copy: the
-        # fit then holds X once, plus one byte per value for the bins), and a sparse
-        # X as CSC columns.
-        hist = params["split_method"] != "exact"
-        Xa = check_features(X, "X", dtype=np.float32, order="K" if hist else "F",
-                            training=True, sparse="csc")
+        # X laid out once, by its split method (_split_methods): float32 in Fortran
+        # order for a search on raw values, as given (C or Fortran order, no copy) for
+        # one on bins, a sparse X as CSC columns.
+        method = method_named(params["split_method"])
+        Xa = method.check_X(X)
         sparse = is_sparse_matrix(Xa)
-        if not sparse and not (Xa.flags.f_contiguous or Xa.flags.c_contiguous):
-            Xa = np.asfortranarray(Xa)
         n_samples, n_features = Xa.shape
         # int32 codes: the fit's state shares them (4 bytes per row, not 8 + 8).
         classes, codes = check_target(y, n_samples)
@@ -430,7 +427,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             eval_data = (take_rows(Xa, val_idx, "csr") if sparse
                          else np.ascontiguousarray(Xa[val_idx]), codes[val_idx],
                          None if w is None else w[val_idx])
-            Xa = take_rows(Xa, train_idx, "csc") if sparse else np.asfortranarray(Xa[train_idx])
+            Xa = method.take_rows(Xa, train_idx)
             codes = codes[train_idx]
             w = None if w is None else np.ascontiguousarray(w[train_idx])
         if previous is not None:

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from . import _openmp
+from . import _openmp, _split_methods
 
 
 # ------------------------------------------------------------------------ rules
@@ -94,6 +94,20 @@ class Options(Rule):
 
     def describe(self):
         return " or ".join(repr(v) for v in self.values)
+
+
+class Registered(Rule):
+    """One of the names of a registry (a dict), read at each check: a name
+    registered after import is accepted too."""
+
+    def __init__(self, registry):
+        self.registry = registry
+
+    def accepts(self, value):
+        return isinstance(value, str) and value in self.registry
+
+    def describe(self):
+        return " or ".join(repr(v) for v in self.registry)
 
 
 class NoneValue(Rule):
@@ -258,9 +272,8 @@ PARAMS = (
     Param("n_jobs", None, [NONE, ThreadCount()],
           "threads (None: all cores or OMP_NUM_THREADS; negative: counted back from "
           "the number of CPUs); results are identical for any value"),
-    Param("split_method", "exact", [Options("exact", "hist")],
-          "split search: 'exact' (every distinct value, the paper's) or 'hist' (the "
-          "edges of at most max_bins bins per feature, computed once per fit)"),
+    Param("split_method", "exact", [Registered(_split_methods.METHODS)],
+          _split_methods.help_text()),
     Param("criterion", "friedman_mse", [Options("friedman_mse", "squared_error")],
           "proxy the splits of a node are ranked by: 'friedman_mse' (Friedman's "
           "improvement) or 'squared_error' (scikit-learn's MSE proxy); equal rankings "
