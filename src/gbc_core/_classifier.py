@@ -23,7 +23,7 @@ from ._booster import Booster
 from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
                         warm_start_from)
 from ._loss import loss_for
-from ._params import DEFAULTS, check_params, resolve
+from ._params import DEFAULTS, check_params, resolve, seed_from
 from ._record import FitRecord
 from ._split_methods import method_named
 from ._validation import (
@@ -39,18 +39,6 @@ from ._validation import (
     scale_weights,
     take_rows,
 )
-
-
-def _seed_from(random_state):
-    """A 64-bit seed from a checked ``random_state`` (None, int, RandomState or
-    Generator)."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    return int(random_state)
 
 
 def _fitted_attribute(name, doc):
@@ -412,7 +400,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         # is the seed; any other is drawn from once and the seed kept.
         seed = self.__dict__.get("_seed")
         if seed is None:
-            seed = _seed_from(params["random_state"])
+            seed = seed_from(params["random_state"])
             if not isinstance(params["random_state"], numbers.Integral):
                 self._seed = seed
 

@@ -317,6 +317,18 @@ def check_params(params):
     return params
 
 
+def seed_from(random_state):
+    """A 64-bit seed from a checked ``random_state`` (None: fresh entropy; a
+    RandomState or Generator: one draw; an integer: itself)."""
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    return int(random_state)
+
+
 def effective_n_threads(n_jobs):
     """The thread count of ``n_jobs`` (checked by its rule).
 

@@ -39,7 +39,7 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from ._params import PARAMS as _PARAMS
+from ._params import PARAMS as _PARAMS, seed_from as _seed_from
 
 __all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
            "DaskGradientBoostingClassifier"]
@@ -928,18 +928,6 @@ def _class_factors(class_weight, classes, label_counts):
     from ._validation import scale_weights
 
     return scale_weights(per_class)
-
-
-def _seed_from(random_state):
-    """A 64-bit seed from a checked ``random_state``, as the in-memory estimator
-    takes it (None: fresh entropy; a RandomState or Generator: one draw)."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    return int(random_state)
 
 
 def _parts_of(collection, client, name):
