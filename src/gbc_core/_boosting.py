@@ -606,7 +606,7 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     Parameters
     ----------
     X : float32 array (n_samples, n_features), a float32 CSC matrix, or None
-        Laid out by the split method's ``check_X`` (``_split_methods``), which also
+        Laid out by the split method's ``lay_out`` (``_split_methods``), which also
         lays it out for the finder and the grower (``fit_data``). Sparse X: a method
         with sparse input bins its columns without densifying them (and routes
         out-of-bag rows on them); another densifies it first (n_samples x

@@ -367,10 +367,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
-        # X laid out once, by its split method (_split_methods: Fortran order for a
-        # search on raw values, as given for one on bins, sparse X as CSC columns).
+        # X laid out once, for its split method (_split_methods.SplitMethod.dense_order).
         method = method_named(params["split_method"])
-        Xa = method.check_X(X)
+        Xa = method.lay_out(check_features(X, "X", dtype=np.float32, order=method.dense_order,
+                                           training=True, sparse="csc"))
         n_samples, n_features = Xa.shape
         # int32 codes: the fit's state shares them (4 bytes per row, not 8 + 8).
         classes, codes = check_target(y, n_samples)

@@ -2,7 +2,8 @@
 
 A :class:`SplitMethod` owns all that the rest of a fit knows of its search:
 
-- how X is laid out for it (:meth:`SplitMethod.check_X` at the start of a fit,
+- how X is laid out for it (:attr:`SplitMethod.dense_order` and
+  :meth:`SplitMethod.lay_out` at the start of a fit,
   :meth:`SplitMethod.take_rows` for a subset of the rows, :meth:`SplitMethod.fit_data`
   for the finder and the grower): dense float32 in Fortran order or as given, and
   sparse X as CSC columns or densified;
@@ -27,7 +28,7 @@ finder's module (and the binning) is imported when a fit builds its finder.
 
 import numpy as np
 
-from ._validation import check_features, is_sparse_matrix, sparse_arrays, take_rows
+from ._validation import is_sparse_matrix, sparse_arrays, take_rows
 
 
 class FitData:
@@ -111,26 +112,24 @@ class SplitMethod:
         (sorted columns), "K" (as given, no copy) for one on bins."""
         return "K" if self.partitions_on_bins else "F"
 
-    def check_X(self, X):
-        """Training ``X`` checked (``check_features``) and laid out for this method:
-        float32 in :attr:`dense_order` (Fortran order where it is in neither), or a
-        float32 CSC matrix."""
-        Xa = check_features(X, "X", dtype=np.float32, order=self.dense_order,
-                            training=True, sparse="csc")
-        if not is_sparse_matrix(Xa) and not (Xa.flags.f_contiguous
-                                             or Xa.flags.c_contiguous):
-            Xa = np.asfortranarray(Xa)
-        return Xa
+    def lay_out(self, X):
+        """Training X as ``check_features(X, dtype=np.float32, order=dense_order,
+        sparse="csc", training=True)`` gives it (the estimator calls it, so that its
+        warnings point at the caller of fit), laid out for this method: a dense
+        array in neither C nor Fortran order in Fortran order, else X itself."""
+        if not is_sparse_matrix(X) and not (X.flags.f_contiguous or X.flags.c_contiguous):
+            return np.asfortranarray(X)
+        return X
 
     def take_rows(self, X, rows):
-        """The rows ``rows`` of X laid out by :meth:`check_X` (a hold-out, the rows of
+        """The rows ``rows`` of X laid out by :meth:`lay_out` (a hold-out, the rows of
         weight): a CSC matrix of a sparse X, else a Fortran-order array."""
         if is_sparse_matrix(X):
             return take_rows(X, rows, "csc")
         return np.asfortranarray(X[rows])
 
     def fit_data(self, X, subsample):
-        """The :class:`FitData` of ``X`` (laid out by :meth:`check_X`, or None) for a
+        """The :class:`FitData` of ``X`` (laid out by :meth:`lay_out`, or None) for a
         fit with ``subsample``: sparse X densified unless :attr:`sparse_input`; dense X
         in Fortran order where the grower reads raw values (a search on raw values,
         or out-of-bag rows); the CSC columns of sparse X for the out-of-bag rows."""
