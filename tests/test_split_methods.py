@@ -127,6 +127,18 @@ def test_a_method_on_raw_values_gets_fortran_x_and_densified_sparse_x(registered
     assert seen == [(np.ndarray, True), (np.ndarray, True)]
 
 
+def test_the_training_code_loads_every_finder_module():
+    """A fit imports nothing: the training code loads the finders' modules (a fit
+    under a memory limit must fail with a MemoryError, not an ImportError)."""
+    import sys
+
+    import gbc_core._boosting  # noqa: F401
+
+    for method in _split_methods.METHODS.values():
+        for module in method.modules:
+            assert f"gbc_core.{module}" in sys.modules, module
+
+
 def test_fit_data_lays_x_out_for_the_grower():
     X = np.ascontiguousarray(_data()[0])
     hist, exact = _split_methods.METHODS["hist"], _split_methods.METHODS["exact"]

@@ -27,8 +27,11 @@ from ._ensemble import RAW_SCORE_LIMIT, Ensemble, add_raw_to
 from ._grower import TreeGrower
 from ._predictor import Predictor
 from ._record import FitRecord
-from ._split_methods import method_named
+from ._split_methods import load_modules, method_named
 from ._validation import as_format
+
+
+load_modules()  # the finders' modules, with the training code (not by a fit)
 
 
 class EarlyStopping:

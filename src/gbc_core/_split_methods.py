@@ -22,9 +22,12 @@ finder is its module (a ``SplitFinder`` subclass, in setup.py's module list when
 is compiled) and one :func:`register` call below.
 
 ``_params`` takes the names and the parameter's help from here, and the model-file
-loader imports ``_params``: this module imports NumPy and ``_validation`` only; a
-finder's module (and the binning) is imported when a fit builds its finder.
+loader imports ``_params``: this module imports NumPy and ``_validation`` only; the
+finders' modules (and the binning) are imported with the training code
+(:func:`load_modules`, called by ``_boosting``).
 """
+
+import importlib
 
 import numpy as np
 
@@ -79,6 +82,9 @@ class SplitMethod:
     build : callable
         ``build(X, params) -> SplitFinder`` on X as :meth:`fit_data` leaves it
         (``params``: ``n_threads`` and the method's own parameters).
+    modules : tuple of str
+        The modules of this package that ``build`` imports (its finder's), loaded
+        with the training code (:func:`load_modules`), never by a fit itself.
     partitions_on_bins : bool
         Its finder returns bins from ``partition_bins()``: the grower moves rows on
         them and needs raw X only for out-of-bag rows (``subsample < 1``). False:
@@ -93,11 +99,12 @@ class SplitMethod:
         iteration side by side (one process, unit weights).
     """
 
-    def __init__(self, name, help, build, *, partitions_on_bins, sparse_input,
+    def __init__(self, name, help, build, modules=(), *, partitions_on_bins, sparse_input,
                  distributed, side_by_side):
         self.name = name
         self.help = help
         self.build = build
+        self.modules = tuple(modules)
         self.partitions_on_bins = partitions_on_bins
         self.sparse_input = sparse_input
         self.distributed = distributed
@@ -202,6 +209,15 @@ def check_distributed(name):
             f"{names_phrase(distributed_methods())} only")
 
 
+def load_modules():
+    """Import the finders' modules of every registered method. The training code
+    calls it at its own import, so that a fit imports nothing (a fit under a memory
+    limit fails with a MemoryError, never an ImportError of a module it maps)."""
+    for method in METHODS.values():
+        for module in method.modules:
+            importlib.import_module(f".{module}", __package__)
+
+
 def make_split_finder(X, params):
     """The split finder ``params["split_method"]`` names, built on ``X``."""
     return method_named(params["split_method"]).make_finder(X, params)
@@ -240,9 +256,9 @@ def _histogram_finder(X, params):
 
 
 register(SplitMethod(
-    "exact", "every distinct value, the paper's", _exact_finder,
+    "exact", "every distinct value, the paper's", _exact_finder, ("_exact_splitter",),
     partitions_on_bins=False, sparse_input=False, distributed=False, side_by_side=False))
 register(SplitMethod(
     "hist", "the edges of at most max_bins bins per feature, computed once per fit",
-    _histogram_finder,
+    _histogram_finder, ("_binning", "_histogram_splitter"),
     partitions_on_bins=True, sparse_input=True, distributed=True, side_by_side=True))
