@@ -16,7 +16,7 @@ import pytest
 
 import gbc_core
 from gbc_core import GradientBoostingClassifier
-from gbc_core._boosting import make_split_finder
+from gbc_core._split_methods import make_split_finder
 from gbc_core._common import ROW_STAT_DTYPE
 from gbc_core._grower import TreeGrower
 

@@ -20,7 +20,8 @@ import pytest
 
 import gbc_core
 from gbc_core import GradientBoostingClassifier
-from gbc_core._boosting import BinMapper, make_split_finder
+from gbc_core._binning import BinMapper
+from gbc_core._split_methods import make_split_finder
 from gbc_core._common import ROW_STAT_DTYPE
 from gbc_core._grower import TreeGrower
 from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges

@@ -529,7 +529,7 @@ def test_narrow_levels_sum_the_rows_of_the_one_thread_partition(weighted):
     tasks of blocks and chunks of rows on several threads: each node's sums over its
     own rows (read back as its impurity) are those of the one-thread partition, bit
     for bit, level after level (depth 5: levels of 2, 4, 8 and 16 children)."""
-    from gbc_core._boosting import make_split_finder
+    from gbc_core._split_methods import make_split_finder
 
     rng = np.random.default_rng(8)
     n, d = 230000, 3

@@ -402,10 +402,6 @@ class BinMapper:
             map_to_bins(X, self._packed, self._offsets, self.missing_bin, out, n_threads)
         return out
 
-    def fit_transform(self, X, n_threads=1):
-        """``fit(X, n_threads).transform(X, n_threads)``."""
-        return self.fit(X, n_threads).transform(X, n_threads)
-
     def sketch(self, X):
         """A summary of the rows ``X`` (one partition of the data), for
         ``from_sketches``; the mapper need not be fitted.

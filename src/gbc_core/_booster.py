@@ -12,6 +12,9 @@ Every method taking rows ``X`` takes arrays, DataFrames and scipy.sparse matrice
 scored one at a time, never densified, with the results of the same data dense.
 """
 
+import re
+import textwrap
+
 import numpy as np
 
 from . import _model_io
@@ -22,6 +25,44 @@ from ._record import FitRecord
 from ._validation import align_columns, check_features
 
 
+#: Docstring pieces that the Booster's scoring methods share: a docstring line
+#: ``<<name>>`` stands for the piece ``name`` (which may hold pieces itself),
+#: indented as that line (``_fill_docs``).
+_DOC_PIECES = {
+    "X": (
+        "X : {array-like, sparse matrix} of shape (n_samples, n_features)\n"
+        "    Rows to score (a DataFrame's columns are matched by name when the model has\n"
+        "    feature names); NaN is a missing value."),
+    "n_jobs": (
+        "n_jobs : int, optional\n"
+        "    Threads (None: all cores); the result is the same for any value."),
+    "X_and_n_jobs": "Parameters\n----------\n<<X>>\n<<n_jobs>>",
+    "examples": "Examples\n--------\n<<booster>>",
+    "booster": (
+        ">>> import gbc_core\n"
+        ">>> from gbc_core import GradientBoostingClassifier\n"
+        ">>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]\n"
+        ">>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])\n"
+        ">>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives"),
+}
+
+
+def _fill_docs(cls):
+    """``cls``, its methods' docstrings with each ``<<name>>`` line replaced by
+    ``_DOC_PIECES[name]``."""
+
+    def piece(match):
+        text = re.sub(r"^( *)<<(\w+)>>$", piece, _DOC_PIECES[match.group(2)], flags=re.M)
+        return textwrap.indent(text, match.group(1))
+
+    for value in vars(cls).values():
+        f = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        if callable(f) and f.__doc__ and "<<" in f.__doc__:
+            f.__doc__ = re.sub(r"^( *)<<(\w+)>>$", piece, f.__doc__, flags=re.M)
+    return cls
+
+
+@_fill_docs
 class Booster:
     """A fitted gradient boosting classifier.
 
@@ -176,13 +217,7 @@ class Booster:
         list of ndarray
             Copies, K per iteration for K outputs.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> len(booster.trees())
         5
         """
@@ -196,9 +231,7 @@ class Booster:
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
+        <<X>>
         what : str, default="X"
             How an error names the input.
 
@@ -207,13 +240,7 @@ class Booster:
         array-like
             The columns of the model's features, in the model's order.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.align_columns(X) is X   # no feature names: as is
         True
         """
@@ -238,26 +265,14 @@ class Booster:
     def predict_raw(self, X, *, n_jobs=None):
         """Raw scores F(x) of every output.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_outputs)
             n_outputs is 1 for two classes, the number of classes otherwise.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.predict_raw([[5.0]]).shape
         (1, 1)
         """
@@ -287,20 +302,13 @@ class Booster:
         ----------
         raw : array-like of shape (n_samples, n_outputs) or (n_samples,)
             Raw scores, as :meth:`predict_raw` gives them.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<n_jobs>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.proba_from_raw(booster.predict_raw([[5.0]])).round(3)
         array([[0.298, 0.702]])
         """
@@ -321,13 +329,7 @@ class Booster:
         ndarray of shape (n_samples,)
             Labels of ``classes_``.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.labels_from_raw([[-0.3], [0.0]])
         array([0, 1])
         """
@@ -345,13 +347,7 @@ class Booster:
         -------
         ndarray of intp, shape (n_samples,)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.codes_from_raw([[-0.3], [0.2]]).tolist()
         [0, 1]
         """
@@ -364,25 +360,13 @@ class Booster:
     def decision_function(self, X, *, n_jobs=None):
         """Raw scores F(x), as the estimator's ``decision_function``.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Returns
         -------
         ndarray of shape (n_samples,) for two classes, (n_samples, n_classes) otherwise
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.decision_function([[0.0], [5.0]]).round(3)
         array([-0.857,  0.857])
         """
@@ -391,25 +375,13 @@ class Booster:
     def predict_proba(self, X, *, n_jobs=None):
         """Class probabilities; column i is ``classes_[i]``.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.predict_proba([[5.0]]).round(3)
         array([[0.298, 0.702]])
         """
@@ -418,25 +390,13 @@ class Booster:
     def predict_log_proba(self, X, *, n_jobs=None):
         """Log of :meth:`predict_proba`, computed from F (finite where p underflows).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.predict_log_proba([[5.0]]).round(3)
         array([[-1.211, -0.354]])
         """
@@ -445,25 +405,13 @@ class Booster:
     def predict(self, X, *, n_jobs=None):
         """Predicted labels (see :meth:`labels_from_raw`).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Returns
         -------
         ndarray of shape (n_samples,)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.predict([[0.0], [5.0]])
         array([0, 1])
         """
@@ -472,26 +420,14 @@ class Booster:
     def staged_decision_function(self, X, *, n_jobs=None):
         """F(x) after each iteration.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Yields
         ------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
             The raw scores of the first m iterations, m = 1, 2, ...
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> [round(float(f[0]), 3) for f in booster.staged_decision_function([[5.0]])]
         [0.2, 0.382, 0.55, 0.708, 0.857]
         """
@@ -501,25 +437,13 @@ class Booster:
     def staged_predict_proba(self, X, *, n_jobs=None):
         """The class probabilities after each iteration.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Yields
         ------
         ndarray of shape (n_samples, n_classes)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> len(list(booster.staged_predict_proba([[5.0]])))
         5
         """
@@ -529,25 +453,13 @@ class Booster:
     def staged_predict(self, X, *, n_jobs=None):
         """The predicted labels after each iteration.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Yields
         ------
         ndarray of shape (n_samples,)
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> [int(p[0]) for p in booster.staged_predict([[5.0]])]
         [1, 1, 1, 1, 1]
         """
@@ -558,13 +470,7 @@ class Booster:
         """Feature contributions to :meth:`decision_function` (exact path-dependent
         TreeSHAP, see :meth:`Ensemble.predict_contributions`).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
-        n_jobs : int, optional
-            Threads (None: all cores); the result is the same for any value.
+        <<X_and_n_jobs>>
 
         Returns
         -------
@@ -579,13 +485,7 @@ class Booster:
             With an ``init_estimator``: its raw scores vary by row and belong to no
             feature of the trees, so no expected value is common to the rows.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.predict_contributions([[5.0]]).round(3)
         array([[0.857, 0.   ]])
         """
@@ -604,22 +504,14 @@ class Booster:
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score (a DataFrame's columns are matched by name when the model has
-            feature names); NaN is a missing value.
+        <<X>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_iterations, n_outputs)
             Tree-relative node indices.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> booster.apply([[0.0], [5.0]])[:, 0, 0].tolist()
         [1, 2]
         """
@@ -639,13 +531,7 @@ class Booster:
         sklearn.ensemble.GradientBoostingClassifier
             ``plot_tree``, ``partial_dependence`` and ``shap.TreeExplainer`` work on it.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> import numpy as np
         >>> bool(np.allclose(booster.to_sklearn().predict_proba(X), booster.predict_proba(X)))
         True
@@ -694,13 +580,7 @@ class Booster:
             A booster with an ``init_estimator`` (initial raw scores that vary by row)
             has no complete model file, unless ``without_init_estimator``.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> data, unrepresentable = booster.encode()
         >>> data[:4] == booster.to_bytes()[:4], unrepresentable
         (True, {})
@@ -731,13 +611,7 @@ class Booster:
         bytes
             What :meth:`save` writes; :meth:`from_bytes` reads it.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> gbc_core.from_bytes(booster.to_bytes()).n_estimators_
         5
         """
@@ -759,13 +633,7 @@ class Booster:
         -------
         None
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> import os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "model.gbc")
         >>> booster.save(path)
@@ -792,13 +660,7 @@ class Booster:
         gbc_core.ModelFormatError
             For corrupt or invalid data.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> gbc_core.Booster.from_bytes(booster.to_bytes()).n_estimators_
         5
         """
@@ -823,13 +685,7 @@ class Booster:
         gbc_core.ModelFormatError
             For a corrupt, truncated or crafted file.
 
-        Examples
-        --------
-        >>> import gbc_core
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
-        >>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives
+        <<examples>>
         >>> import io
         >>> gbc_core.Booster.load(io.BytesIO(booster.to_bytes())).n_estimators_
         5

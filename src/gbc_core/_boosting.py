@@ -22,16 +22,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._binning import BinMapper
 from ._common import NODE_DTYPE
 from ._ensemble import RAW_SCORE_LIMIT, Ensemble, add_raw_to
-from ._exact_splitter import ExactSplitFinder
 from ._grower import TreeGrower
-from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges, bin_value_ranges_csc
 from ._loss import loss_name
 from ._predictor import Predictor
 from ._record import FitRecord
-from ._validation import as_format, is_sparse_matrix, sparse_arrays, take_rows
+from ._split_methods import load_modules, method_named
+from ._validation import as_format
+
+
+load_modules()  # the finders' modules, with the training code (not by a fit)
 
 
 class EarlyStopping:
@@ -194,60 +195,26 @@ def iteration_predictor(trees, n_features, learning_rate, n_outputs):
                      n_features, n_outputs)
 
 
-def dense_columns(X):
-    """A float32 CSC matrix (``check_features``) as a Fortran-order float32 array,
-    written one column (feature) at a time from its entries: the dense X of
-    ``split_method="exact"`` (n_samples x n_features x 4 bytes) and nothing more."""
-    out = np.zeros(X.shape, dtype=np.float32, order="F")
-    data, indices, indptr = sparse_arrays(X)
-    for j in range(X.shape[1]):
-        out[indices[indptr[j]:indptr[j + 1]], j] = data[indptr[j]:indptr[j + 1]]
-    return out
-
-
-def make_split_finder(X, params):
-    """The split finder ``params["split_method"]`` names, built on ``X``.
-
-    ``"hist"`` bins X here, once per fit (``BinMapper``, ``params["max_bins"]``
-    bins, seeded: the same data gives the same edges, so a warm start on the same
-    data continues with the first fit's bins); the trees store the bin edges as
-    real thresholds (between the values of two bins), so nothing after the fit sees
-    bins. A sparse X (float32 CSC) is binned column by column from its entries
-    (implicit zeros in the bin of 0.0), never densified; the exact finder takes
-    dense X only.
-    """
-    n_threads = params["n_threads"]
-    if params["split_method"] == "exact":
-        return ExactSplitFinder(np.asfortranarray(X), n_threads)
-    mapper = BinMapper(max_bins=params["max_bins"]).fit(X, n_threads)
-    bins = mapper.transform(X, n_threads)
-    if is_sparse_matrix(X):
-        zero_bin = mapper.transform(np.zeros((1, X.shape[1]), dtype=np.float32))[0]
-        lo, hi = bin_value_ranges_csc(*sparse_arrays(X), bins, np.ascontiguousarray(zero_bin),
-                                      mapper.missing_bin, n_threads)
-    else:
-        lo, hi = bin_value_ranges(X, bins, mapper.missing_bin, n_threads)
-    return HistogramSplitFinder(bins, np.asarray(mapper.n_bins_non_missing, dtype=np.int32),
-                                lo, hi, mapper.missing_bin, n_threads)
-
-
 class Part:
-    """One process's share of a data-parallel fit (``_distributed``), for
-    :func:`boost`.
+    """One process's share of a fit, for :func:`boost`: of a data-parallel fit
+    (``_distributed``), or, with ``reducer`` None, all the rows of a fit in one
+    process (:func:`boost` makes it).
 
     Parameters
     ----------
     finder : SplitFinder
         Built on this process's rows (their bins), with its ``reducer`` set.
-    reducer : callable
-        The grower's ``reducer`` hook (the sums over every process).
+    reducer : callable or None
+        The grower's ``reducer`` hook (the sums over every process); None in one
+        process.
     n_samples : int
         The training rows of every process together (zero weights included): the
         population ``subsample`` draws from.
-    rows : int64 array
+    rows : int64 array or None
         The position of each of this process's rows among those ``n_samples`` rows
         (the concatenated order), so that every process draws the in-bag rows the
-        single-process fit draws. Rows of weight 0 are already left out.
+        single-process fit draws. Rows of weight 0 are already left out. None: the
+        rows are those ``n_samples`` rows.
     previous_raw : float64 array (n_rows, n_outputs) or None
         With ``previous`` and no raw X: the raw scores of the model to continue on
         this process's rows (computed before the raw values were let go).
@@ -259,6 +226,11 @@ class Part:
         self.n_samples = int(n_samples)
         self.rows = rows
         self.previous_raw = previous_raw
+
+    @property
+    def distributed(self):
+        """Whether other processes hold other rows of the fit."""
+        return self.reducer is not None
 
 
 def holdout_sizes(group_sizes, classes, fraction):
@@ -370,6 +342,269 @@ def _grow_side_by_side(grow, n_trees, growers, grower):
     return out
 
 
+class _Trees:
+    """The trees of a fit so far (K per iteration), with the bound of the raw scores
+    they can add to F0 (the Ensemble's rule)."""
+
+    def __init__(self, trees, init_raw, bound, learning_rate, n_outputs, n_features):
+        self.trees = trees
+        self.init_raw = init_raw
+        self.bound = bound
+        self.learning_rate = learning_rate
+        self.n_outputs = n_outputs
+        self.n_features = n_features
+
+    @property
+    def n_iterations(self):
+        return len(self.trees) // self.n_outputs
+
+    def check(self, k, nodes, iteration):
+        """Add tree ``k``'s largest leaf value to the bound of output k; refuse a
+        learning rate whose raw scores could overflow."""
+        lr = self.learning_rate
+        self.bound[k] += lr * float(np.abs(nodes["value"]).max())
+        if not self.bound[k] <= RAW_SCORE_LIMIT:
+            raise ValueError(
+                f"learning_rate={lr!r} is too large for this data: after {iteration + 1} "
+                f"iteration(s) the raw scores F(x) could exceed {RAW_SCORE_LIMIT:.0e} "
+                "and overflow; use a smaller learning_rate")
+
+    def ensemble(self, n_iterations=None):
+        """The Ensemble of the first ``n_iterations`` (default: all)."""
+        n = self.n_iterations if n_iterations is None else n_iterations
+        return Ensemble.from_trees(self.trees[: n * self.n_outputs],
+                                   n_outputs=self.n_outputs, init_raw=self.init_raw,
+                                   learning_rate=self.learning_rate,
+                                   n_features=self.n_features)
+
+
+class _Validation:
+    """The raw scores of the validation rows, and their loss after each iteration
+    (``record.validation_score``)."""
+
+    def __init__(self, eval_set, loss, trees, val_scores, previous, record, n_threads):
+        self.X, self.y, self.w = eval_set
+        self.loss = loss
+        self.trees = trees
+        self.n_threads = n_threads
+        self.raw = np.empty((self.X.shape[0], loss.n_outputs))
+        self.raw[:] = trees.init_raw if val_scores is None else val_scores
+        record.validation_score = []
+        for m in range(trees.n_iterations):
+            # The validation loss of each iteration already fitted, on these rows (the
+            # same additions as in a single fit): early stopping resumes its state.
+            if self.X.shape[0]:
+                previous.add_raw(self.X, self.raw, m, m + 1, n_threads)
+            self._record(record)
+
+    def _record(self, record):
+        record.validation_score.append(
+            self.loss.score_factor * self.loss.loss(self.y, self.raw, self.w))
+
+    def add(self, new_trees, record):
+        """Add one iteration's trees to the scores; record the loss."""
+        if self.X.shape[0]:
+            t = self.trees
+            add_raw_to(iteration_predictor(new_trees, t.n_features, t.learning_rate,
+                                           t.n_outputs),
+                       self.X, self.raw, 0, 1, self.n_threads)
+        self._record(record)
+
+
+def _by_row(init_scores):
+    """(training rows, validation rows) of :func:`boost`'s ``init_scores`` that vary
+    by row; (None, None) for a constant F0 or none."""
+    if init_scores is not None and not isinstance(init_scores, np.ndarray):
+        return init_scores
+    return None, None
+
+
+def _one_process(X, y, sample_weight, init_scores, method, params):
+    """The :class:`Part` of a fit in one process, X as its grower reads it
+    (``FitData``), and the rows of positive weight of y, the weights and
+    ``init_scores``.
+
+    Rows of zero weight take no part in a fit (scikit-learn's trees leave them out):
+    no threshold is chosen from them, no sample count (min_samples_leaf,
+    min_samples_split, n_node_samples) counts them, and they add nothing to a leaf
+    value or a loss. The fit runs on the other rows alone; only the in-bag draw of
+    ``subsample`` is made among all rows, as scikit-learn's (and the fractions of
+    min_samples_* were resolved on all rows, as there). Without such rows (unit
+    weights included) nothing is copied."""
+    n_samples = X.shape[0]
+    kept = None
+    if sample_weight is not None and not (sample_weight > 0).all():
+        kept = np.flatnonzero(sample_weight > 0)
+        X = method.take_rows(X, kept)
+        y = y[kept]
+        sample_weight = np.ascontiguousarray(sample_weight[kept])
+        row_scores, val_scores = _by_row(init_scores)
+        if row_scores is not None:
+            init_scores = (row_scores[kept], val_scores)
+    data = method.fit_data(X, params["subsample"])
+    part = Part(method.make_finder(data.X, params), None, n_samples, kept)
+    return part, data, y, sample_weight, init_scores
+
+
+def _growers(data, part, method, params, n_outputs, parallel_outputs):
+    """The tree grower of a fit, and the one-thread growers that grow the K trees of
+    an iteration side by side (none where they do not).
+
+    K classes on several threads: the K trees of an iteration are independent (tree
+    k fits the residuals of class k at the start of the iteration and changes only
+    the raw scores of class k), so each of ``n_threads`` one-thread growers grows
+    whole trees, side by side; the trees left over (K mod n_threads) are grown one
+    after another on every thread. A tree is the same on any number of threads, so
+    the model is too. Where the loss's fit state says its outputs are independent
+    (``parallel_outputs``: it shares no buffer between them, as the weighted
+    multinomial state's row statistics are shared), for methods whose finder has
+    one-thread copies, in one process only (a distributed fit reduces its steps in
+    one order on every process)."""
+    n_threads = params["n_threads"]
+
+    def new_grower(finder, n_threads):
+        grower = TreeGrower(
+            data.grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
+            params["min_samples_split"], params["min_samples_leaf"],
+            params["min_weight_leaf"], params["max_features"], n_threads,
+            columns=data.columns, criterion=params["criterion"],
+            min_impurity_decrease=params["min_impurity_decrease"],
+            ccp_alpha=params["ccp_alpha"],
+            max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
+        )
+        if part.reducer is not None:
+            grower.reducer = part.reducer
+        return grower
+
+    side_by_side = (not part.distributed and n_outputs > 1 and n_threads > 1
+                    and parallel_outputs and method.side_by_side)
+    class_growers = ([new_grower(part.finder.with_threads(1), 1)
+                      for _ in range(min(n_threads, n_outputs))] if side_by_side else [])
+    return new_grower(part.finder, n_threads), class_growers
+
+
+def _start(loss, y, sample_weight, params, previous, part, data, init_scores):
+    """(trees, record, raw): the trees to add to (a warm start's, or none from F0),
+    the fit's record, and the raw scores of the training rows (F0, or the previous
+    model's). ``init_scores`` as :func:`boost`'s (with the training rows' scores of
+    positive weight)."""
+    n_rows, n_outputs = part.finder.n_samples, loss.n_outputs
+    row_scores = _by_row(init_scores)[0]
+    lr, n_features = params["learning_rate"], part.finder.n_features
+    if previous is not None:
+        ensemble, old = previous
+        raw = np.empty((n_rows, n_outputs))
+        if part.previous_raw is not None:
+            raw[:] = part.previous_raw
+        else:
+            raw[:] = ensemble.init_raw if row_scores is None else row_scores
+            ensemble.add_raw(as_format(data.X, "csr") if data.sparse
+                             else np.ascontiguousarray(data.X),
+                             raw, 0, ensemble.n_iterations, params["n_threads"])
+        # (A model read from a file without its training record: NaN, unknown.)
+        train_score = ([np.nan] * ensemble.n_iterations if old.train_score is None
+                       else old.train_score)
+        record = FitRecord(train_score, None, old.oob_scores, old.oob_improvement)
+        trees = _Trees(ensemble.trees(), ensemble.init_raw, ensemble.raw_bound(), lr,
+                       n_outputs, n_features)
+        return trees, record, raw
+    if row_scores is not None:
+        init_raw = np.zeros(n_outputs)
+    elif init_scores is not None:
+        init_raw = np.array(init_scores, dtype=np.float64)
+    else:
+        init_raw = loss.initial_raw(y, sample_weight, params["init"])
+    if row_scores is None:
+        # F0 of every row, without an array of them: the state makes its own.
+        raw = np.broadcast_to(init_raw, (n_rows, n_outputs))
+    else:
+        raw = np.empty((n_rows, n_outputs))
+        raw[:] = row_scores
+    # The raw-score bound of the trees (the Ensemble's rule), from F0.
+    trees = _Trees([], init_raw, np.abs(init_raw), lr, n_outputs, n_features)
+    return trees, FitRecord(), raw
+
+
+def _draw(seed, m, params, part, n_features, n_outputs):
+    """Iteration m's in-bag mask of this process's rows (None without ``subsample``)
+    and the feature-draw seed of each of its K trees, from the stream (seed, m)."""
+    n_samples = part.n_samples
+    # (Nothing to draw without subsampling and feature draws: no stream.)
+    draws = params["subsample"] < 1.0 or params["max_features"] < n_features
+    rng = np.random.default_rng([seed, m]) if draws else None
+    mask = None
+    if params["subsample"] < 1.0:
+        n_inbag = max(1, int(params["subsample"] * n_samples))
+        mask = np.zeros(n_samples, dtype=np.uint8)
+        mask[rng.choice(n_samples, n_inbag, replace=False)] = 1
+        if part.rows is not None:
+            mask = np.ascontiguousarray(mask[part.rows])
+    tree_seeds = [int(rng.integers(0, 2**63 - 1)) if params["max_features"] < n_features
+                  else 0 for _ in range(n_outputs)]
+    return mask, tree_seeds
+
+
+def _record_oob(record, state, mask, m, oob_before, factor):
+    """The out-of-bag loss of iteration m and its improvement."""
+    if record.oob_scores is None:
+        # The iterations fitted without subsampling (a warm start switched it on):
+        # 0, as scikit-learn writes.
+        record.oob_scores = [0.0] * m
+        record.oob_improvement = [0.0] * m
+    oob = factor * state.held_out_loss(mask == 0)
+    before = record.oob_scores[-1] if oob_before is None else oob_before
+    record.oob_scores.append(oob)
+    record.oob_improvement.append(before - oob)
+
+
+def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
+    """Grow iteration m's K trees (``growers``: the grower and the side-by-side
+    ones), update the scores by them, and record the training and out-of-bag losses.
+    Returns the trees' nodes."""
+    grower, class_growers = growers
+    oob_before = None
+    if mask is not None and not (record.oob_scores and m > 0):
+        oob_before = factor * state.held_out_loss(mask == 0)
+
+    def grow(k, tree_grower):
+        row_stats, residual = state.tree_target(k)
+        tree_grower.grow(row_stats, residual, mask, tree_seeds[k])
+        nodes = tree_grower.nodes_array()
+        # The update runs on the grower's threads (one for a tree grown side by
+        # side with other classes' trees: its state is not shared then).
+        state.update(k, nodes, tree_grower.node_of_row, mask, trees.learning_rate,
+                     tree_grower.n_threads)
+        return nodes
+
+    if class_growers:
+        new_trees = _grow_side_by_side(grow, trees.n_outputs, class_growers, grower)
+        for k, nodes in enumerate(new_trees):
+            trees.check(k, nodes, m)
+    else:
+        new_trees = []
+        for k in range(trees.n_outputs):
+            new_trees.append(grow(k, grower))
+            trees.check(k, new_trees[k], m)
+    trees.trees.extend(new_trees)
+    record.train_score.append(factor * state.finish_iteration(mask))
+    if mask is not None:
+        _record_oob(record, state, mask, m, oob_before, factor)
+    return new_trees
+
+
+def _kept(trees, record):
+    """The Ensemble and record of the iterations kept: all, or up to the best
+    (early stopping)."""
+    n_kept = trees.n_iterations
+    if record.best_iteration is not None:
+        n_kept = record.best_iteration
+    record.train_score = record.train_score[:n_kept]
+    if record.oob_scores is not None:
+        record.oob_scores = record.oob_scores[:n_kept]
+        record.oob_improvement = record.oob_improvement[:n_kept]
+    return trees.ensemble(n_kept), record
+
+
 def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
           callbacks=(), init_scores=None, part=None):
     """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
@@ -377,18 +612,17 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     Parameters
     ----------
     X : float32 array (n_samples, n_features), a float32 CSC matrix, or None
-        Fortran order, or C order with ``params["split_method"] == "hist"`` (binned
-        as it is; the exact search and out-of-bag routing take a Fortran copy).
-        Sparse X (``check_features(..., sparse="csc")``): ``split_method="hist"``
-        bins its columns without densifying them (and routes out-of-bag rows on
-        them); ``"exact"`` densifies it first (``dense_columns``: n_samples x
+        Laid out by the split method's ``lay_out`` (``_split_methods``), which also
+        lays it out for the finder and the grower (``fit_data``). Sparse X: a method
+        with sparse input bins its columns without densifying them (and routes
+        out-of-bag rows on them); another densifies it first (n_samples x
         n_features float32, one column at a time). The model is the one of the
         same data dense, bit for bit. None: a process of a distributed fit without
         ``subsample`` (``part``), which keeps its rows' bins only.
     y : int array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
-        Rows of weight 0 take no part in the fit (see below).
+        Rows of weight 0 take no part in the fit (:func:`_one_process`).
     loss : Loss
     params : dict
         Resolved hyper-parameters (``_params.resolve``).
@@ -410,211 +644,45 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         n_outputs), validation rows (n_val, n_outputs) or None) of scores that vary
         by row (an init estimator's; the ensemble's F0 is then 0, and with
         ``previous`` the trees are added to them).
+    part : Part, optional
+        This process's share of a distributed fit (its finder, rows and reducer);
+        None: a fit in one process.
 
     Returns
     -------
     ensemble : Ensemble
     record : FitRecord
     """
+    method = method_named(params["split_method"])
     if part is None:
-        n_samples, n_features = X.shape
+        part, data, y, sample_weight, init_scores = _one_process(
+            X, y, sample_weight, init_scores, method, params)
     else:
-        n_samples, n_features = part.n_samples, part.finder.n_features
-    # Rows of zero weight take no part in a fit (scikit-learn's trees leave them out):
-    # no threshold is chosen from them, no sample count (min_samples_leaf,
-    # min_samples_split, n_node_samples) counts them, and they add nothing to a leaf
-    # value or a loss. The fit runs on the other rows alone; only the in-bag draw of
-    # ``subsample`` is made among all rows, as scikit-learn's (and the fractions of
-    # min_samples_* were resolved on all rows, as there). Without such rows (unit
-    # weights included) nothing is copied.
-    n_outputs = loss.n_outputs
-    factor = loss.score_factor
-    row_scores = val_scores = None
-    if init_scores is not None and not isinstance(init_scores, np.ndarray):
-        row_scores, val_scores = init_scores
-    sparse = is_sparse_matrix(X)
-    if sparse and params["split_method"] == "exact":
-        X, sparse = dense_columns(X), False
-    kept = None if part is None else part.rows
-    if part is None and sample_weight is not None and not (sample_weight > 0).all():
-        kept = np.flatnonzero(sample_weight > 0)
-        X = take_rows(X, kept, "csc") if sparse else np.asfortranarray(X[kept])
-        y = y[kept]
-        sample_weight = np.ascontiguousarray(sample_weight[kept])
-        if row_scores is not None:
-            row_scores = row_scores[kept]
-    n_threads = params["n_threads"]
-    lr = params["learning_rate"]
-    # The grower partitions on raw X (Fortran order) for the exact search, on the
-    # bins for the histogram search, which needs X only to route out-of-bag rows.
-    # A sparse X (hist only) routes out-of-bag rows on its CSC columns.
-    dense = X is not None and not sparse
-    grower_X = X if dense else None
-    if dense and (params["split_method"] == "exact" or params["subsample"] < 1.0):
-        grower_X = X = np.asfortranarray(X)
-    elif dense and not X.flags.f_contiguous:
-        grower_X = None
-    finder = make_split_finder(X, params) if part is None else part.finder
-    n_rows = finder.n_samples
-
-    def new_grower(finder, n_threads):
-        return TreeGrower(
-            grower_X, finder, -1 if params["max_depth"] is None else params["max_depth"],
-            params["min_samples_split"], params["min_samples_leaf"],
-            params["min_weight_leaf"], params["max_features"], n_threads,
-            columns=sparse_arrays(X) if sparse else None, criterion=params["criterion"],
-            min_impurity_decrease=params["min_impurity_decrease"],
-            ccp_alpha=params["ccp_alpha"],
-            max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
-        )
-
-    grower = new_grower(finder, n_threads)
-    if part is not None:
-        grower.reducer = part.reducer
-    if previous is not None:
-        ensemble, old = previous
-        init_raw = ensemble.init_raw
-        raw = np.empty((n_rows, n_outputs))
-        if part is not None and part.previous_raw is not None:
-            raw[:] = part.previous_raw
-        else:
-            raw[:] = init_raw if row_scores is None else row_scores
-            ensemble.add_raw(as_format(X, "csr") if sparse else np.ascontiguousarray(X),
-                             raw, 0, ensemble.n_iterations, n_threads)
-        trees = ensemble.trees()
-        bound = ensemble.raw_bound()
-        # (A model read from a file without its training record: NaN, unknown.)
-        train_score = ([np.nan] * ensemble.n_iterations if old.train_score is None
-                       else old.train_score)
-        record = FitRecord(train_score, None, old.oob_scores, old.oob_improvement)
-    else:
-        ensemble = None
-        if row_scores is not None:
-            init_raw = np.zeros(n_outputs)
-        elif init_scores is not None:
-            init_raw = np.array(init_scores, dtype=np.float64)
-        else:
-            init_raw = loss.initial_raw(y, sample_weight, params["init"])
-        if row_scores is None:
-            # F0 of every row, without an array of them: the state makes its own.
-            raw = np.broadcast_to(init_raw, (n_rows, n_outputs))
-        else:
-            raw = np.empty((n_rows, n_outputs))
-            raw[:] = row_scores
-        trees = []
-        # The raw-score bound of the trees (the Ensemble's rule), from F0.
-        bound = np.abs(init_raw)
-        record = FitRecord()
-    state = loss.start(y, sample_weight, raw, n_threads)
+        data = method.fit_data(X, params["subsample"])
+    trees, record, raw = _start(loss, y, sample_weight, params, previous, part, data,
+                                init_scores)
+    state = loss.start(y, sample_weight, raw, params["n_threads"])
     del raw  # the state holds its own copy
-    # Several outputs on several threads, where the loss's state says the trees of an
-    # iteration are independent (``parallel_outputs``: each fits its output's
-    # residuals of the start of the iteration, changes only its output's raw scores
-    # and shares no buffer with the others): each of ``n_threads`` one-thread growers
-    # grows whole trees, side by side; the trees left over (K mod n_threads) are
-    # grown one after another on every thread. A tree is the same on any number of
-    # threads, so the model is too. Hist fits in one process only (a distributed fit
-    # reduces its steps in one order on every process).
-    class_growers = []
-    if (part is None and n_outputs > 1 and n_threads > 1
-            and getattr(state, "parallel_outputs", False)
-            and isinstance(finder, HistogramSplitFinder)):
-        class_growers = [new_grower(finder.with_threads(1), 1)
-                         for _ in range(min(n_threads, n_outputs))]
-    n_done = len(trees) // n_outputs
-
-    raw_val = None
+    growers = _growers(data, part, method, params, loss.n_outputs,
+                       getattr(state, "parallel_outputs", False))
+    validation = None
     if eval_set is not None:
-        X_val, y_val, w_val = eval_set
-        raw_val = np.empty((X_val.shape[0], n_outputs))
-        raw_val[:] = init_raw if val_scores is None else val_scores
-        record.validation_score = []
-        for m in range(n_done):
-            # The validation loss of each iteration already fitted, on these rows (the
-            # same additions as in a single fit): early stopping resumes its state.
-            if X_val.shape[0]:
-                ensemble.add_raw(X_val, raw_val, m, m + 1, n_threads)
-            record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
-
-    def current():
-        return Ensemble.from_trees(trees, n_outputs=n_outputs, init_raw=init_raw,
-                                   learning_rate=lr, n_features=n_features)
-
+        validation = _Validation(eval_set, loss, trees, _by_row(init_scores)[1],
+                                 None if previous is None else previous[0], record,
+                                 params["n_threads"])
     stop = False
     for callback in callbacks:
         stop = callback.start(record) or stop
-    n_inbag = max(1, int(params["subsample"] * n_samples))
-    for m in range(n_done, params["n_estimators"]):
+    for m in range(trees.n_iterations, params["n_estimators"]):
         if stop:
             break
-        # (Nothing to draw without subsampling and feature draws: no stream.)
-        draws = params["subsample"] < 1.0 or params["max_features"] < n_features
-        rng = np.random.default_rng([seed, m]) if draws else None
-        mask = None
-        if params["subsample"] < 1.0:
-            mask = np.zeros(n_samples, dtype=np.uint8)
-            mask[rng.choice(n_samples, n_inbag, replace=False)] = 1
-            if kept is not None:
-                mask = np.ascontiguousarray(mask[kept])
-        tree_seeds = [int(rng.integers(0, 2**63 - 1)) if params["max_features"] < n_features
-                      else 0 for _ in range(n_outputs)]
-        oob_before = None
-        if mask is not None and not (record.oob_scores and m > 0):
-            oob_before = factor * state.held_out_loss(mask == 0)
-        def grow(k, tree_grower):
-            row_stats, residual = state.tree_target(k)
-            tree_grower.grow(row_stats, residual, mask, tree_seeds[k])
-            nodes = tree_grower.nodes_array()
-            # The update runs on the grower's threads (one for a tree grown side by
-            # side with other classes' trees: its state is not shared then).
-            state.update(k, nodes, tree_grower.node_of_row, mask, lr,
-                         tree_grower.n_threads)
-            return nodes
-
-        new_trees = []
-        if class_growers:
-            new_trees = _grow_side_by_side(grow, n_outputs, class_growers, grower)
-        for k in range(n_outputs):
-            if class_growers:
-                nodes = new_trees[k]
-            else:
-                nodes = grow(k, grower)
-                new_trees.append(nodes)
-            bound[k] += lr * float(np.abs(nodes["value"]).max())
-            if not bound[k] <= RAW_SCORE_LIMIT:
-                raise ValueError(
-                    f"learning_rate={lr!r} is too large for this data: after {m + 1} "
-                    f"iteration(s) the raw scores F(x) could exceed {RAW_SCORE_LIMIT:.0e} "
-                    "and overflow; use a smaller learning_rate")
-        trees.extend(new_trees)
-        record.train_score.append(factor * state.finish_iteration(mask))
-        if mask is not None:
-            if record.oob_scores is None:
-                # The iterations fitted without subsampling (a warm start switched it
-                # on): 0, as scikit-learn writes.
-                record.oob_scores = [0.0] * m
-                record.oob_improvement = [0.0] * m
-            oob = factor * state.held_out_loss(mask == 0)
-            before = record.oob_scores[-1] if oob_before is None else oob_before
-            record.oob_scores.append(oob)
-            record.oob_improvement.append(before - oob)
-        if raw_val is not None:
-            if X_val.shape[0]:
-                add_raw_to(iteration_predictor(new_trees, n_features, lr, n_outputs),
-                           X_val, raw_val, 0, 1, n_threads)
-            record.validation_score.append(factor * loss.loss(y_val, raw_val, w_val))
+        mask, tree_seeds = _draw(seed, m, params, part, trees.n_features, loss.n_outputs)
+        new_trees = _iteration(m, state, growers, trees, record, mask, tree_seeds,
+                               loss.score_factor)
+        if validation is not None:
+            validation.add(new_trees, record)
         for callback in callbacks:
-            stop = callback.after_iteration(m, record, current) or stop
+            stop = callback.after_iteration(m, record, trees.ensemble) or stop
     for callback in callbacks:
         callback.finish(record)
-    n_kept = len(trees) // n_outputs
-    if record.best_iteration is not None:
-        n_kept = record.best_iteration
-    record.train_score = record.train_score[:n_kept]
-    if record.oob_scores is not None:
-        record.oob_scores = record.oob_scores[:n_kept]
-        record.oob_improvement = record.oob_improvement[:n_kept]
-    ensemble = Ensemble.from_trees(trees[: n_kept * n_outputs], n_outputs=n_outputs,
-                                   init_raw=init_raw, learning_rate=lr,
-                                   n_features=n_features)
-    return ensemble, record
+    return _kept(trees, record)

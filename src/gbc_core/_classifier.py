@@ -23,8 +23,9 @@ from ._booster import Booster
 from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
                         warm_start_from)
 from ._loss import loss_for
-from ._params import DEFAULTS, check_params, resolve
+from ._params import DEFAULTS, check_params, resolve, seed_from
 from ._record import FitRecord
+from ._split_methods import method_named
 from ._validation import (
     align_columns,
     check_features,
@@ -38,18 +39,6 @@ from ._validation import (
     scale_weights,
     take_rows,
 )
-
-
-def _seed_from(random_state):
-    """A 64-bit seed from a checked ``random_state`` (None, int, RandomState or
-    Generator)."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    return int(random_state)
 
 
 def _fitted_attribute(name, doc):
@@ -380,27 +369,18 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """
         params = check_params(self.get_params(deep=False))
         names = feature_names_of(X)
-        # The exact search sorts float32 columns (Fortran order). The histogram search
-        # bins X as it is given when it is float32 in C or Fortran order (no copy: the
-        # fit then holds X once, plus one byte per value for the bins), and a sparse
-        # X as CSC columns.
-        hist = params["split_method"] != "exact"
-        Xa = check_features(X, "X", dtype=np.float32, order="K" if hist else "F",
-                            training=True, sparse="csc")
-        sparse = is_sparse_matrix(Xa)
-        if not sparse and not (Xa.flags.f_contiguous or Xa.flags.c_contiguous):
-            Xa = np.asfortranarray(Xa)
+        # X laid out once, for its split method (_split_methods.SplitMethod.dense_order).
+        method = method_named(params["split_method"])
+        Xa = method.lay_out(check_features(X, "X", dtype=np.float32, order=method.dense_order,
+                                           training=True, sparse="csc"))
         n_samples, n_features = Xa.shape
         # int32 codes: the fit's state shares them (4 bytes per row, not 8 + 8).
         classes, codes = check_target(y, n_samples)
         _model_io.check_labels(classes)
         loss = loss_for(classes.size, params["loss"], params["leaf_solver"])
-        w = check_sample_weight(sample_weight, n_samples)
+        w, class_factors = _weights(sample_weight, params["class_weight"], classes, codes)
         # scikit-learn fits an init estimator with weights when any are given.
         weighted = sample_weight is not None or params["class_weight"] is not None
-        _check_weighted_classes(codes, classes, w, "sample_weight")
-        w, class_factors = _class_weights(params["class_weight"], classes, codes, w)
-        _check_weighted_classes(codes, classes, w, "class_weight")
 
         previous = None
         if params["warm_start"] and self.__sklearn_is_fitted__():
@@ -411,34 +391,15 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             self.__dict__.pop("booster_", None)
             self.__dict__.pop("_seed", None)
 
-        # One seed per model: a warm start goes on with the seed of the first fit, and
-        # each iteration draws from its own stream (seed, iteration), so adding trees
-        # later gives the trees a single fit would have grown. An integer random_state
-        # is the seed; any other is drawn from once and the seed kept.
-        seed = self.__dict__.get("_seed")
-        if seed is None:
-            seed = _seed_from(params["random_state"])
-            if not isinstance(params["random_state"], numbers.Integral):
-                self._seed = seed
-
+        seed = self._model_seed(params["random_state"])
         eval_data = None
         if eval_set is not None:
             eval_data = _check_eval_set(eval_set, names, classes, n_features, class_factors)
         elif params["n_iter_no_change"] is not None:
-            train_idx, val_idx = _stratified_split(codes, classes,
-                                                   params["validation_fraction"],
-                                                   np.random.default_rng(seed),
-                                                   None if w is None else w > 0)
-            eval_data = (take_rows(Xa, val_idx, "csr") if sparse
-                         else np.ascontiguousarray(Xa[val_idx]), codes[val_idx],
-                         None if w is None else w[val_idx])
-            Xa = take_rows(Xa, train_idx, "csc") if sparse else np.asfortranarray(Xa[train_idx])
-            codes = codes[train_idx]
-            w = None if w is None else np.ascontiguousarray(w[train_idx])
-        if previous is not None:
-            init_estimator = self.booster_.init_estimator
-        else:
-            init_estimator = _fit_init(params["init"], Xa, codes, w, weighted)
+            Xa, codes, w, eval_data = _hold_out(method, Xa, codes, w, classes,
+                                                params["validation_fraction"], seed)
+        init_estimator = (self.booster_.init_estimator if previous is not None
+                          else _fit_init(params["init"], Xa, codes, w, weighted))
         init_scores = _init_scores(init_estimator, loss, Xa, eval_data, classes.size)
         if init_estimator is not None and not isinstance(init_scores, tuple):
             init_estimator = None  # constant scores: stored as F0, the model is complete
@@ -447,12 +408,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         w = scale_weights(w)
         resolved = resolve(params, Xa.shape[0], n_features,
                            float(Xa.shape[0]) if w is None else _leaves.weight_total(w))
-        callbacks = []
-        if params["n_iter_no_change"] is not None and eval_data is not None:
-            callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
-        if params["verbose"]:
-            callbacks.append(Log(params["verbose"], params["n_estimators"],
-                                 params["subsample"]))
+        callbacks = _callbacks(params, eval_data is not None)
 
         def booster_of(ensemble, record):
             return Booster(ensemble, classes, feature_names=names,
@@ -478,6 +434,19 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             raise
         self.booster_ = booster_of(ensemble, record)
         return self
+
+    def _model_seed(self, random_state):
+        """The seed of the model being fitted. One seed per model: a warm start goes
+        on with the seed of the first fit, and each iteration draws from its own
+        stream (seed, iteration), so adding trees later gives the trees a single fit
+        would have grown. An integer random_state is the seed; any other is drawn
+        from once and the seed kept."""
+        seed = self.__dict__.get("_seed")
+        if seed is None:
+            seed = seed_from(random_state)
+            if not isinstance(random_state, numbers.Integral):
+                self._seed = seed
+        return seed
 
     # ----------------------------------------------------------------- predict
     def __sklearn_is_fitted__(self):
@@ -1183,3 +1152,41 @@ def _stratified_split(codes, classes, fraction, rng, weighted=None):
     mask = np.ones(codes.shape[0], dtype=bool)
     mask[val_idx] = False
     return np.flatnonzero(mask), val_idx
+
+
+def _hold_out(method, X, codes, w, classes, fraction, seed):
+    """The early-stopping split of the training rows: (X, codes, w) of the rows
+    that train (X laid out by the split ``method``) and the validation rows (X_val
+    in C order or CSR, codes, weights or None), ``fraction`` of each class held out
+    (``_stratified_split``, drawn from ``seed``)."""
+    train_idx, val_idx = _stratified_split(codes, classes, fraction,
+                                           np.random.default_rng(seed),
+                                           None if w is None else w > 0)
+    eval_data = (take_rows(X, val_idx, "csr") if is_sparse_matrix(X)
+                 else np.ascontiguousarray(X[val_idx]), codes[val_idx],
+                 None if w is None else w[val_idx])
+    w = None if w is None else np.ascontiguousarray(w[train_idx])
+    return method.take_rows(X, train_idx), codes[train_idx], w, eval_data
+
+
+def _weights(sample_weight, class_weight, classes, codes):
+    """(the training weights or None, the class factors of ``class_weight``): the
+    sample weights checked, times the class weights, each checked to leave two
+    classes weight."""
+    w = check_sample_weight(sample_weight, codes.shape[0])
+    _check_weighted_classes(codes, classes, w, "sample_weight")
+    w, class_factors = _class_weights(class_weight, classes, codes, w)
+    _check_weighted_classes(codes, classes, w, "class_weight")
+    return w, class_factors
+
+
+def _callbacks(params, validated):
+    """The fit's callbacks of ``params``: early stopping (with validation rows) and
+    the progress report."""
+    callbacks = []
+    if params["n_iter_no_change"] is not None and validated:
+        callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
+    if params["verbose"]:
+        callbacks.append(Log(params["verbose"], params["n_estimators"],
+                             params["subsample"]))
+    return callbacks

@@ -587,12 +587,14 @@ def _run_train_dask(args, fmt, out):
     except ImportError:
         raise ImportError('--dask needs dask.distributed: pip install "dask[distributed]" '
                           '(the dask extra, pip install ".[dask]" from a checkout)') from None
+    from ._split_methods import distributed_methods, is_distributed
     from .dask import DaskGradientBoostingClassifier
 
     params = _estimator_params(args)
-    if params["split_method"] != "hist":
-        raise DataError("--dask trains with --split-method hist (the distributed fit "
-                        "sums histograms over the workers)")
+    if not is_distributed(params["split_method"]):
+        raise DataError("--dask trains with --split-method "
+                        f"{' or '.join(m.name for m in distributed_methods())} (the "
+                        "distributed fit sums histograms over the workers)")
     if args.n_features is not None:
         raise DataError("--n-features applies to LIBSVM data only")
     X, y, names = _dask_frame(args, args.data, fmt)

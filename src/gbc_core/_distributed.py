@@ -32,6 +32,7 @@ from ._boosting import (EarlyStopping, Part, boost, holdout_draw, holdout_sizes,
 from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 from ._loss import loss_for
 from ._loss_state import reduced_mean, weight_of
+from ._split_methods import check_distributed
 
 #: The parameters a distributed fit trains with any of their values; every other
 #: parameter of ``_params.PARAMS`` must keep its default there (a new parameter is
@@ -47,8 +48,6 @@ SUPPORTED_PARAMS = frozenset((
 #: The values of supported parameters a distributed fit does not train, and why (its
 #: error message).
 UNSUPPORTED_VALUES = {
-    "split_method": ("exact", "the distributed fit reduces histograms: it trains "
-                     "split_method='hist' only"),
     "init": ("an estimator", "scikit-learn fits an init estimator on the training "
              "rows, which stay on the workers (fitting it on a sample or on one "
              "worker's rows would be another model); use init='zero' or 'prior', or "
@@ -72,7 +71,8 @@ def _is_default(value, default):
 def check_supported(params):
     """Refuse, naming the parameter and why, what a distributed fit does not train:
     a parameter not in :data:`SUPPORTED_PARAMS` set away from its default, and the
-    values of :data:`UNSUPPORTED_VALUES`."""
+    values of :data:`UNSUPPORTED_VALUES` and the split methods it does not train
+    (``_split_methods``)."""
     from ._params import DEFAULTS
 
     for name, value in params.items():
@@ -81,9 +81,8 @@ def check_supported(params):
             if not _is_default(value, default):
                 raise ValueError(f"{name}={value!r} is not supported by the distributed "
                                  f"fit (only its default, {default!r})")
-    if params.get("split_method", "hist") != "hist":
-        raise ValueError(f"split_method={params['split_method']!r} is not supported by "
-                         f"the distributed fit: {UNSUPPORTED_VALUES['split_method'][1]}")
+    if "split_method" in params:
+        check_distributed(params["split_method"])  # the methods' own rule
     init = params.get("init")
     if not (init is None or isinstance(init, str)):
         raise ValueError(f"init={type(init).__name__}(...): an init estimator is not "

@@ -171,9 +171,9 @@ def fit_local(X, y, sample_weight=None, eval_set=None, *, n_processes=2, cuts=No
     ``n_processes`` local processes: the rows cut into partitions at ``cuts``
     (default: one per process), partition i held by rank i % n_processes, the
     ``eval_set`` rows by rank 0. Returns the fitted GradientBoostingClassifier."""
-    from ._classifier import GradientBoostingClassifier, _seed_from
+    from ._classifier import GradientBoostingClassifier
     from ._distributed import check_supported
-    from ._params import check_params
+    from ._params import check_params, seed_from as _seed_from
 
     model_params = GradientBoostingClassifier(split_method="hist", **params).get_params()
     checked = check_params(model_params)

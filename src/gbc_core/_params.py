@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from . import _openmp
+from . import _openmp, _split_methods
 
 
 # ------------------------------------------------------------------------ rules
@@ -94,6 +94,20 @@ class Options(Rule):
 
     def describe(self):
         return " or ".join(repr(v) for v in self.values)
+
+
+class Registered(Rule):
+    """One of the names of a registry (a dict), read at each check: a name
+    registered after import is accepted too."""
+
+    def __init__(self, registry):
+        self.registry = registry
+
+    def accepts(self, value):
+        return isinstance(value, str) and value in self.registry
+
+    def describe(self):
+        return " or ".join(repr(v) for v in self.registry)
 
 
 class NoneValue(Rule):
@@ -272,9 +286,8 @@ PARAMS = (
     Param("n_jobs", None, [NONE, ThreadCount()],
           "threads (None: all cores or OMP_NUM_THREADS; negative: counted back from "
           "the number of CPUs); results are identical for any value"),
-    Param("split_method", "exact", [Options("exact", "hist")],
-          "split search: 'exact' (every distinct value, the paper's) or 'hist' (the "
-          "edges of at most max_bins bins per feature, computed once per fit)"),
+    Param("split_method", "exact", [Registered(_split_methods.METHODS)],
+          _split_methods.help_text()),
     Param("criterion", "friedman_mse", [Options("friedman_mse", "squared_error")],
           "proxy the splits of a node are ranked by: 'friedman_mse' (Friedman's "
           "improvement) or 'squared_error' (scikit-learn's MSE proxy); equal rankings "
@@ -316,6 +329,18 @@ def check_params(params):
             raise ValueError(f"unknown parameter {name!r}; known: {', '.join(sorted(BY_NAME))}")
         BY_NAME[name].check(value)
     return params
+
+
+def seed_from(random_state):
+    """A 64-bit seed from a checked ``random_state`` (None: fresh entropy; a
+    RandomState or Generator: one draw; an integer: itself)."""
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    return int(random_state)
 
 
 def effective_n_threads(n_jobs):

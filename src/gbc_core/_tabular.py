@@ -576,9 +576,6 @@ class TableData:
     def features(self, table, names, lossy=None):
         return _features_from_arrow(table, names, self.path, self.pa, self.pc, lossy)
 
-    def column_numpy(self, table, name):
-        return table.column(name).to_numpy(zero_copy_only=False)
-
     def _csv_tables(self, feature_types, keep, target, chunk_rows):
         """CSV tables of ``chunk_rows`` rows: features typed, kept columns and the
         target as text.

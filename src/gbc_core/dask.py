@@ -41,7 +41,7 @@ import numpy as np
 
 from ._data_parallel import Part
 from ._data_parallel import merged_labels as _merged_labels  # noqa: F401
-from ._params import PARAMS as _PARAMS
+from ._params import PARAMS as _PARAMS, seed_from as _seed_from
 
 __all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
            "DaskGradientBoostingClassifier"]
@@ -1140,8 +1140,6 @@ class DaskGradientBoostingClassifier:
         """(whether the fit continues the fitted model, the fit's seed). One seed per
         model, as in memory: a warm start goes on with the seed of the first fit;
         an integer random_state is the seed, any other is drawn from once."""
-        from ._classifier import _seed_from
-
         warm = params["warm_start"] and "booster_" in self.__dict__
         if not warm:
             self.__dict__.pop("booster_", None)
