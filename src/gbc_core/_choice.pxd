@@ -131,15 +131,6 @@ cdef inline bint beats(float64_t proxy, const side_t* left, float64_t best_proxy
     return order > 0 or (order == 0 and ties_win)
 
 
-cdef inline float64_t proxy_of(const side_t* total, const side_t* left,
-                               uint8_t criterion) noexcept nogil:
-    """The proxy of a split under ``criterion``."""
-    if criterion == CRITERION_SQUARED_ERROR:
-        return mse_proxy(total.s, total.w, left.s, left.w)
-    return split_proxy(split_diff(total.s, total.w, left.s, left.w),
-                       split_den(total.w, left.w))
-
-
 cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint ties_win,
                           const side_t* total, const side_t* left,
                           int64_t min_samples_leaf, float64_t min_weight_leaf,
@@ -150,14 +141,16 @@ cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint t
     cdef float64_t diff, den, proxy
     if not leaves_allowed(total, left, min_samples_leaf, min_weight_leaf):
         return False
-    if criterion == CRITERION_FRIEDMAN_MSE:
+    if criterion == CRITERION_SQUARED_ERROR:
+        proxy = mse_proxy(total.s, total.w, left.s, left.w)
+    else:
         diff = split_diff(total.s, total.w, left.s, left.w)
         den = split_den(total.w, left.w)
         # Cheap conservative test first: it only skips splits that cannot be better
         # nor tied, so the decision is that of the comparison below.
         if not may_beat(diff, den, best_proxy[0] * BOUND_FACTOR):
             return False
-    proxy = proxy_of(total, left, criterion)
+        proxy = split_proxy(diff, den)
     if beats(proxy, left, best_proxy[0], best_left, ties_win, total, grid):
         best_proxy[0] = proxy
         return True

@@ -294,7 +294,7 @@ class Part:
                 rank = offsets[p][g] + np.arange(at.size)
                 self.train[sl.start + at[np.isin(rank, drawn[g])]] = False
 
-    def split(self, holdout, max_bins):
+    def hold_out_and_sketch(self, holdout, max_bins):
         """Hold out the early-stopping validation rows (``holdout``: None, or (seed,
         group sizes, held-out counts, the offsets of this worker's partitions in each
         group, shape (n_parts, n_groups))); returns the training rows of each
@@ -471,18 +471,20 @@ def _holdouts(described, groups, classes, params, seed, has_eval_set):
 
 
 def _binned(transport, described, holdouts, params, previous):
-    """``split`` and ``bin`` on every part: (training rows, lo, hi, total weight)."""
+    """``hold_out_and_sketch`` and ``bin`` on every part: (training rows, lo, hi,
+    total weight)."""
     from ._binning import BinMapper
 
-    split = transport.call("split", [(h, params["max_bins"]) for h in holdouts],
-                           "sketching the partitions")
+    sketched = transport.call("hold_out_and_sketch",
+                              [(h, params["max_bins"]) for h in holdouts],
+                              "sketching the partitions")
     n_parts = sum(len(d[7]) for d in described)
     train_rows = np.zeros(n_parts, dtype=np.int64)
-    for d, (rows_of, _) in zip(described, split):
+    for d, (rows_of, _) in zip(described, sketched):
         train_rows[d[7]] = rows_of
     train_offsets = np.cumsum(train_rows) - train_rows
     n_train = int(train_rows.sum())
-    mapper = BinMapper.from_sketches([sk for _, sks in split for sk in sks],
+    mapper = BinMapper.from_sketches([sk for _, sks in sketched for sk in sks],
                                      params["max_bins"])
     ensemble = None if previous is None else previous[0]
     binned = transport.call(

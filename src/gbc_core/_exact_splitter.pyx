@@ -219,7 +219,8 @@ ctypedef struct scan_t:
 
 
 ctypedef struct packed_row_t:
-    # What the scan gathers for a row, in one 16-byte record (one cache line).
+    # What the scan gathers for a row, in one 16-byte record (a quarter of a cache
+    # line, aligned: one line read per row, never two).
     float64_t wr             # w * r
     int32_t slot             # node of the level being split (-1: none)
     float32_t w              # the sample weight (exact in float32 on the fast path)

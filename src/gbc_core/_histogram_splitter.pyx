@@ -36,7 +36,7 @@ from ._common cimport (
     FEATURE_THRESHOLD, grow_buffer,
 )
 from ._split_finder cimport (
-    SplitFinder, side_t, level_node_t, level_t, split_t, STATS_COLLECT, STATS_DERIVE,
+    SplitFinder, side_t, grid_t, level_node_t, level_t, split_t, STATS_COLLECT, STATS_DERIVE,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
 from ._choice cimport consider, wins
@@ -123,29 +123,27 @@ cdef inline void _keep(candidate_t* c, const side_t* left, uint8_t b, uint8_t ne
 
 cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
                         const side_t* miss, uint8_t b, uint8_t next_bin,
-                        const level_t* level) noexcept nogil:
+                        int64_t min_samples_leaf, float64_t min_weight_leaf,
+                        uint8_t criterion, const grid_t* grid) noexcept nogil:
     """The split "bins <= b left" (the next bin with rows: ``next_bin``), missing
-    values right then left (or to the larger child without missing values)."""
+    values right then left (or to the larger child without missing values), each
+    kept if it beats the feature's best so far ``c`` (``consider`` of _choice.pxd; a
+    later threshold never wins a tie)."""
     cdef side_t with_missing
     if miss.n == 0:
-        if _consider(c, total, acc, level):
+        if consider(&c.proxy, &c.left, False, total, acc, min_samples_leaf,
+                    min_weight_leaf, criterion, grid):
             _keep(c, acc, b, next_bin, MISSING_TO_LARGER)
         return
-    if _consider(c, total, acc, level):
+    if consider(&c.proxy, &c.left, False, total, acc, min_samples_leaf, min_weight_leaf,
+                criterion, grid):
         _keep(c, acc, b, next_bin, MISSING_RIGHT)
     with_missing.n = acc.n + miss.n
     with_missing.w = acc.w + miss.w
     with_missing.s = acc.s + miss.s
-    if _consider(c, total, &with_missing, level):
+    if consider(&c.proxy, &c.left, False, total, &with_missing, min_samples_leaf,
+                min_weight_leaf, criterion, grid):
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
-
-
-cdef inline bint _consider(candidate_t* c, const side_t* total, const side_t* left,
-                           const level_t* level) noexcept nogil:
-    """``consider`` of _choice.pxd against the feature's best so far ``c`` (a later
-    threshold never wins a tie)."""
-    return consider(&c.proxy, &c.left, False, total, left, level.min_samples_leaf,
-                    level.min_weight_leaf, level.criterion, &level.grid)
 
 
 def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
@@ -638,6 +636,10 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef side_t acc
         cdef intp_t b, nb = self.n_bins[f]
         cdef int last = -1
+        cdef int64_t msl = level.min_samples_leaf
+        cdef float64_t mwl = level.min_weight_leaf
+        cdef uint8_t criterion = level.criterion
+        cdef const grid_t* grid = &level.grid
         acc.n = 0
         acc.w = 0.0
         acc.s = 0.0
@@ -649,12 +651,13 @@ cdef class HistogramSplitFinder(SplitFinder):
             # As the exact search: no split between values closer than
             # FEATURE_THRESHOLD (float32 arithmetic).
             if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, level)
+                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
+                       criterion, grid)
             _side_add(&acc, &h[b])
             last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
-            if _consider(c, total, &acc, level):
+            if consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid):
                 c.left = acc
                 c.bin = <uint8_t>(nb - 1)
                 c.missing_go_left = MISSING_RIGHT

@@ -1,8 +1,8 @@
 """Scoring and training on a Dask cluster (the optional ``dask`` extra).
 
 Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
-stay on their workers; see the section "Distributed training" of
-docs/architecture.md and the bottom half of this module). Scoring:
+stay on their workers; the engine-neutral protocol is ``_data_parallel``, this
+module's bottom half its Dask transport; docs/architecture.md, "One fit"). Scoring:
 
 The model travels to the workers as its compact model-format bytes (``to_bytes()``),
 not as a pickle of Python objects; each worker rebuilds it once with ``from_bytes``
