@@ -81,7 +81,8 @@ def test_eval_set_and_label_errors_are_the_in_memory_ones():
 class _Engine(LocalProcesses):
     """Local processes with a fault at the third all-reduce of the fit: rank 1's
     process killed (``"kill"``) or stopped (``"stall"``: it answers no more, as a
-    stalled machine; the client's step timeout then 1 s)."""
+    stalled machine; the client's step timeout 1 s from then on, so that the steps
+    before it may take as long as a loaded machine makes them)."""
 
     fault = None
     engines = []
@@ -91,11 +92,6 @@ class _Engine(LocalProcesses):
         self.steps = 0
         _Engine.engines.append(self)
 
-    def fit(self, args):
-        if self.fault == "stall":
-            self.timeout = 1.0
-        return super().fit(args)
-
     def _reduce(self, arrays, n_summed):
         self.steps += 1
         if self.steps == 3:
@@ -104,6 +100,7 @@ class _Engine(LocalProcesses):
                 self.procs[1].join(30)
             else:
                 os.kill(self.procs[1].pid, signal.SIGSTOP)
+                self.timeout = 1.0
         return super()._reduce(arrays, n_summed)
 
 
