@@ -287,7 +287,7 @@ class Loss:
     def leaf_value(self, gradient_sum, hessian_sum):
         """The leaf value rule: gamma of each leaf from the sums of its in-bag rows'
         weighted gradients and Hessians (over every process of a distributed fit). By
-        default one Newton step, -G / H (paper eq. 1), 0 where |H| < 1e-150.
+        default one Newton step, -G / H (paper eq. 1), 0 where ``abs(H) < 1e-150``.
 
         Parameters
         ----------
