@@ -120,6 +120,13 @@ class BuildExt(build_ext):
     builds with (not for the platform): OpenMP's, probed by compiling and running a
     program (MSVC's ``/openmp`` too), and the arithmetic's (``arithmetic_args``)."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        # The modules compile side by side on every core (pip and python -m build
+        # pass no -j): the same objects, in a fraction of the time.
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
     def build_extensions(self):
         compiler_type = self.compiler.compiler_type
         openmp = None
