@@ -486,7 +486,7 @@ def test_n_jobs_gives_the_same_model():
     assert models[0].train_score_.tobytes() == models[1].train_score_.tobytes()
 
 
-@pytest.mark.parametrize("n_classes, n_jobs", [(3, 2), (5, 2), (3, 4), (4, 2)])
+@pytest.mark.parametrize("n_classes, n_jobs", [(3, 2), (5, 2), (3, 4), (4, 2), (3, 7), (4, 6)])
 @pytest.mark.parametrize("options", [
     {},
     {"subsample": 0.7, "max_features": 3},
@@ -494,9 +494,9 @@ def test_n_jobs_gives_the_same_model():
     {"n_iter_no_change": 2, "validation_fraction": 0.2, "n_estimators": 30},
 ])
 def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs, options):
-    """K classes on several threads: the trees of an iteration grown side by side,
-    one per thread (and those left over, K mod n_jobs, on every thread), are the
-    trees of a one-thread fit, bit for bit."""
+    """K classes on several threads: the trees of an iteration grown side by side
+    (on min(n_jobs, K) growers sharing the threads out, and those left over, K mod
+    n_jobs, on every thread) are the trees of a one-thread fit, bit for bit."""
     rng = np.random.default_rng(n_classes)
     X = rng.normal(size=(3000, 6)).astype(np.float32)
     X[rng.random(X.shape) < 0.05] = np.nan
@@ -530,6 +530,40 @@ def test_many_rows_on_threads_give_the_one_thread_model(split_method):
     assert (np.concatenate(one.booster_.trees()).tobytes()
             == np.concatenate(side.booster_.trees()).tobytes())
     assert one.train_score_.tobytes() == side.train_score_.tobytes()
+
+
+@pytest.mark.parametrize("n_threads, n_classes", [(2, 5), (16, 5), (16, 3), (6, 4), (7, 7),
+                                                   (3, 20), (32, 5)])
+def test_side_by_side_growers_share_every_thread(n_threads, n_classes):
+    """The growers of an iteration's trees use every thread of the fit, as evenly as
+    they divide (16 threads, 5 classes: 4, 3, 3, 3, 3), and the fit's growers are
+    built with those thread counts."""
+    from gbc_core._boosting import _growers, side_by_side_threads
+    from gbc_core._split_methods import method_named
+
+    n_growers = min(n_threads, n_classes)
+    shares = side_by_side_threads(n_threads, n_growers)
+    # The naive rule: deal the threads out one at a time, grower after grower.
+    naive = [0] * n_growers
+    for t in range(n_threads):
+        naive[t % n_growers] += 1
+    assert shares == naive
+    assert sum(shares) == n_threads and max(shares) - min(shares) <= 1
+
+    method = method_named("hist")
+    X = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
+    params = {"n_threads": n_threads, "max_depth": 2, "min_samples_split": 2,
+              "min_samples_leaf": 1, "min_weight_leaf": 0.0, "max_features": 3,
+              "criterion": "friedman_mse", "min_impurity_decrease": 0.0,
+              "ccp_alpha": 0.0, "max_leaf_nodes": None, "max_bins": 255}
+    data = method.fit_data(X, 1.0)
+
+    class Part:
+        finder, reducer, distributed = method.make_finder(data.X, params), None, False
+
+    grower, side = _growers(data, Part, method, params, n_classes, True)
+    assert grower.n_threads == n_threads
+    assert [g.n_threads for g in side] == shares
 
 
 def test_grow_side_by_side_shares_the_trees_out():

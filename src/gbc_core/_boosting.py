@@ -313,10 +313,11 @@ def holdout_draw(group_sizes, n_held_out, rng):
 
 def _grow_side_by_side(grow, n_trees, growers, grower):
     """The trees of one iteration: ``grow(k, g)`` grows tree k with grower g and
-    returns its nodes. With T = ``len(growers)`` one-thread growers, trees 0 .. n - 1
-    (n the largest multiple of T at most ``n_trees``) are grown T at a time, each
-    grower on a thread of its own (its kernels release the GIL); the rest one after
-    another by ``grower`` (every thread). Returns the nodes of the trees in order."""
+    returns its nodes. With T = ``len(growers)`` growers, trees 0 .. n - 1 (n the
+    largest multiple of T at most ``n_trees``) are grown T at a time, each grower
+    driven by a Python thread of its own (its kernels release the GIL and run on the
+    grower's own OpenMP threads); the rest one after another by ``grower`` (every
+    thread). Returns the nodes of the trees in order."""
     n_side = n_trees - n_trees % len(growers)
     out = [None] * n_trees
     stop = threading.Event()
@@ -446,19 +447,43 @@ def _one_process(X, y, sample_weight, init_scores, method, params):
     return part, data, y, sample_weight, init_scores
 
 
+def side_by_side_threads(n_threads, n_growers):
+    """The threads of each of ``n_growers`` growers working side by side on
+    ``n_threads`` threads: all of them, as evenly as they divide (the first
+    ``n_threads mod n_growers`` growers one more).
+
+    Parameters
+    ----------
+    n_threads : int
+        Threads of the fit (at least ``n_growers``).
+    n_growers : int
+        Growers at work at the same time (at least 1).
+
+    Returns
+    -------
+    list of int
+        Each grower's thread count, in grower order; they sum to ``n_threads``.
+    """
+    share, extra = divmod(n_threads, n_growers)
+    return [share + (j < extra) for j in range(n_growers)]
+
+
 def _growers(data, part, method, params, n_outputs, parallel_outputs):
-    """The tree grower of a fit, and the one-thread growers that grow the K trees of
-    an iteration side by side (none where they do not).
+    """The tree grower of a fit, and the growers that grow the K trees of an
+    iteration side by side (none where they do not).
 
     K classes on several threads: the K trees of an iteration are independent (tree
     k fits the residuals of class k at the start of the iteration and changes only
-    the raw scores of class k), so each of ``n_threads`` one-thread growers grows
-    whole trees, side by side; the trees left over (K mod n_threads) are grown one
-    after another on every thread. A tree is the same on any number of threads, so
-    the model is too. Where the loss's fit state says its outputs are independent
+    the raw scores of class k), so T = min(``n_threads``, K) growers grow whole
+    trees, side by side, and share the threads out: grower j has
+    ``side_by_side_threads(n_threads, T)[j]`` of them (every thread at work: 16
+    threads and 5 classes are growers of 4, 3, 3, 3 and 3 threads); the trees left
+    over (K mod T, when there are more classes than threads) are grown one after
+    another on every thread. A tree is the same on any number of threads, so the
+    model is too. Where the loss's fit state says its outputs are independent
     (``parallel_outputs``: it shares no buffer between them, as the weighted
     multinomial state's row statistics are shared), for methods whose finder has
-    one-thread copies, in one process only (a distributed fit reduces its steps in
+    copies of its own thread count (``with_threads``), in one process only (a distributed fit reduces its steps in
     one order on every process)."""
     n_threads = params["n_threads"]
 
@@ -478,8 +503,9 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
 
     side_by_side = (not part.distributed and n_outputs > 1 and n_threads > 1
                     and parallel_outputs and method.side_by_side)
-    class_growers = ([new_grower(part.finder.with_threads(1), 1)
-                      for _ in range(min(n_threads, n_outputs))] if side_by_side else [])
+    class_growers = ([new_grower(part.finder.with_threads(t), t)
+                      for t in side_by_side_threads(n_threads, min(n_threads, n_outputs))]
+                     if side_by_side else [])
     return new_grower(part.finder, n_threads), class_growers
 
 

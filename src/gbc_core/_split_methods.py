@@ -10,7 +10,8 @@ A :class:`SplitMethod` owns all that the rest of a fit knows of its search:
 - how its finder (a ``_split_finder.SplitFinder``) is built on that X
   (:meth:`SplitMethod.make_finder`);
 - which options it supports: sparse X without densifying, the distributed fit,
-  growing an iteration's K trees side by side on one-thread copies of its finder;
+  growing an iteration's K trees side by side on copies of its finder that share
+  the threads out;
 - how the grower routes rows: in the partition by the finder's bins
   (``finder.partition_bins()``) or by the raw values of X, out of bag always by the
   raw values (dense Fortran-order X or the CSC columns). :meth:`SplitMethod.fit_data`
@@ -95,8 +96,9 @@ class SplitMethod:
     distributed : bool
         The distributed fit trains it (it sums histograms over the processes).
     side_by_side : bool
-        Its finder has ``with_threads(1)``: one-thread copies grow the K trees of an
-        iteration side by side (one process, unit weights).
+        Its finder has ``with_threads(t)``: copies on t threads each grow the K
+        trees of an iteration side by side, every thread at work (one process,
+        unit weights).
     """
 
     def __init__(self, name, help, build, modules=(), *, partitions_on_bins, sparse_input,
