@@ -701,18 +701,18 @@ def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1
 
 cdef int leaf_steps(
     node_t[::1] nodes,
+    float64_t* steps,
+    float64_t learning_rate,
     const int32_t[::1] leaf_of_row,
     const uint8_t[::1] sample_mask,
-    const float64_t[::1] residual,
-    const float64_t[::1] prob,
     const float64_t[::1] sample_weight,
     float64_t factor,
-    float64_t learning_rate,
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
     const int32_t[::1] codes,
     int32_t positive,
     const float64_t[::1] z,
     int kind,
-    float64_t* steps,
     int32_t* rows_by_leaf,
     int n_threads,
 ) except -1:
@@ -762,7 +762,19 @@ cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noex
     return total_loss / total_weight if total_weight > 0 else 0.0
 
 
-cdef float64_t logistic_rows(
+# The losses of one raw score as types: the row pass ``one_score_rows`` is compiled
+# once for each, its branches on the loss resolved at compile time.
+cdef struct logistic_kind:
+    char unused
+cdef struct exponential_kind:
+    char unused
+ctypedef fused one_score_kind:
+    logistic_kind
+    exponential_kind
+
+
+cdef float64_t one_score_rows(
+    const one_score_kind* kind,
     const label_t[::1] y,
     const float64_t[::1] sample_weight,
     const uint8_t[::1] sample_mask,
@@ -773,31 +785,43 @@ cdef float64_t logistic_rows(
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
     float64_t* partial,
+    intp_t* n_overflow,
     int n_threads,
 ) noexcept nogil:
-    """F += step[leaf] (eq. 2), p = sigma(F) (eq. 3), r = y - p (Algorithm 1, line 6)
-    and the row statistics of every row, in chunks of CHUNK rows on ``n_threads``
-    threads; returns the weighted mean log-loss of the in-bag rows (each chunk's sums
-    in ``partial``, room for 2 per chunk, added in chunk order)."""
-    cdef intp_t i, c, start, stop, n = y.shape[0]
-    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    """For every row, F += step[leaf] (eq. 2; ``step`` NULL: F as it is), then the
+    loss's terms and the row statistics (``row_stats`` None: unit weights, none):
+    ``kind`` a ``logistic_kind*``, p = sigma(F) (eq. 3) and r = y - p (Algorithm 1,
+    line 6) in chunks of CHUNK rows on ``n_threads`` threads; an
+    ``exponential_kind*``, r = y e^-F - (1 - y) e^F in row order on one thread,
+    ``n_overflow`` the number of rows whose e^|F| is beyond float64. Returns the
+    weighted mean loss of the in-bag rows (each chunk's sums in ``partial``, room for
+    2 per chunk; ``chunk_mean``)."""
+    cdef intp_t i, c, n = y.shape[0], chunk = CHUNK, n_chunks, overflow = 0
     cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight
     cdef bint with_stats = row_stats is not None
+    if one_score_kind is exponential_kind:
+        chunk = max(n, 1)  # one chunk: the sums in row order
+    n_chunks = (n + chunk - 1) // chunk
     if n_chunks < 4:  # too short to pay for a parallel region
         n_threads = 1
     for c in prange(n_chunks, schedule="static", num_threads=n_threads):
-        start = c * CHUNK
-        stop = min(start + CHUNK, n)
         chunk_loss = 0.0
         chunk_weight = 0.0
-        for i in range(start, stop):
+        for i in range(c * chunk, min(c * chunk + chunk, n)):
             w = 1.0 if sample_weight is None else sample_weight[i]
-            f = raw[i] + step[leaf_of_row[i]]
-            raw[i] = f
+            f = raw[i]
+            if step != NULL:
+                f = f + step[leaf_of_row[i]]
+                raw[i] = f
             loss = 0.0  # assigned in the loop body: private to each thread
-            p = expit_and_loss(y[i], f, &loss)
-            prob[i] = p
-            r = y[i] - p
+            if one_score_kind is logistic_kind:
+                p = expit_and_loss(y[i], f, &loss)
+                prob[i] = p
+                r = y[i] - p
+            else:
+                r = exponential_residual(y[i], f, &loss)
+                if not loss <= DBL_MAX:
+                    overflow += 1
             residual[i] = r
             if with_stats:
                 row_stats[i].wr = w * r
@@ -807,6 +831,7 @@ cdef float64_t logistic_rows(
                 chunk_weight = chunk_weight + w
         partial[2 * c] = chunk_loss
         partial[2 * c + 1] = chunk_weight
+    n_overflow[0] = overflow
     return chunk_mean(partial, n_chunks)
 
 
@@ -834,8 +859,8 @@ def boosting_update(
     paper eq. 1, sum w r / sum w p (1 - p) or sum w r / sum w |r|; or, when the
     class codes ``codes`` (int32 copy of ``y``) are given, the exact minimiser of the
     leaf's loss, ``exact_leaf_values``), then in one pass over the rows F += eta *
-    gamma (eq. 2), the residuals r (``logistic_rows``, with p = sigma(F) on
-    ``n_threads`` threads; ``exponential_rows``, in row order) and the row statistics
+    gamma (eq. 2), the residuals r (``one_score_rows``: with p = sigma(F) on
+    ``n_threads`` threads; of the exponential loss in row order) and the row statistics
     of the next split search (``row_stats`` None: unit weights, the tree reads the
     residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
     on one thread) is the scratch of the leaf sums on ``n_threads`` threads
@@ -852,7 +877,6 @@ def boosting_update(
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef float64_t loss
-    cdef float64_t sums[2]
     cdef float64_t* steps = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     cdef float64_t* partial = <float64_t*>malloc(2 * max((n + CHUNK - 1) // CHUNK, 1)
                                                  * sizeof(float64_t))
@@ -861,17 +885,18 @@ def boosting_update(
         free(partial)
         raise MemoryError()
     try:
-        leaf_steps(nodes, leaf_of_row, sample_mask, residual, prob, sample_weight, 1.0,
-                   learning_rate, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
-                   steps, by_leaf, n_threads)
+        leaf_steps(nodes, steps, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
+                   residual, prob, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
+                   by_leaf, n_threads)
         with nogil:
             if exponential:
-                n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, steps,
-                                              leaf_of_row, residual, row_stats, sums)
-                loss = sums[0] / sums[1] if sums[1] > 0 else 0.0
+                loss = one_score_rows(<const exponential_kind*>NULL, y, sample_weight,
+                                      sample_mask, raw, steps, leaf_of_row, prob, residual,
+                                      row_stats, partial, &n_overflow, 1)
             else:
-                loss = logistic_rows(y, sample_weight, sample_mask, raw, steps, leaf_of_row,
-                                     prob, residual, row_stats, partial, n_threads)
+                loss = one_score_rows(<const logistic_kind*>NULL, y, sample_weight,
+                                      sample_mask, raw, steps, leaf_of_row, prob, residual,
+                                      row_stats, partial, &n_overflow, n_threads)
     finally:
         free(steps)
         free(partial)
@@ -905,8 +930,8 @@ def init_state(
     cdef const int32_t[::1] no_leaves = None
     with nogil:
         if exponential:
-            n_overflow = exponential_rows(y, sample_weight, every_row, raw, NULL, no_leaves,
-                                          residual, row_stats, sums)
+            one_score_rows(<const exponential_kind*>NULL, y, sample_weight, every_row, raw,
+                           NULL, no_leaves, prob, residual, row_stats, sums, &n_overflow, 1)
         else:
             for i in range(y.shape[0]):
                 w = 1.0 if sample_weight is None else sample_weight[i]
@@ -1208,8 +1233,8 @@ def multinomial_tree_update(
     if sums == NULL:
         raise MemoryError()
     try:
-        leaf_steps(nodes, leaf_of_row, sample_mask, residual, prob, sample_weight, factor,
-                   learning_rate, codes, k, log_odds, LOGISTIC, sums, by_leaf, n_threads)
+        leaf_steps(nodes, sums, learning_rate, leaf_of_row, sample_mask, sample_weight,
+                   factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads)
         with nogil:
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1
@@ -1270,45 +1295,6 @@ cdef inline float64_t exponential_residual(float64_t y, float64_t f,
         return loss[0]
     loss[0] = tmp
     return -tmp
-
-
-cdef intp_t exponential_rows(
-    const label_t[::1] y,
-    const float64_t[::1] sample_weight,
-    const uint8_t[::1] sample_mask,
-    float64_t[::1] raw,
-    const float64_t* step,
-    const int32_t[::1] leaf_of_row,
-    float64_t[::1] residual,
-    row_stat_t[::1] row_stats,
-    float64_t* loss_and_weight,
-) noexcept nogil:
-    """F += step[leaf] (when ``step`` is given), then r, the row statistics and the
-    in-bag sums (sum w L, sum w) for every row, in row order. Returns the number of
-    rows whose e^|F| is beyond float64 (L infinite). ``row_stats`` None: unit
-    weights (the tree reads the residuals themselves)."""
-    cdef intp_t i, n_overflow = 0
-    cdef float64_t w, f, r, loss = 0.0, total = 0.0, weight = 0.0
-    cdef bint with_stats = row_stats is not None
-    for i in range(y.shape[0]):
-        w = 1.0 if sample_weight is None else sample_weight[i]
-        f = raw[i]
-        if step != NULL:
-            f = f + step[leaf_of_row[i]]
-            raw[i] = f
-        r = exponential_residual(y[i], f, &loss)
-        if not loss <= DBL_MAX:
-            n_overflow += 1
-        residual[i] = r
-        if with_stats:
-            row_stats[i].wr = w * r
-            row_stats[i].w = w
-        if sample_mask is None or sample_mask[i]:
-            total += w * loss
-            weight += w
-    loss_and_weight[0] = total
-    loss_and_weight[1] = weight
-    return n_overflow
 
 
 def exponential_loss(const float64_t[::1] y, const float64_t[::1] raw,
