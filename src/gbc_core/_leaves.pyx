@@ -762,79 +762,6 @@ cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noex
     return total_loss / total_weight if total_weight > 0 else 0.0
 
 
-# The losses of one raw score as types: the row pass ``one_score_rows`` is compiled
-# once for each, its branches on the loss resolved at compile time.
-cdef struct logistic_kind:
-    char unused
-cdef struct exponential_kind:
-    char unused
-ctypedef fused one_score_kind:
-    logistic_kind
-    exponential_kind
-
-
-cdef float64_t one_score_rows(
-    const one_score_kind* kind,
-    const label_t[::1] y,
-    const float64_t[::1] sample_weight,
-    const uint8_t[::1] sample_mask,
-    float64_t[::1] raw,
-    const float64_t* step,
-    const int32_t[::1] leaf_of_row,
-    float64_t[::1] prob,
-    float64_t[::1] residual,
-    row_stat_t[::1] row_stats,
-    float64_t* partial,
-    intp_t* n_overflow,
-    int n_threads,
-) noexcept nogil:
-    """For every row, F += step[leaf] (eq. 2; ``step`` NULL: F as it is), then the
-    loss's terms and the row statistics (``row_stats`` None: unit weights, none):
-    ``kind`` a ``logistic_kind*``, p = sigma(F) (eq. 3) and r = y - p (Algorithm 1,
-    line 6) in chunks of CHUNK rows on ``n_threads`` threads; an
-    ``exponential_kind*``, r = y e^-F - (1 - y) e^F in row order on one thread,
-    ``n_overflow`` the number of rows whose e^|F| is beyond float64. Returns the
-    weighted mean loss of the in-bag rows (each chunk's sums in ``partial``, room for
-    2 per chunk; ``chunk_mean``)."""
-    cdef intp_t i, c, n = y.shape[0], chunk = CHUNK, n_chunks, overflow = 0
-    cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight
-    cdef bint with_stats = row_stats is not None
-    if one_score_kind is exponential_kind:
-        chunk = max(n, 1)  # one chunk: the sums in row order
-    n_chunks = (n + chunk - 1) // chunk
-    if n_chunks < 4:  # too short to pay for a parallel region
-        n_threads = 1
-    for c in prange(n_chunks, schedule="static", num_threads=n_threads):
-        chunk_loss = 0.0
-        chunk_weight = 0.0
-        for i in range(c * chunk, min(c * chunk + chunk, n)):
-            w = 1.0 if sample_weight is None else sample_weight[i]
-            f = raw[i]
-            if step != NULL:
-                f = f + step[leaf_of_row[i]]
-                raw[i] = f
-            loss = 0.0  # assigned in the loop body: private to each thread
-            if one_score_kind is logistic_kind:
-                p = expit_and_loss(y[i], f, &loss)
-                prob[i] = p
-                r = y[i] - p
-            else:
-                r = exponential_residual(y[i], f, &loss)
-                if not loss <= DBL_MAX:
-                    overflow += 1
-            residual[i] = r
-            if with_stats:
-                row_stats[i].wr = w * r
-                row_stats[i].w = w
-            if sample_mask is None or sample_mask[i]:
-                chunk_loss = chunk_loss + w * loss
-                chunk_weight = chunk_weight + w
-        partial[2 * c] = chunk_loss
-        partial[2 * c + 1] = chunk_weight
-    n_overflow[0] = overflow
-    return chunk_mean(partial, n_chunks)
-
-
 def boosting_update(
     node_t[::1] nodes,
     const int32_t[::1] leaf_of_row,
@@ -859,10 +786,10 @@ def boosting_update(
     paper eq. 1, sum w r / sum w p (1 - p) or sum w r / sum w |r|; or, when the
     class codes ``codes`` (int32 copy of ``y``) are given, the exact minimiser of the
     leaf's loss, ``exact_leaf_values``), then in one pass over the rows F += eta *
-    gamma (eq. 2), the residuals r (``one_score_rows``: with p = sigma(F) on
-    ``n_threads`` threads; of the exponential loss in row order) and the row statistics
-    of the next split search (``row_stats`` None: unit weights, the tree reads the
-    residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
+    gamma (eq. 2), the residuals r (the log-loss's with p = sigma(F), eq. 3, in
+    chunks on ``n_threads`` threads; ``exponential_rows``, in row order) and the row
+    statistics of the next split search (``row_stats`` None: unit weights, the tree
+    reads the residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
     on one thread) is the scratch of the leaf sums on ``n_threads`` threads
     (``leaf_steps``).
 
@@ -876,29 +803,54 @@ def boosting_update(
     """
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
-    cdef float64_t loss
-    cdef float64_t* steps = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
-    cdef float64_t* partial = <float64_t*>malloc(2 * max((n + CHUNK - 1) // CHUNK, 1)
-                                                 * sizeof(float64_t))
-    if steps == NULL or partial == NULL:
-        free(steps)
+    cdef intp_t i, c, start, stop
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight
+    cdef float64_t sums[2]
+    cdef float64_t* step = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
+    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
+    cdef bint with_stats = row_stats is not None
+    if step == NULL or partial == NULL:
+        free(step)
         free(partial)
         raise MemoryError()
     try:
-        leaf_steps(nodes, steps, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
+        leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
                    residual, prob, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
                    by_leaf, n_threads)
+        if exponential:  # in row order, on one thread
+            with nogil:
+                n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, step,
+                                              leaf_of_row, residual, row_stats, sums)
+            return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
         with nogil:
-            if exponential:
-                loss = one_score_rows(<const exponential_kind*>NULL, y, sample_weight,
-                                      sample_mask, raw, steps, leaf_of_row, prob, residual,
-                                      row_stats, partial, &n_overflow, 1)
-            else:
-                loss = one_score_rows(<const logistic_kind*>NULL, y, sample_weight,
-                                      sample_mask, raw, steps, leaf_of_row, prob, residual,
-                                      row_stats, partial, &n_overflow, n_threads)
+            if n_chunks < 4:  # too short to pay for a parallel region
+                n_threads = 1
+            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+                start = c * CHUNK
+                stop = min(start + CHUNK, n)
+                chunk_loss = 0.0
+                chunk_weight = 0.0
+                for i in range(start, stop):
+                    w = 1.0 if sample_weight is None else sample_weight[i]
+                    f = raw[i] + step[leaf_of_row[i]]
+                    raw[i] = f
+                    loss = 0.0  # assigned in the loop body: private to each thread
+                    p = expit_and_loss(y[i], f, &loss)
+                    prob[i] = p
+                    r = y[i] - p
+                    residual[i] = r
+                    if with_stats:
+                        row_stats[i].wr = w * r
+                        row_stats[i].w = w
+                    if sample_mask is None or sample_mask[i]:
+                        chunk_loss = chunk_loss + w * loss
+                        chunk_weight = chunk_weight + w
+                partial[2 * c] = chunk_loss
+                partial[2 * c + 1] = chunk_weight
+            loss = chunk_mean(partial, n_chunks)
     finally:
-        free(steps)
+        free(step)
         free(partial)
     return loss, n_overflow
 
@@ -922,27 +874,28 @@ def init_state(
     n_overflow : int
         The exponential loss: rows whose e^|F| is beyond float64; 0 for the log-loss.
     """
-    cdef intp_t i, n_overflow = 0
+    cdef intp_t i, n_overflow
     cdef float64_t w, p, r
     cdef float64_t sums[2]
     cdef bint with_stats = row_stats is not None
     cdef const uint8_t[::1] every_row = None
     cdef const int32_t[::1] no_leaves = None
+    if exponential:
+        with nogil:
+            n_overflow = exponential_rows(y, sample_weight, every_row, raw, NULL, no_leaves,
+                                          residual, row_stats, sums)
+        return n_overflow
     with nogil:
-        if exponential:
-            one_score_rows(<const exponential_kind*>NULL, y, sample_weight, every_row, raw,
-                           NULL, no_leaves, prob, residual, row_stats, sums, &n_overflow, 1)
-        else:
-            for i in range(y.shape[0]):
-                w = 1.0 if sample_weight is None else sample_weight[i]
-                p = expit(raw[i])
-                prob[i] = p
-                r = y[i] - p
-                residual[i] = r
-                if with_stats:
-                    row_stats[i].wr = w * r
-                    row_stats[i].w = w
-    return n_overflow
+        for i in range(y.shape[0]):
+            w = 1.0 if sample_weight is None else sample_weight[i]
+            p = expit(raw[i])
+            prob[i] = p
+            r = y[i] - p
+            residual[i] = r
+            if with_stats:
+                row_stats[i].wr = w * r
+                row_stats[i].w = w
+    return 0
 
 
 cdef inline float64_t softplus(float64_t f) noexcept nogil:
@@ -1295,6 +1248,45 @@ cdef inline float64_t exponential_residual(float64_t y, float64_t f,
         return loss[0]
     loss[0] = tmp
     return -tmp
+
+
+cdef intp_t exponential_rows(
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[::1] raw,
+    const float64_t* step,
+    const int32_t[::1] leaf_of_row,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    float64_t* loss_and_weight,
+) noexcept nogil:
+    """F += step[leaf] (when ``step`` is given), then r, the row statistics and the
+    in-bag sums (sum w L, sum w) for every row, in row order. Returns the number of
+    rows whose e^|F| is beyond float64 (L infinite). ``row_stats`` None: unit
+    weights (the tree reads the residuals themselves)."""
+    cdef intp_t i, n_overflow = 0
+    cdef float64_t w, f, r, loss = 0.0, total = 0.0, weight = 0.0
+    cdef bint with_stats = row_stats is not None
+    for i in range(y.shape[0]):
+        w = 1.0 if sample_weight is None else sample_weight[i]
+        f = raw[i]
+        if step != NULL:
+            f = f + step[leaf_of_row[i]]
+            raw[i] = f
+        r = exponential_residual(y[i], f, &loss)
+        if not loss <= DBL_MAX:
+            n_overflow += 1
+        residual[i] = r
+        if with_stats:
+            row_stats[i].wr = w * r
+            row_stats[i].w = w
+        if sample_mask is None or sample_mask[i]:
+            total += w * loss
+            weight += w
+    loss_and_weight[0] = total
+    loss_and_weight[1] = weight
+    return n_overflow
 
 
 def exponential_loss(const float64_t[::1] y, const float64_t[::1] raw,
