@@ -105,7 +105,20 @@ if os.environ.get("GBC_CORE_DOCS_OFFLINE", "1") == "1":
     intersphinx_mapping = {}
 
 
+def _public_bases(app, name, obj, options, bases):
+    """A class's bases as its page shows them: a private base (the built-in losses'
+    ``_FusedLoss``, the links' ``_Link``) stands for its own public bases."""
+
+    def public(cls):
+        if not cls.__name__.startswith("_"):
+            return [cls]
+        return [b for base in cls.__bases__ for b in public(base)]
+
+    bases[:] = [b for base in list(bases) for b in public(base)] or [object]
+
+
 def setup(app):
+    app.connect("autodoc-process-bases", _public_bases)
     from _cli_reference import write_cli_reference, write_parameter_table
 
     write_cli_reference(HERE / "_generated" / "cli_options.md")

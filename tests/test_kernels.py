@@ -304,7 +304,9 @@ def test_boosting_update_matches_numpy():
     leaf = rng.integers(1, 3, size=n).astype(np.int32)
     mask = (rng.uniform(size=n) < 0.7).astype(np.uint8)
     raw0, p0, r0 = raw.copy(), prob.copy(), residual.copy()
-    loss = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, prob, residual, rs, 2)
+    loss, n_overflow = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, prob,
+                                               residual, rs, 2)
+    assert n_overflow == 0
     inb = mask.astype(bool)
     for j in (1, 2):
         m = (leaf == j) & inb
@@ -322,14 +324,55 @@ def test_boosting_update_matches_numpy():
 
 def _row_order_leaf_values(nodes_shape, leaf, mask, w, r, p, factor=1.0):
     """Eq. 1 per leaf with each sum formed in row order (``np.cumsum`` adds left to
-    right): the numbers of the one-thread kernel, bit for bit."""
+    right): the numbers of the one-thread kernel, bit for bit (``p`` None: the
+    exponential loss's Hessian |r|)."""
     values = np.zeros(nodes_shape)
     for j in np.unique(leaf[mask]):
         m = mask & (leaf == j)
         num = np.cumsum(w[m] * r[m])[-1]
-        den = np.cumsum(w[m] * p[m] * (1.0 - p[m]))[-1]
+        if p is None:
+            den = np.cumsum(w[m] * np.abs(r[m]))[-1]
+        else:
+            den = np.cumsum(w[m] * p[m] * (1.0 - p[m]))[-1]
         values[j] = factor * num / den
     return values
+
+
+def test_exponential_update_matches_numpy():
+    """The exponential loss's step (``exponential``, no probabilities): r = y e^-F -
+    (1 - y) e^F, gamma = sum w r / sum w |r| over in-bag rows, F += eta gamma, the
+    in-bag mean of y e^-F + (1 - y) e^F."""
+    rng = np.random.default_rng(3)
+    n = 30000
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    w = rng.uniform(0.5, 2, size=n)
+    raw = rng.normal(size=n)
+    residual = np.empty(n)
+    rs = np.empty(n, dtype=ROW_STAT_DTYPE)
+    assert _leaves.init_state(y, w, raw, None, residual, rs, True) == 0
+    np.testing.assert_allclose(residual, y * np.exp(-raw) - (1 - y) * np.exp(raw), rtol=1e-14)
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    leaf = rng.integers(1, 3, size=n).astype(np.int32)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8)
+    raw0, r0, inb = raw.copy(), residual.copy(), mask.astype(bool)
+    loss, n_overflow = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, None,
+                                               residual, rs, 1, None, None, True)
+    assert n_overflow == 0
+    for j in (1, 2):
+        m = (leaf == j) & inb
+        g = (w[m] * r0[m]).sum() / (w[m] * np.abs(r0[m])).sum()
+        assert nodes["value"][j] == pytest.approx(g, rel=1e-10)
+    expected_raw = raw0 + 0.1 * nodes["value"][leaf]
+    np.testing.assert_allclose(raw, expected_raw, rtol=1e-14)
+    expected_r = y * np.exp(-expected_raw) - (1 - y) * np.exp(expected_raw)
+    np.testing.assert_allclose(residual, expected_r, rtol=1e-14)
+    np.testing.assert_allclose(rs["wr"], w * residual, rtol=1e-14)
+    assert loss == pytest.approx(np.average(np.abs(expected_r)[inb], weights=w[inb]),
+                                 rel=1e-12)
+    # A raw score beyond e^709 on the wrong side: counted, not hidden.
+    raw[0] = 800.0 if y[0] == 0 else -800.0
+    assert _leaves.init_state(y, w, raw, None, residual, rs, True) == 1
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -358,8 +401,8 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
         _leaves.init_state(y, w, raw_k, prob, residual, rs)
         p0, r0 = prob.copy(), residual.copy()
         tree = nodes.copy()
-        loss = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob, residual,
-                                       rs, n_threads, None, scratch)
+        loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob,
+                                          residual, rs, n_threads, None, scratch)
         expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
         assert tree["value"].tolist() == expected.tolist()
         results.append((tree["value"].tolist(), raw_k.tolist(), loss))
@@ -371,6 +414,14 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
         expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0, 0.75)
         assert tree["value"].tolist() == expected.tolist()
         assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
+        # The exponential loss's (no probabilities: the Hessian |r|) likewise.
+        tree, raw_k, residual = nodes.copy(), raw.copy(), np.empty(n)
+        _leaves.init_state(y, w, raw_k, None, residual, rs, True)
+        r0 = residual.copy()
+        _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, None, residual, rs,
+                                n_threads, None, scratch, True)
+        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, None)
+        assert tree["value"].tolist() == expected.tolist()
     assert results[0] == results[1]
     with pytest.raises(ValueError, match="rows_by_leaf holds 10 rows"):
         _leaves.boosting_update(nodes.copy(), leaf, mask, y, w, 0.1, raw.copy(),
@@ -583,8 +634,8 @@ def test_threads_give_bit_identical_trees_and_updates():
         _leaves.init_state(y, None, raw, prob, residual, rs)
         nodes = np.zeros(3, dtype=NODE_DTYPE)
         nodes["feature"] = [0, -1, -1]
-        loss = _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob, residual,
-                                       rs, n_threads)
+        loss, _ = _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob,
+                                          residual, rs, n_threads)
         results.append((loss, raw.tobytes(), nodes.tobytes()))
     assert results[0] == results[1]
 

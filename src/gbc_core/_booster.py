@@ -12,12 +12,10 @@ Every method taking rows ``X`` takes arrays, DataFrames and scipy.sparse matrice
 scored one at a time, never densified, with the results of the same data dense.
 """
 
-import re
-import textwrap
-
 import numpy as np
 
 from . import _model_io
+from ._docstrings import fill_docs
 from ._ensemble import Ensemble, Tree
 from ._loss import loss_for
 from ._params import effective_n_threads
@@ -27,7 +25,7 @@ from ._validation import align_columns, check_features
 
 #: Docstring pieces that the Booster's scoring methods share: a docstring line
 #: ``<<name>>`` stands for the piece ``name`` (which may hold pieces itself),
-#: indented as that line (``_fill_docs``).
+#: indented as that line (``_docstrings.fill_docs``).
 _DOC_PIECES = {
     "X": (
         "X : {array-like, sparse matrix} of shape (n_samples, n_features)\n"
@@ -47,22 +45,7 @@ _DOC_PIECES = {
 }
 
 
-def _fill_docs(cls):
-    """``cls``, its methods' docstrings with each ``<<name>>`` line replaced by
-    ``_DOC_PIECES[name]``."""
-
-    def piece(match):
-        text = re.sub(r"^( *)<<(\w+)>>$", piece, _DOC_PIECES[match.group(2)], flags=re.M)
-        return textwrap.indent(text, match.group(1))
-
-    for value in vars(cls).values():
-        f = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
-        if callable(f) and f.__doc__ and "<<" in f.__doc__:
-            f.__doc__ = re.sub(r"^( *)<<(\w+)>>$", piece, f.__doc__, flags=re.M)
-    return cls
-
-
-@_fill_docs
+@fill_docs(_DOC_PIECES)
 class Booster:
     """A fitted gradient boosting classifier.
 

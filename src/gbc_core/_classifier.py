@@ -22,6 +22,7 @@ from . import _leaves, _model_io
 from ._booster import Booster
 from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
                         warm_start_from)
+from ._docstrings import fill_docs
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve, seed_from
 from ._record import FitRecord
@@ -57,6 +58,24 @@ def _fitted_attribute(name, doc):
     return property(get, doc=doc)
 
 
+#: Docstring pieces of the scoring methods (``_docstrings.fill_docs``): a docstring
+#: line ``<<name>>`` stands for the piece ``name``.
+_DOC_PIECES = {
+    "of_X": (
+        "Parameters\n----------\n"
+        "X : {array-like, sparse matrix} of shape (n_samples, n_features)\n"
+        "    Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by\n"
+        "    name when the model was fitted with names) or anything with ``__array__``;\n"
+        "    NaN is a missing value."),
+    "examples": (
+        "Examples\n--------\n"
+        ">>> from gbc_core import GradientBoostingClassifier\n"
+        ">>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]\n"
+        ">>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])"),
+}
+
+
+@fill_docs(_DOC_PIECES)
 class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     """Gradient boosting for classification with exact splits.
 
@@ -477,23 +496,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Raw scores F(x) = F0 + sum_m eta T_m(x) (paper Algorithm 2, before sigma).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         ndarray of shape (n_samples,) for two classes, (n_samples, n_classes) otherwise
             The raw scores; ``predict_proba`` is their sigmoid (softmax).
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> model.decision_function([[0.0], [5.0]]).round(3)
         array([-0.857,  0.857])
         """
@@ -503,23 +513,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """Class probabilities: for two classes column 1 is p = sigma(F(x)), otherwise the
         softmax of the raw scores.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
             One column per class, in the order of ``classes_``.
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> model.predict_proba([[0.0], [5.0]]).round(3)
         array([[0.702, 0.298],
                [0.298, 0.702]])
@@ -529,22 +530,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`, computed from F (finite where p underflows).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> model.predict_log_proba([[5.0]]).round(3)
         array([[-1.211, -0.354]])
         """
@@ -554,23 +546,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         """Predicted labels: the class of largest probability (for two classes
         ``classes_[1]`` where F(x) >= 0, as scikit-learn).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         ndarray of shape (n_samples,)
             Labels of ``classes_``, as given to ``fit``.
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> model.predict([[0.0], [5.0]])
         array([0, 1])
         """
@@ -579,23 +562,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def staged_decision_function(self, X):
         """The raw scores after each iteration (1, 2, ..., n_iterations).
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         generator of ndarray of shape (n_samples,) or (n_samples, n_classes)
             The raw scores of the first m iterations, for m = 1, 2, ...
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> [round(float(f[0]), 3) for f in model.staged_decision_function([[5.0]])]
         [0.2, 0.382, 0.55, 0.708, 0.857]
         """
@@ -604,23 +578,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def staged_predict_proba(self, X):
         """The class probabilities after each iteration.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         generator of ndarray of shape (n_samples, n_classes)
             The probabilities of the first m iterations, for m = 1, 2, ...
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> len(list(model.staged_predict_proba([[5.0]])))
         5
         """
@@ -629,23 +594,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def staged_predict(self, X):
         """The predicted labels after each iteration.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         generator of ndarray of shape (n_samples,)
             The labels of the first m iterations, for m = 1, 2, ...
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> [int(p[0]) for p in model.staged_predict([[5.0]])]
         [1, 1, 1, 1, 1]
         """
@@ -660,12 +616,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         sample weight it saw in the fit); a missing value follows the split's learned
         direction, as in :meth:`predict`. The result does not depend on ``n_jobs``.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
@@ -673,11 +624,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             The last column is the expected value (F0 plus each tree's cover-weighted
             mean); each row (per class) adds up to the decision function.
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> phi = model.predict_contributions([[5.0]])
         >>> phi.shape, bool(abs(phi.sum() - model.decision_function([[5.0]])[0]) < 1e-12)
         ((1, 2), True)
@@ -687,22 +634,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     def apply(self, X):
         """The leaf (tree-relative node index) of each row in each tree.
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows to score: a NumPy array, a pandas or polars DataFrame (columns matched by
-            name when the model was fitted with names) or anything with ``__array__``;
-            NaN is a missing value.
+        <<of_X>>
 
         Returns
         -------
         ndarray of shape (n_samples, n_iterations, n_trees_per_iteration)
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> model.apply([[0.0], [5.0]])[:, 0, 0].tolist()
         [1, 2]
         """
@@ -741,11 +679,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             ``n_iterations * n_trees_per_iteration`` node arrays, in iteration order (the
             trees of the classes of one iteration together).
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> trees = model.trees()
         >>> len(trees), trees[0]["feature"].tolist()
         (5, [0, -1, -1])
@@ -762,11 +696,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             Fitted, for ``sklearn.tree.plot_tree``, ``partial_dependence`` or
             ``shap.TreeExplainer``.
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> import numpy as np
         >>> sk = model.to_sklearn()
         >>> bool(np.allclose(sk.predict_proba(X), model.predict_proba(X)))
@@ -791,11 +721,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         -------
         None
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> import gbc_core, os, tempfile
         >>> path = os.path.join(tempfile.mkdtemp(), "model.gbc")
         >>> model.save(path)
@@ -812,11 +738,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         bytes
             What :meth:`save` writes; :meth:`from_bytes` reads it back.
 
-        Examples
-        --------
-        >>> from gbc_core import GradientBoostingClassifier
-        >>> X = [[0.0], [1.0], [2.0], [3.0], [4.0], [5.0]]
-        >>> model = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])
+        <<examples>>
         >>> data = model.to_bytes()
         >>> GradientBoostingClassifier.from_bytes(data).n_estimators_
         5

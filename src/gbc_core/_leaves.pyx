@@ -84,7 +84,8 @@ cdef int newton_sums(
     int32_t* rows_by_leaf=NULL,
     int n_threads=1,
 ) except -1 nogil:
-    """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), each in row order.
+    """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), each in row order
+    (``prob`` None: sum w*|r|, the exponential loss's Hessian).
 
     With ``rows_by_leaf`` (room for every row), ``n_threads`` > 1, at least
     MIN_PARALLEL_ROWS rows and 1 to MAX_PARALLEL_LEAF_NODES leaf ids (``n_nodes``),
@@ -111,9 +112,12 @@ cdef int newton_sums(
                 continue
             w = 1.0 if sample_weight is None else sample_weight[i]
             j = leaf[i]
-            p = prob[i]
             numerator[j] += w * residual[i]
-            denominator[j] += w * p * (1.0 - p)
+            if prob is None:
+                denominator[j] += w * fabs(residual[i])
+            else:
+                p = prob[i]
+                denominator[j] += w * p * (1.0 - p)
         return 0
     for j in prange(n_nodes, schedule="dynamic", num_threads=n_threads):
         num = numerator[j]
@@ -121,9 +125,12 @@ cdef int newton_sums(
         for k in range(leaf_start[j], leaf_start[j + 1]):
             i = rows_by_leaf[k]
             w = 1.0 if sample_weight is None else sample_weight[i]
-            p = prob[i]
             num = num + w * residual[i]
-            den = den + w * p * (1.0 - p)
+            if prob is None:
+                den = den + w * fabs(residual[i])
+            else:
+                p = prob[i]
+                den = den + w * p * (1.0 - p)
         numerator[j] = num
         denominator[j] = den
     free(leaf_start)
@@ -676,42 +683,6 @@ cdef int32_t* _scratch_of(int32_t[::1] rows_by_leaf, intp_t n) except? NULL:
     return &rows_by_leaf[0]
 
 
-cdef void set_leaf_values(
-    node_t[::1] nodes,
-    const float64_t[::1] residual,
-    const float64_t[::1] prob,
-    const int32_t[::1] leaf_of_row,
-    const float64_t[::1] sample_weight,
-    const uint8_t[::1] sample_mask,
-    float64_t factor,
-    float64_t learning_rate,
-    float64_t* sums,
-    int32_t* rows_by_leaf,
-    int n_threads,
-) noexcept nogil:
-    """Leaf values of a grown tree from its rows (in-bag only): ``nodes[j].value =
-    newton_step(factor * sum w r, sum w p (1 - p))`` for every leaf (paper eq. 1;
-    ``factor`` is 1, or (K - 1)/K for the multinomial loss), 0 for inner nodes; then
-    ``sums[j] = learning_rate * nodes[j].value``, the step each row of node j takes.
-
-    ``sums`` has room for 2 x n_nodes values. With ``rows_by_leaf`` (room for every
-    row; NULL: one thread) and enough rows, the sums are formed one leaf per task
-    (``newton_sums``: the same numbers).
-    """
-    cdef intp_t j, n_nodes = nodes.shape[0]
-    for j in range(2 * n_nodes):
-        sums[j] = 0.0
-    newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, sums,
-                sums + n_nodes, n_nodes, rows_by_leaf, n_threads)
-    for j in range(n_nodes):
-        if nodes[j].feature < 0:
-            nodes[j].value = newton_step(factor * sums[j], sums[n_nodes + j])
-        else:
-            nodes[j].value = 0.0
-        # The numerator is no longer needed: its slot holds the scaled step.
-        sums[j] = learning_rate * nodes[j].value
-
-
 def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1] prob,
                               const int32_t[::1] leaf, const float64_t[::1] sample_weight,
                               intp_t n_leaves):
@@ -728,6 +699,69 @@ def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1
     return gamma
 
 
+cdef int leaf_steps(
+    node_t[::1] nodes,
+    float64_t* steps,
+    float64_t learning_rate,
+    const int32_t[::1] leaf_of_row,
+    const uint8_t[::1] sample_mask,
+    const float64_t[::1] sample_weight,
+    float64_t factor,
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const int32_t[::1] codes,
+    int32_t positive,
+    const float64_t[::1] z,
+    int kind,
+    int32_t* rows_by_leaf,
+    int n_threads,
+) except -1:
+    """The leaf values of a grown tree from its in-bag rows, 0 for inner nodes; then
+    ``steps[j] = learning_rate * nodes[j].value``, the step each row of node j takes
+    (``steps``: room for 2 x n_nodes values).
+
+    Without the class codes ``codes``: ``nodes[j].value = newton_step(factor * sum w
+    r, sum w p (1 - p))`` (paper eq. 1; ``factor`` is 1, or (K - 1)/K for the
+    multinomial loss; ``prob`` None: sum w |r|, the exponential loss's); with
+    ``rows_by_leaf`` (room for every row; NULL: one thread) and enough rows, the sums
+    are formed one leaf per task (``newton_sums``: the same numbers). With them: the
+    exact minimiser of each leaf's loss of the kind ``kind`` (``solve_exact``:
+    targets ``codes == positive``, log-odds or raw scores ``z``).
+    """
+    cdef intp_t j, n_nodes = nodes.shape[0]
+    if codes is not None:
+        solve_exact(nodes, leaf_of_row, sample_mask, codes, positive, z, sample_weight,
+                    kind)
+        with nogil:
+            for j in range(n_nodes):
+                steps[j] = learning_rate * nodes[j].value
+        return 0
+    with nogil:
+        for j in range(2 * n_nodes):
+            steps[j] = 0.0
+        newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, steps,
+                    steps + n_nodes, n_nodes, rows_by_leaf, n_threads)
+        for j in range(n_nodes):
+            if nodes[j].feature < 0:
+                nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
+            else:
+                nodes[j].value = 0.0
+            # The numerator is no longer needed: its slot holds the scaled step.
+            steps[j] = learning_rate * nodes[j].value
+    return 0
+
+
+cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noexcept nogil:
+    """The mean loss of sums formed in chunks: ``partial`` holds each chunk's (sum w L,
+    sum w), added in chunk order (0 where the weight is 0)."""
+    cdef intp_t c
+    cdef float64_t total_loss = 0.0, total_weight = 0.0
+    for c in range(n_chunks):
+        total_loss += partial[2 * c]
+        total_weight += partial[2 * c + 1]
+    return total_loss / total_weight if total_weight > 0 else 0.0
+
+
 def boosting_update(
     node_t[::1] nodes,
     const int32_t[::1] leaf_of_row,
@@ -742,48 +776,54 @@ def boosting_update(
     int n_threads,
     const int32_t[::1] codes=None,
     int32_t[::1] rows_by_leaf=None,
+    bint exponential=False,
 ):
-    """One boosting step after the tree of iteration m has been grown.
+    """One boosting step of a loss of one raw score per row after the tree of
+    iteration m has been grown: the binomial log-loss, or with ``exponential`` the
+    exponential loss (``prob`` None).
 
-    Sets ``nodes[j].value = gamma_j`` for every leaf (on in-bag rows: paper eq. 1,
-    or, when the class codes ``codes`` (int32 copy of ``y``) are given, the exact
-    minimiser of the leaf's log-loss, ``exact_leaf_values``), then in one pass over
-    the rows: F += eta * gamma (eq. 2), p = sigma(F) (eq. 3), r = y - p (Algorithm
-    1, line 6) and the row statistics of the next split search (``row_stats`` None:
-    unit weights, the tree reads the residuals themselves). ``rows_by_leaf``
-    (int32, one per row; None: the leaf sums on one thread) is the scratch of the
-    leaf sums on ``n_threads`` threads (``set_leaf_values``).
+    Sets ``nodes[j].value = gamma_j`` for every leaf (``leaf_steps``: on in-bag rows,
+    paper eq. 1, sum w r / sum w p (1 - p) or sum w r / sum w |r|; or, when the
+    class codes ``codes`` (int32 copy of ``y``) are given, the exact minimiser of the
+    leaf's loss, ``exact_leaf_values``), then in one pass over the rows F += eta *
+    gamma (eq. 2), the residuals r (the log-loss's with p = sigma(F), eq. 3, in
+    chunks on ``n_threads`` threads; ``exponential_rows``, in row order) and the row
+    statistics of the next split search (``row_stats`` None: unit weights, the tree
+    reads the residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
+    on one thread) is the scratch of the leaf sums on ``n_threads`` threads
+    (``leaf_steps``).
 
     Returns
     -------
     loss : float
-        Weighted mean log-loss of the in-bag rows after the update.
+        Weighted mean loss of the in-bag rows after the update.
+    n_overflow : int
+        The exponential loss: rows whose e^|F| is beyond float64 (their loss and
+        residual are infinite); 0 for the log-loss.
     """
-    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0]
+    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
-    cdef intp_t j, i, c, start, stop
+    cdef intp_t i, c, start, stop
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight, total_loss = 0.0, total_weight = 0.0
-    cdef float64_t* num = <float64_t*>malloc(2 * n_nodes * sizeof(float64_t))
+    cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight
+    cdef float64_t sums[2]
+    cdef float64_t* step = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
-    cdef float64_t* step = NULL
     cdef bint with_stats = row_stats is not None
-    if num == NULL or partial == NULL:
-        free(num)
+    if step == NULL or partial == NULL:
+        free(step)
         free(partial)
         raise MemoryError()
     try:
-        if codes is not None:
-            solve_exact(nodes, leaf_of_row, sample_mask, codes, 1, raw, sample_weight,
-                        LOGISTIC)
+        leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
+                   residual, prob, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
+                   by_leaf, n_threads)
+        if exponential:  # in row order, on one thread
+            with nogil:
+                n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, step,
+                                              leaf_of_row, residual, row_stats, sums)
+            return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
         with nogil:
-            if codes is None:
-                set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight,
-                                sample_mask, 1.0, learning_rate, num, by_leaf, n_threads)
-            else:
-                for j in range(n_nodes):
-                    num[j] = learning_rate * nodes[j].value
-            step = num
             if n_chunks < 4:  # too short to pay for a parallel region
                 n_threads = 1
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
@@ -808,13 +848,11 @@ def boosting_update(
                         chunk_weight = chunk_weight + w
                 partial[2 * c] = chunk_loss
                 partial[2 * c + 1] = chunk_weight
-            for c in range(n_chunks):
-                total_loss += partial[2 * c]
-                total_weight += partial[2 * c + 1]
+            loss = chunk_mean(partial, n_chunks)
     finally:
-        free(num)
+        free(step)
         free(partial)
-    return total_loss / total_weight if total_weight > 0 else 0.0
+    return loss, n_overflow
 
 
 def init_state(
@@ -824,12 +862,29 @@ def init_state(
     float64_t[::1] prob,
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
+    bint exponential=False,
 ):
-    """p = sigma(F0), r = y - p and the row statistics (Algorithm 1, lines 1-3 and
-    6; ``row_stats`` None: unit weights, none needed)."""
-    cdef intp_t i
+    """The residuals r and the row statistics of raw scores F (Algorithm 1, lines 1-3
+    and 6; ``row_stats`` None: unit weights, none needed): of the log-loss, p =
+    sigma(F) and r = y - p; with ``exponential``, r = y e^-F - (1 - y) e^F
+    (``prob`` None).
+
+    Returns
+    -------
+    n_overflow : int
+        The exponential loss: rows whose e^|F| is beyond float64; 0 for the log-loss.
+    """
+    cdef intp_t i, n_overflow
     cdef float64_t w, p, r
+    cdef float64_t sums[2]
     cdef bint with_stats = row_stats is not None
+    cdef const uint8_t[::1] every_row = None
+    cdef const int32_t[::1] no_leaves = None
+    if exponential:
+        with nogil:
+            n_overflow = exponential_rows(y, sample_weight, every_row, raw, NULL, no_leaves,
+                                          residual, row_stats, sums)
+        return n_overflow
     with nogil:
         for i in range(y.shape[0]):
             w = 1.0 if sample_weight is None else sample_weight[i]
@@ -840,6 +895,7 @@ def init_state(
             if with_stats:
                 row_stats[i].wr = w * r
                 row_stats[i].w = w
+    return 0
 
 
 cdef inline float64_t softplus(float64_t f) noexcept nogil:
@@ -929,21 +985,26 @@ def binomial_log_proba(const float64_t[::1] raw, float64_t[:, ::1] out):
             out[i, 1] = -softplus(-f)
 
 
+cdef inline float64_t log_sum_exp(const float64_t* scores, intp_t n_classes) noexcept nogil:
+    """log sum_k exp(scores[k]) of one row's scores, shifted by the largest (no
+    overflow, no log(0)), the exponentials added in class order."""
+    cdef intp_t k
+    cdef float64_t top = scores[0], total = 0.0
+    for k in range(1, n_classes):
+        if scores[k] > top:
+            top = scores[k]
+    for k in range(n_classes):
+        total = total + exp(scores[k] - top)
+    return top + log(total)
+
+
 def multinomial_log_proba(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
-    """out[i, k] = raw[i, k] - log sum_j exp(raw[i, j]) (shifted by the row's largest
-    score: no overflow, no log(0))."""
+    """out[i, k] = raw[i, k] - log sum_j exp(raw[i, j]) (``log_sum_exp``)."""
     cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
-    cdef float64_t top, total
+    cdef float64_t total
     with nogil:
         for i in range(n):
-            top = raw[i, 0]
-            for k in range(1, n_classes):
-                if raw[i, k] > top:
-                    top = raw[i, k]
-            total = 0.0
-            for k in range(n_classes):
-                total = total + exp(raw[i, k] - top)
-            total = top + log(total)
+            total = log_sum_exp(&raw[i, 0], n_classes)
             for k in range(n_classes):
                 out[i, k] = raw[i, k] - total
 
@@ -1050,7 +1111,7 @@ def multinomial_state(
     cdef intp_t n = y.shape[0], n_classes = raw.shape[0]
     cdef intp_t i, k, c, start, stop
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t w, lse, chunk_loss, chunk_weight, total_loss = 0.0, total_weight = 0.0
+    cdef float64_t w, lse, chunk_loss, chunk_weight, loss
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     if partial == NULL:
         raise MemoryError()
@@ -1073,12 +1134,10 @@ def multinomial_state(
                         chunk_weight = chunk_weight + w
                 partial[2 * c] = chunk_loss
                 partial[2 * c + 1] = chunk_weight
-            for c in range(n_chunks):
-                total_loss += partial[2 * c]
-                total_weight += partial[2 * c + 1]
+            loss = chunk_mean(partial, n_chunks)
     finally:
         free(partial)
-    return total_loss / total_weight if total_weight > 0 else 0.0
+    return loss
 
 
 def row_stats_of(const float64_t[::1] residual, const float64_t[::1] sample_weight,
@@ -1121,23 +1180,15 @@ def multinomial_tree_update(
     ``rows_by_leaf`` as in ``boosting_update`` (the update of F_k is elementwise:
     the same numbers on any number of threads).
     """
-    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i, j
+    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
     try:
-        if codes is not None:
-            solve_exact(nodes, leaf_of_row, sample_mask, codes, k, log_odds,
-                        sample_weight, LOGISTIC)
+        leaf_steps(nodes, sums, learning_rate, leaf_of_row, sample_mask, sample_weight,
+                   factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads)
         with nogil:
-            if codes is None:
-                set_leaf_values(nodes, residual, prob, leaf_of_row, sample_weight,
-                                sample_mask, factor, learning_rate, sums, by_leaf,
-                                n_threads)
-            else:
-                for j in range(n_nodes):
-                    sums[j] = learning_rate * nodes[j].value
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1
             for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
@@ -1170,19 +1221,12 @@ def softmax(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads):
 def multinomial_log_loss(const int32_t[::1] y, const float64_t[:, ::1] raw,
                          const float64_t[::1] sample_weight):
     """Weighted mean of -log softmax(raw[i])[y[i]] for raw of shape (n, n_classes)."""
-    cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
-    cdef float64_t top, total, w, loss = 0.0, weight = 0.0
+    cdef intp_t i, n = raw.shape[0], n_classes = raw.shape[1]
+    cdef float64_t w, loss = 0.0, weight = 0.0
     with nogil:
         for i in range(n):
-            top = raw[i, 0]
-            for k in range(1, n_classes):
-                if raw[i, k] > top:
-                    top = raw[i, k]
-            total = 0.0
-            for k in range(n_classes):
-                total = total + exp(raw[i, k] - top)
             w = 1.0 if sample_weight is None else sample_weight[i]
-            loss += w * (top + log(total) - raw[i, y[i]])
+            loss += w * (log_sum_exp(&raw[i, 0], n_classes) - raw[i, y[i]])
             weight += w
     return loss / weight if weight > 0 else 0.0
 
@@ -1207,7 +1251,7 @@ cdef inline float64_t exponential_residual(float64_t y, float64_t f,
 
 
 cdef intp_t exponential_rows(
-    const float64_t[::1] y,
+    const label_t[::1] y,
     const float64_t[::1] sample_weight,
     const uint8_t[::1] sample_mask,
     float64_t[::1] raw,
@@ -1243,91 +1287,6 @@ cdef intp_t exponential_rows(
     loss_and_weight[0] = total
     loss_and_weight[1] = weight
     return n_overflow
-
-
-def exponential_state(
-    const float64_t[::1] y,
-    const float64_t[::1] sample_weight,
-    float64_t[::1] raw,
-    float64_t[::1] residual,
-    row_stat_t[::1] row_stats,
-):
-    """r and the row statistics of raw scores F0 (the start of a fit).
-
-    Returns
-    -------
-    n_overflow : int
-        Rows whose exponential loss is beyond float64.
-    """
-    cdef float64_t sums[2]
-    cdef intp_t n_overflow
-    with nogil:
-        n_overflow = exponential_rows(y, sample_weight, None, raw, NULL, None, residual,
-                                      row_stats, sums)
-    return n_overflow
-
-
-def exponential_update(
-    node_t[::1] nodes,
-    const int32_t[::1] leaf_of_row,
-    const uint8_t[::1] sample_mask,
-    const float64_t[::1] y,
-    const float64_t[::1] sample_weight,
-    float64_t learning_rate,
-    float64_t[::1] raw,
-    float64_t[::1] residual,
-    row_stat_t[::1] row_stats,
-    const int32_t[::1] codes=None,
-):
-    """One boosting step of the exponential loss after a tree has been grown.
-
-    Sets ``nodes[j].value = gamma_j = sum w r / sum w |r|`` over the in-bag rows of
-    leaf j (0 where the denominator is below 1e-150; inner nodes 0), or, with the
-    class codes ``codes`` (int32 copy of ``y``), the exact minimiser
-    1/2 log(sum_{y=1} w e^-F / sum_{y=0} w e^F) (``exact_leaf_values``); then for
-    every row F += eta * gamma, r and the row statistics of the next tree.
-
-    Returns
-    -------
-    loss : float
-        Weighted mean exponential loss of the in-bag rows after the update.
-    n_overflow : int
-        Rows whose e^|F| is beyond float64 (their loss and residual are infinite).
-    """
-    cdef intp_t i, j, n_nodes = nodes.shape[0], n_overflow
-    cdef float64_t w, r
-    cdef float64_t sums[2]
-    cdef float64_t* num = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
-    if num == NULL:
-        raise MemoryError()
-    try:
-        if codes is not None:
-            solve_exact(nodes, leaf_of_row, sample_mask, codes, 1, raw, sample_weight,
-                        EXPONENTIAL)
-        with nogil:
-            for j in range(2 * n_nodes):
-                num[j] = 0.0
-            if codes is None:
-                for i in range(y.shape[0]):
-                    if sample_mask is not None and not sample_mask[i]:
-                        continue
-                    w = 1.0 if sample_weight is None else sample_weight[i]
-                    r = residual[i]
-                    j = leaf_of_row[i]
-                    num[j] += w * r
-                    num[n_nodes + j] += w * fabs(r)
-            for j in range(n_nodes):
-                if codes is None:
-                    if nodes[j].feature < 0:
-                        nodes[j].value = newton_step(num[j], num[n_nodes + j])
-                    else:
-                        nodes[j].value = 0.0
-                num[j] = learning_rate * nodes[j].value
-            n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, num,
-                                          leaf_of_row, residual, row_stats, sums)
-    finally:
-        free(num)
-    return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
 
 
 def exponential_loss(const float64_t[::1] y, const float64_t[::1] raw,

@@ -18,6 +18,7 @@ nodes in ``onnx.py``). The numbers are the kernels' of ``_leaves.pyx``.
 import numpy as np
 
 from . import _leaves
+from ._docstrings import fill_docs
 
 _EPS = np.finfo(np.float64).eps
 
@@ -44,34 +45,83 @@ def _raw_from_proba(proba, n_outputs, scale):
     return out
 
 
-class LogitLink:
+#: Docstring pieces of the links and of the losses (``_docstrings.fill_docs``): a
+#: docstring line ``<<name>>`` stands for the piece ``name``.
+DOC_PIECES = {
+    "raw": "raw : ndarray of shape (n_samples, n_outputs)\n    Raw scores F.",
+    "n_threads": "n_threads : int, default=1\n    Threads.",
+    "of_raw": "Parameters\n----------\n<<raw>>",
+    "of_raw_threads": "Parameters\n----------\n<<raw>>\n<<n_threads>>",
+    "of_proba": ("Parameters\n----------\nproba : array-like of shape (n_samples, n_classes)\n"
+                 "    Class probabilities."),
+    "of_class_weight": (
+        "Parameters\n----------\nclass_weight : array-like of shape (n_classes,)\n"
+        "    The weight of each class.\ntotal : float, optional\n"
+        "    Their sum (None: summed here)."),
+    "of_n_classes": "Parameters\n----------\nn_classes : int\n    The number of classes.",
+    "to_proba": ("Returns\n-------\nndarray of shape (n_samples, n_classes)\n"
+                 "    Class probabilities."),
+    "to_log_proba": ("Returns\n-------\nndarray of shape (n_samples, n_classes)\n"
+                     "    The logarithms of the class probabilities."),
+    "to_raw": "Returns\n-------\nndarray of shape (n_samples, n_outputs)\n    Raw scores.",
+    "to_codes": "Returns\n-------\nndarray of intp, shape (n_samples,)\n    Class codes.",
+    "examples": "Examples\n--------\n>>> import numpy as np\n>>> import gbc_core",
+}
+
+
+class _Link:
+    """What every link has, which the losses, prediction and the exporters use: the
+    attributes and methods below (each link's class defines and documents them)."""
+
+    #: What exporters dispatch on.
+    name = None
+    #: Two classes: p = sigma(scale * F), the log-odds are scale * F (1 for softmax).
+    scale = 1.0
+    #: The formula, for people (``gbc-core inspect``).
+    formula = None
+    #: The classes it takes, for people (a model file's error).
+    classes = None
+
+    def n_outputs(self, n_classes):  # raw scores per row, or a ValueError
+        raise NotImplementedError
+
+    def log_odds(self, raw):  # what an exporter writes before the sigmoid or softmax
+        raise NotImplementedError
+
+    def inverse(self, raw, n_threads=1):  # class probabilities
+        raise NotImplementedError
+
+    def log_inverse(self, raw):  # their logarithms
+        raise NotImplementedError
+
+    def decision(self, raw):  # class codes
+        raise NotImplementedError
+
+    def link(self, proba):  # raw scores of class probabilities
+        raise NotImplementedError
+
+    def prior(self, class_weight, total=None):  # F0 of init="prior"
+        raise NotImplementedError
+
+
+@fill_docs(DOC_PIECES)
+class LogitLink(_Link):
     """Two classes, one raw score per row: p = sigma(``scale`` * F) is the
     probability of class 1 (the paper's eq. 3 for ``scale`` 1).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gbc_core import LogitLink
-    >>> LogitLink().inverse(np.array([[0.0], [2.0]])).round(3).tolist()
+    <<examples>>
+    >>> gbc_core.LogitLink().inverse(np.array([[0.0], [2.0]])).round(3).tolist()
     [[0.5, 0.5], [0.119, 0.881]]
     """
 
-    #: What exporters dispatch on.
     name = "logit"
-    #: p = sigma(scale * F): the log-odds are scale * F.
-    scale = 1.0
-    #: The formula, for people (``gbc-core inspect``).
     formula = "p = sigma(F)"
-    #: The classes it takes, for people (a model file's error).
     classes = "two classes (n_outputs 1)"
 
     def n_outputs(self, n_classes):
         """Raw scores per row of a classifier of ``n_classes`` classes: 1.
 
-        Parameters
-        ----------
-        n_classes : int
-            The number of classes.
+        <<of_n_classes>>
 
         Returns
         -------
@@ -83,10 +133,8 @@ class LogitLink:
         ValueError
             For any number of classes but 2.
 
-        Examples
-        --------
-        >>> from gbc_core import LogitLink
-        >>> LogitLink().n_outputs(2)
+        <<examples>>
+        >>> gbc_core.LogitLink().n_outputs(2)
         1
         """
         if n_classes != 2:
@@ -96,23 +144,15 @@ class LogitLink:
         return 1
 
     def log_odds(self, raw):
-        """The log-odds of the probabilities of raw scores (n, 1): ``scale`` * F.
+        """The log-odds of the probabilities of raw scores (n, 1): ``scale`` * F,
+        what an exporter writes before the sigmoid.
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, 1)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, 1)
-            What an exporter writes before the sigmoid.
+        <<to_raw>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import HalfLogitLink
-        >>> HalfLogitLink().log_odds(np.array([[1.5]])).tolist()
+        <<examples>>
+        >>> gbc_core.HalfLogitLink().log_odds(np.array([[1.5]])).tolist()
         [[3.0]]
         """
         return raw if self.scale == 1.0 else np.multiply(raw, self.scale)
@@ -120,22 +160,12 @@ class LogitLink:
     def inverse(self, raw, n_threads=1):
         """Class probabilities (n, 2) of raw scores: column 1 is sigma(``scale`` * F).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, 1)
-            Raw scores F.
-        n_threads : int, default=1
-            Threads.
+        <<of_raw_threads>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
+        <<to_proba>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import LogitLink
-        >>> LogitLink().inverse(np.array([[-1.0]])).round(3).tolist()
+        <<examples>>
+        >>> gbc_core.LogitLink().inverse(np.array([[-1.0]])).round(3).tolist()
         [[0.731, 0.269]]
         """
         out = np.empty((raw.shape[0], 2), dtype=np.float64)
@@ -147,21 +177,12 @@ class LogitLink:
         """log of :meth:`inverse`, computed from the log-odds without overflow or
         log(0).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, 1)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
+        <<to_log_proba>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import LogitLink
-        >>> raw = np.array([[-800.0], [3.0]])
-        >>> bool(np.isfinite(LogitLink().log_inverse(raw)).all())
+        <<examples>>
+        >>> bool(np.isfinite(gbc_core.LogitLink().log_inverse(np.array([[-800.0]]))).all())
         True
         """
         out = np.empty((raw.shape[0], 2), dtype=np.float64)
@@ -172,20 +193,12 @@ class LogitLink:
     def decision(self, raw):
         """Class codes of raw scores: 1 where F >= 0 (p >= 0.5), as scikit-learn.
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, 1)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of intp, shape (n_samples,)
+        <<to_codes>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import LogitLink
-        >>> LogitLink().decision(np.array([[-1.0], [0.0]])).tolist()
+        <<examples>>
+        >>> gbc_core.LogitLink().decision(np.array([[-1.0], [0.0]])).tolist()
         [0, 1]
         """
         return (raw[:, 0] >= 0).astype(np.intp)
@@ -195,20 +208,12 @@ class LogitLink:
         ``scale`` of p = proba[:, 1] clipped to [eps, 1 - eps] (an init estimator's
         probabilities, as scikit-learn's ``_init_raw_predictions``).
 
-        Parameters
-        ----------
-        proba : array-like of shape (n_samples, 2)
-            Class probabilities.
+        <<of_proba>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, 1)
+        <<to_raw>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import LogitLink
-        >>> LogitLink().link(np.array([[0.5, 0.5]])).tolist()
+        <<examples>>
+        >>> gbc_core.LogitLink().link(np.array([[0.5, 0.5]])).tolist()
         [[0.0]]
         """
         return _raw_from_proba(proba, 1, 1.0 / self.scale)
@@ -217,36 +222,27 @@ class LogitLink:
         """F0 of ``init="prior"`` from the weight of each class: the log-odds of the
         weighted class frequencies over ``scale`` (0 when a class has no weight).
 
-        Parameters
-        ----------
-        class_weight : array-like of shape (2,)
-            The weight of each class.
-        total : float, optional
-            Their sum (None: summed here).
+        <<of_class_weight>>
 
         Returns
         -------
         ndarray of shape (1,)
 
-        Examples
-        --------
-        >>> from gbc_core import LogitLink
-        >>> LogitLink().prior([1.0, 1.0]).tolist()
+        <<examples>>
+        >>> gbc_core.LogitLink().prior([1.0, 1.0]).tolist()
         [0.0]
         """
         prior = prior_from_class_weights(class_weight, 1, total)
         return prior if self.scale == 1.0 else prior / self.scale
 
 
+@fill_docs(DOC_PIECES)
 class HalfLogitLink(LogitLink):
     """Two classes, p = sigma(2F): F is half the log-odds (scikit-learn's link of
     the exponential loss).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gbc_core import HalfLogitLink
-    >>> HalfLogitLink().inverse(np.array([[1.0]])).round(3).tolist()
+    <<examples>>
+    >>> gbc_core.HalfLogitLink().inverse(np.array([[1.0]])).round(3).tolist()
     [[0.119, 0.881]]
     """
 
@@ -255,29 +251,24 @@ class HalfLogitLink(LogitLink):
     formula = "p = sigma(2F)"
 
 
-class SoftmaxLink:
+@fill_docs(DOC_PIECES)
+class SoftmaxLink(_Link):
     """K >= 3 classes, one raw score per class: p = softmax(F).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gbc_core import SoftmaxLink
-    >>> SoftmaxLink().inverse(np.zeros((1, 3))).round(3).tolist()
+    <<examples>>
+    >>> gbc_core.SoftmaxLink().inverse(np.zeros((1, 3))).round(3).tolist()
     [[0.333, 0.333, 0.333]]
     """
 
     name = "softmax"
-    scale = 1.0
     formula = "p = softmax(F)"
     classes = "3 or more classes (n_outputs the number of classes)"
 
     def n_outputs(self, n_classes):
-        """Raw scores per row of a classifier of ``n_classes`` classes: one per class.
+        """One raw score per class: ``n_classes`` raw scores per row, for 3 classes or
+        more.
 
-        Parameters
-        ----------
-        n_classes : int
-            The number of classes.
+        <<of_n_classes>>
 
         Returns
         -------
@@ -289,10 +280,8 @@ class SoftmaxLink:
         ValueError
             For fewer than 3 classes.
 
-        Examples
-        --------
-        >>> from gbc_core import SoftmaxLink
-        >>> SoftmaxLink().n_outputs(4)
+        <<examples>>
+        >>> gbc_core.SoftmaxLink().n_outputs(4)
         4
         """
         if n_classes < 3:
@@ -303,20 +292,12 @@ class SoftmaxLink:
     def log_odds(self, raw):
         """The raw scores themselves (their softmax is the probabilities).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_classes)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
+        <<to_raw>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import SoftmaxLink
-        >>> SoftmaxLink().log_odds(np.ones((1, 3))).tolist()
+        <<examples>>
+        >>> gbc_core.SoftmaxLink().log_odds(np.ones((1, 3))).tolist()
         [[1.0, 1.0, 1.0]]
         """
         return raw
@@ -324,22 +305,12 @@ class SoftmaxLink:
     def inverse(self, raw, n_threads=1):
         """Class probabilities (n, K): softmax of the raw scores.
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_classes)
-            Raw scores F.
-        n_threads : int, default=1
-            Threads.
+        <<of_raw_threads>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
+        <<to_proba>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import SoftmaxLink
-        >>> SoftmaxLink().inverse(np.array([[1.0, 0.0, -1.0]])).round(3).tolist()
+        <<examples>>
+        >>> gbc_core.SoftmaxLink().inverse(np.array([[1.0, 0.0, -1.0]])).round(3).tolist()
         [[0.665, 0.245, 0.09]]
         """
         out = np.empty(raw.shape, dtype=np.float64)
@@ -349,21 +320,13 @@ class SoftmaxLink:
     def log_inverse(self, raw):
         """log of :meth:`inverse`: F_k - log sum_j exp(F_j), without log(0).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_classes)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
+        <<to_log_proba>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import SoftmaxLink
+        <<examples>>
         >>> raw = np.array([[900.0, 0.0, -900.0]])
-        >>> bool(np.isfinite(SoftmaxLink().log_inverse(raw)).all())
+        >>> bool(np.isfinite(gbc_core.SoftmaxLink().log_inverse(raw)).all())
         True
         """
         out = np.empty(raw.shape, dtype=np.float64)
@@ -373,20 +336,12 @@ class SoftmaxLink:
     def decision(self, raw):
         """Class codes of raw scores: the largest score (the first on ties).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_classes)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of intp, shape (n_samples,)
+        <<to_codes>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import SoftmaxLink
-        >>> SoftmaxLink().decision(np.array([[0.0, 2.0, 1.0]])).tolist()
+        <<examples>>
+        >>> gbc_core.SoftmaxLink().decision(np.array([[0.0, 2.0, 1.0]])).tolist()
         [1]
         """
         return np.argmax(raw, axis=1)
@@ -395,20 +350,12 @@ class SoftmaxLink:
         """Raw scores (n, K) of class probabilities (n, K): log p_k - mean_j log p_j
         with p clipped to [eps, 1 - eps] (scikit-learn's ``_init_raw_predictions``).
 
-        Parameters
-        ----------
-        proba : array-like of shape (n_samples, n_classes)
-            Class probabilities.
+        <<of_proba>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
+        <<to_raw>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import SoftmaxLink
-        >>> SoftmaxLink().link(np.full((1, 3), 1 / 3)).round(12).tolist()
+        <<examples>>
+        >>> gbc_core.SoftmaxLink().link(np.full((1, 3), 1 / 3)).round(12).tolist()
         [[0.0, 0.0, 0.0]]
         """
         proba = np.asarray(proba)
@@ -418,21 +365,14 @@ class SoftmaxLink:
         """F0 of ``init="prior"``: log p_k - mean_j log p_j with p the weighted
         class frequencies clipped to [eps, 1 - eps] (scikit-learn's prior).
 
-        Parameters
-        ----------
-        class_weight : array-like of shape (n_classes,)
-            The weight of each class.
-        total : float, optional
-            Their sum (None: summed here).
+        <<of_class_weight>>
 
         Returns
         -------
         ndarray of shape (n_classes,)
 
-        Examples
-        --------
-        >>> from gbc_core import SoftmaxLink
-        >>> SoftmaxLink().prior([1.0, 1.0, 1.0]).round(12).tolist()
+        <<examples>>
+        >>> gbc_core.SoftmaxLink().prior([1.0, 1.0, 1.0]).round(12).tolist()
         [0.0, 0.0, 0.0]
         """
         class_weight = np.asarray(class_weight, dtype=np.float64)

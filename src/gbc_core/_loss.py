@@ -46,11 +46,38 @@ import copy
 import numpy as np
 
 from . import _leaves
-from ._link import HalfLogitLink, LogitLink, SoftmaxLink
+from ._docstrings import fill_docs
+from ._link import DOC_PIECES, HalfLogitLink, LogitLink, SoftmaxLink, _Link
 from ._link import prior_from_class_weights  # noqa: F401 (the distributed prior's)
 from ._loss_state import HESSIAN_EPSILON as _HESSIAN_EPSILON
 from ._loss_state import (BinomialFit, ExponentialFit, GradientFit, MultinomialFit,
                           exponential_overflow_error)  # noqa: F401
+
+#: Docstring pieces of the losses (the links' and their own; ``_docstrings``).
+_DOC_PIECES = dict(
+    DOC_PIECES,
+    y="y : ndarray of int, shape (n_samples,)\n    Class codes 0 .. n_classes - 1.",
+    sample_weight=("sample_weight : ndarray of shape (n_samples,), optional\n"
+                   "    Weights of the rows (None: all 1)."),
+    of_y_raw="Parameters\n----------\n<<y>>\n<<raw>>",
+    of_start=(
+        "Parameters\n----------\n<<y>>\n<<sample_weight>>\n"
+        "raw : ndarray of shape (n_samples, n_outputs)\n"
+        "    The initial raw scores F0 per row.\n"
+        "n_threads : int\n    Threads of the fit.\n"
+        "reduce : callable, optional\n"
+        "    ``reduce(values, n_summed)``: a distributed fit's all-reduce of the\n"
+        "    per-node sums and losses (None: one process)."),
+    of_loss=(
+        "Parameters\n----------\n<<y>>\n<<raw>>\n<<sample_weight>>\n\n"
+        "Returns\n-------\nfloat\n"
+        "    The weighted mean loss (``train_score_`` is it times ``score_factor``)."),
+    leaf_solver=(
+        'leaf_solver : {"newton", "exact"}, default="newton"\n'
+        "    Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's\n"
+        "    loss."),
+    of_leaf_solver="Parameters\n----------\n<<leaf_solver>>",
+)
 
 #: The leaf solvers (the ``leaf_solver`` parameter's values).
 LEAF_SOLVERS = ("newton", "exact")
@@ -90,6 +117,7 @@ def _as_outputs(name, what, a, n, n_outputs):
     return a
 
 
+@fill_docs(_DOC_PIECES)
 class Loss:
     """A loss of the boosting loop: the base class of the built-in losses and of a
     custom one.
@@ -104,20 +132,17 @@ class Loss:
     Dask (the per-node sums are all-reduced). To load a model file of a custom loss,
     register its class first (:func:`register_loss`).
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from gbc_core import GradientBoostingClassifier, LogitLink, Loss
-    >>> class Logistic(Loss):
+    <<examples>>
+    >>> class Logistic(gbc_core.Loss):
     ...     name = "my_logistic"
-    ...     link = LogitLink()
+    ...     link = gbc_core.LogitLink()
     ...     def gradient_hessian(self, y, raw):
     ...         p = 1.0 / (1.0 + np.exp(-raw[:, 0]))
     ...         return p - y, p * (1.0 - p)
     ...     def pointwise_loss(self, y, raw):
     ...         return np.logaddexp(0.0, raw[:, 0]) - y * raw[:, 0]
     >>> X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]
-    >>> model = GradientBoostingClassifier(n_estimators=5, loss=Logistic()).fit(X, y)
+    >>> model = gbc_core.GradientBoostingClassifier(n_estimators=5, loss=Logistic()).fit(X, y)
     >>> model.predict([[0.0], [3.0]]).tolist()
     [0, 1]
     """
@@ -172,10 +197,8 @@ class Loss:
             For a number of classes its link does not take, or a leaf solver it
             does not offer.
 
-        Examples
-        --------
-        >>> from gbc_core import BinomialLoss
-        >>> BinomialLoss().for_classes(3).n_outputs
+        <<examples>>
+        >>> gbc_core.BinomialLoss().for_classes(3).n_outputs
         3
         """
         _check_solver(leaf_solver)
@@ -208,7 +231,7 @@ class Loss:
         if self.name in _BUILTIN:
             raise ValueError(f"the loss {cls} is named {self.name!r}, the name of a "
                              "built-in loss; give it a name of its own")
-        if not isinstance(self.link, (LogitLink, SoftmaxLink)):
+        if not isinstance(self.link, _Link):
             raise TypeError(f"the loss {cls} ({self.name!r}): link must be LogitLink(), "
                             "HalfLogitLink() or SoftmaxLink() (the links prediction and "
                             f"the exporters know), got {self.link!r}")
@@ -229,12 +252,7 @@ class Loss:
         """The gradient and the Hessian of each row's loss in its raw scores: what a
         custom loss defines.
 
-        Parameters
-        ----------
-        y : ndarray of int32, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
+        <<of_y_raw>>
 
         Returns
         -------
@@ -242,11 +260,8 @@ class Loss:
             dL/dF and d2L/dF2 of each row (shape (n_samples,) for one output too).
             The trees fit the residuals -gradient.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import Loss
-        >>> class Squared(Loss):
+        <<examples>>
+        >>> class Squared(gbc_core.Loss):
         ...     name = "squared"
         ...     def gradient_hessian(self, y, raw):
         ...         return raw[:, 0] - y, np.ones(len(y))
@@ -260,22 +275,15 @@ class Loss:
         """The loss of each row (recorded as ``train_score_``, the out-of-bag and
         validation scores, which early stopping watches): what a custom loss defines.
 
-        Parameters
-        ----------
-        y : ndarray of int32, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
+        <<of_y_raw>>
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            The loss of each row.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import Loss
-        >>> class Squared(Loss):
+        <<examples>>
+        >>> class Squared(gbc_core.Loss):
         ...     name = "squared"
         ...     def pointwise_loss(self, y, raw):
         ...         return 0.5 * (raw[:, 0] - y) ** 2
@@ -301,11 +309,8 @@ class Loss:
         ndarray of shape (n_leaves,)
             gamma of each leaf (the learning rate scales it: F += eta * gamma).
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import Loss
-        >>> Loss().leaf_value(np.array([-1.0, 2.0]), np.array([4.0, 0.0])).tolist()
+        <<examples>>
+        >>> gbc_core.Loss().leaf_value(np.array([-1.0, 2.0]), np.array([4.0, 0.0])).tolist()
         [0.25, 0.0]
         """
         g = np.asarray(gradient_sum, dtype=np.float64)
@@ -348,10 +353,8 @@ class Loss:
 
         Parameters
         ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
+        <<y>>
+        <<sample_weight>>
         init : {"zero", "prior"} or None
             ``init`` of the estimator (None: "prior").
         reduce : callable, optional
@@ -362,11 +365,9 @@ class Loss:
         ndarray of shape (n_outputs,)
             F0 of each output.
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> BinomialLoss().initial_raw(np.array([0, 1, 1]), None, "prior").round(4).tolist()
+        <<examples>>
+        >>> loss = gbc_core.BinomialLoss()
+        >>> loss.initial_raw(np.array([0, 1, 1]), None, "prior").round(4).tolist()
         [0.6931]
         """
         if init == "zero":
@@ -379,21 +380,10 @@ class Loss:
         return self.link.prior(sums, total)
 
     def start(self, y, sample_weight, raw, n_threads, reduce=None):
-        """The state of a fit on class codes ``y`` from raw scores ``raw``.
+        """The state of a fit on class codes ``y`` from raw scores ``raw``: for a
+        custom loss, from its gradients and Hessians in NumPy.
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row.
-        n_threads : int
-            Threads of the fit.
-        reduce : callable, optional
-            ``reduce(values, n_summed)``: a distributed fit's all-reduce of the
-            per-node sums and losses (None: one process).
+        <<of_start>>
 
         Returns
         -------
@@ -402,39 +392,32 @@ class Loss:
             ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
             ``held_out_loss(mask)`` (``_loss_state``).
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> state = BinomialLoss().start(np.array([0, 1]), None, np.zeros((2, 1)), 1)
-        >>> state.residual.tolist()
-        [-0.5, 0.5]
+        <<examples>>
+        >>> class Squared(gbc_core.Loss):
+        ...     name = "squared"
+        ...     def gradient_hessian(self, y, raw):
+        ...         return raw[:, 0] - y, np.ones(len(y))
+        ...     def pointwise_loss(self, y, raw):
+        ...         return 0.5 * (raw[:, 0] - y) ** 2
+        >>> loss = Squared().for_classes(2)
+        >>> loss.start(np.array([1, 1]), None, np.zeros((2, 1)), 1).residual[0].tolist()
+        [1.0, 1.0]
         """
         return GradientFit(self, y, _weights(sample_weight), raw, reduce)
 
     def loss(self, y, raw, sample_weight=None):
-        """Weighted mean loss of raw scores ``raw`` for class codes ``y``.
+        """Weighted mean loss of raw scores ``raw`` for class codes ``y``: for a
+        custom loss, of its :meth:`pointwise_loss`.
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
+        <<of_loss>>
 
-        Returns
-        -------
-        float
-            The weighted mean loss (``train_score_`` is it times ``score_factor``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> round(BinomialLoss().loss(np.array([0, 1]), np.zeros((2, 1))), 4)
-        0.6931
+        <<examples>>
+        >>> class Squared(gbc_core.Loss):
+        ...     name = "squared"
+        ...     def pointwise_loss(self, y, raw):
+        ...         return 0.5 * (raw[:, 0] - y) ** 2
+        >>> Squared().loss(np.array([0, 1]), np.zeros((2, 1)))
+        0.25
         """
         y = np.ascontiguousarray(y, dtype=np.int32)
         if y.shape[0] == 0:
@@ -449,22 +432,12 @@ class Loss:
     def proba(self, raw, n_threads=1):
         """Class probabilities of raw scores: the link's inverse.
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
-        n_threads : int, default=1
-            Threads.
+        <<of_raw_threads>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
+        <<to_proba>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> ExponentialLoss().proba(np.array([[1.0]])).round(3).tolist()
+        <<examples>>
+        >>> gbc_core.ExponentialLoss().proba(np.array([[1.0]])).round(3).tolist()
         [[0.119, 0.881]]
         """
         return self.link.inverse(raw, n_threads)
@@ -472,21 +445,12 @@ class Loss:
     def log_proba(self, raw):
         """log of :meth:`proba`, without overflow or log(0).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
+        <<to_log_proba>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> raw = np.array([[-1.0], [2.0]])
-        >>> loss = BinomialLoss()
+        <<examples>>
+        >>> raw, loss = np.array([[-1.0], [2.0]]), gbc_core.BinomialLoss()
         >>> bool(np.allclose(np.exp(loss.log_proba(raw)), loss.proba(raw)))
         True
         """
@@ -496,21 +460,12 @@ class Loss:
         """Class codes of raw scores (the link's: F >= 0 for two classes, the
         largest score for more).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of intp, shape (n_samples,)
-            Class codes.
+        <<to_codes>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> BinomialLoss().decision(np.array([[-1.0], [0.0], [2.0]])).tolist()
+        <<examples>>
+        >>> gbc_core.BinomialLoss().decision(np.array([[-1.0], [0.0], [2.0]])).tolist()
         [0, 1, 1]
         """
         return self.link.decision(raw)
@@ -518,20 +473,12 @@ class Loss:
     def raw_from_proba(self, proba):
         """Raw scores of class probabilities (an ``init`` estimator's): the link.
 
-        Parameters
-        ----------
-        proba : array-like of shape (n_samples, n_classes)
-            Class probabilities.
+        <<of_proba>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
+        <<to_raw>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> ExponentialLoss().raw_from_proba(np.array([[0.5, 0.5]])).tolist()
+        <<examples>>
+        >>> gbc_core.ExponentialLoss().raw_from_proba(np.array([[0.5, 0.5]])).tolist()
         [[0.0]]
         """
         return self.link.link(proba)
@@ -540,53 +487,110 @@ class Loss:
         """What an exporter writes before the sigmoid or softmax: the link's
         log-odds of raw scores (``link.scale`` * F).
 
-        Parameters
-        ----------
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
+        <<of_raw>>
 
-        Returns
-        -------
-        ndarray of shape (n_samples, n_outputs)
+        <<to_raw>>
 
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> ExponentialLoss().log_odds(np.array([[1.0]])).tolist()
+        <<examples>>
+        >>> gbc_core.ExponentialLoss().log_odds(np.array([[1.0]])).tolist()
         [[2.0]]
         """
         return self.link.log_odds(raw)
 
 
-class BinomialLoss(Loss):
-    """The log-loss of two classes with one raw score per row (the paper's model).
+@fill_docs(_DOC_PIECES)
+class _FusedLoss(Loss):
+    """A built-in loss: its fit runs the fused kernels of ``_leaves.pyx`` with either
+    leaf solver. A subclass names its fit state (``_state``, a class of
+    ``_loss_state``) and the kernel of its mean loss (``_kernel``, of one raw score
+    per row, or its own ``_mean_loss``)."""
 
-    Parameters
-    ----------
-    leaf_solver : {"newton", "exact"}, default="newton"
-        Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's loss.
-
-    Examples
-    --------
-    >>> from gbc_core import BinomialLoss, GradientBoostingClassifier
-    >>> model = GradientBoostingClassifier(n_estimators=2).fit([[0.0], [1.0]], [0, 1])
-    >>> isinstance(model.booster_.loss_function, BinomialLoss)
-    True
-    """
-
-    name = "log_loss"
-    sklearn_loss = "log_loss"
-    label = "log-loss"
-    link = LogitLink()
+    #: Two classes, one raw score per row (the multinomial loss sets its own).
     n_classes = 2
     n_outputs = 1
-    #: scikit-learn's ``train_score_`` (and OOB and validation scores) of two classes
-    #: is the binomial deviance: twice the mean log-loss.
-    score_factor = 2.0
+    #: The fit state's class: called with (y, sample_weight, raw, n_threads, exact, reduce).
+    _state = None
+    #: The weighted mean loss of float labels and one raw score per row.
+    _kernel = None
 
     def __init__(self, leaf_solver="newton"):
         self.leaf_solver = _check_solver(leaf_solver)
+
+    @property
+    def sklearn_loss(self):
+        """scikit-learn's name of the loss: a built-in loss is scikit-learn's loss of
+        its own name."""
+        return self.name
+
+    def start(self, y, sample_weight, raw, n_threads, reduce=None):
+        """The state of a fit on class codes ``y`` from raw scores ``raw``: the
+        loss's fused kernels.
+
+        <<of_start>>
+
+        Returns
+        -------
+        object
+            The fit's state (``_loss_state``): ``raw`` and ``residual`` of the
+            training rows (and ``prob`` of a log-loss), ``tree_target(k)``,
+            ``update(...)``, ``finish_iteration(mask)`` and ``held_out_loss(mask)``;
+            for K >= 3 classes and ``leaf_solver="exact"`` also ``log_odds``
+            (K, n_samples), each class's log-odds against the others,
+            F_k - log sum_{j != k} e^F_j, that the exact leaf solve starts from.
+
+        <<examples>>
+        >>> loss = gbc_core.ExponentialLoss()
+        >>> state = loss.start(np.array([0, 1, 1]), None, np.zeros((3, 1)), n_threads=1)
+        >>> callable(state.tree_target) and callable(state.update)
+        True
+        """
+        return self._state(y, _weights(sample_weight), raw, n_threads,
+                           self.leaf_solver == "exact", reduce)
+
+    def loss(self, y, raw, sample_weight=None):
+        """Weighted mean loss of raw scores ``raw`` for class codes ``y``: the
+        loss's kernel (scikit-learn's units times 1 / ``score_factor``).
+
+        <<of_loss>>
+
+        <<examples>>
+        >>> raw, y = np.array([[-1.0], [0.0], [2.0]]), np.array([0, 1, 1])
+        >>> round(gbc_core.BinomialLoss().loss(y, raw), 4)
+        0.3778
+        >>> round(gbc_core.ExponentialLoss().loss(y, raw), 4)
+        0.5011
+        >>> raw3 = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
+        >>> round(gbc_core.MultinomialLoss(3).loss(np.array([0, 1, 2]), raw3), 4)
+        0.5497
+        """
+        return float(self._mean_loss(y, raw, _weights(sample_weight)))
+
+    def _mean_loss(self, y, raw, w):
+        return self._kernel(np.ascontiguousarray(y, dtype=np.float64),
+                            np.ascontiguousarray(raw[:, 0], dtype=np.float64), w)
+
+
+@fill_docs(_DOC_PIECES)
+class BinomialLoss(_FusedLoss):
+    """The log-loss of two classes with one raw score per row (the paper's model):
+    p = sigma(F), trees fitted to r = y - p, leaf values sum w r / sum w p (1 - p).
+
+    <<of_leaf_solver>>
+
+    <<examples>>
+    >>> loss = gbc_core.BinomialLoss()
+    >>> round(loss.score_factor * loss.loss(np.array([0, 1]), np.zeros((2, 1))), 4)  # deviance
+    1.3863
+    """
+
+    name = "log_loss"
+    label = "log-loss"
+    link = LogitLink()
+    #: scikit-learn's ``train_score_`` (and OOB and validation scores) of two classes
+    #: is the binomial deviance: twice the mean log-loss.
+    score_factor = 2.0
+    _state = staticmethod(BinomialFit)
+    _kernel = staticmethod(_leaves.weighted_log_loss)
 
     def _bind(self, n_classes, leaf_solver):
         # One name, "log_loss", for two classes and for more: their count decides.
@@ -594,178 +598,50 @@ class BinomialLoss(Loss):
             return BinomialLoss(leaf_solver)
         return MultinomialLoss(n_classes, leaf_solver)
 
-    def start(self, y, sample_weight, raw, n_threads, reduce=None):
-        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1).
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row.
-        n_threads : int
-            Threads of the fit.
-        reduce : callable, optional
-            A distributed fit's all-reduce (None: one process, the fused kernels).
-
-        Returns
-        -------
-        object
-            The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
-            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
-            ``held_out_loss(mask)``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> state = loss.start(np.array([0, 1, 1]), None, np.zeros((3, 1)), n_threads=1)
-        >>> callable(state.tree_target) and callable(state.update)
-        True
-        """
-        return BinomialFit(y, _weights(sample_weight), raw, n_threads,
-                           self.leaf_solver == "exact", reduce)
-
-    def loss(self, y, raw, sample_weight=None):
-        """Weighted mean log-loss of raw scores ``raw`` (n, 1) for class codes ``y``.
-
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-
-        Returns
-        -------
-        float
-            The weighted mean loss (``train_score_`` is it times ``score_factor``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import BinomialLoss
-        >>> loss = BinomialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> round(loss.loss(y, raw), 4)
-        0.3778
-        """
-        return float(_leaves.weighted_log_loss(
-            np.ascontiguousarray(y, dtype=np.float64),
-            np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
-
-
-class MultinomialLoss(Loss):
-    """The log-loss of K >= 3 classes with one raw score per class (softmax).
+@fill_docs(_DOC_PIECES)
+class MultinomialLoss(_FusedLoss):
+    """The log-loss of K >= 3 classes with one raw score per class: p = softmax(F),
+    the mean of -log p_y (the recorded losses are it, as scikit-learn's scores of K >= 3
+    classes: ``score_factor`` 1).
 
     Parameters
     ----------
     n_classes : int
         K >= 3.
-    leaf_solver : {"newton", "exact"}, default="newton"
-        Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's loss.
+    <<leaf_solver>>
 
-    Examples
-    --------
-    >>> from gbc_core import GradientBoostingClassifier, MultinomialLoss
-    >>> model = GradientBoostingClassifier(n_estimators=2).fit([[0.0], [1.0], [2.0]], [0, 1, 2])
-    >>> isinstance(model.booster_.loss_function, MultinomialLoss)
-    True
+    <<examples>>
+    >>> X, y = [[0.0], [1.0], [2.0]], [0, 1, 2]
+    >>> model = gbc_core.GradientBoostingClassifier(n_estimators=2).fit(X, y)
+    >>> type(model.booster_.loss_function).__name__
+    'MultinomialLoss'
     """
 
     name = "log_loss"
-    sklearn_loss = "log_loss"
     label = "log-loss"
     link = SoftmaxLink()
-    #: scikit-learn's scores of K >= 3 classes are the mean log-loss itself.
-    score_factor = 1.0
 
     def __init__(self, n_classes, leaf_solver="newton"):
         if n_classes < 3:
             raise ValueError(f"the multinomial loss needs 3 or more classes, got {n_classes}")
+        super().__init__(leaf_solver)
         self.n_classes = n_classes
         self.n_outputs = n_classes
-        self.leaf_solver = _check_solver(leaf_solver)
 
     def _bind(self, n_classes, leaf_solver):
         return BinomialLoss._bind(self, n_classes, leaf_solver)
 
-    def start(self, y, sample_weight, raw, n_threads, reduce=None):
-        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, K).
+    def _state(self, *args):
+        return MultinomialFit(self.n_classes, *args)
 
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row.
-        n_threads : int
-            Threads of the fit.
-        reduce : callable, optional
-            A distributed fit's all-reduce (None: one process, the fused kernels).
-
-        Returns
-        -------
-        object
-            The fit's state: ``raw``, ``prob`` and ``residual`` of the training rows,
-            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
-            ``held_out_loss(mask)``; with ``leaf_solver="exact"`` also ``log_odds``
-            (K, n_samples), each class's log-odds against the others,
-            F_k - log sum_{j != k} e^F_j, that the exact leaf solve starts from.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> state = loss.start(np.array([0, 1, 2]), None, np.zeros((3, 3)), n_threads=1)
-        >>> callable(state.tree_target) and callable(state.update)
-        True
-        """
-        return MultinomialFit(self.n_classes, y, _weights(sample_weight), raw, n_threads,
-                              self.leaf_solver == "exact", reduce)
-
-    def loss(self, y, raw, sample_weight=None):
-        """Weighted mean of -log p_y for raw scores ``raw`` (n, K).
-
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-
-        Returns
-        -------
-        float
-            The weighted mean loss (``train_score_`` is it times ``score_factor``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import MultinomialLoss
-        >>> loss = MultinomialLoss(3)
-        >>> raw = np.array([[1.0, 0.0, -1.0], [0.0, 0.0, 0.0], [-2.0, 0.0, 2.0]])
-        >>> y = np.array([0, 1, 2])
-        >>> round(loss.loss(y, raw), 4)
-        0.5497
-        """
-        return float(_leaves.multinomial_log_loss(
-            np.ascontiguousarray(y, dtype=np.int32), np.ascontiguousarray(raw, dtype=np.float64),
-            _weights(sample_weight)))
+    def _mean_loss(self, y, raw, w):
+        return _leaves.multinomial_log_loss(np.ascontiguousarray(y, dtype=np.int32),
+                                            np.ascontiguousarray(raw, dtype=np.float64), w)
 
 
-class ExponentialLoss(Loss):
+@fill_docs(_DOC_PIECES)
+class ExponentialLoss(_FusedLoss):
     """AdaBoost's exponential loss of two classes, one raw score per row
     (scikit-learn's ``GradientBoostingClassifier(loss="exponential")``).
 
@@ -773,33 +649,23 @@ class ExponentialLoss(Loss):
     probability that minimises the expected loss); a row is predicted class 1 where
     F >= 0. Trees fit r = y e^-F - (1 - y) e^F; leaf values are scikit-learn's
     Newton step sum w r / sum w abs(r) (abs(r) is the Hessian), always in [-1, 1].
+    The recorded losses are the mean loss itself, scikit-learn's scale
+    (``score_factor`` 1).
 
-    Parameters
-    ----------
-    leaf_solver : {"newton", "exact"}, default="newton"
-        Leaf values: one Newton step (eq. 1) or the exact minimiser of each leaf's loss.
+    <<of_leaf_solver>>
 
-    Examples
-    --------
-    >>> from gbc_core import ExponentialLoss, GradientBoostingClassifier
-    >>> model = GradientBoostingClassifier(n_estimators=2, loss="exponential")
+    <<examples>>
+    >>> model = gbc_core.GradientBoostingClassifier(n_estimators=2, loss="exponential")
     >>> model = model.fit([[0.0], [1.0]], [0, 1])
-    >>> isinstance(model.booster_.loss_function, ExponentialLoss)
+    >>> isinstance(model.booster_.loss_function, gbc_core.ExponentialLoss)
     True
     """
 
     name = "exponential"
-    sklearn_loss = "exponential"
-    label = "exponential loss"
     #: p = sigma(2F): scikit-learn's probabilities of the exponential loss.
     link = HalfLogitLink()
-    n_classes = 2
-    n_outputs = 1
-    #: scikit-learn's scores of the exponential loss are its mean value itself.
-    score_factor = 1.0
-
-    def __init__(self, leaf_solver="newton"):
-        self.leaf_solver = _check_solver(leaf_solver)
+    _state = staticmethod(ExponentialFit)
+    _kernel = staticmethod(_leaves.exponential_loss)
 
     def _bind(self, n_classes, leaf_solver):
         if n_classes > 2:
@@ -808,73 +674,6 @@ class ExponentialLoss(Loss):
                 f"problem, you have n_classes={n_classes}. Please use loss='log_loss' "
                 "instead.")
         return ExponentialLoss(leaf_solver)
-
-    def start(self, y, sample_weight, raw, n_threads, reduce=None):
-        """The state of a fit on class codes ``y`` from raw scores ``raw`` (n, 1).
-
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-        raw : ndarray of shape (n_samples, n_outputs)
-            The initial raw scores F0 per row.
-        n_threads : int
-            Threads of the fit.
-        reduce : callable, optional
-            A distributed fit's all-reduce (None: one process, the fused kernels).
-
-        Returns
-        -------
-        object
-            The fit's state: ``raw`` and ``residual`` of the training rows,
-            ``tree_target(k)``, ``update(...)``, ``finish_iteration(mask)`` and
-            ``held_out_loss(mask)``.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> state = loss.start(np.array([0, 1, 1]), None, np.zeros((3, 1)), n_threads=1)
-        >>> callable(state.tree_target) and callable(state.update)
-        True
-        """
-        return ExponentialFit(y, _weights(sample_weight), raw, n_threads,
-                              self.leaf_solver == "exact", reduce)
-
-    def loss(self, y, raw, sample_weight=None):
-        """Weighted mean exponential loss of raw scores ``raw`` (n, 1) (scikit-learn's
-        ``train_score_`` scale: the loss itself, no factor).
-
-        Parameters
-        ----------
-        y : ndarray of int, shape (n_samples,)
-            Class codes 0 .. n_classes - 1.
-        raw : ndarray of shape (n_samples, n_outputs)
-            Raw scores F.
-        sample_weight : ndarray of shape (n_samples,), optional
-            Weights of the rows (None: all 1).
-
-        Returns
-        -------
-        float
-            The weighted mean loss (``train_score_`` is it times ``score_factor``).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from gbc_core import ExponentialLoss
-        >>> loss = ExponentialLoss()
-        >>> raw = np.array([[-1.0], [0.0], [2.0]])
-        >>> y = np.array([0, 1, 1])
-        >>> round(loss.loss(y, raw), 4)
-        0.5011
-        """
-        return float(_leaves.exponential_loss(
-            np.ascontiguousarray(y, dtype=np.float64),
-            np.ascontiguousarray(raw[:, 0], dtype=np.float64), _weights(sample_weight)))
 
 
 _BUILTIN_CLASSES = (BinomialLoss, MultinomialLoss, ExponentialLoss)

@@ -44,7 +44,7 @@ def row_stats_for(sample_weight, n, reduce=None):
 
 def leaf_sums_scratch(n, n_threads):
     """The scratch of the leaf sums on several threads (one int32 per row), or None
-    where they run on one thread (``_leaves.set_leaf_values``)."""
+    where they run on one thread (``_leaves.leaf_steps``)."""
     if n_threads > 1 and n >= _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS:
         return np.empty(n, dtype=np.int32)
     return None
@@ -151,13 +151,16 @@ class OneScoreFit:
     (the binomial log-loss, the exponential loss): raw scores and residuals of the
     training rows, the update of F, r (and p) after every tree.
 
-    A subclass names its kernels: ``_labels`` (the labels the kernels read),
-    ``_refresh`` (r and the row statistics of F), ``_fused_update`` (the leaf values
-    and the update in one pass, one process), ``_hessian`` (the denominator of each
-    row's Newton step), ``_mean_loss`` and ``exponential`` (the exact solve's kind).
+    Both run ``_leaves.init_state`` (r and the row statistics of F) and
+    ``_leaves.boosting_update`` (the leaf values and the update in one pass, one
+    process), ``exponential`` saying which loss. A subclass names ``_labels`` (the
+    labels the kernels read), ``_hessian`` (the denominator of each row's Newton step)
+    and ``_mean_loss``.
     """
 
     exponential = False
+    #: p = sigma(F) of each row: the log-loss's (None: the exponential loss has none).
+    prob = None
     #: Whether the trees of an iteration may be grown side by side (one output: no).
     parallel_outputs = False
 
@@ -171,7 +174,10 @@ class OneScoreFit:
         self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.residual = np.empty(n, dtype=np.float64)
         self.row_stats = row_stats_for(sample_weight, n, reduce)
-        self.rows_by_leaf = None if reduce is not None else leaf_sums_scratch(n, n_threads)
+        # The scratch of the log-loss's leaf sums on several threads; the exponential
+        # loss sums its leaves on one thread, as it passes over its rows.
+        self.rows_by_leaf = (None if reduce is not None or self.exponential
+                             else leaf_sums_scratch(n, n_threads))
         self.last_loss = 0.0
         self._refresh()
 
@@ -197,6 +203,23 @@ class OneScoreFit:
             value = newton_values(nodes, self.reduce(sums, 2), 1.0)
         self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
         self._refresh()
+
+    def _refresh(self):
+        # r = -dL/dF, p of the log-loss and the row statistics (Algorithm 1, lines
+        # 1-3, 6).
+        n_overflow = _leaves.init_state(self.y, self.sample_weight, self.raw, self.prob,
+                                        self.residual, self.row_stats, self.exponential)
+        if n_overflow:
+            raise exponential_overflow_error(n_overflow)
+
+    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        loss, n_overflow = _leaves.boosting_update(
+            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
+            self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
+            self.rows_by_leaf if n_threads > 1 else None, self.exponential)
+        if n_overflow:
+            raise exponential_overflow_error(n_overflow)
+        return loss
 
     def _loss_of(self, rows):
         y, raw = _select(self.y, rows), _select(self.raw, rows)
@@ -229,19 +252,8 @@ class BinomialFit(OneScoreFit):
         # them as float64 labels).
         return np.ascontiguousarray(y, dtype=np.int32)
 
-    def _refresh(self):
-        # p = sigma(F), r = y - p and the row statistics (Algorithm 1, lines 1-3, 6).
-        _leaves.init_state(self.y, self.sample_weight, self.raw, self.prob, self.residual,
-                           self.row_stats)
-
     def _hessian(self):
         return self.prob * (1.0 - self.prob)
-
-    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        return _leaves.boosting_update(
-            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            self.rows_by_leaf if n_threads > 1 else None)
 
     def _mean_loss(self, y, raw, w):
         return _leaves.weighted_log_loss(y, raw, w)
@@ -255,22 +267,8 @@ class ExponentialFit(OneScoreFit):
     def _labels(self, y):
         return np.ascontiguousarray(y, dtype=np.float64)
 
-    def _refresh(self):
-        n_overflow = _leaves.exponential_state(self.y, self.sample_weight, self.raw,
-                                               self.residual, self.row_stats)
-        if n_overflow:
-            raise exponential_overflow_error(n_overflow)
-
     def _hessian(self):
         return np.abs(self.residual)
-
-    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
-        loss, n_overflow = _leaves.exponential_update(
-            nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.residual, self.row_stats, self.codes)
-        if n_overflow:
-            raise exponential_overflow_error(n_overflow)
-        return loss
 
     def _mean_loss(self, y, raw, w):
         return _leaves.exponential_loss(y, raw, w)
