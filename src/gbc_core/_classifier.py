@@ -25,6 +25,8 @@ from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve, seed_from
 from ._record import FitRecord
+from ._scoring import (HOLD_OUT, TRAINING, Evaluation, evals_result, metric_names,
+                       scorer_of, split_eval_sets, watched_position)
 from ._split_methods import method_named
 from ._validation import (
     align_columns,
@@ -277,6 +279,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         validation_fraction=DEFAULTS["validation_fraction"],
         n_iter_no_change=DEFAULTS["n_iter_no_change"],
         tol=DEFAULTS["tol"],
+        scoring=DEFAULTS["scoring"],
+        eval_metric=DEFAULTS["eval_metric"],
         warm_start=DEFAULTS["warm_start"],
         class_weight=DEFAULTS["class_weight"],
         loss=DEFAULTS["loss"],
@@ -303,6 +307,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.scoring = scoring
+        self.eval_metric = eval_metric
         self.warm_start = warm_start
         self.class_weight = class_weight
         self.split_method = split_method
@@ -314,7 +320,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.ccp_alpha = ccp_alpha
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None, eval_names=None):
         """Fit the ensemble (paper Algorithm 1).
 
         Parameters
@@ -334,10 +340,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             Non-negative finite weights, not all zero. Rows of weight 0 take no
             part in the fit (as in scikit-learn's trees); two classes must keep
             weight, also after ``class_weight``.
-        eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), default=None
-            Validation data for early stopping and ``validation_score_``; replaces the
-            internal ``validation_fraction`` split. ``class_weight`` applies to these
-            rows too.
+        eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), or a list of them, default=None
+            Evaluation data: replaces the internal ``validation_fraction`` split.
+            Early stopping watches the last set that is not the training data
+            (``validation_score_`` is its loss); ``evals_result_`` records the
+            ``eval_metric`` metrics of every set after each iteration. A set whose X
+            and y are the very objects given as ``X`` and ``y`` is the training
+            data (named ``"training"``, as in LightGBM). ``class_weight`` applies
+            to these rows too.
         monitor : callable, default=None
             scikit-learn's contract: called after each iteration ``i`` (counted from
             0, warm starts included) as ``monitor(i, self, locals)``; when it returns
@@ -351,6 +361,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             (``train_score``, ``validation_score``, ``oob_scores``,
             ``oob_improvement`` lists); scikit-learn's private locals are not there.
             With early stopping the model keeps its best iteration up to i.
+        eval_names : list of str, default=None
+            The names of the ``eval_set`` sets in ``evals_result_`` (default:
+            ``"valid_0"``, ``"valid_1"``, ... by position, ``"training"`` for the
+            training data, as LightGBM names them).
 
         Returns
         -------
@@ -392,29 +406,41 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             self.__dict__.pop("_seed", None)
 
         seed = self._model_seed(params["random_state"])
-        eval_data = None
-        if eval_set is not None:
-            eval_data = _check_eval_set(eval_set, names, classes, n_features, class_factors)
-        elif params["n_iter_no_change"] is not None:
-            Xa, codes, w, eval_data = _hold_out(method, Xa, codes, w, classes,
-                                                params["validation_fraction"], seed)
+        scorer = scorer_of(params["scoring"])
+        eval_names, eval_data, given_order = _eval_sets(
+            eval_set, eval_names, X, y, names, classes, n_features, class_factors, params)
+        if eval_data is None and params["n_iter_no_change"] is not None:
+            Xa, codes, w, held_out = _hold_out(method, Xa, codes, w, classes,
+                                               params["validation_fraction"], seed)
+            eval_names, eval_data = [HOLD_OUT], [held_out]
         init_estimator = (self.booster_.init_estimator if previous is not None
                           else _fit_init(params["init"], Xa, codes, w, weighted))
         init_scores = _init_scores(init_estimator, loss, Xa, eval_data, classes.size)
         if init_estimator is not None and not isinstance(init_scores, tuple):
             init_estimator = None  # constant scores: stored as F0, the model is complete
         if eval_data is not None:
-            eval_data = (eval_data[0], eval_data[1], scale_weights(eval_data[2]))
+            eval_data = [(Xv, cv, scale_weights(wv)) for Xv, cv, wv in eval_data]
         w = scale_weights(w)
         resolved = resolve(params, Xa.shape[0], n_features,
                            float(Xa.shape[0]) if w is None else _leaves.weight_total(w))
-        callbacks = _callbacks(params, eval_data is not None)
+        watch = (None if scorer is None or eval_data is None
+                 else (eval_names[-1], scorer[0]))
+        callbacks = _callbacks(params, eval_data is not None, watch)
 
         def booster_of(ensemble, record):
             return Booster(ensemble, classes, feature_names=names,
                            params=self.get_params(deep=False), record=record,
                            max_features=resolved["max_features"], loss=loss,
                            init_estimator=init_estimator)
+
+        evaluate = None
+        if eval_data is not None:
+            evaluate = Evaluation(
+                eval_names, eval_data, metric_names(params["eval_metric"]),
+                scorer if params["n_iter_no_change"] is not None else None,
+                len(eval_data) - 1, loss, classes,
+                lambda ensemble: self._of_booster(booster_of(ensemble, FitRecord())),
+                self.__sklearn_tags__(), resolved["n_threads"])
 
         before = self.__dict__.get("booster_")
         if monitor is not None:
@@ -424,7 +450,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         try:
             ensemble, record = boost(Xa, codes, w, loss, resolved, seed,
                                      eval_set=eval_data, previous=previous,
-                                     callbacks=callbacks, init_scores=init_scores)
+                                     callbacks=callbacks, init_scores=init_scores,
+                                     evaluate=evaluate)
         except BaseException:
             # A monitor saw a provisional model: a failed fit leaves the one before.
             if monitor is not None:
@@ -433,6 +460,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
                     self.booster_ = before
             raise
         self.booster_ = booster_of(ensemble, record)
+        if record.evals is not None:
+            self.evals_result_ = _in_given_order(evals_result(record), given_order)
+        else:
+            self.__dict__.pop("evals_result_", None)
         return self
 
     def _model_seed(self, random_state):
@@ -1018,7 +1049,7 @@ def _fit_init(init, X, codes, w, weighted):
 def _init_scores(estimator, loss, X, eval_data, n_classes):
     """The ``init_scores`` of ``boost`` for a fitted init estimator: None without
     one, F0 (n_outputs,) for a DummyClassifier whose probabilities do not depend
-    on the row, else (training rows, validation rows or None)."""
+    on the row, else (training rows, [rows of each evaluation set] or None)."""
     if estimator is None:
         return None
 
@@ -1037,7 +1068,7 @@ def _init_scores(estimator, loss, X, eval_data, n_classes):
         X = np.ascontiguousarray(X)
     if isinstance(estimator, DummyClassifier) and estimator.strategy in _CONSTANT_DUMMY:
         return scores(X[:1])[0]
-    return (scores(X), None if eval_data is None else scores(eval_data[0]))
+    return (scores(X), None if eval_data is None else [scores(s[0]) for s in eval_data])
 
 
 def _check_weighted_classes(codes, classes, w, cause):
@@ -1180,13 +1211,55 @@ def _weights(sample_weight, class_weight, classes, codes):
     return w, class_factors
 
 
-def _callbacks(params, validated):
-    """The fit's callbacks of ``params``: early stopping (with validation rows) and
-    the progress report."""
+def _callbacks(params, validated, watch=None):
+    """The fit's callbacks of ``params``: early stopping (with validation rows; on
+    the score ``watch`` of ``record.evals``, (set, scorer name), or else the loss)
+    and the progress report."""
     callbacks = []
-    if params["n_iter_no_change"] is not None and validated:
-        callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
+    early = params["n_iter_no_change"] is not None and validated
+    if early:
+        callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"], watch))
     if params["verbose"]:
         callbacks.append(Log(params["verbose"], params["n_estimators"],
-                             params["subsample"]))
+                             params["subsample"], watch=watch if early else None))
     return callbacks
+
+
+def _eval_sets(eval_set, eval_names, X, y, names, classes, n_features, class_factors,
+               params):
+    """(names, checked sets, the names in the order given) of ``fit``'s
+    ``eval_set`` (None, None, None without one), the set early stopping watches
+    last (``_scoring.watched_position``)."""
+    named = split_eval_sets(eval_set, eval_names, X, y)
+    if named is None:
+        return None, None, None
+    given_order = [n for n, _ in named]
+    is_training = [s[0] is X and s[1] is y for _, s in named]
+    watched = watched_position([n for n, _ in named], is_training)
+    if watched is None:
+        if params["n_iter_no_change"] is not None:
+            raise ValueError(
+                f"early stopping (n_iter_no_change={params['n_iter_no_change']}) "
+                f"watches an evaluation set that is not the training data, but "
+                f"eval_set holds the training data only ({TRAINING!r}): add validation "
+                "data to eval_set")
+        watched = len(named) - 1
+    named = named[:watched] + named[watched + 1:] + [named[watched]]
+    checked = []
+    for name, s in named:
+        where = "eval_set" if len(named) == 1 else f"eval_set {name!r}"
+        try:
+            checked.append(_check_eval_set(s, names, classes, n_features, class_factors))
+        except ValueError as exc:
+            if len(named) == 1:
+                raise
+            raise ValueError(f"{where}: {exc}") from None
+    return [n for n, _ in named], checked, given_order
+
+
+def _in_given_order(evals, given_order):
+    """``evals`` (name -> metrics) in the order of the sets given (boost evaluates
+    the watched set last)."""
+    if given_order is None or not all(n in evals for n in given_order):
+        return evals
+    return {n: evals[n] for n in given_order}
