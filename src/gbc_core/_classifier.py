@@ -136,12 +136,39 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         zero sample weights of its weighted rows and of the others apart, so
         that the held-out rows have weight).
     n_iter_no_change : int or None, default=None
-        Stop when the validation loss has not improved by ``tol`` for this many
-        iterations; the model keeps its best iteration.
+        Stop when the validation loss (or the ``scoring``) has not improved by
+        ``tol`` for this many iterations; the model keeps its best iteration.
     tol : float, default=1e-4
         Minimum improvement of the validation loss for early stopping, in the units
         of ``validation_score_`` (scikit-learn's: for two classes and the
-        log-loss, twice the mean log-loss).
+        log-loss, twice the mean log-loss); with a ``scoring``, in the scorer's
+        units (an improvement is a score above the best by more than ``tol``).
+    scoring : str, callable or None, default="loss"
+        What early stopping watches on the validation data (as scikit-learn's
+        ``HistGradientBoostingClassifier``): ``"loss"``, the validation loss
+        (``validation_score_``); the name of a scikit-learn scorer
+        (``sklearn.metrics.get_scorer_names()``: ``"roc_auc"``, ``"accuracy"``,
+        ``"neg_log_loss"``, ...; higher is better); a callable
+        ``scorer(estimator, X, y)`` (with ``sample_weight=w_val`` when the
+        validation rows have weights); or None, the estimator's ``score``
+        (accuracy). Used with ``n_iter_no_change`` only; its value after each
+        iteration is recorded in ``evals_result_`` under its name (``"score"``
+        for a callable). A scorer is given a view of the model of the iterations
+        so far whose predictions on the validation rows (the float32 array the
+        fit checked) are the fit's running raw scores, so a scorer costs the
+        metric on those rows per iteration, whatever the number of trees; a
+        scorer that predicts other rows or reads the model (``estimators_``,
+        ``booster_``) gets that model built, a copy of the trees so far per
+        iteration.
+    eval_metric : str, list of str or None, default=None
+        The metrics recorded after each iteration on every evaluation set
+        (``eval_set``, or the early-stopping hold-out) in ``evals_result_``, in
+        this order: ``"loss"`` (the loss, in the units of ``validation_score_``),
+        ``"log_loss"`` (scikit-learn's ``log_loss`` of the probabilities),
+        ``"roc_auc"`` (of the raw scores for two classes, the macro one-vs-rest
+        AUC for more; NaN where a set lacks a class), ``"accuracy"`` and
+        ``"error"`` (1 - accuracy), weighted with the set's weights. None: the
+        loss. They change no tree: early stopping watches ``scoring``.
     warm_start : bool, default=False
         Add trees to the fitted model instead of starting again when ``fit`` is
         called with a larger ``n_estimators``. On the same data, fitting 50
@@ -234,6 +261,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         discarded.
     best_iteration_ : int or None
         With early stopping, the number of iterations kept. Else None.
+    evals_result_ : dict
+        With evaluation data (``eval_set``, or the hold-out of early stopping,
+        named ``"validation"``): set name -> metric name -> list of one value per
+        iteration run (as XGBoost's and LightGBM's ``evals_result_``), including
+        the iterations after ``best_iteration_`` that early stopping discarded;
+        the ``eval_metric`` metrics and, with early stopping, the ``scoring`` of
+        the watched set. Kept by pickling, not by a model file (``save``): a
+        loaded model has none.
     oob_scores_, oob_improvement_ : ndarray of shape (n_iterations,)
         With ``subsample < 1``: the weighted loss of the out-of-bag rows after
         each iteration, and its decrease over the iteration, in the units of

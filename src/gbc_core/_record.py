@@ -15,6 +15,8 @@ class FitRecord:
         The attributes below (copied to lists).
     best_iteration : int or None
         As below.
+    evals : dict or None
+        As below (kept as given).
 
     Attributes
     ----------
