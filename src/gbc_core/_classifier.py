@@ -394,7 +394,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             values: ``i``, ``self``, ``X`` (the training rows, float32), ``y`` (their
             class codes), ``sample_weight`` (None or the weights) and ``record``
             (``train_score``, ``validation_score``, ``oob_scores``,
-            ``oob_improvement`` lists); scikit-learn's private locals are not there.
+            ``oob_improvement`` lists, and ``evals``, ``evals_result_`` so far,
+            with evaluation data); scikit-learn's private locals are not there.
             With early stopping the model keeps its best iteration up to i.
         eval_names : list of str, default=None
             The names of the ``eval_set`` sets in ``evals_result_`` (default:
