@@ -100,7 +100,7 @@ def test_roc_auc_early_stopping_stops_where_the_naive_rule_says(split_method):
     run, best = _naive_best(naive, 4, 1e-4)
     assert run < 300  # it stopped
     assert len(scores) == run and model.best_iteration_ == best == model.n_estimators_
-    assert scores == naive[:run]  # the same values, bit for bit
+    assert_allclose(scores, naive[:run], rtol=1e-13)  # (the fast path's sums)
     assert len(model.validation_score_) == run  # the loss of every iteration run
     # The model kept is the full fit's first `best` iterations.
     staged = list(full.staged_predict_proba(Xv))[best - 1]
@@ -171,7 +171,8 @@ def test_weighted_eval_set_scores_with_weights():
                                        scoring="roc_auc").fit(X, y, eval_set=(Xv, yv, wv))
     naive = [roc_auc_score(yv, f, sample_weight=wv)
              for f in model.staged_decision_function(Xv)]
-    assert model.evals_result_["valid_0"]["roc_auc"][:model.n_estimators_] == naive
+    assert_allclose(model.evals_result_["valid_0"]["roc_auc"][:model.n_estimators_], naive,
+                    rtol=1e-13)
 
 
 # -------------------------------------------------------------- evals_result_
@@ -352,6 +353,35 @@ def test_the_distributed_fit_refuses_what_it_does_not_train():
     X, y, Xv, yv = _binary()
     with pytest.raises(ValueError, match="takes one evaluation set"):
         _eval_collections([(Xv, yv), (Xv, yv)], None)
+
+
+@pytest.mark.parametrize("data, name", [(_binary, "roc_auc"), (_binary, "accuracy"),
+                                        (_binary, "neg_log_loss"),
+                                        (_multiclass, "roc_auc_ovr"),
+                                        (_multiclass, "neg_log_loss"),
+                                        (_multiclass, "accuracy")])
+def test_fast_scorers_equal_scikit_learns_scorer(data, name):
+    """A known scorer name is computed from the raw scores without the scorer: the
+    values of scikit-learn's scorer called on the model (the callable form, which
+    goes through the scorer), to rounding, and the same stopping point."""
+    X, y, Xv, yv = data(seed=16)
+    wv = np.random.default_rng(2).uniform(0.5, 2.0, size=yv.size)
+    params = dict(n_estimators=150, learning_rate=0.7, random_state=0, n_iter_no_change=3)
+    fast = GradientBoostingClassifier(scoring=name, **params).fit(X, y,
+                                                                  eval_set=(Xv, yv, wv))
+    slow = GradientBoostingClassifier(scoring=get_scorer(name), **params).fit(
+        X, y, eval_set=(Xv, yv, wv))
+    assert_allclose(fast.evals_result_["valid_0"][name], slow.evals_result_["valid_0"]["score"],
+                    rtol=1e-12)
+    assert fast.best_iteration_ == slow.best_iteration_
+
+
+def test_an_undefined_score_is_an_error():
+    X, y, Xv, yv = _binary(seed=17)
+    one_class = yv == yv[0]
+    with pytest.raises(ValueError, match="scoring='roc_auc' is nan on the validation data"):
+        GradientBoostingClassifier(n_estimators=5, n_iter_no_change=2, scoring="roc_auc").fit(
+            X, y, eval_set=(Xv[one_class], yv[one_class]))
 
 
 def test_scorer_of_a_known_name_is_scikit_learns():

@@ -153,11 +153,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         validation rows have weights); or None, the estimator's ``score``
         (accuracy). Used with ``n_iter_no_change`` only; its value after each
         iteration is recorded in ``evals_result_`` under its name (``"score"``
-        for a callable). A scorer is given a view of the model of the iterations
-        so far whose predictions on the validation rows (the float32 array the
-        fit checked) are the fit's running raw scores, so a scorer costs the
-        metric on those rows per iteration, whatever the number of trees; a
-        scorer that predicts other rows or reads the model (``estimators_``,
+        for a callable). Scores come from the raw scores the fit keeps for the
+        validation rows, so a score costs the metric on those rows per
+        iteration, whatever the number of trees: ``"roc_auc"``,
+        ``"roc_auc_ovr"``, ``"accuracy"``, ``"neg_log_loss"`` and None directly
+        (the scorer's values, to rounding); another scorer is given a view of
+        the model of the iterations so far whose predictions on the validation
+        rows (the float32 array the fit checked) are those raw scores; a scorer
+        that predicts other rows or reads the model (``estimators_``,
         ``booster_``) gets that model built, a copy of the trees so far per
         iteration.
     eval_metric : str, list of str or None, default=None

@@ -4,8 +4,10 @@ metrics of ``eval_metric`` recorded per iteration (``evals_result_``), and the
 
 The boosting loop keeps the raw scores of every evaluation set's rows up to date
 (one iteration's trees added per iteration, as it does for the validation loss);
-:class:`Evaluation` computes each metric from them, with scikit-learn's metric
-functions, and a scorer of ``scoring`` through :class:`_StagedEstimator`, an
+:class:`Evaluation` computes each metric from them (NumPy, the values of
+scikit-learn's metric functions without their input checks, which would cost more
+than the metric on small sets), and a scorer of ``scoring`` through
+:class:`_StagedEstimator`, an
 estimator whose predictions on the evaluation rows are those running raw scores
 (scikit-learn's HistGradientBoostingClassifier patches its raw predictions the same
 way). Nothing is refitted or re-predicted from the first tree on: the cost per
@@ -111,38 +113,31 @@ def watched_position(names, is_training):
 
 
 # ------------------------------------------------------------------ metrics
-def _labels(K):
-    return np.arange(K)
-
-
 def _metric_loss(ev, codes, raw, w):
     return ev.loss.score_factor * ev.loss.loss(codes, raw, w)
 
 
 def _metric_log_loss(ev, codes, raw, w):
-    from sklearn.metrics import log_loss
-
-    return float(log_loss(codes, ev.proba(raw), sample_weight=w, labels=_labels(ev.K)))
+    # scikit-learn's log_loss: the probabilities clipped to [eps, 1 - eps], the
+    # (weighted) mean of -log p of each row's class; without its input checks.
+    eps = np.finfo(np.float64).eps
+    p = ev.proba(raw)[np.arange(codes.shape[0]), codes]
+    return float(np.average(-np.log(np.clip(p, eps, 1.0 - eps)), weights=w))
 
 
 def _metric_roc_auc(ev, codes, raw, w):
-    from sklearn.metrics import roc_auc_score
+    from .metrics import roc_auc, roc_auc_ovr
 
     present = np.unique(codes)
-    if ev.K == 2:
-        if present.size < 2:
-            return np.nan
-        return float(roc_auc_score(codes, raw[:, 0], sample_weight=w))
     if present.size < ev.K:
-        return np.nan
-    return float(roc_auc_score(codes, ev.proba(raw), sample_weight=w, multi_class="ovr",
-                               labels=_labels(ev.K)))
+        return np.nan  # (scikit-learn's roc_auc_score refuses it)
+    if ev.K == 2:
+        return roc_auc(codes, raw[:, 0], w)
+    return roc_auc_ovr(codes, ev.proba(raw), w)
 
 
 def _metric_accuracy(ev, codes, raw, w):
-    from sklearn.metrics import accuracy_score
-
-    return float(accuracy_score(codes, ev.loss.decision(raw), sample_weight=w))
+    return float(np.average(ev.loss.decision(raw) == codes, weights=w))
 
 
 def _metric_error(ev, codes, raw, w):
@@ -153,7 +148,7 @@ def _metric_error(ev, codes, raw, w):
 #: scores of a set's rows (n_rows, n_outputs), their class codes and weights.
 METRICS = {
     "loss": _metric_loss,            # the fit's loss, in validation_score_'s units
-    "log_loss": _metric_log_loss,    # sklearn.metrics.log_loss of the probabilities
+    "log_loss": _metric_log_loss,    # as sklearn.metrics.log_loss of the probabilities
     "roc_auc": _metric_roc_auc,      # binary: of F; more classes: macro one-vs-rest
     "accuracy": _metric_accuracy,
     "error": _metric_error,          # 1 - accuracy
@@ -168,10 +163,37 @@ def metric_names(eval_metric):
     return [eval_metric] if isinstance(eval_metric, str) else list(eval_metric)
 
 
+def _fast_roc_auc(ev, codes, raw, w):
+    return _metric_roc_auc(ev, codes, raw, w) if ev.K == 2 else None
+
+
+def _fast_roc_auc_ovr(ev, codes, raw, w):
+    return _metric_roc_auc(ev, codes, raw, w) if ev.K > 2 else None
+
+
+def _fast_neg_log_loss(ev, codes, raw, w):
+    return -_metric_log_loss(ev, codes, raw, w)
+
+
+#: The scorers computed from the raw scores without scikit-learn's scorer (whose
+#: checks cost more than the metric on a small set): the value scikit-learn's
+#: scorer gives on the model (to rounding), or None where it is left to the scorer
+#: (``roc_auc`` of more than two classes: its error; ``roc_auc_ovr`` of two: AUC of
+#: the probabilities, whose rounding to 1 ties rows the raw scores do not).
+FAST_SCORERS = {
+    "roc_auc": _fast_roc_auc,        # the decision function's AUC
+    "roc_auc_ovr": _fast_roc_auc_ovr,
+    "accuracy": _metric_accuracy,
+    "neg_log_loss": _fast_neg_log_loss,
+}
+
+
 def scorer_of(scoring):
-    """(name in ``evals_result_``, scikit-learn scorer) of ``scoring``, or None for
-    ``"loss"``. None is the estimator's default score, accuracy (scikit-learn's
-    rule); a callable is named ``"score"``.
+    """(name in ``evals_result_``, scikit-learn scorer, fast metric or None) of
+    ``scoring``, or None for ``"loss"``. None is the estimator's default score,
+    accuracy (scikit-learn's rule); a callable is named ``"score"``. The fast
+    metric (:data:`FAST_SCORERS`) computes the scorer's value from the raw scores
+    of the rows (None: call the scorer).
 
     Raises
     ------
@@ -183,7 +205,7 @@ def scorer_of(scoring):
     from sklearn.metrics import get_scorer, get_scorer_names
 
     if scoring is None:
-        return "accuracy", get_scorer("accuracy")
+        return "accuracy", get_scorer("accuracy"), FAST_SCORERS["accuracy"]
     if isinstance(scoring, str):
         if scoring not in get_scorer_names():
             raise ValueError(
@@ -191,11 +213,11 @@ def scorer_of(scoring):
                 "default), None (accuracy), a callable scorer(estimator, X, y) or one of "
                 "sklearn.metrics.get_scorer_names(), such as 'roc_auc', 'accuracy', "
                 "'neg_log_loss', 'balanced_accuracy', 'roc_auc_ovr'")
-        return scoring, get_scorer(scoring)
+        return scoring, get_scorer(scoring), FAST_SCORERS.get(scoring)
     if not callable(scoring):
         raise ValueError(f"scoring must be 'loss', None, a scorer's name or a callable, "
                          f"got {scoring!r}")
-    return "score", scoring
+    return "score", scoring, None
 
 
 # -------------------------------------------------------------- the estimator
@@ -269,7 +291,7 @@ class Evaluation:
         The sets as the fit checked them (X float32 C order or CSR).
     metrics : list of str
         Names of :data:`METRICS`.
-    scorer : tuple (name, scorer) or None
+    scorer : tuple (name, scorer, fast metric or None) or None
         What ``scoring`` watches (:func:`scorer_of`), on the set ``watched``.
     watched : int or None
         Position of the set that early stopping watches.
@@ -317,14 +339,24 @@ class Evaluation:
                     value = METRICS[metric](self, codes, raw, w)
                 out.setdefault(metric, []).append(float(value))
             if self.scorer is not None and i == self.watched:
-                key, scorer = self.scorer
-                view = _StagedEstimator(self, raw, current)
-                y = self._labels_of_watched
-                value = (scorer(view, X, y) if w is None
-                         else scorer(view, X, y, sample_weight=w))
+                key, scorer, fast = self.scorer
+                value = None if fast is None else fast(self, codes, raw, w)
+                if value is None:
+                    view = _StagedEstimator(self, raw, current)
+                    y = self._labels_of_watched
+                    value = (scorer(view, X, y) if w is None
+                             else scorer(view, X, y, sample_weight=w))
                 if not isinstance(value, numbers.Real):
                     raise TypeError(f"scoring: the scorer returned {value!r}, expected a "
                                     "number")
+                if not np.isfinite(value):
+                    raise ValueError(
+                        f"scoring={key!r} is {value} on the validation data "
+                        f"{self.names[i]!r} after {len(record.validation_score)} "
+                        "iteration(s): early stopping cannot rank iterations by it (a "
+                        "ROC AUC needs both classes in the validation rows, every "
+                        "class for one-vs-rest); use other validation data or another "
+                        "scoring")
                 scores = out.setdefault(key, [])
                 if key in self.metrics:
                     scores[-1] = float(value)  # one value per iteration
