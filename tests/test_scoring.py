@@ -251,6 +251,22 @@ def test_default_scoring_gives_the_same_model_whatever_is_recorded():
         assert getattr(a, name).tolist() == getattr(b, name).tolist()
 
 
+def test_a_tuple_of_sets_and_an_init_estimator():
+    """A tuple of sets reads as a list; an init estimator's scores start every set's
+    raw scores (the loss of each set as the staged predictions give it)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, Xv, yv = _binary(seed=18)
+    model = GradientBoostingClassifier(n_estimators=8, random_state=0, init=LogisticRegression(),
+                                       eval_metric=["loss", "log_loss"])
+    model.fit(X, y, eval_set=((Xv[:200], yv[:200]), (Xv, yv)))
+    assert list(model.evals_result_) == ["valid_0", "valid_1"]
+    for name, rows in (("valid_0", slice(0, 200)), ("valid_1", slice(None))):
+        naive = _naive(model, Xv[rows], yv[rows], None, "log_loss")
+        assert_allclose(model.evals_result_[name]["log_loss"], naive, rtol=1e-10)
+    assert model.evals_result_["valid_1"]["loss"] == model.validation_score_.tolist()
+
+
 def test_warm_start_replays_the_evaluation():
     X, y, Xv, yv = _binary(seed=11)
     params = dict(learning_rate=0.3, random_state=0, eval_metric=["roc_auc", "loss"])
@@ -321,6 +337,8 @@ def test_bad_eval_set_forms_are_refused():
     model = GradientBoostingClassifier(n_estimators=2)
     with pytest.raises(ValueError, match="got an empty list"):
         model.fit(X, y, eval_set=[])
+    with pytest.raises(ValueError, match="a list of 4 items, not all of them such tuples"):
+        model.fit(X, y, eval_set=[(Xv, yv), (Xv, yv), Xv, yv])
     with pytest.raises(ValueError, match="got dict"):
         model.fit(X, y, eval_set={"a": (Xv, yv)})
     with pytest.raises(ValueError, match="a tuple of 4 items"):

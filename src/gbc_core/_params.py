@@ -314,7 +314,8 @@ PARAMS = (
     Param("n_iter_no_change", None, [NONE, Integer(1)],
           "stop when the validation loss has not improved by tol for this many "
           "iterations and keep the best iteration (None: no early stopping)"),
-    Param("tol", 1e-4, [Real(0)], "smallest improvement of the validation loss that counts"),
+    Param("tol", 1e-4, [Real(0)], "smallest improvement of the validation loss (or "
+          "score) that counts"),
     Param("scoring", "loss", [Scoring()],
           "what early stopping watches on the validation data: 'loss', a "
           "scikit-learn scorer (higher is better) or None (accuracy)", cli=None),

@@ -52,8 +52,9 @@ def split_eval_sets(eval_set, eval_names, X, y):
     """The evaluation sets of ``fit``'s ``eval_set`` and ``eval_names``.
 
     ``eval_set`` is one set, a tuple ``(X_val, y_val)`` or ``(X_val, y_val,
-    w_val)`` (a list of two or three items whose first is not itself a set reads
-    the same, as before several sets were taken), or a list of such tuples. Names:
+    w_val)`` (a list of two or three items reads the same, as before several sets
+    were taken), or a list (or tuple) whose every item is such a set (a tuple or
+    list of 2 or 3 items whose first is 2-D). Names:
     ``eval_names`` if given, else ``"training"`` for a set whose X and y are the
     very objects ``X`` and ``y`` given to ``fit`` and ``"valid_<i>"`` for the set
     at position i (LightGBM's names).
@@ -74,17 +75,18 @@ def split_eval_sets(eval_set, eval_names, X, y):
         return None
     form = ("eval_set must be a tuple (X_val, y_val) or (X_val, y_val, w_val), or a "
             "list of such tuples")
-    if isinstance(eval_set, tuple) or (isinstance(eval_set, list) and eval_set
-                                        and not all(_is_one_set(s) for s in eval_set)):
-        if not (isinstance(eval_set, (tuple, list)) and len(eval_set) in (2, 3)):
-            raise ValueError(f"{form}; got a {type(eval_set).__name__} of "
-                             f"{len(eval_set)} items")
-        sets = [tuple(eval_set)]
-    elif isinstance(eval_set, list) and eval_set:
+    if isinstance(eval_set, (tuple, list)) and eval_set and all(
+            _is_one_set(s) for s in eval_set):
         sets = [tuple(s) for s in eval_set]
-    else:
-        what = "an empty list" if isinstance(eval_set, list) else type(eval_set).__name__
+    elif isinstance(eval_set, (tuple, list)) and len(eval_set) in (2, 3):
+        sets = [tuple(eval_set)]
+    elif isinstance(eval_set, (tuple, list)):
+        what = (f"an empty {type(eval_set).__name__}" if not eval_set else
+                f"a {type(eval_set).__name__} of {len(eval_set)} items, not all of them "
+                "such tuples")
         raise ValueError(f"{form}; got {what}")
+    else:
+        raise ValueError(f"{form}; got {type(eval_set).__name__}")
     if eval_names is None:
         names = [TRAINING if s[0] is X and s[1] is y else f"valid_{i}"
                  for i, s in enumerate(sets)]
