@@ -668,8 +668,9 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         Iteration m draws its rows and feature seeds from a stream seeded by
         (seed, m): the same trees whether a model is fitted at once or grown by
         warm starts.
-    eval_set : tuple (X_val float32 C order or CSR, y_val codes, w_val or None), or a list of them, optional
-        Validation rows: the loss of the (last) set's rows is recorded after each
+    eval_set : tuple (X_val, y_val, w_val) or a list of such tuples, optional
+        Validation rows (X_val float32 in C order or CSR, y_val class codes, w_val
+        weights or None): the loss of the (last) set's rows is recorded after each
         iteration (``record.validation_score``); the raw scores of every set are
         kept up to date for ``evaluate``.
     previous : tuple (Ensemble, FitRecord), optional

@@ -25,8 +25,8 @@ from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve, seed_from
 from ._record import FitRecord
-from ._scoring import (HOLD_OUT, TRAINING, Evaluation, evals_result, metric_names,
-                       scorer_of, split_eval_sets, watched_position)
+from ._scoring import (HOLD_OUT, Evaluation, checked_eval_sets, evals_result,
+                       metric_names, scorer_of)
 from ._split_methods import method_named
 from ._validation import (
     align_columns,
@@ -446,8 +446,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         seed = self._model_seed(params["random_state"])
         scorer = scorer_of(params["scoring"])
-        eval_names, eval_data, given_order = _eval_sets(
-            eval_set, eval_names, X, y, names, classes, n_features, class_factors, params)
+        eval_names, eval_data, given_order = checked_eval_sets(
+            eval_set, eval_names, X, y, params["n_iter_no_change"] is not None,
+            lambda s: _check_eval_set(s, names, classes, n_features, class_factors))
         if eval_data is None and params["n_iter_no_change"] is not None:
             Xa, codes, w, held_out = _hold_out(method, Xa, codes, w, classes,
                                                params["validation_fraction"], seed)
@@ -500,7 +501,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             raise
         self.booster_ = booster_of(ensemble, record)
         if record.evals is not None:
-            self.evals_result_ = _in_given_order(evals_result(record), given_order)
+            self.evals_result_ = evals_result(record, given_order)
         else:
             self.__dict__.pop("evals_result_", None)
         return self
@@ -1263,42 +1264,3 @@ def _callbacks(params, validated, watch=None):
                              params["subsample"], watch=watch if early else None))
     return callbacks
 
-
-def _eval_sets(eval_set, eval_names, X, y, names, classes, n_features, class_factors,
-               params):
-    """(names, checked sets, the names in the order given) of ``fit``'s
-    ``eval_set`` (None, None, None without one), the set early stopping watches
-    last (``_scoring.watched_position``)."""
-    named = split_eval_sets(eval_set, eval_names, X, y)
-    if named is None:
-        return None, None, None
-    given_order = [n for n, _ in named]
-    is_training = [s[0] is X and s[1] is y for _, s in named]
-    watched = watched_position([n for n, _ in named], is_training)
-    if watched is None:
-        if params["n_iter_no_change"] is not None:
-            raise ValueError(
-                f"early stopping (n_iter_no_change={params['n_iter_no_change']}) "
-                f"watches an evaluation set that is not the training data, but "
-                f"eval_set holds the training data only ({TRAINING!r}): add validation "
-                "data to eval_set")
-        watched = len(named) - 1
-    named = named[:watched] + named[watched + 1:] + [named[watched]]
-    checked = []
-    for name, s in named:
-        where = "eval_set" if len(named) == 1 else f"eval_set {name!r}"
-        try:
-            checked.append(_check_eval_set(s, names, classes, n_features, class_factors))
-        except ValueError as exc:
-            if len(named) == 1:
-                raise
-            raise ValueError(f"{where}: {exc}") from None
-    return [n for n, _ in named], checked, given_order
-
-
-def _in_given_order(evals, given_order):
-    """``evals`` (name -> metrics) in the order of the sets given (boost evaluates
-    the watched set last)."""
-    if given_order is None or not all(n in evals for n in given_order):
-        return evals
-    return {n: evals[n] for n in given_order}

@@ -114,6 +114,42 @@ def watched_position(names, is_training):
     return None
 
 
+def checked_eval_sets(eval_set, eval_names, X, y, early_stopping, check):
+    """(names, checked sets, the names in the order given) of ``fit``'s ``eval_set``
+    and ``eval_names`` (None, None, None without a set), the set early stopping
+    watches (:func:`watched_position`) moved last, each set checked by
+    ``check(tuple)`` (an error of one of several sets names it).
+
+    Raises
+    ------
+    ValueError
+        As :func:`split_eval_sets`, and for early stopping with no set but the
+        training data.
+    """
+    named = split_eval_sets(eval_set, eval_names, X, y)
+    if named is None:
+        return None, None, None
+    given_order = [n for n, _ in named]
+    watched = watched_position(given_order, [s[0] is X and s[1] is y for _, s in named])
+    if watched is None:
+        if early_stopping:
+            raise ValueError(
+                "early stopping (n_iter_no_change) watches an evaluation set that is not "
+                f"the training data, but eval_set holds the training data only "
+                f"({TRAINING!r}): add validation data to eval_set")
+        watched = len(named) - 1
+    named = named[:watched] + named[watched + 1:] + [named[watched]]
+    checked = []
+    for name, s in named:
+        try:
+            checked.append(check(s))
+        except ValueError as exc:
+            if len(named) == 1:
+                raise
+            raise ValueError(f"eval_set {name!r}: {exc}") from None
+    return [n for n, _ in named], checked, given_order
+
+
 # ------------------------------------------------------------------ metrics
 def _metric_loss(ev, codes, raw, w):
     return ev.loss.score_factor * ev.loss.loss(codes, raw, w)
@@ -366,10 +402,12 @@ class Evaluation:
                     scores.append(float(value))
 
 
-def evals_result(record):
-    """``evals_result_`` of a fit's record: name -> metric -> list of floats."""
-    if record.evals is None:
-        return {}
-    return {name: {metric: list(values) for metric, values in metrics.items()}
-            for name, metrics in record.evals.items()}
+def evals_result(record, order=None):
+    """``evals_result_`` of a fit's record: name -> metric -> list of floats, the
+    sets in ``order`` (their names as given: the fit evaluates the watched set
+    last)."""
+    evals = record.evals or {}
+    names = order if order is not None and set(order) == set(evals) else list(evals)
+    return {name: {metric: list(values) for metric, values in evals[name].items()}
+            for name in names}
 
