@@ -140,8 +140,9 @@ def test_scoring_none_is_accuracy_and_callable_scorers_work():
     by_made = GradientBoostingClassifier(scoring=made, **params).fit(X, y, eval_set=(Xv, yv))
     by_name = GradientBoostingClassifier(scoring="neg_log_loss", **params).fit(
         X, y, eval_set=(Xv, yv))
-    assert by_made.evals_result_["valid_0"]["score"] == \
-        by_name.evals_result_["valid_0"]["neg_log_loss"]
+    assert_allclose(by_made.evals_result_["valid_0"]["score"],
+                    by_name.evals_result_["valid_0"]["neg_log_loss"], rtol=1e-13)
+    assert by_made.best_iteration_ == by_name.best_iteration_
 
 
 def test_a_scorer_reading_the_model_sees_the_iterations_so_far():
