@@ -218,6 +218,13 @@ def test_eval_names_order_and_the_watched_set():
     # The training data named by identity (LightGBM's "training").
     named = GradientBoostingClassifier(n_estimators=3).fit(X, y, eval_set=[(X, y), (Xv, yv)])
     assert list(named.evals_result_) == ["training", "valid_1"]
+    # The training data alone is watched, as eval_set=(X, y) was before sets had names.
+    params["scoring"] = "loss"
+    on_train = GradientBoostingClassifier(**params).fit(X, y, eval_set=(X, y))
+    assert list(on_train.evals_result_) == ["training"]
+    same = GradientBoostingClassifier(**params).fit(X, y, eval_set=(X.copy(), y.copy()))
+    assert on_train.to_bytes() == same.to_bytes()
+    assert on_train.validation_score_.tolist() == same.validation_score_.tolist()
 
 
 def test_eval_set_list_form_keeps_the_single_tuple_model():
@@ -355,9 +362,7 @@ def test_bad_eval_set_forms_are_refused():
     # A set's own error names the set.
     with pytest.raises(ValueError, match="eval_set 'valid_1': eval_set X has 5 features"):
         model.fit(X, y, eval_set=[(Xv, yv), (Xv[:, :5], yv)])
-    # Early stopping needs a set that is not the training data.
-    with pytest.raises(ValueError, match="eval_set holds the training data only"):
-        model.set_params(n_iter_no_change=2).fit(X, y, eval_set=[(X, y)])
+
 
 
 def test_the_distributed_fit_refuses_what_it_does_not_train():

@@ -447,7 +447,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         seed = self._model_seed(params["random_state"])
         scorer = scorer_of(params["scoring"])
         eval_names, eval_data, given_order = checked_eval_sets(
-            eval_set, eval_names, X, y, params["n_iter_no_change"] is not None,
+            eval_set, eval_names, X, y,
             lambda s: _check_eval_set(s, names, classes, n_features, class_factors))
         if eval_data is None and params["n_iter_no_change"] is not None:
             Xa, codes, w, held_out = _hold_out(method, Xa, codes, w, classes,

@@ -106,15 +106,16 @@ def split_eval_sets(eval_set, eval_names, X, y):
 def watched_position(names, is_training):
     """The position of the evaluation set that early stopping watches and
     ``validation_score_`` holds the loss of: the last set that is not the training
-    data (XGBoost's rule, the last; LightGBM's, not the training data); None if
-    every set is the training data."""
+    data (XGBoost's rule, the last; LightGBM's, not the training data), or the last
+    set where every set is the training data (as a single ``eval_set=(X, y)`` was
+    watched before sets had names)."""
     for i in range(len(names) - 1, -1, -1):
         if not is_training[i]:
             return i
-    return None
+    return len(names) - 1
 
 
-def checked_eval_sets(eval_set, eval_names, X, y, early_stopping, check):
+def checked_eval_sets(eval_set, eval_names, X, y, check):
     """(names, checked sets, the names in the order given) of ``fit``'s ``eval_set``
     and ``eval_names`` (None, None, None without a set), the set early stopping
     watches (:func:`watched_position`) moved last, each set checked by
@@ -123,21 +124,13 @@ def checked_eval_sets(eval_set, eval_names, X, y, early_stopping, check):
     Raises
     ------
     ValueError
-        As :func:`split_eval_sets`, and for early stopping with no set but the
-        training data.
+        As :func:`split_eval_sets`, or naming the set ``check`` refused.
     """
     named = split_eval_sets(eval_set, eval_names, X, y)
     if named is None:
         return None, None, None
     given_order = [n for n, _ in named]
     watched = watched_position(given_order, [s[0] is X and s[1] is y for _, s in named])
-    if watched is None:
-        if early_stopping:
-            raise ValueError(
-                "early stopping (n_iter_no_change) watches an evaluation set that is not "
-                f"the training data, but eval_set holds the training data only "
-                f"({TRAINING!r}): add validation data to eval_set")
-        watched = len(named) - 1
     named = named[:watched] + named[watched + 1:] + [named[watched]]
     checked = []
     for name, s in named:
