@@ -289,6 +289,70 @@ def test_headerless_tsv_higgs(tmp_path, capsys, monkeypatch):
     assert res["roc_auc"] > 0.7
 
 
+def test_train_metric_records_and_stops_on_it(work, capsys, monkeypatch):
+    """``--metric auc error`` with ``--n-iter-no-change``: the AUC of each iteration
+    on the --eval data (as scikit-learn computes it on the staged predictions), the
+    model stopped where the rule says, the metrics in the summary and the JSON."""
+    from sklearn.metrics import roc_auc_score
+
+    rc, out, err = run_main(capsys, monkeypatch, work, "train", "train.csv", "--target",
+                            "target", "--drop", "id", "-o", "metric.gbc", "--eval",
+                            "test.parquet", "--metric", "auc", "error",
+                            "--n-iter-no-change", "4", "--n-estimators", "300",
+                            "--learning-rate", "0.6", "--random-state", "0",
+                            "--evals-json", "evals.json")
+    assert rc == 0, err
+    doc = json.loads((work / "evals.json").read_text())
+    auc = doc["evals_result"]["valid_0"]["roc_auc"]
+    error = doc["evals_result"]["valid_0"]["error"]
+    assert doc["watched"] == ["valid_0", "roc_auc"] and len(auc) == len(error) < 300
+    model = gbc_core.load(work / "metric.gbc")
+    assert model.best_iteration_ == doc["best_iteration"] == model.n_estimators_
+    # The naive AUC of the kept iterations, and the rule: the best, then 4 without
+    # an improvement by more than tol.
+    df = pq.read_table(work / "test.parquet").to_pandas()
+    X, y = df[list(model.feature_names_in_)], (df["target"] == "yes").to_numpy()
+    naive = [roc_auc_score(y, f) for f in model.staged_decision_function(X)]
+    assert auc[:len(naive)] == pytest.approx(naive, rel=1e-12)
+    best = model.best_iteration_
+    top, naive_best, since = -np.inf, 0, 0
+    for i, a in enumerate(auc):
+        top, naive_best, since = (a, i + 1, 0) if a > top + 1e-4 else (top, naive_best,
+                                                                       since + 1)
+        if since == 4:
+            break
+    assert (naive_best, i + 1) == (best, len(auc))
+    pred_error = 1.0 - np.mean(model.predict(X) == df["target"].to_numpy())
+    assert error[best - 1] == pytest.approx(pred_error, abs=1e-12)
+    assert f"roc_auc on test.parquet per iteration: {auc[0]:.5f} after 1, " \
+        f"{auc[best - 1]:.5f} after {best} (kept)" in out
+    assert "error on test.parquet per iteration" in out
+
+
+def test_train_metric_errors(work, capsys, monkeypatch):
+    rc, _, err = run_main(capsys, monkeypatch, work, "train", "train.csv", "--target",
+                          "target", "--drop", "id", "-o", "m2.gbc", "--metric", "auc")
+    check_error(["--metric"], ["--metric needs evaluation data"], rc, err)
+    rc, _, err = run_main(capsys, monkeypatch, work, "train", "train.csv", "--target",
+                          "target", "--drop", "id", "-o", "m2.gbc", "--eval",
+                          "test.parquet", "--evals-json", "e.json")
+    check_error(["--evals-json"], ["give --metric"], rc, err)
+    with pytest.raises(SystemExit):
+        run_main(capsys, monkeypatch, work, "train", "train.csv", "--target", "target",
+                 "-o", "m2.gbc", "--metric", "aucc")
+    assert "unknown metric 'aucc'" in capsys.readouterr().err
+    assert not (work / "m2.gbc").exists() and not (work / "e.json").exists()
+
+
+def test_train_metric_on_the_hold_out_shows_in_the_progress(work):
+    proc = ok(cli("train", "train.csv", "--target", "target", "--drop", "id", "-o",
+                  "hold.gbc", "--metric", "log_loss", "--n-iter-no-change", "50",
+                  "--n-estimators", "20", "--random-state", "0", cwd=work))
+    assert "log_loss on the hold-out per iteration" in proc.stdout
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("training ")]
+    assert lines and all("  log_loss 0." in ln for ln in lines)
+
+
 def _bad_files(d):
     (d / "bad.parquet").write_bytes(b"PAR1 this is not parquet")
     (d / "bad.gbc").write_bytes(b"\x89GBC\r\n\x1a\n" + b"\0" * 40)

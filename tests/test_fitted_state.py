@@ -45,6 +45,8 @@ OTHER_VALUES = {
     "criterion": "squared_error",
     "min_impurity_decrease": 0.05,
     "ccp_alpha": 0.01,
+    "scoring": "roc_auc",
+    "eval_metric": ["roc_auc", "error"],
 }
 
 

@@ -43,19 +43,31 @@ class EarlyStopping:
     ----------
     patience : int
     tol : float
+    watch : tuple (set name, metric name) or None
+        Watch ``record.evals[set name][metric name]``, a score (higher is better:
+        an improvement is a score above the best by more than ``tol``), instead of
+        ``record.validation_score`` (a loss).
     """
 
-    def __init__(self, patience, tol):
+    def __init__(self, patience, tol, watch=None):
         self.patience = patience
         self.tol = tol
+        self.watch = watch
         self.best_loss = np.inf
         self.best_iteration = 0
         self.since_best = 0
 
+    def _losses(self, record):
+        """The watched values so far, lower is better (a score negated)."""
+        if self.watch is None:
+            return record.validation_score or ()
+        name, metric = self.watch
+        return [-v for v in ((record.evals or {}).get(name) or {}).get(metric, ())]
+
     def start(self, record):
         """Replay the validation losses of iterations fitted before (warm start)."""
         self.best_loss, self.best_iteration, self.since_best = np.inf, 0, 0
-        for i, loss in enumerate(record.validation_score or ()):
+        for i, loss in enumerate(self._losses(record)):
             self._see(i, loss)
         self.best_iteration = self.best_iteration or len(record.train_score)
         return self.since_best >= self.patience
@@ -67,7 +79,10 @@ class EarlyStopping:
             self.since_best += 1
 
     def after_iteration(self, iteration, record, current):
-        self._see(iteration, record.validation_score[-1])
+        if self.watch is None:
+            self._see(iteration, record.validation_score[-1])
+        else:
+            self._see(iteration, -record.evals[self.watch[0]][self.watch[1]][-1])
         return self.since_best >= self.patience
 
     def finish(self, record):
@@ -93,9 +108,12 @@ class Log:
         The fit's ``subsample``: below 1 the report has the ``OOB Improve`` column.
     stream : file, optional
         Where the report goes (default: ``sys.stdout``).
+    watch : tuple (set name, metric name), optional
+        A score of ``record.evals`` reported in one more column, ``Valid <metric>``
+        (the score early stopping watches, where it is not the loss).
     """
 
-    def __init__(self, verbose, n_estimators, subsample, stream=None):
+    def __init__(self, verbose, n_estimators, subsample, stream=None, watch=None):
         self.verbose = verbose
         self.n_estimators = n_estimators
         self.subsample = subsample
@@ -104,6 +122,7 @@ class Log:
         self.begin_at = 0
         self.every = 1
         self.columns = ()
+        self.watch = watch
 
     def start(self, record):
         self.started = time.perf_counter()
@@ -114,6 +133,8 @@ class Log:
             columns.append("OOB Improve")
         if record.validation_score is not None:
             columns.append("Valid Loss")
+        if self.watch is not None:
+            columns.append(f"Valid {self.watch[1]}")
         columns.append("Remaining Time")
         self.columns = tuple(columns)
         print(f"{columns[0]:>10} " + " ".join(f"{c:>16}" for c in columns[1:]),
@@ -133,6 +154,8 @@ class Log:
             values.append(f"{oob:16.4f}")
         if "Valid Loss" in self.columns:
             values.append(f"{record.validation_score[-1]:16.4f}")
+        if self.watch is not None:
+            values.append(f"{record.evals[self.watch[0]][self.watch[1]][-1]:16.4f}")
         values.append(f"{remaining:>16}")
         print(f"{iteration + 1:>10d} " + " ".join(values), file=self.stream, flush=True)
         if self.verbose == 1 and done // (self.every * 10) > 0:
@@ -380,36 +403,51 @@ class _Trees:
 
 
 class _Validation:
-    """The raw scores of the validation rows, and their loss after each iteration
-    (``record.validation_score``)."""
+    """The raw scores of the rows of each evaluation set, the validation loss of
+    the watched set (the last) after each iteration (``record.validation_score``),
+    and the ``evaluate`` hook's metrics of every set (``record.evals``)."""
 
-    def __init__(self, eval_set, loss, trees, val_scores, previous, record, n_threads):
-        self.X, self.y, self.w = eval_set
+    def __init__(self, eval_sets, loss, trees, val_scores, previous, record, n_threads,
+                 evaluate=None):
+        self.sets = eval_sets
         self.loss = loss
         self.trees = trees
         self.n_threads = n_threads
-        self.raw = np.empty((self.X.shape[0], loss.n_outputs))
-        self.raw[:] = trees.init_raw if val_scores is None else val_scores
+        self.evaluate = evaluate
+        self.raws = []
+        for i, (X, _, _) in enumerate(eval_sets):
+            raw = np.empty((X.shape[0], loss.n_outputs))
+            raw[:] = trees.init_raw if val_scores is None else val_scores[i]
+            self.raws.append(raw)
         record.validation_score = []
+        if evaluate is not None:
+            record.evals = {}
         for m in range(trees.n_iterations):
             # The validation loss of each iteration already fitted, on these rows (the
             # same additions as in a single fit): early stopping resumes its state.
-            if self.X.shape[0]:
-                previous.add_raw(self.X, self.raw, m, m + 1, n_threads)
-            self._record(record)
+            for (X, _, _), raw in zip(eval_sets, self.raws):
+                if X.shape[0]:
+                    previous.add_raw(X, raw, m, m + 1, n_threads)
+            self._record(record, lambda n=m + 1: trees.ensemble(n))
 
-    def _record(self, record):
+    def _record(self, record, current):
+        _, y, w = self.sets[-1]
         record.validation_score.append(
-            self.loss.score_factor * self.loss.loss(self.y, self.raw, self.w))
+            self.loss.score_factor * self.loss.loss(y, self.raws[-1], w))
+        if self.evaluate is not None:
+            self.evaluate(record, self.raws, current)
 
     def add(self, new_trees, record):
-        """Add one iteration's trees to the scores; record the loss."""
-        if self.X.shape[0]:
-            t = self.trees
-            add_raw_to(iteration_predictor(new_trees, t.n_features, t.learning_rate,
-                                           t.n_outputs),
-                       self.X, self.raw, 0, 1, self.n_threads)
-        self._record(record)
+        """Add one iteration's trees to the scores; record the loss (and metrics)."""
+        t = self.trees
+        predictor = None
+        for (X, _, _), raw in zip(self.sets, self.raws):
+            if X.shape[0]:
+                if predictor is None:
+                    predictor = iteration_predictor(new_trees, t.n_features,
+                                                    t.learning_rate, t.n_outputs)
+                add_raw_to(predictor, X, raw, 0, 1, self.n_threads)
+        self._record(record, t.ensemble)
 
 
 def _by_row(init_scores):
@@ -632,7 +670,7 @@ def _kept(trees, record):
 
 
 def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=None,
-          callbacks=(), init_scores=None, part=None):
+          callbacks=(), init_scores=None, part=None, evaluate=None):
     """Fit trees to ``X`` and the class codes ``y`` (paper Algorithm 1).
 
     Parameters
@@ -656,8 +694,11 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         Iteration m draws its rows and feature seeds from a stream seeded by
         (seed, m): the same trees whether a model is fitted at once or grown by
         warm starts.
-    eval_set : tuple (X_val float32 C order or CSR, y_val codes, w_val or None), optional
-        Validation rows: their loss is recorded after each iteration.
+    eval_set : tuple (X_val, y_val, w_val) or a list of such tuples, optional
+        Validation rows (X_val float32 in C order or CSR, y_val class codes, w_val
+        weights or None): the loss of the (last) set's rows is recorded after each
+        iteration (``record.validation_score``); the raw scores of every set are
+        kept up to date for ``evaluate``.
     previous : tuple (Ensemble, FitRecord), optional
         A model fitted on the same data to continue (warm start).
     callbacks : sequence
@@ -669,10 +710,17 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
         array (n_outputs,) (a constant F0), or a pair (training rows (n_samples,
         n_outputs), validation rows (n_val, n_outputs) or None) of scores that vary
         by row (an init estimator's; the ensemble's F0 is then 0, and with
-        ``previous`` the trees are added to them).
+        ``previous`` the trees are added to them); with a list of evaluation sets,
+        the validation rows' part is a list of arrays, one per set.
     part : Part, optional
         This process's share of a distributed fit (its finder, rows and reducer);
         None: a fit in one process.
+    evaluate : callable, optional
+        With ``eval_set``: called after each iteration (and for each iteration of
+        ``previous``) as ``evaluate(record, raws, current)``, ``raws`` the raw
+        scores (n_rows, n_outputs) of each evaluation set (not to be modified) and
+        ``current()`` the Ensemble of the iterations so far; it appends its
+        metrics to ``record.evals`` (before the callbacks run).
 
     Returns
     -------
@@ -693,9 +741,13 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
                        getattr(state, "parallel_outputs", False))
     validation = None
     if eval_set is not None:
-        validation = _Validation(eval_set, loss, trees, _by_row(init_scores)[1],
+        eval_sets = [eval_set] if isinstance(eval_set, tuple) else list(eval_set)
+        val_scores = _by_row(init_scores)[1]
+        if val_scores is not None and isinstance(eval_set, tuple):
+            val_scores = [val_scores]
+        validation = _Validation(eval_sets, loss, trees, val_scores,
                                  None if previous is None else previous[0], record,
-                                 params["n_threads"])
+                                 params["n_threads"], evaluate)
     stop = False
     for callback in callbacks:
         stop = callback.start(record) or stop

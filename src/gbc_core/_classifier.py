@@ -26,6 +26,8 @@ from ._docstrings import fill_docs
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve, seed_from
 from ._record import FitRecord
+from ._scoring import (HOLD_OUT, Evaluation, checked_eval_sets, evals_result,
+                       metric_names, scorer_of)
 from ._split_methods import method_named
 from ._validation import (
     align_columns,
@@ -153,12 +155,42 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         zero sample weights of its weighted rows and of the others apart, so
         that the held-out rows have weight).
     n_iter_no_change : int or None, default=None
-        Stop when the validation loss has not improved by ``tol`` for this many
-        iterations; the model keeps its best iteration.
+        Stop when the validation loss (or the ``scoring``) has not improved by
+        ``tol`` for this many iterations; the model keeps its best iteration.
     tol : float, default=1e-4
         Minimum improvement of the validation loss for early stopping, in the units
         of ``validation_score_`` (scikit-learn's: for two classes and the
-        log-loss, twice the mean log-loss).
+        log-loss, twice the mean log-loss); with a ``scoring``, in the scorer's
+        units (an improvement is a score above the best by more than ``tol``).
+    scoring : str, callable or None, default="loss"
+        What early stopping watches on the validation data (as scikit-learn's
+        ``HistGradientBoostingClassifier``): ``"loss"``, the validation loss
+        (``validation_score_``); the name of a scikit-learn scorer
+        (``sklearn.metrics.get_scorer_names()``: ``"roc_auc"``, ``"accuracy"``,
+        ``"neg_log_loss"``, ...; higher is better); a callable
+        ``scorer(estimator, X, y)`` (with ``sample_weight=w_val`` when the
+        validation rows have weights); or None, the estimator's ``score``
+        (accuracy). Used with ``n_iter_no_change`` only; its value after each
+        iteration is recorded in ``evals_result_`` under its name (``"score"``
+        for a callable). Scores come from the raw scores the fit keeps for the
+        validation rows, so a score costs the metric on those rows per
+        iteration, whatever the number of trees: ``"roc_auc"``,
+        ``"roc_auc_ovr"``, ``"accuracy"``, ``"neg_log_loss"`` and None directly
+        (the scorer's values, to rounding); another scorer is given a view of
+        the model of the iterations so far whose predictions on the validation
+        rows (the float32 array the fit checked) are those raw scores; a scorer
+        that predicts other rows or reads the model (``estimators_``,
+        ``booster_``) gets that model built, a copy of the trees so far per
+        iteration.
+    eval_metric : str, list of str or None, default=None
+        The metrics recorded after each iteration on every evaluation set
+        (``eval_set``, or the early-stopping hold-out) in ``evals_result_``, in
+        this order: ``"loss"`` (the loss, in the units of ``validation_score_``),
+        ``"log_loss"`` (scikit-learn's ``log_loss`` of the probabilities),
+        ``"roc_auc"`` (of the raw scores for two classes, the macro one-vs-rest
+        AUC for more; NaN where a set lacks a class), ``"accuracy"`` and
+        ``"error"`` (1 - accuracy), weighted with the set's weights. None: the
+        loss. They change no tree: early stopping watches ``scoring``.
     warm_start : bool, default=False
         Add trees to the fitted model instead of starting again when ``fit`` is
         called with a larger ``n_estimators``. On the same data, fitting 50
@@ -251,6 +283,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         discarded.
     best_iteration_ : int or None
         With early stopping, the number of iterations kept. Else None.
+    evals_result_ : dict
+        With evaluation data (``eval_set``, or the hold-out of early stopping,
+        named ``"validation"``): set name -> metric name -> list of one value per
+        iteration run (as XGBoost's and LightGBM's ``evals_result_``), including
+        the iterations after ``best_iteration_`` that early stopping discarded;
+        the ``eval_metric`` metrics and, with early stopping, the ``scoring`` of
+        the watched set. Kept by pickling, not by a model file (``save``): a
+        loaded model has none.
     oob_scores_, oob_improvement_ : ndarray of shape (n_iterations,)
         With ``subsample < 1``: the weighted loss of the out-of-bag rows after
         each iteration, and its decrease over the iteration, in the units of
@@ -296,6 +336,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         validation_fraction=DEFAULTS["validation_fraction"],
         n_iter_no_change=DEFAULTS["n_iter_no_change"],
         tol=DEFAULTS["tol"],
+        scoring=DEFAULTS["scoring"],
+        eval_metric=DEFAULTS["eval_metric"],
         warm_start=DEFAULTS["warm_start"],
         class_weight=DEFAULTS["class_weight"],
         loss=DEFAULTS["loss"],
@@ -322,6 +364,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.scoring = scoring
+        self.eval_metric = eval_metric
         self.warm_start = warm_start
         self.class_weight = class_weight
         self.split_method = split_method
@@ -333,7 +377,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.ccp_alpha = ccp_alpha
 
     # --------------------------------------------------------------------- fit
-    def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None):
+    def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None, eval_names=None):
         """Fit the ensemble (paper Algorithm 1).
 
         Parameters
@@ -353,10 +397,14 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             Non-negative finite weights, not all zero. Rows of weight 0 take no
             part in the fit (as in scikit-learn's trees); two classes must keep
             weight, also after ``class_weight``.
-        eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), default=None
-            Validation data for early stopping and ``validation_score_``; replaces the
-            internal ``validation_fraction`` split. ``class_weight`` applies to these
-            rows too.
+        eval_set : tuple (X_val, y_val) or (X_val, y_val, w_val), or a list of them, default=None
+            Evaluation data: replaces the internal ``validation_fraction`` split.
+            Early stopping watches the last set that is not the training data
+            (``validation_score_`` is its loss); ``evals_result_`` records the
+            ``eval_metric`` metrics of every set after each iteration. A set whose X
+            and y are the very objects given as ``X`` and ``y`` is the training
+            data (named ``"training"``, as in LightGBM). ``class_weight`` applies
+            to these rows too.
         monitor : callable, default=None
             scikit-learn's contract: called after each iteration ``i`` (counted from
             0, warm starts included) as ``monitor(i, self, locals)``; when it returns
@@ -368,8 +416,13 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             values: ``i``, ``self``, ``X`` (the training rows, float32), ``y`` (their
             class codes), ``sample_weight`` (None or the weights) and ``record``
             (``train_score``, ``validation_score``, ``oob_scores``,
-            ``oob_improvement`` lists); scikit-learn's private locals are not there.
+            ``oob_improvement`` lists, and ``evals``, ``evals_result_`` so far,
+            with evaluation data); scikit-learn's private locals are not there.
             With early stopping the model keeps its best iteration up to i.
+        eval_names : list of str, default=None
+            The names of the ``eval_set`` sets in ``evals_result_`` (default:
+            ``"valid_0"``, ``"valid_1"``, ... by position, ``"training"`` for the
+            training data, as LightGBM names them).
 
         Returns
         -------
@@ -411,29 +464,42 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             self.__dict__.pop("_seed", None)
 
         seed = self._model_seed(params["random_state"])
-        eval_data = None
-        if eval_set is not None:
-            eval_data = _check_eval_set(eval_set, names, classes, n_features, class_factors)
-        elif params["n_iter_no_change"] is not None:
-            Xa, codes, w, eval_data = _hold_out(method, Xa, codes, w, classes,
-                                                params["validation_fraction"], seed)
+        scorer = scorer_of(params["scoring"])
+        eval_names, eval_data, given_order = checked_eval_sets(
+            eval_set, eval_names, X, y,
+            lambda s: _check_eval_set(s, names, classes, n_features, class_factors))
+        if eval_data is None and params["n_iter_no_change"] is not None:
+            Xa, codes, w, held_out = _hold_out(method, Xa, codes, w, classes,
+                                               params["validation_fraction"], seed)
+            eval_names, eval_data = [HOLD_OUT], [held_out]
         init_estimator = (self.booster_.init_estimator if previous is not None
                           else _fit_init(params["init"], Xa, codes, w, weighted))
         init_scores = _init_scores(init_estimator, loss, Xa, eval_data, classes.size)
         if init_estimator is not None and not isinstance(init_scores, tuple):
             init_estimator = None  # constant scores: stored as F0, the model is complete
         if eval_data is not None:
-            eval_data = (eval_data[0], eval_data[1], scale_weights(eval_data[2]))
+            eval_data = [(Xv, cv, scale_weights(wv)) for Xv, cv, wv in eval_data]
         w = scale_weights(w)
         resolved = resolve(params, Xa.shape[0], n_features,
                            float(Xa.shape[0]) if w is None else _leaves.weight_total(w))
-        callbacks = _callbacks(params, eval_data is not None)
+        watch = (None if scorer is None or eval_data is None
+                 else (eval_names[-1], scorer[0]))
+        callbacks = _callbacks(params, eval_data is not None, watch)
 
         def booster_of(ensemble, record):
             return Booster(ensemble, classes, feature_names=names,
                            params=self.get_params(deep=False), record=record,
                            max_features=resolved["max_features"], loss=loss,
                            init_estimator=init_estimator)
+
+        evaluate = None
+        if eval_data is not None:
+            evaluate = Evaluation(
+                eval_names, eval_data, metric_names(params["eval_metric"]),
+                scorer if params["n_iter_no_change"] is not None else None,
+                len(eval_data) - 1, loss, classes,
+                lambda ensemble: self._of_booster(booster_of(ensemble, FitRecord())),
+                self.__sklearn_tags__(), resolved["n_threads"])
 
         before = self.__dict__.get("booster_")
         if monitor is not None:
@@ -443,7 +509,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         try:
             ensemble, record = boost(Xa, codes, w, loss, resolved, seed,
                                      eval_set=eval_data, previous=previous,
-                                     callbacks=callbacks, init_scores=init_scores)
+                                     callbacks=callbacks, init_scores=init_scores,
+                                     evaluate=evaluate)
         except BaseException:
             # A monitor saw a provisional model: a failed fit leaves the one before.
             if monitor is not None:
@@ -452,6 +519,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
                     self.booster_ = before
             raise
         self.booster_ = booster_of(ensemble, record)
+        if record.evals is not None:
+            self.evals_result_ = evals_result(record, given_order)
+        else:
+            self.__dict__.pop("evals_result_", None)
         return self
 
     def _model_seed(self, random_state):
@@ -940,7 +1011,7 @@ def _fit_init(init, X, codes, w, weighted):
 def _init_scores(estimator, loss, X, eval_data, n_classes):
     """The ``init_scores`` of ``boost`` for a fitted init estimator: None without
     one, F0 (n_outputs,) for a DummyClassifier whose probabilities do not depend
-    on the row, else (training rows, validation rows or None)."""
+    on the row, else (training rows, [rows of each evaluation set] or None)."""
     if estimator is None:
         return None
 
@@ -959,7 +1030,7 @@ def _init_scores(estimator, loss, X, eval_data, n_classes):
         X = np.ascontiguousarray(X)
     if isinstance(estimator, DummyClassifier) and estimator.strategy in _CONSTANT_DUMMY:
         return scores(X[:1])[0]
-    return (scores(X), None if eval_data is None else scores(eval_data[0]))
+    return (scores(X), None if eval_data is None else [scores(s[0]) for s in eval_data])
 
 
 def _check_weighted_classes(codes, classes, w, cause):
@@ -1102,13 +1173,16 @@ def _weights(sample_weight, class_weight, classes, codes):
     return w, class_factors
 
 
-def _callbacks(params, validated):
-    """The fit's callbacks of ``params``: early stopping (with validation rows) and
-    the progress report."""
+def _callbacks(params, validated, watch=None):
+    """The fit's callbacks of ``params``: early stopping (with validation rows; on
+    the score ``watch`` of ``record.evals``, (set, scorer name), or else the loss)
+    and the progress report."""
     callbacks = []
-    if params["n_iter_no_change"] is not None and validated:
-        callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
+    early = params["n_iter_no_change"] is not None and validated
+    if early:
+        callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"], watch))
     if params["verbose"]:
         callbacks.append(Log(params["verbose"], params["n_estimators"],
-                             params["subsample"]))
+                             params["subsample"], watch=watch if early else None))
     return callbacks
+

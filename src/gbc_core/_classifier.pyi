@@ -1,7 +1,7 @@
 # Type stubs for the public estimator. Kept small on purpose: the constructor
 # matches the runtime signature (a test checks this), the main methods are typed,
 # and anything not listed here resolves to ``Any`` through ``__getattr__``.
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import IO, Any, Literal
 
@@ -13,6 +13,8 @@ from typing_extensions import Self
 from ._loss import Loss
 
 from ._booster import Booster
+
+_EvalSet = tuple[ArrayLike | spmatrix | sparray, ArrayLike] | tuple[ArrayLike | spmatrix | sparray, ArrayLike, ArrayLike]
 
 class GradientBoostingClassifier:
     n_estimators: int
@@ -31,6 +33,8 @@ class GradientBoostingClassifier:
     validation_fraction: float
     n_iter_no_change: int | None
     tol: float
+    scoring: str | Callable[..., float] | None
+    eval_metric: str | Sequence[str] | None
     warm_start: bool
     class_weight: Mapping[Any, float] | Literal["balanced"] | None
     loss: Literal["log_loss", "exponential"] | str | Loss
@@ -51,6 +55,7 @@ class GradientBoostingClassifier:
     estimators_: NDArray[np.object_]
     train_score_: NDArray[np.float64]
     validation_score_: NDArray[np.float64]
+    evals_result_: dict[str, dict[str, list[float]]]
     best_iteration_: int | None
     oob_scores_: NDArray[np.float64]
     oob_improvement_: NDArray[np.float64]
@@ -76,6 +81,8 @@ class GradientBoostingClassifier:
         validation_fraction: float = 0.1,
         n_iter_no_change: int | None = None,
         tol: float = 1e-4,
+        scoring: str | Callable[..., float] | None = "loss",
+        eval_metric: str | Sequence[str] | None = None,
         warm_start: bool = False,
         class_weight: Mapping[Any, float] | Literal["balanced"] | None = None,
         loss: Literal["log_loss", "exponential"] | str | Loss = "log_loss",
@@ -91,7 +98,9 @@ class GradientBoostingClassifier:
         X: ArrayLike | spmatrix | sparray,
         y: ArrayLike,
         sample_weight: ArrayLike | None = None,
-        eval_set: tuple[ArrayLike | spmatrix | sparray, ArrayLike] | tuple[ArrayLike | spmatrix | sparray, ArrayLike, ArrayLike] | None = None,
+        eval_set: _EvalSet | list[_EvalSet] | None = None,
+        monitor: Callable[[int, Any, dict[str, Any]], Any] | None = None,
+        eval_names: Sequence[str] | None = None,
     ) -> Self: ...
     def decision_function(self, X: ArrayLike | spmatrix | sparray) -> NDArray[np.float64]: ...
     def predict_proba(self, X: ArrayLike | spmatrix | sparray) -> NDArray[np.float64]: ...

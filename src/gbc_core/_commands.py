@@ -130,14 +130,18 @@ class TrainProgress:
     ``interval`` seconds: a bar, the iterations done out of ``n_estimators``, the
     time so far and the time left (the iterations left at the mean time per
     iteration so far; early stopping may end sooner). Elsewhere plain lines, one
-    per tenth of ``n_estimators``. It never looks at the model (so it costs
-    nothing per iteration) and never stops the fit.
+    per tenth of ``n_estimators``. With ``metric`` (set name, metric name), each
+    line ends with that metric's latest value, read from the fit's record
+    (``evals_result_``). It never looks at the model (so it costs nothing per
+    iteration) and never stops the fit.
     """
 
     WIDTH = 24
 
-    def __init__(self, n_estimators, tty, stream=None, interval=0.25, first=0):
+    def __init__(self, n_estimators, tty, stream=None, interval=0.25, first=0,
+                 metric=None):
         self.total = int(n_estimators)
+        self.metric = metric  # (set name, metric name) of record.evals, or None
         self.tty = tty
         self.stream = stream or sys.stderr
         self.interval = interval
@@ -147,17 +151,24 @@ class TrainProgress:
         self._next_tenth = 1
         self._drawn = False
 
-    def _line(self, done):
+    def _line(self, done, score=""):
         elapsed = time.perf_counter() - self.start
         run = done - self.first
         left = (self.total - done) * elapsed / run if run > 0 else 0.0
         pct = 100.0 * done / self.total
         text = (f"{done:,}/{self.total:,} iterations {pct:5.1f}%  elapsed "
-                f"{_duration(elapsed)}  left {_duration(left)}")
+                f"{_duration(elapsed)}  left {_duration(left)}{score}")
         if not self.tty:
             return "training " + text
         filled = int(self.WIDTH * done / self.total)
         return f"\rtraining [{'#' * filled}{'.' * (self.WIDTH - filled)}] {text}"
+
+    def _score(self, values):
+        """The watched metric's latest value, as the line's end ("" without one)."""
+        record = values.get("record") if self.metric is not None else None
+        evals = getattr(record, "evals", None) or {}
+        series = evals.get(self.metric[0], {}).get(self.metric[1]) if evals else None
+        return f"  {self.metric[1]} {series[-1]:.5f}" if series else ""
 
     def __call__(self, i, estimator, values):
         done = i + 1
@@ -165,13 +176,13 @@ class TrainProgress:
             now = time.perf_counter()
             if now - self._last >= self.interval or done == self.total:
                 self._last = now
-                self.stream.write(self._line(done))
+                self.stream.write(self._line(done, self._score(values)))
                 self.stream.flush()
                 self._drawn = True
         elif done * 10 >= self._next_tenth * self.total:
             while done * 10 >= self._next_tenth * self.total:
                 self._next_tenth += 1
-            self.stream.write(self._line(done) + "\n")
+            self.stream.write(self._line(done, self._score(values)) + "\n")
             self.stream.flush()
         return False
 
@@ -475,6 +486,52 @@ def _summary_printer(args):
     return print if not args.quiet else (lambda *a, **k: None)
 
 
+#: The scikit-learn scorer that ``train --metric NAME --n-iter-no-change`` stops on:
+#: the one ranking iterations as the metric does (higher is better).
+_SCORING_OF_METRIC = {"loss": "loss", "log_loss": "neg_log_loss", "roc_auc": "roc_auc",
+                      "accuracy": "accuracy", "error": "accuracy"}
+
+
+def _scoring_of(metric, n_classes):
+    """The estimator's ``scoring`` for early stopping on ``metric`` (one-vs-rest
+    AUC for more than two classes, as the metric ``roc_auc`` is then)."""
+    if metric == "roc_auc" and n_classes > 2:
+        return "roc_auc_ovr"
+    return _SCORING_OF_METRIC[metric]
+
+
+def _say_metrics(say, model, name, metrics, where):
+    """One line per ``--metric``: its value at the first iteration, at the
+    iteration kept and at the last one run."""
+    values = model.evals_result_[name]
+    kept = model.n_estimators_ if model.best_iteration_ is None else model.best_iteration_
+    for metric in metrics:
+        series = values[metric]
+        say(f"{metric} on {where} per iteration: {series[0]:.5f} after 1, "
+            f"{series[kept - 1]:.5f} after {kept} (kept), {series[-1]:.5f} after "
+            f"{len(series)} (last run)")
+
+
+def _write_evals_json(path, model, watched, inputs):
+    """``--evals-json``: the metrics of every iteration run, the iteration kept."""
+    import json
+
+    # (An undefined value, as the AUC of a set of one class, is null.)
+    evals = {name: {metric: [v if v == v else None for v in series]
+                    for metric, series in metrics.items()}
+             for name, metrics in model.evals_result_.items()}
+    doc = {"evals_result": evals, "watched": list(watched),
+           "best_iteration": model.best_iteration_, "n_estimators": model.n_estimators_}
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    out = AtomicOutput(path, inputs=inputs)
+    try:
+        out.write_bytes(text.encode("utf-8"))
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+
+
 def _say_fit(say, model):
     """The fit's summary line and, with early stopping, the iterations it kept."""
     say(describe_fit(model))
@@ -635,7 +692,16 @@ def run_train(args):
     fmt = _fmt_for(args.data, args.format)
     # Fail on an unwritable output, or one that is an input, before the (long) fit.
     AtomicOutput(out, inputs=[args.data, args.eval]).abort()
+    metrics = getattr(args, "metric", None)
+    evals_json = getattr(args, "evals_json", None)
+    if evals_json:
+        if not metrics:
+            raise DataError("--evals-json writes the values of --metric: give --metric")
+        AtomicOutput(evals_json, inputs=[args.data, args.eval, out]).abort()
     if getattr(args, "dask", None):
+        if metrics:
+            raise DataError("--metric is not supported with --dask (the distributed fit "
+                            "records and stops on the validation loss only)")
         return _run_train_dask(args, fmt, out)
     t0 = time.perf_counter()
     if fmt == "libsvm":
@@ -667,13 +733,22 @@ def run_train(args):
 
     params = _class_weight_for(_estimator_params(args), np.unique(y),
                                _labels_where(args.data, None if names is None else args.target))
+    watched = None
+    if metrics:
+        if eval_set is None and params["n_iter_no_change"] is None:
+            raise DataError("--metric needs evaluation data: --eval DATA2, or "
+                            "--n-iter-no-change N (a hold-out of --validation-fraction)")
+        metrics = list(dict.fromkeys(metrics))
+        params.update(eval_metric=metrics,
+                      scoring=_scoring_of(metrics[0], np.unique(y).size))
+        watched = ("valid_0" if eval_set is not None else "validation", metrics[0])
     model = GradientBoostingClassifier(**params)
     # Progress on stderr: a bar on a terminal, plain lines elsewhere, nothing with
     # --quiet or with -v (the verbose report has the time left).
     progress = None
     if not args.quiet and not params["verbose"]:
         progress = TrainProgress(params["n_estimators"],
-                                 tty=Progress.wanted(False, sys.stderr))
+                                 tty=Progress.wanted(False, sys.stderr), metric=watched)
     t0 = time.perf_counter()
     try:
         model.fit(X if names is None else _NamedFrame(X, names), y, eval_set=eval_set,
@@ -685,11 +760,16 @@ def run_train(args):
             progress.close()
     fit_s = time.perf_counter() - t0
     model.save(out)
+    if evals_json:
+        _write_evals_json(evals_json, model, watched, [args.data, args.eval, out])
 
     say = _summary_printer(args)
     say(f"trained on {X.shape[0]:,} rows x {X.shape[1]} features of {args.data} "
         f"(read {read_s:.2f}s, fit {fit_s:.2f}s)")
     _say_fit(say, model)
+    if watched is not None:
+        _say_metrics(say, model, watched[0], metrics,
+                     args.eval if eval_set is not None else "the hold-out")
     if eval_set is not None:
         Xv = eval_set[0]
         booster = model.booster_

@@ -188,6 +188,38 @@ class LossObject(Rule):
         return "a registered loss's name or a gbc_core.Loss instance"
 
 
+class Scoring(Rule):
+    """What early stopping watches: 'loss', None (the estimator's score, accuracy),
+    a scikit-learn scorer's name (checked against scikit-learn's list at fit: this
+    module imports no scikit-learn) or a callable ``scorer(estimator, X, y)``."""
+
+    def accepts(self, value):
+        return (isinstance(value, str) and value != "") or value is None or callable(value)
+
+    def describe(self):
+        return ("'loss', None (accuracy), a scikit-learn scorer's name or a callable "
+                "scorer(estimator, X, y)")
+
+
+#: The metrics ``eval_metric`` names (``_scoring.METRICS`` computes them).
+EVAL_METRICS = ("loss", "log_loss", "roc_auc", "accuracy", "error")
+
+
+class EvalMetrics(Rule):
+    """None, one of :data:`EVAL_METRICS` or a list (tuple) of distinct ones."""
+
+    def accepts(self, value):
+        names = [value] if isinstance(value, str) else value
+        return value is None or (isinstance(names, (list, tuple)) and len(names) > 0
+                                 and all(isinstance(n, str) and n in EVAL_METRICS
+                                         for n in names)
+                                 and len(set(names)) == len(names))
+
+    def describe(self):
+        return ("None or one or a list of distinct names among "
+                + ", ".join(repr(n) for n in EVAL_METRICS))
+
+
 NONE = NoneValue()
 
 
@@ -282,7 +314,14 @@ PARAMS = (
     Param("n_iter_no_change", None, [NONE, Integer(1)],
           "stop when the validation loss has not improved by tol for this many "
           "iterations and keep the best iteration (None: no early stopping)"),
-    Param("tol", 1e-4, [Real(0)], "smallest improvement of the validation loss that counts"),
+    Param("tol", 1e-4, [Real(0)], "smallest improvement of the validation loss (or "
+          "score) that counts"),
+    Param("scoring", "loss", [Scoring()],
+          "what early stopping watches on the validation data: 'loss', a "
+          "scikit-learn scorer (higher is better) or None (accuracy)", cli=None),
+    Param("eval_metric", None, [EvalMetrics()],
+          "metrics recorded per iteration on every evaluation set (evals_result_; "
+          "None: the loss)", cli=None),
     Param("n_jobs", None, [NONE, ThreadCount()],
           "threads (None: all cores or OMP_NUM_THREADS; negative: counted back from "
           "the number of CPUs); results are identical for any value"),

@@ -15,6 +15,8 @@ class FitRecord:
         The attributes below (copied to lists).
     best_iteration : int or None
         As below.
+    evals : dict or None
+        As below (kept as given).
 
     Attributes
     ----------
@@ -33,6 +35,10 @@ class FitRecord:
         otherwise.
     best_iteration : int or None
         Set by early stopping: the number of iterations kept.
+    evals : dict or None
+        The evaluation metrics of a fit with evaluation sets: set name -> metric
+        name -> one value per iteration run (the estimator's ``evals_result_``;
+        not part of a model file). None: not recorded.
 
     Examples
     --------
@@ -43,9 +49,10 @@ class FitRecord:
     """
 
     def __init__(self, train_score=(), validation_score=None, oob_scores=None,
-                 oob_improvement=None, best_iteration=None):
+                 oob_improvement=None, best_iteration=None, evals=None):
         self.train_score = None if train_score is None else list(train_score)
         self.validation_score = None if validation_score is None else list(validation_score)
         self.oob_scores = None if oob_scores is None else list(oob_scores)
         self.oob_improvement = None if oob_improvement is None else list(oob_improvement)
         self.best_iteration = best_iteration
+        self.evals = evals

@@ -6,6 +6,7 @@ class FitRecord:
     oob_scores: list[float] | None
     oob_improvement: list[float] | None
     best_iteration: int | None
+    evals: dict[str, dict[str, list[float]]] | None
     def __init__(
         self,
         train_score: Iterable[float] | None = (),
@@ -13,4 +14,5 @@ class FitRecord:
         oob_scores: Iterable[float] | None = None,
         oob_improvement: Iterable[float] | None = None,
         best_iteration: int | None = None,
+        evals: dict[str, dict[str, list[float]]] | None = None,
     ) -> None: ...

@@ -113,6 +113,20 @@ def _json_object(text, name):
     return value
 
 
+def _metric_name(text):
+    """A metric of ``train --metric`` (``_params.EVAL_METRICS``; ``auc`` is
+    ``roc_auc``, as LightGBM and XGBoost name it)."""
+    import argparse
+
+    from ._params import EVAL_METRICS
+
+    name = {"auc": "roc_auc"}.get(text, text)
+    if name not in EVAL_METRICS:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {text!r}: one of {', '.join(EVAL_METRICS)} (or auc)")
+    return name
+
+
 def _positive_int(text):
     import argparse
 
@@ -220,6 +234,15 @@ def _add_train(sub):
                         "--n-iter-no-change for early stopping")
     p.add_argument("--eval-format", choices=["csv", "tsv", "parquet", "libsvm"],
                    help="format of --eval (default: its extension, else --format)")
+    p.add_argument("--metric", nargs="+", type=_metric_name, metavar="NAME",
+                   help="metrics of the evaluation data (--eval, else the hold-out of "
+                        "--n-iter-no-change) after each iteration: loss, log_loss, "
+                        "roc_auc (or auc), accuracy, error; shown in the progress and "
+                        "the summary, written by --evals-json; --n-iter-no-change stops "
+                        "on the first (default: the loss)")
+    p.add_argument("--evals-json", metavar="FILE",
+                   help="write each --metric's value after each iteration, and the "
+                        "iteration kept, as JSON")
     p.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                    help="train on a Dask cluster (e.g. tcp://host:8786) with "
                         "--split-method hist: the workers read DATA (CSV or Parquet, "

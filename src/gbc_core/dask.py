@@ -777,6 +777,13 @@ def _eval_collections(eval_set, names):
     """``eval_set`` as Dask collections (X_val, y_val, w_val or None), or None."""
     if eval_set is None:
         return None
+    if isinstance(eval_set, list) and eval_set and all(
+            isinstance(s, tuple) for s in eval_set):
+        raise ValueError(
+            "eval_set: the distributed fit takes one evaluation set, a tuple (X_val, "
+            "y_val) or (X_val, y_val, w_val), not a list of them (several named "
+            "evaluation sets, eval_metric and scoring other than 'loss' are trained "
+            "in memory only)")
     if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
         raise ValueError("eval_set must be a tuple (X_val, y_val) or "
                          "(X_val, y_val, w_val)")
