@@ -61,6 +61,9 @@ cdef extern from "_criterion.h" nogil:
     float64_t weighted_decrease "gbc_weighted_decrease"(
         float64_t total_weight, float64_t node_w, float64_t impurity,
         float64_t w_left, float64_t impurity_left, float64_t impurity_right)
+    bint children_ordered "gbc_children_ordered"(
+        int direction, float64_t total_s, float64_t total_w, float64_t s_left,
+        float64_t w_left, float64_t unit_s, float64_t unit_w)
 
 
 cdef inline bint leaves_allowed(const side_t* total, const side_t* left,
@@ -134,10 +137,16 @@ cdef inline bint beats(float64_t proxy, const side_t* left, float64_t best_proxy
 cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint ties_win,
                           const side_t* total, const side_t* left,
                           int64_t min_samples_leaf, float64_t min_weight_leaf,
-                          uint8_t criterion, const grid_t* grid) noexcept nogil:
+                          uint8_t criterion, const grid_t* grid,
+                          signed char monotonic=0) noexcept nogil:
     """Keep the split (left child ``left`` of a node ``total``) if it is valid and
     ``beats`` the best so far (``best_proxy[0]``, its left child ``best_left``):
-    update ``best_proxy[0]`` and return True (the caller keeps ``left``)."""
+    update ``best_proxy[0]`` and return True (the caller keeps ``left``).
+
+    ``monotonic`` (the feature's constraint, -1, 0 or +1): a split of a constrained
+    feature is valid only if its children's mean residuals are in the constraint's
+    order (``children_ordered`` of _criterion.h, exact on the grid); tested only for
+    a split that beats the best so far."""
     cdef float64_t diff, den, proxy
     if not leaves_allowed(total, left, min_samples_leaf, min_weight_leaf):
         return False
@@ -152,6 +161,9 @@ cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint t
             return False
         proxy = split_proxy(diff, den)
     if beats(proxy, left, best_proxy[0], best_left, ties_win, total, grid):
+        if monotonic != 0 and not children_ordered(
+                monotonic, total.s, total.w, left.s, left.w, grid.unit_s, grid.unit_w):
+            return False
         best_proxy[0] = proxy
         return True
     return False

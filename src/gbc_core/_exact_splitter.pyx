@@ -216,6 +216,7 @@ ctypedef struct scan_t:
     uint8_t ties_win         # a split that ties ``best`` replaces it (the scan's
                              # feature is below best's and nothing was kept yet)
     uint8_t found            # a split of the scan's feature was kept
+    signed char monotonic    # the scan's feature's monotonic constraint (-1, 0, +1)
 
 
 ctypedef struct packed_row_t:
@@ -266,7 +267,7 @@ cdef inline bint _try_split(
     """Keep the split if it is valid and beats ``st.best`` (the rule of
     ``_choice.pxd``); returns True if it was kept."""
     if not consider(&st.best.proxy, &st.best.left, st.ties_win, total, left,
-                    min_samples_leaf, min_weight_leaf, criterion, st.grid):
+                    min_samples_leaf, min_weight_leaf, criterion, st.grid, st.monotonic):
         return False
     st.best.lo = lo
     st.best.hi = hi
@@ -989,7 +990,9 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef const level_node_t* nodes = level.nodes
         cdef const uint8_t* allowed = level.allowed
         cdef int64_t min_samples_leaf = level.min_samples_leaf
+        cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
         for s in range(level.n_nodes):
+            states[s].monotonic = monotonic
             _side_zero(&states[s].acc)
             _side_zero(&states[s].miss)
             # Only a split that beats this thread's best so far under the total
@@ -1035,6 +1038,7 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef int32_t* rows_f
         if not (self.n_nonmissing[f] == n and self.positive_weights
+                and (level.monotonic == NULL or level.monotonic[f] == 0)
                 and level.min_weight_leaf <= 0
                 and level.criterion == CRITERION_FRIEDMAN_MSE):
             return False

@@ -124,25 +124,26 @@ cdef inline void _keep(candidate_t* c, const side_t* left, uint8_t b, uint8_t ne
 cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
                         const side_t* miss, uint8_t b, uint8_t next_bin,
                         int64_t min_samples_leaf, float64_t min_weight_leaf,
-                        uint8_t criterion, const grid_t* grid) noexcept nogil:
+                        uint8_t criterion, const grid_t* grid,
+                        signed char monotonic) noexcept nogil:
     """The split "bins <= b left" (the next bin with rows: ``next_bin``), missing
     values right then left (or to the larger child without missing values), each
     kept if it beats the feature's best so far ``c`` (``consider`` of _choice.pxd; a
-    later threshold never wins a tie)."""
+    later threshold never wins a tie; ``monotonic``: the feature's constraint)."""
     cdef side_t with_missing
     if miss.n == 0:
         if consider(&c.proxy, &c.left, False, total, acc, min_samples_leaf,
-                    min_weight_leaf, criterion, grid):
+                    min_weight_leaf, criterion, grid, monotonic):
             _keep(c, acc, b, next_bin, MISSING_TO_LARGER)
         return
     if consider(&c.proxy, &c.left, False, total, acc, min_samples_leaf, min_weight_leaf,
-                criterion, grid):
+                criterion, grid, monotonic):
         _keep(c, acc, b, next_bin, MISSING_RIGHT)
     with_missing.n = acc.n + miss.n
     with_missing.w = acc.w + miss.w
     with_missing.s = acc.s + miss.s
     if consider(&c.proxy, &c.left, False, total, &with_missing, min_samples_leaf,
-                min_weight_leaf, criterion, grid):
+                min_weight_leaf, criterion, grid, monotonic):
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
 
 
@@ -640,6 +641,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef float64_t mwl = level.min_weight_leaf
         cdef uint8_t criterion = level.criterion
         cdef const grid_t* grid = &level.grid
+        cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
         acc.n = 0
         acc.w = 0.0
         acc.s = 0.0
@@ -652,12 +654,13 @@ cdef class HistogramSplitFinder(SplitFinder):
             # FEATURE_THRESHOLD (float32 arithmetic).
             if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
                 _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
-                       criterion, grid)
+                       criterion, grid, monotonic)
             _side_add(&acc, &h[b])
             last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
-            if consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid):
+            if consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid,
+                        monotonic):
                 c.left = acc
                 c.bin = <uint8_t>(nb - 1)
                 c.missing_go_left = MISSING_RIGHT
