@@ -154,6 +154,17 @@ def test_constraints_that_constrain_nothing_give_the_same_model(split_method,
         _same_model(GradientBoostingClassifier(**params, **cst).fit(X, y), ref, X)
 
 
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+def test_the_same_constrained_model_on_every_thread_count(split_method):
+    X, y = _data(n=3000, seed=9)
+    params = dict(split_method=split_method, monotonic_cst=MONOTONIC,
+                  interaction_cst=[[0, 1], [1, 2, 3]], n_estimators=8, max_depth=5,
+                  max_features=4, random_state=2)
+    one = GradientBoostingClassifier(n_jobs=1, **params).fit(X, y)
+    for n_jobs in (2, 3):
+        _same_model(GradientBoostingClassifier(n_jobs=n_jobs, **params).fit(X, y), one, X)
+
+
 def _paths(tree):
     """The set of features split on along every root-to-leaf path."""
     out = []

@@ -45,6 +45,8 @@ OTHER_VALUES = {
     "criterion": "squared_error",
     "min_impurity_decrease": 0.05,
     "ccp_alpha": 0.01,
+    "monotonic_cst": [1, 0, 0, 0, -1],
+    "interaction_cst": [[0, 1], [2, 3, 4]],
 }
 
 

@@ -45,6 +45,7 @@ PARAMETERS = {
     "random_state", "n_jobs", "verbose", "validation_fraction", "n_iter_no_change", "tol",
     "warm_start", "class_weight", "loss", "split_method", "max_bins",
     "leaf_solver", "criterion", "min_impurity_decrease", "ccp_alpha",
+    "monotonic_cst", "interaction_cst",
 }
 
 
@@ -322,7 +323,8 @@ def test_get_params_set_params_round_trip():
                   validation_fraction=0.2, n_iter_no_change=4, tol=1e-3, warm_start=True,
                   class_weight="balanced", loss="log_loss", split_method="hist",
                   max_bins=31, leaf_solver="exact", criterion="squared_error",
-                  min_impurity_decrease=0.01, ccp_alpha=0.001)
+                  min_impurity_decrease=0.01, ccp_alpha=0.001,
+                  monotonic_cst=[1, 0, -1, 0, 0], interaction_cst=[[0, 1], [2, 3]])
     assert set(params) == PARAMETERS
     assert set(GradientBoostingClassifier().get_params()) == PARAMETERS
     assert GradientBoostingClassifier(**params).get_params() == params
