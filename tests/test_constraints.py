@@ -409,6 +409,7 @@ def test_constraints_are_saved_in_the_model_file(tmp_path):
     (dict(interaction_cst=[[0, -1]]), "interaction_cst must be"),
     (dict(interaction_cst="everything"), "interaction_cst must be"),
     (dict(interaction_cst=[0, 1]), "interaction_cst must be"),
+    (dict(interaction_cst=iter([[0, 1]])), "interaction_cst must be"),
 ])
 def test_bad_constraints_are_refused_clearly(params, match):
     X, y = _data(n=200)
@@ -429,3 +430,24 @@ def test_unknown_feature_names_and_multiclass_are_refused():
         GradientBoostingClassifier(monotonic_cst=MONOTONIC, n_estimators=2).fit(X, y3)
     # Interaction constraints train three classes.
     GradientBoostingClassifier(interaction_cst="pairwise", n_estimators=2).fit(X, y3)
+
+
+def test_command_line_takes_the_constraints(tmp_path):
+    pd = pytest.importorskip("pandas")
+    from gbc_core.cli import main
+    import gbc_core
+
+    X, y = _data(n=600, seed=41)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d", "e"]).assign(target=y)
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    main(["train", str(tmp_path / "d.csv"), "--target", "target", "-o",
+          str(tmp_path / "m.gbc"), "--n-estimators", "10", "--monotonic-cst",
+          '{"a": 1, "b": -1}', "--interaction-cst", "[[0, 1], [2, 3]]"])
+    booster = gbc_core.load(tmp_path / "m.gbc")
+    assert booster.params["monotonic_cst"] == {"a": 1, "b": -1}
+    ref = GradientBoostingClassifier(n_estimators=10, monotonic_cst=MONOTONIC,
+                                     interaction_cst=[[0, 1], [2, 3]]).fit(X, y)
+    assert np.array_equal(booster.decision_function(X), ref.decision_function(X))
+    with pytest.raises(SystemExit):
+        main(["train", str(tmp_path / "d.csv"), "--target", "target", "-o",
+              str(tmp_path / "n.gbc"), "--monotonic-cst", "[1, 2]"])

@@ -220,11 +220,12 @@ class InteractionConstraints(Rule):
     def accepts(self, value):
         if isinstance(value, str):
             return value in ("pairwise", "no_interactions")
-        if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+        # Sized collections only: an iterator would be used up by this check.
+        if isinstance(value, (bytes, dict)) or not hasattr(value, "__len__"):
             return False
         try:
             groups = list(value)
-            return all(not isinstance(g, (str, bytes, dict)) and hasattr(g, "__iter__")
+            return all(not isinstance(g, (str, bytes, dict)) and hasattr(g, "__len__")
                        and all(_is_integer(f) and f >= 0 for f in g) for g in groups)
         except TypeError:
             return False
@@ -357,11 +358,12 @@ PARAMS = (
     Param("monotonic_cst", None, [NONE, MonotonicConstraints()],
           "monotonic constraint of each feature: -1 (decreasing), 0 (none) or 1 "
           "(increasing), a sequence with one value per feature or a dict by feature "
-          "name (two classes only)", cli=None),
+          "name (two classes only; command line: a JSON array such as '[1, 0, -1]' or "
+          "object such as '{\"age\": 1}')"),
     Param("interaction_cst", None, [NONE, InteractionConstraints()],
           "groups of features allowed to interact (a tree path uses the features of "
           "one group), 'pairwise' or 'no_interactions'; features in no group form "
-          "one more group", cli=None),
+          "one more group (command line: a JSON array such as '[[0, 1], [2, 3]]')"),
 )
 
 #: Parameters by name.
