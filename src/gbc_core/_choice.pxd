@@ -137,16 +137,10 @@ cdef inline bint beats(float64_t proxy, const side_t* left, float64_t best_proxy
 cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint ties_win,
                           const side_t* total, const side_t* left,
                           int64_t min_samples_leaf, float64_t min_weight_leaf,
-                          uint8_t criterion, const grid_t* grid,
-                          signed char monotonic=0) noexcept nogil:
+                          uint8_t criterion, const grid_t* grid) noexcept nogil:
     """Keep the split (left child ``left`` of a node ``total``) if it is valid and
     ``beats`` the best so far (``best_proxy[0]``, its left child ``best_left``):
-    update ``best_proxy[0]`` and return True (the caller keeps ``left``).
-
-    ``monotonic`` (the feature's constraint, -1, 0 or +1): a split of a constrained
-    feature is valid only if its children's mean residuals are in the constraint's
-    order (``children_ordered`` of _criterion.h, exact on the grid); tested only for
-    a split that beats the best so far."""
+    update ``best_proxy[0]`` and return True (the caller keeps ``left``)."""
     cdef float64_t diff, den, proxy
     if not leaves_allowed(total, left, min_samples_leaf, min_weight_leaf):
         return False
@@ -161,12 +155,31 @@ cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint t
             return False
         proxy = split_proxy(diff, den)
     if beats(proxy, left, best_proxy[0], best_left, ties_win, total, grid):
-        if monotonic != 0 and not children_ordered(
-                monotonic, total.s, total.w, left.s, left.w, grid.unit_s, grid.unit_w):
-            return False
         best_proxy[0] = proxy
         return True
     return False
+
+
+cdef inline bint consider_ordered(float64_t* best_proxy, const side_t* best_left,
+                                  bint ties_win, const side_t* total, const side_t* left,
+                                  int64_t min_samples_leaf, float64_t min_weight_leaf,
+                                  uint8_t criterion, const grid_t* grid,
+                                  signed char monotonic) noexcept nogil:
+    """``consider`` for a feature with a monotonic constraint (``monotonic``, -1 or
+    +1): a split is valid only if its children's mean residuals are in the
+    constraint's order (``children_ordered`` of _criterion.h, exact on the grid),
+    tested only for a split that beats the best so far. The finders call it, not
+    ``consider``, for such a feature alone (a flag read once per feature), so that
+    the scans of unconstrained features are unchanged."""
+    cdef float64_t before = best_proxy[0]
+    if not consider(best_proxy, best_left, ties_win, total, left, min_samples_leaf,
+                    min_weight_leaf, criterion, grid):
+        return False
+    if not children_ordered(monotonic, total.s, total.w, left.s, left.w, grid.unit_s,
+                            grid.unit_w):
+        best_proxy[0] = before
+        return False
+    return True
 
 
 cdef inline float64_t friedman_proxy(const side_t* total, const side_t* left) noexcept nogil:
