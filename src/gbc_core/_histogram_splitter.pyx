@@ -673,20 +673,27 @@ cdef class HistogramSplitFinder(SplitFinder):
         acc.s = 0.0
         c.proxy = -INFINITY
         c.all_left = 0
-        for b in range(nb):
-            if h[b].n == 0:
-                continue
-            # As the exact search: no split between values closer than
-            # FEATURE_THRESHOLD (float32 arithmetic).
-            if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                if monotonic == 0:
+        if monotonic == 0:
+            for b in range(nb):
+                if h[b].n == 0:
+                    continue
+                # As the exact search: no split between values closer than
+                # FEATURE_THRESHOLD (float32 arithmetic).
+                if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
                     _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
                            criterion, grid)
-                else:
+                _side_add(&acc, &h[b])
+                last = <int>b
+        else:
+            # The same scan, its candidates kept only if their children are ordered.
+            for b in range(nb):
+                if h[b].n == 0:
+                    continue
+                if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
                     _offer_ordered(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl,
                                    mwl, criterion, grid, monotonic)
-            _side_add(&acc, &h[b])
-            last = <int>b
+                _side_add(&acc, &h[b])
+                last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
             if (consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid)
