@@ -85,4 +85,8 @@ echo ">>> clang build: pytest (thread counts and reproducibility, LLVM's OpenMP)
 "$PY" -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_histogram.py \
     tests/test_best_first.py tests/test_multiclass.py tests/test_weights_and_rules.py \
     -k "thread or n_jobs or parallel" "$@"
+# Constraints: the finders' ordered choice against its brute force, hist = exact, and
+# the same constrained model on every thread count.
+"$PY" -m pytest -q -p no:cacheprovider tests/test_constraints.py \
+    -k "finders_choose or hist_is_exact or thread" "$@"
 echo "clang build: passed ($((SECONDS - START)) s)"

@@ -166,6 +166,12 @@ SUPPORTED = {
     "ccp_alpha": dict(ccp_alpha=0.0005),
     "tree_rules": dict(max_leaf_nodes=6, max_depth=None, min_impurity_decrease=0.001,
                        ccp_alpha=0.0005),
+    # Constraints: the ordered-children rule on the reduced histograms, the leaf
+    # bounds from the reduced leaf sums (two classes), the interaction groups with
+    # the feature draws (any number of classes).
+    "monotonic_cst": dict(monotonic_cst=[1, -1, 0, 0, 1], max_leaf_nodes=6, max_depth=None),
+    "interaction_cst": dict(interaction_cst=[[0, 1], [1, 2, 3]], max_features=3,
+                            subsample=0.8, min_samples_leaf=20),
 }
 #: The cases whose trees must differ from those of the fit without them (so that the
 #: test fails if the distributed fit ignored the parameter).
@@ -178,6 +184,7 @@ TREE_SHAPE = ("max_leaf_nodes", "min_impurity_decrease", "ccp_alpha", "tree_rule
     ("exponential_prior", 2, "empty_parts"), ("prior_fractions", 3, "interleaved"),
     ("exact_leaves", 2, "worker_without_rows"), ("exact_leaves", 3, "class_pure_parts"),
     ("exact_leaves_exponential", 2, "interleaved"),
+    ("monotonic_cst", 2, "interleaved"), ("interaction_cst", 3, "class_pure_parts"),
     *[(case, n_classes, "empty_class_pure_parts") for case in TREE_SHAPE
       for n_classes in (2, 3)],
 ])

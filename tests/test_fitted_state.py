@@ -47,6 +47,8 @@ OTHER_VALUES = {
     "ccp_alpha": 0.01,
     "scoring": "roc_auc",
     "eval_metric": ["roc_auc", "error"],
+    "monotonic_cst": [1, 0, 0, 0, -1],
+    "interaction_cst": [[0, 1], [2, 3, 4]],
 }
 
 

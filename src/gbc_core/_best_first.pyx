@@ -160,6 +160,7 @@ cdef class BestFirstGrowth:
         self.level.min_weight_leaf = g.min_weight_leaf
         self.level.criterion = g.criterion
         self.level.grid = g.grid
+        self.level.monotonic = g.monotonic
         self.g = g
         self._grow(rs, res, seed)
         self.g = None
@@ -183,7 +184,8 @@ cdef class BestFirstGrowth:
         cdef frontier_t rec
         cdef bint children_split
         cdef bint ahead = (g.look_ahead and not g.finder.subtracts
-                           and g.reducer is None and g.max_features >= g.n_features)
+                           and g.reducer is None and g.max_features >= g.n_features
+                           and not g.interactions)
         self.size = 0
         self.n_free_stored = self.n_stored
         for i in range(self.n_stored):

@@ -534,6 +534,8 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
             min_impurity_decrease=params["min_impurity_decrease"],
             ccp_alpha=params["ccp_alpha"],
             max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
+            monotonic_cst=params.get("monotonic_cst"),
+            interaction_cst=params.get("interaction_cst"),
         )
         if part.reducer is not None:
             grower.reducer = part.reducer
@@ -736,6 +738,11 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     trees, record, raw = _start(loss, y, sample_weight, params, previous, part, data,
                                 init_scores)
     state = loss.start(y, sample_weight, raw, params["n_threads"])
+    if params.get("monotonic_cst") is not None:
+        if loss.n_outputs != 1:
+            raise ValueError("monotonic_cst is not supported for multiclass "
+                             "classification (one tree per class); it needs two classes")
+        state.monotonic = params["monotonic_cst"]
     del raw  # the state holds its own copy
     growers = _growers(data, part, method, params, loss.n_outputs,
                        getattr(state, "parallel_outputs", False))

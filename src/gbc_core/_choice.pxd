@@ -61,6 +61,9 @@ cdef extern from "_criterion.h" nogil:
     float64_t weighted_decrease "gbc_weighted_decrease"(
         float64_t total_weight, float64_t node_w, float64_t impurity,
         float64_t w_left, float64_t impurity_left, float64_t impurity_right)
+    bint children_ordered "gbc_children_ordered"(
+        int direction, float64_t total_s, float64_t total_w, float64_t s_left,
+        float64_t w_left, float64_t unit_s, float64_t unit_w)
 
 
 cdef inline bint leaves_allowed(const side_t* total, const side_t* left,
@@ -155,6 +158,28 @@ cdef inline bint consider(float64_t* best_proxy, const side_t* best_left, bint t
         best_proxy[0] = proxy
         return True
     return False
+
+
+cdef inline bint consider_ordered(float64_t* best_proxy, const side_t* best_left,
+                                  bint ties_win, const side_t* total, const side_t* left,
+                                  int64_t min_samples_leaf, float64_t min_weight_leaf,
+                                  uint8_t criterion, const grid_t* grid,
+                                  signed char monotonic) noexcept nogil:
+    """``consider`` for a feature with a monotonic constraint (``monotonic``, -1 or
+    +1): a split is valid only if its children's mean residuals are in the
+    constraint's order (``children_ordered`` of _criterion.h, exact on the grid),
+    tested only for a split that beats the best so far. The finders call it, not
+    ``consider``, for such a feature alone (a flag read once per feature), so that
+    the scans of unconstrained features are unchanged."""
+    cdef float64_t before = best_proxy[0]
+    if not consider(best_proxy, best_left, ties_win, total, left, min_samples_leaf,
+                    min_weight_leaf, criterion, grid):
+        return False
+    if not children_ordered(monotonic, total.s, total.w, left.s, left.w, grid.unit_s,
+                            grid.unit_w):
+        best_proxy[0] = before
+        return False
+    return True
 
 
 cdef inline float64_t friedman_proxy(const side_t* total, const side_t* left) noexcept nogil:

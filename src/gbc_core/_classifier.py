@@ -252,6 +252,27 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         weakest link first while the link's effective alpha is at most
         ``ccp_alpha``, before the leaf values are set, so the rows of a pruned
         branch take part in its new leaf's value. 0: no pruning.
+    monotonic_cst : array-like of int of shape (n_features,) or dict, default=None
+        Monotonic constraints, as scikit-learn's HistGradientBoostingClassifier
+        takes them: per feature, 1 (the probability of the positive class never
+        decreases as the feature grows, the other features fixed), -1 (never
+        increases) or 0 (no constraint); or a dict of feature name -> constraint
+        (X with feature names; unnamed features 0). A split on a constrained
+        feature is kept only if its children's mean residuals are in order, and the
+        leaf values are bounded by the mid-points of the constrained splits above
+        them (scikit-learn's and LightGBM's rule), so every tree is monotone.
+        Missing values go to a learned side: monotonicity holds over the
+        non-missing values. Two classes only (a ValueError for more). None or all
+        0: no constraint (the same model). See the user guide's "Monotonic and
+        interaction constraints".
+    interaction_cst : {"pairwise", "no_interactions"} or sequence of sequences of int, default=None
+        Interaction constraints, as scikit-learn's HistGradientBoostingClassifier
+        takes them: groups of feature indices allowed to interact. A node may split
+        only on the features of the groups that hold every feature split on along
+        its path from the root; the features listed in no group form one more
+        group. "no_interactions": one group per feature; "pairwise": one per pair.
+        With ``max_features``, each node's features are drawn among those allowed.
+        None: no constraint.
 
     Attributes
     ----------
@@ -347,6 +368,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         criterion=DEFAULTS["criterion"],
         min_impurity_decrease=DEFAULTS["min_impurity_decrease"],
         ccp_alpha=DEFAULTS["ccp_alpha"],
+        monotonic_cst=DEFAULTS["monotonic_cst"],
+        interaction_cst=DEFAULTS["interaction_cst"],
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -375,6 +398,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.criterion = criterion
         self.min_impurity_decrease = min_impurity_decrease
         self.ccp_alpha = ccp_alpha
+        self.monotonic_cst = monotonic_cst
+        self.interaction_cst = interaction_cst
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None, eval_names=None):
@@ -481,7 +506,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             eval_data = [(Xv, cv, scale_weights(wv)) for Xv, cv, wv in eval_data]
         w = scale_weights(w)
         resolved = resolve(params, Xa.shape[0], n_features,
-                           float(Xa.shape[0]) if w is None else _leaves.weight_total(w))
+                           float(Xa.shape[0]) if w is None else _leaves.weight_total(w),
+                           feature_names=names)
         watch = (None if scorer is None or eval_data is None
                  else (eval_names[-1], scorer[0]))
         callbacks = _callbacks(params, eval_data is not None, watch)

@@ -1,7 +1,7 @@
 # Type stubs for the public estimator. Kept small on purpose: the constructor
 # matches the runtime signature (a test checks this), the main methods are typed,
 # and anything not listed here resolves to ``Any`` through ``__getattr__``.
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from typing import IO, Any, Literal
 
@@ -44,6 +44,8 @@ class GradientBoostingClassifier:
     criterion: Literal["friedman_mse", "squared_error"]
     min_impurity_decrease: float
     ccp_alpha: float
+    monotonic_cst: Sequence[int] | NDArray[Any] | Mapping[str, int] | None
+    interaction_cst: Literal["pairwise", "no_interactions"] | Sequence[Iterable[int]] | None
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -92,6 +94,8 @@ class GradientBoostingClassifier:
         criterion: Literal["friedman_mse", "squared_error"] = "friedman_mse",
         min_impurity_decrease: float = 0.0,
         ccp_alpha: float = 0.0,
+        monotonic_cst: Sequence[int] | NDArray[Any] | Mapping[str, int] | None = None,
+        interaction_cst: Literal["pairwise", "no_interactions"] | Sequence[Iterable[int]] | None = None,
     ) -> None: ...
     def fit(
         self,

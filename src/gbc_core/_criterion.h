@@ -241,4 +241,55 @@ static inline int gbc_exact_compare(int64_t total_s, int64_t total_w, int64_t s_
     return gbc_big_cmp(&x, &y);
 }
 
+
+/* ---- Monotonic constraints (the children's order) ----
+ *
+ * A split on a feature with a monotonic constraint is a candidate only if its
+ * children's mean residuals s / w are ordered: for an increasing constraint
+ * (direction +1) s_left / w_left <= s_right / w_right, for a decreasing one (-1)
+ * s_left / w_left >= s_right / w_right, i.e. the sign of s_left w_right -
+ * s_right w_left. Both weights are positive (a valid split). On the grid the sums
+ * are whole numbers of units and the products are compared exactly (up to 2^106,
+ * in 32-bit limbs), so every finder decides alike from the same sums. */
+static inline int gbc_cross_sign(int64_t s_a, int64_t w_b, int64_t s_b, int64_t w_a)
+{
+    /* The sign of s_a w_b - s_b w_a for w_a, w_b >= 0. */
+    gbc_big_t a, b, x, y;
+    int neg_x = s_a < 0, neg_y = s_b < 0, c;
+    gbc_big_from_u64(&a, gbc_abs_i64(s_a));
+    gbc_big_from_u64(&b, (uint64_t)w_b);
+    gbc_big_mul(&x, &a, &b);
+    gbc_big_from_u64(&a, gbc_abs_i64(s_b));
+    gbc_big_from_u64(&b, (uint64_t)w_a);
+    gbc_big_mul(&y, &a, &b);
+    if (neg_x != neg_y) {
+        /* Opposite signs (a zero product counts as non-negative). */
+        gbc_big_from_u64(&a, 0);
+        if (gbc_big_cmp(&x, &a) == 0 && gbc_big_cmp(&y, &a) == 0)
+            return 0;
+        return neg_x ? -1 : 1;
+    }
+    c = gbc_big_cmp(&x, &y);
+    return neg_x ? -c : c;
+}
+
+/* Whether the children of a split (left: s_left, w_left of a node S, W) are in the
+ * order of ``direction`` (+1 or -1). unit_s, unit_w: the grid (unit_s 0: no grid,
+ * the products in float64). */
+static inline int gbc_children_ordered(int direction, double total_s, double total_w,
+                                       double s_left, double w_left, double unit_s,
+                                       double unit_w)
+{
+    int sign;
+    double s_right = total_s - s_left, w_right = total_w - w_left;
+    if (unit_s == 0.0) {
+        double x = s_left * w_right, y = s_right * w_left;
+        sign = x > y ? 1 : (x < y ? -1 : 0);
+    } else {
+        sign = gbc_cross_sign((int64_t)(s_left / unit_s), (int64_t)(w_right / unit_w),
+                              (int64_t)(s_right / unit_s), (int64_t)(w_left / unit_w));
+    }
+    return direction > 0 ? sign <= 0 : sign >= 0;
+}
+
 #endif /* GBC_CRITERION_H */

@@ -537,7 +537,7 @@ def fit_parts(transport, params, seed, *, has_eval_set, names=None, warm=None,
     groups = _weights(transport, described, classes, params)
     holdouts = _holdouts(described, groups, classes, params, seed, has_eval_set)
     n_train, lo, hi, total_w = _binned(transport, described, holdouts, params, previous)
-    resolved = resolve(params, n_train, n_features, total_w)
+    resolved = resolve(params, n_train, n_features, total_w, feature_names=names)
     trees, init_raw, record = transport.fit(
         (classes.size, resolved, seed, lo, hi, previous))[0]
     ensemble = Ensemble.from_trees(trees, n_outputs=init_raw.shape[0], init_raw=init_raw,

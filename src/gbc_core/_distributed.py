@@ -42,7 +42,8 @@ SUPPORTED_PARAMS = frozenset((
     "min_samples_leaf", "min_weight_fraction_leaf", "max_depth", "init", "random_state",
     "max_features", "verbose", "warm_start", "validation_fraction", "n_iter_no_change",
     "tol", "n_jobs", "split_method", "max_bins", "class_weight", "leaf_solver", "criterion",
-    "max_leaf_nodes", "min_impurity_decrease", "ccp_alpha",
+    "max_leaf_nodes", "min_impurity_decrease", "ccp_alpha", "monotonic_cst",
+    "interaction_cst",
 ))
 
 #: The values of supported parameters a distributed fit does not train, and why (its

@@ -40,7 +40,7 @@ from ._split_finder cimport (
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER, CRITERION_FRIEDMAN_MSE,
 )
 from ._choice cimport (
-    beats, consider, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
+    beats, consider, consider_ordered, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
 )
 from ._sorting import presort_features
 
@@ -216,6 +216,7 @@ ctypedef struct scan_t:
     uint8_t ties_win         # a split that ties ``best`` replaces it (the scan's
                              # feature is below best's and nothing was kept yet)
     uint8_t found            # a split of the scan's feature was kept
+    signed char monotonic    # the scan's feature's monotonic constraint (-1, 0, +1)
 
 
 ctypedef struct packed_row_t:
@@ -252,6 +253,33 @@ cdef inline void _side_zero(side_t* a) noexcept nogil:
     a.s = 0.0
 
 
+cdef bint _try_ordered_split(
+    scan_t* st,
+    const side_t* total,
+    const side_t* left,
+    float32_t lo,
+    float32_t hi,
+    uint8_t missing_go_left,
+    int64_t min_samples_leaf,
+    float64_t min_weight_leaf,
+    uint8_t criterion,
+) noexcept nogil:
+    """``_try_split`` on a feature with a monotonic constraint (``st.monotonic``):
+    ``consider_ordered`` of _choice.pxd."""
+    if not consider_ordered(&st.best.proxy, &st.best.left, st.ties_win, total, left,
+                            min_samples_leaf, min_weight_leaf, criterion, st.grid,
+                            st.monotonic):
+        return False
+    st.best.lo = lo
+    st.best.hi = hi
+    st.best.all_left = 0
+    st.best.left = left[0]
+    st.best.missing_go_left = missing_go_left
+    st.found = 1
+    st.ties_win = 0
+    return True
+
+
 cdef inline bint _try_split(
     scan_t* st,
     const side_t* total,
@@ -264,7 +292,12 @@ cdef inline bint _try_split(
     uint8_t criterion,
 ) noexcept nogil:
     """Keep the split if it is valid and beats ``st.best`` (the rule of
-    ``_choice.pxd``); returns True if it was kept."""
+    ``_choice.pxd``); returns True if it was kept. A feature with a monotonic
+    constraint goes to ``_try_ordered_split`` (out of line: this one stays as
+    small as without constraints)."""
+    if st.monotonic != 0:
+        return _try_ordered_split(st, total, left, lo, hi, missing_go_left,
+                                  min_samples_leaf, min_weight_leaf, criterion)
     if not consider(&st.best.proxy, &st.best.left, st.ties_win, total, left,
                     min_samples_leaf, min_weight_leaf, criterion, st.grid):
         return False
@@ -989,7 +1022,9 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef const level_node_t* nodes = level.nodes
         cdef const uint8_t* allowed = level.allowed
         cdef int64_t min_samples_leaf = level.min_samples_leaf
+        cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
         for s in range(level.n_nodes):
+            states[s].monotonic = monotonic
             _side_zero(&states[s].acc)
             _side_zero(&states[s].miss)
             # Only a split that beats this thread's best so far under the total
@@ -1035,6 +1070,7 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef int32_t* rows_f
         if not (self.n_nonmissing[f] == n and self.positive_weights
+                and (level.monotonic == NULL or level.monotonic[f] == 0)
                 and level.min_weight_leaf <= 0
                 and level.criterion == CRITERION_FRIEDMAN_MSE):
             return False

@@ -49,6 +49,18 @@ cdef class TreeGrower:
     cdef object grid_stats               # (weighted rows) w * r and w
     cdef intp_t max_leaf_nodes           # 0: level-wise growth
     cdef public bint look_ahead          # best first: split several nodes per scan
+    cdef const signed char* monotonic    # per feature -1/0/+1; NULL: no constraint
+    cdef object monotonic_array          # (owns it)
+    cdef readonly bint interactions      # interaction constraints (groups)
+    cdef object interaction_arrays       # (owns the groups' arrays below)
+    cdef const int32_t* group_start      # members of group g: group_members[start[g]:start[g+1]]
+    cdef const int32_t* group_members
+    cdef const int32_t* feature_start    # groups holding feature f: feature_groups[...]
+    cdef const int32_t* feature_groups
+    cdef int32_t* group_count            # scratch: per group, path features it holds
+    cdef int32_t* path_features          # scratch: the features of a node's path
+    cdef uint8_t* on_path                # scratch: per feature, 1 if on the path
+    cdef int32_t* node_parent            # per tree node, its parent (-1: the root)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1
     cdef int _plant(self, const row_stat_t* rs, const float64_t* res,
@@ -60,6 +72,7 @@ cdef class TreeGrower:
                             const float64_t[::1] residual)
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums)
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed)
+    cdef void _allowed_by_interactions(self, intp_t s) noexcept nogil
     cdef int _check_decrease(self, intp_t n_slots, const row_stat_t* row_stats,
                              const float64_t* residual) except -1
     cdef void _left_sums(self, intp_t n_slots, const row_stat_t* row_stats,

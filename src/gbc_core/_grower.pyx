@@ -148,6 +148,17 @@ cdef class TreeGrower:
         Minimal cost-complexity pruning of each grown tree (0: none).
     max_leaf_nodes : int, default=0
         Grow best first up to this many leaves (at least 2); 0 grows level by level.
+    monotonic_cst : int8 array of shape (n_features,) or None, default=None
+        The monotonic constraint of each feature (-1, 0 or +1; None: none): a split
+        on a constrained feature must order its children's mean residuals
+        (``consider`` of _choice.pxd). The leaf values' bounds are the loss
+        state's (``_loss_state.bounded_values``).
+    interaction_cst : list of sequences of int, or None, default=None
+        Groups of features allowed to interact (None: no constraint), every
+        feature in at least one group (``_params.resolve`` adds scikit-learn's
+        group of the features not listed): a node may split on the features of
+        the groups holding every feature split on along its path from the root.
+        With ``max_features``, the draws are taken among those features.
 
     Attributes
     ----------
@@ -179,6 +190,11 @@ cdef class TreeGrower:
         self.best = NULL
         self.allowed = NULL
         self.perm = NULL
+        self.monotonic = NULL
+        self.group_count = NULL
+        self.path_features = NULL
+        self.on_path = NULL
+        self.node_parent = NULL
         self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
@@ -189,7 +205,7 @@ cdef class TreeGrower:
                  float64_t min_weight_leaf, intp_t max_features, int n_threads,
                  columns=None, criterion="friedman_mse",
                  float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0,
-                 intp_t max_leaf_nodes=0):
+                 intp_t max_leaf_nodes=0, monotonic_cst=None, interaction_cst=None):
         self._check_options(X, finder, columns, criterion, min_impurity_decrease,
                             ccp_alpha, max_leaf_nodes)
         self.criterion = CRITERIA[criterion]
@@ -212,6 +228,7 @@ cdef class TreeGrower:
         self.out_of_bag = (OutOfBagRouter(X, columns, self.n_samples, self.n_threads)
                            if self.has_X else None)
         self.pruner = CostComplexityPruner(ccp_alpha) if ccp_alpha > 0.0 else None
+        self._set_constraints(monotonic_cst, interaction_cst)
         # A first guess; the buffers grow (per level, never per node) when needed.
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
@@ -227,6 +244,56 @@ cdef class TreeGrower:
             self.rows.reserve(max_leaf_nodes)
             self.best_first = BestFirstGrowth(self, max_leaf_nodes)
             self.look_ahead = True
+
+    def _set_constraints(self, monotonic_cst, interaction_cst):
+        """The monotonic constraints (an int8 array, NULL where none is set) and the
+        interaction groups as two index tables (members of each group, groups of
+        each feature) with their scratch."""
+        cdef intp_t d = self.n_features, g, f
+        cdef const signed char[::1] mono
+        cdef const int32_t[::1] gs, gm, fs, fg
+        if monotonic_cst is not None:
+            array = np.ascontiguousarray(monotonic_cst, dtype=np.int8)
+            if array.shape != (d,) or not np.isin(array, (-1, 0, 1)).all():
+                raise ValueError(f"monotonic_cst must hold {d} values in -1, 0, 1")
+            if array.any():
+                self.monotonic_array = array
+                mono = array
+                self.monotonic = &mono[0]
+        if interaction_cst is None:
+            return
+        groups = [np.unique(np.asarray(list(group), dtype=np.int64)) for group in interaction_cst]
+        if any(group.size and (group.min() < 0 or group.max() >= d) for group in groups):
+            raise ValueError(f"interaction_cst: feature indices must be in [0, {d - 1}]")
+        listed = np.zeros(d, dtype=bool)
+        for group in groups:
+            listed[group] = True
+        if not listed.all():
+            raise ValueError("interaction_cst: every feature must be in a group")
+        group_start = np.zeros(len(groups) + 1, dtype=np.int32)
+        group_start[1:] = np.cumsum([group.size for group in groups])
+        members = (np.concatenate(groups) if groups else np.zeros(0)).astype(np.int32)
+        owner = np.repeat(np.arange(len(groups), dtype=np.int32),
+                          np.diff(group_start)).astype(np.int32)
+        order = np.argsort(members, kind="stable")
+        feature_groups = np.ascontiguousarray(owner[order], dtype=np.int32)
+        feature_start = np.zeros(d + 1, dtype=np.int32)
+        feature_start[1:] = np.cumsum(np.bincount(members, minlength=d))
+        self.interaction_arrays = (group_start, members, feature_start, feature_groups)
+        gs, gm, fs, fg = self.interaction_arrays
+        self.group_start = &gs[0]
+        self.group_members = &gm[0] if gm.shape[0] else NULL
+        self.feature_start = &fs[0]
+        self.feature_groups = &fg[0] if fg.shape[0] else NULL
+        self.interactions = True
+        self.group_count = <int32_t*>grow_buffer(NULL, max(len(groups), 1), sizeof(int32_t),
+                                                 "interaction constraints")
+        memset(self.group_count, 0, max(len(groups), 1) * sizeof(int32_t))
+        self.path_features = <int32_t*>grow_buffer(NULL, d, sizeof(int32_t),
+                                                   "interaction constraints")
+        self.on_path = <uint8_t*>grow_buffer(NULL, d, sizeof(uint8_t),
+                                             "interaction constraints")
+        memset(self.on_path, 0, d * sizeof(uint8_t))
 
     @staticmethod
     def _check_options(X, SplitFinder finder, columns, criterion,
@@ -270,12 +337,19 @@ cdef class TreeGrower:
         free(self.best)
         free(self.allowed)
         free(self.perm)
+        free(self.group_count)
+        free(self.path_features)
+        free(self.on_path)
+        free(self.node_parent)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
             self.nodes = <node_t*>grow_buffer(self.nodes, capacity, sizeof(node_t), "tree nodes")
             self.node_bin = <uint8_t*>grow_buffer(self.node_bin, capacity, sizeof(uint8_t),
                                                   "tree nodes")
+            if self.interactions:
+                self.node_parent = <int32_t*>grow_buffer(self.node_parent, capacity,
+                                                         sizeof(int32_t), "tree nodes")
             if self.pruner is not None:
                 self.node_impurity = <float64_t*>grow_buffer(
                     self.node_impurity, capacity, sizeof(float64_t), "tree nodes")
@@ -296,7 +370,7 @@ cdef class TreeGrower:
             if self.min_impurity_decrease > 0.0:
                 self.left_wr2 = <float64_t*>grow_buffer(self.left_wr2, capacity,
                                                         sizeof(float64_t), "level buffers")
-            if self.max_features < self.n_features:
+            if self.max_features < self.n_features or self.interactions:
                 self.allowed = <uint8_t*>grow_buffer(self.allowed, capacity * self.n_features,
                                                sizeof(uint8_t), "feature draws")
             self.level_capacity = capacity
@@ -370,6 +444,7 @@ cdef class TreeGrower:
         level.min_weight_leaf = self.min_weight_leaf
         level.criterion = self.criterion
         level.grid = self.grid
+        level.monotonic = self.monotonic
         if self.best_first is not None:
             self.best_first.grow(self, row_stats, residual, seed)
         else:
@@ -467,7 +542,7 @@ cdef class TreeGrower:
         level.nodes = self.level_nodes
         level.n_nodes = n_slots
         level.allowed = NULL
-        if self.max_features < self.n_features:
+        if self.max_features < self.n_features or self.interactions:
             self._draw_features(n_slots, seed)
             level.allowed = self.allowed
         with nogil:
@@ -628,19 +703,79 @@ cdef class TreeGrower:
         return any_
 
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed):
-        """Draw ``max_features`` features for every node of the level (seeded by node)."""
-        cdef intp_t s, j, k, d = self.n_features
+        """The features every node of the level may split on: those its interaction
+        constraints allow (``_allowed_by_interactions``; every feature without), of
+        which ``max_features`` drawn at random (seeded by node), in increasing
+        feature order before the draw (so that with every feature allowed the draws
+        are those of a fit without constraints)."""
+        cdef intp_t s, j, k, m, d = self.n_features, i
         cdef int32_t tmp
         cdef uint64_t_t state
+        cdef int32_t* tree_parent = self.node_parent
+        if self.interactions:
+            for i in range(self.n_nodes):
+                tree_parent[i] = -1
+            for i in range(self.n_nodes):
+                if self.nodes[i].feature >= 0 and self.nodes[i].left >= 0:
+                    tree_parent[self.nodes[i].left] = <int32_t>i
+                    tree_parent[self.nodes[i].right] = <int32_t>i
         for s in range(n_slots):
-            state = seed ^ (<uint64_t_t>(self.level_nodes[s].node + 1) * 0x632BE59BD9B4E019ULL)
+            if self.interactions:
+                self._allowed_by_interactions(s)
+            else:
+                for j in range(d):
+                    self.allowed[s * d + j] = 1
+            if self.max_features >= d:
+                continue
+            m = 0
             for j in range(d):
-                self.perm[j] = <int32_t>j
+                if self.allowed[s * d + j]:
+                    self.perm[m] = <int32_t>j
+                    m += 1
                 self.allowed[s * d + j] = 0
-            for j in range(self.max_features):
-                k = j + <intp_t>(_splitmix64(&state) % <uint64_t_t>(d - j))
+            state = seed ^ (<uint64_t_t>(self.level_nodes[s].node + 1) * 0x632BE59BD9B4E019ULL)
+            for j in range(min(self.max_features, m)):
+                k = j + <intp_t>(_splitmix64(&state) % <uint64_t_t>(m - j))
                 tmp = self.perm[j]; self.perm[j] = self.perm[k]; self.perm[k] = tmp
                 self.allowed[s * d + self.perm[j]] = 1
+
+    cdef void _allowed_by_interactions(self, intp_t s) noexcept nogil:
+        """Row ``s`` of ``allowed``: the features of node ``s`` of the level that
+        its interaction constraints allow (scikit-learn's rule): every feature at
+        the root; below, the union of the groups holding every feature split on
+        along the node's path (``node_parent`` must be up to date)."""
+        cdef intp_t d = self.n_features, j, q, n_path = 0
+        cdef int32_t node = self.level_nodes[s].node, p, f, g
+        cdef uint8_t* row = self.allowed + s * d
+        p = self.node_parent[node] if node >= 0 else -1
+        while p >= 0:
+            f = self.nodes[p].feature
+            if not self.on_path[f]:
+                self.on_path[f] = 1
+                self.path_features[n_path] = f
+                n_path += 1
+            p = self.node_parent[p]
+        if n_path == 0:
+            for j in range(d):
+                row[j] = 1
+            return
+        for j in range(d):
+            row[j] = 0
+        for j in range(n_path):
+            f = self.path_features[j]
+            for q in range(self.feature_start[f], self.feature_start[f + 1]):
+                self.group_count[self.feature_groups[q]] += 1
+        f = self.path_features[0]
+        for q in range(self.feature_start[f], self.feature_start[f + 1]):
+            g = self.feature_groups[q]
+            if self.group_count[g] == n_path:
+                for j in range(self.group_start[g], self.group_start[g + 1]):
+                    row[self.group_members[j]] = 1
+        for j in range(n_path):
+            f = self.path_features[j]
+            self.on_path[f] = 0
+            for q in range(self.feature_start[f], self.feature_start[f + 1]):
+                self.group_count[self.feature_groups[q]] = 0
 
     cdef intp_t _apply_splits(self, intp_t n_slots, int depth) noexcept nogil:
         """Turn the best split of each node into two children (the nodes of the next

@@ -39,7 +39,7 @@ from ._split_finder cimport (
     SplitFinder, side_t, grid_t, level_node_t, level_t, split_t, STATS_COLLECT, STATS_DERIVE,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
-from ._choice cimport consider, wins
+from ._choice cimport consider, consider_ordered, wins
 from ._common cimport check_row_count, midpoint, omp_barrier
 
 #: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
@@ -143,6 +143,31 @@ cdef inline void _offer(candidate_t* c, const side_t* total, const side_t* acc,
     with_missing.s = acc.s + miss.s
     if consider(&c.proxy, &c.left, False, total, &with_missing, min_samples_leaf,
                 min_weight_leaf, criterion, grid):
+        _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
+
+
+cdef void _offer_ordered(candidate_t* c, const side_t* total, const side_t* acc,
+                         const side_t* miss, uint8_t b, uint8_t next_bin,
+                         int64_t min_samples_leaf, float64_t min_weight_leaf,
+                         uint8_t criterion, const grid_t* grid,
+                         signed char monotonic) noexcept nogil:
+    """``_offer`` on a feature with a monotonic constraint (``monotonic``, -1 or
+    +1): ``consider_ordered`` of _choice.pxd, which keeps only splits whose children
+    are in the constraint's order."""
+    cdef side_t with_missing
+    if miss.n == 0:
+        if consider_ordered(&c.proxy, &c.left, False, total, acc, min_samples_leaf,
+                            min_weight_leaf, criterion, grid, monotonic):
+            _keep(c, acc, b, next_bin, MISSING_TO_LARGER)
+        return
+    if consider_ordered(&c.proxy, &c.left, False, total, acc, min_samples_leaf,
+                        min_weight_leaf, criterion, grid, monotonic):
+        _keep(c, acc, b, next_bin, MISSING_RIGHT)
+    with_missing.n = acc.n + miss.n
+    with_missing.w = acc.w + miss.w
+    with_missing.s = acc.s + miss.s
+    if consider_ordered(&c.proxy, &c.left, False, total, &with_missing, min_samples_leaf,
+                        min_weight_leaf, criterion, grid, monotonic):
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
 
 
@@ -640,24 +665,41 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef float64_t mwl = level.min_weight_leaf
         cdef uint8_t criterion = level.criterion
         cdef const grid_t* grid = &level.grid
+        # The feature's monotonic constraint, read once: its candidates go through
+        # ``_offer_ordered``; the other features' scan is unchanged.
+        cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
         acc.n = 0
         acc.w = 0.0
         acc.s = 0.0
         c.proxy = -INFINITY
         c.all_left = 0
-        for b in range(nb):
-            if h[b].n == 0:
-                continue
-            # As the exact search: no split between values closer than
-            # FEATURE_THRESHOLD (float32 arithmetic).
-            if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
-                       criterion, grid)
-            _side_add(&acc, &h[b])
-            last = <int>b
+        if monotonic == 0:
+            for b in range(nb):
+                if h[b].n == 0:
+                    continue
+                # As the exact search: no split between values closer than
+                # FEATURE_THRESHOLD (float32 arithmetic).
+                if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
+                    _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
+                           criterion, grid)
+                _side_add(&acc, &h[b])
+                last = <int>b
+        else:
+            # The same scan, its candidates kept only if their children are ordered.
+            for b in range(nb):
+                if h[b].n == 0:
+                    continue
+                if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
+                    _offer_ordered(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl,
+                                   mwl, criterion, grid, monotonic)
+                _side_add(&acc, &h[b])
+                last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
-            if consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid):
+            if (consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid)
+                    if monotonic == 0 else
+                    consider_ordered(&c.proxy, &c.left, False, total, &acc, msl, mwl,
+                                     criterion, grid, monotonic)):
                 c.left = acc
                 c.bin = <uint8_t>(nb - 1)
                 c.missing_go_left = MISSING_RIGHT

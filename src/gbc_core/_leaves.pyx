@@ -9,7 +9,7 @@ the loss objects and ``_loss_state.py`` their fit states, which call them."""
 cimport cython
 from cython.parallel cimport prange
 from libc.float cimport DBL_EPSILON, DBL_MAX
-from libc.math cimport exp, log, log1p, fabs
+from libc.math cimport exp, log, log1p, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -1339,3 +1339,92 @@ def raw_from_proba(const float64_t[:, ::1] proba, float64_t scale, float64_t eps
                 mean = mean / n_classes
                 for k in range(n_classes):
                     out[i, k] = out[i, k] - mean
+
+
+cdef intp_t _top_down_order(const node_t[::1] nodes, int32_t* order) noexcept nogil:
+    """The nodes reachable from the root, parents before children (breadth
+    first); returns how many."""
+    cdef intp_t head = 0, n = 1
+    cdef int32_t i
+    order[0] = 0
+    while head < n:
+        i = order[head]
+        head += 1
+        if nodes[i].feature >= 0 and nodes[i].left >= 0:
+            order[n] = nodes[i].left
+            order[n + 1] = nodes[i].right
+            n += 2
+    return n
+
+
+def subtree_sums(const node_t[::1] nodes, float64_t[:, ::1] sums):
+    """Every inner node's row of ``sums`` (n_nodes, k) as the sum of its children's,
+    bottom up (the leaves' rows as given; children's sums added left then right:
+    the same numbers in every process that holds the same leaf sums)."""
+    cdef intp_t m = nodes.shape[0], n, q, c, k = sums.shape[1]
+    cdef int32_t i
+    if sums.shape[0] != m:
+        raise ValueError("sums must have one row per node")
+    if m == 0:
+        return
+    order_array = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] order = order_array
+    with nogil:
+        n = _top_down_order(nodes, &order[0])
+        for q in range(n - 1, -1, -1):
+            i = order[q]
+            if nodes[i].feature >= 0 and nodes[i].left >= 0:
+                for c in range(k):
+                    sums[i, c] = sums[nodes[i].left, c] + sums[nodes[i].right, c]
+
+
+cdef inline float64_t _clip(float64_t v, float64_t lo, float64_t hi) noexcept nogil:
+    return min(max(v, lo), hi)
+
+
+def monotone_bounds(const node_t[::1] nodes, const float64_t[::1] node_value,
+                    const signed char[::1] monotonic, float64_t[::1] lower,
+                    float64_t[::1] upper):
+    """The bounds of every node's value under monotonic constraints, top down
+    (scikit-learn's HistGradientBoosting and LightGBM's rule): the root's are
+    (-inf, inf); the children of a split on an unconstrained feature inherit their
+    parent's; for a split on a constrained feature, with v_left and v_right the
+    children's values ``node_value`` clipped to the parent's bounds and
+    mid = (v_left + v_right) / 2, the child on the constraint's low side (left for
+    +1, right for -1) gets (parent's lower, mid) and the other (mid, parent's
+    upper). A leaf value clipped to its bounds then keeps every leaf on the low side
+    of a constrained split at or below every leaf on its high side."""
+    cdef intp_t m = nodes.shape[0], n, q
+    cdef int32_t i, lo_child, hi_child
+    cdef float64_t v_left, v_right, mid
+    cdef signed char c
+    if node_value.shape[0] != m or lower.shape[0] != m or upper.shape[0] != m:
+        raise ValueError("node_value, lower and upper must have one value per node")
+    if m == 0:
+        return
+    order_array = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] order = order_array
+    with nogil:
+        n = _top_down_order(nodes, &order[0])
+        lower[0] = -INFINITY
+        upper[0] = INFINITY
+        for q in range(n):
+            i = order[q]
+            if nodes[i].feature < 0 or nodes[i].left < 0:
+                continue
+            c = monotonic[nodes[i].feature]
+            if c == 0:
+                lower[nodes[i].left] = lower[i]
+                upper[nodes[i].left] = upper[i]
+                lower[nodes[i].right] = lower[i]
+                upper[nodes[i].right] = upper[i]
+                continue
+            v_left = _clip(node_value[nodes[i].left], lower[i], upper[i])
+            v_right = _clip(node_value[nodes[i].right], lower[i], upper[i])
+            mid = (v_left + v_right) / 2.0
+            lo_child = nodes[i].left if c > 0 else nodes[i].right
+            hi_child = nodes[i].right if c > 0 else nodes[i].left
+            lower[lo_child] = lower[i]
+            upper[lo_child] = mid
+            lower[hi_child] = mid
+            upper[hi_child] = upper[i]

@@ -20,6 +20,13 @@ one fused kernel (``_leaves``); with a ``reduce``, every sum (the leaf sums, eac
 step of the exact leaf solve, the losses as (sum w l, sum w)) passes through it,
 so every process sees the same numbers. A custom loss (``_loss.Loss``) always
 takes its sums in NumPy (:class:`GradientFit`, the slow path).
+
+Monotonic constraints (a state's ``monotonic``, the int8 constraint of each
+feature, set by the boosting loop; one output only): the leaf values are bounded
+as scikit-learn's HistGradientBoosting and LightGBM bound them
+(:func:`bounded_values`), from the per-node sums (reduced in a distributed fit,
+so every process computes the same bounds); the update then takes the sums in
+NumPy, not the fused kernels.
 """
 
 import numpy as np
@@ -100,6 +107,48 @@ def newton_values(nodes, sums, factor):
     return value
 
 
+def _no_reduce(values, n_summed):
+    """The ``reduce`` of one process: its sums are every process's."""
+    return values
+
+
+def newton_of(sums, factor):
+    """The Newton step factor * sums[:, 0] / sums[:, 1] of every row of ``sums``
+    (0 where the denominator vanishes): :func:`newton_values`' rule for any node."""
+    value = np.zeros(sums.shape[0])
+    ok = ~(np.abs(sums[:, 1]) < HESSIAN_EPSILON)
+    value[ok] = (factor * sums[ok, 0]) / sums[ok, 1]
+    return value
+
+
+def bounded_values(nodes, sums, value, monotonic, node_rule):
+    """The leaf values ``value`` of a grown tree bounded by the monotonic
+    constraints ``monotonic`` (int8 per feature); sets ``nodes["value"]`` and
+    returns the values.
+
+    ``sums`` (n_nodes, 2) are the per-node sums of the leaves (over every
+    process); each inner node's are its children's (``_leaves.subtree_sums``), and
+    ``node_rule(sums)`` gives every node's unbounded value from them (the loss's
+    leaf rule: the Newton step). The bounds follow top down
+    (``_leaves.monotone_bounds``: a constrained split's children on either side of
+    the mid-point of their values clipped to the parent's bounds), and each leaf
+    value is clipped to its bounds: for an increasing constraint, every leaf left
+    of a split on the feature is at most every leaf right of it, so the tree's
+    output never decreases as the feature grows (the other features fixed).
+    """
+    all_sums = np.array(sums, dtype=np.float64, order="C")
+    _leaves.subtree_sums(nodes, all_sums)
+    m = nodes.shape[0]
+    lower, upper = np.empty(m), np.empty(m)
+    _leaves.monotone_bounds(nodes, np.ascontiguousarray(node_rule(all_sums), dtype=np.float64),
+                            monotonic, lower, upper)
+    leaves = nodes["feature"] < 0
+    value = np.array(value, dtype=np.float64)
+    value[leaves] = np.minimum(np.maximum(value[leaves], lower[leaves]), upper[leaves])
+    nodes["value"] = value
+    return value
+
+
 def exact_values(reduce, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
                  exponential):
     """``nodes["value"]``: the exact gamma of every leaf over the in-bag rows of every
@@ -163,6 +212,8 @@ class OneScoreFit:
     prob = None
     #: Whether the trees of an iteration may be grown side by side (one output: no).
     parallel_outputs = False
+    #: The monotonic constraint of each feature (int8), or None (none).
+    monotonic = None
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         n = y.shape[0]
@@ -189,18 +240,23 @@ class OneScoreFit:
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         """Leaf values of the grown tree (``nodes``, updated in place) and the update
         of F and r that follows: in one fused pass in one process, else the per-node
-        sums reduced, then applied."""
-        if self.reduce is None:
+        sums reduced, then applied (and bounded, with monotonic constraints)."""
+        if self.reduce is None and self.monotonic is None:
             self.last_loss = self._fused_update(nodes, leaf_of_row, sample_mask,
                                                 learning_rate, n_threads)
             return
+        reduce = _no_reduce if self.reduce is None else self.reduce
+        if self.codes is None or self.monotonic is not None:
+            sums = reduce(node_sums(leaf_of_row, nodes.shape[0], sample_mask,
+                                    self.sample_weight, self.residual, self._hessian()), 2)
         if self.codes is not None:
-            value = exact_values(self.reduce, nodes, leaf_of_row, sample_mask, self.codes,
+            value = exact_values(reduce, nodes, leaf_of_row, sample_mask, self.codes,
                                  1, self.raw, self.sample_weight, self.exponential)
         else:
-            sums = node_sums(leaf_of_row, nodes.shape[0], sample_mask, self.sample_weight,
-                             self.residual, self._hessian())
-            value = newton_values(nodes, self.reduce(sums, 2), 1.0)
+            value = newton_values(nodes, sums, 1.0)
+        if self.monotonic is not None:
+            value = bounded_values(nodes, sums, value, self.monotonic,
+                                   lambda s: newton_of(s, 1.0))
         self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
         self._refresh()
 
@@ -231,7 +287,7 @@ class OneScoreFit:
 
     def finish_iteration(self, sample_mask):
         """The weighted loss of the in-bag rows after the iteration."""
-        if self.reduce is None:
+        if self.reduce is None and self.monotonic is None:
             return self.last_loss
         return self._loss_of(in_bag(sample_mask))
 
@@ -370,9 +426,12 @@ class GradientFit:
     residuals r = -gradient, leaf values from its ``leaf_value`` rule of the
     per-node sums (sum w g, sum w h; by default the Newton step -sum w g / sum w h),
     F += eta * gamma. The gradients of every output are taken at the start of an
-    iteration (``finish_iteration``), as the multinomial loss's."""
+    iteration (``finish_iteration``), as the multinomial loss's. With monotonic
+    constraints (one output), every node's unbounded value is the loss's rule of
+    its sums (:func:`bounded_values`)."""
 
     parallel_outputs = False
+    monotonic = None
 
     def __init__(self, loss, y, sample_weight, raw, reduce=None):
         n = y.shape[0]
@@ -409,6 +468,9 @@ class GradientFit:
         leaves = nodes["feature"] < 0
         value[leaves] = self.loss._checked_leaf_value(-sums[leaves, 0], sums[leaves, 1])
         nodes["value"] = value
+        if self.monotonic is not None:
+            value = bounded_values(nodes, sums, value, self.monotonic,
+                                   lambda s: self.loss._checked_leaf_value(-s[:, 0], s[:, 1]))
         self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
 
     def _loss_of(self, rows):

@@ -220,6 +220,53 @@ class EvalMetrics(Rule):
                 + ", ".join(repr(n) for n in EVAL_METRICS))
 
 
+class MonotonicConstraints(Rule):
+    """Monotonic constraints, as scikit-learn's HistGradientBoosting takes them: a
+    sequence of -1, 0 or +1 (one per feature, checked at fit) or a dict of feature
+    name -> -1, 0 or +1."""
+
+    @staticmethod
+    def _value(v):
+        return _is_integer(v) and v in (-1, 0, 1)
+
+    def accepts(self, value):
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and self._value(v) for k, v in value.items())
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+            return False
+        try:
+            return np.ndim(value) == 1 and all(self._value(v) for v in np.asarray(value).tolist())
+        except (TypeError, ValueError):
+            return False
+
+    def describe(self):
+        return ("a sequence of -1, 0 or 1 (one per feature) or a dict of feature "
+                "name -> -1, 0 or 1")
+
+
+class InteractionConstraints(Rule):
+    """Interaction constraints, as scikit-learn's HistGradientBoosting takes them:
+    'pairwise', 'no_interactions' or a sequence of groups (sequences or sets) of
+    feature indices (their range checked at fit)."""
+
+    def accepts(self, value):
+        if isinstance(value, str):
+            return value in ("pairwise", "no_interactions")
+        # Sized collections only: an iterator would be used up by this check.
+        if isinstance(value, (bytes, dict)) or not hasattr(value, "__len__"):
+            return False
+        try:
+            groups = list(value)
+            return all(not isinstance(g, (str, bytes, dict)) and hasattr(g, "__len__")
+                       and all(_is_integer(f) and f >= 0 for f in g) for g in groups)
+        except TypeError:
+            return False
+
+    def describe(self):
+        return ("'pairwise', 'no_interactions' or a sequence of groups (lists) of "
+                "feature indices")
+
+
 NONE = NoneValue()
 
 
@@ -347,6 +394,15 @@ PARAMS = (
     Param("leaf_solver", "newton", [Options("newton", "exact")],
           "leaf values: 'newton' (one Newton step, the paper's eq. 1) or 'exact' (each "
           "leaf's gamma minimises the leaf's loss exactly; pure leaves capped)"),
+    Param("monotonic_cst", None, [NONE, MonotonicConstraints()],
+          "monotonic constraint of each feature: -1 (decreasing), 0 (none) or 1 "
+          "(increasing), a sequence with one value per feature or a dict by feature "
+          "name (two classes only; command line: a JSON array such as '[1, 0, -1]' or "
+          "object such as '{\"age\": 1}')"),
+    Param("interaction_cst", None, [NONE, InteractionConstraints()],
+          "groups of features allowed to interact (a tree path uses the features of "
+          "one group), 'pairwise' or 'no_interactions'; features in no group form "
+          "one more group (command line: a JSON array such as '[[0, 1], [2, 3]]')"),
 )
 
 #: Parameters by name.
@@ -399,7 +455,59 @@ def effective_n_threads(n_jobs):
     return int(n_jobs)
 
 
-def resolve(params, n_samples, n_features, total_weight):
+def monotonic_constraints(value, n_features, feature_names=None):
+    """The int8 array of a checked ``monotonic_cst`` for ``n_features`` features
+    (a dict by name: ``feature_names`` needed), or None where no feature is
+    constrained (None, or every value 0: the same model as without)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        if feature_names is None:
+            raise ValueError("monotonic_cst is a dict of feature names but X has no "
+                             "feature names; pass one value per feature instead")
+        names = [str(n) for n in feature_names]
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ValueError(f"monotonic_cst names {len(unknown)} feature(s) not in X: "
+                             f"{unknown[:5]}")
+        cst = np.array([value.get(n, 0) for n in names], dtype=np.int8)
+    else:
+        cst = np.asarray(value).astype(np.int8)
+        if cst.shape != (n_features,):
+            raise ValueError(f"monotonic_cst must have one value per feature ({n_features}), "
+                             f"got {cst.shape[0]}")
+    return cst if cst.any() else None
+
+
+def interaction_constraints(value, n_features):
+    """The groups (sorted tuples of feature indices) of a checked
+    ``interaction_cst`` for ``n_features`` features, scikit-learn's
+    HistGradientBoosting's rule: 'no_interactions' is one group per feature,
+    'pairwise' one per pair, and the features listed in no group form one more
+    group. None where there is no constraint (None, or a group of every feature:
+    the same model as without)."""
+    if value is None:
+        return None
+    if value == "no_interactions":
+        groups = [(f,) for f in range(n_features)]
+    elif value == "pairwise":
+        groups = [(i, j) for i in range(n_features) for j in range(i + 1, n_features)]
+    else:
+        groups = [tuple(sorted(set(int(f) for f in group))) for group in value]
+        bad = [g for g in groups if g and g[-1] >= n_features]
+        if bad:
+            raise ValueError(f"interaction_cst: feature indices must be in [0, "
+                             f"{n_features - 1}], got the group {list(bad[0])}")
+    listed = set().union(*groups) if groups else set()
+    rest = tuple(f for f in range(n_features) if f not in listed)
+    if rest:
+        groups.append(rest)
+    if any(len(g) == n_features for g in groups):
+        return None
+    return groups
+
+
+def resolve(params, n_samples, n_features, total_weight, feature_names=None):
     """The values a fit uses: counts from fractions, ``max_features`` as a count.
 
     Parameters
@@ -415,8 +523,10 @@ def resolve(params, n_samples, n_features, total_weight):
     -------
     dict
         The parameters with ``min_samples_split``, ``min_samples_leaf`` and
-        ``max_features`` as integers, ``min_weight_leaf`` (the weight a leaf needs)
-        and ``n_threads``.
+        ``max_features`` as integers, ``min_weight_leaf`` (the weight a leaf needs),
+        ``n_threads``, and the constraints as the trees take them
+        (``monotonic_cst``: :func:`monotonic_constraints`, by ``feature_names``
+        for a dict; ``interaction_cst``: :func:`interaction_constraints`).
     """
     out = dict(params)
     mss = params["min_samples_split"]
@@ -440,5 +550,9 @@ def resolve(params, n_samples, n_features, total_weight):
         mf = max(1, int(mf * n_features))
     out.update(min_samples_split=int(mss), min_samples_leaf=int(msl), max_features=mf,
                min_weight_leaf=params["min_weight_fraction_leaf"] * total_weight,
-               n_threads=effective_n_threads(params["n_jobs"]))
+               n_threads=effective_n_threads(params["n_jobs"]),
+               monotonic_cst=monotonic_constraints(params.get("monotonic_cst"), n_features,
+                                                   feature_names),
+               interaction_cst=interaction_constraints(params.get("interaction_cst"),
+                                                       n_features))
     return out

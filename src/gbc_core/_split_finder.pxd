@@ -85,6 +85,10 @@ ctypedef struct level_t:
     float64_t min_weight_leaf
     uint8_t criterion        # CRITERION_FRIEDMAN_MSE or CRITERION_SQUARED_ERROR
     grid_t grid              # the grid of the tree's sums (near-ties are ranked exactly)
+    # n_features: -1, 0 or +1, the monotonic constraint of each feature (a split on a
+    # constrained feature must order its children's mean residuals, _choice.pxd);
+    # NULL: none.
+    const signed char* monotonic
 
 cdef enum:
     # How a split sends missing values (split_t.missing_go_left).

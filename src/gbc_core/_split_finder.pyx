@@ -123,7 +123,8 @@ cdef class SplitFinder:
 
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
-                     criterion="friedman_mse", bint unit_weights=False, grid=None):
+                     criterion="friedman_mse", bint unit_weights=False, grid=None,
+                     monotonic=None):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -152,6 +153,10 @@ cdef class SplitFinder:
             whole number of them, as the grower puts them: ``grid_units``): splits
             whose proxies are within 1e-12 of each other are then ranked exactly.
             None: compared as floats.
+        monotonic : int8 array of shape (n_features,), optional
+            The monotonic constraint of each feature (-1, 0 or +1): a split of a
+            constrained feature must order its children's mean residuals
+            (``consider`` of _choice.pxd). None: no constraint.
 
         Returns
         -------
@@ -183,6 +188,10 @@ cdef class SplitFinder:
                     or not np.array_equal(parent_of[inside], slot_of[inside] // 2)):
                 raise ValueError("every row of node s must have parent slot s // 2")
         cdef uint8_t[:, ::1] allowed_view
+        if monotonic is not None:
+            monotonic = np.ascontiguousarray(monotonic, dtype=np.int8)
+            if monotonic.shape != (self.n_features,):
+                raise ValueError(f"monotonic must have {self.n_features} values")
         if allowed is not None:
             allowed_view = np.ascontiguousarray(allowed, dtype=np.uint8).reshape(
                 n_nodes, self.n_features)
@@ -198,14 +207,16 @@ cdef class SplitFinder:
                             unit_s, unit_w)
         return self._run_level(stats, slot_of, allowed_view if allowed is not None else None,
                                n_nodes, parent_slot, min_samples_leaf, min_weight_leaf,
-                               parent_slot is not None, CRITERIA[criterion], unit_s, unit_w)
+                               parent_slot is not None, CRITERIA[criterion], unit_s, unit_w,
+                               monotonic)
 
     def _run_level(self, stats_array, slot_array, allowed, intp_t n_nodes, parent_slot,
                    int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent,
-                   uint8_t criterion, float64_t unit_s, float64_t unit_w):
+                   uint8_t criterion, float64_t unit_s, float64_t unit_w, monotonic=None):
         cdef const row_stat_t[::1] stats = stats_array
         cdef const int32_t[::1] slot_of = slot_array
         cdef const uint8_t[:, ::1] allowed_view
+        cdef const signed char[::1] monotonic_view
         # Rows of no node first (they leave), then the rows of each node in order.
         cdef int32_t[::1] part = np.argsort(slot_array, kind="stable").astype(np.int32)
         cdef intp_t n_out = np.count_nonzero(slot_array < 0)
@@ -246,6 +257,10 @@ cdef class SplitFinder:
             if allowed is not None:
                 allowed_view = allowed
                 level.allowed = &allowed_view[0, 0]
+            level.monotonic = NULL
+            if monotonic is not None:
+                monotonic_view = monotonic
+                level.monotonic = &monotonic_view[0]
             level.partition = &part[0] if part.shape[0] else NULL
             level.min_samples_leaf = max(min_samples_leaf, 1)
             level.min_weight_leaf = min_weight_leaf

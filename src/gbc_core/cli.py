@@ -80,6 +80,8 @@ def _parameter_type(param):
             candidates.append(None)
         if text.lstrip().startswith("{"):  # a dict, as JSON: {"0": 1, "1": 3}
             candidates.append(_json_object(text, param.name))
+        if text.lstrip().startswith("["):  # a list, as JSON: [1, 0, -1]
+            candidates.append(_json_list(text, param.name))
         for convert in (int, float):  # "2" is the integer 2, never the fraction 2.0
             try:
                 candidates.append(convert(text))
@@ -94,6 +96,19 @@ def _parameter_type(param):
 
     parse.__name__ = param.name  # argparse names the type in its errors
     return parse
+
+
+def _json_list(text, name):
+    """The JSON array ``text`` as a list (of lists, for groups)."""
+    import argparse
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{name}: {text!r} is not a JSON array ({exc})") from None
+    return value
 
 
 def _json_object(text, name):

@@ -35,7 +35,8 @@ class DaskGradientBoostingClassifier:
                  n_iter_no_change: int | None = ..., tol: float = ...,
                  warm_start: bool = ..., class_weight: dict[Any, float] | str | None = ...,
                  loss: str = ..., split_method: str = ..., max_bins: int = ...,
-                 leaf_solver: str = ..., client: Any | None = ...,
+                 leaf_solver: str = ..., monotonic_cst: Any | None = ...,
+                 interaction_cst: Any | None = ..., client: Any | None = ...,
                  step_timeout: float = ...) -> None: ...
     def get_params(self, deep: bool = ...) -> dict[str, Any]: ...
     def set_params(self, **params: Any) -> DaskGradientBoostingClassifier: ...
