@@ -445,6 +445,10 @@ cdef class TreeGrower:
         level.criterion = self.criterion
         level.grid = self.grid
         level.monotonic = self.monotonic
+        # The finders' categorical splits (_categorical.pxd) are not grown into trees
+        # yet: the partition, the stored nodes and the predictor route numeric splits
+        # alone.
+        level.categorical = NULL
         if self.best_first is not None:
             self.best_first.grow(self, row_stats, residual, seed)
         else:

@@ -1,0 +1,287 @@
+"""Categorical splits of the split finders (``_categorical.pxd``), against a brute
+force over every partition of a node's categories.
+
+A categorical feature's values are category codes 0, 1, ... (NaN missing); in the
+histogram finder, bin b is code b. The sums are whole numbers (the grid of
+``_choice.pxd`` with unit 1), so the brute force ranks partitions exactly, in
+fractions: the finders' split must reach the largest proxy over all 2^(k-1) - 1
+partitions of the node's k categories, with missing values on either side; among
+equal proxies it must be the one the documented order offers first (a naive twin of
+that order). The finders are reached through ``level_splits``; the grower does not
+grow categorical trees yet.
+"""
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from gbc_core._common import ROW_STAT_DTYPE
+from gbc_core._exact_splitter import ExactSplitFinder
+from gbc_core._histogram_splitter import HistogramSplitFinder
+
+MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
+MAX_BINS = 32
+
+
+def _finders(X):
+    """The exact finder on X and the histogram finder on its codes as bins."""
+    X32 = np.asfortranarray(X, dtype=np.float32)
+    n, d = X32.shape
+    bins = np.where(np.isnan(X32), MAX_BINS, np.nan_to_num(X32)).astype(np.uint8)
+    bins = np.asfortranarray(bins)
+    n_bins = np.array([max(int(np.nanmax(X32[:, f], initial=0)) + 1, 1) for f in range(d)],
+                      dtype=np.int32)
+    lo = np.full((d, MAX_BINS), np.inf, dtype=np.float32)
+    hi = np.full((d, MAX_BINS), -np.inf, dtype=np.float32)
+    for f in range(d):
+        lo[f, :n_bins[f]] = np.arange(n_bins[f])
+        hi[f, :n_bins[f]] = np.arange(n_bins[f])
+    return (ExactSplitFinder(X32, 1),
+            HistogramSplitFinder(bins, n_bins, lo, hi, MAX_BINS, 1))
+
+
+def _same_splits(a, b):
+    """The finders' splits, field by field (``bin`` is the histogram finder's
+    alone)."""
+    for name in a.dtype.names:
+        if name != "bin":
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def _stats(wr, w):
+    stats = np.zeros(wr.shape[0], dtype=ROW_STAT_DTYPE)
+    stats["wr"] = wr
+    stats["w"] = w
+    return stats
+
+
+def _proxy(total, left):
+    """Friedman's proxy in fractions: (s_r w_l - s_l w_r)^2 / (w_l w_r)."""
+    tn, tw, ts = total
+    ln, lw, ls = left
+    diff = (ts - ls) * lw - ls * (tw - lw)
+    return Fraction(diff * diff, lw * (tw - lw))
+
+
+def _valid(total, left, min_samples_leaf):
+    return (left[0] >= min_samples_leaf and total[0] - left[0] >= min_samples_leaf
+            and left[1] > 0 and total[1] - left[1] > 0)
+
+
+def _groups(x, wr, w):
+    """(n, w, s) of each category present (code -> sums) and of the missing rows,
+    as Python integers."""
+    groups = {}
+    for c in np.unique(x[~np.isnan(x)]).astype(int):
+        sel = x == c
+        groups[int(c)] = (int(sel.sum()), int(w[sel].sum()), int(wr[sel].sum()))
+    sel = np.isnan(x)
+    miss = (int(sel.sum()), int(w[sel].sum()), int(wr[sel].sum()))
+    return groups, miss
+
+
+def _add(a, b):
+    return tuple(p + q for p, q in zip(a, b))
+
+
+def brute_force_best(x, wr, w, min_samples_leaf=1):
+    """The largest proxy over every set of categories sent left, missing values on
+    either side, and the (set, missing left) pairs that reach it; None: no valid
+    split."""
+    groups, miss = _groups(x, wr, w)
+    codes = sorted(groups)
+    total = miss
+    for c in codes:
+        total = _add(total, groups[c])
+    best, arg = None, []
+    for r in range(len(codes) + 1):
+        for subset in itertools.combinations(codes, r):
+            base = (0, 0, 0)
+            for c in subset:
+                base = _add(base, groups[c])
+            for miss_left in ((False, True) if miss[0] else (False,)):
+                left = _add(base, miss) if miss_left else base
+                if not _valid(total, left, min_samples_leaf):
+                    continue
+                p = _proxy(total, left)
+                if best is None or p > best:
+                    best, arg = p, []
+                if p == best:
+                    arg.append((frozenset(subset), miss_left))
+    return best, arg
+
+
+def twin_choice(x, wr, w, min_samples_leaf=1):
+    """The split the documented order keeps: categories sorted by mean (s / w as a
+    float64), ties by code; prefixes in turn, missing right then left (without
+    missing values: one candidate), then every category left with missing values
+    right; the first of the largest proxy wins. Returns (set, missing side, proxy)."""
+    groups, miss = _groups(x, wr, w)
+    total = miss
+    for c in groups:
+        total = _add(total, groups[c])
+    order = sorted(groups, key=lambda c: (groups[c][2] / groups[c][1] if groups[c][1] > 0
+                                          else 0.0, c))
+    best = None
+    acc = (0, 0, 0)
+
+    def offer(left, chosen, side):
+        nonlocal best
+        if _valid(total, left, min_samples_leaf):
+            p = _proxy(total, left)
+            if best is None or p > best[2]:
+                best = (frozenset(chosen), side, p)
+
+    for j, c in enumerate(order[:-1]):
+        acc = _add(acc, groups[c])
+        if miss[0] == 0:
+            offer(acc, order[:j + 1], MISSING_TO_LARGER)
+        else:
+            offer(acc, order[:j + 1], MISSING_RIGHT)
+            offer(_add(acc, miss), order[:j + 1], MISSING_LEFT)
+    if miss[0] and order:
+        offer(_add(acc, groups[order[-1]]), order, MISSING_RIGHT)
+    return best
+
+
+def _codes_left(bits):
+    return frozenset(c for c in range(256) if (int(bits[c // 32]) >> (c % 32)) & 1)
+
+
+def _random_node(rng, n, k, nan_share, weighted, spread=20):
+    x = rng.integers(0, k, n).astype(np.float64)
+    x[rng.random(n) < nan_share] = np.nan
+    wr = rng.integers(-spread, spread + 1, n).astype(np.float64)
+    w = rng.integers(1, 5, n).astype(np.float64) if weighted else np.ones(n)
+    return x, wr * w if weighted else wr, w
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("nan_share", [0.0, 0.15])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_root_split_is_the_best_partition(k, nan_share, weighted):
+    rng = np.random.default_rng(100 * k + int(100 * nan_share) + weighted)
+    for trial in range(15):
+        n = int(rng.integers(2 * k, 12 * k))
+        x, wr, w = _random_node(rng, n, k, nan_share, weighted)
+        best, arg = brute_force_best(x, wr, w)
+        twin = twin_choice(x, wr, w)
+        for finder in _finders(x[:, None]):
+            out = finder.level_splits(_stats(wr, w), np.zeros(n, np.int32),
+                                      grid=(1.0, 1.0), categorical=[True])[0]
+            if best is None:
+                assert out["feature"] == -1
+                continue
+            assert out["feature"] == 0 and out["categorical"] == 1
+            left = _codes_left(out["cat_bits"])
+            miss_left = out["missing_go_left"] == MISSING_LEFT
+            # The finder's split reaches the brute force's best proxy, exactly.
+            assert (left, miss_left) in arg or (
+                out["missing_go_left"] == MISSING_TO_LARGER and (left, False) in arg)
+            assert out["proxy"] == pytest.approx(float(best), rel=1e-12)
+            # ... and it is the one the documented order offers first.
+            assert (left, int(out["missing_go_left"])) == twin[:2]
+            sel = np.isin(x, list(left)) | (np.isnan(x) & miss_left)
+            assert (out["left_n"], out["left_w"], out["left_s"]) == (
+                sel.sum(), w[sel].sum(), wr[sel].sum())
+
+
+@pytest.mark.parametrize("min_samples_leaf", [1, 3])
+def test_ties_and_minimum_leaf_size(min_samples_leaf):
+    """Few distinct residuals: many partitions tie; the first offered wins."""
+    rng = np.random.default_rng(7 + min_samples_leaf)
+    for trial in range(40):
+        k = int(rng.integers(2, 7))
+        n = int(rng.integers(2 * k, 6 * k))
+        x, wr, w = _random_node(rng, n, k, 0.2 * (trial % 2), trial % 3 == 0, spread=1)
+        best, arg = brute_force_best(x, wr, w, min_samples_leaf)
+        twin = twin_choice(x, wr, w, min_samples_leaf)
+        for finder in _finders(x[:, None]):
+            out = finder.level_splits(_stats(wr, w), np.zeros(n, np.int32),
+                                      min_samples_leaf=min_samples_leaf, grid=(1.0, 1.0),
+                                      categorical=[True])[0]
+            if best is None or twin is None:
+                assert best is None and twin is None and out["feature"] == -1
+                continue
+            assert twin[2] == best
+            assert (_codes_left(out["cat_bits"]), int(out["missing_go_left"])) == twin[:2]
+
+
+def _level_data(seed, n, d, n_nodes):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, rng.integers(2, 9), n) for _ in range(d)]
+                        ).astype(np.float64)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    w = rng.integers(1, 4, n).astype(np.float64)
+    wr = rng.integers(-9, 10, n).astype(np.float64) * w
+    slot = rng.integers(-1, n_nodes, n).astype(np.int32)
+    return X, wr, w, slot
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_levels_hist_equals_exact_and_brute_force(seed):
+    """Several nodes and features, some categorical, some numeric: both finders
+    choose the same splits, and each categorical one is the brute force's best over
+    its node and the categorical features when it wins."""
+    X, wr, w, slot = _level_data(seed, 300, 4, 4)
+    categorical = np.array([True, False, True, seed % 2 == 0])
+    exact, hist = _finders(X)
+    a = exact.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), categorical=categorical)
+    b = hist.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), categorical=categorical)
+    _same_splits(a, b)
+    # Derived siblings (parent minus sibling) in the histogram finder.
+    parent = np.where(slot >= 0, slot // 2, -1).astype(np.int32)
+    c = hist.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), categorical=categorical,
+                          parent_slot=parent)
+    d = exact.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), categorical=categorical,
+                           parent_slot=parent)
+    _same_splits(c, d)
+    for s in range(4):
+        rows = slot == s
+        best_cat = max((brute_force_best(X[rows, f], wr[rows], w[rows])[0] or 0, f)
+                       for f in np.flatnonzero(categorical))
+        if a[s]["feature"] >= 0 and categorical[a[s]["feature"]]:
+            assert a[s]["proxy"] == pytest.approx(float(best_cat[0]), rel=1e-12)
+        else:
+            assert best_cat[0] <= a[s]["proxy"] * (1 + 1e-12)
+
+
+def test_no_categorical_feature_is_unchanged():
+    """A mask without a categorical feature (or none) gives the numeric splits bit
+    for bit."""
+    X, wr, w, slot = _level_data(11, 400, 3, 2)
+    for finder in _finders(X):
+        a = finder.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0))
+        b = finder.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0),
+                                categorical=[False] * 3)
+        assert a.tobytes() == b.tobytes()
+        assert not a["categorical"].any()
+
+
+def test_unit_weights_and_threads():
+    """Unit weights (residuals alone) and one or two threads: the same split."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    X = rng.integers(0, 6, (n, 3)).astype(np.float64)
+    wr = rng.integers(-5, 6, n).astype(np.float64)
+    w = np.ones(n)
+    slot = np.zeros(n, np.int32)
+    ref = None
+    for finder in _finders(X):
+        for threads in (1, 2):
+            f = finder.with_threads(threads) if hasattr(finder, "with_threads") else finder
+            out = f.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), unit_weights=True,
+                                 categorical=[True, True, True])
+            ref = out if ref is None else ref
+            _same_splits(out, ref)
+    best = max(brute_force_best(X[:, f], wr, w)[0] for f in range(3))
+    assert ref[0]["proxy"] == pytest.approx(float(best), rel=1e-12)
+
+
+def test_the_categorical_mask_is_checked():
+    exact, hist = _finders(np.zeros((4, 2)))
+    for finder in (exact, hist):
+        with pytest.raises(ValueError, match="categorical must have 2 values"):
+            finder.level_splits(_stats(np.ones(4), np.ones(4)), np.zeros(4, np.int32),
+                                categorical=[True])
