@@ -260,23 +260,28 @@ def test_no_categorical_feature_is_unchanged():
 
 
 def test_unit_weights_and_threads():
-    """Unit weights (residuals alone) and one or two threads: the same split."""
+    """Unit weights (residuals alone) and one or two threads (enough values for the
+    exact finder's parallel scan, and several nodes): the same splits, the best
+    partition of each node."""
     rng = np.random.default_rng(3)
-    n = 2000
-    X = rng.integers(0, 6, (n, 3)).astype(np.float64)
+    n = 40000
+    X = rng.integers(0, 6, (n, 4)).astype(np.float64)
+    X[rng.random(X.shape) < 0.05] = np.nan
     wr = rng.integers(-5, 6, n).astype(np.float64)
     w = np.ones(n)
-    slot = np.zeros(n, np.int32)
+    slot = rng.integers(0, 3, n).astype(np.int32)
+    exact, hist = _finders(X)
+    X32 = np.asfortranarray(X, dtype=np.float32)
     ref = None
-    for finder in _finders(X):
-        for threads in (1, 2):
-            f = finder.with_threads(threads) if hasattr(finder, "with_threads") else finder
-            out = f.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), unit_weights=True,
-                                 categorical=[True, True, True])
-            ref = out if ref is None else ref
-            _same_splits(out, ref)
-    best = max(brute_force_best(X[:, f], wr, w)[0] for f in range(3))
-    assert ref[0]["proxy"] == pytest.approx(float(best), rel=1e-12)
+    for finder in (exact, ExactSplitFinder(X32, 2), hist, hist.with_threads(2)):
+        out = finder.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), unit_weights=True,
+                                  categorical=[True] * 4)
+        ref = out if ref is None else ref
+        _same_splits(out, ref)
+    for s in range(3):
+        rows = slot == s
+        best = max(brute_force_best(X[rows, f], wr[rows], w[rows])[0] for f in range(4))
+        assert ref[s]["proxy"] == pytest.approx(float(best), rel=1e-12)
 
 
 def test_the_categorical_mask_is_checked():
@@ -285,3 +290,118 @@ def test_the_categorical_mask_is_checked():
         with pytest.raises(ValueError, match="categorical must have 2 values"):
             finder.level_splits(_stats(np.ones(4), np.ones(4)), np.zeros(4, np.int32),
                                 categorical=[True])
+
+
+# ------------------------------------------------------------------ grown trees
+from gbc_core._grower import TreeGrower  # noqa: E402
+
+
+def _tree_data(seed, n=3000):
+    """Two categorical features (5 and 12 categories, NaN among them) with an effect
+    per category, and a numeric one."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.integers(0, 5, n), rng.integers(0, 12, n),
+                         rng.integers(0, 20, n)]).astype(np.float64)
+    X[rng.random(X.shape) < 0.08] = np.nan
+    effect = rng.normal(size=12)
+    r = (effect[np.nan_to_num(X[:, 1], nan=3).astype(int)] + 0.3 * np.nan_to_num(X[:, 0])
+         + 0.05 * np.nan_to_num(X[:, 2]) + rng.normal(scale=0.5, size=n))
+    w = rng.integers(1, 4, n).astype(np.float64)
+    return X, r, w
+
+
+def naive_leaves(nodes, bitsets, categorical, X):
+    """The leaf of every row: a categorical node sends a row left when its code is in
+    the node's set (row ``threshold`` of ``bitsets``; NaN and codes out of range by
+    missing_go_left), a numeric node when x <= threshold32."""
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        k = 0
+        while nodes[k]["feature"] >= 0:
+            f = nodes[k]["feature"]
+            x = np.float32(X[i, f])
+            miss = bool(nodes[k]["missing_go_left"])
+            if categorical[f]:
+                bits = bitsets[int(nodes[k]["threshold"])]
+                if np.isnan(x) or not 0 <= x < 256:
+                    left = miss
+                else:
+                    c = int(x)
+                    left = bool((int(bits[c // 32]) >> (c % 32)) & 1)
+            else:
+                left = miss if np.isnan(x) else bool(x <= nodes[k]["threshold32"])
+            k = nodes[k]["left"] if left else nodes[k]["right"]
+        out[i] = k
+    return out
+
+
+def _grow(finder, X, r, w, mask, categorical, **options):
+    X32 = np.asfortranarray(X, dtype=np.float32)
+    grower = TreeGrower(X32, finder, options.pop("max_depth", 5), 2, 1, 0.0, X.shape[1], 1,
+                        categorical=categorical, **options)
+    grower.grow(_stats(r * w, w), r, mask, 5)
+    return grower.nodes_array(), grower.cat_bitsets(), np.asarray(grower.node_of_row)
+
+
+@pytest.mark.parametrize("subsample", [None, 0.7])
+@pytest.mark.parametrize("options", [{}, {"max_leaf_nodes": 9, "max_depth": -1},
+                                     {"ccp_alpha": 0.05},
+                                     {"min_impurity_decrease": 1e-3}])
+def test_grown_trees_route_rows_by_their_sets(subsample, options):
+    """Every row (in the bag or out of it) ends in the leaf a naive traversal by the
+    stored sets gives; the histogram finder's tree is the exact one's, node for node
+    and set for set."""
+    X, r, w = _tree_data(1)
+    categorical = np.array([True, True, False])
+    rng = np.random.default_rng(2)
+    mask = None if subsample is None else (rng.random(X.shape[0]) < subsample).astype(np.uint8)
+    grown = [_grow(finder, X, r, w, mask, categorical, **dict(options))
+             for finder in _finders(X)]
+    for nodes, bitsets, node_of_row in grown:
+        split = nodes["feature"] >= 0
+        assert categorical[nodes["feature"][split]].sum() >= 3
+        np.testing.assert_array_equal(naive_leaves(nodes, bitsets, categorical, X),
+                                      node_of_row)
+    (a, bits_a, rows_a), (b, bits_b, rows_b) = grown
+    assert a.tobytes() == b.tobytes()
+    cat_rows = a["threshold"][(a["feature"] >= 0) & categorical[np.maximum(a["feature"], 0)]]
+    np.testing.assert_array_equal(bits_a[cat_rows.astype(int)], bits_b[cat_rows.astype(int)])
+    np.testing.assert_array_equal(rows_a, rows_b)
+
+
+def test_root_of_a_grown_tree_is_the_best_partition():
+    X, r, w = _tree_data(4, n=600)
+    X = X[:, :2]
+    for finder in _finders(X):
+        nodes, bitsets, _ = _grow(finder, X, r, w, None, [True, True], max_depth=1)
+        out = finder.level_splits(_stats(r * w, w), np.zeros(X.shape[0], np.int32),
+                                  categorical=[True, True])[0]
+        assert nodes[0]["feature"] == out["feature"]
+        np.testing.assert_array_equal(bitsets[int(nodes[0]["threshold"])], out["cat_bits"])
+
+
+def test_without_categorical_features_the_tree_is_unchanged():
+    X, r, w = _tree_data(5)
+    for finder in _finders(X):
+        a = _grow(finder, X, r, w, None, None)
+        b = _grow(finder, X, r, w, None, [False, False, False])
+        assert a[0].tobytes() == b[0].tobytes() and a[1].shape == (0, 8)
+        np.testing.assert_array_equal(a[2], b[2])
+
+
+def test_grower_refusals():
+    X, r, w = _tree_data(6, n=50)
+    X32 = np.asfortranarray(X, dtype=np.float32)
+    finder = _finders(X)[0]
+    with pytest.raises(ValueError, match="categorical must hold 3 booleans"):
+        TreeGrower(X32, finder, 3, 2, 1, 0.0, 3, 1, categorical=[True])
+    with pytest.raises(ValueError, match="categorical feature cannot have a monotonic"):
+        TreeGrower(X32, finder, 3, 2, 1, 0.0, 3, 1, categorical=[True, False, False],
+                   monotonic_cst=[1, 0, 0])
+
+
+def test_the_estimator_has_no_categorical_parameter_yet():
+    from gbc_core import GradientBoostingClassifier
+
+    with pytest.raises(TypeError, match="categorical_features"):
+        GradientBoostingClassifier(categorical_features=[0])
