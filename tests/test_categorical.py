@@ -405,3 +405,43 @@ def test_the_estimator_has_no_categorical_parameter_yet():
 
     with pytest.raises(TypeError, match="categorical_features"):
         GradientBoostingClassifier(categorical_features=[0])
+
+
+def test_prediction_kernel_against_naive_traversal():
+    """Trees grown by both finders, concatenated with one table of sets (each tree's
+    rows shifted): the kernel's leaves are the naive traversal's, for the training
+    rows, rows with codes never seen (out of range: the missing side) and NaN."""
+    from gbc_core._predictor import categorical_leaves
+
+    X, r, w = _tree_data(8)
+    categorical = np.array([True, True, False])
+    trees, tables, shift = [], [], 0
+    for finder in _finders(X):
+        for depth in (3, 6):
+            nodes, bits, _ = _grow(finder, X, r, w, None, categorical, max_depth=depth)
+            split_cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
+            nodes["threshold"][split_cat] += shift
+            nodes["threshold32"][split_cat] += shift
+            trees.append(nodes)
+            tables.append(bits)
+            shift += bits.shape[0]
+    offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in trees])]).astype(np.int64)
+    nodes, table = np.concatenate(trees), np.concatenate(tables)
+    X_new = X.copy()
+    X_new[:50, 0] = 7      # a code no tree has seen
+    X_new[50:100, 1] = 300  # beyond any code
+    X_new[100:150, 1] = -1
+    for threads in (1, 2):
+        got = categorical_leaves(nodes, offsets, table, categorical, X_new, threads)
+        for t, tree in enumerate(trees):
+            np.testing.assert_array_equal(got[:, t], naive_leaves(tree, table, categorical,
+                                                                  X_new))
+    # Values that are no code go where missing values go.
+    as_nan = X_new.copy()
+    as_nan[50:150, 1] = np.nan
+    np.testing.assert_array_equal(categorical_leaves(nodes, offsets, table, categorical, X_new),
+                                  categorical_leaves(nodes, offsets, table, categorical, as_nan))
+    with pytest.raises(ValueError, match="not a row of the"):
+        categorical_leaves(nodes, offsets, table[:1], categorical, X)
+    with pytest.raises(ValueError, match="categorical must hold 3 booleans"):
+        categorical_leaves(nodes, offsets, table, [True], X)
