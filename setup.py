@@ -27,7 +27,8 @@ MODULES = [
     "_best_first", "_leaves", "_predictor", "_binning_kernels", "_treeshap",
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
-PXDS = ["_common", "_split_finder", "_choice", "_rows", "_partition", "_out_of_bag",
+PXDS = ["_common", "_split_finder", "_choice", "_categorical", "_rows", "_partition",
+        "_out_of_bag",
         "_pruning", "_grower"]
 # Plain C headers of a module (vector kernels written in C).
 HEADERS = {

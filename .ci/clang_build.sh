@@ -89,4 +89,7 @@ echo ">>> clang build: pytest (thread counts and reproducibility, LLVM's OpenMP)
 # the same constrained model on every thread count.
 "$PY" -m pytest -q -p no:cacheprovider tests/test_constraints.py \
     -k "finders_choose or hist_is_exact or thread" "$@"
+# Categorical splits: both finders against the brute force over every partition, the
+# grown trees, the prediction kernel on two threads.
+"$PY" -m pytest -q -p no:cacheprovider tests/test_categorical.py "$@"
 echo "clang build: passed ($((SECONDS - START)) s)"

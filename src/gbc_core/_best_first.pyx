@@ -161,6 +161,7 @@ cdef class BestFirstGrowth:
         self.level.criterion = g.criterion
         self.level.grid = g.grid
         self.level.monotonic = g.monotonic
+        self.level.categorical = g.categorical
         self.g = g
         self._grow(rs, res, seed)
         self.g = None

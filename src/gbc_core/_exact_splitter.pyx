@@ -42,6 +42,7 @@ from ._split_finder cimport (
 from ._choice cimport (
     beats, consider, consider_ordered, wins, split_diff, split_den, split_proxy, may_beat, BOUND_FACTOR,
 )
+from ._categorical cimport categorical_scan, MAX_CATEGORIES, CAT_WORDS
 from ._sorting import presort_features
 
 cdef extern from *:
@@ -197,6 +198,8 @@ ctypedef struct candidate_t:
     int32_t feature          # -1: nothing found
     uint8_t missing_go_left  # MISSING_RIGHT, MISSING_LEFT or MISSING_TO_LARGER
     uint8_t all_left         # 1: every non-missing value goes left (threshold +inf)
+    uint8_t categorical      # 1: a categorical split, the codes of cat_bits left
+    uint32_t cat_bits[8]
 
 
 ctypedef struct scan_t:
@@ -1002,7 +1005,9 @@ cdef class ExactSplitFinder(SplitFinder):
             states = self.scan + tid * self.capacity
             tb = self.thread_best + tid * self.capacity
             self._start_feature(states, tb, level, f)
-            if not self._scan_lean(states, level, f, tid, segment_level, is_root,
+            if level.categorical != NULL and level.categorical[f]:
+                self._scan_categorical(states, level, f)
+            elif not self._scan_lean(states, level, f, tid, segment_level, is_root,
                                    parents_in, use_bits):
                 self._scan_general(states, level, f)
             self._end_feature(states, tb, level, f)
@@ -1025,6 +1030,7 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
         for s in range(level.n_nodes):
             states[s].monotonic = monotonic
+            states[s].best.categorical = 0
             _side_zero(&states[s].acc)
             _side_zero(&states[s].miss)
             # Only a split that beats this thread's best so far under the total
@@ -1183,6 +1189,53 @@ cdef class ExactSplitFinder(SplitFinder):
             _side_add_row(&st.acc, row_stats, self.row_wr, row)
             st.last_value = v
 
+    cdef inline void _scan_categorical(self, scan_t* states, const level_t* level,
+                                       intp_t f) noexcept nogil:
+        """The categorical scan of feature ``f`` (its values category codes,
+        _categorical.pxd): each splittable node's sums per category from its rows
+        (in partition order), then ``categorical_scan``. Leaves the scan states'
+        ``acc`` and ``miss`` empty (``_end_feature`` adds no split)."""
+        cdef side_t groups[MAX_CATEGORIES]
+        cdef side_t miss
+        cdef intp_t s, i, row, code, n_codes
+        cdef const float32_t* column_f = &self.X[0, f]
+        cdef const int32_t* partition = level.partition
+        cdef const level_node_t* nd
+        cdef scan_t* st
+        cdef float32_t v
+        for s in range(level.n_nodes):
+            st = &states[s]
+            nd = &level.nodes[s]
+            if st.total_n == 0:
+                continue
+            memset(groups, 0, sizeof(groups))
+            _side_zero(&miss)
+            n_codes = 0
+            for i in range(nd.start, nd.stop):
+                row = partition[i]
+                v = column_f[row]
+                if v != v:
+                    _side_add_row(&miss, self.row_stats, self.row_wr, row)
+                    continue
+                # A code is a whole number in [0, MAX_CATEGORIES) (checked by the
+                # caller); anything else would be clamped, never read out of bounds.
+                code = <intp_t>v if v >= 0 else 0
+                if code >= MAX_CATEGORIES:
+                    code = MAX_CATEGORIES - 1
+                _side_add_row(&groups[code], self.row_stats, self.row_wr, row)
+                if code >= n_codes:
+                    n_codes = code + 1
+            if categorical_scan(groups, n_codes, &miss, &nd.total, &st.best.proxy,
+                                &st.best.left, st.ties_win, level.min_samples_leaf,
+                                level.min_weight_leaf, level.criterion, st.grid,
+                                st.best.cat_bits, &st.best.missing_go_left):
+                st.best.categorical = 1
+                st.best.all_left = 0
+                st.best.lo = 0
+                st.best.hi = 0
+                st.found = 1
+                st.ties_win = 0
+
     cdef inline void _end_feature(self, scan_t* states, candidate_t* tb,
                                   const level_t* level, intp_t f) noexcept nogil:
         """After feature ``f``'s scan: the split sending every missing value right,
@@ -1262,3 +1315,7 @@ cdef class ExactSplitFinder(SplitFinder):
             best[s].threshold = INFINITY if b.all_left else midpoint(b.lo, b.hi)
             best[s].missing_go_left = b.missing_go_left
             best[s].bin = 0
+            best[s].categorical = b.categorical if b.feature >= 0 else 0
+            if best[s].categorical:
+                memcpy(best[s].cat_bits, b.cat_bits, CAT_WORDS * sizeof(uint32_t))
+                best[s].threshold = 0.0

@@ -2,7 +2,7 @@
 # owner of the buffers that live as long as the fit. Best-first growth
 # (_best_first.pyx) drives it through the steps declared here.
 from ._common cimport (
-    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t,
+    float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t, row_stat_t,
 )
 from ._rows cimport node_sums_t
 from ._split_finder cimport SplitFinder, side_t, grid_t, level_node_t, level_t, split_t
@@ -61,6 +61,11 @@ cdef class TreeGrower:
     cdef int32_t* path_features          # scratch: the features of a node's path
     cdef uint8_t* on_path                # scratch: per feature, 1 if on the path
     cdef int32_t* node_parent            # per tree node, its parent (-1: the root)
+    cdef const uint8_t* categorical      # per feature, 1: categorical; NULL: none
+    cdef object categorical_array        # (owns it)
+    cdef uint32_t* cat_bits              # categorical: per tree node index at its
+                                         # split, the set of codes going left
+    cdef readonly intp_t n_cat_rows      # rows of cat_bits the last tree used
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1
     cdef int _plant(self, const row_stat_t* rs, const float64_t* res,

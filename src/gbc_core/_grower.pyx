@@ -41,16 +41,17 @@ from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport prange
 from libc.math cimport fabs
 from libc.stdlib cimport free
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
 from ._common cimport (
-    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t,
+    float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t, row_stat_t,
     IMPURITY_EPSILON, grow_buffer,
 )
 from ._common import NODE_DTYPE, ROW_STAT_DTYPE
 from ._rows cimport node_sums_t, float32_at_most
+from ._categorical cimport CAT_WORDS
 from ._split_finder cimport (
     SplitFinder, side_t, grid_t, level_node_t, level_t, split_t, plan_statistics,
     STATS_NONE, STATS_COLLECT, CRITERION_FRIEDMAN_MSE,
@@ -195,6 +196,9 @@ cdef class TreeGrower:
         self.path_features = NULL
         self.on_path = NULL
         self.node_parent = NULL
+        self.categorical = NULL
+        self.cat_bits = NULL
+        self.n_cat_rows = 0
         self.reducer = None
         self.node_capacity = 0
         self.level_capacity = 0
@@ -205,7 +209,8 @@ cdef class TreeGrower:
                  float64_t min_weight_leaf, intp_t max_features, int n_threads,
                  columns=None, criterion="friedman_mse",
                  float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0,
-                 intp_t max_leaf_nodes=0, monotonic_cst=None, interaction_cst=None):
+                 intp_t max_leaf_nodes=0, monotonic_cst=None, interaction_cst=None,
+                 categorical=None):
         self._check_options(X, finder, columns, criterion, min_impurity_decrease,
                             ccp_alpha, max_leaf_nodes)
         self.criterion = CRITERIA[criterion]
@@ -229,6 +234,7 @@ cdef class TreeGrower:
                            if self.has_X else None)
         self.pruner = CostComplexityPruner(ccp_alpha) if ccp_alpha > 0.0 else None
         self._set_constraints(monotonic_cst, interaction_cst)
+        self._set_categorical(categorical, columns)
         # A first guess; the buffers grow (per level, never per node) when needed.
         cdef intp_t width = 1 << min(max_depth if max_depth > 0 else 10, 10)
         self._reserve_level(min(width, max(self.n_samples, 1)))
@@ -295,6 +301,38 @@ cdef class TreeGrower:
                                              "interaction constraints")
         memset(self.on_path, 0, d * sizeof(uint8_t))
 
+    def _set_categorical(self, categorical, columns):
+        """The categorical features (a uint8 array, NULL where none is): their
+        values are category codes (in a finder with bins, bin b is code b), their
+        splits send a set of categories left (_categorical.pxd)."""
+        cdef const uint8_t[::1] view
+        if categorical is None:
+            return
+        array = np.ascontiguousarray(categorical, dtype=bool).astype(np.uint8)
+        if array.shape != (self.n_features,):
+            raise ValueError(f"categorical must hold {self.n_features} booleans")
+        if not array.any():
+            return
+        if columns is not None:
+            raise ValueError("categorical features need dense X (not sparse columns)")
+        if self.monotonic != NULL:
+            mono = np.asarray(self.monotonic_array)
+            if (mono[array.astype(bool)] != 0).any():
+                raise ValueError("a categorical feature cannot have a monotonic constraint")
+        self.categorical_array = array
+        view = array
+        self.categorical = &view[0]
+
+    def cat_bitsets(self):
+        """The category sets of the last grown tree: a uint32 array of shape
+        (n_rows, 8), row i the codes a categorical node split as node i sends left
+        (bit c of word c // 32); such a node's ``threshold`` is its row. Empty
+        without categorical features."""
+        if self.cat_bits == NULL or self.n_cat_rows == 0:
+            return np.zeros((0, 8), dtype=np.uint32)
+        return np.asarray(<uint32_t[:self.n_cat_rows * 8]>self.cat_bits).reshape(
+            self.n_cat_rows, 8).copy()
+
     @staticmethod
     def _check_options(X, SplitFinder finder, columns, criterion,
                        float64_t min_impurity_decrease, float64_t ccp_alpha,
@@ -341,12 +379,16 @@ cdef class TreeGrower:
         free(self.path_features)
         free(self.on_path)
         free(self.node_parent)
+        free(self.cat_bits)
 
     cdef int _reserve_nodes(self, intp_t capacity) except -1:
         if capacity > self.node_capacity:
             self.nodes = <node_t*>grow_buffer(self.nodes, capacity, sizeof(node_t), "tree nodes")
             self.node_bin = <uint8_t*>grow_buffer(self.node_bin, capacity, sizeof(uint8_t),
                                                   "tree nodes")
+            if self.categorical != NULL:
+                self.cat_bits = <uint32_t*>grow_buffer(
+                    self.cat_bits, capacity * CAT_WORDS, sizeof(uint32_t), "tree nodes")
             if self.interactions:
                 self.node_parent = <int32_t*>grow_buffer(self.node_parent, capacity,
                                                          sizeof(int32_t), "tree nodes")
@@ -445,6 +487,7 @@ cdef class TreeGrower:
         level.criterion = self.criterion
         level.grid = self.grid
         level.monotonic = self.monotonic
+        level.categorical = self.categorical
         if self.best_first is not None:
             self.best_first.grow(self, row_stats, residual, seed)
         else:
@@ -475,6 +518,7 @@ cdef class TreeGrower:
         self.finder.start_tree(row_stats, residual, sample_mask)
         self._init_node(0, &root, 0)
         self.n_nodes = 1
+        self.n_cat_rows = 0
         self.level_nodes[0].total = root
         self.level_nodes[0].node = 0
         self.level_nodes[0].start = 0
@@ -570,6 +614,8 @@ cdef class TreeGrower:
         lv.best = self.best
         lv.tree = self.nodes
         lv.node_bin = self.node_bin
+        lv.categorical = self.categorical
+        lv.cat_bits = self.cat_bits
         lv.n_nodes = n_slots
         lv.n_split = n_split
         self.rows.split(&lv, row_stats, residual, with_sums, leaves)
@@ -577,7 +623,8 @@ cdef class TreeGrower:
     cdef void _finish_tree(self, const uint8_t[::1] sample_mask) noexcept nogil:
         """The leaf of every out-of-bag row, then the pruning (ccp_alpha)."""
         if sample_mask is not None:
-            self.out_of_bag.route(self.nodes, sample_mask, &self.node_of_row[0])
+            self.out_of_bag.route(self.nodes, sample_mask, &self.node_of_row[0],
+                                  self.categorical, self.cat_bits)
         if self.pruner is not None and self.n_nodes > 1:
             self.n_nodes = self.pruner.prune(self.nodes, self.n_nodes, self.node_impurity,
                                              &self.node_of_row[0], self.n_samples)
@@ -816,11 +863,21 @@ cdef class TreeGrower:
         ``total``) into the tree, its children not numbered yet; ``right``: the
         right child's totals."""
         nd.feature = b.feature
-        nd.threshold = b.threshold
-        nd.threshold32 = float32_at_most(b.threshold)
         nd.missing_go_left = missing_left(b.missing_go_left, b.left.n, total.n)
         nd.improvement = self._improvement(total, b)
         self.node_bin[index] = b.bin
+        if b.categorical:
+            # Its set in the side table, at its index (kept through the pruning,
+            # which moves nodes but not the table): its threshold says where.
+            nd.threshold = <float64_t>index
+            nd.threshold32 = <float32_t>index
+            memcpy(self.cat_bits + CAT_WORDS * index, b.cat_bits,
+                   CAT_WORDS * sizeof(uint32_t))
+            if index >= self.n_cat_rows:
+                self.n_cat_rows = index + 1
+        else:
+            nd.threshold = b.threshold
+            nd.threshold32 = float32_at_most(b.threshold)
         right.n = total.n - b.left.n
         right.w = total.w - b.left.w
         right.s = total.s - b.left.s

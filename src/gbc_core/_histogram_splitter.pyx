@@ -32,7 +32,7 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from ._common cimport (
-    float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t,
+    float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
     FEATURE_THRESHOLD, grow_buffer,
 )
 from ._split_finder cimport (
@@ -40,6 +40,7 @@ from ._split_finder cimport (
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
 from ._choice cimport consider, consider_ordered, wins
+from ._categorical cimport categorical_scan, CAT_WORDS
 from ._common cimport check_row_count, midpoint, omp_barrier
 
 #: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
@@ -64,6 +65,8 @@ ctypedef struct candidate_t:
     uint8_t next_bin         # the first bin to the right holding rows of the node
     uint8_t missing_go_left
     uint8_t all_left         # every non-missing value left (threshold +inf)
+    uint8_t categorical      # a categorical split: the bins (codes) of cat_bits left
+    uint32_t cat_bits[8]
 
 
 cdef enum:
@@ -673,6 +676,15 @@ cdef class HistogramSplitFinder(SplitFinder):
         acc.s = 0.0
         c.proxy = -INFINITY
         c.all_left = 0
+        c.categorical = 0
+        if level.categorical != NULL and level.categorical[f]:
+            # Bin b holds category code b (_categorical.pxd).
+            if categorical_scan(h, nb, miss, total, &c.proxy, &c.left, False, msl, mwl,
+                                criterion, grid, c.cat_bits, &c.missing_go_left):
+                c.categorical = 1
+                c.bin = 0
+            c.feature = <int32_t>f if c.proxy > -INFINITY else -1
+            return
         if monotonic == 0:
             for b in range(nb):
                 if h[b].n == 0:
@@ -740,6 +752,11 @@ cdef class HistogramSplitFinder(SplitFinder):
             best[s].left = top.left
             best[s].bin = top.bin
             best[s].missing_go_left = top.missing_go_left
+            best[s].categorical = top.categorical
+            if top.categorical:
+                memcpy(best[s].cat_bits, top.cat_bits, CAT_WORDS * sizeof(uint32_t))
+                best[s].threshold = 0.0
+                continue
             best[s].threshold = (
                 INFINITY if top.all_left
                 else midpoint(self.bin_hi[top.feature, top.bin],

@@ -6,8 +6,9 @@ rows are not routed on bins here.
 cimport cython
 from cython.parallel cimport prange
 
-from ._common cimport float32_t, int32_t, int64_t, uint8_t, intp_t, node_t
-from ._rows cimport value_goes_left
+from ._common cimport float32_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t
+from ._rows cimport value_goes_left, code_in_set
+from ._categorical cimport CAT_WORDS
 
 cdef enum:
     # Below this many rows the routing runs on one thread.
@@ -40,8 +41,11 @@ cdef class OutOfBagRouter:
         self.n_samples = n_samples
         self.n_threads = n_threads
 
-    cdef bint _goes_left(self, intp_t row, const node_t* nd) noexcept nogil:
-        """Where the split ``nd`` sends ``row``, by its threshold on raw values."""
+    cdef bint _goes_left(self, intp_t row, const node_t* nd, const uint8_t* categorical,
+                         const uint32_t* cat_bits) noexcept nogil:
+        """Where the split ``nd`` sends ``row``, by its threshold on raw values (a
+        split of a ``categorical`` feature: by its set, row <intp_t>threshold of
+        ``cat_bits``)."""
         cdef float32_t x
         cdef int64_t lo, hi, mid
         if self.sparse:
@@ -60,10 +64,14 @@ cdef class OutOfBagRouter:
                 x = self.col_data[lo]
         else:
             x = self.X[row, nd.feature]
+        if categorical != NULL and categorical[nd.feature]:
+            return code_in_set(x, cat_bits + CAT_WORDS * <intp_t>nd.threshold,
+                               nd.missing_go_left != 0)
         return value_goes_left(x, nd.threshold32, nd.missing_go_left != 0)
 
     cdef void route(self, const node_t* nodes, const uint8_t[::1] sample_mask,
-                    int32_t* node_of_row) noexcept nogil:
+                    int32_t* node_of_row, const uint8_t* categorical,
+                    const uint32_t* cat_bits) noexcept nogil:
         """Set ``node_of_row`` of every row out of the bag (``sample_mask`` 0): the
         leaf of the tree ``nodes`` it falls in."""
         cdef intp_t i
@@ -74,7 +82,7 @@ cdef class OutOfBagRouter:
                 continue
             node = 0
             while nodes[node].feature >= 0:
-                if self._goes_left(i, &nodes[node]):
+                if self._goes_left(i, &nodes[node], categorical, cat_bits):
                     node = nodes[node].left
                 else:
                     node = nodes[node].right

@@ -1,6 +1,8 @@
 # The partition of a tree's in-bag rows among the nodes of the level being split
 # (_partition.pyx).
-from ._common cimport float32_t, float64_t, int32_t, uint8_t, intp_t, node_t, row_stat_t
+from ._common cimport (
+    float32_t, float64_t, int32_t, uint8_t, uint32_t, intp_t, node_t, row_stat_t,
+)
 from ._rows cimport node_sums_t
 from ._split_finder cimport SplitFinder, level_node_t, split_t
 
@@ -25,6 +27,9 @@ ctypedef struct level_split_t:
     const split_t* best      # each node's split (feature < 0 or not splittable: none)
     const node_t* tree       # the tree's nodes (feature, threshold32, missing side)
     const uint8_t* node_bin  # each tree node's bin threshold (on bins)
+    const uint8_t* categorical   # per feature, 1: categorical (NULL: none)
+    const uint32_t* cat_bits     # the tree's category sets, CAT_WORDS words each: a
+                                 # categorical node's is at row <intp_t>threshold
     intp_t n_nodes
     intp_t n_split           # the nodes split, as many pairs of children
 

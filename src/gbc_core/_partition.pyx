@@ -17,15 +17,17 @@ from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
 from ._common cimport (
-    float32_t, float64_t, int32_t, uint8_t, intp_t, node_t, row_stat_t, grow_buffer,
+    float32_t, float64_t, int32_t, uint8_t, uint32_t, intp_t, node_t, row_stat_t, grow_buffer,
     omp_barrier,
 )
 from ._rows cimport (
     node_sums_t, sums_zero, sums_add_row, sums_add, bin_goes_left, value_goes_left,
+    bin_in_set, code_in_set,
     float32_at_most,
 )
 from ._split_finder cimport SplitFinder, level_node_t, split_t
 from ._choice cimport missing_left
+from ._categorical cimport CAT_WORDS
 
 cdef enum:
     # The sums of a child's rows are added per block of CHUNK consecutive row
@@ -324,6 +326,9 @@ cdef class RowPartition:
         cdef float32_t t32 = nd.threshold32
         cdef int missing_bin = self.missing_bin
         cdef bint go_left
+        cdef const uint32_t* bits = NULL
+        if lv.categorical != NULL and lv.categorical[nd.feature]:
+            bits = lv.cat_bits + CAT_WORDS * <intp_t>nd.threshold
         if blk.stop <= blk.start:
             # An empty block (a process of a distributed fit without rows): its
             # columns have no element 0 to point at.
@@ -333,7 +338,19 @@ cdef class RowPartition:
             col_b = &self.bins[0, nd.feature]
         else:
             col_x = &self.X[0, nd.feature]
-        if self.on_bins:
+        if bits != NULL:
+            # A categorical split (rarer: its own loop, the numeric ones unchanged).
+            for i in range(blk.start, blk.stop):
+                row = part[i]
+                if self.on_bins:
+                    go_left = bin_in_set(col_b[row], bits, missing_bin, miss)
+                else:
+                    go_left = code_in_set(col_x[row], bits, miss)
+                left[n_left] = row
+                right[-n_right] = row
+                n_left += go_left
+                n_right += not go_left
+        elif self.on_bins:
             for i in range(blk.start, blk.stop):
                 row = part[i]
                 go_left = bin_goes_left(col_b[row], bin, missing_bin, miss)
@@ -420,10 +437,20 @@ cdef class RowPartition:
         cdef float32_t t32 = nd.threshold32
         cdef int missing_bin = self.missing_bin
         cdef bint go_left
+        cdef const uint32_t* bits = NULL
         if blk.stop <= blk.start:
             return  # (no rows: a process of a distributed fit may have none)
         node_of_row = &self.node_of_row[0]
-        if self.on_bins:
+        if lv.categorical != NULL and lv.categorical[nd.feature]:
+            bits = lv.cat_bits + CAT_WORDS * <intp_t>nd.threshold
+            for i in range(blk.start, blk.stop):
+                row = part[i]
+                if self.on_bins:
+                    go_left = bin_in_set(self.bins[row, nd.feature], bits, missing_bin, miss)
+                else:
+                    go_left = code_in_set(self.X[row, nd.feature], bits, miss)
+                node_of_row[row] = left_id if go_left else right_id
+        elif self.on_bins:
             col_b = &self.bins[0, nd.feature]
             for i in range(blk.start, blk.stop):
                 row = part[i]
@@ -509,7 +536,13 @@ cdef class RowPartition:
         t32 = float32_at_most(b.threshold)
         for i in range(nd.start, nd.stop):
             row = self.rows[i]
-            if self.on_bins:
+            if b.categorical:
+                if self.on_bins:
+                    go_left = bin_in_set(self.bins[row, b.feature], b.cat_bits,
+                                         self.missing_bin, miss)
+                else:
+                    go_left = code_in_set(self.X[row, b.feature], b.cat_bits, miss)
+            elif self.on_bins:
                 go_left = bin_goes_left(self.bins[row, b.feature], b.bin,
                                         self.missing_bin, miss)
             else:

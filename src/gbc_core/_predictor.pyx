@@ -620,3 +620,89 @@ cdef class Predictor:
         finally:
             free(row)
         return leaves.reshape(n, self.n_iterations, self.n_outputs)
+
+
+cdef inline intp_t _leaf_of_categorical(const node_t* tree, const float32_t* row,
+                                        const uint8_t* categorical,
+                                        const uint32_t* bitsets) noexcept nogil:
+    """``_leaf_of`` for a tree with categorical splits: a node on a ``categorical``
+    feature sends a row left when its code is in the node's set (row
+    <intp_t>threshold of ``bitsets``, 8 words each); NaN, and a value that is no
+    code (negative, or 256 and above), follow ``missing_go_left``."""
+    cdef intp_t j = 0, code
+    cdef float32_t x
+    cdef bint go_left
+    cdef const uint32_t* bits
+    while tree[j].feature >= 0:
+        x = row[tree[j].feature]
+        if categorical[tree[j].feature]:
+            if x >= 0 and x < 256:
+                code = <intp_t>x
+                bits = bitsets + 8 * <intp_t>tree[j].threshold
+                go_left = (bits[code >> 5] >> (code & 31)) & 1
+            else:
+                go_left = tree[j].missing_go_left
+        elif x != x:
+            go_left = tree[j].missing_go_left
+        else:
+            go_left = x <= tree[j].threshold32
+        j = tree[j].left if go_left else tree[j].right
+    return j
+
+
+def categorical_leaves(nodes, tree_offsets, bitsets, categorical, X, int n_threads=1):
+    """The leaf of every row in every tree of a model with categorical splits (the
+    numeric models' kernel, ``Predictor``, is not this one: it stays as it is).
+
+    Parameters
+    ----------
+    nodes : NODE_DTYPE array
+        The trees' nodes, concatenated (children tree-relative), valid trees
+        (``_ensemble.validate_trees``).
+    tree_offsets : int64 array of shape (n_trees + 1,)
+    bitsets : uint32 array of shape (n_sets, 8)
+        The category sets: a node on a categorical feature sends left the codes of
+        row ``threshold`` (a whole number) of this table.
+    categorical : bool array of shape (n_features,)
+    X : float32 array of shape (n_samples, n_features)
+        Category codes in the categorical columns (NaN missing; a value that is no
+        code in [0, 256) goes where missing values go).
+    n_threads : int, default=1
+
+    Returns
+    -------
+    int32 array of shape (n_samples, n_trees)
+        Tree-relative node indices, as ``apply`` gives them.
+    """
+    from ._common import NODE_DTYPE
+
+    nodes = np.ascontiguousarray(nodes).astype(NODE_DTYPE, copy=False)
+    cdef const node_t[::1] nd = nodes
+    cdef const int64_t[::1] off = np.ascontiguousarray(tree_offsets, dtype=np.int64)
+    bits_array = np.ascontiguousarray(bitsets, dtype=np.uint32).reshape(-1, 8)
+    cat_array = np.ascontiguousarray(categorical, dtype=bool).astype(np.uint8)
+    X_array = np.ascontiguousarray(X, dtype=np.float32)
+    cdef intp_t n = X_array.shape[0], d = X_array.shape[1], t, i
+    cdef intp_t n_trees = off.shape[0] - 1
+    if cat_array.shape != (d,):
+        raise ValueError(f"categorical must hold {d} booleans")
+    feature = np.asarray(nodes["feature"])
+    if feature.max(initial=-1) >= d:
+        raise ValueError(f"a node splits on feature {feature.max()}, X has {d}")
+    split_cat = (feature >= 0) & cat_array.astype(bool)[np.maximum(feature, 0)]
+    rows = np.asarray(nodes["threshold"])[split_cat]
+    if rows.size and not (np.all(rows == np.floor(rows)) and rows.min() >= 0
+                          and rows.max() < bits_array.shape[0]):
+        raise ValueError(f"a categorical node's set is not a row of the {bits_array.shape[0]} "
+                         "category sets")
+    out_array = np.zeros((n, max(n_trees, 0)), dtype=np.int32)
+    if n == 0 or n_trees <= 0:
+        return out_array
+    cdef int32_t[:, ::1] out = out_array
+    cdef const float32_t[:, ::1] x = X_array
+    cdef const uint8_t[::1] cat = cat_array
+    cdef const uint32_t[:, ::1] b = bits_array if bits_array.shape[0] else np.zeros((1, 8), np.uint32)
+    for i in prange(n, schedule="static", num_threads=max(1, n_threads), nogil=True):
+        for t in range(n_trees):
+            out[i, t] = <int32_t>_leaf_of_categorical(&nd[off[t]], &x[i, 0], &cat[0], &b[0, 0])
+    return out_array

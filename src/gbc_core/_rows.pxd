@@ -4,7 +4,8 @@
 # test of whether it may split, and its impurity).
 from libc.math cimport INFINITY, nextafterf
 
-from ._common cimport float32_t, float64_t, uint8_t, intp_t, row_stat_t
+from ._common cimport float32_t, float64_t, uint8_t, uint32_t, intp_t, row_stat_t
+from ._categorical cimport category_in, MAX_CATEGORIES
 
 
 ctypedef struct node_sums_t:
@@ -76,6 +77,23 @@ cdef inline bint value_goes_left(float32_t x, float32_t t32, bint miss) noexcept
     float32 threshold ``t32``; NaN goes with ``miss`` (also how the stored trees
     route out-of-bag rows)."""
     return miss if x != x else x <= t32
+
+
+cdef inline bint bin_in_set(uint8_t b, const uint32_t* bits, int missing_bin,
+                            bint miss) noexcept nogil:
+    """The side of a row whose bin is ``b`` at a categorical split on bins (bin b is
+    category code b): left if its category is in the split's set ``bits``; the
+    missing-value bin goes with ``miss``."""
+    return miss if b == missing_bin else category_in(bits, b)
+
+
+cdef inline bint code_in_set(float32_t x, const uint32_t* bits, bint miss) noexcept nogil:
+    """The side of a row whose value is ``x`` at a categorical split on raw values
+    (category codes): left if its category is in the set ``bits``; NaN, and a value
+    that is no code (negative, or MAX_CATEGORIES and above), go with ``miss``."""
+    if not (x >= 0 and x < MAX_CATEGORIES):
+        return miss
+    return category_in(bits, <intp_t>x)
 
 
 cdef inline float32_t float32_at_most(float64_t t) noexcept nogil:

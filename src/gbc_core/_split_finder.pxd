@@ -36,7 +36,9 @@
 # keeps those of a node of the level as stored node ``index``, ``recall(index)``
 # (after ``start_level``) makes stored node ``index`` the parent that ``derive``
 # reads at parent slot 0.
-from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, intp_t, row_stat_t
+from ._common cimport (
+    float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
+)
 
 ctypedef struct side_t:
     # Sufficient statistics of a set of samples (also one bin of a histogram).
@@ -89,6 +91,10 @@ ctypedef struct level_t:
     # constrained feature must order its children's mean residuals, _choice.pxd);
     # NULL: none.
     const signed char* monotonic
+    # n_features: 1 where a feature is categorical (its values are category codes
+    # 0, 1, ...; in the histogram finder its bin is its code): its splits send a set
+    # of categories left (_categorical.pxd); NULL: none.
+    const uint8_t* categorical
 
 cdef enum:
     # How a split sends missing values (split_t.missing_go_left).
@@ -106,6 +112,8 @@ ctypedef struct split_t:
     int32_t feature          # -1: no valid split
     uint8_t missing_go_left  # MISSING_RIGHT, MISSING_LEFT or MISSING_TO_LARGER
     uint8_t bin              # finders that partition on bins: bin <= this goes left
+    uint8_t categorical      # 1: a categorical split (threshold and bin unused)
+    uint32_t cat_bits[8]     # categorical: the codes going left (_categorical.pxd)
 
 
 cdef class SplitFinder:

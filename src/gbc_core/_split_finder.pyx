@@ -23,7 +23,8 @@ CRITERIA = {"friedman_mse": CRITERION_FRIEDMAN_MSE, "squared_error": CRITERION_S
 SPLIT_DTYPE = np.dtype([
     ("feature", np.int32), ("threshold", np.float64), ("missing_go_left", np.uint8),
     ("proxy", np.float64), ("left_n", np.int64), ("left_w", np.float64),
-    ("left_s", np.float64), ("bin", np.uint8),
+    ("left_s", np.float64), ("bin", np.uint8), ("categorical", np.uint8),
+    ("cat_bits", np.uint32, (8,)),
 ])
 
 
@@ -124,7 +125,7 @@ cdef class SplitFinder:
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
                      criterion="friedman_mse", bint unit_weights=False, grid=None,
-                     monotonic=None):
+                     monotonic=None, categorical=None):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -157,6 +158,11 @@ cdef class SplitFinder:
             The monotonic constraint of each feature (-1, 0 or +1): a split of a
             constrained feature must order its children's mean residuals
             (``consider`` of _choice.pxd). None: no constraint.
+        categorical : bool array of shape (n_features,), optional
+            The categorical features (their values category codes 0 .. 255, NaN
+            missing; in the histogram finder, bin b is code b): their splits send a
+            set of categories left (``_categorical.pxd``: ``categorical`` 1 and the
+            codes going left in ``cat_bits``). None: none.
 
         Returns
         -------
@@ -188,6 +194,10 @@ cdef class SplitFinder:
                     or not np.array_equal(parent_of[inside], slot_of[inside] // 2)):
                 raise ValueError("every row of node s must have parent slot s // 2")
         cdef uint8_t[:, ::1] allowed_view
+        if categorical is not None:
+            categorical = np.ascontiguousarray(categorical, dtype=np.uint8)
+            if categorical.shape != (self.n_features,):
+                raise ValueError(f"categorical must have {self.n_features} values")
         if monotonic is not None:
             monotonic = np.ascontiguousarray(monotonic, dtype=np.int8)
             if monotonic.shape != (self.n_features,):
@@ -204,19 +214,21 @@ cdef class SplitFinder:
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
                             min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion],
-                            unit_s, unit_w)
+                            unit_s, unit_w, None, categorical)
         return self._run_level(stats, slot_of, allowed_view if allowed is not None else None,
                                n_nodes, parent_slot, min_samples_leaf, min_weight_leaf,
                                parent_slot is not None, CRITERIA[criterion], unit_s, unit_w,
-                               monotonic)
+                               monotonic, categorical)
 
     def _run_level(self, stats_array, slot_array, allowed, intp_t n_nodes, parent_slot,
                    int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent,
-                   uint8_t criterion, float64_t unit_s, float64_t unit_w, monotonic=None):
+                   uint8_t criterion, float64_t unit_s, float64_t unit_w, monotonic=None,
+                   categorical=None):
         cdef const row_stat_t[::1] stats = stats_array
         cdef const int32_t[::1] slot_of = slot_array
         cdef const uint8_t[:, ::1] allowed_view
         cdef const signed char[::1] monotonic_view
+        cdef const uint8_t[::1] categorical_view
         # Rows of no node first (they leave), then the rows of each node in order.
         cdef int32_t[::1] part = np.argsort(slot_array, kind="stable").astype(np.int32)
         cdef intp_t n_out = np.count_nonzero(slot_array < 0)
@@ -261,6 +273,10 @@ cdef class SplitFinder:
             if monotonic is not None:
                 monotonic_view = monotonic
                 level.monotonic = &monotonic_view[0]
+            level.categorical = NULL
+            if categorical is not None:
+                categorical_view = categorical
+                level.categorical = &categorical_view[0]
             level.partition = &part[0] if part.shape[0] else NULL
             level.min_samples_leaf = max(min_samples_leaf, 1)
             level.min_weight_leaf = min_weight_leaf
@@ -281,9 +297,12 @@ cdef class SplitFinder:
             for s in range(n_nodes):
                 if not nodes[s].splittable:
                     best[s].feature = -1
+                found = best[s].feature >= 0
+                cat = found and best[s].categorical
                 out[s] = (best[s].feature, best[s].threshold, best[s].missing_go_left,
                           best[s].proxy, best[s].left.n, best[s].left.w, best[s].left.s,
-                          best[s].bin if best[s].feature >= 0 else 0)
+                          best[s].bin if found else 0, 1 if cat else 0,
+                          [best[s].cat_bits[i] if cat else 0 for i in range(8)])
             return out
         finally:
             free(nodes)
