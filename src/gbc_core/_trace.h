@@ -18,7 +18,9 @@
  * gbc_core._openmp, which hands them to the other modules as a capsule and reads them out
  * (gbc_core._openmp.trace_start / trace_stop). A full buffer drops further events
  * and counts them. Region and phase numbers: the table REGIONS / PHASES of
- * benchmarks/scaling_model.py (and the names below).
+ * benchmarks/scaling_model.py (and the names below). The traced build is a Linux
+ * measuring build (gettid, CLOCK_THREAD_CPUTIME_ID, __thread); a normal build on
+ * any platform includes none of it.
  */
 #ifndef GBC_CORE_TRACE_H
 #define GBC_CORE_TRACE_H
