@@ -9,6 +9,10 @@ Compiler directives are set once here. Environment switches:
 ``GBC_CORE_REQUIRE_OPENMP=1``
     fail the build if OpenMP is not available (used for release wheels so none
     ships single-threaded by accident).
+``GBC_CORE_TRACE=1``
+    time every parallel region of a fit task by task (``_trace.h``, read by
+    ``gbc_core._openmp.trace_start``/``trace_stop``; benchmarks/scaling_model.py).
+    A measuring build only: without it the trace's macros are empty.
 """
 
 import os
@@ -28,7 +32,7 @@ MODULES = [
 ]
 # Cython declarations shared by modules (rebuild every module when one changes).
 PXDS = ["_common", "_split_finder", "_choice", "_categorical", "_rows", "_partition",
-        "_out_of_bag",
+        "_out_of_bag", "_trace",
         "_pruning", "_grower"]
 # Plain C headers of a module (vector kernels written in C).
 HEADERS = {
@@ -37,6 +41,7 @@ HEADERS = {
     "_histogram_splitter": ["_criterion.h"],
     "_split_finder": ["_criterion.h"],
     "_grower": ["_criterion.h"],
+    "_openmp": ["_trace.h"],
     "_best_first": ["_criterion.h"],
 }
 
@@ -161,6 +166,8 @@ def build_extensions():
         # Oldest numpy C-API the wheels target; matches `dependencies` in pyproject.
         ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION"),
     ]
+    if _flag("GBC_CORE_TRACE"):
+        macros.append(("GBC_CORE_TRACE", "1"))
     extensions = [
         Extension(
             f"gbc_core.{name}",
@@ -168,7 +175,7 @@ def build_extensions():
             include_dirs=[np.get_include(), "src/gbc_core"],
             # C headers included by the module (rebuild when they change).
             depends=[f"src/gbc_core/{h}" for h in HEADERS.get(name, [])]
-            + [f"src/gbc_core/{p}.pxd" for p in PXDS],
+            + [f"src/gbc_core/{p}.pxd" for p in PXDS] + ["src/gbc_core/_trace.h"],
             define_macros=macros,
         )
         for name in MODULES

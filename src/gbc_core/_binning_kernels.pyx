@@ -27,6 +27,7 @@ from libc.string cimport memmove, memset
 
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t
 from ._common cimport midpoint, sort_key, key_value
+from ._trace cimport *
 
 import numpy as np
 
@@ -149,6 +150,7 @@ def scan_distinct(
         n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
         n_nan = np.zeros((n_blocks, d), dtype=np.int64)
         with nogil:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
             for blk in prange(n_blocks, schedule="static",
                               num_threads=max(1, min(n_threads, n_blocks))):
                 start = blk * ROW_BLOCK
@@ -158,17 +160,22 @@ def scan_distinct(
                     row = base + i * row_stride
                     for f in range(d):
                         nan_blk[f] += row[f] != row[f]
+            GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
         for f in range(d):
             n_valid[f] = n
             for blk in range(n_blocks):
                 n_valid[f] -= n_nan[blk, f]
     n_threads = max(1, min(n_threads, d))
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
         for f in prange(d, schedule="dynamic", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_DISTINCT, f)
             n_distinct[f] = <int32_t>_distinct_one(
                 base + f * col_stride, n, row_stride, cap,
                 &values[f, 0], &counts[f, 0], NULL if by_rows else &n_valid[f],
             )
+            GBC_TRACE_TASK_END(GBC_TR_BIN_DISTINCT, f)
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
 
 
 cdef uint32_t* _radix_sort(uint32_t* a, uint32_t* b, intp_t n) noexcept nogil:
@@ -428,7 +435,9 @@ def map_to_bins(
     n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     n_threads = max(1, min(n_threads, n_blocks))
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
         for blk in prange(n_blocks, schedule="static", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_MAP, blk)
             start = blk * ROW_BLOCK
             stop = min(start + ROW_BLOCK, n)
             for f in range(d):
@@ -442,6 +451,8 @@ def map_to_bins(
                         o[i] = missing_bin if v != v else 0
                 else:
                     _bins_of(t, n_t, col, row_stride, start, stop, missing_bin, o)
+            GBC_TRACE_TASK_END(GBC_TR_BIN_MAP, blk)
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
 
 
 # ------------------------------------------------------------ sparse columns

@@ -44,6 +44,7 @@ from ._choice cimport (
 )
 from ._categorical cimport categorical_scan, MAX_CATEGORIES, CAT_WORDS
 from ._sorting import presort_features
+from ._trace cimport *
 
 cdef extern from *:
     """
@@ -863,6 +864,7 @@ cdef class ExactSplitFinder(SplitFinder):
                 # One pass, in parallel (every row on its own; the counts are
                 # integers): the records the scans gather, and what decides their
                 # paths.
+                GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_ROWS, n)
                 for i in prange(n, schedule="static", num_threads=n_threads):
                     if stats != NULL:
                         w = stats[i].w
@@ -881,6 +883,7 @@ cdef class ExactSplitFinder(SplitFinder):
                     n_not_unit += w != 1.0
                     n_not_positive += not ((w > 0.0) & (<float64_t>(<float32_t>w) == w))
                     n_not_in_root += slot != 0
+                GBC_TRACE_REGION_END(GBC_TR_EXACT_ROWS, n)
         self.unit_weights = n_not_unit == 0
         self.positive_weights = self.lean_scans and n_not_positive == 0
         self.all_rows_in_root = n_not_in_root == 0
@@ -999,8 +1002,10 @@ cdef class ExactSplitFinder(SplitFinder):
                 self.thread_best[t * self.capacity + s].feature = -1
         for s in range(n_slots):
             self.shared_best[s] = -INFINITY
+        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
         for f in prange(self.n_features, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_SCAN, f)
             tid = threadid()
             states = self.scan + tid * self.capacity
             tb = self.thread_best + tid * self.capacity
@@ -1011,6 +1016,8 @@ cdef class ExactSplitFinder(SplitFinder):
                                    parents_in, use_bits):
                 self._scan_general(states, level, f)
             self._end_feature(states, tb, level, f)
+            GBC_TRACE_TASK_END(GBC_TR_EXACT_SCAN, f)
+        GBC_TRACE_REGION_END(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
         self.level_threads = n_threads
         if not segment_level:
             self.segment_state = SEGMENTS_NONE
@@ -1287,12 +1294,14 @@ cdef class ExactSplitFinder(SplitFinder):
             n_rows += max(nodes[s].stop, nodes[sib].stop) - nodes[first].start
         if n_rows * FIRST_BITS_SHARE < n:
             return False
+        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_ROWS, n)
         for w in prange(n_words, schedule="static", num_threads=n_threads):
             word = 0
             for b in range(min(<intp_t>64, n - w * 64)):
                 row = w * 64 + b
                 word = word | (<uint64_t_t>is_first[row_node[row]] << b)
             self.first_bits[w] = word
+        GBC_TRACE_REGION_END(GBC_TR_EXACT_ROWS, n)
         return True
 
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:

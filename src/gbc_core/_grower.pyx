@@ -52,6 +52,7 @@ from ._common cimport (
 from ._common import NODE_DTYPE, ROW_STAT_DTYPE
 from ._rows cimport node_sums_t, float32_at_most
 from ._categorical cimport CAT_WORDS
+from ._trace cimport *
 from ._split_finder cimport (
     SplitFinder, side_t, grid_t, level_node_t, level_t, split_t, plan_statistics,
     STATS_NONE, STATS_COLLECT, CRITERION_FRIEDMAN_MSE,
@@ -477,6 +478,7 @@ cdef class TreeGrower:
             raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
                              "their raw values)")
         # From here on the tree sees its rows on the grid (exact sums, exact ties).
+        GBC_TRACE_REGION_BEGIN(GBC_TR_TREE, n)
         row_stats, residual = self._put_on_grid(row_stats, residual)
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
@@ -494,6 +496,7 @@ cdef class TreeGrower:
             self._grow_level_wise(rs, res, seed, &level)
         with nogil:
             self._finish_tree(sample_mask)
+        GBC_TRACE_REGION_END(GBC_TR_TREE, n)
         return self.n_nodes
 
     cdef int _plant(self, const row_stat_t* rs, const float64_t* res,
@@ -649,9 +652,13 @@ cdef class TreeGrower:
         # depend on the order anyway), then over the blocks.
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
         with nogil:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_MAX, n)
             for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_GRID_MAX, b)
                 _block_maxima(row_stats, residual, weighted, b * GRID_BLOCK,
                               min(n, (b + 1) * GRID_BLOCK), &block_max[b, 0])
+                GBC_TRACE_TASK_END(GBC_TR_GRID_MAX, b)
+            GBC_TRACE_REGION_END(GBC_TR_GRID_MAX, n)
             for b in range(n_blocks):
                 max_wr = max(max_wr, block_max[b, 0])
                 max_w = max(max_w, block_max[b, 1])
@@ -671,16 +678,20 @@ cdef class TreeGrower:
                 self.grid_residual = np.empty(n, dtype=np.float64)
             out_residual = self.grid_residual
             with nogil:
+                GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
                 for i in prange(n, schedule="static", num_threads=n_threads):
                     out_residual[i] = on_grid(residual[i], unit_s, inverse_s)
+                GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
             return None, self.grid_residual
         if self.grid_stats is None or len(self.grid_stats) != n:
             self.grid_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
         out_stats = self.grid_stats
         with nogil:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
             for i in prange(n, schedule="static", num_threads=n_threads):
                 out_stats[i].wr = on_grid(row_stats[i].wr, unit_s, inverse_s)
                 out_stats[i].w = weight_on_grid(row_stats[i].w, unit_w, inverse_w)
+            GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
         return self.grid_stats, residual
 
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
@@ -932,9 +943,13 @@ cdef class TreeGrower:
             if nd.splittable and self.best[s].feature >= 0:
                 n_rows += nd.stop - nd.start
         n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
+        GBC_TRACE_REGION_BEGIN(GBC_TR_LEFT_WR2, n_rows)
         for s in prange(n_slots, schedule="dynamic", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEFT_WR2, s)
             self.left_wr2[s] = self.rows.left_wr2(&self.level_nodes[s], &self.best[s],
                                                   row_stats, residual)
+            GBC_TRACE_TASK_END(GBC_TR_LEFT_WR2, s)
+        GBC_TRACE_REGION_END(GBC_TR_LEFT_WR2, n_rows)
 
     cdef void _drop_small_decreases(self, intp_t n_slots) noexcept nogil:
         """Drop the best split of every node whose weighted impurity decrease, from

@@ -39,6 +39,7 @@ from ._split_finder cimport (
     SplitFinder, side_t, grid_t, level_node_t, level_t, split_t, STATS_COLLECT, STATS_DERIVE,
     MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER,
 )
+from ._trace cimport *
 from ._choice cimport consider, consider_ordered, wins
 from ._categorical cimport categorical_scan, CAT_WORDS
 from ._common cimport check_row_count, midpoint, omp_barrier
@@ -602,18 +603,25 @@ cdef class HistogramSplitFinder(SplitFinder):
         n_tasks = level.n_nodes * n_groups
         # One parallel region per level (each costs a hand-over between threads: on
         # a machine busy with other work, a wait for the scheduler).
+        GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_BUILD, 0)
         with parallel(num_threads=n_threads):
             # The rows' statistics in partition order, in chunks of positions.
             for c in prange(n_chunks, schedule="static"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_GATHER, c)
                 self._gather(level, c * GATHER_CHUNK, min(n_rows, (c + 1) * GATHER_CHUNK))
+                GBC_TRACE_TASK_END(GBC_TR_HIST_GATHER, c)
             omp_barrier()  # every row gathered before any histogram reads them
             for t in prange(n_tasks, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_BUILD, t)
                 nd = &level.nodes[t // n_groups]
                 if nd.plan == STATS_COLLECT:
                     f = (t % n_groups) * self.n_features // n_groups
                     self._build(nd, t // n_groups, f,
                                 (t % n_groups + 1) * self.n_features // n_groups - f,
                                 level.partition)
+                GBC_TRACE_TASK_END(GBC_TR_HIST_BUILD, t)
+        GBC_TRACE_REGION_END(GBC_TR_HIST_BUILD, self.n_features * (
+            n_rows if n_rows else level.nodes[0].stop - level.nodes[0].start))
 
     cdef void derive(self, const level_t* level) noexcept nogil:
         cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features
@@ -623,12 +631,14 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef const side_t* sib
         cdef intp_t f
         cdef int n_threads = self._threads_for(n_tasks * self.stride)
+        GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_OTHER, n_tasks * self.stride)
         for t in prange(n_tasks, schedule="static", num_threads=n_threads):
             s = t // self.n_features
             f = t % self.n_features
             nd = &level.nodes[s]
             if nd.plan != STATS_DERIVE:
                 continue
+            GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_DERIVE, t)
             h = self.hist + (s * self.n_features + f) * self.stride
             p = self.parents + (nd.parent * self.n_features + f) * self.stride
             sib = self.hist + (nd.sibling * self.n_features + f) * self.stride
@@ -636,6 +646,8 @@ cdef class HistogramSplitFinder(SplitFinder):
                 h[b].n = p[b].n - sib[b].n
                 h[b].w = p[b].w - sib[b].w
                 h[b].s = p[b].s - sib[b].s
+            GBC_TRACE_TASK_END(GBC_TR_HIST_DERIVE, t)
+        GBC_TRACE_REGION_END(GBC_TR_HIST_OTHER, n_tasks * self.stride)
 
     def level_statistics(self, intp_t n_nodes):
         """The histograms of the current level's first ``n_nodes`` nodes, as an
@@ -724,7 +736,9 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef candidate_t* c
         cdef candidate_t* top
         cdef int n_threads = self._threads_for(n_tasks * self.stride)
+        GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_SCAN, n_tasks * self.stride)
         for t in prange(n_tasks, schedule="static", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_SCAN, t)
             s = t // d
             f = t % d
             c = &self.cand[t]
@@ -733,6 +747,8 @@ cdef class HistogramSplitFinder(SplitFinder):
             if level.nodes[s].splittable and (
                     level.allowed == NULL or level.allowed[t]):
                 self._scan(level, s, f, c)
+            GBC_TRACE_TASK_END(GBC_TR_HIST_SCAN, t)
+        GBC_TRACE_REGION_END(GBC_TR_HIST_SCAN, n_tasks * self.stride)
         for s in range(level.n_nodes):
             top = NULL
             for f in range(d):

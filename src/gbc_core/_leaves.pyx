@@ -19,6 +19,7 @@ from ._common import NODE_DTYPE
 from ._common cimport (
     float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
 )
+from ._trace cimport *
 
 # Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
 # kernels read them as float64 (exact either way).
@@ -119,7 +120,9 @@ cdef int newton_sums(
                 p = prob[i]
                 denominator[j] += w * p * (1.0 - p)
         return 0
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
     for j in prange(n_nodes, schedule="dynamic", num_threads=n_threads):
+        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, j)
         num = numerator[j]
         den = denominator[j]
         for k in range(leaf_start[j], leaf_start[j + 1]):
@@ -133,6 +136,8 @@ cdef int newton_sums(
                 den = den + w * p * (1.0 - p)
         numerator[j] = num
         denominator[j] = den
+        GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, j)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
     free(leaf_start)
     return 0
 
@@ -158,12 +163,14 @@ cdef int _sort_rows_by_leaf(
     for i in range(n_blocks * n_nodes):
         offset[i] = 0
     # The rows of each leaf per block of rows, then where each (leaf, block) starts.
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
     for b in prange(n_blocks, schedule="static", num_threads=n_threads):
         start = n * b // n_blocks
         stop = n * (b + 1) // n_blocks
         for i in range(start, stop):
             if all_in or sample_mask[i]:
                 offset[b * n_nodes + leaf[i]] += 1
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
     for j in range(n_nodes):
         leaf_start[j] = pos
         for b in range(n_blocks):
@@ -171,6 +178,7 @@ cdef int _sort_rows_by_leaf(
             offset[b * n_nodes + j] = pos
             pos += count
     leaf_start[n_nodes] = pos
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
     for b in prange(n_blocks, schedule="static", num_threads=n_threads):
         start = n * b // n_blocks
         stop = n * (b + 1) // n_blocks
@@ -179,6 +187,7 @@ cdef int _sort_rows_by_leaf(
                 j = leaf[i]
                 rows_by_leaf[offset[b * n_nodes + j]] = <int32_t>i
                 offset[b * n_nodes + j] += 1
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
     free(offset)
     return 0
 
@@ -826,7 +835,9 @@ def boosting_update(
         with nogil:
             if n_chunks < 4:  # too short to pay for a parallel region
                 n_threads = 1
+            GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
                 start = c * CHUNK
                 stop = min(start + CHUNK, n)
                 chunk_loss = 0.0
@@ -848,6 +859,8 @@ def boosting_update(
                         chunk_weight = chunk_weight + w
                 partial[2 * c] = chunk_loss
                 partial[2 * c + 1] = chunk_weight
+                GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
+            GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
     finally:
         free(step)
@@ -1052,10 +1065,12 @@ def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_thread
                 out[i, 1] = p
                 out[i, 0] = 1.0 - p
         else:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
             for i in prange(n, schedule="static", num_threads=n_threads):
                 p = expit(raw[i])
                 out[i, 1] = p
                 out[i, 0] = 1.0 - p
+            GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
 # --------------------------------------------------------------- multinomial
@@ -1119,7 +1134,9 @@ def multinomial_state(
         with nogil:
             if n < 200000:  # too short to pay for a parallel region
                 n_threads = 1
+            GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
                 start = c * CHUNK
                 stop = min(start + CHUNK, n)
                 chunk_loss = 0.0
@@ -1134,6 +1151,8 @@ def multinomial_state(
                         chunk_weight = chunk_weight + w
                 partial[2 * c] = chunk_loss
                 partial[2 * c + 1] = chunk_weight
+                GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
+            GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
     finally:
         free(partial)
@@ -1191,8 +1210,10 @@ def multinomial_tree_update(
         with nogil:
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1
+            GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
             for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
                 raw[i] = raw[i] + sums[leaf_of_row[i]]
+            GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
     finally:
         free(sums)
 
@@ -1204,6 +1225,7 @@ def softmax(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads):
     with nogil:
         if n < 200000:
             n_threads = 1
+        GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
         for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
             top = raw[i, 0]
             for k in range(1, n_classes):
@@ -1216,6 +1238,7 @@ def softmax(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads):
                 total = total + e
             for k in range(n_classes):
                 out[i, k] = out[i, k] / total
+        GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
 def multinomial_log_loss(const int32_t[::1] y, const float64_t[:, ::1] raw,

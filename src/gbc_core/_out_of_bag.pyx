@@ -9,6 +9,7 @@ from cython.parallel cimport prange
 from ._common cimport float32_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t
 from ._rows cimport value_goes_left, code_in_set
 from ._categorical cimport CAT_WORDS
+from ._trace cimport *
 
 cdef enum:
     # Below this many rows the routing runs on one thread.
@@ -77,6 +78,7 @@ cdef class OutOfBagRouter:
         cdef intp_t i
         cdef int32_t node
         cdef int n_threads = self.n_threads if self.n_samples >= MIN_PARALLEL_ROWS else 1
+        GBC_TRACE_REGION_BEGIN(GBC_TR_OUT_OF_BAG, self.n_samples)
         for i in prange(self.n_samples, schedule="static", num_threads=n_threads):
             if sample_mask[i]:
                 continue
@@ -87,3 +89,4 @@ cdef class OutOfBagRouter:
                 else:
                     node = nodes[node].right
             node_of_row[i] = node
+        GBC_TRACE_REGION_END(GBC_TR_OUT_OF_BAG, self.n_samples)

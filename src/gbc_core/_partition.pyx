@@ -28,6 +28,7 @@ from ._rows cimport (
 from ._split_finder cimport SplitFinder, level_node_t, split_t
 from ._choice cimport missing_left
 from ._categorical cimport CAT_WORDS
+from ._trace cimport *
 
 cdef enum:
     # The sums of a child's rows are added per block of CHUNK consecutive row
@@ -156,8 +157,10 @@ cdef class RowPartition:
         cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
         cdef int32_t* rows = self.rows
         cdef node_sums_t local
+        GBC_TRACE_REGION_BEGIN(GBC_TR_PARTITION, n)
         for i in prange(n, schedule="static", num_threads=n_threads):
             rows[i] = <int32_t>i
+        GBC_TRACE_REGION_END(GBC_TR_PARTITION, n)
         sums_zero(&local)
         for i in range(n):
             sums_add_row(&local, row_stats, residual, i)
@@ -202,8 +205,12 @@ cdef class RowPartition:
         n_blocks = self._cut_blocks(lv)
         n_threads = self.n_threads if n_rows >= MIN_PARALLEL_ROWS else 1
         if leaves:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_PARTITION, n_rows)
             for c in prange(n_blocks, schedule="dynamic", num_threads=n_threads):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_LABEL, c)
                 self._label_block(lv, &self.blocks[c])
+                GBC_TRACE_TASK_END(GBC_TR_PART_LABEL, c)
+            GBC_TRACE_REGION_END(GBC_TR_PARTITION, n_rows)
             return
         if (n_threads > 1 and 2 * lv.n_split <= NARROW_CHILDREN
                 and self.chunk_sums != NULL):
@@ -246,17 +253,25 @@ cdef class RowPartition:
         hand-over between threads: on a machine busy with other work, a wait for
         the scheduler)."""
         cdef intp_t c
+        GBC_TRACE_REGION_BEGIN(GBC_TR_PARTITION, n_blocks * BLOCK)
         with parallel(num_threads=n_threads):
             for c in prange(n_blocks, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_BLOCK, c)
                 self._split_block(lv, &self.blocks[c])
+                GBC_TRACE_TASK_END(GBC_TR_PART_BLOCK, c)
             omp_barrier()  # every block split before the children's ranges
             for c in prange(2 * lv.n_split, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_CHILD, c)
                 self._child_range(lv, c, &lv.children[c])
                 self._finish_child(c, &lv.children[c], &lv.sums[c], row_stats,
                                    residual, with_sums)
+                GBC_TRACE_TASK_END(GBC_TR_PART_CHILD, c)
             omp_barrier()  # every row in place before the finder reads them
             for c in prange(n_blocks, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_TELL, c)
                 self._tell_finder(&self.blocks[c])
+                GBC_TRACE_TASK_END(GBC_TR_PART_TELL, c)
+        GBC_TRACE_REGION_END(GBC_TR_PARTITION, n_blocks * BLOCK)
 
     cdef void _split_narrow(self, const level_split_t* lv, intp_t n_blocks,
                             const row_stat_t* row_stats, const float64_t* residual,
@@ -271,9 +286,13 @@ cdef class RowPartition:
         cdef intp_t n_chunks = self.n_chunks
         cdef intp_t n_tasks = (n_chunks + CHUNKS_PER_TASK - 1) // CHUNKS_PER_TASK
         cdef block_t* blk
+        GBC_TRACE_REGION_BEGIN(GBC_TR_PARTITION, n_blocks * BLOCK)
         with parallel(num_threads=n_threads):
             for b in prange(n_blocks, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_BLOCK, b)
                 self._split_block(lv, &self.blocks[b])
+                GBC_TRACE_TASK_END(GBC_TR_PART_BLOCK, b)
+        GBC_TRACE_REGION_END(GBC_TR_PARTITION, n_blocks * BLOCK)
         for c in range(2 * n_split):
             self._child_range(lv, c, &lv.children[c])
         for j in range(n_split):
@@ -287,16 +306,24 @@ cdef class RowPartition:
                 right_pos += blk.stop - blk.start - blk.n_left
         if with_sums:
             memset(self.chunk_present, 0, 2 * n_split * n_chunks * sizeof(uint8_t))
+        GBC_TRACE_REGION_BEGIN(GBC_TR_PARTITION, n_blocks * BLOCK)
         with parallel(num_threads=n_threads):
             for t in prange(2 * n_blocks, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_PLACE, t)
                 self._place_rows(&self.blocks[t // 2], t % 2)
+                GBC_TRACE_TASK_END(GBC_TR_PART_PLACE, t)
             omp_barrier()  # every row in place before the finder and the sums read them
             for b in prange(n_blocks, schedule="dynamic"):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_PART_TELL, b)
                 self._tell_finder(&self.blocks[b])
+                GBC_TRACE_TASK_END(GBC_TR_PART_TELL, b)
             if with_sums:
                 for t in prange(2 * n_split * n_tasks, schedule="dynamic"):
+                    GBC_TRACE_TASK_BEGIN(GBC_TR_PART_SUMS, t)
                     self._sum_chunks(&lv.children[t // n_tasks], t // n_tasks,
                                      t % n_tasks, row_stats, residual)
+                    GBC_TRACE_TASK_END(GBC_TR_PART_SUMS, t)
+        GBC_TRACE_REGION_END(GBC_TR_PARTITION, n_blocks * BLOCK)
         for c in range(2 * n_split):
             sums_zero(&lv.sums[c])
             if not with_sums:

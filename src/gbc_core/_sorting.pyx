@@ -4,6 +4,7 @@ cimport cython
 from cython.parallel cimport prange, threadid
 from libc.math cimport signbit
 from libc.string cimport memset
+from ._trace cimport *
 
 import numpy as np
 
@@ -127,10 +128,14 @@ def presort_features(
     cdef uint32_t[:, :, ::1] keys = keys_arr
     cdef int32_t[:, ::1] idx = idx_arr
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_SORTING, n * d)
         for f in prange(d, schedule="static", num_threads=n_sorting):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_SORTING, f)
             tid = threadid()
             n_nonmissing[f] = _sort_column(&X[0, f], n, &order[f, 0], &keys[tid, 0, 0],
                                            &keys[tid, 1, 0], &idx[tid, 0])
+            GBC_TRACE_TASK_END(GBC_TR_SORTING, f)
+        GBC_TRACE_REGION_END(GBC_TR_SORTING, n * d)
 
 
 ctypedef fused label_value_t:

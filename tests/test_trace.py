@@ -1,0 +1,50 @@
+"""The trace of the parallel regions (``_trace.h``): absent from a normal build,
+recording a fit's regions and tasks in a build with ``GBC_CORE_TRACE=1`` (the
+measuring build of benchmarks/scaling_model.py)."""
+
+import numpy as np
+import pytest
+
+from gbc_core import GradientBoostingClassifier, _openmp
+
+
+def test_a_normal_build_has_no_trace_and_says_how_to_get_one():
+    if _openmp.trace_compiled():
+        pytest.skip("a traced build (GBC_CORE_TRACE=1)")
+    assert _openmp._trace_capsule is None
+    with pytest.raises(RuntimeError, match="GBC_CORE_TRACE=1"):
+        _openmp.trace_start()
+    with pytest.raises(RuntimeError, match="GBC_CORE_TRACE=1"):
+        _openmp.trace_stop()
+
+
+@pytest.mark.parametrize("split_method", ["exact", "hist"])
+def test_a_traced_build_records_every_tree_its_regions_and_tasks(split_method):
+    if not _openmp.trace_compiled():
+        pytest.skip("a normal build (no GBC_CORE_TRACE)")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=4, max_depth=2,
+                                       split_method=split_method, n_jobs=2)
+    _openmp.trace_start(capacity=100_000)
+    model.fit(X, y)
+    events, dropped = _openmp.trace_stop()
+    assert dropped == 0
+    assert events.dtype == _openmp.TRACE_DTYPE
+    assert np.all(events["t1"] >= events["t0"])
+    assert np.all(np.diff(events["t0"]) >= 0)
+    regions = events[events["kind"] == 1]
+    assert np.count_nonzero(regions["id"] == 1) == 4  # one per tree
+    scan = 8 if split_method == "exact" else 6
+    assert np.any(regions["id"] == scan)
+    tasks = events[events["kind"] == 0]
+    assert len(tasks) > 0
+    # Every task lies inside a region of its thread's fit.
+    for t in tasks[:200]:
+        assert np.any((regions["t0"] <= t["t0"]) & (t["t1"] <= regions["t1"]))
+    # Nothing is recorded once stopped.
+    model.fit(X, y)
+    _openmp.trace_start(capacity=10)
+    events, dropped = _openmp.trace_stop()
+    assert len(events) == 0 and dropped == 0
