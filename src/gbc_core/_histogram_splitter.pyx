@@ -669,7 +669,11 @@ cdef class HistogramSplitFinder(SplitFinder):
 
     cdef void _scan(self, const level_t* level, intp_t s, intp_t f,
                     candidate_t* c) noexcept nogil:
-        """The best split of node ``s`` on feature ``f``, bins in increasing order."""
+        """The best split of node ``s`` on feature ``f``, bins in increasing order.
+        A categorical feature (``_scan_categorical``) and a feature with a monotonic
+        constraint (``_scan_ordered``) are scanned by methods of their own, so that
+        this loop, every unconstrained numeric feature's, compiles as it did before
+        them."""
         cdef const side_t* h = self.hist + (s * self.n_features + f) * self.stride
         cdef const side_t* total = &level.nodes[s].total
         cdef const side_t* miss = &h[self.missing]
@@ -680,50 +684,80 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef float64_t mwl = level.min_weight_leaf
         cdef uint8_t criterion = level.criterion
         cdef const grid_t* grid = &level.grid
-        # The feature's monotonic constraint, read once: its candidates go through
-        # ``_offer_ordered``; the other features' scan is unchanged.
-        cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
-        acc.n = 0
-        acc.w = 0.0
-        acc.s = 0.0
         c.proxy = -INFINITY
         c.all_left = 0
         c.categorical = 0
         if level.categorical != NULL and level.categorical[f]:
-            # Bin b holds category code b (_categorical.pxd).
-            if categorical_scan(h, nb, miss, total, &c.proxy, &c.left, False, msl, mwl,
-                                criterion, grid, c.cat_bits, &c.missing_go_left):
-                c.categorical = 1
-                c.bin = 0
-            c.feature = <int32_t>f if c.proxy > -INFINITY else -1
+            self._scan_categorical(level, s, f, c)
             return
-        if monotonic == 0:
-            for b in range(nb):
-                if h[b].n == 0:
-                    continue
-                # As the exact search: no split between values closer than
-                # FEATURE_THRESHOLD (float32 arithmetic).
-                if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                    _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
-                           criterion, grid)
-                _side_add(&acc, &h[b])
-                last = <int>b
-        else:
-            # The same scan, its candidates kept only if their children are ordered.
-            for b in range(nb):
-                if h[b].n == 0:
-                    continue
-                if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
-                    _offer_ordered(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl,
-                                   mwl, criterion, grid, monotonic)
-                _side_add(&acc, &h[b])
-                last = <int>b
+        if level.monotonic != NULL and level.monotonic[f] != 0:
+            self._scan_ordered(level, s, f, c, level.monotonic[f])
+            return
+        acc.n = 0
+        acc.w = 0.0
+        acc.s = 0.0
+        for b in range(nb):
+            if h[b].n == 0:
+                continue
+            # As the exact search: no split between values closer than
+            # FEATURE_THRESHOLD (float32 arithmetic).
+            if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
+                _offer(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl, mwl,
+                       criterion, grid)
+            _side_add(&acc, &h[b])
+            last = <int>b
         if miss.n > 0 and acc.n > 0:
             # Every non-missing value left, every missing value right.
-            if (consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid)
-                    if monotonic == 0 else
-                    consider_ordered(&c.proxy, &c.left, False, total, &acc, msl, mwl,
-                                     criterion, grid, monotonic)):
+            if consider(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion, grid):
+                c.left = acc
+                c.bin = <uint8_t>(nb - 1)
+                c.missing_go_left = MISSING_RIGHT
+                c.all_left = 1
+        c.feature = <int32_t>f if c.proxy > -INFINITY else -1
+
+    cdef void _scan_categorical(self, const level_t* level, intp_t s, intp_t f,
+                                candidate_t* c) noexcept nogil:
+        """``_scan`` of a categorical feature: bin b holds category code b
+        (``categorical_scan`` of _categorical.pxd)."""
+        cdef const side_t* h = self.hist + (s * self.n_features + f) * self.stride
+        if categorical_scan(h, self.n_bins[f], &h[self.missing], &level.nodes[s].total,
+                            &c.proxy, &c.left, False, level.min_samples_leaf,
+                            level.min_weight_leaf, level.criterion, &level.grid,
+                            c.cat_bits, &c.missing_go_left):
+            c.categorical = 1
+            c.bin = 0
+        c.feature = <int32_t>f if c.proxy > -INFINITY else -1
+
+    cdef void _scan_ordered(self, const level_t* level, intp_t s, intp_t f,
+                            candidate_t* c, signed char monotonic) noexcept nogil:
+        """``_scan`` of a feature with a monotonic constraint (``monotonic``, -1 or
+        +1): the same candidates, each kept only if its children are in the
+        constraint's order (``_offer_ordered``, ``consider_ordered``)."""
+        cdef const side_t* h = self.hist + (s * self.n_features + f) * self.stride
+        cdef const side_t* total = &level.nodes[s].total
+        cdef const side_t* miss = &h[self.missing]
+        cdef side_t acc
+        cdef intp_t b, nb = self.n_bins[f]
+        cdef int last = -1
+        cdef int64_t msl = level.min_samples_leaf
+        cdef float64_t mwl = level.min_weight_leaf
+        cdef uint8_t criterion = level.criterion
+        cdef const grid_t* grid = &level.grid
+        acc.n = 0
+        acc.w = 0.0
+        acc.s = 0.0
+        for b in range(nb):
+            if h[b].n == 0:
+                continue
+            if acc.n > 0 and self.bin_lo[f, b] > self.bin_hi[f, last] + FEATURE_THRESHOLD:
+                _offer_ordered(c, total, &acc, miss, <uint8_t>last, <uint8_t>b, msl,
+                               mwl, criterion, grid, monotonic)
+            _side_add(&acc, &h[b])
+            last = <int>b
+        if miss.n > 0 and acc.n > 0:
+            # Every non-missing value left, every missing value right.
+            if consider_ordered(&c.proxy, &c.left, False, total, &acc, msl, mwl, criterion,
+                                grid, monotonic):
                 c.left = acc
                 c.bin = <uint8_t>(nb - 1)
                 c.missing_go_left = MISSING_RIGHT
