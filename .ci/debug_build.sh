@@ -6,7 +6,10 @@
 # out-of-bounds index in a kernel then raises IndexError (or, inside a `noexcept`
 # nogil function, reports it through sys.unraisablehook, which pytest turns into an
 # error with -W error::pytest.PytestUnraisableExceptionWarning) instead of silently
-# reading or corrupting memory.
+# reading or corrupting memory. The same build has the trace of the parallel
+# regions compiled in (GBC_CORE_TRACE=1, src/gbc_core/_trace.h: the measuring build
+# of benchmarks/scaling_model.py), so that tests/test_trace.py's traced-build tests
+# run here, with bounds checks, and the normal build's in the README's test command.
 #
 # Usage: bash .ci/debug_build.sh [extra pytest args]   (from anywhere; needs a C compiler)
 # Uses the active Python (${PYTHON:-python}) and its installed test dependencies
@@ -34,9 +37,9 @@ START=$SECONDS
 # in-place build.
 copy_source_tree "$ROOT" "$WORK/src"
 
-echo ">>> debug build: GBC_CORE_DEBUG=1 pip wheel"
+echo ">>> debug build: GBC_CORE_DEBUG=1 GBC_CORE_TRACE=1 pip wheel"
 # pip builds a local directory in place, so the generated C stays in $WORK/src.
-GBC_CORE_DEBUG=1 "$PY" -m pip wheel --disable-pip-version-check --progress-bar off \
+GBC_CORE_DEBUG=1 GBC_CORE_TRACE=1 "$PY" -m pip wheel --disable-pip-version-check --progress-bar off \
     --no-deps --wheel-dir "$WORK/dist" "$WORK/src" >"$WORK/build.log" 2>&1 \
     || { tail -n 60 "$WORK/build.log"; echo "debug build: the build failed"; exit 1; }
 WHEEL="$(ls "$WORK"/dist/*.whl)"
@@ -70,6 +73,8 @@ import gbc_core
 site = os.path.realpath(sys.argv[1])
 where = os.path.realpath(gbc_core.__file__)
 assert where.startswith(site + os.sep), f"imported {where}, not the debug build in {site}"
+from gbc_core import _openmp
+assert _openmp.trace_compiled(), "GBC_CORE_TRACE=1 had no effect: test_trace.py would skip"
 X = np.linspace(-1, 1, 40)[:, None]
 y = (X[:, 0] > 0).astype(int)
 model = gbc_core.GradientBoostingClassifier(n_estimators=2, max_depth=1).fit(X, y)
