@@ -20,7 +20,9 @@
 # What runs: tests/ minus test_cli.py, test_dask.py, test_tabular.py and
 # test_input_rules.py (file formats, subprocesses and a Dask cluster: Python code,
 # and minutes of run time) and test_build_config.py (it reads setup.py, which a
-# wheel has not),
+# wheel has not), the suites of Python-level code that the README's test command runs
+# (scikit-learn's estimator checks, plots, ONNX and scikit-learn export, metrics and
+# scorers, the command line's subprocesses),
 # minus the scikit-learn agreement tests on the bundled HIGGS sample (a minute of
 # debug kernels; the same comparisons run on generated data) and minus the tests
 # marked `slow` (timing-sensitive or long loops: a debug kernel is several times
@@ -103,5 +105,9 @@ echo ">>> debug build: pytest (bounds checks on)"
 "$PY" -m pytest -q -p no:cacheprovider -m "not slow" -k "not higgs" \
     -W error::pytest.PytestUnraisableExceptionWarning \
     --ignore=tests/test_cli.py --ignore=tests/test_dask.py --ignore=tests/test_tabular.py \
-    --ignore=tests/test_input_rules.py --ignore=tests/test_build_config.py "$@" tests
+    --ignore=tests/test_input_rules.py --ignore=tests/test_build_config.py \
+    --ignore=tests/test_estimator_checks.py --ignore=tests/test_plotting.py \
+    --ignore=tests/test_onnx.py --ignore=tests/test_sklearn_io.py --ignore=tests/test_scoring.py \
+    --ignore=tests/test_multiclass_cli.py --ignore=tests/test_contributions_cli.py \
+    --ignore=tests/test_batch_surface.py "$@" tests
 echo "debug build: passed ($((SECONDS - START)) s)"
