@@ -445,3 +445,80 @@ def test_prediction_kernel_against_naive_traversal():
         categorical_leaves(nodes, offsets, table[:1], categorical, X)
     with pytest.raises(ValueError, match="categorical must hold 3 booleans"):
         categorical_leaves(nodes, offsets, table, [True], X)
+
+
+def _categorical_ensemble(n_outputs=1):
+    """Trees grown by both finders on categorical data, their sets in one table,
+    as an Ensemble of 4 trees (n_outputs 1 or 2), with the rows and the trees."""
+    from gbc_core import Ensemble
+
+    X, r, w = _tree_data(9)
+    categorical = np.array([True, True, False])
+    trees, tables, shift = [], [], 0
+    for finder in _finders(X):
+        for depth in (3, 5):
+            nodes, bits, _ = _grow(finder, X, r, w, None, categorical, max_depth=depth)
+            split_cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
+            nodes["threshold"][split_cat] += shift
+            nodes["threshold32"][split_cat] += shift
+            trees.append(nodes)
+            tables.append(bits)
+            shift += bits.shape[0]
+    table = np.concatenate(tables)
+    ensemble = Ensemble.from_trees(trees, n_outputs=n_outputs, init_raw=[0.25] * n_outputs,
+                                   learning_rate=0.3, n_features=3, categorical=categorical,
+                                   category_sets=table)
+    return ensemble, X, trees, table, categorical
+
+
+@pytest.mark.parametrize("n_outputs", [1, 2])
+def test_ensemble_scores_by_the_sets(n_outputs):
+    """Ensemble.predict_raw, staged_predict_raw and apply of a model with categorical
+    splits against the naive traversal: the leaves' eta * gamma added in tree order."""
+    ensemble, X, trees, table, categorical = _categorical_ensemble(n_outputs)
+    X = X.copy()
+    X[:40, 1] = 57        # a code never seen: the missing side
+    leaves = np.column_stack([naive_leaves(t, table, categorical, X) for t in trees])
+    want = np.full((X.shape[0], n_outputs), 0.25)
+    staged = []
+    for t, tree in enumerate(trees):
+        want[:, t % n_outputs] += 0.3 * tree["value"][leaves[:, t]]
+        if t % n_outputs == n_outputs - 1:
+            staged.append(want.copy())
+    for n_jobs in (1, 2):
+        got = ensemble.predict_raw(X, n_jobs=n_jobs)
+        assert got.tobytes() == want.tobytes()
+    for a, b in zip(ensemble.staged_predict_raw(X), staged, strict=True):
+        assert a.tobytes() == b.tobytes()
+    np.testing.assert_array_equal(ensemble.apply(X).reshape(X.shape[0], -1), leaves)
+    first = ensemble.predict_raw(X, iterations=1)
+    np.testing.assert_array_equal(first, staged[0])
+    assert ensemble.categorical.tolist() == [True, True, False]
+    assert ensemble.category_sets.shape == table.shape
+    import pickle
+
+    again = pickle.loads(pickle.dumps(ensemble))
+    assert again.predict_raw(X).tobytes() == want.tobytes()
+    assert ensemble.tree(0).feature.shape == trees[0]["feature"].shape
+    with pytest.raises(ValueError, match="scikit-learn's tree_ cannot express"):
+        ensemble.tree(0).tree_
+
+
+def test_ensemble_refuses_bad_categorical_tables():
+    from gbc_core import Ensemble
+
+    ensemble, X, trees, table, categorical = _categorical_ensemble()
+    args = dict(n_outputs=1, init_raw=[0.0], learning_rate=0.3, n_features=3)
+    with pytest.raises(ValueError, match="must name a row of the 1 category sets"):
+        Ensemble.from_trees(trees, **args, categorical=categorical, category_sets=table[:1])
+    with pytest.raises(ValueError, match="one boolean per feature"):
+        Ensemble.from_trees(trees, **args, categorical=[True], category_sets=table)
+    with pytest.raises(ValueError, match="without categorical features"):
+        Ensemble.from_trees(trees, **args, category_sets=table)
+    with pytest.raises(ValueError, match=r"uint32 array of shape \(n_sets, 8\)"):
+        Ensemble.from_trees(trees, **args, categorical=categorical,
+                            category_sets=table.astype(np.float64))
+    import scipy.sparse
+
+    with pytest.raises(ValueError, match="dense X only"):
+        ensemble.predict_raw(scipy.sparse.csr_matrix(np.nan_to_num(X)))

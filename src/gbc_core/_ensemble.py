@@ -21,7 +21,7 @@ import numpy as np
 
 from ._common import NODE_DTYPE
 from ._params import effective_n_threads
-from ._predictor import Predictor
+from ._predictor import Predictor, categorical_leaves
 from ._treeshap import TreeShap
 from ._validation import (
     MAX_FEATURES,
@@ -182,6 +182,75 @@ def _node_array(nodes):
     return out
 
 
+#: Words of a category set: 256 codes, bit c of word c // 32 (``_categorical.pxd``).
+CATEGORY_SET_WORDS = 8
+#: Most category codes of a categorical feature (0 .. 255).
+MAX_CATEGORY_CODES = 32 * CATEGORY_SET_WORDS
+
+
+def check_categorical(nodes, offsets, n_features, categorical, category_sets):
+    """The categorical features and category sets of an ensemble, checked.
+
+    Parameters
+    ----------
+    nodes : NODE_DTYPE array (valid trees, ``validate_trees``)
+    offsets : int64 array of shape (n_trees + 1,)
+    n_features : int
+    categorical : array-like of bool of shape (n_features,), or None
+        The features whose splits send a set of category codes left.
+    category_sets : array-like of uint32 of shape (n_sets, 8), or None
+        The sets: a node on a categorical feature sends left the codes c whose bit
+        (bit c % 32 of word c // 32) is set in row ``threshold`` of this table.
+
+    Returns
+    -------
+    (categorical, category_sets) : (bool ndarray, uint32 ndarray) or (None, None)
+        Read-only copies; (None, None) for a model without categorical features.
+
+    Raises
+    ------
+    ValueError
+        Naming the first problem: a mask of the wrong shape, sets without a mask, a
+        categorical node whose threshold is not a row of the table.
+    """
+    if categorical is None:
+        if category_sets is not None and np.asarray(category_sets).size:
+            raise ValueError("category_sets were given without categorical features")
+        return None, None
+    mask = np.asarray(categorical)
+    if mask.dtype != np.bool_ and not (mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all()):
+        raise ValueError(f"categorical must be booleans, one per feature, got dtype {mask.dtype}")
+    mask = np.array(mask, dtype=bool).reshape(-1) if mask.ndim <= 1 else mask
+    if mask.shape != (n_features,):
+        raise ValueError(f"categorical must hold one boolean per feature ({n_features}), "
+                         f"got shape {np.shape(categorical)}")
+    if not mask.any():
+        if category_sets is not None and np.asarray(category_sets).size:
+            raise ValueError("category_sets were given, but no feature is categorical")
+        return None, None
+    sets = np.zeros((0, CATEGORY_SET_WORDS), np.uint32) if category_sets is None else \
+        np.asarray(category_sets)
+    if sets.ndim != 2 or sets.shape[1] != CATEGORY_SET_WORDS or not (
+            sets.dtype == np.uint32 or (sets.dtype.kind in "iu" and sets.size == 0)):
+        raise ValueError(f"category_sets must be a uint32 array of shape (n_sets, "
+                         f"{CATEGORY_SET_WORDS}), got {sets.dtype} of shape {sets.shape}")
+    sets = np.array(sets, dtype=np.uint32)
+    feature = nodes["feature"].astype(np.int64)
+    on_category = (feature >= 0) & mask[np.maximum(feature, 0)]
+    row = nodes["threshold"][on_category]
+    bad = ~((row >= 0) & (row < sets.shape[0]) & (row == np.floor(row)))
+    if bad.any():
+        i = int(np.flatnonzero(on_category)[_first(bad)])
+        t = int(np.searchsorted(offsets, i, side="right")) - 1
+        raise ValueError(
+            f"tree {t}, node {i - int(offsets[t])}: a split on categorical feature "
+            f"{int(feature[i])} must name a row of the {sets.shape[0]} category sets by "
+            f"its threshold, got {float(nodes['threshold'][i])!r}")
+    mask.flags.writeable = False
+    sets.flags.writeable = False
+    return mask, sets
+
+
 def raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate):
     """The largest abs(F_k(x)) over every x, per output: abs(init_raw[k]) + the sum over
     the trees of output k of learning_rate x their largest |leaf value|."""
@@ -311,6 +380,10 @@ class Tree:
     params : dict, optional
         The hyper-parameters of the fit (``Booster.params``): the tree offers those
         scikit-learn's trees hold (see below) as attributes.
+    categorical : array-like of bool of shape (n_features,), optional
+        The model's categorical features: a split on one sends a set of category
+        codes left (its threshold names the set, see :class:`Ensemble`), which
+        scikit-learn's ``tree_`` cannot express.
 
     Attributes
     ----------
@@ -349,10 +422,11 @@ class Tree:
     ([0, -2, -2], 1, 1)
     """
 
-    def __init__(self, nodes, *, n_features=None, params=None):
+    def __init__(self, nodes, *, n_features=None, params=None, categorical=None):
         self.nodes = _node_array(nodes)
         self.nodes.flags.writeable = False
         self._n_features = n_features
+        self._categorical = None if categorical is None else np.asarray(categorical, bool)
         self._params = {name: params[name] for name in _TREE_PARAMS
                         if params is not None and name in params}
 
@@ -374,6 +448,14 @@ class Tree:
     @functools.cached_property
     def tree_(self):
         """The tree as scikit-learn's ``tree_`` (see the class's Attributes)."""
+        if self._categorical is not None:
+            feature = self.nodes["feature"]
+            on_category = (feature >= 0) & self._categorical[np.maximum(feature, 0)]
+            if on_category.any():
+                raise ValueError(
+                    f"node {_first(on_category)} splits categorical feature "
+                    f"{int(feature[_first(on_category)])} by a set of categories, which "
+                    "scikit-learn's tree_ cannot express")
         return _SklearnTreeArrays(self.nodes, self._n_features)
 
     max_depth = property(lambda self: int(self.nodes["depth"].max()), doc="depth")
@@ -406,12 +488,20 @@ class Ensemble:
         eta > 0.
     n_features : int
         Features of a row, 1 to 2**24 (``MAX_FEATURES``); the trees may use fewer.
+    categorical : array-like of bool of shape (n_features,), optional
+        The categorical features: their values are category codes (0, 1, ...; NaN
+        missing), and a split on one sends a set of codes left.
+    category_sets : uint32 array of shape (n_sets, 8), optional
+        The sets of the categorical splits: a node on a categorical feature sends
+        left the codes c with bit c % 32 of word c // 32 set in row ``threshold``
+        of this table; NaN, and a value that is no code in [0, 256), goes where
+        the node sends missing values.
 
     Raises
     ------
     ValueError
-        For trees that are not valid (see :func:`validate_trees`) or raw scores
-        that could overflow.
+        For trees that are not valid (see :func:`validate_trees`), raw scores
+        that could overflow, or categorical splits whose sets are not in the table.
 
     Examples
     --------
@@ -426,7 +516,7 @@ class Ensemble:
     """
 
     def __init__(self, nodes, tree_offsets, *, n_outputs, init_raw, learning_rate,
-                 n_features):
+                 n_features, categorical=None, category_sets=None):
         nodes = _node_array(nodes)  # a copy of its own
         offsets = np.array(tree_offsets, dtype=np.int64)
         init_raw = np.array(init_raw, dtype=np.float64).reshape(-1)
@@ -446,6 +536,8 @@ class Ensemble:
         if (offsets.shape[0] - 1) % n_outputs:
             raise ValueError(f"{offsets.shape[0] - 1} trees are not whole iterations of "
                              f"{n_outputs} outputs")
+        categorical, category_sets = check_categorical(nodes, offsets, n_features,
+                                                       categorical, category_sets)
         bound = raw_score_bound(nodes, offsets, n_outputs, init_raw, learning_rate)
         if not (bound <= RAW_SCORE_LIMIT).all():
             raise ValueError(
@@ -460,10 +552,13 @@ class Ensemble:
         self._init_raw = init_raw
         self._learning_rate = learning_rate
         self._n_features = n_features
+        self._categorical = categorical
+        self._category_sets = category_sets
         self._predictor = Predictor(nodes, offsets, learning_rate, n_features, n_outputs)
 
     @classmethod
-    def from_trees(cls, trees, *, n_outputs, init_raw, learning_rate, n_features):
+    def from_trees(cls, trees, *, n_outputs, init_raw, learning_rate, n_features,
+                   categorical=None, category_sets=None):
         """An ensemble of a list of trees (node arrays) in iteration order.
 
         Parameters
@@ -478,6 +573,9 @@ class Ensemble:
             eta > 0.
         n_features : int
             Features of a row.
+        categorical, category_sets : optional
+            As for :class:`Ensemble` (the sets' rows as the trees' thresholds name
+            them).
 
         Returns
         -------
@@ -510,7 +608,8 @@ class Ensemble:
             for name in NODE_DTYPE.names:
                 nodes[name] = np.concatenate([t[name] for t in trees])
         return cls(nodes, offsets, n_outputs=n_outputs, init_raw=init_raw,
-                   learning_rate=learning_rate, n_features=n_features)
+                   learning_rate=learning_rate, n_features=n_features,
+                   categorical=categorical, category_sets=category_sets)
 
     # -------------------------------------------------------------- structure
     nodes = property(lambda self: self._nodes,
@@ -520,6 +619,12 @@ class Ensemble:
     init_raw = property(lambda self: self._init_raw, doc="F0 of each output (read-only)")
     learning_rate = property(lambda self: self._learning_rate, doc="eta")
     n_features = property(lambda self: self._n_features, doc="features of a row")
+    categorical = property(
+        lambda self: self._categorical,
+        doc="bool array: the categorical features (read-only); None when there are none")
+    category_sets = property(
+        lambda self: self._category_sets,
+        doc="uint32 array (n_sets, 8): the categorical splits' sets (read-only), or None")
     n_trees = property(lambda self: self._offsets.shape[0] - 1, doc="number of trees")
     n_iterations = property(lambda self: (self._offsets.shape[0] - 1) // self._n_outputs,
                             doc="boosting iterations (trees per output)")
@@ -573,7 +678,8 @@ class Ensemble:
         >>> ensemble.tree(-1).node_count
         3
         """
-        return Tree(self.tree_nodes(iteration, output), n_features=self._n_features)
+        return Tree(self.tree_nodes(iteration, output), n_features=self._n_features,
+                    categorical=self._categorical)
 
     def trees(self):
         """Every tree's nodes (copies), in iteration order (K per iteration).
@@ -628,7 +734,39 @@ class Ensemble:
         if Xa.shape[1] != self._n_features:
             raise ValueError(f"X has {Xa.shape[1]} features, but the model expects "
                              f"{self._n_features}")
+        if self._categorical is not None and is_sparse_matrix(Xa):
+            raise ValueError(
+                "a model with categorical features (columns "
+                f"{np.flatnonzero(self._categorical).tolist()}) scores dense X only; got a "
+                "sparse matrix (convert it with .toarray())")
         return Xa
+
+    def _categorical_leaves(self, Xa, tree_start, tree_stop, n_threads):
+        """The leaf of every row in trees ``tree_start .. tree_stop-1`` of a model
+        with categorical splits (``_predictor.categorical_leaves``), (n_samples,
+        tree_stop - tree_start) tree-relative node indices."""
+        first, last = self._offsets[tree_start], self._offsets[tree_stop]
+        return categorical_leaves(self._nodes[first:last],
+                                  self._offsets[tree_start:tree_stop + 1] - first,
+                                  self._category_sets, self._categorical, Xa, n_threads)
+
+    def _add_raw(self, Xa, out, iteration_start, iteration_stop, n_threads):
+        """Add iterations ``iteration_start .. iteration_stop-1`` to ``out``: each
+        tree's ``learning_rate * value`` of the row's leaf in tree order, as a fit
+        adds them (the numeric models' kernel, or the categorical one)."""
+        if self._categorical is None:
+            add_raw_to(self._predictor, Xa, out, iteration_start, iteration_stop, n_threads)
+            return
+        if is_sparse_matrix(Xa):
+            raise ValueError("a model with categorical features scores dense X only")
+        k = self._n_outputs
+        start, stop = iteration_start * k, iteration_stop * k
+        if stop <= start or Xa.shape[0] == 0:
+            return
+        leaves = self._categorical_leaves(Xa, start, stop, n_threads)
+        values = self._nodes["value"]
+        for t in range(start, stop):
+            out[:, t % k] += self._learning_rate * values[self._offsets[t] + leaves[:, t - start]]
 
     def predict_raw(self, X, *, n_jobs=None, iterations=None):
         """Raw scores F(x) (paper Algorithm 2, before sigma / softmax).
@@ -669,7 +807,7 @@ class Ensemble:
                 raise ValueError(f"iterations must be an integer from 0 to "
                                  f"{self.n_iterations} (the model's), got {iterations!r}")
             stop = int(iterations)
-        add_raw_to(self._predictor, Xa, out, 0, stop, effective_n_threads(n_jobs))
+        self._add_raw(Xa, out, 0, stop, effective_n_threads(n_jobs))
         return out
 
     def staged_predict_raw(self, X, *, n_jobs=None):
@@ -700,7 +838,7 @@ class Ensemble:
         out = np.empty((Xa.shape[0], self._n_outputs), dtype=np.float64)
         out[:] = self._init_raw
         for m in range(self.n_iterations):
-            add_raw_to(self._predictor, Xa, out, m, m + 1, n_threads)
+            self._add_raw(Xa, out, m, m + 1, n_threads)
             yield out.copy()
 
     def add_raw(self, X, out, iteration_start, iteration_stop, n_threads=1):
@@ -734,7 +872,7 @@ class Ensemble:
         >>> out.round(3)
         array([[0.2]])
         """
-        add_raw_to(self._predictor, X, out, iteration_start, iteration_stop, n_threads)
+        self._add_raw(X, out, iteration_start, iteration_stop, n_threads)
 
     def _tree_shap(self):
         """The TreeSHAP form of the trees (built on first use)."""
@@ -810,6 +948,9 @@ class Ensemble:
         True
         """
         Xa = self._check_X(X)
+        if self._categorical is not None:
+            raise ValueError("TreeSHAP contributions of a model with categorical features "
+                             "are not available yet")
         shap = self._tree_shap()
         out = np.zeros((Xa.shape[0], self._n_outputs, self._n_features + 1),
                        dtype=np.float64)
@@ -842,6 +983,9 @@ class Ensemble:
         [1, 2]
         """
         Xa = self._check_X(X)
+        if self._categorical is not None:
+            leaves = self._categorical_leaves(Xa, 0, self.n_trees, effective_n_threads(None))
+            return leaves.reshape(Xa.shape[0], self.n_iterations, self._n_outputs)
         if is_sparse_matrix(Xa):
             return self._predictor.apply_csr(*sparse_arrays(Xa))
         return self._predictor.apply(Xa)
@@ -891,9 +1035,12 @@ class Ensemble:
 
     # --------------------------------------------------------------- pickling
     def __getstate__(self):
-        return {"nodes": self._nodes, "tree_offsets": self._offsets,
-                "n_outputs": self._n_outputs, "init_raw": self._init_raw,
-                "learning_rate": self._learning_rate, "n_features": self._n_features}
+        state = {"nodes": self._nodes, "tree_offsets": self._offsets,
+                 "n_outputs": self._n_outputs, "init_raw": self._init_raw,
+                 "learning_rate": self._learning_rate, "n_features": self._n_features}
+        if self._categorical is not None:
+            state.update(categorical=self._categorical, category_sets=self._category_sets)
+        return state
 
     def __setstate__(self, state):
         state = dict(state)

@@ -7,7 +7,13 @@ from scipy.sparse import sparray, spmatrix
 
 RAW_SCORE_LIMIT: float
 
+CATEGORY_SET_WORDS: int
+MAX_CATEGORY_CODES: int
+
 def validate_trees(nodes: Any, offsets: ArrayLike, n_features: int) -> None: ...
+def check_categorical(
+    nodes: Any, offsets: ArrayLike, n_features: int, categorical: ArrayLike | None, category_sets: ArrayLike | None
+) -> tuple[NDArray[np.bool_] | None, NDArray[np.uint32] | None]: ...
 
 class _SklearnTreeArrays:
     node_count: int
@@ -31,7 +37,12 @@ class _SklearnTreeArrays:
 class Tree:
     nodes: NDArray[np.void]
     def __init__(
-        self, nodes: ArrayLike, *, n_features: int | None = None, params: dict[str, Any] | None = None
+        self,
+        nodes: ArrayLike,
+        *,
+        n_features: int | None = None,
+        params: dict[str, Any] | None = None,
+        categorical: ArrayLike | None = None,
     ) -> None: ...
     tree_: _SklearnTreeArrays
     max_features: Any
@@ -63,6 +74,8 @@ class Ensemble:
         init_raw: ArrayLike,
         learning_rate: float,
         n_features: int,
+        categorical: ArrayLike | None = None,
+        category_sets: ArrayLike | None = None,
     ) -> None: ...
     @classmethod
     def from_trees(
@@ -73,6 +86,8 @@ class Ensemble:
         init_raw: ArrayLike,
         learning_rate: float,
         n_features: int,
+        categorical: ArrayLike | None = None,
+        category_sets: ArrayLike | None = None,
     ) -> Ensemble: ...
     nodes: NDArray[np.void]
     tree_offsets: NDArray[np.int64]
@@ -80,6 +95,8 @@ class Ensemble:
     init_raw: NDArray[np.float64]
     learning_rate: float
     n_features: int
+    categorical: NDArray[np.bool_] | None
+    category_sets: NDArray[np.uint32] | None
     n_trees: int
     n_iterations: int
     def tree_nodes(self, iteration: int, output: int = 0) -> NDArray[np.void]: ...
