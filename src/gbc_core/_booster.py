@@ -12,11 +12,13 @@ Every method taking rows ``X`` takes arrays, DataFrames and scipy.sparse matrice
 scored one at a time, never densified, with the results of the same data dense.
 """
 
+import numbers
+
 import numpy as np
 
 from . import _model_io
 from ._docstrings import fill_docs
-from ._ensemble import Ensemble, Tree
+from ._ensemble import MAX_CATEGORY_CODES, Ensemble, Tree
 from ._loss import loss_for
 from ._params import effective_n_threads
 from ._record import FitRecord
@@ -43,6 +45,69 @@ _DOC_PIECES = {
         ">>> fitted = GradientBoostingClassifier(n_estimators=5, max_depth=1).fit(X, [0, 0, 0, 1, 1, 1])\n"
         ">>> booster = gbc_core.from_bytes(fitted.to_bytes())   # what gbc_core.load gives"),
 }
+
+
+def check_categories(categories, categorical):
+    """The categories of a model's features, checked against its categorical mask.
+
+    Parameters
+    ----------
+    categories : list or None
+        Per feature None, or the sorted distinct categories of a categorical one.
+    categorical : bool ndarray of shape (n_features,) or None
+        ``Ensemble.categorical``.
+
+    Returns
+    -------
+    list or None
+        Read-only arrays (float64 for numbers, object for strings) and None; None
+        where no feature is categorical or no categories were given.
+
+    Raises
+    ------
+    ValueError
+        Naming the feature whose entry is wrong and what was expected.
+    """
+    if categories is None:
+        return None
+    categories = list(categories)
+    if categorical is None:
+        if any(c is not None for c in categories):
+            raise ValueError("categories were given, but the ensemble has no categorical "
+                             "feature")
+        return None
+    if len(categories) != categorical.shape[0]:
+        raise ValueError(f"categories must hold one entry per feature "
+                         f"({categorical.shape[0]}), got {len(categories)}")
+    out = []
+    for j, (values, is_categorical) in enumerate(zip(categories, categorical)):
+        if not is_categorical:
+            if values is not None:
+                raise ValueError(f"feature {j} is not categorical: its categories must be "
+                                 "None")
+            out.append(None)
+            continue
+        if values is None:
+            raise ValueError(f"feature {j} is categorical: it needs its categories")
+        values = list(values)
+        if not 1 <= len(values) <= MAX_CATEGORY_CODES:
+            raise ValueError(f"feature {j} must have 1 to {MAX_CATEGORY_CODES} categories, "
+                             f"got {len(values)}")
+        if all(isinstance(v, str) for v in values):
+            array = np.array(values, dtype=object)
+        elif all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+                 for v in values):
+            array = np.array(values, dtype=np.float64)
+            if not np.isfinite(array).all():
+                raise ValueError(f"feature {j}'s categories must be finite numbers")
+        else:
+            raise ValueError(f"feature {j}'s categories must be all strings or all real "
+                             f"numbers, got {sorted({type(v).__name__ for v in values})}")
+        if any(not a < b for a, b in zip(array[:-1], array[1:])):
+            raise ValueError(f"feature {j}'s categories must be sorted and distinct")
+        array.flags.writeable = False
+        out.append(array)
+    return out
 
 
 @fill_docs(_DOC_PIECES)
@@ -75,6 +140,11 @@ class Booster:
         loss's link (the ensemble's ``init_raw`` is then 0). Such a booster cannot
         be written to a model file (``save``/``to_bytes`` raise); it pickles with
         the estimator beside the model's bytes.
+    categories : list, optional
+        One entry per feature: None for a numeric feature; for a categorical one
+        (``ensemble.categorical``) its categories, sorted and distinct (all real
+        numbers or all strings), category code c being ``categories[j][c]``. None
+        (the default): X's categorical columns already hold the codes.
 
     Attributes
     ----------
@@ -99,6 +169,9 @@ class Booster:
     oob_scores_, oob_improvement_ : ndarray or None
     oob_score_ : float or None
     max_features_ : int or None
+    categories_ : list or None
+        Per feature, None or the categories of a categorical feature (see
+        ``categories``); None for a model without categorical features.
 
     Examples
     --------
@@ -117,7 +190,7 @@ class Booster:
     """
 
     def __init__(self, ensemble, classes, *, feature_names=None, params=None, record=None,
-                 max_features=None, loss="log_loss", init_estimator=None):
+                 max_features=None, loss="log_loss", init_estimator=None, categories=None):
         if not isinstance(ensemble, Ensemble):
             raise TypeError(f"ensemble must be an Ensemble, got {type(ensemble).__name__}")
         classes = np.asarray(classes)
@@ -143,6 +216,7 @@ class Booster:
             if len(set(feature_names)) != feature_names.shape[0]:
                 raise ValueError("feature_names must be distinct (a column of a DataFrame "
                                  "would feed two features)")
+        self.categories_ = check_categories(categories, ensemble.categorical)
         self.ensemble = ensemble
         self.classes_ = classes
         self.feature_names_in_ = feature_names
@@ -536,6 +610,7 @@ class Booster:
             "oob_scores": self.oob_scores_,
             "oob_improvement": self.oob_improvement_,
             "max_features": self.max_features_,
+            "categories": self.categories_,
         }
 
     def encode(self, *, params=None, without_init_estimator=False):
@@ -684,7 +759,8 @@ class Booster:
         try:
             return cls(ensemble, content["classes"], feature_names=content["feature_names"],
                        params=content["params"], record=record,
-                       max_features=content["max_features"], loss=content["loss"])
+                       max_features=content["max_features"], loss=content["loss"],
+                       categories=content.get("categories"))
         except ValueError as exc:
             raise _model_io.ModelFormatError(str(exc)) from None
 

@@ -26,6 +26,7 @@ class Booster:
     oob_improvement_: NDArray[np.float64] | None
     oob_score_: float | None
     max_features_: int | None
+    categories_: list[NDArray[Any] | None] | None
     def __init__(
         self,
         ensemble: Ensemble,
@@ -37,6 +38,7 @@ class Booster:
         max_features: int | None = None,
         loss: str | Loss = "log_loss",
         init_estimator: Any | None = None,
+        categories: list[Any] | None = None,
     ) -> None: ...
     @property
     def n_classes_(self) -> int: ...
