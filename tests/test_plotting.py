@@ -235,3 +235,37 @@ def test_not_a_model_is_refused():
         plot_importance(object())
     with pytest.raises(gbc_core.NotFittedError):
         plot_importance(GradientBoostingClassifier())
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_plot_metric_draws_evals_result(n_classes):
+    """plot_metric(metric=...) draws evals_result_'s values for that metric, one curve
+    per set, and an eval_set's metric computed from the staged scores equals what the
+    fit recorded for the same rows."""
+    from sklearn.datasets import make_classification
+    from sklearn.metrics import roc_auc_score
+
+    X, y = make_classification(n_samples=400, n_features=6, n_informative=4,
+                               n_classes=n_classes, random_state=0)
+    X_train, y_train, X_test, y_test = X[:300], y[:300], X[300:], y[300:]
+    est = GradientBoostingClassifier(n_estimators=15, eval_metric=["roc_auc", "error"],
+                                     random_state=0)
+    est.fit(X_train, y_train, eval_set=[(X_train, y_train), (X_test, y_test)],
+            eval_names=["training", "test"])
+    ax = _render(plot_metric(est, metric="roc_auc", eval_set={"again": (X_test, y_test)}))
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines) == ["training", "test", "again"]
+    assert lines["test"].get_ydata().tolist() == est.evals_result_["test"]["roc_auc"]
+    np.testing.assert_allclose(lines["again"].get_ydata(), est.evals_result_["test"]["roc_auc"],
+                               rtol=1e-12)
+    last = est.predict_proba(X_test)
+    want = roc_auc_score(y_test, last[:, 1] if n_classes == 2 else last, multi_class="ovr")
+    assert lines["test"].get_ydata()[-1] == pytest.approx(want, rel=1e-9)
+    assert ax.get_ylabel() == "roc_auc"
+    error = _render(plot_metric(est, metric="error"))
+    assert error.get_lines()[1].get_ydata()[-1] == pytest.approx(
+        np.mean(est.predict(X_test) != y_test))
+    with pytest.raises(ValueError, match="metric must be one of"):
+        plot_metric(est, metric="auc")
+    with pytest.raises(ValueError, match="recorded no 'log_loss'"):
+        plot_metric(est, metric="log_loss")

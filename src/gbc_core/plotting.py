@@ -337,6 +337,50 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
     return ax
 
 
+def _plot_recorded_metric(model, metric, eval_set, ax, title):
+    """``plot_metric`` with a ``metric``: its ``evals_result_`` curves and those of
+    ``eval_set``."""
+    import types
+
+    from ._params import EVAL_METRICS
+    from ._scoring import METRICS
+
+    if not isinstance(metric, str) or metric not in EVAL_METRICS:
+        raise ValueError(f"metric must be one of {list(EVAL_METRICS)}, got {metric!r}")
+    booster = _booster(model)
+    evals = getattr(model, "evals_result_", None) or {}
+    curves = [(name, values[metric]) for name, values in evals.items() if metric in values]
+    if not curves and eval_set is None:
+        raise ValueError(
+            f"the model recorded no {metric!r} per iteration (evals_result_ is a fitted "
+            "estimator's, with the metrics of its eval_metric): fit with "
+            f"eval_metric={metric!r} and an eval_set, or give eval_set here")
+    ax = _axes(ax)
+    for name, values in curves:
+        ax.plot(np.arange(1, len(values) + 1), np.asarray(values, np.float64), label=name)
+    if eval_set is not None:
+        if not isinstance(eval_set, dict):
+            raise TypeError("eval_set must be a dict of name -> (X, y)")
+        loss = booster.loss_function
+        ev = types.SimpleNamespace(loss=loss, K=booster.n_classes_,
+                                   proba=lambda raw: loss.proba(raw, 1))
+        for name, (X, y) in eval_set.items():
+            codes = _codes(booster, y, f"eval_set {name!r}")
+            values = []
+            for decision in booster.staged_decision_function(X):
+                raw = np.asarray(decision, dtype=np.float64).reshape(codes.shape[0], -1)
+                values.append(METRICS[metric](ev, codes, raw, None))
+            ax.plot(np.arange(1, len(values) + 1), values, label=str(name))
+    best = getattr(booster, "best_iteration_", None)
+    if best is not None:
+        ax.axvline(best, color="#555555", ls=":", lw=1, label="_best iteration")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(metric)
+    ax.legend()
+    ax.set_title(title if title is not None else f"{metric} per iteration")
+    return ax
+
+
 # ---------------------------------------------------------------------- losses
 
 
@@ -394,9 +438,10 @@ def staged_loss(model, X, y):
     return np.asarray(out)
 
 
-def plot_metric(model, *, eval_set=None, ax=None, title=None):
+def plot_metric(model, *, metric=None, eval_set=None, ax=None, title=None):
     """The loss per iteration: training, validation and out-of-bag, as recorded by
-    the fit, and the loss on any data given in ``eval_set``.
+    the fit, and the loss on any data given in ``eval_set``; or, with ``metric``,
+    that metric per iteration of every set in the estimator's ``evals_result_``.
 
     Curves: "train" (``train_score_``, the in-bag rows), "validation"
     (``validation_score_``, the fit's ``eval_set`` or hold-out, when there was one),
@@ -405,12 +450,21 @@ def plot_metric(model, *, eval_set=None, ax=None, title=None):
     multinomial; the exponential loss for ``loss="exponential"``). With early
     stopping a dotted line marks ``best_iteration_``, the iterations kept.
 
+    With ``metric`` (a name of the estimator's ``eval_metric``: ``"loss"``,
+    ``"log_loss"``, ``"roc_auc"``, ``"accuracy"``, ``"error"``), the curves are
+    the values ``evals_result_`` recorded for that metric, one per set that has it
+    (as LightGBM's ``plot_metric``), plus the metric of each ``eval_set`` entry
+    computed from the staged raw scores as the fit computes it.
+
     Parameters
     ----------
     model : GradientBoostingClassifier or Booster
-        A fitted model.
+        A fitted model (``metric`` reads a fitted estimator's ``evals_result_``; a
+        Booster has none: give ``eval_set``).
+    metric : str, optional
+        A metric of ``evals_result_`` to draw instead of the fit's losses.
     eval_set : dict of str to (X, y), optional
-        More data whose loss per iteration is drawn, by name (e.g.
+        More data whose loss (or ``metric``) per iteration is drawn, by name (e.g.
         ``{"test": (X_test, y_test)}``).
     ax : matplotlib.axes.Axes, optional
         Where to draw (default: a new figure).
@@ -433,7 +487,14 @@ def plot_metric(model, *, eval_set=None, ax=None, title=None):
     >>> ax = plot_metric(model, eval_set={"test": (X_test, y_test)})
     >>> [line.get_label() for line in ax.get_lines()]
     ['train', 'test']
+    >>> model = GradientBoostingClassifier(n_estimators=30, eval_metric="roc_auc").fit(
+    ...     X, y, eval_set=[(X, y), (X_test, y_test)], eval_names=["training", "test"])
+    >>> ax = plot_metric(model, metric="roc_auc")
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['training', 'test']
     """
+    if metric is not None:
+        return _plot_recorded_metric(model, metric, eval_set, ax, title)
     booster = _booster(model)
     factor = booster.loss_function.score_factor
     ax = _axes(ax)
