@@ -107,7 +107,8 @@ echo ">>> debug build: pytest (bounds checks on)"
     --ignore=tests/test_cli.py --ignore=tests/test_dask.py --ignore=tests/test_tabular.py \
     --ignore=tests/test_input_rules.py --ignore=tests/test_build_config.py \
     --ignore=tests/test_estimator_checks.py --ignore=tests/test_plotting.py \
-    --ignore=tests/test_onnx.py --ignore=tests/test_sklearn_io.py --ignore=tests/test_scoring.py \
+    --ignore=tests/test_onnx.py --ignore=tests/test_onnx_categorical.py \
+    --ignore=tests/test_sklearn_io.py --ignore=tests/test_scoring.py \
     --ignore=tests/test_multiclass_cli.py --ignore=tests/test_contributions_cli.py \
     --ignore=tests/test_batch_surface.py "$@" tests
 echo "debug build: passed ($((SECONDS - START)) s)"

@@ -30,6 +30,34 @@ The graph:
   taken on F rounded to float32, so it is gbc-core's except for rows whose raw
   scores are equal to float32 precision (one part in 1e7) and gbc-core's are not.
 
+A model with categorical features (``Ensemble.categorical``) is written with the
+``TreeEnsemble`` operator of ``ai.onnx.ml`` opset 5 instead (numeric models keep the
+graph above, unchanged), which onnxruntime runs from 1.21:
+
+- ``input`` holds the category *codes* in the categorical columns, as float32:
+  the caller encodes each such column with the model's categories (code i is the
+  i-th of the feature's sorted category values; NaN for a missing value or a
+  category never seen in training). The graph cannot take the values themselves:
+  one input tensor holds one type, and string categories would need a tensor of
+  their own. The metadata name the categorical features
+  (``categorical_features``: their indices) and, when the model has them, the
+  category values (``categories``);
+- the categorical columns are first mapped as gbc-core's predictor reads them: a
+  value in [0, 256) to its code (truncated: 2.5 is code 2), anything else (NaN,
+  negative, 256 and above, infinite) to NaN; the other columns pass unchanged.
+  Hence the runtime only ever tests whole codes or NaN: onnxruntime's
+  set-membership nodes treat a fractional or out-of-range value differently for
+  small sets (members up to 30: exact equality) and large ones (a value truncated
+  to an integer), and this step makes both agree with gbc-core;
+- a node on a categorical feature is a ``BRANCH_MEMBER`` node whose members are the
+  codes of its set (left: the true branch); NaN follows the node's learned
+  direction (``nodes_missing_value_tracks_true`` = ``missing_go_left``), so a
+  missing value and a value that is no code go where gbc-core sends them. A set
+  with no code (no category left) is the node ``x <= -1``, which only NaN can
+  take left. Numeric nodes, leaf weights and the double precision are as above;
+  F0 is added after the trees' sum (the operator has no base values), and the
+  link and labels follow as above.
+
 ``onnx`` is an optional dependency (the ``onnx`` extra: ``pip install ".[onnx]"`` from
 a checkout, or ``pip install onnx``), imported by
 :func:`to_onnx` only.
@@ -48,6 +76,14 @@ ML_OPSET = 3
 #: The default opset of the main ONNX domain (``Softmax`` over one axis needs 13).
 DEFAULT_OPSET = 17
 MIN_OPSET = 13
+#: The ``ai.onnx.ml`` opset of a model with categorical splits: opset 5's
+#: ``TreeEnsemble`` has set-membership nodes (``BRANCH_MEMBER``); onnxruntime runs it
+#: from 1.21.
+CATEGORICAL_ML_OPSET = 5
+#: ``nodes_modes`` of a set-membership node.
+_BRANCH_MEMBER = 6
+#: Category codes are 0 .. _MAX_CATEGORIES - 1 (256 bits per set).
+_MAX_CATEGORIES = 256
 
 _INT_KINDS = "iu"
 
@@ -212,8 +248,272 @@ def _tree_nodes(onnx, ensemble):
     return [cast, tree]
 
 
-def _link_nodes(onnx, booster, K, initializers):
-    """raw -> probabilities and the class code, by the loss's link.
+# ------------------------------------------------------- models with categorical splits
+def _category_codes(category_sets):
+    """The codes of each set, ascending: bit c of word c // 32 of a row is code c."""
+    sets = np.asarray(category_sets, dtype=np.uint32)
+    codes = np.arange(_MAX_CATEGORIES)
+    bits = (sets[:, codes // 32] >> (codes % 32).astype(np.uint32)) & np.uint32(1)
+    return [np.flatnonzero(row) for row in bits]
+
+
+def _check_categorical_arrays(nodes, tree_offsets, categorical, category_sets, n_outputs,
+                              init_raw, n_features):
+    """The arrays as the graph reads them, checked: what is wrong raises ValueError."""
+    from ._common import NODE_DTYPE
+
+    nodes = np.ascontiguousarray(nodes).astype(NODE_DTYPE, copy=False)
+    offsets = np.asarray(tree_offsets, dtype=np.int64)
+    categorical = np.asarray(categorical)
+    if categorical.dtype != np.bool_ or categorical.shape != (n_features,):
+        raise ValueError(f"to_onnx: categorical must be a boolean mask of the {n_features} "
+                         f"features, got dtype {categorical.dtype} and shape "
+                         f"{categorical.shape}")
+    sets = np.asarray(category_sets)
+    if (sets.ndim != 2 or sets.shape[1] != 8 or sets.dtype.kind != "u"
+            or sets.dtype.itemsize != 4):
+        raise ValueError("to_onnx: category_sets must be a uint32 array of shape (n_sets, 8) "
+                         f"(256 bits per set), got dtype {sets.dtype} and shape {sets.shape}")
+    sets = sets.astype(np.uint32, copy=False)
+    if (offsets.ndim != 1 or offsets.shape[0] < 1 or offsets[0] != 0
+            or offsets[-1] != nodes.shape[0] or np.any(np.diff(offsets) < 1)):
+        raise ValueError(f"to_onnx: tree_offsets must rise from 0 to the {nodes.shape[0]} "
+                         "nodes, at least one node per tree")
+    init_raw = np.asarray(init_raw, dtype=np.float64).reshape(-1)
+    if init_raw.shape != (n_outputs,):
+        raise ValueError(f"to_onnx: init_raw must hold {n_outputs} raw score(s), got "
+                         f"{init_raw.shape[0]}")
+    feature = nodes["feature"]
+    if feature.max(initial=-1) >= n_features:
+        raise ValueError(f"to_onnx: a node splits on feature {feature.max()}, the model has "
+                         f"{n_features}")
+    on_cat = (feature >= 0) & categorical[np.maximum(feature, 0)]
+    rows = nodes["threshold"][on_cat]
+    if rows.size and not (np.all(rows == np.floor(rows)) and rows.min() >= 0
+                          and rows.max() < sets.shape[0]):
+        raise ValueError("to_onnx: a categorical node's set (its threshold) is not a row of "
+                         f"the {sets.shape[0]} category sets")
+    return nodes, offsets, categorical, sets, init_raw
+
+
+def _categorical_ensemble_attributes(nodes, offsets, categorical, sets, n_outputs,
+                                     learning_rate):
+    """The attributes of the ``TreeEnsemble`` (``ai.onnx.ml`` opset 5) of the trees.
+
+    Interior nodes are ``nodes_*`` entries, leaves ``leaf_*`` entries, in the order of
+    ``nodes``. A node on a categorical feature is a ``BRANCH_MEMBER`` node whose
+    members are its set's codes (an empty set: ``BRANCH_LEQ`` -1, which no code
+    satisfies); a numeric node is ``BRANCH_LEQ`` threshold32; the true branch is
+    gbc-core's left child and NaN follows ``missing_go_left``. A tree that is one
+    leaf gets an interior entry whose branches both reach that leaf; a model
+    without trees one tree of one leaf adding 0.
+    """
+    K = n_outputs
+    n_trees = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    tree_of = np.repeat(np.arange(n_trees, dtype=np.int64), sizes)
+    base = offsets[:-1][tree_of]
+    feature = nodes["feature"].astype(np.int64)
+    inner = feature >= 0
+    leaf = ~inner
+    inner_pos = np.cumsum(inner) - 1  # an interior node's nodes_* entry
+    leaf_pos = np.cumsum(leaf) - 1    # a leaf's leaf_* entry
+
+    def child(which):
+        g = nodes[which].astype(np.int64)[inner] + base[inner]  # global node index
+        return np.where(leaf[g], leaf_pos[g], inner_pos[g]), leaf[g].astype(np.int64)
+
+    true_ids, true_leafs = child("left")
+    false_ids, false_leafs = child("right")
+    f_in = feature[inner]
+    on_cat = categorical[f_in]
+    codes = _category_codes(sets)
+    set_of = nodes["threshold"][inner]
+    modes = np.zeros(f_in.shape[0], dtype=np.uint8)  # BRANCH_LEQ
+    splits = nodes["threshold32"][inner].astype(np.float64)
+    members = []
+    for j in np.flatnonzero(on_cat):
+        values = codes[int(set_of[j])]
+        if values.size:
+            modes[j] = _BRANCH_MEMBER
+            splits[j] = 0.0
+            members.append(values.astype(np.float64))
+            members.append([np.nan])  # ends the node's members
+        else:  # no code goes left: only NaN, when missing values go left
+            splits[j] = -1.0
+    missing = nodes["missing_go_left"][inner].astype(np.int64)
+    leaf_weights = learning_rate * nodes["value"][leaf]  # eta * gamma, as gbc-core's
+    leaf_targets = tree_of[leaf] % K
+    roots = np.where(inner[offsets[:-1]], inner_pos[offsets[:-1]], -1)
+    if n_trees == 0:
+        roots = np.array([-1], dtype=np.int64)
+        leaf_weights = np.zeros(1)
+        leaf_targets = np.zeros(1, dtype=np.int64)
+        root_leaf = np.zeros(1, dtype=np.int64)
+    else:
+        root_leaf = leaf_pos[offsets[:-1]]
+    # A tree that is a leaf: one interior entry whose branches both reach it.
+    lone = np.flatnonzero(roots < 0)
+    if lone.size:
+        roots[lone] = f_in.shape[0] + np.arange(lone.size)
+        f_in = np.concatenate([f_in, np.zeros(lone.size, np.int64)])
+        modes = np.concatenate([modes, np.zeros(lone.size, np.uint8)])
+        splits = np.concatenate([splits, np.zeros(lone.size)])
+        missing = np.concatenate([missing, np.zeros(lone.size, np.int64)])
+        true_ids = np.concatenate([true_ids, root_leaf[lone]])
+        false_ids = np.concatenate([false_ids, root_leaf[lone]])
+        true_leafs = np.concatenate([true_leafs, np.ones(lone.size, np.int64)])
+        false_leafs = np.concatenate([false_leafs, np.ones(lone.size, np.int64)])
+    ints = {
+        "n_targets": K,
+        "aggregate_function": 1,  # SUM
+        "post_transform": 0,      # NONE
+        "tree_roots": roots.tolist(),
+        "nodes_featureids": f_in.tolist(),
+        "nodes_truenodeids": true_ids.tolist(),
+        "nodes_trueleafs": true_leafs.tolist(),
+        "nodes_falsenodeids": false_ids.tolist(),
+        "nodes_falseleafs": false_leafs.tolist(),
+        "nodes_missing_value_tracks_true": missing.tolist(),
+        "leaf_targetids": leaf_targets.tolist(),
+    }
+    tensors = {
+        "nodes_modes": modes,
+        "nodes_splits": splits,
+        "leaf_weights": np.asarray(leaf_weights, dtype=np.float64),
+    }
+    if members:
+        tensors["membership_values"] = np.concatenate(members)
+    return ints, tensors
+
+
+def _categorical_input_nodes(onnx, categorical, initializers):
+    """input -> input_double: the categorical columns as codes (a value in [0, 256)
+    truncated to its code, anything else NaN), the others as they are, in double."""
+    from onnx import TensorProto, helper
+
+    def const(name, array):
+        initializers.append(onnx.numpy_helper.from_array(np.asarray(array), name=name))
+        return name
+
+    return [
+        helper.make_node("GreaterOrEqual", ["input", const("code_min", np.float32(0.0))],
+                         ["code_above_min"]),
+        helper.make_node("Less", ["input", const("code_limit", np.float32(_MAX_CATEGORIES))],
+                         ["code_below_limit"]),
+        helper.make_node("And", ["code_above_min", "code_below_limit"], ["is_code"]),
+        helper.make_node("Floor", ["input"], ["input_floor"]),
+        helper.make_node("Where", ["is_code", "input_floor",
+                                   const("not_a_code", np.float32(np.nan))], ["codes"]),
+        helper.make_node("Where", [const("categorical", np.asarray(categorical, np.bool_)),
+                                   "codes", "input"], ["rows"], name="categories_as_codes"),
+        helper.make_node("Cast", ["rows"], ["input_double"], to=TensorProto.DOUBLE,
+                         name="as_double"),
+    ]
+
+
+def _categorical_to_onnx(nodes, tree_offsets, categorical, category_sets, *, n_outputs,
+                         init_raw, learning_rate, n_features, classes, loss="log_loss",
+                         feature_names=None, categories=None, n_iterations=None,
+                         target_opset=None, name="gbc_core"):
+    """The ONNX graph of a model with categorical splits, from its arrays.
+
+    ``to_onnx`` calls it for an ensemble with ``categorical`` features; the tests
+    call it with arrays of grown trees.
+
+    Parameters
+    ----------
+    nodes : NODE_DTYPE array
+        The trees' nodes, concatenated (children tree-relative); a node on a
+        categorical feature sends left the codes of row ``threshold`` of
+        ``category_sets``.
+    tree_offsets : int64 array of shape (n_trees + 1,)
+    categorical : bool array of shape (n_features,)
+    category_sets : uint32 array of shape (n_sets, 8)
+        Bit c of word c // 32 of a row: code c is in the set.
+    n_outputs, init_raw, learning_rate, n_features
+        As the ``Ensemble``'s: tree t adds ``learning_rate * value`` of its leaf to
+        output ``t % n_outputs``, on top of ``init_raw``.
+    classes : array
+        The class labels, in class-code order.
+    loss : str, default="log_loss"
+        The loss whose link gives the probabilities.
+    feature_names, categories : optional
+        Written to the metadata (``categories``: per feature None or its sorted
+        category values, the values codes index).
+    n_iterations : int, optional
+        For the doc string.
+    target_opset : int, optional
+        As ``to_onnx``'s.
+    name : str, default="gbc_core"
+
+    Returns
+    -------
+    onnx.ModelProto
+        As ``to_onnx`` describes for a model with categorical features.
+    """
+    from ._loss import loss_for
+
+    onnx = _require_onnx()
+    _require_tree_ensemble_5(onnx)
+    opset = _check_opset(target_opset, onnx)
+    classes = np.asarray(classes)
+    link = loss_for(classes.shape[0], loss).link
+    nodes, offsets, categorical, sets, init_raw = _check_categorical_arrays(
+        nodes, tree_offsets, categorical, category_sets, n_outputs, init_raw, n_features)
+    from onnx import TensorProto, helper
+
+    ints, tensors = _categorical_ensemble_attributes(nodes, offsets, categorical, sets,
+                                                     n_outputs, learning_rate)
+    label_tensor = _label_tensor(onnx, classes)
+    initializers = [label_tensor]
+    graph_nodes = _categorical_input_nodes(onnx, categorical, initializers)
+    tree = helper.make_node("TreeEnsemble", ["input_double"], ["tree_sums"],
+                            domain="ai.onnx.ml", name="trees", **ints)
+    for key, values in tensors.items():
+        tree.attribute.append(helper.make_attribute(
+            key, onnx.numpy_helper.from_array(np.ascontiguousarray(values), name=key)))
+    initializers.append(onnx.numpy_helper.from_array(init_raw, name="init_raw"))
+    graph_nodes += [
+        tree,
+        # F0 added after the trees' sum, in double (as the older operator's base values).
+        helper.make_node("Add", ["tree_sums", "init_raw"], ["raw_double"]),
+        helper.make_node("Cast", ["raw_double"], ["raw"], to=TensorProto.FLOAT),
+    ]
+    graph_nodes += _link_nodes(onnx, link, loss, n_outputs, initializers)
+    graph = _graph(onnx, graph_nodes, initializers, label_tensor, n_features,
+                   classes.shape[0], name)
+    meta = {
+        "feature_names": json.dumps(None if feature_names is None
+                                    else [str(s) for s in feature_names]),
+        "loss": str(loss),
+        "classes": json.dumps(classes.tolist(), default=str),
+        "gbc_core_version": __version__,
+        "categorical_features": json.dumps(np.flatnonzero(categorical).tolist()),
+    }
+    if categories is not None:
+        meta["categories"] = json.dumps(
+            [None if c is None else np.asarray(c).tolist() for c in categories], default=str)
+    doc = (f"gbc-core gradient boosting classifier: {classes.shape[0]} classes, "
+           f"{'' if n_iterations is None else f'{n_iterations} iterations, '}loss {loss}, "
+           f"categorical features {np.flatnonzero(categorical).tolist()} as codes")
+    return _model_proto(onnx, graph, opset, CATEGORICAL_ML_OPSET, meta, doc)
+
+
+def _require_tree_ensemble_5(onnx):
+    """The installed onnx knows ``ai.onnx.ml`` opset 5's ``TreeEnsemble`` (onnx 1.16+)."""
+    try:
+        onnx.defs.get_schema("TreeEnsemble", CATEGORICAL_ML_OPSET, "ai.onnx.ml")
+    except Exception:  # onnx.defs.SchemaError
+        raise ImportError(
+            "to_onnx: a model with categorical features is written with the TreeEnsemble "
+            "operator of ai.onnx.ml opset 5, which the installed onnx "
+            f"{onnx.__version__} does not know: pip install \"onnx>=1.16\"") from None
+
+
+def _link_nodes(onnx, link, loss, K, initializers):
+    """raw -> probabilities and the class code, by the loss's ``link`` (``loss``:
+    its name, for the error).
 
     The constants the nodes read are appended to ``initializers``.
     """
@@ -223,9 +523,8 @@ def _link_nodes(onnx, booster, K, initializers):
         initializers.append(onnx.numpy_helper.from_array(np.asarray(array), name=name))
         return name
 
-    link = booster.loss_function.link
     if link.name not in ("logit", "half_logit", "softmax"):
-        raise ValueError(f"to_onnx: the loss {booster.loss!r} has the link {link.name!r}, "
+        raise ValueError(f"to_onnx: the loss {loss!r} has the link {link.name!r}, "
                          "which has no ONNX nodes here (the links written are logit, "
                          "half_logit and softmax)")
     if K > 1:
@@ -253,14 +552,8 @@ def _link_nodes(onnx, booster, K, initializers):
     ]
 
 
-def _model_proto(onnx, booster, graph, opset):
-    """The checked model of ``graph``: its opsets, producer and metadata."""
-    from onnx import helper
-
-    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET)]
-    proto = helper.make_model(graph, opset_imports=opsets, producer_name="gbc-core",
-                              producer_version=__version__)
-    proto.ir_version = helper.find_min_ir_version_for(opsets)
+def _metadata(booster):
+    """The ``metadata_props`` and doc string of ``booster``'s graph."""
     names = booster.feature_names_in_
     meta = {
         "feature_names": json.dumps(None if names is None else [str(s) for s in names]),
@@ -268,12 +561,39 @@ def _model_proto(onnx, booster, graph, opset):
         "classes": json.dumps(booster.classes_.tolist(), default=str),
         "gbc_core_version": __version__,
     }
+    doc = (f"gbc-core gradient boosting classifier: {booster.n_classes_} "
+           f"classes, {booster.ensemble.n_iterations} iterations, loss "
+           f"{booster.loss}")
+    return meta, doc
+
+
+def _model_proto(onnx, graph, opset, ml_opset, meta, doc):
+    """The checked model of ``graph``: its opsets, producer and metadata."""
+    from onnx import helper
+
+    opsets = [helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ml_opset)]
+    proto = helper.make_model(graph, opset_imports=opsets, producer_name="gbc-core",
+                              producer_version=__version__)
+    proto.ir_version = helper.find_min_ir_version_for(opsets)
     helper.set_model_props(proto, meta)
-    proto.doc_string = (f"gbc-core gradient boosting classifier: {booster.n_classes_} "
-                        f"classes, {booster.ensemble.n_iterations} iterations, loss "
-                        f"{booster.loss}")
+    proto.doc_string = doc
     onnx.checker.check_model(proto, full_check=True)
     return proto
+
+
+def _graph(onnx, nodes, initializers, classes, n_features, n_classes, name):
+    """The graph: input ``input`` float32 [N, n_features], outputs ``label`` [N] (the
+    ``classes`` tensor gathered at ``code``) and ``probabilities``."""
+    from onnx import TensorProto, helper
+
+    nodes = nodes + [helper.make_node("Gather", ["classes", "code"], ["label"], axis=0)]
+    return helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", n_features])],
+        [helper.make_tensor_value_info("label", classes.data_type, ["N"]),
+         helper.make_tensor_value_info("probabilities", TensorProto.FLOAT,
+                                       ["N", n_classes])],
+        initializer=initializers)
 
 
 def to_onnx(model, *, target_opset=None, name="gbc_core"):
@@ -285,7 +605,8 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
         Fitted, without an ``init`` estimator whose raw scores vary by row.
     target_opset : int, optional
         The opset of the main ONNX domain (13 to the installed onnx's newest;
-        default 17). The tree ensemble is ``ai.onnx.ml`` opset 3.
+        default 17). The tree ensemble is ``ai.onnx.ml`` opset 3 (opset 5 for a
+        model with categorical features).
     name : str, default="gbc_core"
         The graph's name.
 
@@ -298,11 +619,18 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
         (column i is ``classes_[i]``; both columns for two classes, as
         ``predict_proba``). Its ``metadata_props`` hold ``feature_names`` (a JSON
         list, or null), ``loss``, ``classes`` (JSON) and the gbc-core version.
+        A model with categorical features: ``input`` holds their category codes
+        (the caller encodes them with the model's categories; NaN for missing or
+        unknown), the tree ensemble is ``ai.onnx.ml`` opset 5's ``TreeEnsemble``
+        (onnxruntime 1.21 or later), and the metadata add
+        ``categorical_features`` (JSON indices) and ``categories`` (when known);
+        see the module's notes.
 
     Raises
     ------
     ImportError
-        When onnx is not installed.
+        When onnx is not installed (or, for a model with categorical features, is
+        older than 1.16, which knows no ``ai.onnx.ml`` opset 5).
     ValueError
         For a model with an ``init`` estimator (raw scores that vary by row, a
         Python object the graph cannot hold), or class labels no ONNX tensor
@@ -324,23 +652,25 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
     (['a', 'a', 'b', 'b'], True)
     """
     onnx = _require_onnx()
-    from onnx import TensorProto, helper
-
     booster = _booster_of(model)
     opset = _check_opset(target_opset, onnx)
     _check_exportable(booster)
     ensemble = booster.ensemble
+    categorical = getattr(ensemble, "categorical", None)
+    if categorical is not None and np.any(categorical):
+        return _categorical_to_onnx(
+            ensemble.nodes, ensemble.tree_offsets, categorical,
+            ensemble.category_sets, n_outputs=ensemble.n_outputs,
+            init_raw=ensemble.init_raw, learning_rate=ensemble.learning_rate,
+            n_features=ensemble.n_features, classes=booster.classes_, loss=booster.loss,
+            feature_names=booster.feature_names_in_,
+            categories=getattr(booster, "categories", None),
+            n_iterations=ensemble.n_iterations, target_opset=opset, name=name)
     classes = _label_tensor(onnx, booster.classes_)
     initializers = [classes]
     nodes = _tree_nodes(onnx, ensemble)
-    nodes += _link_nodes(onnx, booster, ensemble.n_outputs, initializers)
-    nodes.append(helper.make_node("Gather", ["classes", "code"], ["label"], axis=0))
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
-                                       ["N", ensemble.n_features])],
-        [helper.make_tensor_value_info("label", classes.data_type, ["N"]),
-         helper.make_tensor_value_info("probabilities", TensorProto.FLOAT,
-                                       ["N", booster.n_classes_])],
-        initializer=initializers)
-    return _model_proto(onnx, booster, graph, opset)
+    nodes += _link_nodes(onnx, booster.loss_function.link, booster.loss, ensemble.n_outputs,
+                         initializers)
+    graph = _graph(onnx, nodes, initializers, classes, ensemble.n_features,
+                   booster.n_classes_, name)
+    return _model_proto(onnx, graph, opset, ML_OPSET, *_metadata(booster))
