@@ -664,7 +664,7 @@ def to_onnx(model, *, target_opset=None, name="gbc_core"):
             init_raw=ensemble.init_raw, learning_rate=ensemble.learning_rate,
             n_features=ensemble.n_features, classes=booster.classes_, loss=booster.loss,
             feature_names=booster.feature_names_in_,
-            categories=getattr(booster, "categories", None),
+            categories=booster.categories_,
             n_iterations=ensemble.n_iterations, target_opset=opset, name=name)
     classes = _label_tensor(onnx, booster.classes_)
     initializers = [classes]
