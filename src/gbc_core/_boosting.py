@@ -232,7 +232,7 @@ def _same_categories(booster, categorical, categories):
                                       and a.shape == b.shape and (a == b).all())
         for a, b in zip(old_categories, categories))
     if not same:
-        changed = [j for j in np.flatnonzero(categorical)
+        changed = [int(j) for j in np.flatnonzero(categorical)
                    if old_categories is None or old_categories[j].shape != categories[j].shape
                    or not (old_categories[j] == categories[j]).all()]
         raise ValueError(
