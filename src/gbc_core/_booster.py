@@ -144,8 +144,11 @@ class Booster:
     categories : list, optional
         One entry per feature: None for a numeric feature; for a categorical one
         (``ensemble.categorical``) its categories, sorted and distinct (all real
-        numbers or all strings), category code c being ``categories[j][c]``. None
-        (the default): X's categorical columns already hold the codes.
+        numbers or all strings), category code c being ``categories[j][c]``: every
+        method taking rows encodes such a column (``_categories.encode``), a
+        category not among them and a missing value going where each split sends
+        missing values. None (the default): X's categorical columns already hold
+        the codes.
 
     Attributes
     ----------
