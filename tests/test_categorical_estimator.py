@@ -437,3 +437,19 @@ def test_encoding_functions():
     np.testing.assert_array_equal(Xa, _codes_array(frame).astype(np.float32))
     assert Xa[:, 1].tobytes() == frame["x"].to_numpy(np.float32).tobytes()
     assert encode(frame, categories).tobytes() == np.ascontiguousarray(Xa).tobytes()
+
+
+def test_early_stopping_on_a_scorer_and_eval_metrics():
+    """A scikit-learn scorer and the eval metrics see the validation rows through
+    the categorical path: the recorded score is the model's on those rows."""
+    from sklearn.metrics import f1_score
+
+    frame, y = _data(n=1500)
+    model = GBC(n_estimators=30, n_iter_no_change=30, scoring="f1", eval_metric="error",
+                random_state=0).fit(frame.iloc[:1000], y[:1000],
+                                    eval_set=(frame.iloc[1000:], y[1000:]))
+    scores = model.evals_result_["valid_0"]
+    kept = model.n_estimators_
+    staged = list(model.staged_predict(frame.iloc[1000:]))
+    assert scores["f1"][kept - 1] == pytest.approx(f1_score(y[1000:], staged[kept - 1]))
+    assert scores["error"][kept - 1] == pytest.approx(np.mean(staged[kept - 1] != y[1000:]))
