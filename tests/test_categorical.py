@@ -400,13 +400,6 @@ def test_grower_refusals():
                    monotonic_cst=[1, 0, 0])
 
 
-def test_the_estimator_has_no_categorical_parameter_yet():
-    from gbc_core import GradientBoostingClassifier
-
-    with pytest.raises(TypeError, match="categorical_features"):
-        GradientBoostingClassifier(categorical_features=[0])
-
-
 def test_prediction_kernel_against_naive_traversal():
     """Trees grown by both finders, concatenated with one table of sets (each tree's
     rows shifted): the kernel's leaves are the naive traversal's, for the training

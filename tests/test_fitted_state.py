@@ -49,6 +49,7 @@ OTHER_VALUES = {
     "eval_metric": ["roc_auc", "error"],
     "monotonic_cst": [1, 0, 0, 0, -1],
     "interaction_cst": [[0, 1], [2, 3, 4]],
+    "categorical_features": [0, 2],
 }
 
 

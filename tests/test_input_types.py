@@ -66,8 +66,8 @@ def _fit_pandas(**extra):
 def _uses(X_bad, where):
     """Pass ``X_bad`` at fit, at predict (to a model fitted without names on as many
     features) or as eval_set X (to a fit on the same columns given as floats)."""
-    if where == "fit":
-        return GBC(n_estimators=3).fit(X_bad, Y)
+    if where == "fit":  # (no categorical features: text is refused)
+        return GBC(n_estimators=3, categorical_features=None).fit(X_bad, Y)
     n_features = np.shape(X_bad)[1] if not hasattr(X_bad, "columns") else len(X_bad.columns)
     X_train = np.resize(X, (200, n_features))
     if where == "predict":
@@ -359,7 +359,8 @@ def test_pandas_text_columns_are_named(column, described, where):
     with pytest.raises(ValueError, match=rf"X has non-numeric column\(s\) {described}; "
                                          r"every feature must be numeric \(numbers or "
                                          r"booleans.*encode them as numbers or drop them "
-                                         r"\(categories are not split natively yet"):
+                                         r"\(or, for categories at fit, name them in "
+                                         r"categorical_features\)"):
         _uses(_frame(city=column), where)
 
 
@@ -367,19 +368,26 @@ def test_every_bad_column_is_named_at_once():
     df = _frame(city=["x"] * 200, n=np.arange(200),
                 tier=pd.Categorical(["low", "high"] * 100))
     with pytest.raises(ValueError, match=r"'city' \(dtype .*'x'\), 'tier' \(dtype category"):
-        GBC(n_estimators=3).fit(df, Y)
+        GBC(n_estimators=3, categorical_features=None).fit(df, Y)
     # Date/time columns are reported first (they need another fix).
+    with pytest.raises(ValueError, match=r"date/time column\(s\) 'ts'"):
+        GBC(n_estimators=3, categorical_features=None).fit(df.assign(ts=STAMPS), Y)
     with pytest.raises(ValueError, match=r"date/time column\(s\) 'ts'"):
         GBC(n_estimators=3).fit(df.assign(ts=STAMPS), Y)
 
 
 def test_numeric_text_and_numeric_categories_are_their_numbers():
+    """Without categorical features (categorical_features=None) text of numbers and
+    categories of numbers are their numbers; by default ("from_dtype") such columns
+    are categorical."""
     ref = GBC(n_estimators=3).fit(np.column_stack([X, np.arange(200) % 4]), Y)
     for column in (pd.array([str(v) for v in np.arange(200) % 4], dtype="string"),
                    pd.Categorical(np.arange(200) % 4),
                    np.array([str(v) for v in np.arange(200) % 4], dtype=object)):
-        model = GBC(n_estimators=3).fit(_frame(d=column), Y)
+        model = GBC(n_estimators=3, categorical_features=None).fit(_frame(d=column), Y)
         np.testing.assert_array_equal(model.booster_.ensemble.nodes, ref.booster_.ensemble.nodes)
+        default = GBC(n_estimators=3).fit(_frame(d=column), Y)
+        assert default.is_categorical_.tolist() == [False] * X.shape[1] + [True]
 
 
 @pytest.mark.parametrize("where", ["fit", "predict", "eval_set"])

@@ -45,7 +45,7 @@ PARAMETERS = {
     "random_state", "n_jobs", "verbose", "validation_fraction", "n_iter_no_change", "tol",
     "warm_start", "class_weight", "loss", "split_method", "max_bins",
     "leaf_solver", "criterion", "min_impurity_decrease", "ccp_alpha", "scoring",
-    "eval_metric", "monotonic_cst", "interaction_cst",
+    "eval_metric", "monotonic_cst", "interaction_cst", "categorical_features",
 }
 
 
@@ -325,7 +325,8 @@ def test_get_params_set_params_round_trip():
                   max_bins=31, leaf_solver="exact", criterion="squared_error",
                   min_impurity_decrease=0.01, ccp_alpha=0.001, scoring="roc_auc",
                   eval_metric=["roc_auc", "log_loss"],
-                  monotonic_cst=[1, 0, -1, 0, 0], interaction_cst=[[0, 1], [2, 3]])
+                  monotonic_cst=[1, 0, -1, 0, 0], interaction_cst=[[0, 1], [2, 3]],
+                  categorical_features=[3, 4])
     assert set(params) == PARAMETERS
     assert set(GradientBoostingClassifier().get_params()) == PARAMETERS
     assert GradientBoostingClassifier(**params).get_params() == params

@@ -327,7 +327,7 @@ class BinMapper:
         return (f"BinMapper(max_bins={self.max_bins}, subsample={self.subsample}, "
                 f"random_state={self.random_state})")
 
-    def fit(self, X, n_threads=1):
+    def fit(self, X, n_threads=1, n_categories=None):
         """Learn the thresholds of every feature of ``X``.
 
         Parameters
@@ -338,6 +338,11 @@ class BinMapper:
             of the same data dense.
         n_threads : int, default=1
             OpenMP threads; the thresholds do not depend on it.
+        n_categories : int array of shape (n_features,), optional
+            Per feature 0 (numeric) or its number of categories k (1 .. max_bins):
+            its values are category codes 0 .. k-1, and code c goes to bin c
+            (thresholds c + 1/2 whatever codes the rows hold; ``bin_values`` the
+            codes), so ``n_bins_non_missing`` is k.
 
         Returns
         -------
@@ -357,6 +362,16 @@ class BinMapper:
         for j, sample in _sorted_samples(X, many, n_valid, self.subsample,
                                          self.random_state, n_threads):
             thresholds[j] = _quantile_thresholds(sample, None, self.max_bins)
+        if n_categories is not None:
+            n_categories = np.asarray(n_categories, dtype=np.int64)
+            if n_categories.shape != (d,) or (n_categories < 0).any() or (
+                    n_categories > self.max_bins).any():
+                raise ValueError(f"n_categories must hold {d} counts in [0, "
+                                 f"{self.max_bins}]")
+            for j in np.flatnonzero(n_categories):
+                codes = np.arange(n_categories[j], dtype=np.float32)
+                bin_values[j] = codes
+                thresholds[j] = _distinct_thresholds(codes)
         self._set(thresholds, bin_values)
         return self
 

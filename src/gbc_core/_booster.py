@@ -17,6 +17,7 @@ import numbers
 import numpy as np
 
 from . import _model_io
+from ._categories import encode as encode_categories
 from ._docstrings import fill_docs
 from ._ensemble import MAX_CATEGORY_CODES, Ensemble, Tree
 from ._loss import loss_for
@@ -143,8 +144,11 @@ class Booster:
     categories : list, optional
         One entry per feature: None for a numeric feature; for a categorical one
         (``ensemble.categorical``) its categories, sorted and distinct (all real
-        numbers or all strings), category code c being ``categories[j][c]``. None
-        (the default): X's categorical columns already hold the codes.
+        numbers or all strings), category code c being ``categories[j][c]``: every
+        method taking rows encodes such a column (``_categories.encode``), a
+        category not among them and a missing value going where each split sends
+        missing values. None (the default): X's categorical columns already hold
+        the codes.
 
     Attributes
     ----------
@@ -262,7 +266,7 @@ class Booster:
         for m in range(ens.n_iterations):
             for k in range(ens.n_outputs):
                 out[m, k] = Tree(ens.tree_nodes(m, k), n_features=ens.n_features,
-                                 params=self.params)
+                                 params=self.params, categorical=ens.categorical)
         return out
 
     def trees(self):
@@ -303,6 +307,15 @@ class Booster:
         """
         return align_columns(X, self.feature_names_in_, what)
 
+    def _rows(self, X):
+        """Rows to score: the columns aligned (:meth:`align_columns`), and the
+        categorical columns of a model with categories as their codes (unseen
+        categories and missing values NaN, the missing-value side of every split)."""
+        X = self.align_columns(X)
+        if self.categories_ is not None:
+            X = encode_categories(X, self.categories_)
+        return X
+
     def _init_scores(self, X):
         """(initial raw scores (n_samples, n_outputs), the checked float32 rows) of
         the rows ``X`` (already aligned), from the ``init_estimator``'s
@@ -333,7 +346,7 @@ class Booster:
         >>> booster.predict_raw([[5.0]]).shape
         (1, 1)
         """
-        X = self.align_columns(X)
+        X = self._rows(X)
         if self.init_estimator is None:
             return self.ensemble.predict_raw(X, n_jobs=n_jobs)
         raw, Xa = self._init_scores(X)
@@ -342,7 +355,7 @@ class Booster:
         return raw
 
     def _staged_raw(self, X, n_jobs):
-        X = self.align_columns(X)
+        X = self._rows(X)
         if self.init_estimator is None:
             yield from self.ensemble.staged_predict_raw(X, n_jobs=n_jobs)
             return
@@ -553,7 +566,7 @@ class Booster:
                 "vary by row, outside the trees, so the contributions would not add up "
                 "to the decision function from one expected value; fit with "
                 "init='prior' (or 'zero', or a DummyClassifier)")
-        out = self.ensemble.predict_contributions(self.align_columns(X), n_jobs=n_jobs)
+        out = self.ensemble.predict_contributions(self._rows(X), n_jobs=n_jobs)
         return out[:, 0, :] if out.shape[1] == 1 else out
 
     def apply(self, X):
@@ -572,7 +585,7 @@ class Booster:
         >>> booster.apply([[0.0], [5.0]])[:, 0, 0].tolist()
         [1, 2]
         """
-        return self.ensemble.apply(self.align_columns(X))
+        return self.ensemble.apply(self._rows(X))
 
     # ---------------------------------------------------------- scikit-learn
     def to_sklearn(self):

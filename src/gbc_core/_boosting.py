@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ._common import NODE_DTYPE
-from ._ensemble import RAW_SCORE_LIMIT, Ensemble, add_raw_to
+from ._ensemble import CATEGORY_SET_WORDS, RAW_SCORE_LIMIT, Ensemble, add_raw_to
 from ._grower import TreeGrower
 from ._loss import loss_name
 from ._predictor import Predictor
@@ -166,17 +166,21 @@ class Log:
         pass
 
 
-def warm_start_from(booster, params, classes, n_features, names):
+def warm_start_from(booster, params, classes, n_features, names, categorical=None,
+                    categories=None):
     """``previous`` of :func:`boost` for a warm start of the fitted ``booster`` with
-    ``params`` on data of these classes, width and feature names: (ensemble,
-    record), or None when there is nothing to add.
+    ``params`` on data of these classes, width and feature names (and categorical
+    features, with their categories): (ensemble, record), or None when there is
+    nothing to add.
 
     Raises
     ------
     ValueError
-        Data of other features or classes, fewer iterations than fitted, or another
-        learning rate, loss or leaf solver than the fitted trees'.
+        Data of other features or classes, other categorical features or categories,
+        fewer iterations than fitted, or another learning rate, loss or leaf solver
+        than the fitted trees'.
     """
+    _same_categories(booster, categorical, categories)
     old_names = booster.feature_names_in_
     if (n_features != booster.n_features_in_ or not np.array_equal(classes, booster.classes_)
             or (names is not None and old_names is not None
@@ -207,6 +211,33 @@ def warm_start_from(booster, params, classes, n_features, names):
     record = FitRecord(booster.train_score_, None, booster.oob_scores_,
                        booster.oob_improvement_)
     return booster.ensemble, record
+
+
+def _same_categories(booster, categorical, categories):
+    """Refuse a warm start whose categorical features or categories differ from the
+    fitted model's (the trees' sets are of its codes)."""
+    old = booster.ensemble.categorical
+    if (old is None) != (categorical is None) or (
+            old is not None and not np.array_equal(old, categorical)):
+        raise ValueError(
+            "warm_start: the categorical features differ from those of the first fit "
+            f"(then {None if old is None else np.flatnonzero(old).tolist()}, now "
+            f"{None if categorical is None else np.flatnonzero(categorical).tolist()}); "
+            "refit with warm_start=False")
+    if categorical is None:
+        return
+    old_categories = booster.categories_
+    same = old_categories is not None and all(
+        (a is None and b is None) or (a is not None and b is not None
+                                      and a.shape == b.shape and (a == b).all())
+        for a, b in zip(old_categories, categories))
+    if not same:
+        changed = [int(j) for j in np.flatnonzero(categorical)
+                   if old_categories is None or old_categories[j].shape != categories[j].shape
+                   or not (old_categories[j] == categories[j]).all()]
+        raise ValueError(
+            f"warm_start: the categories of feature(s) {changed[:10]} differ from those "
+            "of the first fit (their codes would change); refit with warm_start=False")
 
 
 def iteration_predictor(trees, n_features, learning_rate, n_outputs):
@@ -368,15 +399,22 @@ def _grow_side_by_side(grow, n_trees, growers, grower):
 
 class _Trees:
     """The trees of a fit so far (K per iteration), with the bound of the raw scores
-    they can add to F0 (the Ensemble's rule)."""
+    they can add to F0 (the Ensemble's rule), and, with categorical features, the
+    category sets of their categorical splits: one table for all the trees, each
+    tree's rows after those of the trees before it (a categorical node's threshold
+    is its row)."""
 
-    def __init__(self, trees, init_raw, bound, learning_rate, n_outputs, n_features):
+    def __init__(self, trees, init_raw, bound, learning_rate, n_outputs, n_features,
+                 categorical=None, category_sets=None):
         self.trees = trees
         self.init_raw = init_raw
         self.bound = bound
         self.learning_rate = learning_rate
         self.n_outputs = n_outputs
         self.n_features = n_features
+        self.categorical = categorical
+        self.sets = [] if category_sets is None else [category_sets]
+        self.n_sets = 0 if category_sets is None else category_sets.shape[0]
 
     @property
     def n_iterations(self):
@@ -393,13 +431,62 @@ class _Trees:
                 f"iteration(s) the raw scores F(x) could exceed {RAW_SCORE_LIMIT:.0e} "
                 "and overflow; use a smaller learning_rate")
 
+    def add(self, new_trees, new_sets):
+        """Append one iteration's trees (their categorical nodes numbering the rows of
+        their own ``new_sets`` from 0, as :func:`compact_sets` leaves them): those
+        nodes' thresholds shifted past the table's rows so far, their sets appended."""
+        if self.categorical is not None:
+            for nodes, sets in zip(new_trees, new_sets):
+                if sets.shape[0]:
+                    on = _on_categorical(nodes, self.categorical)
+                    nodes["threshold"][on] += self.n_sets
+                    nodes["threshold32"][on] += self.n_sets
+                    self.sets.append(sets)
+                    self.n_sets += sets.shape[0]
+        self.trees.extend(new_trees)
+
+    def table(self, trees=None):
+        """The category sets the ``trees`` (default: all) use: the table's rows up to
+        the last one they name (None without categorical features)."""
+        if self.categorical is None:
+            return None
+        table = (np.concatenate(self.sets) if self.sets
+                 else np.zeros((0, CATEGORY_SET_WORDS), dtype=np.uint32))
+        if trees is not None:
+            used = [t["threshold"][_on_categorical(t, self.categorical)] for t in trees]
+            used = np.concatenate(used) if used else np.zeros(0)
+            table = table[:int(used.max()) + 1 if used.size else 0]
+        return table
+
     def ensemble(self, n_iterations=None):
         """The Ensemble of the first ``n_iterations`` (default: all)."""
         n = self.n_iterations if n_iterations is None else n_iterations
-        return Ensemble.from_trees(self.trees[: n * self.n_outputs],
-                                   n_outputs=self.n_outputs, init_raw=self.init_raw,
+        trees = self.trees[: n * self.n_outputs]
+        return Ensemble.from_trees(trees, n_outputs=self.n_outputs, init_raw=self.init_raw,
                                    learning_rate=self.learning_rate,
-                                   n_features=self.n_features)
+                                   n_features=self.n_features, categorical=self.categorical,
+                                   category_sets=self.table(
+                                       None if n == self.n_iterations else trees))
+
+
+def _on_categorical(nodes, categorical):
+    """Which ``nodes`` split a categorical feature."""
+    feature = nodes["feature"]
+    return (feature >= 0) & categorical[np.maximum(feature, 0)]
+
+
+def compact_sets(nodes, grower_sets, categorical):
+    """The category sets of one grown tree that its categorical nodes use, in node
+    order (uint32 (n, 8)), those nodes' ``threshold`` and ``threshold32`` renumbered
+    0, 1, ... accordingly (in place). ``grower_sets``: ``TreeGrower.cat_bitsets()``,
+    indexed by the node's index at its split (pruning leaves rows unused)."""
+    on = _on_categorical(nodes, categorical)
+    if not on.any():
+        return np.zeros((0, CATEGORY_SET_WORDS), dtype=np.uint32)
+    rows = nodes["threshold"][on].astype(np.int64)
+    nodes["threshold"][on] = np.arange(rows.size)
+    nodes["threshold32"][on] = np.arange(rows.size)
+    return np.ascontiguousarray(grower_sets[rows])
 
 
 class _Validation:
@@ -443,6 +530,16 @@ class _Validation:
         predictor = None
         for (X, _, _), raw in zip(self.sets, self.raws):
             if X.shape[0]:
+                if t.categorical is not None:
+                    # Through the categorical kernel, as the model scores these rows.
+                    if predictor is None:
+                        predictor = Ensemble.from_trees(
+                            new_trees, n_outputs=t.n_outputs,
+                            init_raw=np.zeros(t.n_outputs), learning_rate=t.learning_rate,
+                            n_features=t.n_features, categorical=t.categorical,
+                            category_sets=t.table(new_trees))
+                    predictor.add_raw(X, raw, 0, 1, self.n_threads)
+                    continue
                 if predictor is None:
                     predictor = iteration_predictor(new_trees, t.n_features,
                                                     t.learning_rate, t.n_outputs)
@@ -536,6 +633,7 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
             max_leaf_nodes=0 if params["max_leaf_nodes"] is None else params["max_leaf_nodes"],
             monotonic_cst=params.get("monotonic_cst"),
             interaction_cst=params.get("interaction_cst"),
+            categorical=params.get("categorical"),
         )
         if part.reducer is not None:
             grower.reducer = part.reducer
@@ -572,7 +670,7 @@ def _start(loss, y, sample_weight, params, previous, part, data, init_scores):
                        else old.train_score)
         record = FitRecord(train_score, None, old.oob_scores, old.oob_improvement)
         trees = _Trees(ensemble.trees(), ensemble.init_raw, ensemble.raw_bound(), lr,
-                       n_outputs, n_features)
+                       n_outputs, n_features, ensemble.categorical, ensemble.category_sets)
         return trees, record, raw
     if row_scores is not None:
         init_raw = np.zeros(n_outputs)
@@ -587,7 +685,11 @@ def _start(loss, y, sample_weight, params, previous, part, data, init_scores):
         raw = np.empty((n_rows, n_outputs))
         raw[:] = row_scores
     # The raw-score bound of the trees (the Ensemble's rule), from F0.
-    trees = _Trees([], init_raw, np.abs(init_raw), lr, n_outputs, n_features)
+    categorical = params.get("categorical")
+    trees = _Trees([], init_raw, np.abs(init_raw), lr, n_outputs, n_features,
+                   None if categorical is None else np.asarray(categorical, dtype=bool),
+                   None if categorical is None else
+                   np.zeros((0, CATEGORY_SET_WORDS), dtype=np.uint32))
     return trees, FitRecord(), raw
 
 
@@ -628,6 +730,8 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
     ones), update the scores by them, and record the training and out-of-bag losses.
     Returns the trees' nodes."""
     grower, class_growers = growers
+    categorical = trees.categorical
+    new_sets = [None] * trees.n_outputs
     oob_before = None
     if mask is not None and not (record.oob_scores and m > 0):
         oob_before = factor * state.held_out_loss(mask == 0)
@@ -640,6 +744,8 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
         # side with other classes' trees: its state is not shared then).
         state.update(k, nodes, tree_grower.node_of_row, mask, trees.learning_rate,
                      tree_grower.n_threads)
+        if categorical is not None:
+            new_sets[k] = compact_sets(nodes, tree_grower.cat_bitsets(), categorical)
         return nodes
 
     if class_growers:
@@ -651,7 +757,7 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
         for k in range(trees.n_outputs):
             new_trees.append(grow(k, grower))
             trees.check(k, new_trees[k], m)
-    trees.trees.extend(new_trees)
+    trees.add(new_trees, new_sets)
     record.train_score.append(factor * state.finish_iteration(mask))
     if mask is not None:
         _record_oob(record, state, mask, m, oob_before, factor)

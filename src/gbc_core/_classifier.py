@@ -22,6 +22,7 @@ from . import _leaves, _model_io
 from ._booster import Booster
 from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
                         warm_start_from)
+from ._categories import categorical_mask, encode, fit_encode
 from ._docstrings import fill_docs
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve, seed_from
@@ -273,6 +274,23 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         group. "no_interactions": one group per feature; "pairwise": one per pair.
         With ``max_features``, each node's features are drawn among those allowed.
         None: no constraint.
+    categorical_features : "from_dtype", None or array-like, default="from_dtype"
+        The categorical features, as scikit-learn's HistGradientBoostingClassifier
+        takes them: "from_dtype", the columns of a DataFrame of pandas' category
+        and string dtypes and of object dtype whose non-missing values are all
+        strings, and polars' Categorical, Enum and String columns (a NumPy array
+        has none); None, none; or feature indices, a boolean mask of shape
+        (n_features,) or feature names (X a DataFrame). A categorical feature's
+        categories are its distinct non-missing training values, sorted (numbers
+        as numbers, booleans as 0 and 1, strings as strings; a feature mixing
+        strings and numbers is refused), at most ``max_bins`` of them (both split
+        methods); a split sends a set of categories left, chosen by sorting the
+        node's categories by their mean residual (exact for squared error:
+        Fisher 1958). At predict time a category never seen in training and a
+        missing value go where the split sends missing values (as
+        HistGradientBoosting; no warning). Dense X only; not with a monotonic
+        constraint on the same feature; ``to_sklearn``, TreeSHAP and
+        ``estimators_[i, k].tree_`` refuse such a model. See ``is_categorical_``.
 
     Attributes
     ----------
@@ -326,6 +344,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         ``booster_.init_estimator``, the fitted clone of ``init``).
     feature_importances_ : ndarray of shape (n_features,)
         Normalised total squared-error decrease per feature.
+    is_categorical_ : ndarray of bool of shape (n_features,) or None
+        The categorical features of the fit (``categorical_features``); None
+        where there are none. Their categories are ``booster_.categories_``.
 
     Examples
     --------
@@ -370,6 +391,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         ccp_alpha=DEFAULTS["ccp_alpha"],
         monotonic_cst=DEFAULTS["monotonic_cst"],
         interaction_cst=DEFAULTS["interaction_cst"],
+        categorical_features=DEFAULTS["categorical_features"],
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -400,6 +422,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.ccp_alpha = ccp_alpha
         self.monotonic_cst = monotonic_cst
         self.interaction_cst = interaction_cst
+        self.categorical_features = categorical_features
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None, eval_names=None):
@@ -468,8 +491,16 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         names = feature_names_of(X)
         # X laid out once, for its split method (_split_methods.SplitMethod.dense_order).
         method = method_named(params["split_method"])
-        Xa = method.lay_out(check_features(X, "X", dtype=np.float32, order=method.dense_order,
-                                           training=True, sparse="csc"))
+        mask = categorical_mask(X, params["categorical_features"])
+        categories = None
+        if mask is None:
+            Xa = method.lay_out(check_features(X, "X", dtype=np.float32,
+                                               order=method.dense_order, training=True,
+                                               sparse="csc"))
+        else:
+            # The categorical columns as codes 0 .. k-1 (_categories).
+            Xa, categories = fit_encode(X, mask, params["max_bins"])
+            Xa = method.lay_out(Xa)
         n_samples, n_features = Xa.shape
         # int32 codes: the fit's state shares them (4 bytes per row, not 8 + 8).
         classes, codes = check_target(y, n_samples)
@@ -481,7 +512,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         previous = None
         if params["warm_start"] and self.__sklearn_is_fitted__():
-            previous = warm_start_from(self.booster_, params, classes, n_features, names)
+            previous = warm_start_from(self.booster_, params, classes, n_features, names,
+                                       categorical=mask, categories=categories)
             if previous is None:
                 return self
         else:
@@ -492,7 +524,8 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         scorer = scorer_of(params["scoring"])
         eval_names, eval_data, given_order = checked_eval_sets(
             eval_set, eval_names, X, y,
-            lambda s: _check_eval_set(s, names, classes, n_features, class_factors))
+            lambda s: _check_eval_set(s, names, classes, n_features, class_factors,
+                                      categories))
         if eval_data is None and params["n_iter_no_change"] is not None:
             Xa, codes, w, held_out = _hold_out(method, Xa, codes, w, classes,
                                                params["validation_fraction"], seed)
@@ -508,6 +541,17 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         resolved = resolve(params, Xa.shape[0], n_features,
                            float(Xa.shape[0]) if w is None else _leaves.weight_total(w),
                            feature_names=names)
+        if mask is not None:
+            cst = resolved["monotonic_cst"]
+            if cst is not None and (cst[mask] != 0).any():
+                both = np.flatnonzero(mask & (cst != 0))
+                raise ValueError(
+                    "categorical features cannot have monotonic constraints (their "
+                    "categories have no order): feature(s) "
+                    f"{[names[j] if names is not None else int(j) for j in both][:10]} "
+                    "are both")
+            resolved.update(categorical=mask, n_categories=np.array(
+                [0 if c is None else c.shape[0] for c in categories], dtype=np.int64))
         watch = (None if scorer is None or eval_data is None
                  else (eval_names[-1], scorer[0]))
         callbacks = _callbacks(params, eval_data is not None, watch)
@@ -516,7 +560,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
             return Booster(ensemble, classes, feature_names=names,
                            params=self.get_params(deep=False), record=record,
                            max_features=resolved["max_features"], loss=loss,
-                           init_estimator=init_estimator)
+                           init_estimator=init_estimator, categories=categories)
 
         evaluate = None
         if eval_data is not None:
@@ -761,6 +805,12 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
     estimators_ = _fitted_attribute("estimators_", "the trees, (n_iterations, K)")
     feature_importances_ = _fitted_attribute("feature_importances_",
                                              "normalised squared-error decrease per feature")
+
+    @property
+    def is_categorical_(self):
+        """The categorical features (bool mask), or None where there are none."""
+        categorical = self._fitted_booster().ensemble.categorical
+        return None if categorical is None else categorical.copy()
 
     @property
     def n_trees_per_iteration_(self):
@@ -1102,14 +1152,19 @@ def _class_weights(class_weight, classes, codes, w):
     return np.ascontiguousarray(out), per_class
 
 
-def _check_eval_set(eval_set, names, classes, n_features, class_factors):
+def _check_eval_set(eval_set, names, classes, n_features, class_factors, categories=None):
     """(X_val float32 C order or float32 CSR, class codes, weights or None) of an
     ``eval_set``; a DataFrame's columns are matched with the training columns
-    ``names``."""
+    ``names``; with ``categories`` (of the fit), the categorical columns encoded as
+    the model encodes rows to score."""
     if not isinstance(eval_set, (tuple, list)) or len(eval_set) not in (2, 3):
         raise ValueError("eval_set must be a tuple (X_val, y_val) or (X_val, y_val, w_val)")
-    Xv = check_features(align_columns(eval_set[0], names, "eval_set X"), "eval_set X",
-                        dtype=np.float32, order="C", sparse="csr")
+    if categories is not None:
+        Xv = encode(align_columns(eval_set[0], names, "eval_set X"), categories,
+                    "eval_set X")
+    else:
+        Xv = check_features(align_columns(eval_set[0], names, "eval_set X"), "eval_set X",
+                            dtype=np.float32, order="C", sparse="csr")
     if Xv.shape[1] != n_features:
         raise ValueError(f"eval_set X has {Xv.shape[1]} features, but X has {n_features}")
     yv = np.asarray(eval_set[1])

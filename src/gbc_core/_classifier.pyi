@@ -46,6 +46,7 @@ class GradientBoostingClassifier:
     ccp_alpha: float
     monotonic_cst: Sequence[int] | NDArray[Any] | Mapping[str, int] | None
     interaction_cst: Literal["pairwise", "no_interactions"] | Sequence[Iterable[int]] | None
+    categorical_features: Literal["from_dtype"] | Sequence[int] | Sequence[bool] | Sequence[str] | NDArray[Any] | None
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -96,6 +97,12 @@ class GradientBoostingClassifier:
         ccp_alpha: float = 0.0,
         monotonic_cst: Sequence[int] | NDArray[Any] | Mapping[str, int] | None = None,
         interaction_cst: Literal["pairwise", "no_interactions"] | Sequence[Iterable[int]] | None = None,
+        categorical_features: Literal["from_dtype"]
+        | Sequence[int]
+        | Sequence[bool]
+        | Sequence[str]
+        | NDArray[Any]
+        | None = "from_dtype",
     ) -> None: ...
     def fit(
         self,
@@ -117,6 +124,8 @@ class GradientBoostingClassifier:
     def apply(self, X: ArrayLike | spmatrix | sparray) -> NDArray[np.int32]: ...
     @property
     def feature_importances_(self) -> NDArray[np.float64]: ...
+    @property
+    def is_categorical_(self) -> NDArray[np.bool_] | None: ...
     def trees(self) -> list[NDArray[np.void]]: ...
     def to_sklearn(self) -> Any: ...
     def save(self, path: str | PathLike[str] | IO[bytes]) -> None: ...

@@ -102,8 +102,10 @@ def merged_labels(labels):
 
 
 def as_float32_part(part, name):
-    """A partition of X as a float32 C-order array (a clear error for a sparse one)."""
-    from ._validation import check_features, is_sparse_matrix
+    """A partition of X as a float32 C-order array (a clear error for a sparse one,
+    and for categorical columns, which the distributed fit does not train yet)."""
+    from ._categories import categorical_mask
+    from ._validation import check_features, feature_names_of, is_sparse_matrix
 
     if is_sparse_matrix(part):
         raise TypeError(f"{name}: a partition is a sparse matrix of type "
@@ -112,6 +114,14 @@ def as_float32_part(part, name):
     shape = getattr(part, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] == 0:
         return np.empty((0, shape[1]), dtype=np.float32)  # an empty partition
+    mask = categorical_mask(part, "from_dtype")
+    if mask is not None:
+        names = feature_names_of(part)
+        columns = [names[j] if names is not None else int(j) for j in np.flatnonzero(mask)]
+        raise ValueError(
+            f"{name} has categorical column(s) {columns[:10]} (category or string "
+            "dtype): the distributed fit does not train categorical features yet; "
+            "encode them as numbers, or fit GradientBoostingClassifier in one process")
     return check_features(part, name, dtype=np.float32, order="C")
 
 

@@ -267,6 +267,32 @@ class InteractionConstraints(Rule):
                 "feature indices")
 
 
+class CategoricalFeatures(Rule):
+    """Which features are categorical, as scikit-learn's HistGradientBoosting takes
+    them: ``"from_dtype"``, None, or a sequence of feature indices, of booleans (a
+    mask, one per feature) or of feature names (each checked against X at fit,
+    ``_categories.categorical_mask``)."""
+
+    def accepts(self, value):
+        if value is None or isinstance(value, str):
+            return value is None or value == "from_dtype"
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
+            return False
+        try:
+            items = np.asarray(value, dtype=object).tolist() if np.ndim(value) == 1 else None
+        except (TypeError, ValueError):
+            return False
+        if items is None:
+            return False
+        return (all(isinstance(v, (bool, np.bool_)) for v in items)
+                or all(_is_integer(v) and v >= 0 for v in items)
+                or all(isinstance(v, str) for v in items))
+
+    def describe(self):
+        return ("'from_dtype', None, or an array-like of feature indices, of booleans "
+                "(one per feature) or of feature names")
+
+
 NONE = NoneValue()
 
 
@@ -403,6 +429,11 @@ PARAMS = (
           "groups of features allowed to interact (a tree path uses the features of "
           "one group), 'pairwise' or 'no_interactions'; features in no group form "
           "one more group (command line: a JSON array such as '[[0, 1], [2, 3]]')"),
+    Param("categorical_features", "from_dtype", [CategoricalFeatures()],
+          "the categorical features (splits send a set of categories left): "
+          "'from_dtype' (pandas category and string columns, polars Categorical, Enum "
+          "and String columns; none of an array), None (none), or feature indices, a "
+          "boolean mask or feature names", cli=None),
 )
 
 #: Parameters by name.

@@ -280,14 +280,24 @@ def to_sklearn(booster):
     Raises
     ------
     ValueError
-        For an F0 that scikit-learn's prior cannot give (to 1e-12), or a model
-        without trees.
+        For an F0 that scikit-learn's prior cannot give (to 1e-12), a model
+        without trees, or a model with categorical features (scikit-learn's
+        GradientBoostingClassifier has no categories).
     """
     from sklearn.tree._tree import Tree
 
     if not isinstance(booster, Booster):
         raise TypeError(f"to_sklearn expects a Booster, got {type(booster).__name__}")
     ensemble = booster.ensemble
+    if ensemble.categorical is not None:
+        features = np.flatnonzero(ensemble.categorical).tolist()
+        if booster.feature_names_in_ is not None:
+            features = [str(booster.feature_names_in_[j]) for j in features]
+        raise ValueError(
+            f"to_sklearn: the model has categorical features ({features[:10]}), whose "
+            "splits send a set of categories left; scikit-learn's "
+            "GradientBoostingClassifier has no categories (fit with "
+            "categorical_features=None on encoded columns to export)")
     if ensemble.n_iterations == 0:
         raise ValueError("to_sklearn: the model has no trees, and a fitted scikit-learn "
                          "GradientBoostingClassifier has at least one iteration")

@@ -239,13 +239,16 @@ def _histogram_finder(X, params):
     with the first fit's bins); the trees store the bin edges as real thresholds
     (between the values of two bins), so nothing after the fit sees bins. A sparse X
     (float32 CSC) is binned column by column from its entries (implicit zeros in the
-    bin of 0.0), never densified."""
+    bin of 0.0), never densified. A categorical feature (``params["n_categories"]``,
+    its count of categories; 0 for a numeric one) has its codes as bins: code c in
+    bin c."""
     from ._binning import BinMapper
     from ._histogram_splitter import (HistogramSplitFinder, bin_value_ranges,
                                       bin_value_ranges_csc)
 
     n_threads = params["n_threads"]
-    mapper = BinMapper(max_bins=params["max_bins"]).fit(X, n_threads)
+    mapper = BinMapper(max_bins=params["max_bins"]).fit(
+        X, n_threads, n_categories=params.get("n_categories"))
     bins = mapper.transform(X, n_threads)
     if is_sparse_matrix(X):
         zero_bin = mapper.transform(np.zeros((1, X.shape[1]), dtype=np.float32))[0]

@@ -210,8 +210,8 @@ class _ColumnProblems:
             raise (TypeError if self.wrong_type else ValueError)(
                 f"{self.name} has non-numeric column(s) {_listing(self.non_numeric)}; "
                 "every feature must be numeric (numbers or booleans; missing values as NaN "
-                "or null): encode them as numbers or drop them (categories are not split "
-                "natively yet: one-hot or ordinal encode them)"
+                "or null): encode them as numbers or drop them (or, for categories at "
+                "fit, name them in categorical_features)"
             )
 
 
