@@ -442,11 +442,28 @@ def _encode_categorical(ensemble, categories):
     return header, np.ascontiguousarray(sets, dtype=np.uint32).reshape(-1)
 
 
-def _check_category_count(header, version, payload_size):
-    """Version 4's ``n_category_sets``, bounded by the format's limit and by the
-    payload (32 bytes a set) before any array is read."""
+def _check_categorical_header(header, version, n_features, payload_size):
+    """(categorical features, number of sets) of a version-4 header, checked before
+    any array is read (the sets bounded by the format's limit and by the payload, 32
+    bytes a set); (None, None) for older versions, which must not carry version 4's
+    keys."""
     if version < CATEGORICAL_FORMAT_VERSION:
-        return None
+        present = [k for k in CATEGORICAL_KEYS if k in header]
+        if present:
+            _fail(f"the header has {', '.join(map(repr, present))}, field(s) of format "
+                  f"version {CATEGORICAL_FORMAT_VERSION} (categorical features), but the "
+                  f"file is of version {version}")
+        return None, None
+    features = header.get("categorical_features")
+    if not isinstance(features, list) or not features or not all(
+            _is_int(j) and 0 <= j < n_features for j in features):
+        shown = features[:10] if isinstance(features, list) else features
+        _fail(f"header 'categorical_features' must be a non-empty list of feature indices "
+              f"in [0, {n_features}) (format version {CATEGORICAL_FORMAT_VERSION} holds "
+              f"models with categorical features), got {shown!r}")
+    if any(not a < b for a, b in zip(features, features[1:])):
+        _fail(f"header 'categorical_features' must list distinct features in increasing "
+              f"order, got {features[:10]!r}")
     n_sets = header.get("n_category_sets")
     if not _is_int(n_sets) or not 0 <= n_sets <= MAX_CATEGORY_SETS:
         _fail(f"header 'n_category_sets' must be an integer in [0, {MAX_CATEGORY_SETS}], "
@@ -454,29 +471,20 @@ def _check_category_count(header, version, payload_size):
     if n_sets * CATEGORY_SET_WORDS * 4 > payload_size:
         _fail(f"header 'n_category_sets' {n_sets} needs {n_sets * CATEGORY_SET_WORDS * 4:,} "
               f"bytes of sets, more than the {payload_size:,}-byte payload")
-    return n_sets
+    return features, n_sets
 
 
-def _decode_categorical(header, arrays, version, n_features, n_sets):
-    """(categorical mask, category sets, categories per feature) of a version-4 file,
-    checked; (None, None, None) for older versions, which must not carry them."""
+def _decode_categorical(header, arrays, version, n_features, features, n_sets):
+    """(categorical mask, category sets, categories per feature) of a version-4 file
+    whose header ``_check_categorical_header`` checked; (None, None, None) for older
+    versions, which must not carry the ``category_sets`` array."""
     if version < CATEGORICAL_FORMAT_VERSION:
-        present = [k for k in CATEGORICAL_KEYS if k in header]
-        present += [f"array {name!r}" for name in sorted(CATEGORICAL_ARRAYS) if name in arrays]
+        present = [name for name in sorted(CATEGORICAL_ARRAYS) if name in arrays]
         if present:
-            _fail(f"the header's {', '.join(present)} belong to format version "
-                  f"{CATEGORICAL_FORMAT_VERSION} (categorical features), the file has "
+            _fail(f"the file has the array(s) {present} of format version "
+                  f"{CATEGORICAL_FORMAT_VERSION} (categorical features), but is of "
                   f"version {version}")
         return None, None, None
-    features = header.get("categorical_features")
-    if not isinstance(features, list) or not features or not all(
-            _is_int(j) and 0 <= j < n_features for j in features):
-        shown = features[:10] if isinstance(features, list) else features
-        _fail(f"header 'categorical_features' must be a non-empty list of feature indices "
-              f"in [0, {n_features}), got {shown!r}")
-    if any(not a < b for a, b in zip(features, features[1:])):
-        _fail(f"header 'categorical_features' must list distinct features in increasing "
-              f"order, got {features[:10]!r}")
     words = arrays["category_sets"]
     if words.shape[0] != n_sets * CATEGORY_SET_WORDS:
         _fail(f"array 'category_sets' has {words.shape[0]} words, expected n_category_sets "
@@ -1010,10 +1018,10 @@ def decode(data):
         # Version 1 wrote the same value twice.
         _fail("parameter 'learning_rate' does not match the header's learning_rate")
 
-    n_sets = _check_category_count(header, version, len(payload))
+    features, n_sets = _check_categorical_header(header, version, n_features, len(payload))
     arrays = _read_arrays(header, payload, version)
-    categorical, category_sets, categories = _decode_categorical(header, arrays, version,
-                                                                 n_features, n_sets)
+    categorical, category_sets, categories = _decode_categorical(
+        header, arrays, version, n_features, features, n_sets)
     offsets = arrays["tree_offsets"]
     if offsets.shape[0] != n_trees + 1:
         _fail(f"tree_offsets has {offsets.shape[0]} entries, expected n_trees + 1 = "
