@@ -280,14 +280,24 @@ def to_sklearn(booster):
     Raises
     ------
     ValueError
-        For an F0 that scikit-learn's prior cannot give (to 1e-12), or a model
-        without trees.
+        For an F0 that scikit-learn's prior cannot give (to 1e-12), a model
+        without trees, or a model with categorical features (scikit-learn's
+        GradientBoostingClassifier has no categorical splits).
     """
     from sklearn.tree._tree import Tree
 
     if not isinstance(booster, Booster):
         raise TypeError(f"to_sklearn expects a Booster, got {type(booster).__name__}")
     ensemble = booster.ensemble
+    if ensemble.categorical is not None:
+        columns = np.flatnonzero(ensemble.categorical).tolist()
+        names = booster.feature_names_in_
+        shown = columns if names is None else [str(names[j]) for j in columns]
+        raise ValueError(
+            f"to_sklearn: the model has categorical features {shown[:20]}"
+            f"{' ...' if len(shown) > 20 else ''}, and scikit-learn's "
+            "GradientBoostingClassifier has no categorical splits (its trees only compare "
+            "x <= threshold): such a model cannot be exported to it")
     if ensemble.n_iterations == 0:
         raise ValueError("to_sklearn: the model has no trees, and a fitted scikit-learn "
                          "GradientBoostingClassifier has at least one iteration")
