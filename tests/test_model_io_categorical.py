@@ -12,6 +12,7 @@ files are loaded in a subprocess, as in ``tests/test_model_io.py``.
 
 import copy
 import io
+import json
 import pickle
 import struct
 
@@ -431,3 +432,25 @@ def test_a_huge_set_count_is_refused_before_allocation():
     finally:
         tracemalloc.stop()
     assert peak < 10 * len(crafted) + (1 << 20)
+
+
+def test_inspect_shows_the_categorical_features(tmp_path, capsys):
+    from gbc_core.cli import main
+
+    booster = categorical_booster(3, "strings", feature_names=["colour", "size", "x"])
+    booster.save(tmp_path / "m.gbc")
+    assert main(["inspect", str(tmp_path / "m.gbc")]) == 0
+    text = capsys.readouterr().out
+    assert "format version 4" in text
+    assert "categorical 2: colour (5 categories), size (12 categories)" in text
+    assert main(["inspect", str(tmp_path / "m.gbc"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["categorical_features"] == [
+        {"feature": "colour", "index": 0, "n_categories": 5},
+        {"feature": "size", "index": 1, "n_categories": 12}]
+    categorical_booster(2, "codes").save(tmp_path / "codes.gbc")
+    paper_example()[0].save(tmp_path / "paper.gbc")
+    assert main(["inspect", str(tmp_path / "codes.gbc")]) == 0
+    assert "categorical 2: f0, f1\n" in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "paper.gbc"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["categorical_features"] is None
