@@ -492,8 +492,11 @@ def _decode_categorical(header, arrays, version, n_features, features, n_sets):
     categories = _decode_categories(header.get("categories"), features)
     mask = np.zeros(n_features, dtype=bool)
     mask[features] = True
-    if categories is not None:
-        categories = [categories.get(j) for j in range(n_features)]
+    if categories is not None:  # Booster's form: per feature, None if not categorical
+        by_feature = [None] * n_features
+        for j, values in categories.items():
+            by_feature[j] = values
+        categories = by_feature
     return mask, words.reshape(n_sets, CATEGORY_SET_WORDS), categories
 
 
