@@ -376,9 +376,8 @@ def _decode_classes(obj, n_classes):
 # ---------------------------------------------------- categorical features (v4)
 def _decode_categories(obj, features):
     """The header's ``categories`` (null, or per categorical feature in ``features``
-    its categories: all strings or all finite numbers, sorted and distinct), checked;
-    returns the per-feature list of ``Booster(categories=...)`` without its None
-    entries' positions (a dict feature -> list), or None."""
+    its categories: all strings or all finite numbers, sorted and distinct), checked:
+    {feature: its categories (str, or float for numbers)}, or None."""
     if obj is None:
         return None
     if not isinstance(obj, list) or len(obj) != len(features):
