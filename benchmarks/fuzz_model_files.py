@@ -1,10 +1,11 @@
 """Model-file fuzzing, the long version: tens of thousands of corrupted model files.
 
 The CI part is ``tests/test_model_io.py`` (every truncation of the header, a few
-hundred bit flips, ~150 hand-crafted invalid files). This script draws many more
-cases from several valid models (stumps, deep trees with missing values, string
-labels and feature names, early stopping, many features) and loads each one in a
-worker process (so that a crash is caught and reported with the offending file):
+hundred bit flips, ~150 hand-crafted invalid files; ``tests/test_model_io_categorical.py``
+for format version 4). This script draws many more cases from several valid models
+(stumps, deep trees with missing values, string labels and feature names, early
+stopping, many features, categorical features: format version 4) and loads each one
+in a worker process (so that a crash is caught and reported with the offending file):
 
   truncate     the file cut at every byte offset of its header (for as many models
                as a quarter of the cases allows) and at random offsets must be rejected
@@ -24,6 +25,12 @@ worker process (so that a crash is caught and reported with the offending file):
                booleans and numbers, or wider than 2**20 characters, a loss the
                format does not know (or none), the exponential loss
                of a multiclass model                                 must be rejected
+  categorical  (version-4 models) a categorical node's threshold naming no set
+               (past the table, negative, fractional, +inf), n_category_sets off
+               or beyond the payload or the limit, the category_sets array cut or
+               gone, categorical_features out of range, repeated, unsorted or
+               empty, categories unsorted, repeated, too many (257), mixing
+               strings and numbers, booleans, or one list too many  must be rejected
   splice       the header of one model with the payload of another  may load
 
 "must be rejected": loading raises ``gbc_core.ModelFormatError``. "may load": it
@@ -56,9 +63,9 @@ import numpy as np
 
 MAGIC = b"\x89GBC\r\n\x1a\n"
 MUST_REJECT = {"truncate", "stale-flip", "child", "cycle", "feature", "nonfinite",
-               "length", "count", "claim"}
+               "length", "count", "claim", "categorical"}
 KINDS = ["truncate", "stale-flip", "flip", "overwrite", "json", "child", "cycle", "feature",
-         "nonfinite", "length", "count", "claim", "splice"]
+         "nonfinite", "length", "count", "claim", "categorical", "splice"]
 
 WORKER = textwrap.dedent("""
     import json, sys, traceback, warnings
@@ -180,7 +187,54 @@ def valid_models(seed):
                       subsample=0.8, random_state=7).fit(Xn, y))
     probe = np.vstack([Xn[:30], np.full((2, 6), np.nan)])
     probe = np.hstack([probe, rng.normal(size=(32, 34))])  # up to 40 features
-    return [m.to_bytes() for m in models], probe
+    probe[::2, :3] = rng.integers(-1, 45, size=(16, 3))     # category codes, some unseen
+    return [m.to_bytes() for m in models] + categorical_models(rng), probe
+
+
+def categorical_models(rng):
+    """Format version 4: Boosters of trees grown with categorical features by the
+    exact finder (the sets their categorical nodes name, in one table), with
+    categories as strings, as numbers, or none (the rows hold the codes)."""
+    from gbc_core import Booster, Ensemble
+    from gbc_core._common import ROW_STAT_DTYPE
+    from gbc_core._exact_splitter import ExactSplitFinder
+    from gbc_core._grower import TreeGrower
+
+    n = 600
+    X = np.column_stack([rng.integers(0, 6, n), rng.integers(0, 40, n),
+                         rng.normal(size=n)]).astype(np.float64)
+    X[rng.uniform(size=X.shape) < 0.1] = np.nan
+    categorical = np.array([True, True, False])
+    X32 = np.asfortranarray(X, dtype=np.float32)
+    codes = np.nan_to_num(X[:, :2], nan=0).astype(int)
+    categories = [[["a", "b", "c", "d", "e", "f"], [f"v{i:02d}" for i in range(40)], None],
+                  [[0.5 * i for i in range(6)], [float(i) for i in range(40)], None], None]
+    out = []
+    for K, cats, classes in ((1, categories[0], ["no", "yes"]), (3, categories[1], [1, 2, 3]),
+                             (1, categories[2], [0, 1])):
+        trees, tables, shift = [], [], 0
+        for t in range(4 * K):
+            effect = rng.normal(size=(2, 40))
+            r = effect[0, codes[:, 0]] + effect[1, codes[:, 1]] + 0.3 * rng.normal(size=n)
+            stats = np.zeros(n, dtype=ROW_STAT_DTYPE)
+            stats["wr"], stats["w"] = r, 1.0
+            grower = TreeGrower(X32, ExactSplitFinder(X32, 1), 2 + t % 3, 2, 1, 0.0, 3, 1,
+                                categorical=categorical)
+            grower.grow(stats, r, None, 5)
+            nodes, bits = grower.nodes_array(), grower.cat_bitsets()
+            on_cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
+            rows = nodes["threshold"][on_cat].astype(np.int64)
+            nodes["threshold"][on_cat] = shift + np.arange(rows.shape[0])
+            nodes["threshold32"][on_cat] = shift + np.arange(rows.shape[0])
+            trees.append(nodes)
+            tables.append(bits[rows])
+            shift += rows.shape[0]
+        ensemble = Ensemble.from_trees(trees, n_outputs=K, init_raw=[0.1] * K,
+                                       learning_rate=0.3, n_features=3,
+                                       categorical=categorical,
+                                       category_sets=np.concatenate(tables))
+        out.append(Booster(ensemble, classes, categories=cats).to_bytes())
+    return out
 
 
 # ------------------------------------------------------------------- mutations
@@ -254,6 +308,8 @@ def mutate(kind, blob, others, rng):
                            values=[f"{i:06d}" for i in range(k)])
             classes.pop("types", None)
         return assemble(header, payload)
+    if kind == "categorical":
+        return mutate_categorical(header, payload, rng)
     if kind == "length":
         d = header["arrays"][int(rng.integers(0, len(header["arrays"])))]
         field = str(rng.choice(["length", "offset", "nbytes"]))
@@ -305,6 +361,70 @@ def mutate(kind, blob, others, rng):
     return assemble(header, payload)
 
 
+def mutate_categorical(header, payload, rng):
+    """A version-4 file made invalid in one of its categorical fields."""
+    features = header["categorical_features"]
+    n_sets, n_features = header["n_category_sets"], header["n_features"]
+    what = str(rng.choice(["threshold", "n_sets", "array", "features", "categories"]))
+    on_cat = np.flatnonzero(np.isin(column(header, payload, "nodes.feature"), features))
+    if what == "threshold" and on_cat.size == 0:
+        what = "n_sets"
+    if what == "threshold":
+        value = float(rng.choice([n_sets, n_sets + int(rng.integers(1, 1000)), 2.0**31, -1.0,
+                                  0.5, n_sets - 0.5, np.inf]))
+        node = int(rng.choice(on_cat))
+        set_value(header, payload, "nodes.threshold", node, value)
+        set_value(header, payload, "nodes.threshold32", node, value)  # float32 of it
+    elif what == "n_sets":
+        header["n_category_sets"] = int(rng.choice([n_sets - 1, n_sets + 1, 2**26 + 1, -1,
+                                                    2**40, header["payload_size"] // 32 + 1]))
+    elif what == "array":
+        d = next(a for a in header["arrays"] if a["name"] == "category_sets")
+        if rng.uniform() < 0.3:
+            header["arrays"].remove(d)
+        else:
+            cut = int(rng.integers(1, min(d["length"], 64) + 1)) if d["length"] else 0
+            if cut % 8 == 0 and n_sets == cut // 8:
+                cut += 1  # (an empty table named by no node would be valid)
+            d["length"] -= cut
+            d["nbytes"] = d["length"] * 4
+    elif what == "features":
+        options = [features + [n_features], [-1] + features, features + [features[-1]],
+                   features[::-1] if len(features) > 1 else features + [features[0]], [],
+                   [n_features + int(rng.integers(0, 2**31))]]
+        header["categorical_features"] = options[int(rng.integers(0, len(options)))]
+    else:
+        cats = header["categories"]
+        if cats is None:
+            header["categories"] = [["a"]] * (len(features) + 1)
+        else:
+            i = int(rng.integers(0, len(cats)))
+            values = list(cats[i])
+            number = not isinstance(values[0], str)
+            how = str(rng.choice(["unsorted", "repeated", "too many", "mixed", "bool",
+                                  "empty", "count"]))
+            if how == "unsorted" and len(values) > 1:
+                values = values[::-1]
+            elif how == "repeated" or how == "unsorted":
+                values = values + [values[-1]]
+            elif how == "too many":
+                values = [float(v) for v in range(257)] if number else [
+                    f"{v:03d}" for v in range(257)]
+            elif how == "mixed":
+                values[int(rng.integers(0, len(values)))] = "x" if number else 1.0
+                if len(values) == 1:
+                    values.append("y" if number else 2.0)
+            elif how == "bool":
+                values = [False, True]
+            elif how == "empty":
+                values = []
+            if how == "count":
+                cats.append(list(values))
+            else:
+                cats[i] = values
+    return assemble(header, payload)
+
+
 def cases(n_cases, seed):
     rng = np.random.default_rng(seed)
     blobs, probe = valid_models(seed)
@@ -313,9 +433,11 @@ def cases(n_cases, seed):
         hlen = struct.unpack_from("<I", blob, 12)[0]
         out += [("truncate", blob[:c]) for c in range((16 + hlen + 7) // 8 * 8 + 1)]
     out = out[: n_cases // 4]
+    categorical = [b for b in blobs if split(b)[0].get("format_version") == 4]
     while len(out) < n_cases:
         kind = KINDS[int(rng.integers(0, len(KINDS)))]
-        blob = blobs[int(rng.integers(0, len(blobs)))]
+        pool = categorical if kind == "categorical" else blobs
+        blob = pool[int(rng.integers(0, len(pool)))]
         out.append((kind, mutate(kind, blob, blobs, rng)))
     return out, probe
 

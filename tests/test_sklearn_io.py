@@ -6,6 +6,7 @@ predicts its probabilities, a model written to scikit-learn predicts ours, both 
 softmax is computed by each library), and scikit-learn's tools run on the export.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -144,6 +145,27 @@ def _gbc_model(n_classes, init, nan=False, **params):
                     subsample=0.8, random_state=1)
     defaults.update(params)
     return GradientBoostingClassifier(**defaults).fit(X, y), X
+
+
+@pytest.mark.parametrize("names", [None, ["colour", "size", "x"]])
+def test_to_sklearn_refuses_categorical_features(names):
+    """scikit-learn's GradientBoostingClassifier has no categorical splits: a model with
+    categorical features is refused, naming them (even if no tree splits on them)."""
+    from gbc_core import Ensemble
+    from gbc_core._common import NODE_DTYPE
+
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [1, -1, -1]  # a numeric split: no tree splits a category
+    nodes["left"], nodes["right"], nodes["depth"] = [1, -1, -1], [2, -1, -1], [0, 1, 1]
+    nodes["threshold"], nodes["threshold32"], nodes["value"] = 0.5, 0.5, [0.0, -1.0, 1.0]
+    args = dict(n_outputs=1, init_raw=[0.0], learning_rate=0.1, n_features=3)
+    numeric = Booster(Ensemble(nodes, [0, 3], **args), [0, 1], feature_names=names)
+    assert numeric.to_sklearn().n_estimators == 1
+    booster = Booster(Ensemble(nodes, [0, 3], categorical=[True, False, True], **args),
+                      [0, 1], feature_names=names)
+    shown = re.escape("['colour', 'x']" if names else "[0, 2]")
+    with pytest.raises(ValueError, match=f"categorical features {shown}, .*no categorical splits"):
+        booster.to_sklearn()
 
 
 def test_to_sklearn_of_a_model_without_trees_says_so():

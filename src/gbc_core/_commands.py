@@ -1070,6 +1070,18 @@ def draw_tree(tree, names=None, learning_rate=None):
     return "\n".join(lines)
 
 
+def _categorical_summary(model, names):
+    """Per categorical feature (format version 4) its label, index and number of
+    categories (None: the model takes the codes); None for a model without them."""
+    mask = model.ensemble.categorical
+    if mask is None:
+        return None
+    categories = model.categories_
+    return [{"feature": _feature_label(int(j), names), "index": int(j),
+             "n_categories": None if categories is None else int(len(categories[j]))}
+            for j in np.flatnonzero(mask)]
+
+
 def inspect_model(path, top=10):
     """(Booster, summary dict) of the model file at ``path``."""
     from . import read_model_header
@@ -1095,6 +1107,7 @@ def inspect_model(path, top=10):
         "positive_class": classes[1] if len(classes) == 2 else None,
         "n_features": int(model.n_features_in_),
         "feature_names": names,
+        "categorical_features": _categorical_summary(model, names),
         "n_iterations": int(ensemble.n_iterations),
         "trees_per_iteration": int(ensemble.n_outputs),
         "n_trees": int(ensemble.n_trees),
@@ -1180,6 +1193,12 @@ def run_inspect(args):
     else:
         shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
         print(f"features   {info['n_features']}: {shown}")
+    categorical = info["categorical_features"]
+    if categorical:
+        shown = ", ".join(d["feature"] + ("" if d["n_categories"] is None else
+                                          f" ({d['n_categories']} categories)")
+                          for d in categorical[:12])
+        print(f"categorical {len(categorical)}: {shown}{' ...' if len(categorical) > 12 else ''}")
     per = info["trees_per_iteration"]
     trees = (f"trees      {info['n_trees']}"
              + (f" ({info['n_iterations']} iterations x {per}, one per class)" if per > 1

@@ -5,7 +5,8 @@ column arrays, closed by a SHA-256 checksum. It is specified in
 ``docs/model_format.md``; in short::
 
     offset 0    magic            8 bytes  b"\\x89GBC\\r\\n\\x1a\\n"
-    offset 8    format version   uint32 little-endian (this module writes 3, reads 1 to 3)
+    offset 8    format version   uint32 little-endian (this module writes 3, or 4 for a
+                                 model with categorical features; reads 1 to 4)
     offset 12   header length H  uint32 little-endian
     offset 16   header           H bytes of UTF-8 JSON (an object)
                 padding          zero bytes up to the next multiple of 8 (offset P)
@@ -15,9 +16,11 @@ column arrays, closed by a SHA-256 checksum. It is specified in
 The file serializes an :class:`~gbc_core.Ensemble` (the trees, the number of outputs,
 the initial raw scores, the learning rate, the number of features) and what a
 classifier adds to it (the loss, which maps raw scores to probabilities, class
-labels, feature names, hyper-parameters, the record of the fit). Loading checks everything before a kernel sees it (the ensemble validates
-its trees) and raises :class:`ModelFormatError` for any corrupt, truncated or crafted
-input; a file is read no further than its header declares.
+labels, feature names, hyper-parameters, the record of the fit) and, in version 4,
+the categorical features, their category sets and categories. Loading checks
+everything before a kernel sees it (the ensemble validates its trees and sets) and
+raises :class:`ModelFormatError` for any corrupt, truncated or crafted input; a file
+is read no further than its header declares.
 
 This module knows the format only: ``Booster`` (``_booster.py``) turns its content
 into a model.
@@ -37,7 +40,7 @@ import numpy as np
 
 from ._safe_output import AtomicFile
 from ._common import NODE_DTYPE
-from ._ensemble import Ensemble
+from ._ensemble import CATEGORY_SET_WORDS, MAX_CATEGORY_CODES, Ensemble
 from ._loss import lookup_loss, loss_for, loss_names
 from ._validation import MAX_FEATURES
 from ._params import BY_NAME as PARAM_RULES
@@ -45,8 +48,15 @@ from ._version import __version__
 
 MAGIC = b"\x89GBC\r\n\x1a\n"
 FORMAT_NAME = "gbc-core-model"
-#: The version this module writes; it reads every version up to it.
-FORMAT_VERSION = 3
+#: The newest version this module writes (a model with categorical features); it
+#: reads every version up to it.
+FORMAT_VERSION = 4
+#: The version of a model without categorical features: version 3, the same bytes
+#: as before version 4 existed (every gbc-core that reads version 3 reads it).
+NUMERIC_FORMAT_VERSION = 3
+#: The first version with categorical features (``categorical_features``,
+#: ``n_category_sets``, ``categories`` and the ``category_sets`` array).
+CATEGORICAL_FORMAT_VERSION = 4
 ESTIMATOR_NAME = "GradientBoostingClassifier"
 
 _PRELUDE = struct.Struct("<8sII")
@@ -62,6 +72,10 @@ MAX_CLASSES = 1 << 16
 #: array (n_classes x width x bytes per character): the dtype a header declares is
 #: allocated, so it is bounded before that.
 MAX_LABEL_BYTES = 1 << 28
+#: Most category sets (rows of ``category_sets``, 32 bytes each) a model may have:
+#: a limit far beyond any model (a set per categorical split), checked before the
+#: table is read.
+MAX_CATEGORY_SETS = 1 << 26
 #: Bytes read at a time from a file (a crafted header cannot make us allocate more
 #: than the file holds).
 _READ_CHUNK = 16 << 20
@@ -88,9 +102,15 @@ RECORD_ARRAYS = ("train_score", "validation_score", "oob_scores", "oob_improveme
 _ARRAY_DTYPES = {"tree_offsets": "<i8"}
 _ARRAY_DTYPES.update({name: "<f8" for name in RECORD_ARRAYS})
 _ARRAY_DTYPES.update({"nodes." + name: dt for name, dt in NODE_COLUMNS})
+#: Version 4: the category sets, row after row (``n_category_sets`` x 8 words).
+_ARRAY_DTYPES["category_sets"] = "<u4"
 #: Arrays a file may leave out: records a model may not have (a model built from
 #: given trees has no training record).
 OPTIONAL_ARRAYS = set(RECORD_ARRAYS)
+#: Arrays of version 4 only (required there, refused in older versions).
+CATEGORICAL_ARRAYS = {"category_sets"}
+#: Header keys of version 4 only (refused in older versions).
+CATEGORICAL_KEYS = ("categorical_features", "n_category_sets", "categories")
 #: The header's ``record_units``: the record arrays are in scikit-learn's units (the
 #: loss times the loss's ``score_factor``: twice the mean log-loss for two classes
 #: and the log-loss). Files without the key (written before it) hold the loss
@@ -353,6 +373,132 @@ def _decode_classes(obj, n_classes):
     return out
 
 
+# ---------------------------------------------------- categorical features (v4)
+def _decode_categories(obj, features):
+    """The header's ``categories`` (null, or per categorical feature in ``features``
+    its categories: all strings or all finite numbers, sorted and distinct), checked:
+    {feature: its categories (str, or float for numbers)}, or None."""
+    if obj is None:
+        return None
+    if not isinstance(obj, list) or len(obj) != len(features):
+        _fail(f"header 'categories' must be null or a list of {len(features)} lists, one "
+              f"per categorical feature, got "
+              f"{len(obj) if isinstance(obj, list) else type(obj).__name__}")
+    out = {}
+    for j, values in zip(features, obj):
+        if not isinstance(values, list) or not 1 <= len(values) <= MAX_CATEGORY_CODES:
+            _fail(f"header 'categories': categorical feature {j} must have a list of 1 to "
+                  f"{MAX_CATEGORY_CODES} categories, got "
+                  f"{len(values) if isinstance(values, list) else type(values).__name__}")
+        if all(isinstance(v, str) for v in values):
+            if any(len(v) > MAX_LABEL_WIDTH for v in values):
+                _fail(f"header 'categories': feature {j} has a category longer than "
+                      f"{MAX_LABEL_WIDTH} characters")
+        elif all(_is_number(v) for v in values):
+            try:
+                values = [float(v) for v in values]
+            except OverflowError:
+                values = [math.inf]
+            if not all(math.isfinite(v) for v in values):
+                _fail(f"header 'categories': feature {j}'s categories must be finite numbers")
+        else:
+            _fail(f"header 'categories': feature {j}'s categories must be all strings or "
+                  f"all numbers, got {sorted({type(v).__name__ for v in values})}")
+        if any(not a < b for a, b in zip(values, values[1:])):
+            _fail(f"header 'categories': feature {j}'s categories must be sorted and "
+                  f"distinct (as a fit sorts them), got {values[:10]!r}")
+        out[j] = values
+    return out
+
+
+def _encode_categorical(ensemble, categories):
+    """The header entries and the ``category_sets`` array of a model with categorical
+    features, checked by the reader's rules (a saved file always loads)."""
+    mask, sets = ensemble.categorical, ensemble.category_sets
+    features = [int(j) for j in np.flatnonzero(mask)]
+    if sets.shape[0] > MAX_CATEGORY_SETS:
+        raise ValueError(f"the model has {sets.shape[0]:,} category sets, more than the "
+                         f"format's limit of {MAX_CATEGORY_SETS:,}")
+    encoded = None
+    if categories is not None:
+        encoded = []
+        for j in features:
+            values = categories[j]
+            if values is None:
+                raise ValueError(f"cannot save the model: categorical feature {j} has no "
+                                 "categories")
+            values = list(values)
+            if all(isinstance(v, str) for v in values):
+                encoded.append([str(v) for v in values])
+            else:
+                encoded.append([float(v) for v in values])
+        try:
+            _decode_categories(encoded, features)
+        except ModelFormatError as exc:
+            raise ValueError(f"cannot save the model: {exc}") from None
+    header = {"categorical_features": features, "n_category_sets": int(sets.shape[0]),
+              "categories": encoded}
+    return header, np.ascontiguousarray(sets, dtype=np.uint32).reshape(-1)
+
+
+def _check_categorical_header(header, version, n_features, payload_size):
+    """(categorical features, number of sets) of a version-4 header, checked before
+    any array is read (the sets bounded by the format's limit and by the payload, 32
+    bytes a set); (None, None) for older versions, which must not carry version 4's
+    keys."""
+    if version < CATEGORICAL_FORMAT_VERSION:
+        present = [k for k in CATEGORICAL_KEYS if k in header]
+        if present:
+            _fail(f"the header has {', '.join(map(repr, present))}, field(s) of format "
+                  f"version {CATEGORICAL_FORMAT_VERSION} (categorical features), but the "
+                  f"file is of version {version}")
+        return None, None
+    features = header.get("categorical_features")
+    if not isinstance(features, list) or not features or not all(
+            _is_int(j) and 0 <= j < n_features for j in features):
+        shown = features[:10] if isinstance(features, list) else features
+        _fail(f"header 'categorical_features' must be a non-empty list of feature indices "
+              f"in [0, {n_features}) (format version {CATEGORICAL_FORMAT_VERSION} holds "
+              f"models with categorical features), got {shown!r}")
+    if any(not a < b for a, b in zip(features, features[1:])):
+        _fail(f"header 'categorical_features' must list distinct features in increasing "
+              f"order, got {features[:10]!r}")
+    n_sets = header.get("n_category_sets")
+    if not _is_int(n_sets) or not 0 <= n_sets <= MAX_CATEGORY_SETS:
+        _fail(f"header 'n_category_sets' must be an integer in [0, {MAX_CATEGORY_SETS}], "
+              f"got {n_sets!r}")
+    if n_sets * CATEGORY_SET_WORDS * 4 > payload_size:
+        _fail(f"header 'n_category_sets' {n_sets} needs {n_sets * CATEGORY_SET_WORDS * 4:,} "
+              f"bytes of sets, more than the {payload_size:,}-byte payload")
+    return features, n_sets
+
+
+def _decode_categorical(header, arrays, version, n_features, features, n_sets):
+    """(categorical mask, category sets, categories per feature) of a version-4 file
+    whose header ``_check_categorical_header`` checked; (None, None, None) for older
+    versions, which must not carry the ``category_sets`` array."""
+    if version < CATEGORICAL_FORMAT_VERSION:
+        present = [name for name in sorted(CATEGORICAL_ARRAYS) if name in arrays]
+        if present:
+            _fail(f"the file has the array(s) {present} of format version "
+                  f"{CATEGORICAL_FORMAT_VERSION} (categorical features), but is of "
+                  f"version {version}")
+        return None, None, None
+    words = arrays["category_sets"]
+    if words.shape[0] != n_sets * CATEGORY_SET_WORDS:
+        _fail(f"array 'category_sets' has {words.shape[0]} words, expected n_category_sets "
+              f"x {CATEGORY_SET_WORDS} = {n_sets * CATEGORY_SET_WORDS}")
+    categories = _decode_categories(header.get("categories"), features)
+    mask = np.zeros(n_features, dtype=bool)
+    mask[features] = True
+    if categories is not None:  # Booster's form: per feature, None if not categorical
+        by_feature = [None] * n_features
+        for j, values in categories.items():
+            by_feature[j] = values
+        categories = by_feature
+    return mask, words.reshape(n_sets, CATEGORY_SET_WORDS), categories
+
+
 # --------------------------------------------------------------------- writing
 def encode(ensemble, content):
     """The model format's bytes of ``ensemble`` and a classifier's ``content``.
@@ -365,11 +511,14 @@ def encode(ensemble, content):
         ``feature_names`` (None or strings), ``params``
         (dict), ``train_score``, ``validation_score``, ``oob_scores``,
         ``oob_improvement`` (arrays or None), ``best_iteration`` and
-        ``max_features`` (int or None).
+        ``max_features`` (int or None), and optionally ``categories`` (None, or per
+        feature None or the categories of a categorical one: ``Booster.categories_``).
 
     Returns
     -------
     data : bytes
+        Format version 3 for a model without categorical features (the bytes
+        gbc-core wrote before version 4), version 4 for one with.
     unrepresentable : dict
         Parameters whose value the format cannot hold (stored as such; they load
         as None).
@@ -407,12 +556,23 @@ def encode(ensemble, content):
     feature_names = content["feature_names"]
     if feature_names is not None:
         feature_names = [str(s) for s in feature_names]
+    categories = content.get("categories")
+    if ensemble.categorical is None:
+        # A numeric model: version 3, byte for byte as before version 4.
+        if categories is not None and any(c is not None for c in categories):
+            raise ValueError("categories were given for a model without categorical features")
+        version, categorical_header, category_words = NUMERIC_FORMAT_VERSION, {}, None
+    else:
+        version = CATEGORICAL_FORMAT_VERSION
+        categorical_header, category_words = _encode_categorical(ensemble, categories)
 
     arrays = [("tree_offsets", offsets)]
     arrays += [("nodes." + name, nodes[name]) for name, _ in NODE_COLUMNS]
     for name in RECORD_ARRAYS:
         if content[name] is not None:
             arrays.append((name, np.asarray(content[name], dtype=np.float64)))
+    if category_words is not None:
+        arrays.append(("category_sets", category_words))
     descriptors, chunks, pos = [], [], 0
     for name, arr in arrays:
         dt = np.dtype(_ARRAY_DTYPES[name])
@@ -431,7 +591,7 @@ def encode(ensemble, content):
     max_features = content["max_features"]
     header = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": version,
         "library_version": __version__,
         "estimator": ESTIMATOR_NAME,
         "loss": loss,
@@ -450,12 +610,13 @@ def encode(ensemble, content):
         "payload_size": payload_size,
         "arrays": descriptors,
     }
+    header.update(categorical_header)
     text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       allow_nan=False).encode("ascii")
     if len(text) > MAX_HEADER_SIZE:
         raise ValueError(f"the model header would be {len(text)} bytes, more than the "
                          f"format's limit of {MAX_HEADER_SIZE}")
-    head = _PRELUDE.pack(MAGIC, FORMAT_VERSION, len(text)) + text
+    head = _PRELUDE.pack(MAGIC, version, len(text)) + text
     head += b"\0" * (_align(len(head)) - len(head))
     body = head + bytes(payload)
     return body + hashlib.sha256(body).digest(), unrepresentable
@@ -651,7 +812,10 @@ def read_header(source):
     -------
     dict
         The header's keys (``docs/model_format.md``), e.g. ``format_version``,
-        ``library_version``, ``classes``, ``params``, ``n_trees``.
+        ``library_version``, ``classes``, ``params``, ``n_trees``; a model with
+        categorical features (format version 4) adds ``categorical_features`` (their
+        indices), ``n_category_sets`` and ``categories`` (per categorical feature its
+        categories, or null).
 
     Raises
     ------
@@ -692,7 +856,7 @@ def _float_field(header, key):
     return float(v)
 
 
-def _read_arrays(header, payload):
+def _read_arrays(header, payload, version):
     descriptors = header.get("arrays")
     if not isinstance(descriptors, list):
         _fail("header 'arrays' must be a list")
@@ -728,7 +892,9 @@ def _read_arrays(header, payload):
     for (s0, e0, n0), (s1, e1, n1) in zip(spans, spans[1:]):
         if s1 < e0:
             _fail(f"arrays {n0!r} and {n1!r} overlap")
-    missing = [k for k in _ARRAY_DTYPES if k not in arrays and k not in OPTIONAL_ARRAYS]
+    required = [k for k in _ARRAY_DTYPES if k not in OPTIONAL_ARRAYS and (
+        k not in CATEGORICAL_ARRAYS or version >= CATEGORICAL_FORMAT_VERSION)]
+    missing = [k for k in required if k not in arrays]
     if missing:
         _fail(f"the model file lacks the array(s) {missing}")
     return arrays
@@ -854,7 +1020,10 @@ def decode(data):
         # Version 1 wrote the same value twice.
         _fail("parameter 'learning_rate' does not match the header's learning_rate")
 
-    arrays = _read_arrays(header, payload)
+    features, n_sets = _check_categorical_header(header, version, n_features, len(payload))
+    arrays = _read_arrays(header, payload, version)
+    categorical, category_sets, categories = _decode_categorical(
+        header, arrays, version, n_features, features, n_sets)
     offsets = arrays["tree_offsets"]
     if offsets.shape[0] != n_trees + 1:
         _fail(f"tree_offsets has {offsets.shape[0]} entries, expected n_trees + 1 = "
@@ -869,7 +1038,8 @@ def decode(data):
         nodes[name] = arrays["nodes." + name]
     try:
         ensemble = Ensemble(nodes, offsets, n_outputs=n_outputs, init_raw=init_raw,
-                            learning_rate=learning_rate, n_features=n_features)
+                            learning_rate=learning_rate, n_features=n_features,
+                            categorical=categorical, category_sets=category_sets)
     except ValueError as exc:
         _fail(str(exc))
     n_iterations = ensemble.n_iterations
@@ -890,5 +1060,5 @@ def decode(data):
               f"know more), got {units!r}")
     content = {name: arrays.get(name) for name in RECORD_ARRAYS}
     content.update(loss=loss, classes=classes, feature_names=names, params=params,
-                   best_iteration=best, max_features=max_features)
+                   best_iteration=best, max_features=max_features, categories=categories)
     return ensemble, content

@@ -282,7 +282,7 @@ def to_sklearn(booster):
     ValueError
         For an F0 that scikit-learn's prior cannot give (to 1e-12), a model
         without trees, or a model with categorical features (scikit-learn's
-        GradientBoostingClassifier has no categories).
+        GradientBoostingClassifier has no categorical splits).
     """
     from sklearn.tree._tree import Tree
 
@@ -290,14 +290,15 @@ def to_sklearn(booster):
         raise TypeError(f"to_sklearn expects a Booster, got {type(booster).__name__}")
     ensemble = booster.ensemble
     if ensemble.categorical is not None:
-        features = np.flatnonzero(ensemble.categorical).tolist()
-        if booster.feature_names_in_ is not None:
-            features = [str(booster.feature_names_in_[j]) for j in features]
+        columns = np.flatnonzero(ensemble.categorical).tolist()
+        names = booster.feature_names_in_
+        shown = columns if names is None else [str(names[j]) for j in columns]
         raise ValueError(
-            f"to_sklearn: the model has categorical features ({features[:10]}), whose "
-            "splits send a set of categories left; scikit-learn's "
-            "GradientBoostingClassifier has no categories (fit with "
-            "categorical_features=None on encoded columns to export)")
+            f"to_sklearn: the model has categorical features {shown[:20]}"
+            f"{' ...' if len(shown) > 20 else ''}, whose splits send a set of categories "
+            "left; scikit-learn's GradientBoostingClassifier has no categorical splits "
+            "(its trees only compare x <= threshold): fit with categorical_features=None "
+            "on encoded columns to export")
     if ensemble.n_iterations == 0:
         raise ValueError("to_sklearn: the model has no trees, and a fitted scikit-learn "
                          "GradientBoostingClassifier has at least one iteration")
