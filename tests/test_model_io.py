@@ -565,6 +565,17 @@ _RUNNER = textwrap.dedent("""
             try:  # a model that loads must also predict without trouble
                 d = model.n_features_in_
                 Xm = X[:, :d] if X.shape[1] >= d else np.zeros((X.shape[0], d))
+                if model.categories_ is not None:
+                    # Rows as category values: the codes' values where there are
+                    # categories (code i -> categories[i], out-of-range codes as
+                    # NaN: unseen), the numbers elsewhere.
+                    Xo = Xm.astype(object)
+                    for j, values in enumerate(model.categories_):
+                        if values is not None:
+                            c = np.nan_to_num(Xm[:, j], nan=-1).astype(np.int64) % (len(values) + 1)
+                            Xo[:, j] = [values[k] if k < len(values) else np.nan for k in c]
+                    Xm = Xo
+                    model.ensemble.predict_raw(X[:, :d] if X.shape[1] >= d else np.zeros((X.shape[0], d)))
                 model.decision_function(Xm)
                 model.predict_proba(Xm)
                 model.apply(Xm)
