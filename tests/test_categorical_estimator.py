@@ -382,7 +382,7 @@ def test_sparse_x_and_monotonic_constraints_are_refused():
     GBC(n_estimators=2, monotonic_cst={"x": 1}).fit(frame, y)
 
 
-def test_exports_and_explanations_refuse_set_splits():
+def test_exports_refuse_set_splits_and_treeshap_explains_them():
     frame, y = _data()
     model = GBC(n_estimators=3, random_state=0).fit(frame, y)
     with pytest.raises(ValueError, match=r"to_sklearn: the model has categorical features "
@@ -390,9 +390,10 @@ def test_exports_and_explanations_refuse_set_splits():
         model.to_sklearn()
     with pytest.raises(ValueError, match="scikit-learn's tree_ cannot express"):
         model.estimators_[0, 0].tree_
-    with pytest.raises(ValueError, match="TreeSHAP contributions of a model with "
-                                         "categorical features"):
-        model.predict_contributions(frame)
+    # TreeSHAP explains them: each row's contributions add up to its raw score.
+    phi = model.predict_contributions(frame)
+    np.testing.assert_allclose(phi.sum(axis=-1).reshape(-1), model.decision_function(frame),
+                               rtol=1e-10, atol=1e-10)
 
 
 def test_warm_start_needs_the_same_categories():

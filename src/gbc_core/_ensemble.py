@@ -890,7 +890,8 @@ class Ensemble:
             # eta * gamma_j, the same float64 product as the predictor's.
             scaled = self._learning_rate * self._nodes["value"]
             shap = TreeShap(self._nodes, self._offsets, scaled, self._n_features,
-                            self._n_outputs)
+                            self._n_outputs, categorical=self._categorical,
+                            category_sets=self._category_sets)
             self._shap = shap
         return shap
 
@@ -948,9 +949,6 @@ class Ensemble:
         True
         """
         Xa = self._check_X(X)
-        if self._categorical is not None:
-            raise ValueError("TreeSHAP contributions of a model with categorical features "
-                             "are not available yet")
         shap = self._tree_shap()
         out = np.zeros((Xa.shape[0], self._n_outputs, self._n_features + 1),
                        dtype=np.float64)

@@ -12,6 +12,12 @@ of S; ``one_fraction``: 1 where the row goes, 0 elsewhere, for the feature in S)
 and the weights of every subset size (``pweight``), extending it at each node and
 unwinding it at each leaf, in O(depth^2) per leaf.
 
+A model with categorical splits routes a row at a node on a categorical feature by
+the node's category set (``_rows.pxd``'s ``code_in_set``, the rule of
+``_predictor.categorical_leaves``): ``_recurse`` is compiled twice, once per kind of
+model (the fused type ``sets_t``), so the numeric models' recursion has no
+categorical test in it.
+
 Rows are processed by OpenMP threads (each row by one thread, trees in iteration
 order), so the result does not depend on the number of threads; every thread owns
 one path buffer, allocated once per call.
@@ -23,8 +29,10 @@ from libc.stdlib cimport calloc, malloc, free
 import numpy as np
 
 from ._common cimport (
-    CACHE_LINE, float32_t, float64_t, int32_t, int64_t, intp_t, node_t, line_aligned,
-    per_thread_stride)
+    CACHE_LINE, float32_t, float64_t, int32_t, int64_t, intp_t, node_t, uint8_t, uint32_t,
+    line_aligned, per_thread_stride)
+from ._categorical cimport CAT_WORDS
+from ._rows cimport code_in_set
 
 
 ctypedef struct path_t:
@@ -32,6 +40,26 @@ ctypedef struct path_t:
     float64_t zero_fraction  # cover fraction flowing down this path, feature left out
     float64_t one_fraction   # 1 if the row follows this path, 0 otherwise, feature in
     float64_t pweight        # weight of the subsets of each size
+
+
+ctypedef struct category_sets_t:
+    # A model with categorical splits: a node on a feature f with categorical[f] != 0
+    # sends left the codes of its set, row <intp_t>threshold of ``bitsets``
+    # (CAT_WORDS words each).
+    const uint8_t* categorical
+    const uint32_t* bitsets
+
+
+ctypedef struct no_category_sets_t:
+    # A numeric model (the same fields, never read: every split is on a threshold).
+    const uint8_t* categorical
+    const uint32_t* bitsets
+
+
+ctypedef fused sets_t:
+    # The kind of model ``_recurse`` is compiled for.
+    no_category_sets_t
+    category_sets_t
 
 
 cdef enum:
@@ -94,11 +122,13 @@ cdef inline float64_t _unwound_sum(const path_t* path, intp_t depth,
     return total
 
 
-cdef void _recurse(const node_t* tree, const float64_t* value, const float32_t* row,
-                   float64_t* phi, intp_t node, intp_t depth, path_t* parent_path,
-                   float64_t parent_zero, float64_t parent_one,
+cdef void _recurse(const sets_t* sets, const node_t* tree, const float64_t* value,
+                   const float32_t* row, float64_t* phi, intp_t node, intp_t depth,
+                   path_t* parent_path, float64_t parent_zero, float64_t parent_one,
                    int32_t parent_feature) noexcept nogil:
-    """Add the contributions of the subtree at ``node`` to ``phi`` (RECURSE)."""
+    """Add the contributions of the subtree at ``node`` to ``phi`` (RECURSE); ``sets``:
+    the category sets of a model with categorical splits (``category_sets_t``), or
+    none (``no_category_sets_t``: every split on a threshold)."""
     cdef path_t* path = parent_path + depth + 1
     cdef intp_t i, hot, cold, index
     cdef float64_t w, scale, incoming_zero = 1.0, incoming_one = 1.0
@@ -116,10 +146,20 @@ cdef void _recurse(const node_t* tree, const float64_t* value, const float32_t* 
                                      * value[node])
         return
     x = row[feature]
-    if x != x:
-        go_right = not tree[node].missing_go_left
+    if sets_t is category_sets_t:
+        if sets.categorical[feature]:
+            go_right = not code_in_set(
+                x, sets.bitsets + CAT_WORDS * <intp_t>tree[node].threshold,
+                tree[node].missing_go_left)
+        elif x != x:
+            go_right = not tree[node].missing_go_left
+        else:
+            go_right = x > tree[node].threshold32
     else:
-        go_right = x > tree[node].threshold32
+        if x != x:
+            go_right = not tree[node].missing_go_left
+        else:
+            go_right = x > tree[node].threshold32
     if go_right:
         hot, cold = tree[node].right, tree[node].left
     else:
@@ -136,12 +176,12 @@ cdef void _recurse(const node_t* tree, const float64_t* value, const float32_t* 
         _unwind(path, depth, index)
         depth -= 1
     w = tree[node].weighted_n
-    _recurse(tree, value, row, phi, hot, depth + 1, path,
+    _recurse(sets, tree, value, row, phi, hot, depth + 1, path,
              tree[hot].weighted_n / w * incoming_zero, incoming_one, feature)
     scale = tree[cold].weighted_n / w * incoming_zero
     if scale != 0:
         # (A child of zero cover adds exactly nothing where the row does not go.)
-        _recurse(tree, value, row, phi, cold, depth + 1, path, scale, 0.0, feature)
+        _recurse(sets, tree, value, row, phi, cold, depth + 1, path, scale, 0.0, feature)
 
 
 cdef float64_t _expected(const node_t* tree, const float64_t* value,
@@ -170,24 +210,52 @@ cdef class TreeShap:
         ``learning_rate * value``: what each leaf adds to its output's raw score.
     n_features, n_outputs : int
         Tree t adds to output ``t % n_outputs``.
+    categorical : bool array of shape (n_features,), default=None
+        The categorical features of a model with categorical splits (None: a numeric
+        model). A node on a categorical feature sends left the rows whose category
+        code is in the node's set, row ``int(threshold)`` of ``category_sets``; NaN,
+        and a value outside [0, 256), go where missing values go
+        (``missing_go_left``); a value inside is the code of its whole part (codes
+        are whole numbers): the rule of ``_rows.pxd``'s ``code_in_set`` and
+        ``_predictor.categorical_leaves``. Given with ``category_sets`` or not at
+        all; a mask without a categorical feature is a numeric model.
+    category_sets : uint32 array of shape (n_sets, 8), default=None
+        The category sets of the model's categorical nodes: code c is in row s when
+        bit ``c % 32`` of ``category_sets[s, c // 32]`` is set.
+
+    Raises
+    ------
+    ValueError
+        If only one of ``categorical`` and ``category_sets`` is given, either has the
+        wrong shape, a node splits on a feature beyond ``n_features``, or a
+        categorical node's ``threshold`` is not a row of ``category_sets``.
     """
     cdef:
         readonly intp_t n_trees
         readonly intp_t n_features
         readonly intp_t n_outputs
         readonly intp_t max_depth
+        # Whether the mask has a categorical feature (the other recursion).
+        readonly bint has_category_sets
         const node_t[::1] nodes
         const int64_t[::1] tree_offsets
         const float64_t[::1] value
+        # The categorical features and the sets (at least one row: a placeholder
+        # when the table is empty), when has_category_sets.
+        const uint8_t[::1] categorical
+        const uint32_t[:, ::1] category_sets
 
     def __init__(self, nodes, tree_offsets, scaled_value, intp_t n_features,
-                 intp_t n_outputs):
+                 intp_t n_outputs, categorical=None, category_sets=None):
         self.nodes = np.ascontiguousarray(nodes)
         self.tree_offsets = np.ascontiguousarray(tree_offsets, dtype=np.int64)
         self.value = np.ascontiguousarray(scaled_value, dtype=np.float64)
         self.n_trees = self.tree_offsets.shape[0] - 1
         self.n_features = n_features
         self.n_outputs = n_outputs
+        self.has_category_sets = False
+        if categorical is not None or category_sets is not None:
+            self._set_categories(categorical, category_sets)
         # The true depth (the nodes' depth field saturates at 255); children come
         # after their parents.
         cdef intp_t t, j, first, size
@@ -206,6 +274,48 @@ cdef class TreeShap:
                 elif d[first + j] > self.max_depth:
                     self.max_depth = d[first + j]
 
+    def _set_categories(self, categorical, category_sets):
+        """Check and keep the categorical features and the category sets."""
+        if categorical is None or category_sets is None:
+            raise ValueError("categorical and category_sets go together: give both "
+                             "(a model with categorical splits) or neither")
+        mask = np.asarray(categorical)
+        if mask.shape != (self.n_features,) or not (
+                mask.dtype == np.bool_ or np.isin(mask, (0, 1)).all()):
+            raise ValueError(f"categorical must hold {self.n_features} booleans "
+                             f"(one per feature), got shape {mask.shape}")
+        mask = mask.astype(bool)
+        table = np.asarray(category_sets)
+        if (table.ndim != 2 or table.shape[1] != CAT_WORDS
+                or not (table.dtype.kind in "ui" or table.size == 0)
+                or (table.size and (table.min() < 0 or table.max() > 0xFFFFFFFF))):
+            raise ValueError(f"category_sets must be a table of uint32 words of shape "
+                             f"(n_sets, {CAT_WORDS}), got {table.dtype} of shape "
+                             f"{table.shape}")
+        nodes = np.asarray(self.nodes)
+        feature = nodes["feature"].astype(np.int64)
+        if feature.max(initial=-1) >= self.n_features:
+            raise ValueError(f"a node splits on feature {feature.max()}, the model has "
+                             f"{self.n_features} features")
+        split_cat = (feature >= 0) & mask[np.maximum(feature, 0)]
+        rows = nodes["threshold"][split_cat]
+        if rows.size and not (np.all(rows == np.floor(rows)) and rows.min() >= 0
+                              and rows.max() < table.shape[0]):
+            bad = np.flatnonzero(split_cat)[
+                ~((rows == np.floor(rows)) & (rows >= 0) & (rows < table.shape[0]))][0]
+            offsets = np.asarray(self.tree_offsets)
+            t = int(np.searchsorted(offsets, bad, side="right")) - 1
+            raise ValueError(
+                f"tree {t}, node {bad - int(offsets[t])}: a categorical node's "
+                f"threshold {nodes['threshold'][bad]!r} is not a row of the "
+                f"{table.shape[0]} category sets")
+        if not mask.any():
+            return  # no categorical feature: a numeric model
+        self.categorical = mask.astype(np.uint8)
+        self.category_sets = (np.ascontiguousarray(table, dtype=np.uint32) if table.shape[0]
+                              else np.zeros((1, CAT_WORDS), dtype=np.uint32))
+        self.has_category_sets = True
+
     def expected_values(self, init_raw):
         """Per output, F0 plus each tree's cover-weighted mean leaf contribution, added
         in iteration order: the raw score with no feature known."""
@@ -216,6 +326,17 @@ cdef class TreeShap:
             e[t % self.n_outputs] += _expected(&self.nodes[self.tree_offsets[t]],
                                                &self.value[self.tree_offsets[t]], 0)
         return out
+
+    cdef void _category_sets(self, no_category_sets_t* no_sets,
+                             category_sets_t* sets) noexcept:
+        """Fill the two kinds of sets ``_recurse`` takes (the numeric one unread)."""
+        no_sets.categorical = NULL
+        no_sets.bitsets = NULL
+        sets.categorical = NULL
+        sets.bitsets = NULL
+        if self.has_category_sets:
+            sets.categorical = &self.categorical[0]
+            sets.bitsets = &self.category_sets[0, 0]
 
     def contributions(self, const float32_t[:, ::1] X, float64_t[:, :, ::1] out,
                       int n_threads=1):
@@ -251,14 +372,25 @@ cdef class TreeShap:
                               f"{path_size} elements")
         cdef path_t* paths = <path_t*>line_aligned(path_block)
         cdef path_t* path
+        cdef no_category_sets_t no_sets
+        cdef category_sets_t sets
+        self._category_sets(&no_sets, &sets)
+        cdef bint with_sets = self.has_category_sets
         try:
             with nogil:
                 for i in prange(n, schedule="dynamic", num_threads=n_threads):
                     path = paths + threadid() * path_stride
                     for t in range(self.n_trees):
-                        _recurse(&self.nodes[self.tree_offsets[t]],
-                                 &self.value[self.tree_offsets[t]], &X[i, 0],
-                                 &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0, -1)
+                        if with_sets:
+                            _recurse(&sets, &self.nodes[self.tree_offsets[t]],
+                                     &self.value[self.tree_offsets[t]], &X[i, 0],
+                                     &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0,
+                                     -1)
+                        else:
+                            _recurse(&no_sets, &self.nodes[self.tree_offsets[t]],
+                                     &self.value[self.tree_offsets[t]], &X[i, 0],
+                                     &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0,
+                                     -1)
         finally:
             free(path_block)
 
@@ -297,6 +429,10 @@ cdef class TreeShap:
         cdef float32_t* rows = <float32_t*>line_aligned(row_block)
         cdef path_t* path
         cdef float32_t* row
+        cdef no_category_sets_t no_sets
+        cdef category_sets_t sets
+        self._category_sets(&no_sets, &sets)
+        cdef bint with_sets = self.has_category_sets
         try:
             with nogil:
                 for i in prange(n, schedule="dynamic", num_threads=n_threads):
@@ -305,9 +441,16 @@ cdef class TreeShap:
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = data[p]
                     for t in range(self.n_trees):
-                        _recurse(&self.nodes[self.tree_offsets[t]],
-                                 &self.value[self.tree_offsets[t]], row,
-                                 &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0, -1)
+                        if with_sets:
+                            _recurse(&sets, &self.nodes[self.tree_offsets[t]],
+                                     &self.value[self.tree_offsets[t]], row,
+                                     &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0,
+                                     -1)
+                        else:
+                            _recurse(&no_sets, &self.nodes[self.tree_offsets[t]],
+                                     &self.value[self.tree_offsets[t]], row,
+                                     &out[i, t % self.n_outputs, 0], 0, 0, path, 1.0, 1.0,
+                                     -1)
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = 0
         finally:
