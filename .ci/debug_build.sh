@@ -22,7 +22,9 @@
 # and minutes of run time) and test_build_config.py (it reads setup.py, which a
 # wheel has not), the suites of Python-level code that the README's test command runs
 # (scikit-learn's estimator checks, plots, ONNX and scikit-learn export, metrics and
-# scorers, the command line's subprocesses),
+# scorers, the command line's subprocesses, input conversion, labels, validation,
+# fitted attributes, safe outputs, packaging, scikit-learn parity, Dask and local
+# processes),
 # minus the scikit-learn agreement tests on the bundled HIGGS sample (a minute of
 # debug kernels; the same comparisons run on generated data) and minus the tests
 # marked `slow` (timing-sensitive or long loops: a debug kernel is several times
@@ -110,5 +112,10 @@ echo ">>> debug build: pytest (bounds checks on)"
     --ignore=tests/test_onnx.py --ignore=tests/test_onnx_categorical.py \
     --ignore=tests/test_sklearn_io.py --ignore=tests/test_scoring.py \
     --ignore=tests/test_multiclass_cli.py --ignore=tests/test_contributions_cli.py \
-    --ignore=tests/test_batch_surface.py "$@" tests
+    --ignore=tests/test_batch_surface.py --ignore=tests/test_input_types.py \
+    --ignore=tests/test_dask_training.py --ignore=tests/test_local_processes.py \
+    --ignore=tests/test_fitted_state.py --ignore=tests/test_validation.py \
+    --ignore=tests/test_labels.py --ignore=tests/test_safe_output.py \
+    --ignore=tests/test_packaging.py --ignore=tests/test_sklearn_parity.py \
+    --ignore=tests/test_sklearn_differences.py "$@" tests
 echo "debug build: passed ($((SECONDS - START)) s)"
