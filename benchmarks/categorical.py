@@ -61,7 +61,7 @@ leaves: LightGBM ``num_leaves=8, max_depth=3``, HGB ``max_depth=3,
 max_leaf_nodes=None``), no L2 regularisation, at least 1 sample per leaf
 (``min_samples_leaf=1``, LightGBM ``min_child_samples=1, min_child_weight=0``,
 XGBoost ``min_child_weight=0``), 255 bins, no early stopping, ``--n-jobs`` threads
-(HGB through threadpoolctl), the boosting started from log-odds 0 (gbc-core's
+(default 1; HGB through threadpoolctl), the boosting started from log-odds 0 (gbc-core's
 ``init="zero"``, LightGBM ``boost_from_average=False``, XGBoost ``base_score=0.5``; HGB
 starts from the prior log-odds and cannot be told otherwise). The other settings are each library's defaults (the
 categorical ones above), as ``bench.py`` sets them.
@@ -391,7 +391,9 @@ def main():
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=0.1)
     parser.add_argument("--max-depth", type=int, default=3)
-    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="threads of every library (1: the steadiest CPU times on a "
+                             "loaded machine)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reference", default="lightgbm",
                         help="method the ratios divide by (if it ran)")
