@@ -90,6 +90,9 @@ echo ">>> clang build: pytest (thread counts and reproducibility, LLVM's OpenMP)
 "$PY" -m pytest -q -p no:cacheprovider tests/test_constraints.py \
     -k "finders_choose or hist_is_exact or thread" "$@"
 # Categorical splits: both finders against the brute force over every partition, the
-# grown trees, the prediction kernel on two threads.
+# grown trees, the prediction kernel on two threads; the estimator's categorical fit
+# and TreeSHAP of such models on every thread count.
 "$PY" -m pytest -q -p no:cacheprovider tests/test_categorical.py "$@"
+"$PY" -m pytest -q -p no:cacheprovider tests/test_categorical_estimator.py \
+    tests/test_treeshap_categorical.py -k "thread" "$@"
 echo "clang build: passed ($((SECONDS - START)) s)"
