@@ -386,3 +386,54 @@ def encode(X, categories, name="X"):
     for j, values, missing in _columns(X, mask):
         out[:, j] = _codes(values, missing, categories[j], labels[j])
     return np.ascontiguousarray(out)
+
+
+# ------------------------------------------------------------------ display
+#: The most categories a split's description lists (then "... and N more").
+SHOWN_CATEGORIES = 8
+
+
+def set_codes(bits):
+    """The category codes of a category set (a row of ``Ensemble.category_sets``: bit
+    c of word c // 32), ascending."""
+    bits = np.asarray(bits, dtype=np.uint32)
+    codes = np.arange(32 * bits.shape[0])
+    return codes[((bits[codes // 32] >> (codes % 32).astype(np.uint32)) & 1) == 1]
+
+
+def describe_split(ensemble, node, categories=None, limit=SHOWN_CATEGORIES):
+    """The text of a categorical split, ``{cat_a, cat_b, ...}``: the categories the
+    node sends left (its "yes" side).
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The model's trees (``category_sets``).
+    node : numpy.void
+        A node of ``ensemble`` on a categorical feature (its ``threshold`` names its
+        row of ``category_sets``).
+    categories : list, optional
+        ``Booster.categories_``; without, the codes are shown.
+    limit : int, default=SHOWN_CATEGORIES
+        The most categories listed; more are counted ("... and N more").
+
+    Returns
+    -------
+    str
+        Strings as written, numbers as ``%g``.
+    """
+    codes = set_codes(ensemble.category_sets[int(node["threshold"])])
+    values = None if categories is None else categories[int(node["feature"])]
+    if values is not None:
+        codes = codes[codes < len(values)]
+
+    def text(c):
+        if values is None:
+            return str(int(c))
+        v = values[c]
+        return v if isinstance(v, str) else f"{float(v):g}"
+
+    shown = [text(c) for c in codes[:limit]]
+    if codes.shape[0] > limit:
+        shown.append(f"... and {codes.shape[0] - limit} more")
+    return "{" + ", ".join(shown) + "}"
