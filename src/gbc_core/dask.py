@@ -793,9 +793,19 @@ def _eval_collections(eval_set, names):
     if not hasattr(Xv, "__dask_graph__"):
         import dask.array as da
 
-        from ._validation import check_features
+        from ._validation import _dataframe_library, check_features
 
-        Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
+        if _dataframe_library(Xv) == "pandas":
+            # One partition, converted by a part as X's are (categorical columns
+            # encoded with the fit's categories).
+            import dask.dataframe as dd
+
+            Xv = dd.from_pandas(Xv, npartitions=1)
+            eval_set = [eval_set[0]] + [
+                v if v is None or hasattr(v, "__dask_graph__")
+                else da.from_array(np.asarray(v)) for v in eval_set[1:]]
+        else:
+            Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
     Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
     yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
     wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
