@@ -280,7 +280,7 @@ def _add_train(sub):
     p.add_argument("--categorical", type=_categorical_option, default="auto",
                    metavar="auto|none|COLS",
                    help="categorical features (splits send a set of categories left): "
-                        "auto (the default), the text columns (CSV: those of text in "
+                        "auto, the text columns (CSV: those of text in "
                         "the file's first block; Parquet: string and dictionary, e.g. "
                         "pandas category, columns); none, every feature a number (a "
                         "text column is an error); or the names of the categorical "
@@ -288,7 +288,7 @@ def _add_train(sub):
                         "categorical column is read as text: its categories are the "
                         "values as written; a category unseen in training and a "
                         "missing value go where each split sends missing values. At "
-                        "most --max-bins categories per column")
+                        "most --max-bins categories per column (default: auto)")
     _data_options(p)
     _hyper_parameter_options(p)
     _common(p)
