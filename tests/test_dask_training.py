@@ -1102,3 +1102,64 @@ def test_too_many_categories_over_the_partitions_names_the_column(client):
     with pytest.raises(ValueError, match=r"'a'.* 10 categories, more than max_bins=7"):
         DaskGradientBoostingClassifier(**PARAMS, max_bins=7).fit(ddf, ys)
     assert _settled(client)
+
+
+def test_categorical_warm_start(client):
+    """5 iterations, then a warm start to 12: the 12-iteration fit; other categories
+    are refused as in memory."""
+    frame, y = _categorical_frame(seed=3)
+    params = dict(PARAMS, min_samples_leaf=20, subsample=0.8)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(frame, y)
+    ddf = dd.from_pandas(frame, npartitions=3, sort=False)
+    ys = dd.from_pandas(pd.Series(y), npartitions=3, sort=False)
+    model = DaskGradientBoostingClassifier(**dict(params, n_estimators=5, warm_start=True))
+    model.fit(ddf, ys)
+    model.set_params(n_estimators=12).fit(ddf, ys)
+    assert model.n_estimators_ == 12
+    np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+    assert (model.booster_.ensemble.category_sets.tobytes()
+            == ref.booster_.ensemble.category_sets.tobytes())
+    assert np.abs(model.booster_.predict_proba(frame) - ref.predict_proba(frame)).max() <= 1e-9
+    other = frame.assign(b=frame["b"].replace({"u": "U"}))
+    with pytest.raises(ValueError, match="warm_start: the categories of feature"):
+        model.set_params(n_estimators=14).fit(dd.from_pandas(other, npartitions=3,
+                                                             sort=False), ys)
+    assert _settled(client)
+
+
+def test_cli_train_dask_makes_text_columns_categorical(client, tmp_path, capsys,
+                                                       monkeypatch):
+    """``train --dask`` on a CSV with a text column: categorical by default (the
+    workers' frames, "from_dtype"), the in-memory fit of the file; the model handed
+    over in memory until the model file holds categories."""
+    from conftest import run_main
+
+    frame, y = _categorical_frame(seed=4)
+    frame["a"] = frame["a"].astype(object)
+    frame["target"] = np.array(["no", "yes"])[y]
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    saved = {}
+
+    def to_local(self):
+        local = GradientBoostingClassifier(**self._model_params())
+        local.booster_ = self.booster_
+        return local
+
+    monkeypatch.setattr(DaskGradientBoostingClassifier, "to_local", to_local)
+    monkeypatch.setattr(GradientBoostingClassifier, "save",
+                        lambda self, path: saved.setdefault("model", self))
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", "train.csv", "-t",
+                            "target", "-o", "m.gbc", "--dask", client.scheduler.address,
+                            "--split-method", "hist", "--n-estimators", "6",
+                            "--random-state", "0")
+    assert rc == 0, err
+    booster = saved["model"].booster_
+    read = pd.read_csv(tmp_path / "train.csv")
+    ref = GradientBoostingClassifier(split_method="hist", n_estimators=6, random_state=0).fit(
+        read.drop(columns="target"), read["target"])
+    assert booster.ensemble.categorical.tolist() == [True, False, True]
+    assert booster.categories_[0].tolist() == ref.booster_.categories_[0].tolist()
+    assert (booster.ensemble.category_sets.tobytes()
+            == ref.booster_.ensemble.category_sets.tobytes())
+    X = read.drop(columns="target")
+    assert np.abs(booster.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
