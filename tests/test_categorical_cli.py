@@ -287,3 +287,17 @@ def test_through_the_model_file(tmp_path, capsys, monkeypatch):
     assert rc == 0, err
     np.testing.assert_array_equal(pq.read_table(tmp_path / "p.parquet").column("proba"),
                                   _reference(train).predict_proba(_features(test))[:, 1])
+
+
+def test_auto_finds_the_text_columns_of_a_csv(tmp_path):
+    """auto: a column of text; not one of numbers, true/false, numbers mixed with
+    true/false or with a date (their usual errors), nor an empty one."""
+    from gbc_core._tabular import TableData
+
+    rows = ["t,n,f,nb,nd,e,y"]
+    for i in range(50):
+        rows.append(f"{'ab'[i % 2] if i % 7 else ''},{i / 4},{'true' if i % 2 else 'false'},"
+                    f"{'true' if i == 3 else i},{'2024-03-01' if i == 5 else i},,{i % 2}")
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    data = TableData(tmp_path / "d.csv", "csv")
+    assert data.text_columns(["t", "n", "f", "nb", "nd", "e"]) == ["t"]

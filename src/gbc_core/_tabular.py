@@ -618,9 +618,33 @@ class TableData:
 
     def text_columns(self, names):
         """The columns of ``names`` that ``--categorical auto`` makes categorical:
-        text columns (CSV: those whose first block holds text), Parquet's
-        dictionary-encoded ones too (``is_text_type``)."""
-        return [name for name in names if is_text_type(self._types[name], self.pa)]
+        text columns (``is_text_type``; Parquet's dictionary-encoded ones too); in a
+        CSV file, those whose first block holds a value that is neither a number,
+        true/false nor a date or time (a column mixing those only is text to
+        pyarrow, and the usual error of such a column)."""
+        text = [name for name in names if is_text_type(self._types[name], self.pa)]
+        if self.fmt == "parquet" or not text:
+            return text
+        pa, pc = self.pa, self.pc
+        reader = self._open_csv(text, {name: pa.string() for name in text})
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return text
+        finally:
+            reader.close()
+        words = pa.array(CSV_TRUE_VALUES + CSV_FALSE_VALUES, pa.string())
+        out = []
+        for name in text:
+            column = pc.drop_null(self._label_column(batch.column(name)))
+            column = column.filter(pc.invert(pc.is_in(column, value_set=words)))
+            column = column.filter(pc.invert(pc.match_substring_regex(
+                column, pattern=f"^(?:{_ISO_DATETIME_RE.pattern})$")))
+            try:
+                pc.cast(column, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                out.append(name)
+        return out
 
     def kept_types(self, names):
         """The Arrow types of the kept columns ``names`` in the output."""
