@@ -655,6 +655,18 @@ def _alive(client):
     return set(info.get("workers", ()))
 
 
+def _check_lost(client, ranks, what, cause=None):
+    """A RuntimeError naming the workers of ``ranks`` that left the cluster during
+    ``what``, if any did."""
+    alive = _alive(client)
+    lost = [] if alive is None else sorted(set(ranks) - alive)
+    if lost:
+        raise RuntimeError(
+            f"distributed fit: worker(s) {lost} left the cluster during {what}; the "
+            "fit cannot go on without their rows"
+            + ("" if cause is None else f" ({type(cause).__name__}: {cause})"))
+
+
 def _wait_all(client, futures, ranks, what, timeout=None):
     """The results of ``futures`` (actor calls or the actors themselves, one per
     rank in ``ranks``); a clear error, never a hang, when a rank fails or its worker
@@ -665,13 +677,7 @@ def _wait_all(client, futures, ranks, what, timeout=None):
     deadline = None if timeout is None else time.monotonic() + timeout
 
     def check_lost(cause=None):
-        alive = _alive(client)
-        lost = [] if alive is None else sorted(set(ranks) - alive)
-        if lost:
-            raise RuntimeError(
-                f"distributed fit: worker(s) {lost} left the cluster during {what}; the "
-                "fit cannot go on without their rows"
-                + ("" if cause is None else f" ({type(cause).__name__}: {cause})"))
+        _check_lost(client, ranks, what, cause)
 
     checked = 0.0
     while True:
@@ -874,9 +880,16 @@ class _DaskTransport:
             "the start of the fit's actors", self.timeout)
 
     def call(self, method, args, what):
-        return _wait_all(self.client, [getattr(h, method)(*a)
-                                       for h, a in zip(self.handles, args)],
-                         self.ranks, what, self.timeout)
+        try:
+            futures = [getattr(h, method)(*a) for h, a in zip(self.handles, args)]
+        except Exception as exc:  # noqa: BLE001 - an actor whose worker is already gone
+            import time
+
+            time.sleep(0.5)  # the scheduler notices a lost worker
+            _check_lost(self.client, self.ranks, what, exc)
+            raise RuntimeError(f"distributed fit: {what} failed on a worker: "
+                               f"{type(exc).__name__}: {exc}") from exc
+        return _wait_all(self.client, futures, self.ranks, what, self.timeout)
 
     def fit(self, args):
         n_classes, params, *rest = args
