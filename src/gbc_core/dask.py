@@ -809,7 +809,7 @@ def _eval_collections(eval_set, names):
             Xv = dd.from_pandas(Xv, npartitions=1)
             eval_set = [eval_set[0]] + [
                 v if v is None or hasattr(v, "__dask_graph__")
-                else da.from_array(np.asarray(v)) for v in eval_set[1:]]
+                else da.from_array(np.asarray(v), chunks=-1) for v in eval_set[1:]]
         else:
             Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
     Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
