@@ -411,19 +411,21 @@ def test_warm_start_needs_the_same_categories():
             _codes_array(frame), y)
 
 
-def test_distributed_fit_refuses_categorical_features():
+def test_distributed_fit_encodes_as_the_booster():
+    """The distributed fit takes every categorical_features value; its parts encode
+    with the categories the client merged, as ``encode`` (tests/test_local_processes.py
+    and tests/test_dask_training.py: the fit itself)."""
+    from gbc_core._data_parallel import as_float32_part
     from gbc_core._distributed import check_supported
     from gbc_core._params import DEFAULTS
 
-    with pytest.raises(ValueError, match=r"categorical_features=\[0\] is not supported by "
-                                         "the distributed fit"):
-        check_supported(dict(DEFAULTS, split_method="hist", categorical_features=[0]))
+    check_supported(dict(DEFAULTS, split_method="hist", categorical_features=[0]))
     check_supported(dict(DEFAULTS, split_method="hist", categorical_features=None))
-    from gbc_core._data_parallel import as_float32_part
-
     frame, _ = _data()
-    with pytest.raises(ValueError, match=r"X has categorical column\(s\) \['a', 'b'\].*"
-                                         "distributed fit does not train categorical"):
+    _, categories = fit_encode(frame, np.array([True, False, True]), 255)
+    np.testing.assert_array_equal(as_float32_part(frame, "X", categories),
+                                  encode(frame, categories))
+    with pytest.raises(ValueError, match="'a'"):  # text without categories
         as_float32_part(frame, "X")
     assert as_float32_part(frame[["x"]], "X").shape == (len(frame), 1)
 

@@ -811,8 +811,8 @@ def test_bad_partition_names_the_column(client):
     df = pd.DataFrame({"a": np.arange(40.0), "when": ["x"] * 40})
     ddf = dd.from_pandas(df, npartitions=2)
     ys = dd.from_pandas(pd.Series(np.arange(40) % 2), npartitions=2)
-    with pytest.raises(ValueError, match="when"):
-        DaskGradientBoostingClassifier(**PARAMS).fit(ddf, ys)
+    with pytest.raises(ValueError, match="when"):  # (text, not categorical here)
+        DaskGradientBoostingClassifier(**PARAMS, categorical_features=None).fit(ddf, ys)
     assert _settled(client)
 
 
@@ -1036,3 +1036,130 @@ def test_the_reduce_adds_in_rank_order_whatever_the_arrival_order():
     for order in ([2, 1, 0], [1, 2, 0], [0, 1, 2]):
         for result in asyncio.run(arrive(order)):
             assert result.tolist() == expected, order
+
+
+# ------------------------------------------------------------ categorical features
+def _categorical_frame(n=1200, seed=0):
+    """A category column of 10 categories (the first 400 rows hold 5 of them), a
+    column of strings with missing values (the first 300 rows without "w"), a
+    number; labels from a non-monotone effect of the categories."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 10, n)
+    a[: n // 3] = rng.integers(0, 5, n // 3)
+    b = rng.integers(0, 4, n)
+    b[: n // 4] = rng.integers(0, 3, n // 4)
+    x = np.round(rng.normal(size=n), 1)
+    effect = np.random.default_rng(99).normal(size=10) * 2
+    y = (effect[a] + 0.8 * (b == 3) + x + rng.normal(size=n) > 0).astype(int)
+    letters = np.array([f"c{i}" for i in range(10)], dtype=object)
+    frame = pd.DataFrame({
+        "a": pd.Categorical(letters[a], categories=letters),
+        "x": x,
+        "b": pd.Series(np.array(["u", "v", "z", "w"], dtype=object)[b], dtype=object),
+    })
+    frame.loc[::17, "a"] = np.nan
+    frame.loc[3::19, "b"] = None
+    return frame, y
+
+
+def test_categorical_features_equal_the_single_process_fit(client):
+    """Categories agreed across partitions before the fit (some partitions lack some
+    categories; the string column is text in some partitions and only missing in
+    none): the model of the concatenated rows, an eval set with an unseen category
+    scored alike."""
+    frame, y = _categorical_frame()
+    valid, yv = _categorical_frame(300, seed=1)
+    valid["b"] = valid["b"].astype(object)
+    valid.loc[:4, "b"] = "never"
+    params = dict(PARAMS, min_samples_leaf=20, n_iter_no_change=3)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        frame, y, eval_set=(valid, yv))
+    ddf = dd.from_pandas(frame, npartitions=4, sort=False)
+    ys = dd.from_pandas(pd.Series(y), npartitions=4, sort=False)
+    model = DaskGradientBoostingClassifier(**params).fit(ddf, ys, eval_set=(valid, yv))
+    booster = model.booster_
+    assert booster.ensemble.categorical.tolist() == [True, False, True]
+    for mine, theirs in zip(booster.categories_, ref.booster_.categories_):
+        assert (mine is None and theirs is None) or mine.tolist() == theirs.tolist()
+    for a, b in zip(booster.trees(), ref.booster_.trees()):
+        for field in ("feature", "threshold", "left", "right", "n_samples"):
+            np.testing.assert_array_equal(a[field], b[field])
+        np.testing.assert_allclose(a["value"], b["value"], rtol=1e-9, atol=1e-12)
+    assert (booster.ensemble.category_sets.tobytes()
+            == ref.booster_.ensemble.category_sets.tobytes())
+    assert any((t["feature"] == 0).any() for t in booster.trees())
+    np.testing.assert_allclose(model.validation_score_, ref.validation_score_, rtol=1e-9)
+    assert np.abs(booster.predict_proba(valid) - ref.predict_proba(valid)).max() <= 1e-9
+    assert _settled(client)
+
+
+def test_too_many_categories_over_the_partitions_names_the_column(client):
+    frame, y = _categorical_frame()
+    halves = np.where(np.arange(1200) < 600, np.arange(1200) % 5, 5 + np.arange(1200) % 5)
+    frame["a"] = np.array([f"c{i}" for i in halves], dtype=object)
+    ddf = dd.from_pandas(frame, npartitions=2, sort=False)
+    ys = dd.from_pandas(pd.Series(y), npartitions=2, sort=False)
+    with pytest.raises(ValueError, match=r"'a'.* 10 categories, more than max_bins=7"):
+        DaskGradientBoostingClassifier(**PARAMS, max_bins=7).fit(ddf, ys)
+    assert _settled(client)
+
+
+def test_categorical_warm_start(client):
+    """5 iterations, then a warm start to 12: the 12-iteration fit; other categories
+    are refused as in memory."""
+    frame, y = _categorical_frame(seed=3)
+    params = dict(PARAMS, min_samples_leaf=20, subsample=0.8)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(frame, y)
+    ddf = dd.from_pandas(frame, npartitions=3, sort=False)
+    ys = dd.from_pandas(pd.Series(y), npartitions=3, sort=False)
+    model = DaskGradientBoostingClassifier(**dict(params, n_estimators=5, warm_start=True))
+    model.fit(ddf, ys)
+    model.set_params(n_estimators=12).fit(ddf, ys)
+    assert model.n_estimators_ == 12
+    np.testing.assert_allclose(model.train_score_, ref.train_score_, rtol=1e-9)
+    assert (model.booster_.ensemble.category_sets.tobytes()
+            == ref.booster_.ensemble.category_sets.tobytes())
+    assert np.abs(model.booster_.predict_proba(frame) - ref.predict_proba(frame)).max() <= 1e-9
+    other = frame.assign(b=frame["b"].replace({"u": "U"}))
+    with pytest.raises(ValueError, match="warm_start: the categories of feature"):
+        model.set_params(n_estimators=14).fit(dd.from_pandas(other, npartitions=3,
+                                                             sort=False), ys)
+    assert _settled(client)
+
+
+def test_cli_train_dask_makes_text_columns_categorical(client, tmp_path, capsys,
+                                                       monkeypatch):
+    """``train --dask`` on a CSV with a text column: categorical by default (the
+    workers' frames, "from_dtype"), the in-memory fit of the file; the model handed
+    over in memory until the model file holds categories."""
+    from conftest import run_main
+
+    frame, y = _categorical_frame(seed=4)
+    frame["a"] = frame["a"].astype(object)
+    frame["target"] = np.array(["no", "yes"])[y]
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    saved = {}
+
+    def to_local(self):
+        local = GradientBoostingClassifier(**self._model_params())
+        local.booster_ = self.booster_
+        return local
+
+    monkeypatch.setattr(DaskGradientBoostingClassifier, "to_local", to_local)
+    monkeypatch.setattr(GradientBoostingClassifier, "save",
+                        lambda self, path: saved.setdefault("model", self))
+    rc, out, err = run_main(capsys, monkeypatch, tmp_path, "train", "train.csv", "-t",
+                            "target", "-o", "m.gbc", "--dask", client.scheduler.address,
+                            "--split-method", "hist", "--n-estimators", "6",
+                            "--random-state", "0")
+    assert rc == 0, err
+    booster = saved["model"].booster_
+    read = pd.read_csv(tmp_path / "train.csv")
+    ref = GradientBoostingClassifier(split_method="hist", n_estimators=6, random_state=0).fit(
+        read.drop(columns="target"), read["target"])
+    assert booster.ensemble.categorical.tolist() == [True, False, True]
+    assert booster.categories_[0].tolist() == ref.booster_.categories_[0].tolist()
+    assert (booster.ensemble.category_sets.tobytes()
+            == ref.booster_.ensemble.category_sets.tobytes())
+    X = read.drop(columns="target")
+    assert np.abs(booster.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9

@@ -118,3 +118,97 @@ def test_a_lost_or_stalled_process_ends_the_fit(monkeypatch, fault, message):
     [engine] = _Engine.engines
     assert engine.steps >= 3
     assert not any(proc.is_alive() for proc in engine.procs)  # nothing left behind
+
+
+# ------------------------------------------------------------ categorical features
+def _categorical_frame(n=1200, seed=0):
+    """A category column of 10 categories (the first 400 rows hold 5 of them only), a
+    column of strings (missing values; the first 250 rows without "w") and a
+    number; labels from a non-monotone effect of the categories."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 10, n)
+    a[:400] = rng.integers(0, 5, 400)
+    b = rng.integers(0, 4, n)
+    b[:250] = rng.integers(0, 3, 250)
+    x = np.round(rng.normal(size=n), 1)
+    effect = rng.normal(size=10) * 2
+    y = (effect[a] + 0.8 * (b == 3) + x + rng.normal(size=n) > 0).astype(int)
+    letters = np.array([f"c{i}" for i in range(10)], dtype=object)
+    frame = pd.DataFrame({
+        "a": pd.Categorical(letters[a], categories=letters),
+        "x": x,
+        "b": pd.Series(np.array(["u", "v", "z", "w"], dtype=object)[b], dtype=object),
+    })
+    frame.loc[::17, "a"] = np.nan
+    frame.loc[3::19, "b"] = None
+    return frame, y
+
+
+CUTS = [0, 250, 400, 400, 900, 1200]
+
+
+@pytest.mark.parametrize("extra", [
+    {},
+    dict(subsample=0.7, n_iter_no_change=3, validation_fraction=0.2, max_leaf_nodes=6),
+])
+def test_categorical_features_equal_the_single_process_fit(extra):
+    """Categories agreed before the fit (some partitions lack some of them), every
+    part encoding with them: the model of the concatenated rows."""
+    from gbc_core._local_processes import fit_local_booster
+
+    frame, y = _categorical_frame()
+    params = dict(PARAMS, **extra)
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(frame, y)
+    booster, _ = fit_local_booster(frame, y, n_processes=3, cuts=CUTS, **params)
+    assert booster.ensemble.categorical.tolist() == [True, False, True]
+    for mine, theirs in zip(booster.categories_, ref.booster_.categories_):
+        assert (mine is None and theirs is None) or mine.tolist() == theirs.tolist()
+    _assert_same_model(booster, ref.booster_, frame)
+    assert (booster.ensemble.category_sets.tobytes()
+            == ref.booster_.ensemble.category_sets.tobytes())
+    assert booster.ensemble.nodes.tobytes() != b"" and any(
+        (t["feature"] == 0).any() for t in booster.trees())
+
+
+def test_categorical_features_by_index_eval_set_and_errors():
+    """Indices name the categorical features (numbers as categories), a validation
+    set with an unseen category; too many categories and mixed kinds over the
+    partitions are errors naming the column."""
+    from gbc_core._local_processes import fit_local_booster
+
+    frame, y = _categorical_frame(seed=1)
+    numbers = np.column_stack([frame["a"].cat.codes.to_numpy() * 10.0, frame["x"]])
+    numbers[frame["a"].isna().to_numpy(), 0] = np.nan
+    valid = numbers[1000:].copy()
+    valid[:5, 0] = 999.0  # unseen
+    params = dict(PARAMS, n_iter_no_change=2, categorical_features=[0])
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        numbers[:1000], y[:1000], eval_set=(valid, y[1000:]))
+    booster, _ = fit_local_booster(numbers[:1000], y[:1000], eval_set=(valid, y[1000:]),
+                                   cuts=[0, 300, 1000], **params)
+    _assert_same_model(booster, ref.booster_, numbers)
+    np.testing.assert_allclose(booster.validation_score_, ref.validation_score_, rtol=1e-9)
+
+    with pytest.raises(ValueError) as in_memory:
+        GradientBoostingClassifier(split_method="hist", max_bins=7).fit(frame, y)
+    for cuts in ([0, 400, 1200], [0, 200, 400, 800, 1200]):  # 5 | 10, and 5 + 5 | 10
+        with pytest.raises(ValueError, match="'a'.* 10 categories, more than max_bins=7"):
+            fit_local_booster(frame, y, cuts=cuts, max_bins=7, **PARAMS)
+    assert "'a'" in str(in_memory.value)
+    # 5 categories in each partition, 10 together: the client's merge refuses.
+    halves = np.where(np.arange(1200) < 600, np.arange(1200) % 5, 5 + np.arange(1200) % 5)
+    split = frame.assign(a=np.array([f"c{i}" for i in halves], dtype=object))
+    with pytest.raises(ValueError, match=r"'a'.* 10 categories, more than max_bins=7"):
+        fit_local_booster(split, y, cuts=[0, 600, 1200], max_bins=7, **PARAMS)
+    mixed = frame.assign(b=frame["b"].where(np.arange(1200) < 600, 1.5))
+    with pytest.raises(ValueError, match="'b'.*mixes values"):
+        fit_local_booster(mixed, y, cuts=[0, 600, 1200], categorical_features=["a", "b"],
+                          **PARAMS)
+
+
+def test_fit_local_of_categorical_features_through_the_model_bytes():
+    frame, y = _categorical_frame()
+    ref = GradientBoostingClassifier(split_method="hist", **PARAMS).fit(frame, y)
+    model = fit_local(frame, y, cuts=CUTS, **PARAMS)
+    _assert_same_model(model, ref, frame)

@@ -269,3 +269,45 @@ def test_plot_metric_draws_evals_result(n_classes):
         plot_metric(est, metric="auc")
     with pytest.raises(ValueError, match="recorded no 'log_loss'"):
         plot_metric(est, metric="log_loss")
+
+
+def _naive_left(booster, node):
+    """The categories a categorical node sends left: its set's bits read one by one."""
+    row = booster.ensemble.category_sets[int(node["threshold"])]
+    values = booster.categories_[int(node["feature"])]
+    return [values[c] for c in range(len(values)) if (int(row[c // 32]) >> (c % 32)) & 1]
+
+
+def test_plot_tree_categorical_split_lists_its_categories():
+    pd = require("pandas")
+    rng = np.random.default_rng(3)
+    n = 1500
+    letters = np.array([f"k{i:02d}" for i in range(20)], dtype=object)
+    a = rng.integers(0, 20, n)
+    x = rng.normal(size=n)
+    effect = rng.normal(size=20) * 2
+    y = (effect[a] + x + rng.normal(size=n) > 0).astype(int)
+    X = pd.DataFrame({"letter": pd.Categorical(letters[a]), "x": x})
+    X.loc[::11, "letter"] = np.nan
+    est = GradientBoostingClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X, y)
+    booster = est.booster_
+    seen = 0
+    for m in range(3):
+        nodes = booster.ensemble.tree_nodes(m)
+        ax = _render(plot_tree(est, iteration=m))
+        boxes = {int(t.get_gid().split()[1]): t.get_text() for t in ax.texts
+                 if (t.get_gid() or "").startswith("node ")}
+        for i, node in enumerate(nodes):
+            if node["feature"] != 0:
+                if node["feature"] == 1:
+                    assert f"x <= {node['threshold']:.3g}" in boxes[i]
+                continue
+            seen += 1
+            left = _naive_left(booster, node)
+            shown = left[:8] + ([f"... and {len(left) - 8} more"] if len(left) > 8 else [])
+            assert boxes[i].startswith("letter in {" + ", ".join(shown) + "}\n"), boxes[i]
+        edges = [t.get_text() for t in ax.texts if not t.get_gid()]
+        splits = nodes[nodes["feature"] >= 0]
+        assert [e for e in edges if e.startswith("yes")] == [
+            "yes + missing" if s["missing_go_left"] else "yes" for s in splits]
+    assert seen >= 3

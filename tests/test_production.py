@@ -675,8 +675,13 @@ def test_dataframes_and_array_likes():
     np.testing.assert_array_equal(m.booster_.ensemble.nodes, ref.booster_.ensemble.nodes)
     np.testing.assert_array_equal(m.decision_function(pldf.select(cols[::-1])),
                                   ref.decision_function(X))
+    # A String column is categorical by default ("from_dtype"), refused as
+    # non-numeric without categorical features.
     with pytest.raises(ValueError, match="non-numeric"):
-        GBC(n_estimators=2).fit(pldf.with_columns(pl.lit("x").alias("s")), y)
+        GBC(n_estimators=2, categorical_features=None).fit(
+            pldf.with_columns(pl.lit("x").alias("s")), y)
+    assert GBC(n_estimators=2).fit(pldf.with_columns(pl.lit("x").alias("s")),
+                                   y).is_categorical_.tolist() == [False] * 5 + [True]
     # Anything with __array__.
     m = GBC(n_estimators=5).fit(_ArrayLike(X), y)
     assert not hasattr(m, "feature_names_in_")

@@ -362,16 +362,7 @@ class BinMapper:
         for j, sample in _sorted_samples(X, many, n_valid, self.subsample,
                                          self.random_state, n_threads):
             thresholds[j] = _quantile_thresholds(sample, None, self.max_bins)
-        if n_categories is not None:
-            n_categories = np.asarray(n_categories, dtype=np.int64)
-            if n_categories.shape != (d,) or (n_categories < 0).any() or (
-                    n_categories > self.max_bins).any():
-                raise ValueError(f"n_categories must hold {d} counts in [0, "
-                                 f"{self.max_bins}]")
-            for j in np.flatnonzero(n_categories):
-                codes = np.arange(n_categories[j], dtype=np.float32)
-                bin_values[j] = codes
-                thresholds[j] = _distinct_thresholds(codes)
+        _category_bins(n_categories, self.max_bins, thresholds, bin_values)
         self._set(thresholds, bin_values)
         return self
 
@@ -462,7 +453,7 @@ class BinMapper:
         return BinSketch(X.shape[0], n_valid, exact, vals, weights)
 
     @classmethod
-    def from_sketches(cls, sketches, max_bins=255):
+    def from_sketches(cls, sketches, max_bins=255, n_categories=None):
         """The mapper of the data summarised by ``sketches`` (one per partition).
 
         Where a feature has at most ``max_bins`` distinct values in all the
@@ -482,6 +473,8 @@ class BinMapper:
         sketches : iterable of BinSketch
             At least one, all with the same number of features.
         max_bins : int, default=255
+        n_categories : int array of shape (n_features,), optional
+            As for :meth:`fit`: a categorical feature's codes are its bins.
 
         Returns
         -------
@@ -510,5 +503,22 @@ class BinMapper:
                     continue
             order = np.lexsort((weights, vals))
             thresholds[j] = _quantile_thresholds(vals[order], weights[order], max_bins)
+        _category_bins(n_categories, max_bins, thresholds, bin_values)
         mapper._set(thresholds, bin_values)
         return mapper
+
+
+def _category_bins(n_categories, max_bins, thresholds, bin_values):
+    """Give each categorical feature (``n_categories[j]`` > 0 categories) its codes
+    0 .. k-1 as bins: code c in bin c (thresholds c + 1/2), in place."""
+    if n_categories is None:
+        return
+    d = len(thresholds)
+    n_categories = np.asarray(n_categories, dtype=np.int64)
+    if n_categories.shape != (d,) or (n_categories < 0).any() or (
+            n_categories > max_bins).any():
+        raise ValueError(f"n_categories must hold {d} counts in [0, {max_bins}]")
+    for j in np.flatnonzero(n_categories):
+        codes = np.arange(n_categories[j], dtype=np.float32)
+        bin_values[j] = codes
+        thresholds[j] = _distinct_thresholds(codes)

@@ -211,31 +211,84 @@ def _kinds(values):
 
 
 # ----------------------------------------------------------------------- fit
-def _learn(values, label, max_bins):
-    """The sorted categories of the non-missing ``values`` of one column."""
-    is_str, is_num = _kinds(values)
+def _distinct(values, label):
+    """The sorted distinct values of the non-missing ``values`` of one column (some
+    of its rows): an object array of strings, a float64 array of numbers, or an
+    empty float64 array where there is none."""
     if values.size == 0:
-        raise ValueError(f"categorical feature {label} has no category: every training "
-                         "value is missing")
+        return np.empty(0, dtype=np.float64)
+    is_str, is_num = _kinds(values)
     if is_str:
-        categories = np.array(sorted(set(values.tolist())), dtype=object)
-    elif is_num:
+        return np.array(sorted(set(values.tolist())), dtype=object)
+    if is_num:
         numbers_ = values.astype(np.float64)
         if not np.isfinite(numbers_).all():
             raise ValueError(f"categorical feature {label} holds an infinite value; its "
                              "categories must be finite numbers or strings")
-        categories = np.unique(numbers_)
-        categories[categories == 0] = 0.0  # -0.0 is the category 0.0
-    else:
-        kinds = sorted({type(v).__name__ for v in values.tolist()})
-        raise ValueError(f"categorical feature {label} mixes values of types {kinds}: its "
+        distinct = np.unique(numbers_)
+        distinct[distinct == 0] = 0.0  # -0.0 is the category 0.0
+        return distinct
+    kinds = sorted({type(v).__name__ for v in values.tolist()})
+    raise ValueError(f"categorical feature {label} mixes values of types {kinds}: its "
+                     "categories must be all strings or all numbers")
+
+
+def merge_categories(parts, label, max_bins):
+    """The categories of one column from the distinct values of its parts (each a
+    :func:`_distinct` of some of its training rows): their sorted union, checked.
+
+    Raises
+    ------
+    ValueError
+        Naming the column: no category at all, strings in some parts and numbers in
+        others, more than ``max_bins`` categories.
+    """
+    parts = [p for p in parts if p.size]
+    if not parts:
+        raise ValueError(f"categorical feature {label} has no category: every training "
+                         "value is missing")
+    if len({p.dtype == object for p in parts}) > 1:
+        raise ValueError(f"categorical feature {label} mixes values of types ['number', "
+                         "'str'] (strings in some partitions, numbers in others): its "
                          "categories must be all strings or all numbers")
+    if len(parts) == 1:
+        categories = parts[0]
+    elif parts[0].dtype == object:
+        categories = np.array(sorted(set().union(*(p.tolist() for p in parts))),
+                              dtype=object)
+    else:
+        categories = np.unique(np.concatenate(parts))
     if categories.shape[0] > max_bins:
         raise ValueError(f"categorical feature {label} has {categories.shape[0]} "
                          f"categories, more than max_bins={max_bins}: merge rare "
                          "categories, raise max_bins (at most 255), or treat the feature "
                          "as numeric")
     return categories
+
+
+def _learn(values, label, max_bins):
+    """The sorted categories of the non-missing ``values`` of one column."""
+    return merge_categories([_distinct(values, label)], label, max_bins)
+
+
+def distinct_values(X, mask):
+    """Per categorical feature of ``mask``, the sorted distinct values of X's rows
+    (:func:`_distinct`): what one part of a distributed fit reports, merged by
+    :func:`merge_categories` over the parts.
+
+    Returns
+    -------
+    dict
+        Feature index -> object (strings) or float64 (numbers) array, possibly empty.
+    """
+    labels = _labels(X, int(X.shape[1]))
+    return {int(j): _distinct(values[~missing], labels[j])
+            for j, values, missing in _columns(X, mask)}
+
+
+def column_labels(X, n_features):
+    """Each column of ``X`` as messages name it: its index, and its name (repr)."""
+    return _labels(X, n_features)
 
 
 def _codes(values, missing, categories, label):
@@ -386,3 +439,86 @@ def encode(X, categories, name="X"):
     for j, values, missing in _columns(X, mask):
         out[:, j] = _codes(values, missing, categories[j], labels[j])
     return np.ascontiguousarray(out)
+
+
+# ------------------------------------------------------------------ display
+#: The most categories a split's description lists (then "... and N more").
+SHOWN_CATEGORIES = 8
+
+
+def set_codes(bits):
+    """The category codes of a category set (a row of ``Ensemble.category_sets``: bit
+    c of word c // 32), ascending."""
+    bits = np.asarray(bits, dtype=np.uint32)
+    codes = np.arange(32 * bits.shape[0])
+    return codes[((bits[codes // 32] >> (codes % 32).astype(np.uint32)) & 1) == 1]
+
+
+def describe_split(ensemble, node, categories=None, limit=SHOWN_CATEGORIES):
+    """The text of a categorical split, ``{cat_a, cat_b, ...}``: the categories the
+    node sends left (its "yes" side).
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The model's trees (``category_sets``).
+    node : numpy.void
+        A node of ``ensemble`` on a categorical feature (its ``threshold`` names its
+        row of ``category_sets``).
+    categories : list, optional
+        ``Booster.categories_``; without, the codes are shown.
+    limit : int, default=SHOWN_CATEGORIES
+        The most categories listed; more are counted ("... and N more").
+
+    Returns
+    -------
+    str
+        Strings as written, numbers as ``%g``.
+    """
+    codes = set_codes(ensemble.category_sets[int(node["threshold"])])
+    values = None if categories is None else categories[int(node["feature"])]
+    if values is not None:
+        codes = codes[codes < len(values)]
+
+    def text(c):
+        if values is None:
+            return str(int(c))
+        v = values[c]
+        return v if isinstance(v, str) else f"{float(v):g}"
+
+    shown = [text(c) for c in codes[:limit]]
+    if codes.shape[0] > limit:
+        shown.append(f"... and {codes.shape[0] - limit} more")
+    return "{" + ", ".join(shown) + "}"
+
+
+# ------------------------------------------------------------------ the fit's params
+def n_categories(categories):
+    """Per feature 0 (numeric) or its number of categories (``BinMapper``'s
+    ``n_categories``)."""
+    return np.array([0 if c is None else c.shape[0] for c in categories], dtype=np.int64)
+
+
+def categorical_params(resolved, mask, categories, names):
+    """Add the categorical features to resolved parameters (``_params.resolve``), in
+    place: ``categorical`` (the mask the growers and the loop take) and
+    ``n_categories`` (the binning's), for the fit in one process and the
+    distributed one alike; nothing where ``mask`` is None.
+
+    Raises
+    ------
+    ValueError
+        A categorical feature with a monotonic constraint.
+    """
+    if mask is None:
+        return resolved
+    cst = resolved["monotonic_cst"]
+    if cst is not None and (cst[mask] != 0).any():
+        both = np.flatnonzero(mask & (cst != 0))
+        raise ValueError(
+            "categorical features cannot have monotonic constraints (their "
+            "categories have no order): feature(s) "
+            f"{[names[j] if names is not None else int(j) for j in both][:10]} "
+            "are both")
+    resolved.update(categorical=mask, n_categories=n_categories(categories))
+    return resolved

@@ -22,7 +22,7 @@ from . import _leaves, _model_io
 from ._booster import Booster
 from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
                         warm_start_from)
-from ._categories import categorical_mask, encode, fit_encode
+from ._categories import categorical_mask, categorical_params, encode, fit_encode
 from ._docstrings import fill_docs
 from ._loss import loss_for
 from ._params import DEFAULTS, check_params, resolve, seed_from
@@ -541,17 +541,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         resolved = resolve(params, Xa.shape[0], n_features,
                            float(Xa.shape[0]) if w is None else _leaves.weight_total(w),
                            feature_names=names)
-        if mask is not None:
-            cst = resolved["monotonic_cst"]
-            if cst is not None and (cst[mask] != 0).any():
-                both = np.flatnonzero(mask & (cst != 0))
-                raise ValueError(
-                    "categorical features cannot have monotonic constraints (their "
-                    "categories have no order): feature(s) "
-                    f"{[names[j] if names is not None else int(j) for j in both][:10]} "
-                    "are both")
-            resolved.update(categorical=mask, n_categories=np.array(
-                [0 if c is None else c.shape[0] for c in categories], dtype=np.int64))
+        categorical_params(resolved, mask, categories, names)
         watch = (None if scorer is None or eval_data is None
                  else (eval_names[-1], scorer[0]))
         callbacks = _callbacks(params, eval_data is not None, watch)

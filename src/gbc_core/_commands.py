@@ -222,6 +222,10 @@ class _NamedFrame:
     def to_numpy(self, dtype=None):
         return self._X if dtype is None else np.asarray(self._X, dtype=dtype)
 
+    def __array__(self, dtype=None, copy=None):
+        # (rows with categorical columns: an object array, read by _categories)
+        return self._X if dtype is None else np.asarray(self._X, dtype=dtype)
+
 
 def _fmt_for(path, explicit, fallback=None):
     """Format of ``path``: ``explicit``, else its extension, else ``fallback``."""
@@ -257,8 +261,29 @@ def _labels_from_column(table, name, data):
     return y
 
 
-def _read_training_table(args, path, fmt, features=None):
-    """(X float32, y, feature names) from a CSV/Parquet file."""
+def _categorical_columns(args, data, features):
+    """The categorical feature columns of the training file ``data`` (``--categorical``:
+    "auto", its text columns; "none", none; else the columns it names)."""
+    spec = getattr(args, "categorical", "auto")
+    if spec == "auto":
+        return data.text_columns(features)
+    if spec == "none":
+        return []
+    unknown = [c for c in spec if c not in data.columns]
+    if unknown:
+        raise DataError(f"--categorical column(s) {unknown[:5]} not found in {data.path}")
+    other = [c for c in spec if c not in features]
+    if other:
+        raise DataError(f"--categorical column(s) {other[:5]} of {data.path} are not "
+                        "features (the target, --drop or a pandas index)")
+    return list(dict.fromkeys(spec))
+
+
+def _read_training_table(args, path, fmt, features=None, categorical=None):
+    """(X, y, feature names, categorical feature names) from a CSV/Parquet file: X
+    float32, or with categorical features the rows of ``_tabular.mixed_rows`` (a
+    pandas DataFrame, else an object array). ``categorical``: those of the training
+    data (reading evaluation data), else ``--categorical`` on this file."""
     data = _open(args, path, fmt)
     target = args.target
     if not target:
@@ -279,15 +304,19 @@ def _read_training_table(args, path, fmt, features=None):
         if missing:
             raise DataError(f"feature column {missing[0]!r} (used in training) is missing "
                             f"from {path}")
+    if categorical is None:
+        categorical = _categorical_columns(args, data, features)
+    # CSV: a categorical column is read as text, its categories the texts as written.
+    data.categorical = {name: "text" for name in categorical}
     table = data.read(features, target)
     if table.num_rows == 0:
         raise DataError(f"{path} has no data rows")
     y = _labels_from_column(table, target, data)
     lossy = []
-    X = data.features(table, features, lossy)
+    X = data.features(table, features, lossy, frame=True)
     if lossy:  # the estimator's warning on the values the file held
         warn_lossy_columns(lossy, f"the training data {path}", np.float32, stacklevel=2)
-    return X, y, features
+    return X, y, features, categorical
 
 
 def _other_columns(path, columns, index_columns, excluded):
@@ -654,6 +683,9 @@ def _run_train_dask(args, fmt, out):
                         "distributed fit sums histograms over the workers)")
     if args.n_features is not None:
         raise DataError("--n-features applies to LIBSVM data only")
+    spec = getattr(args, "categorical", "auto")
+    if spec != "auto":  # auto: "from_dtype", the text columns of the workers' frames
+        params["categorical_features"] = None if spec == "none" else list(spec)
     X, y, names = _dask_frame(args, args.data, fmt)
     eval_set = None
     if args.eval:
@@ -709,12 +741,16 @@ def run_train(args):
             raise DataError(f"LIBSVM data has no column {args.target!r}: the target is the "
                             f"label (omit --target or pass --target {LIBSVM_LABEL})")
         _check_drop(_open(args, args.data, "libsvm"), args.drop)
+        if getattr(args, "categorical", "auto") not in ("auto", "none"):
+            raise DataError("--categorical names columns of CSV/Parquet data (LIBSVM "
+                            "features are numbers)")
         X, y = _read_training_libsvm(args, args.data, args.n_features)
         names = None
+        categorical = []
     else:
         if args.n_features is not None:
             raise DataError("--n-features applies to LIBSVM data only")
-        X, y, names = _read_training_table(args, args.data, fmt)
+        X, y, names, categorical = _read_training_table(args, args.data, fmt)
     read_s = time.perf_counter() - t0
 
     eval_set = None
@@ -725,7 +761,8 @@ def run_train(args):
         if efmt == "libsvm":
             Xv, yv = _read_training_libsvm(args, args.eval, X.shape[1])
         else:
-            Xv, yv, _ = _read_training_table(args, args.eval, efmt, features=names)
+            Xv, yv, _, _ = _read_training_table(args, args.eval, efmt, features=names,
+                                                categorical=categorical)
         classes = np.unique(y)  # the classes of the fit
         where = _labels_where(args.eval, None if names is None else args.target)
         eval_codes = label_codes(yv, classes, where, f"the training data {args.data}")
@@ -733,6 +770,8 @@ def run_train(args):
 
     params = _class_weight_for(_estimator_params(args), np.unique(y),
                                _labels_where(args.data, None if names is None else args.target))
+    if categorical:
+        params["categorical_features"] = list(categorical)
     watched = None
     if metrics:
         if eval_set is None and params["n_iter_no_change"] is None:
@@ -751,8 +790,8 @@ def run_train(args):
                                  tty=Progress.wanted(False, sys.stderr), metric=watched)
     t0 = time.perf_counter()
     try:
-        model.fit(X if names is None else _NamedFrame(X, names), y, eval_set=eval_set,
-                  monitor=progress)
+        model.fit(X if names is None or hasattr(X, "iloc") else _NamedFrame(X, names), y,
+                  eval_set=eval_set, monitor=progress)
     except (ValueError, TypeError) as exc:
         raise DataError(f"cannot train on {args.data}: {one_line(exc)}") from None
     finally:
@@ -821,11 +860,20 @@ def _iter_chunks(model, data, keep, chunk_rows, drop=(), target=None, n_features
         bad = [k for k in keep if k != LIBSVM_LABEL]
         if bad:
             raise DataError(f"LIBSVM data has no column {bad[0]!r} (only {LIBSVM_LABEL!r})")
+        if getattr(model, "categories_", None) is not None:
+            raise DataError(f"the model has categorical features: it scores CSV or Parquet "
+                            f"data, not LIBSVM ({data.path})")
         return data.iter_chunks(nf, list(keep), chunk_rows, target=target)
     missing = [k for k in keep if k not in data.columns]
     if missing:
         raise DataError(f"--keep column {missing[0]!r} not found in {data.path}")
     features = resolve_features(model, data, keep, drop, target)
+    categories = getattr(model, "categories_", None)
+    if categories is not None:
+        # Categorical columns go to the model as read (it encodes them): text where
+        # its categories are strings, else numbers.
+        data.categorical = {features[j]: "text" if c.dtype == object else "number"
+                            for j, c in enumerate(categories) if c is not None}
     return data.iter_chunks(features, list(keep), chunk_rows, target=target)
 
 
@@ -918,7 +966,13 @@ def run_predict(args):
                 arrays.append(pa.array(model.labels_from_raw(raw)))
                 names.append("label")
             if contribs:
-                phi = model.ensemble.predict_contributions(chunk.X, n_jobs=args.n_jobs)
+                X = chunk.X
+                if model.categories_ is not None:  # the codes the trees split on
+                    X = model._rows(X)
+                try:
+                    phi = model.ensemble.predict_contributions(X, n_jobs=args.n_jobs)
+                except ValueError as exc:
+                    raise DataError(f"--contributions: {one_line(exc)}") from None
                 arrays += [pa.array(phi[:, 0 if k is None else k, -1 if j is None else j])
                            for _, k, j in contribs]
                 names += [name for name, _, _ in contribs]
@@ -1041,9 +1095,16 @@ def _feature_label(j, names):
     return names[j] if names is not None else f"f{j}"
 
 
-def draw_tree(tree, names=None, learning_rate=None):
-    """A tree (structured node array) drawn as indented text, one node per line."""
+def draw_tree(tree, names=None, learning_rate=None, ensemble=None, categories=None):
+    """A tree (structured node array) drawn as indented text, one node per line.
+
+    With the ``ensemble`` of a model with categorical features, a split on one reads
+    ``feature in {cat_a, cat_b, ...}`` (the categories it sends to the first child:
+    ``categories``, the model's ``categories_``, else their codes)."""
+    from ._categories import describe_split
+
     lines = []
+    categorical = None if ensemble is None else ensemble.categorical
 
     def node_text(i):
         nd = tree[i]
@@ -1053,8 +1114,12 @@ def draw_tree(tree, names=None, learning_rate=None):
                 extra = f" (adds {learning_rate * nd['value']:+.6g} to F)"
             return f"[{i}] leaf value={nd['value']:.6g}{extra}  n={int(nd['n_samples'])}"
         miss = "left" if nd["missing_go_left"] else "right"
-        return (f"[{i}] {_feature_label(int(nd['feature']), names)} <= "
-                f"{nd['threshold']:.6g}  n={int(nd['n_samples'])}  (missing -> {miss})")
+        if categorical is not None and categorical[int(nd["feature"])]:
+            test = "in " + describe_split(ensemble, nd, categories)
+        else:
+            test = f"<= {nd['threshold']:.6g}"
+        return (f"[{i}] {_feature_label(int(nd['feature']), names)} {test}  "
+                f"n={int(nd['n_samples'])}  (missing -> {miss})")
 
     stack = [(0, "", "", True)]
     while stack:
@@ -1127,6 +1192,18 @@ def inspect_model(path, top=10):
     }
 
 
+def _left_categories(model, node):
+    """The categories (as JSON values) a categorical split sends left."""
+    from ._categories import set_codes
+
+    codes = set_codes(model.ensemble.category_sets[int(node["threshold"])])
+    values = None if model.categories_ is None else model.categories_[int(node["feature"])]
+    if values is None:
+        return codes.tolist()
+    return [values[c] if isinstance(values[c], str) else float(values[c])
+            for c in codes if c < len(values)]
+
+
 def _trees_to_show(model, info, iteration, label):
     """[(class label or None, tree nodes)] of ``--tree`` (and ``--class``)."""
     n = info["n_iterations"]
@@ -1160,7 +1237,15 @@ def run_inspect(args):
         shown = _trees_to_show(model, info, args.tree, args.class_label)
         if args.json:
             def nodes(tree):
-                return {name: tree[name].tolist() for name in tree.dtype.names}
+                out = {name: tree[name].tolist() for name in tree.dtype.names}
+                categorical = model.ensemble.categorical
+                if categorical is not None:
+                    # The categories (codes, without a model's categories) each
+                    # categorical split sends left; None for the other nodes.
+                    out["left_categories"] = [
+                        _left_categories(model, nd) if nd["feature"] >= 0
+                        and categorical[int(nd["feature"])] else None for nd in tree]
+                return out
 
             if info["trees_per_iteration"] == 1:  # one tree: its node arrays
                 print(json.dumps(nodes(shown[0][1])))
@@ -1172,9 +1257,14 @@ def run_inspect(args):
         for label, tree in shown:
             which = (f"tree {args.tree % n} of {n}" if label is None
                      else f"iteration {args.tree % n} of {n}, tree of class {label!r}")
+            rule = "x <= threshold goes to the first (|--) child"
+            if model.ensemble.categorical is not None:
+                rule = ("x <= threshold, or x in the set, goes to the first (|--) child; "
+                        "a category unseen in training goes with missing values")
             print(f"{which}: {tree.shape[0]} nodes, {int((tree['feature'] < 0).sum())} "
-                  "leaves; x <= threshold goes to the first (|--) child")
-            print(draw_tree(tree, info["feature_names"], info["learning_rate"]))
+                  f"leaves; {rule}")
+            print(draw_tree(tree, info["feature_names"], info["learning_rate"],
+                            model.ensemble, model.categories_))
         return 0
     if args.json:
         print(json.dumps(info, indent=2, default=str))

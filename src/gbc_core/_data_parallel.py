@@ -101,11 +101,13 @@ def merged_labels(labels):
     return np.concatenate(labels)
 
 
-def as_float32_part(part, name):
-    """A partition of X as a float32 C-order array (a clear error for a sparse one,
-    and for categorical columns, which the distributed fit does not train yet)."""
-    from ._categories import categorical_mask
-    from ._validation import check_features, feature_names_of, is_sparse_matrix
+def as_float32_part(part, name, categories=None):
+    """A partition of X as a float32 C-order array (a clear error for a sparse one);
+    with ``categories`` (per feature None or the categories the client merged), its
+    categorical columns as their codes (``_categories.encode``, as every part
+    encodes them)."""
+    from ._categories import encode
+    from ._validation import check_features, is_sparse_matrix
 
     if is_sparse_matrix(part):
         raise TypeError(f"{name}: a partition is a sparse matrix of type "
@@ -114,14 +116,8 @@ def as_float32_part(part, name):
     shape = getattr(part, "shape", None)
     if shape is not None and len(shape) == 2 and shape[0] == 0:
         return np.empty((0, shape[1]), dtype=np.float32)  # an empty partition
-    mask = categorical_mask(part, "from_dtype")
-    if mask is not None:
-        names = feature_names_of(part)
-        columns = [names[j] if names is not None else int(j) for j in np.flatnonzero(mask)]
-        raise ValueError(
-            f"{name} has categorical column(s) {columns[:10]} (category or string "
-            "dtype): the distributed fit does not train categorical features yet; "
-            "encode them as numbers, or fit GradientBoostingClassifier in one process")
+    if categories is not None:
+        return encode(part, categories, name)
     return check_features(part, name, dtype=np.float32, order="C")
 
 
@@ -194,6 +190,7 @@ class Part:
             given = list(eval_parts[1])
             self.eval_missing = missing_labels(given, [np.asarray(p).ravel()
                                                        for p in given])
+        self.categories = None  # per feature None or its categories (use_categories)
         self.codes = None
         self.train = None       # per row: a training row (not held out)
         self.eval_part = None
@@ -201,7 +198,37 @@ class Part:
 
     def _float_parts(self):
         for part in self.X_parts:
-            yield as_float32_part(part, "X")
+            yield as_float32_part(part, "X", self.categories)
+
+    def categorical_mask(self, value):
+        """The features ``categorical_features`` (``value``) makes categorical in any
+        of this worker's partitions (``_categories.categorical_mask``), or None."""
+        from ._categories import categorical_mask
+
+        masks = [categorical_mask(p, value, self.n_features) for p in self.X_parts]
+        masks = [m for m in masks if m is not None]
+        return np.logical_or.reduce(masks) if masks else None
+
+    def category_values(self, mask, max_bins):
+        """Per partition, the distinct values of each categorical feature of ``mask``
+        (``_categories.distinct_values``); more than ``max_bins`` in one partition is
+        the error of too many categories already."""
+        from ._categories import column_labels, distinct_values, merge_categories
+
+        found = []
+        for part in self.X_parts:
+            values = distinct_values(part, mask)
+            for j, v in values.items():
+                if v.shape[0] > max_bins:
+                    merge_categories([v], column_labels(part, self.n_features)[j],
+                                     max_bins)
+            found.append(values)
+        return found
+
+    def use_categories(self, categories):
+        """The categories of every categorical feature, merged by the client: each
+        partition (and ``eval_set`` partition) is encoded with them."""
+        self.categories = categories
 
     def _part_slices(self):
         start = 0
@@ -261,7 +288,7 @@ class Part:
 
         Xv, yv, wv, numbers = self.eval_parts
         # (A worker may hold no validation partition: then no validation row.)
-        Xv = [as_float32_part(p, "eval_set X") for p in Xv]
+        Xv = [as_float32_part(p, "eval_set X", self.categories) for p in Xv]
         rows = [p.shape[0] for p in Xv]
         yv = [np.asarray(p).ravel() for p in yv]
         check_partitioned_alike(rows, yv, numbers, "eval_set y", "eval_set X")
@@ -383,10 +410,10 @@ class Part:
 
     def fit(self, comm, n_classes, params, seed, lo, hi, previous):
         """This part's share of the fit (``params`` with this worker's
-        ``n_threads``): (trees, init_raw, record)."""
+        ``n_threads``): (trees, init_raw, record, category sets or None)."""
         ensemble, record = self.trainer.fit(comm, n_classes, params, seed, lo, hi,
                                             previous)
-        return ensemble.trees(), ensemble.init_raw, record
+        return ensemble.trees(), ensemble.init_raw, record, ensemble.category_sets
 
 
 # ------------------------------------------------------------------ the client
@@ -480,7 +507,40 @@ def _holdouts(described, groups, classes, params, seed, has_eval_set):
     return [(seed, sizes, n_val, offsets[d[7]]) for d in described]
 
 
-def _binned(transport, described, holdouts, params, previous):
+def _categories(transport, n_ranks, params, n_features, names):
+    """The categorical features and their categories, agreed by every part before
+    the fit: (mask, categories) or (None, None).
+
+    Each part reports the features ``categorical_features`` makes categorical in its
+    partitions (a column of category or string dtype in some partition, e.g. not
+    in one where it holds only missing values, is categorical), then the distinct
+    values of those in each partition; the categories of a feature are their sorted
+    union (``_categories.merge_categories``: the categories of the rows of every
+    part together, as in one process, with its checks: at most ``max_bins``, one
+    kind of value), and every part encodes its rows with them."""
+    from ._categories import _column_label, merge_categories
+
+    value = params["categorical_features"]
+    if value is None:
+        return None, None
+    masks = transport.call("categorical_mask", [(value,)] * n_ranks,
+                           "finding the categorical features")
+    masks = [m for m in masks if m is not None]
+    if not masks:
+        return None, None
+    mask = np.logical_or.reduce(masks)
+    found = transport.call("category_values", [(mask, params["max_bins"])] * n_ranks,
+                           "reading the categories")
+    categories = [None] * n_features
+    for j in np.flatnonzero(mask):
+        parts = [values[j] for per_rank in found for values in per_rank]
+        categories[j] = merge_categories(parts, _column_label(names, j),
+                                         params["max_bins"])
+    transport.call("use_categories", [(categories,)] * n_ranks, "sharing the categories")
+    return mask, categories
+
+
+def _binned(transport, described, holdouts, params, previous, categories=None):
     """``hold_out_and_sketch`` and ``bin`` on every part: (training rows, lo, hi,
     total weight)."""
     from ._binning import BinMapper
@@ -494,8 +554,11 @@ def _binned(transport, described, holdouts, params, previous):
         train_rows[d[7]] = rows_of
     train_offsets = np.cumsum(train_rows) - train_rows
     n_train = int(train_rows.sum())
+    from ._categories import n_categories
+
     mapper = BinMapper.from_sketches([sk for _, sks in sketched for sk in sks],
-                                     params["max_bins"])
+                                     params["max_bins"],
+                                     None if categories is None else n_categories(categories))
     ensemble = None if previous is None else previous[0]
     binned = transport.call(
         "bin", [(mapper, train_offsets[d[7]], n_train, params["n_jobs"],
@@ -533,26 +596,32 @@ def fit_parts(transport, params, seed, *, has_eval_set, names=None, warm=None,
     """
     from ._booster import Booster
     from ._boosting import warm_start_from
+    from ._categories import categorical_params
     from ._ensemble import Ensemble
     from ._params import resolve
 
     n_ranks = len(transport.ranks)
     described = transport.call("describe", [()] * n_ranks, "reading the partitions")
     n_features, _, classes = _classes(described, has_eval_set)
+    mask, categories = _categories(transport, n_ranks, params, n_features, names)
     previous = None
     if warm is not None:
-        previous = warm_start_from(warm, params, classes, n_features, names)
+        previous = warm_start_from(warm, params, classes, n_features, names,
+                                   categorical=mask, categories=categories)
         if previous is None:
             return None
     groups = _weights(transport, described, classes, params)
     holdouts = _holdouts(described, groups, classes, params, seed, has_eval_set)
-    n_train, lo, hi, total_w = _binned(transport, described, holdouts, params, previous)
+    n_train, lo, hi, total_w = _binned(transport, described, holdouts, params, previous,
+                                       categories)
     resolved = resolve(params, n_train, n_features, total_w, feature_names=names)
-    trees, init_raw, record = transport.fit(
+    categorical_params(resolved, mask, categories, names)
+    trees, init_raw, record, sets = transport.fit(
         (classes.size, resolved, seed, lo, hi, previous))[0]
     ensemble = Ensemble.from_trees(trees, n_outputs=init_raw.shape[0], init_raw=init_raw,
                                    learning_rate=params["learning_rate"],
-                                   n_features=n_features)
+                                   n_features=n_features, categorical=mask,
+                                   category_sets=sets)
     return Booster(ensemble, classes, feature_names=names, params=model_params,
                    record=record, max_features=resolved["max_features"],
-                   loss=params["loss"])
+                   loss=params["loss"], categories=categories)

@@ -43,7 +43,7 @@ SUPPORTED_PARAMS = frozenset((
     "max_features", "verbose", "warm_start", "validation_fraction", "n_iter_no_change",
     "tol", "n_jobs", "split_method", "max_bins", "class_weight", "leaf_solver", "criterion",
     "max_leaf_nodes", "min_impurity_decrease", "ccp_alpha", "monotonic_cst",
-    "interaction_cst",
+    "interaction_cst", "categorical_features",
 ))
 
 #: The values of supported parameters a distributed fit does not train, and why (its
@@ -77,18 +77,11 @@ def check_supported(params):
     from ._params import DEFAULTS
 
     for name, value in params.items():
-        if (name not in SUPPORTED_PARAMS and name in DEFAULTS
-                and name != "categorical_features"):  # (its own rule below)
+        if name not in SUPPORTED_PARAMS and name in DEFAULTS:
             default = DEFAULTS[name]
             if not _is_default(value, default):
                 raise ValueError(f"{name}={value!r} is not supported by the distributed "
                                  f"fit (only its default, {default!r})")
-    categorical = params.get("categorical_features")
-    if not (categorical is None or isinstance(categorical, str)):
-        raise ValueError(
-            f"categorical_features={params['categorical_features']!r} is not supported "
-            "by the distributed fit: it does not train categorical features yet (None or "
-            "'from_dtype' on data without category or string columns)")
     if "split_method" in params:
         check_distributed(params["split_method"])  # the methods' own rule
     init = params.get("init")

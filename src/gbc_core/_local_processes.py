@@ -172,8 +172,20 @@ def fit_local(X, y, sample_weight=None, eval_set=None, *, n_processes=2, cuts=No
     (default: one per process), partition i held by rank i % n_processes, the
     ``eval_set`` rows by rank 0. Returns the fitted GradientBoostingClassifier."""
     from ._classifier import GradientBoostingClassifier
+
+    booster, model_params = fit_local_booster(
+        X, y, sample_weight, eval_set, n_processes=n_processes, cuts=cuts,
+        step_timeout=step_timeout, transport=transport, **params)
+    return GradientBoostingClassifier.from_bytes(booster.to_bytes(params=model_params))
+
+
+def fit_local_booster(X, y, sample_weight=None, eval_set=None, *, n_processes=2, cuts=None,
+                      step_timeout=60.0, transport=LocalProcesses, **params):
+    """:func:`fit_local`'s fit: (the Booster, the parameters it records)."""
+    from ._classifier import GradientBoostingClassifier
     from ._distributed import check_supported
     from ._params import check_params, seed_from as _seed_from
+    from ._validation import feature_names_of
 
     model_params = GradientBoostingClassifier(split_method="hist", **params).get_params()
     checked = check_params(model_params)
@@ -197,9 +209,10 @@ def fit_local(X, y, sample_weight=None, eval_set=None, *, n_processes=2, cuts=No
     try:
         engine.start(parts)
         booster = fit_parts(engine, checked, _seed_from(checked["random_state"]),
-                            has_eval_set=eval_set is not None, model_params=model_params)
+                            has_eval_set=eval_set is not None, names=feature_names_of(X),
+                            model_params=model_params)
     except BaseException:
         engine.close(failed=True)
         raise
     engine.close()
-    return GradientBoostingClassifier.from_bytes(booster.to_bytes(params=model_params))
+    return booster, model_params

@@ -197,17 +197,21 @@ def _arrow_numbers(col, name, path, pa, pc):
     return col.to_numpy(zero_copy_only=False), missing
 
 
-def _features_from_arrow(batch, names, path, pa, pc, lossy=None):
+def _features_from_arrow(batch, names, path, pa, pc, lossy=None, skip=()):
     """The feature columns ``names`` of ``batch`` as a float32 (n, len(names)) array;
     the names of the columns holding a value float32 does not represent (the rule of
     the estimator's warning, ``_validation.lossy_values``) are appended to
-    ``lossy`` when it is a list."""
+    ``lossy`` when it is a list. The columns ``skip`` (categorical ones, read by
+    :func:`categorical_values`) are NaN."""
     from ._validation import lossy_values, may_lose
 
     # Fill feature-major, then one transposing copy: much faster than strided
     # column writes into a row-major array.
     cols = np.empty((len(names), batch.num_rows), dtype=np.float32)
     for j, name in enumerate(names):
+        if name in skip:
+            cols[j] = np.nan
+            continue
         values, missing = _arrow_numbers(batch.column(name), name, path, pa, pc)
         with np.errstate(over="ignore", invalid="ignore"):
             cols[j] = values
@@ -217,6 +221,65 @@ def _features_from_arrow(batch, names, path, pa, pc, lossy=None):
                 and lossy_values(values, cols[j]).any()):
             lossy.append(name)
     return np.ascontiguousarray(cols.T)
+
+
+def is_text_type(arrow_type, pa):
+    """Whether a column of this Arrow type is categorical for ``--categorical auto``:
+    text (string, large string) or dictionary-encoded (a pandas category column
+    written to Parquet, whatever its values)."""
+    return (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+            or pa.types.is_dictionary(arrow_type)
+            or getattr(pa.types, "is_string_view", lambda t: False)(arrow_type))
+
+
+def categorical_values(column, name, path, pa, pc):
+    """The values of the categorical feature column ``name`` as the estimator takes
+    them: text (string or a dictionary of strings) as an object array of str, None
+    where missing; numbers and booleans as float64 (1.0/0.0), NaN where missing.
+
+    A CSV column comes here read as text, its missing-value words (``""``, ``NA``,
+    ...) already nulls (``TableData._label_column``), so its categories are the
+    texts as written.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    t = column.type
+    if pa.types.is_dictionary(t):
+        column = column.dictionary_decode()
+        t = column.type
+    if is_text_type(t, pa):
+        return column.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    values, missing = _arrow_numbers(column, name, path, pa, pc)
+    values = values.astype(np.float64)
+    if missing is not None:
+        values[missing] = np.nan
+    return values
+
+
+def mixed_rows(X, values, names, frame):
+    """Rows of numeric and categorical features in one object: ``X`` (float32, the
+    numeric columns) with the categorical columns ``values`` ({index: values of
+    :func:`categorical_values`}) in their places.
+
+    ``frame`` true: a pandas DataFrame with the columns ``names`` (the numeric ones
+    float32, as ``X`` holds them) where pandas is installed, else an object array
+    (then the caller records the names); false: an object array.
+    """
+    if frame:
+        try:
+            import pandas as pd
+        except ImportError:
+            pass
+        else:
+            return pd.DataFrame({name: pd.Series(values[j], dtype=values[j].dtype)
+                                 if j in values else X[:, j]
+                                 for j, name in enumerate(names)}, copy=False)
+    out = np.empty(X.shape, dtype=object)
+    numeric = [j for j in range(X.shape[1]) if j not in values]
+    out[:, numeric] = X[:, numeric]
+    for j, column in values.items():
+        out[:, j] = column
+    return out
 
 
 _CSV_COLUMN_RE = re.compile(r"In CSV column #(\d+)")
@@ -379,6 +442,9 @@ class TableData:
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise DataError(f"cannot read {self.path} as {fmt.upper()}: {one_line(exc)}") from None
         self.columns = list(schema.names)
+        #: The categorical feature columns: {name: "text" or "number"}, how a CSV
+        #: file reads them (Parquet columns keep their type); see ``categorical_values``.
+        self.categorical = {}
         self.index_columns = pandas_index_columns(schema) if fmt == "parquet" else []
         # Parquet: the file's types; CSV: the types inferred from the first block.
         self._types = {field.name: field.type for field in schema}
@@ -463,12 +529,16 @@ class TableData:
         pa = self.pa
         types = {}
         for name in features:
+            if self.categorical.get(name) == "text":  # its categories: the texts
+                types[name] = pa.string()
+                continue
             inferred = self._types[name]
             if _is_temporal(inferred, pa):
                 raise _temporal_feature_error(
                     name, f"dates or times (e.g. ISO-8601 text, read as {inferred})", self.path)
             types[name] = pa.bool_() if pa.types.is_boolean(inferred) else pa.float64()
-        empty = [name for name in features if pa.types.is_null(self._types[name])]
+        empty = [name for name in features if pa.types.is_null(self._types[name])
+                 and self.categorical.get(name) != "text"]
         if empty:
             types.update(self._kinds_past_the_first_block(empty))
         return types
@@ -535,7 +605,8 @@ class TableData:
             return _temporal_feature_error(col, f"dates or times (e.g. {value!r})", self.path)
         return DataError(
             f"feature column {col!r} of {self.path} is not numeric: {msg} "
-            f"(drop it with --drop {col})"
+            f"(drop it with --drop {col}, or train with it as a category: --categorical "
+            "naming it)"
         )
 
     def check_columns(self, names, role):
@@ -544,6 +615,36 @@ class TableData:
             shown = ", ".join(repr(m) for m in missing[:5])
             more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
             raise DataError(f"{role} {shown}{more} not found in {self.path}")
+
+    def text_columns(self, names):
+        """The columns of ``names`` that ``--categorical auto`` makes categorical:
+        text columns (``is_text_type``; Parquet's dictionary-encoded ones too); in a
+        CSV file, those whose first block holds a value that is neither a number,
+        true/false nor a date or time (a column mixing those only is text to
+        pyarrow, and the usual error of such a column)."""
+        text = [name for name in names if is_text_type(self._types[name], self.pa)]
+        if self.fmt == "parquet" or not text:
+            return text
+        pa, pc = self.pa, self.pc
+        reader = self._open_csv(text, {name: pa.string() for name in text})
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return text
+        finally:
+            reader.close()
+        words = pa.array(CSV_TRUE_VALUES + CSV_FALSE_VALUES, pa.string())
+        out = []
+        for name in text:
+            column = pc.drop_null(self._label_column(batch.column(name)))
+            column = column.filter(pc.invert(pc.is_in(column, value_set=words)))
+            column = column.filter(pc.invert(pc.match_substring_regex(
+                column, pattern=f"^(?:{_ISO_DATETIME_RE.pattern})$")))
+            try:
+                pc.cast(column, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                out.append(name)
+        return out
 
     def kept_types(self, names):
         """The Arrow types of the kept columns ``names`` in the output."""
@@ -573,8 +674,17 @@ class TableData:
         except (self.pa.ArrowException, OSError, ValueError) as exc:
             raise self._translate(exc, feature_types) from None
 
-    def features(self, table, names, lossy=None):
-        return _features_from_arrow(table, names, self.path, self.pa, self.pc, lossy)
+    def features(self, table, names, lossy=None, frame=False):
+        """The feature columns ``names`` of ``table``: a float32 array, or with
+        categorical columns (``categorical``) the rows of ``mixed_rows``."""
+        skip = {name for name in names if name in self.categorical}
+        X = _features_from_arrow(table, names, self.path, self.pa, self.pc, lossy, skip)
+        if not skip:
+            return X
+        values = {j: categorical_values(self._label_column(table.column(name)), name,
+                                        self.path, self.pa, self.pc)
+                  for j, name in enumerate(names) if name in skip}
+        return mixed_rows(X, values, names, frame)
 
     def _csv_tables(self, feature_types, keep, target, chunk_rows):
         """CSV tables of ``chunk_rows`` rows: features typed, kept columns and the
@@ -619,7 +729,7 @@ class TableData:
             for table, texts in tables:
                 if table.num_rows == 0:
                     continue
-                X = _features_from_arrow(table, feature_names, self.path, self.pa, self.pc)
+                X = self.features(table, feature_names)
                 cols = {k: (texts if texts is not None and k in texts.column_names
                             else table).column(k) for k in keep}
                 labels = self._label_column(table.column(target)) if target else None

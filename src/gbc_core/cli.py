@@ -98,6 +98,21 @@ def _parameter_type(param):
     return parse
 
 
+def _categorical_option(text):
+    """``--categorical``: "auto", "none", or a comma-separated list of column names."""
+    import argparse
+
+    word = text.strip().lower()
+    if word in ("auto", "none"):
+        return word
+    names = text.split(",")
+    if any(not name for name in names):
+        raise argparse.ArgumentTypeError(
+            f"--categorical takes auto, none or column names separated by commas, got "
+            f"{text!r} (an empty name)")
+    return names
+
+
 def _json_list(text, name):
     """The JSON array ``text`` as a list (of lists, for groups)."""
     import argparse
@@ -262,6 +277,18 @@ def _add_train(sub):
                    help="train on a Dask cluster (e.g. tcp://host:8786) with "
                         "--split-method hist: the workers read DATA (CSV or Parquet, "
                         "a path they can all read) and keep their rows")
+    p.add_argument("--categorical", type=_categorical_option, default="auto",
+                   metavar="auto|none|COLS",
+                   help="categorical features (splits send a set of categories left): "
+                        "auto, the text columns (CSV: those of text in "
+                        "the file's first block; Parquet: string and dictionary, e.g. "
+                        "pandas category, columns); none, every feature a number (a "
+                        "text column is an error); or the names of the categorical "
+                        "columns, separated by commas (e.g. city,color). A CSV "
+                        "categorical column is read as text: its categories are the "
+                        "values as written; a category unseen in training and a "
+                        "missing value go where each split sends missing values. At "
+                        "most --max-bins categories per column (default: auto)")
     _data_options(p)
     _hyper_parameter_options(p)
     _common(p)

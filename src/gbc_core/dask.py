@@ -655,6 +655,18 @@ def _alive(client):
     return set(info.get("workers", ()))
 
 
+def _check_lost(client, ranks, what, cause=None):
+    """A RuntimeError naming the workers of ``ranks`` that left the cluster during
+    ``what``, if any did."""
+    alive = _alive(client)
+    lost = [] if alive is None else sorted(set(ranks) - alive)
+    if lost:
+        raise RuntimeError(
+            f"distributed fit: worker(s) {lost} left the cluster during {what}; the "
+            "fit cannot go on without their rows"
+            + ("" if cause is None else f" ({type(cause).__name__}: {cause})"))
+
+
 def _wait_all(client, futures, ranks, what, timeout=None):
     """The results of ``futures`` (actor calls or the actors themselves, one per
     rank in ``ranks``); a clear error, never a hang, when a rank fails or its worker
@@ -665,13 +677,7 @@ def _wait_all(client, futures, ranks, what, timeout=None):
     deadline = None if timeout is None else time.monotonic() + timeout
 
     def check_lost(cause=None):
-        alive = _alive(client)
-        lost = [] if alive is None else sorted(set(ranks) - alive)
-        if lost:
-            raise RuntimeError(
-                f"distributed fit: worker(s) {lost} left the cluster during {what}; the "
-                "fit cannot go on without their rows"
-                + ("" if cause is None else f" ({type(cause).__name__}: {cause})"))
+        _check_lost(client, ranks, what, cause)
 
     checked = 0.0
     while True:
@@ -793,9 +799,19 @@ def _eval_collections(eval_set, names):
     if not hasattr(Xv, "__dask_graph__"):
         import dask.array as da
 
-        from ._validation import check_features
+        from ._validation import _dataframe_library, check_features
 
-        Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
+        if _dataframe_library(Xv) == "pandas":
+            # One partition, converted by a part as X's are (categorical columns
+            # encoded with the fit's categories).
+            import dask.dataframe as dd
+
+            Xv = dd.from_pandas(Xv, npartitions=1)
+            eval_set = [eval_set[0]] + [
+                v if v is None or hasattr(v, "__dask_graph__")
+                else da.from_array(np.asarray(v), chunks=-1) for v in eval_set[1:]]
+        else:
+            Xv = da.from_array(check_features(Xv, "eval_set X", dtype=np.float32))
     Xv, v_chunks, _ = _dask_X(Xv, "eval_set X")
     yv = _align_y(eval_set[1], Xv, v_chunks, "eval_set y")
     wv = (_align_y(eval_set[2], Xv, v_chunks, "eval_set sample_weight")
@@ -864,9 +880,16 @@ class _DaskTransport:
             "the start of the fit's actors", self.timeout)
 
     def call(self, method, args, what):
-        return _wait_all(self.client, [getattr(h, method)(*a)
-                                       for h, a in zip(self.handles, args)],
-                         self.ranks, what, self.timeout)
+        try:
+            futures = [getattr(h, method)(*a) for h, a in zip(self.handles, args)]
+        except Exception as exc:  # noqa: BLE001 - an actor whose worker is already gone
+            import time
+
+            time.sleep(0.5)  # the scheduler notices a lost worker
+            _check_lost(self.client, self.ranks, what, exc)
+            raise RuntimeError(f"distributed fit: {what} failed on a worker: "
+                               f"{type(exc).__name__}: {exc}") from exc
+        return _wait_all(self.client, futures, self.ranks, what, self.timeout)
 
     def fit(self, args):
         n_classes, params, *rest = args

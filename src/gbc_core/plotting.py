@@ -244,8 +244,11 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
     """Draw one tree: each split's threshold and missing-value direction, each leaf's
     value, and every node's cover.
 
-    A split reads ``feature <= threshold``; its left edge is "yes" and its right
-    edge "no", and the side that missing values (NaN) take is marked "+ missing".
+    A split reads ``feature <= threshold``, or ``feature in {cat_a, cat_b, ...}`` on a
+    categorical feature (the categories it sends left, from the model's
+    ``categories_``; the first 8 of more, then "... and N more");
+    its left edge is "yes" and its right edge "no", and the side that missing values
+    (NaN) take is marked "+ missing" (a category unseen in training goes there too).
     A leaf shows the value the tree adds to the raw score, ``learning_rate * gamma``
     (gamma, the stored leaf value, beside it). Every node shows its cover: the sum
     of the sample weights of the training rows that reached it (the row count
@@ -286,6 +289,8 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
     >>> [t.get_gid() for t in ax.texts if t.get_gid()]
     ['node 0', 'node 1', 'node 2']
     """
+    from ._categories import describe_split
+
     booster = _booster(model)
     names = _feature_names(booster, feature_names)
     output = _output_index(booster, class_label)
@@ -296,6 +301,7 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
     depth = int(-y.min())
     ax = _axes(ax, figsize=(max(4.0, 1.9 * n_leaves), max(2.5, 1.5 * (depth + 1))))
     p = int(precision)
+    categorical = booster.ensemble.categorical
 
     def cover(i):
         w, n = float(nodes["weighted_n"][i]), int(nodes["n_samples"][i])
@@ -319,7 +325,12 @@ def plot_tree(model, iteration=0, *, class_label=None, feature_names=None, ax=No
     for i in range(len(nodes)):
         f = int(nodes["feature"][i])
         if f >= 0:
-            text = (f"{names[f]} <= {nodes['threshold'][i]:.{p}g}\n{cover(i)}")
+            if categorical is not None and categorical[f]:
+                test = "in " + describe_split(booster.ensemble, nodes[i],
+                                              booster.categories_)
+            else:
+                test = f"<= {nodes['threshold'][i]:.{p}g}"
+            text = f"{names[f]} {test}\n{cover(i)}"
             box = dict(boxstyle="round,pad=0.35", fc="#e8f0f8", ec="#3b75af")
         else:
             value = float(nodes["value"][i])
