@@ -289,6 +289,19 @@ def test_feature_groups_against_brute_force(weight_kind, d, n, n_threads):
     _check(X, w * r, w, row_slot, max_bins=255, n_threads=n_threads)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("tail_weight", [1.0, 0.5])
+def test_weight_check_on_threads_sees_every_row(tail_weight, n_threads):
+    """From 200,000 rows the finder tells unit weights from others on every thread:
+    weights of 1 but in the last rows (the last thread's block) are weights, not
+    counts, whatever the number of threads; all ones take the counts."""
+    n = 210000
+    X, r = _data(13, n, 2, "nan")
+    w = np.ones(n)
+    w[-1000:] = tail_weight
+    _check(X, w * r, w, np.zeros(n, dtype=np.int32), max_bins=64, n_threads=n_threads)
+
+
 def test_reduce_hook_sees_and_replaces_the_collected_histograms():
     """``reducer`` gets the collected nodes' histograms (the brute force's), and what
     it leaves there is what the split is chosen from."""

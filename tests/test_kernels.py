@@ -1,6 +1,8 @@
 """Each Cython kernel against a naive NumPy implementation on random inputs."""
 
+import math
 import platform
+import struct
 import sys
 
 import numpy as np
@@ -320,6 +322,145 @@ def test_boosting_update_matches_numpy():
     p = 1 / (1 + np.exp(-expected_raw))
     ll = -(y * np.log(p) + (1 - y) * np.log(1 - p))
     assert loss == pytest.approx(np.average(ll[inb], weights=w[inb]), rel=1e-12)
+
+
+def _hex(bits):
+    return struct.unpack(">d", bytes.fromhex(bits))[0]
+
+
+def _naive_log1p(x):
+    """fdlibm's log1p (its constants by their bits) of one x in [0, 1], branch by
+    branch in Python floats (float64, no fused multiply-add): the numbers the
+    loss's vector log1p must give, bit for bit, on every CPU."""
+    ln2_hi, ln2_lo = _hex("3fe62e42fee00000"), _hex("3dea39ef35793c76")
+    lp = [_hex(h) for h in ("3fe5555555555593", "3fd999999997fa04", "3fd2492494229359",
+                            "3fcc71c51d8e78af", "3fc7466496cb03de", "3fc39a09d078c69f",
+                            "3fc2f112df3e5244")]
+    if x < 2.0**-54:
+        return x
+    if x < 2.0**-29:
+        return x - x * x * 0.5
+    k, c = 0, 0.0
+    f = x
+    if x >= _hex("3fda827a00000000"):  # 1 + x in [sqrt(2), 2]: log(2 * (u / 2))
+        u = 1.0 + x
+        if u == 2.0:
+            c = (1.0 - (u - x)) / u
+            return ln2_hi + (c + ln2_lo)
+        k, c = 1, (x - (u - 1.0)) / u
+        f = u / 2.0 - 1.0
+    hfsq = 0.5 * f * f
+    s = f / (2.0 + f)
+    z = s * s
+    z2 = z * z
+    z4 = z2 * z2
+    z6 = z4 * z2
+    r = z * lp[0] + z2 * (lp[1] + z * lp[2]) + z4 * (lp[3] + z * lp[4]) + z6 * (lp[5] + z * lp[6])
+    if k == 0:
+        return f - (hfsq - s * (hfsq + r))
+    return ln2_hi - ((hfsq - (s * (hfsq + r) + (ln2_lo + c))) - f)
+
+
+def _log1p_arguments(n, seed=5):
+    """x in [0, 1] as the fit meets them (e^-|F|), uniform, near 1, every binade, and
+    each bound of the method's cases with its neighbours."""
+    rng = np.random.default_rng(seed)
+    parts = [np.exp(-np.abs(rng.normal(scale=4.0, size=n))), rng.uniform(size=n),
+             1.0 - rng.uniform(size=n) * 1e-12,
+             2.0 ** rng.uniform(-1075, 0, size=n) * rng.uniform(1, 2, size=n)]
+    edges = [0.0, 5e-324, 2.0**-54, 2.0**-29, _hex("3fda827a00000000"), 0.5, 1.0]
+    for e in edges:
+        parts.append(np.array([e, np.nextafter(e, 0.0), np.nextafter(e, 2.0)]))
+    x = np.concatenate(parts)
+    return x[(x >= 0.0) & (x <= 1.0)]
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_loss_log1p_is_fdlibms_method_bit_for_bit(wide):
+    """The training loss's log(1 + e) (``_log1p.h``: every case computed on vector
+    lanes, each lane's picked) equals fdlibm's log1p evaluated branch by branch,
+    bit for bit, on two or four lanes and for the scalar rows past the last full
+    vector; and C's log1p to within one unit in the last place."""
+    if wide and not _leaves.log1p_wide():
+        pytest.skip("this CPU has no AVX2: the four-lane kernel is not taken")
+    x = _log1p_arguments(20000)
+    out = np.empty_like(x)
+    _leaves.log1p_units(x, out, wide)
+    expected = np.array([_naive_log1p(v) for v in x.tolist()])
+    assert_bits = np.testing.assert_array_equal
+    assert_bits(out.view(np.int64), expected.view(np.int64))
+    libm = np.array([math.log1p(v) for v in x.tolist()])
+    assert np.all(np.abs(out - libm) <= np.spacing(libm))
+    for n in range(9):  # every tail of a vector
+        part = np.empty(n)
+        _leaves.log1p_units(x[:n].copy(), part, wide)
+        assert_bits(part.view(np.int64), expected[:n].view(np.int64))
+    with pytest.raises(ValueError, match="out holds 3 values; expected 4"):
+        _leaves.log1p_units(x[:4].copy(), np.empty(3))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_binomial_update_loss_is_the_row_order_sum_per_chunk(n_threads):
+    """The in-bag loss of the fused binomial update (its logarithms taken a block
+    of rows at a time) is, bit for bit, each 8192-row chunk's terms w L added in
+    row order, then the chunks in order, for any number of threads; L = max(F, 0) +
+    log(1 + e^-|F|) - y F with the loss's log1p."""
+    rng = np.random.default_rng(11)
+    n = 8192 * 3 + 777  # three full chunks and a short one; blocks with tails
+    y = rng.integers(0, 2, size=n).astype(np.int32)
+    w = rng.uniform(0.5, 2, size=n)
+    raw = rng.normal(size=n) * rng.choice([1e-9, 1.0, 40.0], size=n)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8)
+    prob, residual = np.empty(n), np.empty(n)
+    rs = np.empty(n, dtype=ROW_STAT_DTYPE)
+    _leaves.init_state(y, w, raw, prob, residual, rs)
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    leaf = rng.integers(1, 3, size=n).astype(np.int32)
+    loss, _ = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, prob, residual,
+                                      rs, n_threads)
+    e = np.array([math.exp(-abs(f)) for f in raw.tolist()])  # C's exp, as the kernel's
+    log1p_e = np.empty(n)
+    _leaves.log1p_units(e, log1p_e)
+    term = w * (np.where(raw > 0, raw + log1p_e, log1p_e) - y * raw)
+    total = weight = 0.0
+    for start in range(0, n, 8192):
+        inb = mask[start:start + 8192].astype(bool)
+        chunk, chunk_w = 0.0, 0.0
+        for t, ww in zip(term[start:start + 8192][inb].tolist(),
+                         w[start:start + 8192][inb].tolist()):
+            chunk += t
+            chunk_w += ww
+        total += chunk
+        weight += chunk_w
+    assert prob.tolist() == np.where(raw >= 0, 1 / (1 + e), e / (1 + e)).tolist()
+    assert loss == total / weight
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_held_out_log_loss_reads_the_mask_in_place(weighted):
+    """The mean log-loss of the rows of a mask (the out-of-bag and validation
+    losses, without copies) is that of the selected rows, bit for bit: the terms
+    max(F, 0) + log(1 + e^-|F|) - y F in row order, more rows than a block of
+    logarithms and a block's tail."""
+    rng = np.random.default_rng(12)
+    n = 1000
+    y = rng.integers(0, 2, size=n).astype(np.int32)
+    raw = rng.normal(size=n) * rng.choice([1e-9, 1.0, 40.0], size=n)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    rows = rng.uniform(size=n) < 0.6
+    got = _leaves.weighted_log_loss(y, raw, w, rows.view(np.uint8))
+    assert got == _leaves.weighted_log_loss(y[rows], raw[rows], None if w is None else w[rows])
+    total = weight = 0.0
+    for i in np.flatnonzero(rows).tolist():
+        f, wi = float(raw[i]), 1.0 if w is None else float(w[i])
+        log1p_e = _naive_log1p(math.exp(-abs(f)))
+        total += wi * ((f + log1p_e if f > 0 else log1p_e) - y[i] * f)
+        weight += wi
+    assert got == total / weight
+    assert _leaves.weighted_log_loss(y, raw, w, np.zeros(n, dtype=np.uint8)) == 0.0
+    with pytest.raises(ValueError, match="must have 1000 rows"):
+        _leaves.weighted_log_loss(y, raw, w, rows[:10].view(np.uint8))
 
 
 def _row_order_leaf_values(nodes_shape, leaf, mask, w, r, p, factor=1.0):

@@ -55,6 +55,8 @@ cdef enum:
     MIN_PARALLEL_VALUES = 1000000
     # Positions of the gathered row statistics per task.
     GATHER_CHUNK = 16384
+    # From this many rows the weights of a tree are checked on every thread.
+    MIN_PARALLEL_WEIGHT_ROWS = 200000
 
 
 ctypedef struct candidate_t:
@@ -433,8 +435,9 @@ cdef class HistogramSplitFinder(SplitFinder):
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const float64_t[::1] residual,
                         const uint8_t[::1] in_bag) except -1:
-        cdef intp_t i
-        cdef bint unit = True
+        cdef intp_t i, n_other = 0
+        cdef int n_threads = (self.n_threads if self.n_samples >= MIN_PARALLEL_WEIGHT_ROWS
+                              else 1)
         if ((row_stats is None and residual is None)
                 or (row_stats is not None and row_stats.shape[0] != self.n_samples)
                 or (residual is not None and residual.shape[0] != self.n_samples)):
@@ -451,10 +454,15 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
         self.unit_wr = &row_stats[0].wr if self.n_samples > 0 else NULL
         self.wr_step = sizeof(row_stat_t) // sizeof(float64_t)
+        # The rows whose weight is not 1, counted on every thread (a count: the
+        # same whatever the threads).
         with nogil:
-            for i in range(self.n_samples):
-                unit = unit & (row_stats[i].w == 1.0)
-        self.unit_weights = unit
+            GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_OTHER, self.n_samples)
+            for i in prange(self.n_samples, schedule="static", num_threads=n_threads):
+                if row_stats[i].w != 1.0:
+                    n_other += 1
+            GBC_TRACE_REGION_END(GBC_TR_HIST_OTHER, self.n_samples)
+        self.unit_weights = n_other == 0
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:

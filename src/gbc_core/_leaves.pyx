@@ -21,6 +21,16 @@ from ._common cimport (
 )
 from ._trace cimport *
 
+cdef extern from "_log1p.h" nogil:
+    # log(1 + x) for 0 <= x <= 1: fdlibm's method without branches, the same bits
+    # on every CPU (one value, or many at once on vector lanes).
+    float64_t gbc_log1p_unit(float64_t x)
+    int gbc_log1p_wide()
+    void gbc_log1p_units(const float64_t* x, float64_t* out, intp_t n, int wide)
+
+# Whether the CPU takes the four-lane log1p (asked once, at import).
+cdef int LOG1P_WIDE = gbc_log1p_wide()
+
 # Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
 # kernels read them as float64 (exact either way).
 ctypedef fused label_t:
@@ -37,6 +47,8 @@ cdef enum:
     MIN_PARALLEL_ROWS = 200000
     # Up to this many nodes per tree (their rows counted per thread).
     MAX_PARALLEL_LEAF_NODES = 4096
+    # Rows whose log-losses are taken at once (``_binomial_rows``).
+    LOSS_BLOCK = 256
 
 # For the loss objects: from how many rows a fit on several threads needs the
 # scratch of the leaf sums (``newton_sums``' ``rows_by_leaf``).
@@ -52,22 +64,22 @@ cdef inline float64_t expit(float64_t f) noexcept nogil:
     return e / (1.0 + e)
 
 
+cdef inline float64_t loss_of_log1p(float64_t y, float64_t f, float64_t l) noexcept nogil:
+    """log_loss_term(y, f) from l = log(1 + exp(-|f|))."""
+    if f > 0:
+        return f + l - y * f
+    return l - y * f
+
+
 cdef inline float64_t log_loss_term(float64_t y, float64_t f) noexcept nogil:
     """-(y log p + (1 - y) log(1 - p)) with p = sigma(f), computed stably as
-    log(1 + e^f) - y f (paper eq. 5)."""
-    if f > 0:
-        return f + log1p(exp(-f)) - y * f
-    return log1p(exp(f)) - y * f
+    log(1 + e^f) - y f (paper eq. 5): max(f, 0) + log(1 + e^-|f|) - y f, the
+    logarithm by ``gbc_log1p_unit`` (the same bits on every CPU)."""
+    return loss_of_log1p(y, f, gbc_log1p_unit(exp(-fabs(f))))
 
 
-cdef inline float64_t expit_and_loss(float64_t y, float64_t f, float64_t* loss) noexcept nogil:
-    """sigma(f) and log_loss_term(y, f) from one exponential (the same values, bit for
-    bit, as ``expit`` and ``log_loss_term``: both use e = exp(-|f|))."""
-    cdef float64_t e = exp(-fabs(f))
-    if f > 0:
-        loss[0] = f + log1p(e) - y * f
-    else:
-        loss[0] = log1p(e) - y * f
+cdef inline float64_t expit_of_exp(float64_t f, float64_t e) noexcept nogil:
+    """sigma(f) from e = exp(-|f|) (``expit``'s value, bit for bit)."""
     if f >= 0:
         return 1.0 / (1.0 + e)
     return e / (1.0 + e)
@@ -771,6 +783,56 @@ cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noex
     return total_loss / total_weight if total_weight > 0 else 0.0
 
 
+cdef void _binomial_rows(
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[::1] raw,
+    const float64_t* step,
+    const int32_t[::1] leaf_of_row,
+    float64_t[::1] prob,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    intp_t start,
+    intp_t stop,
+    float64_t* loss_and_weight,
+) noexcept nogil:
+    """The binomial update of rows ``start .. stop - 1``: F += step[leaf], p =
+    sigma(F), r = y - p and the row statistics, then the in-bag sums (sum w L, sum
+    w) of the log-losses L, in row order, into ``loss_and_weight``.
+
+    LOSS_BLOCK rows at a time: the update keeps each row's e = exp(-|F|) (the
+    exponential of p), then the logarithms log(1 + e) of the block are taken at once
+    on vector lanes (``gbc_log1p_units``) and the losses added row by row."""
+    cdef float64_t e[LOSS_BLOCK]
+    cdef float64_t w, f, p, r, total = 0.0, weight = 0.0
+    cdef intp_t i, b = start, m
+    cdef bint with_stats = row_stats is not None
+    while b < stop:
+        m = min(<intp_t>LOSS_BLOCK, stop - b)
+        for i in range(b, b + m):
+            f = raw[i] + step[leaf_of_row[i]]
+            raw[i] = f
+            e[i - b] = exp(-fabs(f))
+            p = expit_of_exp(f, e[i - b])
+            prob[i] = p
+            r = y[i] - p
+            residual[i] = r
+            if with_stats:
+                w = 1.0 if sample_weight is None else sample_weight[i]
+                row_stats[i].wr = w * r
+                row_stats[i].w = w
+        gbc_log1p_units(e, e, m, LOG1P_WIDE)
+        for i in range(b, b + m):
+            if sample_mask is None or sample_mask[i]:
+                w = 1.0 if sample_weight is None else sample_weight[i]
+                total = total + w * loss_of_log1p(y[i], raw[i], e[i - b])
+                weight = weight + w
+        b += m
+    loss_and_weight[0] = total
+    loss_and_weight[1] = weight
+
+
 def boosting_update(
     node_t[::1] nodes,
     const int32_t[::1] leaf_of_row,
@@ -812,13 +874,12 @@ def boosting_update(
     """
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
-    cdef intp_t i, c, start, stop
+    cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t w, f, p, r, loss, chunk_loss, chunk_weight
+    cdef float64_t loss
     cdef float64_t sums[2]
     cdef float64_t* step = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
-    cdef bint with_stats = row_stats is not None
     if step == NULL or partial == NULL:
         free(step)
         free(partial)
@@ -839,26 +900,9 @@ def boosting_update(
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
                 GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
                 start = c * CHUNK
-                stop = min(start + CHUNK, n)
-                chunk_loss = 0.0
-                chunk_weight = 0.0
-                for i in range(start, stop):
-                    w = 1.0 if sample_weight is None else sample_weight[i]
-                    f = raw[i] + step[leaf_of_row[i]]
-                    raw[i] = f
-                    loss = 0.0  # assigned in the loop body: private to each thread
-                    p = expit_and_loss(y[i], f, &loss)
-                    prob[i] = p
-                    r = y[i] - p
-                    residual[i] = r
-                    if with_stats:
-                        row_stats[i].wr = w * r
-                        row_stats[i].w = w
-                    if sample_mask is None or sample_mask[i]:
-                        chunk_loss = chunk_loss + w * loss
-                        chunk_weight = chunk_weight + w
-                partial[2 * c] = chunk_loss
-                partial[2 * c + 1] = chunk_weight
+                _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                               residual, row_stats, start, min(start + CHUNK, n),
+                               &partial[2 * c])
                 GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
@@ -866,6 +910,23 @@ def boosting_update(
         free(step)
         free(partial)
     return loss, n_overflow
+
+
+def log1p_units(const float64_t[::1] x, float64_t[::1] out, bint wide=True):
+    """out[i] = log(1 + x[i]) for x[i] in [0, 1], the logarithm of the training
+    loss (``_log1p.h``: the same bits on every CPU); ``wide``: on four lanes where
+    the CPU has them (the same numbers)."""
+    if out.shape[0] != x.shape[0]:
+        raise ValueError(f"out holds {out.shape[0]} values; expected {x.shape[0]}")
+    if x.shape[0] == 0:
+        return
+    with nogil:
+        gbc_log1p_units(&x[0], &out[0], x.shape[0], LOG1P_WIDE if wide else 0)
+
+
+def log1p_wide():
+    """Whether ``log1p_units`` runs on four lanes on this CPU."""
+    return bool(LOG1P_WIDE)
 
 
 def init_state(
@@ -1042,15 +1103,31 @@ def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
 
 
 def weighted_log_loss(const label_t[::1] y, const float64_t[::1] raw,
-                      const float64_t[::1] sample_weight):
-    """Weighted mean log-loss of raw scores ``raw`` (stable for any magnitude)."""
-    cdef intp_t i
+                      const float64_t[::1] sample_weight, const uint8_t[::1] rows=None):
+    """Weighted mean log-loss of raw scores ``raw`` (stable for any magnitude) of the
+    rows where ``rows`` (uint8, one per row; None: every row) is nonzero: the sums
+    of ``log_loss_term`` in row order, the logarithms taken LOSS_BLOCK rows at a
+    time on vector lanes (the same numbers as one at a time)."""
+    cdef intp_t i, n = y.shape[0], m = 0, k
+    cdef intp_t at[LOSS_BLOCK]
+    cdef float64_t e[LOSS_BLOCK]
     cdef float64_t w, total = 0.0, weight = 0.0
+    if raw.shape[0] != n or (sample_weight is not None and sample_weight.shape[0] != n) \
+            or (rows is not None and rows.shape[0] != n):
+        raise ValueError(f"raw, sample_weight and rows must have {n} rows")
     with nogil:
-        for i in range(y.shape[0]):
-            w = 1.0 if sample_weight is None else sample_weight[i]
-            total += w * log_loss_term(y[i], raw[i])
-            weight += w
+        for i in range(n + 1):
+            if i < n and (rows is None or rows[i]):
+                at[m] = i
+                e[m] = exp(-fabs(raw[i]))
+                m += 1
+            if m == LOSS_BLOCK or (i == n and m > 0):
+                gbc_log1p_units(e, e, m, LOG1P_WIDE)
+                for k in range(m):
+                    w = 1.0 if sample_weight is None else sample_weight[at[k]]
+                    total += w * loss_of_log1p(y[at[k]], raw[at[k]], e[k])
+                    weight += w
+                m = 0
     return total / weight if weight > 0 else 0.0
 
 

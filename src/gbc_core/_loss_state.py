@@ -214,6 +214,9 @@ class OneScoreFit:
     parallel_outputs = False
     #: The monotonic constraint of each feature (int8), or None (none).
     monotonic = None
+    #: Whether ``_mean_loss`` takes a mask of the rows (``rows``) and reads them in
+    #: place.
+    _loss_in_place = False
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         n = y.shape[0]
@@ -278,6 +281,12 @@ class OneScoreFit:
         return loss
 
     def _loss_of(self, rows):
+        if (self.reduce is None and self._loss_in_place
+                and (rows is None or rows.dtype == bool)):
+            # The kernel reads the rows of the mask where they are (no copies).
+            return float(self._mean_loss(
+                self.y, self.raw, self.sample_weight,
+                None if rows is None else np.ascontiguousarray(rows).view(np.uint8)))
         y, raw = _select(self.y, rows), _select(self.raw, rows)
         w = _select(self.sample_weight, rows)
         if self.reduce is None:
@@ -299,6 +308,8 @@ class OneScoreFit:
 class BinomialFit(OneScoreFit):
     """The binomial log-loss: also the probabilities p = sigma(F) of the rows."""
 
+    _loss_in_place = True
+
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         self.prob = np.empty(y.shape[0], dtype=np.float64)
         super().__init__(y, sample_weight, raw, n_threads, exact, reduce)
@@ -311,8 +322,8 @@ class BinomialFit(OneScoreFit):
     def _hessian(self):
         return self.prob * (1.0 - self.prob)
 
-    def _mean_loss(self, y, raw, w):
-        return _leaves.weighted_log_loss(y, raw, w)
+    def _mean_loss(self, y, raw, w, rows=None):
+        return _leaves.weighted_log_loss(y, raw, w, rows)
 
 
 class ExponentialFit(OneScoreFit):
