@@ -377,10 +377,12 @@ _SIGINT_CHILD = textwrap.dedent("""
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process")
-def test_sigint_stops_a_fit_within_two_seconds():
-    """Ctrl-C on a long fit (200 000 x 8, a million trees): once the fit is under
-    way, SIGINT ends the process with KeyboardInterrupt within 2 s. (Signals are
-    handled between kernel calls: each tree, each presort is one call.)"""
+def test_sigint_stops_a_fit_promptly():
+    """Ctrl-C on a long fit (200 000 x 8, a million trees, hours of work): once the
+    fit is under way, SIGINT ends the process with KeyboardInterrupt within 10 s
+    (a fraction of a second on a quiet machine; the bound leaves room for a loaded
+    one, whose processes wait for a time slice). Signals are handled between kernel
+    calls: each tree, each presort is one call."""
     proc = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -398,7 +400,7 @@ def test_sigint_stops_a_fit_within_two_seconds():
             proc.communicate()
     assert "KeyboardInterrupt" in err, err[-2000:]
     assert proc.returncode in (-signal.SIGINT, 130, 1), proc.returncode
-    assert latency < 2.0, f"the fit took {latency:.2f} s to stop"
+    assert latency < 10.0, f"the fit took {latency:.2f} s to stop"
 
 
 _MEMORY_LIMIT_CHILD = textwrap.dedent("""
