@@ -357,7 +357,7 @@ def test_bad_arrays_are_refused():
     with pytest.raises(ValueError, match=r"category_sets must be a uint32 array of shape"):
         _categorical_to_onnx(**dict(model, category_sets=model["category_sets"][:, :4]),
                              classes=classes)
-    with pytest.raises(ValueError, match="is not a row of the 1 category sets"):
+    with pytest.raises(ValueError, match="must name a row of the 1 category sets"):
         _categorical_to_onnx(**dict(model, category_sets=model["category_sets"][:1]),
                              classes=classes)
     with pytest.raises(ValueError, match="init_raw must hold 1 raw score"):

@@ -68,6 +68,7 @@ import json
 import numpy as np
 
 from ._booster import Booster
+from ._ensemble import check_categorical
 from ._version import __version__
 
 #: The ``ai.onnx.ml`` opset of the tree ensemble: opset 3 has the double-precision
@@ -287,12 +288,10 @@ def _check_categorical_arrays(nodes, tree_offsets, categorical, category_sets, n
     if feature.max(initial=-1) >= n_features:
         raise ValueError(f"to_onnx: a node splits on feature {feature.max()}, the model has "
                          f"{n_features}")
-    on_cat = (feature >= 0) & categorical[np.maximum(feature, 0)]
-    rows = nodes["threshold"][on_cat]
-    if rows.size and not (np.all(rows == np.floor(rows)) and rows.min() >= 0
-                          and rows.max() < sets.shape[0]):
-        raise ValueError("to_onnx: a categorical node's set (its threshold) is not a row of "
-                         f"the {sets.shape[0]} category sets")
+    try:  # every categorical node's set a row of the table: the Ensemble's rule
+        check_categorical(nodes, offsets, n_features, categorical, sets)
+    except ValueError as exc:
+        raise ValueError(f"to_onnx: {exc}") from None
     return nodes, offsets, categorical, sets, init_raw
 
 
