@@ -85,15 +85,15 @@ def _add(a, b):
     return tuple(p + q for p, q in zip(a, b))
 
 
-def brute_force_best(x, wr, w, min_samples_leaf=1):
-    """The largest proxy over every set of categories sent left, missing values on
-    either side, and the (set, missing left) pairs that reach it; None: no valid
-    split."""
+def brute_force_best(x, wr, w, min_samples_leaf=1, min_samples_category=1):
+    """The largest proxy over every set of categories sent left (none of fewer than
+    ``min_samples_category`` rows: they stay right), missing values on either side,
+    and the (set, missing left) pairs that reach it; None: no valid split."""
     groups, miss = _groups(x, wr, w)
-    codes = sorted(groups)
     total = miss
-    for c in codes:
+    for c in groups:
         total = _add(total, groups[c])
+    codes = sorted(c for c in groups if groups[c][0] >= min_samples_category)
     best, arg = None, []
     for r in range(len(codes) + 1):
         for subset in itertools.combinations(codes, r):
@@ -112,17 +112,22 @@ def brute_force_best(x, wr, w, min_samples_leaf=1):
     return best, arg
 
 
-def twin_choice(x, wr, w, min_samples_leaf=1):
-    """The split the documented order keeps: categories sorted by mean (s / w as a
-    float64), ties by code; prefixes in turn, missing right then left (without
-    missing values: one candidate), then every category left with missing values
-    right; the first of the largest proxy wins. Returns (set, missing side, proxy)."""
+def twin_choice(x, wr, w, min_samples_leaf=1, min_samples_category=1):
+    """The split the documented order keeps: categories of at least
+    ``min_samples_category`` rows sorted by mean (s / w as a float64), ties by code
+    (the others stay right); prefixes in turn, missing right then left (without
+    missing values: one candidate), then every sorted category left with missing
+    values right; where rows of categories were set apart, then the suffixes in turn
+    (the last category, the last two, ... all), missing right then left, and the
+    missing values alone; the first of the largest proxy wins. Returns (set, missing
+    side, proxy)."""
     groups, miss = _groups(x, wr, w)
     total = miss
     for c in groups:
         total = _add(total, groups[c])
-    order = sorted(groups, key=lambda c: (groups[c][2] / groups[c][1] if groups[c][1] > 0
-                                          else 0.0, c))
+    sorted_codes = [c for c in groups if groups[c][0] >= min_samples_category]
+    order = sorted(sorted_codes, key=lambda c: (
+        groups[c][2] / groups[c][1] if groups[c][1] > 0 else 0.0, c))
     best = None
     acc = (0, 0, 0)
 
@@ -142,6 +147,17 @@ def twin_choice(x, wr, w, min_samples_leaf=1):
             offer(_add(acc, miss), order[:j + 1], MISSING_LEFT)
     if miss[0] and order:
         offer(_add(acc, groups[order[-1]]), order, MISSING_RIGHT)
+    if any(0 < groups[c][0] < min_samples_category for c in groups):
+        acc = (0, 0, 0)
+        for j in range(len(order) - 1, -1, -1):
+            acc = _add(acc, groups[order[j]])
+            if miss[0] == 0:
+                offer(acc, order[j:], MISSING_TO_LARGER)
+            else:
+                offer(acc, order[j:], MISSING_RIGHT)
+                offer(_add(acc, miss), order[j:], MISSING_LEFT)
+        if miss[0]:
+            offer(miss, [], MISSING_LEFT)
     return best
 
 
@@ -206,6 +222,60 @@ def test_ties_and_minimum_leaf_size(min_samples_leaf):
                 continue
             assert twin[2] == best
             assert (_codes_left(out["cat_bits"]), int(out["missing_go_left"])) == twin[:2]
+
+
+@pytest.mark.parametrize("min_samples_category", [1, 3, 10])
+@pytest.mark.parametrize("nan_share", [0.0, 0.15])
+def test_rare_categories_stay_right(min_samples_category, nan_share):
+    """Categories of fewer than ``min_samples_category`` rows of the node are never
+    sent left; the finders keep the documented order's choice (the twin's), which is
+    the brute force's best over the partitions keeping the rare ones right."""
+    m = min_samples_category
+    rng = np.random.default_rng(31 * m + int(100 * nan_share))
+    n_rare_nodes = 0
+    for trial in range(40):
+        k = int(rng.integers(2, 7))
+        n = int(rng.integers(2 * k, 8 * k))
+        # Skewed category shares: some categories have few rows.
+        p = rng.dirichlet(np.full(k, 0.6))
+        x = rng.choice(k, size=n, p=p).astype(np.float64)
+        x[rng.random(n) < nan_share] = np.nan
+        weighted = trial % 3 == 0
+        w = rng.integers(1, 5, n).astype(np.float64) if weighted else np.ones(n)
+        wr = rng.integers(-20, 21, n).astype(np.float64) * w
+        groups, _ = _groups(x, wr, w)
+        rare = {c for c in groups if groups[c][0] < m}
+        n_rare_nodes += bool(rare)
+        best, arg = brute_force_best(x, wr, w, min_samples_category=m)
+        twin = twin_choice(x, wr, w, min_samples_category=m)
+        for finder in _finders(x[:, None]):
+            out = finder.level_splits(_stats(wr, w), np.zeros(n, np.int32), grid=(1.0, 1.0),
+                                      categorical=[True], min_samples_category=m)[0]
+            if twin is None:
+                assert best is None and out["feature"] == -1
+                continue
+            assert out["feature"] == 0 and out["categorical"] == 1
+            left = _codes_left(out["cat_bits"])
+            assert not left & rare
+            assert (left, int(out["missing_go_left"])) == twin[:2]
+            assert out["proxy"] == pytest.approx(float(twin[2]), rel=1e-12)
+            assert twin[2] == best
+            miss_left = out["missing_go_left"] == MISSING_LEFT
+            sel = np.isin(x, list(left)) | (np.isnan(x) & miss_left)
+            assert (out["left_n"], out["left_w"], out["left_s"]) == (
+                sel.sum(), w[sel].sum(), wr[sel].sum())
+    # The draws hold nodes with rare categories (for m > 1), so the rule is tested.
+    assert n_rare_nodes >= (10 if m > 1 else 0)
+
+
+def test_min_samples_category_1_is_the_default_bit_for_bit():
+    X, wr, w, slot = _level_data(3, 300, 4, 4)
+    categorical = [True, False, True, True]
+    for finder in _finders(X):
+        a = finder.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), categorical=categorical)
+        b = finder.level_splits(_stats(wr, w), slot, grid=(1.0, 1.0), categorical=categorical,
+                                min_samples_category=1)
+        assert a.tobytes() == b.tobytes()
 
 
 def _level_data(seed, n, d, n_nodes):
@@ -369,6 +439,62 @@ def test_grown_trees_route_rows_by_their_sets(subsample, options):
     np.testing.assert_array_equal(rows_a, rows_b)
 
 
+@pytest.mark.parametrize("options", [{}, {"max_leaf_nodes": 9, "max_depth": -1}])
+def test_grown_trees_never_send_a_rare_category_left(options):
+    """With ``min_samples_category`` = 60, no categorical node of a grown tree sends
+    left a category holding fewer than 60 of the node's rows; hist == exact; and 1
+    gives the trees of the default, bit for bit."""
+    X, r, w = _tree_data(12, n=1500)
+    categorical = np.array([True, True, False])
+    m = 60
+    grown = []
+    for finder in _finders(X):
+        nodes, bits, node_of_row = _grow(finder, X, r, w, None, categorical,
+                                         min_samples_category=m, **dict(options))
+        grown.append((nodes, bits, node_of_row))
+        # Each node's rows: those whose path from the root passes through it.
+        rows_of = {0: np.arange(X.shape[0])}
+        n_checked = 0
+        for k in range(nodes.shape[0]):
+            f = nodes[k]["feature"]
+            if f < 0:
+                continue
+            rows = rows_of[k]
+            x = X[rows, f]
+            if categorical[f]:
+                table = bits[int(nodes[k]["threshold"])]
+                left_codes = _codes_left(table)
+                counts = np.bincount(x[~np.isnan(x)].astype(int), minlength=256)
+                assert all(counts[c] >= m for c in left_codes), (k, left_codes)
+                go_left = np.isin(x, list(left_codes))
+                n_checked += 1
+            else:
+                go_left = np.float32(x) <= nodes[k]["threshold32"]
+            go_left = np.where(np.isnan(x), bool(nodes[k]["missing_go_left"]), go_left)
+            rows_of[int(nodes[k]["left"])] = rows[go_left]
+            rows_of[int(nodes[k]["right"])] = rows[~go_left]
+        assert n_checked >= 2
+        # A rule that changes the trees: 1 does not give these.
+        default = _grow(finder, X, r, w, None, categorical, **dict(options))
+        ones = _grow(finder, X, r, w, None, categorical, min_samples_category=1,
+                     **dict(options))
+        assert default[0].tobytes() == ones[0].tobytes()
+        used = _set_rows(default[0], categorical)
+        np.testing.assert_array_equal(default[1][used], ones[1][used])
+        assert default[0].tobytes() != nodes.tobytes()
+    (a, bits_a, rows_a), (b, bits_b, rows_b) = grown
+    assert a.tobytes() == b.tobytes()
+    used = _set_rows(a, categorical)
+    np.testing.assert_array_equal(bits_a[used], bits_b[used])
+    np.testing.assert_array_equal(rows_a, rows_b)
+
+
+def _set_rows(nodes, categorical):
+    """The rows of the grower's table of sets that the categorical nodes use."""
+    cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
+    return nodes["threshold"][cat].astype(int)
+
+
 def test_root_of_a_grown_tree_is_the_best_partition():
     X, r, w = _tree_data(4, n=600)
     X = X[:, :2]
@@ -398,6 +524,8 @@ def test_grower_refusals():
     with pytest.raises(ValueError, match="categorical feature cannot have a monotonic"):
         TreeGrower(X32, finder, 3, 2, 1, 0.0, 3, 1, categorical=[True, False, False],
                    monotonic_cst=[1, 0, 0])
+    with pytest.raises(ValueError, match="min_samples_category must be at least 1, got 0"):
+        TreeGrower(X32, finder, 3, 2, 1, 0.0, 3, 1, min_samples_category=0)
 
 
 def test_prediction_kernel_against_naive_traversal():

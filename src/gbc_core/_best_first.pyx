@@ -162,6 +162,7 @@ cdef class BestFirstGrowth:
         self.level.grid = g.grid
         self.level.monotonic = g.monotonic
         self.level.categorical = g.categorical
+        self.level.min_samples_category = g.min_samples_category
         self.g = g
         self._grow(rs, res, seed)
         self.g = None

@@ -18,10 +18,17 @@
 # of the non-missing order covers every prefix of the order with missing values as a
 # category of its own: the best partition with missing values anywhere is offered.
 #
-# Categories that hold no row of the node go right (they are not in the set);
-# there is no minimum count per category (as scikit-learn's
-# HistGradientBoostingClassifier: ``min_samples_leaf`` and ``min_weight_leaf``
-# bound the children alone).
+# Categories that hold no row of the node go right (they are not in the set), and
+# so do those holding fewer than ``min_samples_category`` rows of the node (as
+# LightGBM below its cat_smooth): they are not sorted. The default, 1, sorts every
+# category with a row (as scikit-learn's HistGradientBoostingClassifier:
+# ``min_samples_leaf`` and ``min_weight_leaf`` bound the children alone). Where a
+# node has rows of such rare categories, the scan then offers the suffixes of the
+# order (the last category, the last two, ..., all; missing values right then left)
+# and last the missing values alone: with the rare categories as one group on the
+# right, the best partition has a prefix or a suffix of the order left (Fisher's
+# contiguity, the proxy being the same with the sides swapped), so the best
+# partition keeping the rare categories right is offered.
 #
 # The finders hand in the same sums bit for bit (on the grid of _choice.pxd), so
 # they sort alike and choose alike: hist == exact on categorical data.
@@ -46,26 +53,28 @@ cdef inline bint category_in(const uint32_t* bits, intp_t code) noexcept nogil:
 
 
 cdef inline void _offer_prefix(const side_t* acc, const side_t* miss, const side_t* total,
-                               intp_t j, float64_t* best_proxy, side_t* best_left,
-                               uint8_t* ties_win, int64_t min_samples_leaf,
-                               float64_t min_weight_leaf, uint8_t criterion,
-                               const grid_t* grid, intp_t* best_j,
-                               uint8_t* best_missing) noexcept nogil:
-    """The prefix ``acc`` (the first j + 1 categories of the order) left, missing
-    values right then left (or to the larger child without missing values)."""
+                               intp_t lo, intp_t hi, float64_t* best_proxy,
+                               side_t* best_left, uint8_t* ties_win,
+                               int64_t min_samples_leaf, float64_t min_weight_leaf,
+                               uint8_t criterion, const grid_t* grid, intp_t* best_lo,
+                               intp_t* best_hi, uint8_t* best_missing) noexcept nogil:
+    """The categories order[lo .. hi) (their sums ``acc``) left, missing values right
+    then left (or to the larger child without missing values)."""
     cdef side_t with_missing
     if miss.n == 0:
         if consider(best_proxy, best_left, ties_win[0], total, acc, min_samples_leaf,
                     min_weight_leaf, criterion, grid):
             best_left[0] = acc[0]
-            best_j[0] = j
+            best_lo[0] = lo
+            best_hi[0] = hi
             best_missing[0] = MISSING_TO_LARGER
             ties_win[0] = 0
         return
     if consider(best_proxy, best_left, ties_win[0], total, acc, min_samples_leaf,
                 min_weight_leaf, criterion, grid):
         best_left[0] = acc[0]
-        best_j[0] = j
+        best_lo[0] = lo
+        best_hi[0] = hi
         best_missing[0] = MISSING_RIGHT
         ties_win[0] = 0
     with_missing.n = acc.n + miss.n
@@ -74,7 +83,8 @@ cdef inline void _offer_prefix(const side_t* acc, const side_t* miss, const side
     if consider(best_proxy, best_left, ties_win[0], total, &with_missing,
                 min_samples_leaf, min_weight_leaf, criterion, grid):
         best_left[0] = with_missing
-        best_j[0] = j
+        best_lo[0] = lo
+        best_hi[0] = hi
         best_missing[0] = MISSING_LEFT
         ties_win[0] = 0
 
@@ -84,25 +94,29 @@ cdef inline bint categorical_scan(const side_t* groups, intp_t n_codes, const si
                                   side_t* best_left, bint ties_win,
                                   int64_t min_samples_leaf, float64_t min_weight_leaf,
                                   uint8_t criterion, const grid_t* grid,
-                                  uint32_t* cat_bits,
+                                  int64_t min_samples_category, uint32_t* cat_bits,
                                   uint8_t* missing_go_left) noexcept nogil:
     """The best categorical split of a node (totals ``total``) whose rows of
     category c have the sums ``groups[c]`` (c < ``n_codes`` <= MAX_CATEGORIES) and
     whose missing values have ``miss``, if it beats the best so far
     (``best_proxy[0]``, its left child ``best_left``; ``ties_win``: an exact tie
-    replaces it, for the first candidate of this scan only). Returns whether one
-    was kept: then ``best_proxy``, ``best_left``, ``cat_bits`` (CAT_WORDS words: the
-    categories sent left) and ``missing_go_left`` hold it."""
+    replaces it, for the first candidate of this scan only); a category of fewer
+    than ``min_samples_category`` rows (and one of none) is never sent left.
+    Returns whether one was kept: then ``best_proxy``, ``best_left``, ``cat_bits``
+    (CAT_WORDS words: the categories sent left) and ``missing_go_left`` hold it."""
     cdef uint8_t order[MAX_CATEGORIES]
     cdef float64_t key[MAX_CATEGORIES]
-    cdef intp_t c, i, j, m = 0, best_j = -1
+    cdef intp_t c, i, j, m = 0, best_lo = 0, best_hi = -1
+    cdef int64_t n_rare = 0
     cdef uint8_t best_missing = MISSING_RIGHT, tw = ties_win
     cdef uint8_t code
     cdef side_t acc
     if n_codes > MAX_CATEGORIES:
         n_codes = MAX_CATEGORIES
     for c in range(n_codes):
-        if groups[c].n > 0:
+        if groups[c].n > 0 and groups[c].n < min_samples_category:
+            n_rare += groups[c].n
+        elif groups[c].n > 0:
             key[c] = groups[c].s / groups[c].w if groups[c].w > 0.0 else 0.0
             # Insertion sort by (mean, code): codes arrive in increasing order, so
             # an equal mean stays after the lower code.
@@ -112,7 +126,7 @@ cdef inline bint categorical_scan(const side_t* groups, intp_t n_codes, const si
                 i -= 1
             order[i] = <uint8_t>c
             m += 1
-    if m == 0:
+    if m == 0 and (n_rare == 0 or miss.n == 0):
         return False
     acc.n = 0
     acc.w = 0.0
@@ -122,9 +136,10 @@ cdef inline bint categorical_scan(const side_t* groups, intp_t n_codes, const si
         acc.n += groups[code].n
         acc.w += groups[code].w
         acc.s += groups[code].s
-        _offer_prefix(&acc, miss, total, j, best_proxy, best_left, &tw, min_samples_leaf,
-                      min_weight_leaf, criterion, grid, &best_j, &best_missing)
-    if miss.n > 0:
+        _offer_prefix(&acc, miss, total, 0, j + 1, best_proxy, best_left, &tw,
+                      min_samples_leaf, min_weight_leaf, criterion, grid, &best_lo,
+                      &best_hi, &best_missing)
+    if miss.n > 0 and m > 0:
         code = order[m - 1]
         acc.n += groups[code].n
         acc.w += groups[code].w
@@ -133,12 +148,36 @@ cdef inline bint categorical_scan(const side_t* groups, intp_t n_codes, const si
         if consider(best_proxy, best_left, tw, total, &acc, min_samples_leaf,
                     min_weight_leaf, criterion, grid):
             best_left[0] = acc
-            best_j = m - 1
+            best_lo = 0
+            best_hi = m
             best_missing = MISSING_RIGHT
-    if best_j < 0:
+            tw = 0
+    if n_rare > 0:
+        # The rare categories stay right: the best partition keeping them right has
+        # a prefix or a suffix of the order left (Fisher's contiguity with the rare
+        # categories as one group), or the missing values alone. The suffixes in
+        # turn (the last category, the last two, ...), then the missing values.
+        acc.n = 0
+        acc.w = 0.0
+        acc.s = 0.0
+        for j in range(m - 1, -1, -1):
+            code = order[j]
+            acc.n += groups[code].n
+            acc.w += groups[code].w
+            acc.s += groups[code].s
+            _offer_prefix(&acc, miss, total, j, m, best_proxy, best_left, &tw,
+                          min_samples_leaf, min_weight_leaf, criterion, grid, &best_lo,
+                          &best_hi, &best_missing)
+        if miss.n > 0 and consider(best_proxy, best_left, tw, total, miss,
+                                   min_samples_leaf, min_weight_leaf, criterion, grid):
+            best_left[0] = miss[0]
+            best_lo = 0
+            best_hi = 0
+            best_missing = MISSING_LEFT
+    if best_hi < 0:
         return False
     memset(cat_bits, 0, CAT_WORDS * sizeof(uint32_t))
-    for j in range(best_j + 1):
+    for j in range(best_lo, best_hi):
         code = order[j]
         cat_bits[code >> 5] |= (<uint32_t>1) << (code & 31)
     missing_go_left[0] = best_missing

@@ -1235,7 +1235,8 @@ cdef class ExactSplitFinder(SplitFinder):
             if categorical_scan(groups, n_codes, &miss, &nd.total, &st.best.proxy,
                                 &st.best.left, st.ties_win, level.min_samples_leaf,
                                 level.min_weight_leaf, level.criterion, st.grid,
-                                st.best.cat_bits, &st.best.missing_go_left):
+                                level.min_samples_category, st.best.cat_bits,
+                                &st.best.missing_go_left):
                 st.best.categorical = 1
                 st.best.all_left = 0
                 st.best.lo = 0

@@ -25,6 +25,7 @@ cdef class TreeGrower:
     cdef int64_t min_samples_split
     cdef int64_t min_samples_leaf
     cdef float64_t min_weight_leaf
+    cdef int64_t min_samples_category     # (level_t.min_samples_category)
     cdef intp_t max_features
     cdef uint8_t criterion
     cdef float64_t min_impurity_decrease

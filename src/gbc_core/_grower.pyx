@@ -161,6 +161,12 @@ cdef class TreeGrower:
         group of the features not listed): a node may split on the features of
         the groups holding every feature split on along its path from the root.
         With ``max_features``, the draws are taken among those features.
+    categorical : bool array of shape (n_features,) or None, default=None
+        The categorical features (their values category codes; _categorical.pxd).
+    min_samples_category : int, default=1
+        In a node, a category of a categorical feature with fewer rows than this
+        is never sent left alone: it goes right with the categories of no row
+        (``categorical_scan`` of _categorical.pxd); 1: none is set apart.
 
     Attributes
     ----------
@@ -211,7 +217,7 @@ cdef class TreeGrower:
                  columns=None, criterion="friedman_mse",
                  float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0,
                  intp_t max_leaf_nodes=0, monotonic_cst=None, interaction_cst=None,
-                 categorical=None):
+                 categorical=None, int64_t min_samples_category=1):
         self._check_options(X, finder, columns, criterion, min_impurity_decrease,
                             ccp_alpha, max_leaf_nodes)
         self.criterion = CRITERIA[criterion]
@@ -225,6 +231,10 @@ cdef class TreeGrower:
         self.min_samples_split = max(min_samples_split, 2)
         self.min_samples_leaf = max(min_samples_leaf, 1)
         self.min_weight_leaf = min_weight_leaf
+        if min_samples_category < 1:
+            raise ValueError(f"min_samples_category must be at least 1, got "
+                             f"{min_samples_category}")
+        self.min_samples_category = min_samples_category
         self.max_features = max(1, min(max_features, self.n_features))
         self.n_threads = max(1, n_threads)
         self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
@@ -490,6 +500,7 @@ cdef class TreeGrower:
         level.grid = self.grid
         level.monotonic = self.monotonic
         level.categorical = self.categorical
+        level.min_samples_category = self.min_samples_category
         if self.best_first is not None:
             self.best_first.grow(self, row_stats, residual, seed)
         else:

@@ -731,7 +731,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         if categorical_scan(h, self.n_bins[f], &h[self.missing], &level.nodes[s].total,
                             &c.proxy, &c.left, False, level.min_samples_leaf,
                             level.min_weight_leaf, level.criterion, &level.grid,
-                            c.cat_bits, &c.missing_go_left):
+                            level.min_samples_category, c.cat_bits,
+                            &c.missing_go_left):
             c.categorical = 1
             c.bin = 0
         c.feature = <int32_t>f if c.proxy > -INFINITY else -1

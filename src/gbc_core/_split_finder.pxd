@@ -95,6 +95,9 @@ ctypedef struct level_t:
     # 0, 1, ...; in the histogram finder its bin is its code): its splits send a set
     # of categories left (_categorical.pxd); NULL: none.
     const uint8_t* categorical
+    # A category with fewer rows of the node than this is not sorted: it goes right,
+    # as a category with no row (_categorical.pxd); 1: every category with a row.
+    int64_t min_samples_category
 
 cdef enum:
     # How a split sends missing values (split_t.missing_go_left).

@@ -125,7 +125,7 @@ cdef class SplitFinder:
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
                      criterion="friedman_mse", bint unit_weights=False, grid=None,
-                     monotonic=None, categorical=None):
+                     monotonic=None, categorical=None, int64_t min_samples_category=1):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -163,6 +163,9 @@ cdef class SplitFinder:
             missing; in the histogram finder, bin b is code b): their splits send a
             set of categories left (``_categorical.pxd``: ``categorical`` 1 and the
             codes going left in ``cat_bits``). None: none.
+        min_samples_category : int, default=1
+            A category with fewer rows of a node than this goes right with the
+            categories of no row (never sorted, never left; ``categorical_scan``).
 
         Returns
         -------
@@ -214,16 +217,16 @@ cdef class SplitFinder:
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
                             min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion],
-                            unit_s, unit_w, None, categorical)
+                            unit_s, unit_w, None, categorical, min_samples_category)
         return self._run_level(stats, slot_of, allowed_view if allowed is not None else None,
                                n_nodes, parent_slot, min_samples_leaf, min_weight_leaf,
                                parent_slot is not None, CRITERIA[criterion], unit_s, unit_w,
-                               monotonic, categorical)
+                               monotonic, categorical, min_samples_category)
 
     def _run_level(self, stats_array, slot_array, allowed, intp_t n_nodes, parent_slot,
                    int64_t min_samples_leaf, float64_t min_weight_leaf, bint below_parent,
                    uint8_t criterion, float64_t unit_s, float64_t unit_w, monotonic=None,
-                   categorical=None):
+                   categorical=None, int64_t min_samples_category=1):
         cdef const row_stat_t[::1] stats = stats_array
         cdef const int32_t[::1] slot_of = slot_array
         cdef const uint8_t[:, ::1] allowed_view
@@ -280,6 +283,7 @@ cdef class SplitFinder:
             level.partition = &part[0] if part.shape[0] else NULL
             level.min_samples_leaf = max(min_samples_leaf, 1)
             level.min_weight_leaf = min_weight_leaf
+            level.min_samples_category = max(min_samples_category, 1)
             level.criterion = criterion
             level.grid.unit_s = unit_s
             level.grid.unit_w = unit_w
