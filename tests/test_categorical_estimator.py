@@ -160,6 +160,55 @@ def test_exact_and_hist_are_the_same_model(max_leaf_nodes, n_classes):
     assert exact.predict_proba(frame).tobytes() == hist.predict_proba(frame).tobytes()
 
 
+@pytest.mark.parametrize("max_leaf_nodes", [None, 6])
+def test_min_samples_category(max_leaf_nodes):
+    """1 is the default's model, byte for byte; a larger value changes the model,
+    the same by both split methods, and no categorical node of it sends left a
+    category of fewer training rows (in the node) than the value."""
+    frame, y = _data(n=900, n_categories=30)
+    args = dict(n_estimators=6, max_depth=4, max_leaf_nodes=max_leaf_nodes, random_state=0)
+    default = GBC(**args).fit(frame, y)
+    _same_model(default, GBC(min_samples_category=1, **args).fit(frame, y))
+    m = 40
+    exact = GBC(split_method="exact", min_samples_category=m, **args).fit(frame, y)
+    hist = GBC(split_method="hist", min_samples_category=m, **args).fit(frame, y)
+    _same_model(exact, hist)
+    assert exact.predict_proba(frame).tobytes() == hist.predict_proba(frame).tobytes()
+    assert exact.booster_.ensemble.nodes.tobytes() != default.booster_.ensemble.nodes.tobytes()
+    # The rows of every node (training rows by their path), checked for each
+    # categorical split: every category sent left holds at least m of them.
+    X = _codes_array(frame)
+    ensemble = exact.booster_.ensemble
+    leaves = exact.apply(frame).reshape(X.shape[0], -1)
+    sets = ensemble.category_sets
+    n_checked = 0
+    for t, tree in enumerate(exact.booster_.trees()):
+        through = _leaves_below(tree)
+        for k in range(tree.shape[0]):
+            f = tree[k]["feature"]
+            if f < 0 or not exact.is_categorical_[f]:
+                continue
+            rows = np.isin(leaves[:, t], through[k])
+            table = sets[int(tree[k]["threshold"])]
+            left = [c for c in range(256) if (int(table[c // 32]) >> (c % 32)) & 1]
+            counts = np.bincount(X[rows, f][~np.isnan(X[rows, f])].astype(int),
+                                 minlength=256)
+            assert all(counts[c] >= m for c in left)
+            n_checked += 1
+    assert n_checked >= 3
+    with pytest.raises(ValueError, match="min_samples_category"):
+        GBC(min_samples_category=0).fit(frame, y)
+
+
+def _leaves_below(tree):
+    """The leaves under each node of ``tree`` (node -> list of leaf indices)."""
+    def below(k):
+        if tree[k]["feature"] < 0:
+            return [k]
+        return below(int(tree[k]["left"])) + below(int(tree[k]["right"]))
+    return {k: below(k) for k in range(tree.shape[0])}
+
+
 @pytest.mark.parametrize("split_method", ["exact", "hist"])
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_training_scores_are_predict_raw(split_method, n_classes, monkeypatch):

@@ -50,6 +50,7 @@ OTHER_VALUES = {
     "monotonic_cst": [1, 0, 0, 0, -1],
     "interaction_cst": [[0, 1], [2, 3, 4]],
     "categorical_features": [0, 2],
+    "min_samples_category": 5,
 }
 
 

@@ -46,6 +46,7 @@ PARAMETERS = {
     "warm_start", "class_weight", "loss", "split_method", "max_bins",
     "leaf_solver", "criterion", "min_impurity_decrease", "ccp_alpha", "scoring",
     "eval_metric", "monotonic_cst", "interaction_cst", "categorical_features",
+    "min_samples_category",
 }
 
 
@@ -326,7 +327,7 @@ def test_get_params_set_params_round_trip():
                   min_impurity_decrease=0.01, ccp_alpha=0.001, scoring="roc_auc",
                   eval_metric=["roc_auc", "log_loss"],
                   monotonic_cst=[1, 0, -1, 0, 0], interaction_cst=[[0, 1], [2, 3]],
-                  categorical_features=[3, 4])
+                  categorical_features=[3, 4], min_samples_category=4)
     assert set(params) == PARAMETERS
     assert set(GradientBoostingClassifier().get_params()) == PARAMETERS
     assert GradientBoostingClassifier(**params).get_params() == params

@@ -634,6 +634,7 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
             monotonic_cst=params.get("monotonic_cst"),
             interaction_cst=params.get("interaction_cst"),
             categorical=params.get("categorical"),
+            min_samples_category=params.get("min_samples_category", 1),
         )
         if part.reducer is not None:
             grower.reducer = part.reducer

@@ -291,6 +291,17 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         HistGradientBoosting; no warning). Dense X only; not with a monotonic
         constraint on the same feature; ``to_sklearn``, TreeSHAP and
         ``estimators_[i, k].tree_`` refuse such a model. See ``is_categorical_``.
+    min_samples_category : int, default=1
+        In a node, a category of a categorical feature that holds fewer than this
+        many of the node's rows is never sent left: it is not sorted with the
+        others and goes right, as a category with no row in the node does (as
+        LightGBM does below its ``cat_smooth``, default 10 there); the split is the
+        best partition keeping such categories right. Raise it when many
+        categories are rare, so that a split is not chosen on the mean residual of
+        a few rows. The default, 1, sorts every category with a row (as
+        scikit-learn's HistGradientBoostingClassifier, which has no such
+        parameter); both split methods apply it alike. No effect without
+        categorical features. See the user guide's "Categorical features".
 
     Attributes
     ----------
@@ -392,6 +403,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         monotonic_cst=DEFAULTS["monotonic_cst"],
         interaction_cst=DEFAULTS["interaction_cst"],
         categorical_features=DEFAULTS["categorical_features"],
+        min_samples_category=DEFAULTS["min_samples_category"],
     ):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -423,6 +435,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         self.monotonic_cst = monotonic_cst
         self.interaction_cst = interaction_cst
         self.categorical_features = categorical_features
+        self.min_samples_category = min_samples_category
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None, eval_set=None, monitor=None, eval_names=None):

@@ -47,6 +47,7 @@ class GradientBoostingClassifier:
     monotonic_cst: Sequence[int] | NDArray[Any] | Mapping[str, int] | None
     interaction_cst: Literal["pairwise", "no_interactions"] | Sequence[Iterable[int]] | None
     categorical_features: Literal["from_dtype"] | Sequence[int] | Sequence[bool] | Sequence[str] | NDArray[Any] | None
+    min_samples_category: int
 
     booster_: Booster
     classes_: NDArray[Any]
@@ -103,6 +104,7 @@ class GradientBoostingClassifier:
         | Sequence[str]
         | NDArray[Any]
         | None = "from_dtype",
+        min_samples_category: int = 1,
     ) -> None: ...
     def fit(
         self,

@@ -43,7 +43,7 @@ SUPPORTED_PARAMS = frozenset((
     "max_features", "verbose", "warm_start", "validation_fraction", "n_iter_no_change",
     "tol", "n_jobs", "split_method", "max_bins", "class_weight", "leaf_solver", "criterion",
     "max_leaf_nodes", "min_impurity_decrease", "ccp_alpha", "monotonic_cst",
-    "interaction_cst", "categorical_features",
+    "interaction_cst", "categorical_features", "min_samples_category",
 ))
 
 #: The values of supported parameters a distributed fit does not train, and why (its

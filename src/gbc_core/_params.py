@@ -434,6 +434,10 @@ PARAMS = (
           "'from_dtype' (pandas category and string columns, polars Categorical, Enum "
           "and String columns; none of an array), None (none), or feature indices, a "
           "boolean mask or feature names", cli=None),
+    Param("min_samples_category", 1, [Integer(1)],
+          "in a node, a category of a categorical feature with fewer rows than this "
+          "is never sent left: it goes right with the categories of no row in the "
+          "node (1: every category with a row is sorted by its mean residual)"),
 )
 
 #: Parameters by name.
