@@ -151,6 +151,8 @@ CUTS = [0, 250, 400, 400, 900, 1200]
 @pytest.mark.parametrize("extra", [
     {},
     dict(subsample=0.7, n_iter_no_change=3, validation_fraction=0.2, max_leaf_nodes=6),
+    # A category's rows of a node counted over every part (some parts lack some).
+    dict(min_samples_category=80),
 ])
 def test_categorical_features_equal_the_single_process_fit(extra):
     """Categories agreed before the fit (some partitions lack some of them), every
@@ -169,6 +171,9 @@ def test_categorical_features_equal_the_single_process_fit(extra):
             == ref.booster_.ensemble.category_sets.tobytes())
     assert booster.ensemble.nodes.tobytes() != b"" and any(
         (t["feature"] == 0).any() for t in booster.trees())
+    if extra.get("min_samples_category", 1) > 1:
+        default = GradientBoostingClassifier(split_method="hist", **PARAMS).fit(frame, y)
+        assert default.booster_.ensemble.nodes.tobytes() != booster.ensemble.nodes.tobytes()
 
 
 def test_categorical_features_by_index_eval_set_and_errors():
