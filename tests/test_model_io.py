@@ -1334,3 +1334,19 @@ def test_record_units_of_older_and_newer_files(n_classes):
     assert (older.oob_scores_[:4] == 0).all()
     with pytest.raises(gbc_core.ModelFormatError, match="record_units"):
         gbc_core.from_bytes(header_edit(blob, record_units="loss"))
+
+
+def test_a_parameter_given_as_a_numpy_array_round_trips_as_a_list():
+    """monotonic_cst (or any parameter) given as a 1-D NumPy array of numbers is
+    stored as the list of its values (before: "unrepresentable", loaded as None)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] - X[:, 2] > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=3, monotonic_cst=np.array([1, 0, -1]))
+    model.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing unrepresentable: no warning
+        data = model.to_bytes()
+    loaded = GradientBoostingClassifier.from_bytes(data)
+    assert loaded.monotonic_cst == [1, 0, -1]
+    assert loaded.predict_proba(X).tobytes() == model.predict_proba(X).tobytes()

@@ -174,6 +174,9 @@ def _encode_value(v, depth=0):
         return {"float": "nan" if f != f else ("inf" if f > 0 else "-inf")}
     if isinstance(v, list):
         return [_encode_value(x, depth + 1) for x in v]
+    if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "biuf":
+        # A 1-D array of numbers (e.g. monotonic_cst=np.array([1, 0, -1])): a list.
+        return [_encode_value(x, depth + 1) for x in v.tolist()]
     if isinstance(v, tuple):
         return {"tuple": [_encode_value(x, depth + 1) for x in v]}
     if isinstance(v, dict):
