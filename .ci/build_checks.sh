@@ -217,7 +217,7 @@ run_tests() {  # run_tests EXPECT_OPENMP [pytest args...]
 # left out here for time. GBC_CORE_BUILD_CHECKS_FULL=1 runs everything.
 WHEEL_KEEP=" test_packaging test_cli test_multiclass_cli test_contributions_cli test_batch_surface
  test_model_io test_reproducibility test_kernels test_binary_reference test_paper test_reliability
- test_production test_safe_output test_trace test_local_processes test_input_types "
+ test_trace "
 WHEEL_SKIP=()
 for f in "$WORK"/src/tests/test_*.py; do
     b="$(basename "$f" .py)"
@@ -364,10 +364,9 @@ fi
 # option, input, command-line, Dask and scikit-learn suites run the same kernels
 # and ran on the OpenMP build (the README's test command). GBC_CORE_BUILD_CHECKS_FULL=1
 # runs everything.
-NOOMP_KEEP=" test_kernels test_histogram test_split_finder test_best_first test_tie_rule
- test_tree_criteria test_reproducibility test_binary_reference test_paper test_model_io
- test_multiclass test_treeshap test_sparse test_leaf_solver test_binning test_split_methods
- test_weights_and_rules test_losses_and_init test_packaging test_categorical "
+NOOMP_KEEP=" test_kernels test_split_finder test_tie_rule test_reproducibility
+ test_binary_reference test_paper test_model_io test_multiclass test_treeshap test_sparse
+ test_leaf_solver test_packaging test_categorical "
 NOOMP_SKIP=(-m "not slow")
 for f in "$WORK"/src/tests/test_*.py; do
     b="$(basename "$f" .py)"

@@ -23,8 +23,8 @@
 # wheel has not), the suites of Python-level code that the README's test command runs
 # (scikit-learn's estimator checks, plots, ONNX and scikit-learn export, metrics and
 # scorers, the command line's subprocesses, input conversion, labels, validation,
-# fitted attributes, safe outputs, packaging, scikit-learn parity, Dask and local
-# processes),
+# fitted attributes, safe outputs, packaging, scikit-learn parity and agreement,
+# production threads, custom losses, Dask and local processes),
 # minus the scikit-learn agreement tests on the bundled HIGGS sample (a minute of
 # debug kernels; the same comparisons run on generated data) and minus the tests
 # marked `slow` (timing-sensitive or long loops: a debug kernel is several times
@@ -117,5 +117,6 @@ echo ">>> debug build: pytest (bounds checks on)"
     --ignore=tests/test_fitted_state.py --ignore=tests/test_validation.py \
     --ignore=tests/test_labels.py --ignore=tests/test_safe_output.py \
     --ignore=tests/test_packaging.py --ignore=tests/test_sklearn_parity.py \
-    --ignore=tests/test_sklearn_differences.py "$@" tests
+    --ignore=tests/test_sklearn_differences.py --ignore=tests/test_production.py \
+    --ignore=tests/test_sklearn_agreement.py --ignore=tests/test_custom_loss.py "$@" tests
 echo "debug build: passed ($((SECONDS - START)) s)"
