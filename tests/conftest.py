@@ -190,3 +190,28 @@ def assert_nodes_equal(actual, expected, what, fields=None):
     problems = [p for p in problems if p]
     if problems:
         raise AssertionError("\n".join(problems))
+
+
+def concatenate_trees(trees, tables, categorical):
+    """Trees grown one by one, each with its own table of category sets (the rows its
+    categorical thresholds index), as one model: the nodes concatenated (each tree's
+    categorical thresholds shifted by the table rows of the trees before it), the
+    trees' offsets and the one table. ``trees`` are not modified.
+
+    Returns
+    -------
+    nodes, tree_offsets, category_sets, shifted_trees
+    """
+    categorical = None if categorical is None else np.asarray(categorical, dtype=bool)
+    shifted, shift = [], 0
+    for nodes, bits in zip(trees, tables):
+        nodes = nodes.copy()
+        if categorical is not None:
+            on_cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
+            nodes["threshold"][on_cat] += shift
+            nodes["threshold32"][on_cat] += shift
+        shifted.append(nodes)
+        shift += bits.shape[0]
+    offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in shifted])]).astype(np.int64)
+    table = np.concatenate([np.asarray(b, np.uint32).reshape(-1, 8) for b in tables])
+    return np.concatenate(shifted), offsets, table, shifted

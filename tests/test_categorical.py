@@ -20,6 +20,8 @@ from gbc_core._common import ROW_STAT_DTYPE
 from gbc_core._exact_splitter import ExactSplitFinder
 from gbc_core._histogram_splitter import HistogramSplitFinder
 
+from conftest import concatenate_trees
+
 MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
 MAX_BINS = 32
 
@@ -536,18 +538,9 @@ def test_prediction_kernel_against_naive_traversal():
 
     X, r, w = _tree_data(8)
     categorical = np.array([True, True, False])
-    trees, tables, shift = [], [], 0
-    for finder in _finders(X):
-        for depth in (3, 6):
-            nodes, bits, _ = _grow(finder, X, r, w, None, categorical, max_depth=depth)
-            split_cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
-            nodes["threshold"][split_cat] += shift
-            nodes["threshold32"][split_cat] += shift
-            trees.append(nodes)
-            tables.append(bits)
-            shift += bits.shape[0]
-    offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in trees])]).astype(np.int64)
-    nodes, table = np.concatenate(trees), np.concatenate(tables)
+    grown = [_grow(finder, X, r, w, None, categorical, max_depth=depth)[:2]
+             for finder in _finders(X) for depth in (3, 6)]
+    nodes, offsets, table, trees = concatenate_trees(*zip(*grown), categorical)
     X_new = X.copy()
     X_new[:50, 0] = 7      # a code no tree has seen
     X_new[50:100, 1] = 300  # beyond any code
@@ -575,17 +568,9 @@ def _categorical_ensemble(n_outputs=1):
 
     X, r, w = _tree_data(9)
     categorical = np.array([True, True, False])
-    trees, tables, shift = [], [], 0
-    for finder in _finders(X):
-        for depth in (3, 5):
-            nodes, bits, _ = _grow(finder, X, r, w, None, categorical, max_depth=depth)
-            split_cat = (nodes["feature"] >= 0) & categorical[np.maximum(nodes["feature"], 0)]
-            nodes["threshold"][split_cat] += shift
-            nodes["threshold32"][split_cat] += shift
-            trees.append(nodes)
-            tables.append(bits)
-            shift += bits.shape[0]
-    table = np.concatenate(tables)
+    grown = [_grow(finder, X, r, w, None, categorical, max_depth=depth)[:2]
+             for finder in _finders(X) for depth in (3, 5)]
+    _, _, table, trees = concatenate_trees(*zip(*grown), categorical)
     ensemble = Ensemble.from_trees(trees, n_outputs=n_outputs, init_raw=[0.25] * n_outputs,
                                    learning_rate=0.3, n_features=3, categorical=categorical,
                                    category_sets=table)

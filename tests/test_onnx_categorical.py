@@ -26,7 +26,7 @@ from gbc_core._grower import TreeGrower
 from gbc_core._predictor import categorical_leaves
 from gbc_core.onnx import _categorical_to_onnx, to_onnx
 
-from conftest import require
+from conftest import concatenate_trees, require
 from test_categorical import _stats
 
 onnx = require("onnx")
@@ -127,19 +127,10 @@ def _model(seed, n_outputs, iterations=6):
     grown[2 * n_outputs:2 * n_outputs] = hand[1:]      # iteration 2's first output
     while len(grown) % n_outputs:                      # whole iterations
         grown.append((_node(value=rng.normal()), np.zeros((0, 8), np.uint32)))
-    trees, tables, shift = [], [], 0
-    for nodes, bits in grown:
-        nodes = nodes.copy()
-        on_cat = (nodes["feature"] >= 0) & CATEGORICAL[np.maximum(nodes["feature"], 0)]
-        nodes["threshold"][on_cat] += shift
-        nodes["threshold32"][on_cat] += shift
-        trees.append(nodes)
-        tables.append(bits)
-        shift += bits.shape[0]
-    offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in trees])]).astype(np.int64)
-    return {"nodes": np.concatenate(trees), "tree_offsets": offsets,
+    nodes, offsets, table, _ = concatenate_trees(*zip(*grown), CATEGORICAL)
+    return {"nodes": nodes, "tree_offsets": offsets,
             "categorical": CATEGORICAL.copy(),
-            "category_sets": np.concatenate(tables).astype(np.uint32),
+            "category_sets": table,
             "n_outputs": n_outputs, "init_raw": rng.normal(size=n_outputs),
             "learning_rate": 0.3, "n_features": N_FEATURES}
 

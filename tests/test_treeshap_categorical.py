@@ -27,7 +27,7 @@ from gbc_core._histogram_splitter import HistogramSplitFinder
 from gbc_core._predictor import categorical_leaves
 from gbc_core._treeshap import TreeShap
 
-from conftest import assert_arrays_equal
+from conftest import assert_arrays_equal, concatenate_trees
 
 MAX_BINS = 32
 LEARNING_RATE = 0.3
@@ -103,7 +103,7 @@ def fit_model(X, targets, categorical, n_iterations=4, split_method="exact",
     residual = targets - init_raw[:, None]
     grower = TreeGrower(np.asfortranarray(X, dtype=np.float32), _finder(X, categorical, split_method),
                         max_depth, 2, 1, 0.0, d, 1, categorical=categorical, **options)
-    trees, tables, shift = [], [], 0
+    trees, tables = [], []
     for m in range(n_iterations):
         mask = None if subsample is None else (rng.random(n) < subsample).astype(np.uint8)
         for k in range(K):
@@ -111,19 +111,12 @@ def fit_model(X, targets, categorical, n_iterations=4, split_method="exact",
             grower.grow(_stats(r * w, w), r, mask, 5)
             nodes, bits = grower.nodes_array(), grower.cat_bitsets()
             residual[k] -= LEARNING_RATE * nodes["value"][np.asarray(grower.node_of_row)]
-            if categorical is not None:
-                split = nodes["feature"] >= 0
-                on_cat = split & np.asarray(categorical)[np.maximum(nodes["feature"], 0)]
-                nodes["threshold"][on_cat] += shift
-                nodes["threshold32"][on_cat] += shift
             trees.append(nodes)
             tables.append(bits)
-            shift += bits.shape[0]
-    offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in trees])]).astype(np.int64)
+    nodes, offsets, table, trees = concatenate_trees(trees, tables, categorical)
     # (np.concatenate packs a structured dtype: NODE_DTYPE keeps its padding.)
-    return dict(nodes=np.concatenate(trees).astype(NODE_DTYPE), tree_offsets=offsets,
-                trees=trees,
-                category_sets=np.concatenate(tables).astype(np.uint32).reshape(-1, 8),
+    return dict(nodes=nodes.astype(NODE_DTYPE), tree_offsets=offsets,
+                trees=trees, category_sets=table,
                 categorical=None if categorical is None else np.asarray(categorical, bool),
                 init_raw=init_raw, n_outputs=K, n_features=d)
 
