@@ -96,6 +96,10 @@ PHASES = {2: "static", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           24: "static", 25: "static", 26: "dynamic", 27: "static", 40: "static",
           41: "dynamic"}
 PART_CHILD, HIST_BUILD = 19, 5
+# Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
+# of P threads; phase 19's (a narrow level's children) are taken as divisible. A
+# task of another shape (row blocks, (feature, block)) needs a phase of its own here
+# (and in _trace.h), scheduled as recorded; a new region, its MEMORY row.
 # Below these items a region runs on one thread (the code's thresholds).
 PARALLEL_FROM = {2: 200_000, 3: 200_000, 4: 200_000, 5: 1_000_000, 6: 1_000_000,
                  7: 1_000_000, 8: 100_000, 9: 200_000, 10: 200_000, 11: 200_000,
@@ -540,7 +544,7 @@ def row_scales(big, small):
     out = {}
     rb, _ = regions_of(eb)
     rs, _ = regions_of(es)
-    for rid in REGIONS:
+    for rid in sorted({r.rid for r in rb} | set(REGIONS)):
         tb = sum(r.cpu for r in rb if r.rid == rid)
         ts = sum(r.cpu for r in rs if r.rid == rid)
         if tb > 0 and ts > 0:
