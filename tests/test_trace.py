@@ -48,3 +48,27 @@ def test_a_traced_build_records_every_tree_its_regions_and_tasks(split_method):
     _openmp.trace_start(capacity=10)
     events, dropped = _openmp.trace_stop()
     assert len(events) == 0 and dropped == 0
+
+
+def test_a_traced_build_records_the_binning_sample_and_the_validation_scores():
+    if not _openmp.trace_compiled():
+        pytest.skip("a normal build (no GBC_CORE_TRACE)")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    X[:, 4] = rng.integers(0, 6, size=3000)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    # Binning (region 13) sorts a sample of each feature of many values (phase 41);
+    # the validation rows of a fit with categorical splits are scored through the
+    # categorical kernel (region 40), and without them through the predictor's.
+    for categorical in ([4], None):
+        model = GradientBoostingClassifier(
+            n_estimators=4, max_depth=2, split_method="hist", n_jobs=2,
+            categorical_features=categorical, n_iter_no_change=2, validation_fraction=0.2)
+        _openmp.trace_start(capacity=100_000)
+        model.fit(X, y)
+        events, dropped = _openmp.trace_stop()
+        assert dropped == 0
+        regions = events[events["kind"] == 1]
+        tasks = events[events["kind"] == 0]
+        assert np.any(regions["id"] == 13) and np.any(tasks["id"] == 41)
+        assert np.any(regions["id"] == 40)

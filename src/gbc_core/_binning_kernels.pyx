@@ -308,7 +308,9 @@ def sorted_sample(
         raise ValueError(f"keys must hold {2 * n_threads * m} values")
     sort_keys = &keys[0]
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * q)
         for i in prange(q, schedule="dynamic", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_SAMPLE, i)
             tid = threadid()
             if rank_set[i] >= 0:
                 r = &ranks[rank_set[i], 0]
@@ -319,6 +321,8 @@ def sorted_sample(
                 n_valid[i] == n, sort_keys + 2 * tid * m, sort_keys + (2 * tid + 1) * m,
                 &out[i, 0],
             )
+            GBC_TRACE_TASK_END(GBC_TR_BIN_SAMPLE, i)
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n * q)
 
 
 def midpoints(const float32_t[::1] lo, const float32_t[::1] hi):
@@ -502,7 +506,9 @@ def scan_distinct_csc(
         return
     n_threads = max(1, min(n_threads, d))
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n_rows * d)
         for f in prange(d, schedule="dynamic", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_DISTINCT, f)
             start = indptr[f]
             nnz = indptr[f + 1] - start
             if nnz > 0:
@@ -514,6 +520,8 @@ def scan_distinct_csc(
             n_valid[f] += n_rows - nnz
             n_distinct[f] = <int32_t>_add_zeros(&values[f, 0], &counts[f, 0], k, cap,
                                                 n_rows - nnz)
+            GBC_TRACE_TASK_END(GBC_TR_BIN_DISTINCT, f)
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n_rows * d)
 
 
 cdef void _sample_one_csc(
@@ -598,7 +606,9 @@ def sorted_sample_csc(
         raise ValueError(f"keys must hold {2 * n_threads * m} values")
     sort_keys = &keys[0]
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n_rows * q)
         for i in prange(q, schedule="dynamic", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_SAMPLE, i)
             tid = threadid()
             if rank_set[i] >= 0:
                 r = &ranks[rank_set[i], 0]
@@ -611,6 +621,8 @@ def sorted_sample_csc(
                 indptr[features[i] + 1] - start, n_rows, r, n_take[i],
                 sort_keys + 2 * tid * m, sort_keys + (2 * tid + 1) * m, &out[i, 0],
             )
+            GBC_TRACE_TASK_END(GBC_TR_BIN_SAMPLE, i)
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n_rows * q)
 
 
 def map_to_bins_csc(
@@ -642,6 +654,7 @@ def map_to_bins_csc(
                          "features")
     n_threads = max(1, min(n_threads, d))
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
         for f in prange(d, schedule="dynamic", num_threads=n_threads):
             t = &thresholds[offsets[f]]
             n_t = offsets[f + 1] - offsets[f]
@@ -659,3 +672,4 @@ def map_to_bins_csc(
                 for p in range(start, stop):
                     _bins_of(t, n_t, &data[p], 0, 0, 1, missing_bin, &b)
                     o[indices[p]] = b
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)

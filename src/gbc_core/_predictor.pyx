@@ -27,6 +27,7 @@ import numpy as np
 from ._common cimport (
     CACHE_LINE, float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t,
     line_aligned, per_thread_stride)
+from ._trace cimport *
 
 cdef extern from "_simd.h" nogil:
     # Rows per block (shared with the AVX2 kernel, whose columns have this stride).
@@ -370,13 +371,17 @@ cdef class Predictor:
             scores = <float64_t*>line_aligned(score_block)
         try:
             with nogil:
+                GBC_TRACE_REGION_BEGIN(GBC_TR_PREDICT, n)
                 for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+                    GBC_TRACE_TASK_BEGIN(GBC_TR_PREDICT, b)
                     self._predict_block(
                         X, out, b * BLOCK, min((b + 1) * BLOCK, n),
                         iteration_start, iteration_stop,
                         columns + threadid() * column_floats if columns != NULL else NULL,
                         scores + threadid() * BLOCK if scores != NULL else NULL,
                         &simd_ok[0])
+                    GBC_TRACE_TASK_END(GBC_TR_PREDICT, b)
+                GBC_TRACE_REGION_END(GBC_TR_PREDICT, n)
         finally:
             free(column_block)
             free(score_block)
@@ -580,6 +585,7 @@ cdef class Predictor:
         cdef float64_t s
         try:
             with nogil:
+                GBC_TRACE_REGION_BEGIN(GBC_TR_PREDICT, n)
                 for i in prange(n, schedule="static", num_threads=n_threads):
                     row = rows + threadid() * stride
                     for p in range(indptr[i], indptr[i + 1]):
@@ -593,6 +599,7 @@ cdef class Predictor:
                         out[i, k] = s
                     for p in range(indptr[i], indptr[i + 1]):
                         row[indices[p]] = 0
+                GBC_TRACE_REGION_END(GBC_TR_PREDICT, n)
         finally:
             free(row_block)
 
@@ -702,7 +709,9 @@ def categorical_leaves(nodes, tree_offsets, bitsets, categorical, X, int n_threa
     cdef const float32_t[:, ::1] x = X_array
     cdef const uint8_t[::1] cat = cat_array
     cdef const uint32_t[:, ::1] b = bits_array if bits_array.shape[0] else np.zeros((1, 8), np.uint32)
+    GBC_TRACE_REGION_BEGIN(GBC_TR_PREDICT, n)
     for i in prange(n, schedule="static", num_threads=max(1, n_threads), nogil=True):
         for t in range(n_trees):
             out[i, t] = <int32_t>_leaf_of_categorical(&nd[off[t]], &x[i, 0], &cat[0], &b[0, 0])
+    GBC_TRACE_REGION_END(GBC_TR_PREDICT, n)
     return out_array

@@ -54,6 +54,9 @@
 #define GBC_TR_LEAF_SOFTMAX 25    /* leaves: multinomial residuals, chunk of rows */
 #define GBC_TR_BIN_DISTINCT 26    /* binning: one feature's distinct values */
 #define GBC_TR_BIN_MAP 27         /* binning: a block of rows onto the bins */
+/* Outside the trees' growth (numbers apart from the growth's). */
+#define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
+#define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */
 
 #ifndef GBC_CORE_TRACE
 

@@ -1,0 +1,113 @@
+"""benchmarks/scaling_model.py, the many-core prediction from a traced fit: its
+thread sharing of side-by-side class growers follows the fit's, its list schedules
+and memory term are the formulas it states (against hand computations on a
+synthetic trace)."""
+
+import importlib.util
+import math
+import os
+
+import numpy as np
+import pytest
+
+from gbc_core import _boosting, _openmp
+
+PATH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "scaling_model.py")
+if not os.path.exists(PATH):
+    pytest.skip("benchmarks/ is not next to tests/", allow_module_level=True)
+spec = importlib.util.spec_from_file_location("scaling_model", PATH)
+sm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sm)
+
+
+def test_the_growers_threads_are_the_fits():
+    for n_threads in range(1, 41):
+        for n_growers in range(1, n_threads + 1):
+            assert (sm.side_by_side_threads(n_threads, n_growers)
+                    == _boosting.side_by_side_threads(n_threads, n_growers))
+    assert sm.side_by_side_threads(16, 5) == [4, 3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("kind", ["static", "dynamic"])
+def test_schedule_is_the_makespan_of_openmps_schedules(kind):
+    rng = np.random.default_rng(0)
+    for n, p in [(1, 4), (7, 2), (28, 16), (30, 4), (5, 32)]:
+        d = rng.uniform(0.1, 1.0, size=n)
+        if kind == "static":
+            run = -(-n // min(p, n))
+            loads = [d[i:i + run].sum() for i in range(0, n, run)]
+        else:
+            loads = [0.0] * min(p, n)
+            for x in d:
+                loads[int(np.argmin(loads))] += x
+        assert sm.schedule(d, p, kind) == pytest.approx(max(loads))
+
+
+def _trace(n_iter, n_classes, region_s, items):
+    """A one-thread trace: n_iter x n_classes trees, each holding one leaves region
+    (a loop over rows, no task markers) of ``region_s`` CPU seconds over ``items``
+    rows and 0.1 s of the tree's own serial code; 0.5 s outside the trees."""
+    events = []
+    t = 0
+    ns = 10**9
+    for _ in range(n_iter * n_classes):
+        tree_t0 = t
+        t += int(0.05 * ns)
+        events.append((t, t + int(region_s * ns), t, t + int(region_s * ns), items, 1, 11, 0, 1))
+        t += int(region_s * ns) + int(0.05 * ns)
+        events.append((tree_t0, t, tree_t0, t, items, 1, 1, 0, 1))
+    events.sort()
+    events = np.array(events, dtype=_openmp.TRACE_DTYPE)
+    fit_s = (t + int(0.5 * ns)) / ns
+    meta = {"rows": items, "classes": n_classes, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": int(fit_s * ns)}
+    return events, meta
+
+
+def test_side_by_side_lanes_share_the_threads_as_the_fit_does():
+    events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    sync = machine.sync
+    outside = 0.5
+    # Every tree on 16 threads, one after another.
+    serial = outside + 10 * (0.1 + 1.0 / 16 + sync(16))
+    assert sm.predict(events, meta, 16, machine, mode="serial") == pytest.approx(serial)
+    # Five one-thread growers: an iteration costs one tree's one-thread time.
+    one = outside + 2 * (0.1 + 1.0)
+    assert sm.predict(events, meta, 16, machine, mode="one") == pytest.approx(one)
+    # Growers of 4, 3, 3, 3, 3 threads: an iteration costs the 3-thread growers' tree.
+    share = outside + 2 * (0.1 + 1.0 / 3 + sync(3))
+    assert sm.predict(events, meta, 16, machine, mode="share") == pytest.approx(share)
+    # 3 threads, 5 classes: 3 one-thread growers side by side (trees 0-2), then trees
+    # 3 and 4 on every thread.
+    left_over = 2 * (0.1 + 1.0 / 3 + sync(3))
+    assert sm.predict(events, meta, 3, machine, mode="share") == pytest.approx(
+        outside + 2 * (0.1 + 1.0) + 2 * left_over)
+    assert sm.predict(events, meta, 1, machine, mode="share") == pytest.approx(
+        outside + 10 * 1.1)
+
+
+def test_the_memory_term_is_the_bytes_the_caches_miss_over_the_bandwidths():
+    rows = 1_000_000
+    events, meta = _trace(n_iter=1, n_classes=1, region_s=1.0, items=rows)
+    meta["classes"] = 2
+    per_item, factor, ws_row, shared = sm.MEMORY[11]
+    assert not shared
+    mib = 1 << 20
+    kw = dict(bw_l3_core=10e9, bw_dram_core=5e9, bw_dram=30e9)
+    for l2, l3, p in [(2 * mib, 105 * mib, 16), (2 * mib, 8 * mib, 16),
+                      (2 * mib, 8 * mib, 1), (64 * mib, 128 * mib, 4)]:
+        machine = sm.Machine(sync2=0.0, l2=l2, l3=l3, **kw)
+        moved = rows * per_item * factor
+        ws = ws_row * rows
+        m2 = max(0.0, 1 - l2 / (ws / p))
+        m3 = max(0.0, 1 - l3 / ws)
+        mem = (moved * max(0.0, m2 - m3) / p / (p * 10e9)
+               + moved * m3 / min(p * 5e9, 30e9))
+        expected = 0.5 + 0.1 + 1.0 / p + mem
+        assert sm.predict(events, meta, p, machine) == pytest.approx(expected)
+    # Growers side by side split the L3 and the DRAM bandwidth.
+    machine = sm.Machine(sync2=0.0, l2=2 * mib, l3=105 * mib, **kw)
+    l3, dram = sm.region_memory(sm.regions_of(events)[0][0], 4, machine, rows, share=4)
+    assert dram == pytest.approx(rows * per_item * factor * (1 - 105 * mib / 4 / (ws_row * rows)))
+    assert math.isfinite(l3)
