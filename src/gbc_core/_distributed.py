@@ -91,20 +91,54 @@ def check_supported(params):
 
 
 class _Reducer:
-    """The grower's and the finder's ``reducer`` hooks on ``comm``."""
+    """The grower's and the finder's ``reducer`` hooks on ``comm``.
+
+    Called as the grower's ``reducer``, a step of its own; ``carry`` keeps the
+    grower's sums of a level (its splittable test, the root's totals) for the
+    finder's next step, which all-reduces them with the level's histograms in one
+    array: one round trip per level (best first, per split) instead of two."""
 
     def __init__(self, comm):
         self.comm = comm
+        self.carried = None
 
-    def grower(self, values, n_summed):
+    def __call__(self, values, n_summed):
         values[...] = self.comm.allreduce(values, n_summed)
 
+    def carry(self, values, n_summed):
+        """Keep ``values`` (columns as the grower's: ``n_summed`` sums, a minimum,
+        maxima) to be reduced by the next :meth:`finder` step, which writes their
+        sums into them."""
+        if self.carried is not None:
+            raise RuntimeError("the grower's sums were carried twice without a "
+                               "histogram step between them")
+        self.carried = (values, n_summed)
+
     def finder(self, histograms, collected):
-        if collected.size == 0:
+        carried, self.carried = self.carried, None
+        if collected.size == 0 and carried is None:
             return
         part = histograms[collected]
         flat = np.stack([part["n"].astype(np.float64), part["w"], part["s"]], axis=-1)
-        total = self.comm.allreduce(flat, 3)
+        if carried is None:
+            total = self.comm.allreduce(flat, 3)
+        else:
+            # One row: the histograms' sums and the carried sums, then one minimum
+            # (unused: 0) and the maxima, the carried minima among them negated
+            # (min(a, b) = -max(-a, -b), exactly).
+            values, n_summed = carried
+            low = values[:, n_summed]
+            packed = np.concatenate([flat.ravel(), values[:, :n_summed].ravel(), [0.0],
+                                     -low, values[:, n_summed + 1:].ravel()])
+            packed = self.comm.allreduce(packed[None, :], flat.size + values[:, :n_summed].size)[0]
+            total = packed[:flat.size].reshape(flat.shape)
+            at = flat.size
+            values[:, :n_summed] = packed[at:at + values[:, :n_summed].size].reshape(
+                values.shape[0], n_summed)
+            at += values[:, :n_summed].size + 1
+            values[:, n_summed] = -packed[at:at + low.size]
+            at += low.size
+            values[:, n_summed + 1:] = packed[at:].reshape(values.shape[0], -1)
         part["n"] = total[..., 0].astype(np.int64)
         part["w"] = total[..., 1]
         part["s"] = total[..., 2]
@@ -262,7 +296,7 @@ class PartTrainer:
         finder = HistogramSplitFinder(self.bins, self.n_bins, lo, hi, self.missing_bin,
                                       params["n_threads"])
         finder.reducer = red.finder
-        part = Part(finder, red.grower, self.n_samples, self.rows, self.previous_raw)
+        part = Part(finder, red, self.n_samples, self.rows, self.previous_raw)
         callbacks = []
         if params["n_iter_no_change"] is not None and self.eval_part is not None:
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))
