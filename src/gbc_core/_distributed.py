@@ -15,7 +15,10 @@ the prior, the numerators and denominators of the leaf values (one Newton step,
 paper eq. 1; with ``leaf_solver="exact"`` the sums of every iteration of the
 leaves' solve), the training, out-of-bag and validation losses. ``comm.allreduce``
 adds the processes' arrays in a fixed order (process rank), so every process sees
-the same numbers, chooses the same splits and grows the same trees. The in-bag rows
+the same numbers, chooses the same splits and grows the same trees. The sums of a
+level's splittable test (the root's totals with them) travel in the same step as
+the level's histograms (``_Reducer.carry``): one all-reduce per level, best first
+one per split. The in-bag rows
 of ``subsample`` and the early-stopping hold-out are drawn by the rows' positions in
 the concatenated data, as one process draws them (``_boosting.Part``,
 ``_boosting.holdout_draw``).
