@@ -130,18 +130,16 @@ class _Reducer:
             # (unused: 0) and the maxima, the carried minima among them negated
             # (min(a, b) = -max(-a, -b), exactly).
             values, n_summed = carried
-            low = values[:, n_summed]
-            packed = np.concatenate([flat.ravel(), values[:, :n_summed].ravel(), [0.0],
-                                     -low, values[:, n_summed + 1:].ravel()])
-            packed = self.comm.allreduce(packed[None, :], flat.size + values[:, :n_summed].size)[0]
+            sums, low, high = (values[:, :n_summed], values[:, n_summed],
+                               values[:, n_summed + 1:])
+            packed = np.concatenate([flat.ravel(), sums.ravel(), [0.0], -low,
+                                     high.ravel()])
+            packed = self.comm.allreduce(packed[None, :], flat.size + sums.size)[0]
             total = packed[:flat.size].reshape(flat.shape)
-            at = flat.size
-            values[:, :n_summed] = packed[at:at + values[:, :n_summed].size].reshape(
-                values.shape[0], n_summed)
-            at += values[:, :n_summed].size + 1
-            values[:, n_summed] = -packed[at:at + low.size]
-            at += low.size
-            values[:, n_summed + 1:] = packed[at:].reshape(values.shape[0], -1)
+            at = flat.size + sums.size
+            sums[...] = packed[flat.size:at].reshape(sums.shape)
+            low[...] = -packed[at + 1:at + 1 + low.size]
+            high[...] = packed[at + 1 + low.size:].reshape(high.shape)
         part["n"] = total[..., 0].astype(np.int64)
         part["w"] = total[..., 1]
         part["s"] = total[..., 2]
