@@ -217,3 +217,77 @@ def test_fit_local_of_categorical_features_through_the_model_bytes():
     ref = GradientBoostingClassifier(split_method="hist", **PARAMS).fit(frame, y)
     model = fit_local(frame, y, cuts=CUTS, **PARAMS)
     _assert_same_model(model, ref, frame)
+
+
+class _CountingComm:
+    """One rank's all-reduce (nothing to add) that counts its steps."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def allreduce(self, values, n_summed):
+        from gbc_core._distributed import allreduce_local
+
+        self.steps += 1
+        return allreduce_local([values], n_summed)
+
+
+def _part_fit(X, y, w, carry, **params):
+    """A one-rank data-parallel fit (``PartTrainer``): (trees, all-reduce steps);
+    ``carry`` False: the grower's sums reduced in steps of their own."""
+    import gbc_core._distributed as distributed
+    from gbc_core._binning import BinMapper
+    from gbc_core._params import DEFAULTS, check_params, resolve
+
+    mapper = BinMapper(255).fit(np.asfortranarray(X), 1)
+    bins, lo, hi = distributed.bin_parts([X], mapper, 1)
+    checked = check_params(dict(DEFAULTS, split_method="hist", **params))
+    resolved = resolve(checked, X.shape[0], X.shape[1], float(w.sum()))
+    trainer = distributed.PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
+                                      y, w, np.arange(X.shape[0]), X.shape[0])
+    comm = _CountingComm()
+    carried = distributed._Reducer.carry
+    try:
+        if not carry:
+            distributed._Reducer.carry = None   # (the grower then reduces alone)
+        ensemble, _ = trainer.fit(comm, 2, resolved, 0, lo, hi)
+    finally:
+        distributed._Reducer.carry = carried
+    return ensemble.trees(), comm.steps
+
+
+@pytest.mark.parametrize("shape", [dict(max_depth=3),
+                                   dict(max_depth=None, max_leaf_nodes=12),
+                                   dict(max_depth=4, min_impurity_decrease=1e-4,
+                                        ccp_alpha=1e-4)])
+def test_one_round_trip_per_level(shape):
+    """The sums of a level's splittable test (the root's totals with them) travel
+    with its histograms: one all-reduce per level searched (best first, per split)
+    besides the tree's grid, its leaf values and the training loss; the trees are
+    those of the grower's sums reduced in steps of their own, bit for bit."""
+    X, y, w = _data(2000, 2, seed=3)
+    params = dict(PARAMS, **shape)
+    counts = {}
+    for carry in (True, False):
+        one, steps_1 = _part_fit(X, y, w, carry, **dict(params, n_estimators=1))
+        trees, steps = _part_fit(X, y, w, carry, **params)
+        counts[carry] = (steps - steps_1) / (len(trees) - 1)
+        if carry:
+            carried = trees
+    for a, b in zip(carried, trees):
+        for field in a.dtype.names:
+            assert a[field].tobytes() == b[field].tobytes()
+    n_split = np.mean([np.count_nonzero(t["left"] >= 0) for t in carried[1:]])
+    extra = 0.0
+    if shape.get("min_impurity_decrease"):
+        # (One more per level: the sums of w r^2 each chosen split sends left; one
+        # at the end of a tree grown to max_depth: its leaves' impurities.)
+        extra = shape["max_depth"] + 1
+    if "max_leaf_nodes" in shape:
+        # The root and the children of every split but the last.
+        assert counts[True] <= 3 + n_split
+    else:
+        assert counts[True] == 3 + shape["max_depth"] + extra
+    # Without the carry: one more step per level searched.
+    assert counts[False] - counts[True] >= (n_split if "max_leaf_nodes" in shape
+                                            else shape["max_depth"])

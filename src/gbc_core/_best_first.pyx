@@ -299,7 +299,7 @@ cdef class BestFirstGrowth:
             g._split_rows(n, n, row_stats, residual, True)
         g._mark_splittable(2 * n, False)
         g.finder.start_level(2 * n)
-        g._find_splits(&self.level, 2 * n, 0, row_stats, residual)
+        g._find_splits(&self.level, 2 * n, 0, row_stats, residual, False)
         with nogil:
             for j in range(n):
                 r = popped if j == 0 else &self.frontier[self.chosen[j]]
@@ -373,17 +373,30 @@ cdef class BestFirstGrowth:
         cdef intp_t s
         cdef bint any_ = False
         cdef bint may_split = budget > 0 and (g.max_depth < 0 or depth < g.max_depth)
-        # (The children's sums, formed where they may split or for their impurity.)
-        if depth > 0 and g.reducer is not None and (may_split
-                                                    or g.node_impurity != NULL):
-            g._reduce_sums(n_slots)
-        if may_split:
-            any_ = g._mark_splittable(n_slots, g.finder.subtracts and parent_stored >= 0)
+        cdef bint subtract = g.finder.subtracts and parent_stored >= 0
+        if g.carry_sums:
+            # The sums of the splittable test travel with the statistics
+            # (``_find_splits``: one round trip per split); alone only where no
+            # statistics are collected and something reads them (the root's
+            # totals, the impurities of ccp_alpha).
+            if may_split and g._mark_tentative(n_slots, subtract):
+                any_ = True
+            elif g.root_pending or g.node_impurity != NULL:
+                g._settle_sums(n_slots)
+        else:
+            # (The children's sums, formed where they may split or for their
+            # impurity.)
+            if depth > 0 and g.reducer is not None and (may_split
+                                                        or g.node_impurity != NULL):
+                g._reduce_sums(n_slots)
+            if may_split:
+                any_ = g._mark_splittable(n_slots, subtract)
         if any_:
             g.finder.start_level(n_slots)
             if parent_stored >= 0:
                 g.finder.recall(parent_stored)
-            g._find_splits(&self.level, n_slots, seed, row_stats, residual)
+            any_ = g._find_splits(&self.level, n_slots, seed, row_stats, residual,
+                                  subtract)
         self._release(parent_stored)
         with nogil:
             for s in range(n_slots):

@@ -15,7 +15,10 @@ the prior, the numerators and denominators of the leaf values (one Newton step,
 paper eq. 1; with ``leaf_solver="exact"`` the sums of every iteration of the
 leaves' solve), the training, out-of-bag and validation losses. ``comm.allreduce``
 adds the processes' arrays in a fixed order (process rank), so every process sees
-the same numbers, chooses the same splits and grows the same trees. The in-bag rows
+the same numbers, chooses the same splits and grows the same trees. The sums of a
+level's splittable test (the root's totals with them) travel in the same step as
+the level's histograms (``_Reducer.carry``): one all-reduce per level, best first
+one per split. The in-bag rows
 of ``subsample`` and the early-stopping hold-out are drawn by the rows' positions in
 the concatenated data, as one process draws them (``_boosting.Part``,
 ``_boosting.holdout_draw``).
@@ -91,20 +94,52 @@ def check_supported(params):
 
 
 class _Reducer:
-    """The grower's and the finder's ``reducer`` hooks on ``comm``."""
+    """The grower's and the finder's ``reducer`` hooks on ``comm``.
+
+    Called as the grower's ``reducer``, a step of its own; ``carry`` keeps the
+    grower's sums of a level (its splittable test, the root's totals) for the
+    finder's next step, which all-reduces them with the level's histograms in one
+    array: one round trip per level (best first, per split) instead of two."""
 
     def __init__(self, comm):
         self.comm = comm
+        self.carried = None
 
-    def grower(self, values, n_summed):
+    def __call__(self, values, n_summed):
         values[...] = self.comm.allreduce(values, n_summed)
 
+    def carry(self, values, n_summed):
+        """Keep ``values`` (columns as the grower's: ``n_summed`` sums, a minimum,
+        maxima) to be reduced by the next :meth:`finder` step, which writes their
+        sums into them."""
+        if self.carried is not None:
+            raise RuntimeError("the grower's sums were carried twice without a "
+                               "histogram step between them")
+        self.carried = (values, n_summed)
+
     def finder(self, histograms, collected):
-        if collected.size == 0:
+        carried, self.carried = self.carried, None
+        if collected.size == 0 and carried is None:
             return
         part = histograms[collected]
         flat = np.stack([part["n"].astype(np.float64), part["w"], part["s"]], axis=-1)
-        total = self.comm.allreduce(flat, 3)
+        if carried is None:
+            total = self.comm.allreduce(flat, 3)
+        else:
+            # One row: the histograms' sums and the carried sums, then one minimum
+            # (unused: 0) and the maxima, the carried minima among them negated
+            # (min(a, b) = -max(-a, -b), exactly).
+            values, n_summed = carried
+            sums, low, high = (values[:, :n_summed], values[:, n_summed],
+                               values[:, n_summed + 1:])
+            packed = np.concatenate([flat.ravel(), sums.ravel(), [0.0], -low,
+                                     high.ravel()])
+            packed = self.comm.allreduce(packed[None, :], flat.size + sums.size)[0]
+            total = packed[:flat.size].reshape(flat.shape)
+            at = flat.size + sums.size
+            sums[...] = packed[flat.size:at].reshape(sums.shape)
+            low[...] = -packed[at + 1:at + 1 + low.size]
+            high[...] = packed[at + 1 + low.size:].reshape(high.shape)
         part["n"] = total[..., 0].astype(np.int64)
         part["w"] = total[..., 1]
         part["s"] = total[..., 2]
@@ -262,7 +297,7 @@ class PartTrainer:
         finder = HistogramSplitFinder(self.bins, self.n_bins, lo, hi, self.missing_bin,
                                       params["n_threads"])
         finder.reducer = red.finder
-        part = Part(finder, red.grower, self.n_samples, self.rows, self.previous_raw)
+        part = Part(finder, red, self.n_samples, self.rows, self.previous_raw)
         callbacks = []
         if params["n_iter_no_change"] is not None and self.eval_part is not None:
             callbacks.append(EarlyStopping(params["n_iter_no_change"], params["tol"]))

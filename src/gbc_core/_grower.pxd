@@ -45,6 +45,8 @@ cdef class TreeGrower:
     cdef uint8_t* allowed
     cdef int32_t* perm
     cdef public object reducer
+    cdef bint carry_sums                 # the level's sums travel with its statistics
+    cdef bint root_pending               # the root's totals and sums: this process's only
     cdef grid_t grid                     # the grid of the tree being grown
     cdef object grid_residual            # the tree's rows on it (unit weights): w * r
     cdef object grid_stats               # (weighted rows) w * r and w
@@ -77,6 +79,11 @@ cdef class TreeGrower:
     cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
                             const float64_t[::1] residual)
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums)
+    cdef object _sums_values(self, intp_t n_slots)
+    cdef int _take_sums(self, object values, intp_t n_slots) except -1
+    cdef int _settle_sums(self, intp_t n_slots) except -1
+    cdef bint _mark_tentative(self, intp_t n_slots, bint subtract)
+    cdef void _plan(self, intp_t n_slots, bint subtract) noexcept nogil
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed)
     cdef void _allowed_by_interactions(self, intp_t s) noexcept nogil
     cdef int _check_decrease(self, intp_t n_slots, const row_stat_t* row_stats,
@@ -91,7 +98,7 @@ cdef class TreeGrower:
     cdef bint _mark_splittable(self, intp_t n_slots, bint subtract)
     cdef int _find_splits(self, level_t* level, intp_t n_slots, unsigned long long seed,
                           const row_stat_t* row_stats,
-                          const float64_t* residual) except -1
+                          const float64_t* residual, bint subtract) except -1
     cdef intp_t _apply_splits(self, intp_t n_slots, int depth) noexcept nogil
     cdef void _split_rows(self, intp_t n_slots, intp_t n_split,
                           const row_stat_t* row_stats, const float64_t* residual,

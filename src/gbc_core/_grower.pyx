@@ -182,7 +182,15 @@ cdef class TreeGrower:
         it must leave in ``values`` the element-wise sums over every process of the
         first ``n_summed`` columns (in a fixed process order), the minimum of the
         next column and the maximum of the last. Every process makes the same calls
-        in the same order.
+        in the same order. A reducer with a ``carry(values, n_summed)`` method
+        saves those steps where the finder collects statistics: the sums of a
+        level's splittable test (the root's totals with them) are handed to
+        ``carry`` instead, and the finder's next ``reduce`` (its own hook) must
+        all-reduce them in the same step as the level's statistics, leaving their
+        sums in ``values`` as ``reducer`` would; the statistics are then collected
+        before the test is known, for every node whose totals allow a split (the
+        root always), and the test is taken once they are reduced (one round trip
+        per level, best first per split; ``_find_splits``).
     look_ahead : bool
         Best first, with a finder whose scan costs the same for any number of
         nodes: split several frontier nodes per scan (the same tree).
@@ -207,6 +215,8 @@ cdef class TreeGrower:
         self.cat_bits = NULL
         self.n_cat_rows = 0
         self.reducer = None
+        self.carry_sums = False
+        self.root_pending = False
         self.node_capacity = 0
         self.level_capacity = 0
         self.max_leaf_nodes = 0
@@ -487,6 +497,8 @@ cdef class TreeGrower:
         if sample_mask is not None and not self.has_X:
             raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
                              "their raw values)")
+        self.carry_sums = (self.reducer is not None
+                           and getattr(self.reducer, "carry", None) is not None)
         # From here on the tree sees its rows on the grid (exact sums, exact ties).
         GBC_TRACE_REGION_BEGIN(GBC_TR_TREE, n)
         row_stats, residual = self._put_on_grid(row_stats, residual)
@@ -524,7 +536,10 @@ cdef class TreeGrower:
         root.n = n_inbag
         root.w = root_sums.w
         root.s = root_sums.wr
-        if self.reducer is not None:
+        # (Carried sums: the root's totals are reduced with its statistics, or
+        # alone where none are collected: ``_take_sums``.)
+        self.root_pending = self.carry_sums
+        if self.reducer is not None and not self.carry_sums:
             root, root_sums = self._reduce_root(root, root_sums)
         root_sums.w = root.w
         root_sums.wr = root.s
@@ -553,16 +568,27 @@ cdef class TreeGrower:
         cdef bint last_level, leaves = False
         cdef bint sums_reduced = True   # the level's sums are every process's
         while n_slots > 0 and (self.max_depth < 0 or depth < self.max_depth):
-            if depth > 0 and self.reducer is not None:
-                self._reduce_sums(n_slots)
-            sums_reduced = True
-            if not self._mark_splittable(n_slots, self.finder.subtracts):
-                break
+            if self.carry_sums:
+                # The sums travel with the level's statistics (``_find_splits``);
+                # without a node whose totals allow a split, none is collected, and
+                # the sums are reduced only where something reads them (below).
+                sums_reduced = False
+                if not self._mark_tentative(n_slots, self.finder.subtracts):
+                    break
+            else:
+                if depth > 0 and self.reducer is not None:
+                    self._reduce_sums(n_slots)
+                sums_reduced = True
+                if not self._mark_splittable(n_slots, self.finder.subtracts):
+                    break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
             self._reserve_level(n_slots)
             self.rows.reserve(n_slots)
             self.finder.start_level(n_slots)
-            self._find_splits(level, n_slots, seed, rs, res)
+            sums_reduced = True
+            if not self._find_splits(level, n_slots, seed, rs, res,
+                                     self.finder.subtracts):
+                break
             # The children of the last level are leaves: their sums are not needed.
             last_level = self.max_depth >= 0 and depth + 1 >= self.max_depth
             with nogil:
@@ -579,11 +605,13 @@ cdef class TreeGrower:
             # Ctrl-C (or any pending signal) stops a fit between two levels.
             PyErr_CheckSignals()
             depth += 1
+        if self.root_pending:
+            self._settle_sums(1)   # (a root that no level searched)
         if self.node_impurity != NULL:
             # The last level's leaves (their sums not reduced yet where max_depth
             # ended the growth).
             if not sums_reduced and n_slots > 0 and self.reducer is not None:
-                self._reduce_sums(n_slots)
+                self._settle_sums(n_slots)
             for s in range(n_slots):
                 self._record_impurity(s)
         with nogil:
@@ -593,10 +621,19 @@ cdef class TreeGrower:
 
     cdef int _find_splits(self, level_t* level, intp_t n_slots, unsigned long long seed,
                           const row_stat_t* row_stats,
-                          const float64_t* residual) except -1:
+                          const float64_t* residual, bint subtract) except -1:
         """The best split of every splittable node ``level_nodes[0 .. n_slots)``
         into ``best`` (after the finder's ``start_level``): the feature draws, the
-        finder's collect, reduce, derive and choose, then min_impurity_decrease."""
+        finder's collect, reduce, derive and choose, then min_impurity_decrease.
+
+        With carried sums (``carry_sums``) the nodes are marked by their totals
+        only (``_mark_tentative``): the level's sums of the splittable test are
+        reduced with the statistics, in the finder's ``reduce``, and the test is
+        taken then (``subtract``: as ``_mark_splittable``'s); a node it turns down
+        had its statistics collected for nothing, and the plan that follows is a
+        part of the one collected by (a node's plan depends on the two siblings'
+        tests), so the statistics derived and chosen from are those of the test
+        taken first. Returns 0 where no node may split (nothing chosen), else 1."""
         level.nodes = self.level_nodes
         level.n_nodes = n_slots
         level.allowed = NULL
@@ -605,7 +642,15 @@ cdef class TreeGrower:
             level.allowed = self.allowed
         with nogil:
             self.finder.collect(level)
-        self.finder.reduce(level)
+        if self.carry_sums:
+            values = self._sums_values(n_slots)
+            self.reducer.carry(values, 4 if self.root_pending else 3)
+            self.finder.reduce(level)
+            self._take_sums(values, n_slots)
+            if not self._mark_splittable(n_slots, subtract):
+                return 0
+        else:
+            self.finder.reduce(level)
         with nogil:
             if self.finder.subtracts:
                 self.finder.derive(level)
@@ -613,7 +658,7 @@ cdef class TreeGrower:
         if self.min_impurity_decrease > 0.0:
             # (Best first, scikit-learn's _add_split_node: the node waits as a leaf.)
             self._check_decrease(n_slots, row_stats, residual)
-        return 0
+        return 1
 
     cdef void _split_rows(self, intp_t n_slots, intp_t n_split,
                           const row_stat_t* row_stats, const float64_t* residual,
@@ -743,6 +788,74 @@ cdef class TreeGrower:
             self.level_sums[s].r_max = v[s, 4]
         return 0
 
+    cdef object _sums_values(self, intp_t n_slots):
+        """The level's sums of the splittable test as a reducer's ``values``: one
+        row per node, (w, w * r, w * r^2, r_min, r_max) (3 summed columns); with
+        the root's pending (``root_pending``), its in-bag count first (4)."""
+        cdef intp_t s, c = 1 if self.root_pending else 0
+        cdef float64_t[:, ::1] v
+        values = np.empty((n_slots, 5 + c), dtype=np.float64)
+        v = values
+        for s in range(n_slots):
+            if c:
+                v[s, 0] = <float64_t>self.level_nodes[s].total.n
+            v[s, c] = self.level_sums[s].w
+            v[s, c + 1] = self.level_sums[s].wr
+            v[s, c + 2] = self.level_sums[s].wr2
+            v[s, c + 3] = self.level_sums[s].r_min
+            v[s, c + 4] = self.level_sums[s].r_max
+        return values
+
+    cdef int _take_sums(self, object values, intp_t n_slots) except -1:
+        """The level's sums from ``values`` (``_sums_values``'s, reduced); the root's
+        totals with them where they were pending (the sums of ``_reduce_root``)."""
+        cdef intp_t s, c = 1 if self.root_pending else 0
+        cdef float64_t[:, ::1] v = values
+        for s in range(n_slots):
+            self.level_sums[s].w = v[s, c]
+            self.level_sums[s].wr = v[s, c + 1]
+            self.level_sums[s].wr2 = v[s, c + 2]
+            self.level_sums[s].r_min = v[s, c + 3]
+            self.level_sums[s].r_max = v[s, c + 4]
+        if c:
+            self.root_pending = False
+            self.level_nodes[0].total.n = <int64_t>v[0, 0]
+            self.level_nodes[0].total.w = v[0, 1]
+            self.level_nodes[0].total.s = v[0, 2]
+            self.tree_weight = v[0, 1]
+            self._init_node(0, &self.level_nodes[0].total, 0)
+        return 0
+
+    cdef int _settle_sums(self, intp_t n_slots) except -1:
+        """(Carried sums) the level's sums reduced alone, where no statistics are
+        collected to carry them: the root's (its totals, always needed) or the
+        leaves' impurities."""
+        if not self.carry_sums:
+            return self._reduce_sums(n_slots)
+        values = self._sums_values(n_slots)
+        self.reducer(values, 4 if self.root_pending else 3)
+        self._take_sums(values, n_slots)
+        return 0
+
+    cdef bint _mark_tentative(self, intp_t n_slots, bint subtract):
+        """(Carried sums) which nodes may split by their totals alone (every
+        process's: a child's are its parent's split's; the root's are not known yet:
+        it may), and the statistics the finder collects for them: every node the
+        test of ``_mark_splittable`` can pass, so that its plan, made once the sums
+        are reduced, asks for no statistics not collected."""
+        cdef intp_t s
+        cdef bint any_ = False
+        cdef level_node_t* nd
+        for s in range(n_slots):
+            nd = &self.level_nodes[s]
+            nd.splittable = self.root_pending or (
+                nd.total.n >= self.min_samples_split
+                and nd.total.n >= 2 * self.min_samples_leaf
+                and nd.total.w >= 2 * self.min_weight_leaf)
+            any_ = any_ or nd.splittable
+        self._plan(n_slots, subtract)
+        return any_
+
     cdef bint _mark_splittable(self, intp_t n_slots, bint subtract):
         """Which nodes of the level may split, and the statistics the finder must
         compute for them (``subtract``: the larger child of a pair from its
@@ -764,12 +877,18 @@ cdef class TreeGrower:
                 and impurity_of(sums.w, sums.wr, sums.wr2) > IMPURITY_EPSILON
             )
             any_ = any_ or nd.splittable
+        self._plan(n_slots, subtract)
+        return any_
+
+    cdef void _plan(self, intp_t n_slots, bint subtract) noexcept nogil:
+        """The statistics the finder computes for the level's nodes, from their
+        ``splittable`` (``plan_statistics``)."""
+        cdef intp_t s
         if n_slots == 1:
             self.level_nodes[0].plan = STATS_COLLECT if self.level_nodes[0].splittable else STATS_NONE
         else:
             for s in range(0, n_slots, 2):
                 plan_statistics(&self.level_nodes[s], &self.level_nodes[s + 1], subtract)
-        return any_
 
     cdef void _draw_features(self, intp_t n_slots, unsigned long long seed):
         """The features every node of the level may split on: those its interaction
