@@ -71,7 +71,8 @@ class _OwnScratch:
 
     def __init__(self, n, off=False):
         self.n = n
-        self.off = off  # the sums never take one (a distributed fit's, in NumPy)
+        self.off = off  # never one: a distributed fit sums in NumPy, the exponential
+                        # loss on one thread
         self.own = None
 
     def __call__(self, lent, n_threads):
