@@ -525,12 +525,14 @@ def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs,
     assert one.predict_proba(X).tobytes() == side.predict_proba(X).tobytes()
 
 
-@pytest.mark.parametrize("split_method", ["hist", "exact"])
-def test_many_rows_on_threads_give_the_one_thread_model(split_method):
+@pytest.mark.parametrize("split_method, n_jobs", [("hist", 3), ("exact", 3), ("hist", 10)])
+def test_many_rows_on_threads_give_the_one_thread_model(split_method, n_jobs):
     """From ``PARALLEL_LEAF_SUMS_MIN_ROWS`` rows on, a fit on several threads forms
-    the leaf sums one leaf per task (on the shared scratch, for a tree grown on
-    every thread; a class's tree grown side by side with others sums on its own
-    thread): the one-thread model, bit for bit."""
+    the leaf sums one leaf per task, in the scratch of the grower that grew the
+    tree (its partition's, free between trees): a class's tree grown side by side
+    with others on several threads of its own (10 threads, 5 classes: growers of 2)
+    sorts its rows in its own grower's scratch while the others sort theirs. The
+    one-thread model, bit for bit."""
     from gbc_core import _leaves
 
     n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 1000
@@ -539,7 +541,7 @@ def test_many_rows_on_threads_give_the_one_thread_model(split_method):
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n), [-1.5, -0.5, 0.5, 1.5])
     kw = {"split_method": split_method, "n_estimators": 4, "max_depth": 2,
           "random_state": 0}
-    one, side = (GradientBoostingClassifier(n_jobs=j, **kw).fit(X, y) for j in (1, 3))
+    one, side = (GradientBoostingClassifier(n_jobs=j, **kw).fit(X, y) for j in (1, n_jobs))
     assert (np.concatenate(one.booster_.trees()).tobytes()
             == np.concatenate(side.booster_.trees()).tobytes())
     assert one.train_score_.tobytes() == side.train_score_.tobytes()
@@ -577,6 +579,15 @@ def test_side_by_side_growers_share_every_thread(n_threads, n_classes):
     grower, side = _growers(data, Part, method, params, n_classes, True)
     assert grower.n_threads == n_threads
     assert [g.n_threads for g in side] == shares
+    # The grower of every thread (the trees left over) never grows beside the
+    # others: its per-row buffers are the first class grower's; theirs are their own.
+    assert np.shares_memory(grower.node_of_row, side[0].node_of_row)
+    assert np.shares_memory(grower.residual_buffer(), side[0].residual_buffer())
+    assert np.shares_memory(grower.row_scratch(), side[0].row_scratch())
+    for a, b in zip(side, side[1:]):
+        assert not np.shares_memory(a.node_of_row, b.node_of_row)
+        assert not np.shares_memory(a.residual_buffer(), b.residual_buffer())
+        assert not np.shares_memory(a.row_scratch(), b.row_scratch())
 
 
 def test_grow_side_by_side_shares_the_trees_out():
@@ -735,6 +746,34 @@ def test_hist_fit_does_not_copy_float32_X():
     finally:
         tracemalloc.stop()
     assert peak < 0.5 * X.nbytes, (peak, X.nbytes)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_multiclass_hist_fit_keeps_no_residuals_of_every_class(n_jobs):
+    """What a 5-class hist fit of unit weights allocates with NumPy (traced): the
+    bins (one byte per value), the class codes (4 bytes per row), the raw scores
+    and probabilities of every class (16 K bytes per row: the trees of an
+    iteration fit the probabilities of its start), and for each grower at work at
+    once (min(n_jobs, K)) the residuals of its tree, put on the grid in place (8),
+    and the leaf of each row (4). Before, the fit also kept the residuals of every
+    class (8 K bytes per row), and a grower of every thread for the trees left
+    over with buffers of its own beside the side-by-side growers (12 more)."""
+    import tracemalloc
+
+    n, d, k = 50_000, 10, 5
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 10, size=(n, d)).astype(np.float32, order="F")
+    y = np.digitize(X[:, 0] + rng.normal(size=n), [2.5, 4.5, 6.5, 8.5]).astype(np.int64)
+    model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3,
+                                       n_jobs=n_jobs)
+    tracemalloc.start()
+    try:
+        model.fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    per_row = d + 4 + 16 * k + 12 * min(n_jobs, k)
+    assert peak < n * per_row + 256 * 1024, (peak / n, per_row)
 
 
 def test_hist_fit_allocates_at_most_its_state():

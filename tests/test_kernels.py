@@ -555,6 +555,18 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
         expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0, 0.75)
         assert tree["value"].tolist() == expected.tolist()
         assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
+        # Without residuals, r = [label = k] - p made from the class codes: the sums
+        # of those residuals given, bit for bit.
+        labels = y.astype(np.int32)
+        r_codes = np.where(labels == 1, 1.0, 0.0) - p0
+        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r_codes, p0, 0.75)
+        for residual_given in (r_codes, None):
+            tree, raw_k = nodes.copy(), raw.copy()
+            _leaves.multinomial_tree_update(
+                tree, leaf, mask, residual_given, p0, w, 0.75, 0.1, raw_k, k=1,
+                n_threads=n_threads, rows_by_leaf=scratch, labels=labels)
+            assert tree["value"].tolist() == expected.tolist()
+            assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
         # The exponential loss's (no probabilities: the Hessian |r|) likewise.
         tree, raw_k, residual = nodes.copy(), raw.copy(), np.empty(n)
         _leaves.init_state(y, w, raw_k, None, residual, rs, True)
@@ -568,6 +580,32 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
         _leaves.boosting_update(nodes.copy(), leaf, mask, y, w, 0.1, raw.copy(),
                                 np.empty(n), np.empty(n), None, 4, None,
                                 np.empty(10, dtype=np.int32))
+
+
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_class_residual_is_the_multinomial_state_residual(n_threads):
+    """``class_residual`` makes r_k = [y = k] - p_k of one class from p_k: the
+    residuals ``multinomial_state`` writes for every class, bit for bit (rows on
+    either side of the parallel threshold); without a residual array the state
+    writes the same probabilities and loss."""
+    rng = np.random.default_rng(3)
+    for n in (1000, _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 17):
+        n_classes = 4
+        raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0], size=n)
+        y = rng.integers(0, n_classes, size=n).astype(np.int32)
+        prob, residual = np.empty((n_classes, n)), np.empty((n_classes, n))
+        loss = _leaves.multinomial_state(raw, y, None, None, prob, residual, n_threads)
+        prob_alone = np.empty((n_classes, n))
+        assert _leaves.multinomial_state(raw, y, None, None, prob_alone, None,
+                                         n_threads) == loss
+        assert prob_alone.tobytes() == prob.tobytes()
+        for k in range(n_classes):
+            out = np.full(n, np.nan)
+            _leaves.class_residual(prob[k], y, k, out, n_threads)
+            assert out.tobytes() == residual[k].tobytes()
+            assert out.tobytes() == (np.where(y == k, 1.0, 0.0) - prob[k]).tobytes()
+    with pytest.raises(ValueError, match="one length"):
+        _leaves.class_residual(prob[0], y[:10], 0, out, 1)
 
 
 def _naive_predict(trees, lr, X, init=0.0):

@@ -167,6 +167,13 @@ cdef class TreeGrower:
         In a node, a category of a categorical feature with fewer rows than this
         is never sent left alone: it goes right with the categories of no row
         (``categorical_scan`` of _categorical.pxd); 1: none is set apart.
+    shares_rows_with : TreeGrower or None, default=None
+        A grower of as many rows that never grows a tree while this one grows or
+        while its tree's leaves are read (``node_of_row``, ``row_scratch()``): the
+        per-row buffers (the leaf of each row, the row partition and its scratch,
+        the residuals on the grid) are that grower's, not new ones. The grower of
+        the trees grown one after another beside those grown side by side shares
+        them with one of those.
 
     Attributes
     ----------
@@ -227,7 +234,8 @@ cdef class TreeGrower:
                  columns=None, criterion="friedman_mse",
                  float64_t min_impurity_decrease=0.0, float64_t ccp_alpha=0.0,
                  intp_t max_leaf_nodes=0, monotonic_cst=None, interaction_cst=None,
-                 categorical=None, int64_t min_samples_category=1):
+                 categorical=None, int64_t min_samples_category=1,
+                 TreeGrower shares_rows_with=None):
         self._check_options(X, finder, columns, criterion, min_impurity_decrease,
                             ccp_alpha, max_leaf_nodes)
         self.criterion = CRITERIA[criterion]
@@ -247,10 +255,18 @@ cdef class TreeGrower:
         self.min_samples_category = min_samples_category
         self.max_features = max(1, min(max_features, self.n_features))
         self.n_threads = max(1, n_threads)
-        self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
+        if shares_rows_with is not None:
+            if shares_rows_with.n_samples != self.n_samples:
+                raise ValueError(f"a grower of {self.n_samples} rows cannot share the "
+                                 f"buffers of one of {shares_rows_with.n_samples}")
+            self.node_of_row = shares_rows_with.node_of_row
+            self.grid_residual = shares_rows_with.residual_buffer()
+        else:
+            self.node_of_row = np.zeros(self.n_samples, dtype=np.int32)
         self.perm = <int32_t*>grow_buffer(NULL, self.n_features, sizeof(int32_t),
                                           "feature draws")
-        self.rows = RowPartition(finder, X, self.node_of_row, self.n_threads)
+        self.rows = RowPartition(finder, X, self.node_of_row, self.n_threads,
+                                 None if shares_rows_with is None else shares_rows_with.rows)
         self.out_of_bag = (OutOfBagRouter(X, columns, self.n_samples, self.n_threads)
                            if self.has_X else None)
         self.pruner = CostComplexityPruner(ccp_alpha) if ccp_alpha > 0.0 else None
@@ -343,6 +359,36 @@ cdef class TreeGrower:
         self.categorical_array = array
         view = array
         self.categorical = &view[0]
+
+    def residual_buffer(self):
+        """The grower's own float64 array of ``n_samples`` rows, into which a caller
+        may write the residuals of the next tree and hand them to ``grow``: with
+        unit weights ``grow`` then puts them on the grid in place (the buffer it
+        uses for that anyway), with weights it reads them as they are. A fit then
+        keeps no residual array of its own per tree grown at once. After ``grow``
+        it holds the grower's rows (the residuals on the grid, for unit weights).
+
+        Returns
+        -------
+        float64 array of shape (n_samples,)
+        """
+        if self.grid_residual is None or len(self.grid_residual) != self.n_samples:
+            self.grid_residual = np.empty(self.n_samples, dtype=np.float64)
+        return self.grid_residual
+
+    def row_scratch(self):
+        """An int32 array of ``n_samples`` rows that is free between two trees: the
+        row partition's scratch (the next ``grow`` overwrites it), for the leaf sums
+        of a loss state's update (``rows_by_leaf``) on this grower's threads. It
+        views the grower's memory: valid while the grower lives.
+
+        Returns
+        -------
+        int32 array of shape (n_samples,)
+        """
+        if self.n_samples == 0:
+            return np.zeros(0, dtype=np.int32)
+        return np.asarray(<int32_t[:self.n_samples]>self.rows.scratch)
 
     def cat_bitsets(self):
         """The category sets of the last grown tree: a uint32 array of shape

@@ -96,9 +96,15 @@ cdef int newton_sums(
     intp_t n_nodes=0,
     int32_t* rows_by_leaf=NULL,
     int n_threads=1,
+    const int32_t[::1] codes=None,
+    int32_t positive=0,
 ) except -1 nogil:
     """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), each in row order
     (``prob`` None: sum w*|r|, the exponential loss's Hessian).
+
+    ``residual`` None: each row's r is made from its class code in ``codes`` and
+    its p, r = [code = ``positive``] - p (``multinomial_state``'s residual, bit for
+    bit), so that a multinomial fit need not keep the residuals of every class.
 
     With ``rows_by_leaf`` (room for every row), ``n_threads`` > 1, at least
     MIN_PARALLEL_ROWS rows and 1 to MAX_PARALLEL_LEAF_NODES leaf ids (``n_nodes``),
@@ -107,10 +113,11 @@ cdef int newton_sums(
     additions, so the same sums bit for bit. Otherwise (or where a buffer cannot be
     allocated) one pass over the rows.
     """
-    cdef intp_t i, k, n = residual.shape[0]
+    cdef intp_t i, k, n = leaf.shape[0]
     cdef int32_t j
-    cdef float64_t w, p, num, den
+    cdef float64_t w, p, r, num, den
     cdef int64_t* leaf_start = NULL
+    cdef bint from_codes = residual is None
     if (rows_by_leaf != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
             and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
         leaf_start = <int64_t*>malloc((n_nodes + 1) * sizeof(int64_t))
@@ -125,6 +132,12 @@ cdef int newton_sums(
                 continue
             w = 1.0 if sample_weight is None else sample_weight[i]
             j = leaf[i]
+            if from_codes:
+                p = prob[i]
+                r = (1.0 if codes[i] == positive else 0.0) - p
+                numerator[j] += w * r
+                denominator[j] += w * p * (1.0 - p)
+                continue
             numerator[j] += w * residual[i]
             if prob is None:
                 denominator[j] += w * fabs(residual[i])
@@ -140,6 +153,12 @@ cdef int newton_sums(
         for k in range(leaf_start[j], leaf_start[j + 1]):
             i = rows_by_leaf[k]
             w = 1.0 if sample_weight is None else sample_weight[i]
+            if from_codes:
+                p = prob[i]
+                r = (1.0 if codes[i] == positive else 0.0) - p
+                num = num + w * r
+                den = den + w * p * (1.0 - p)
+                continue
             num = num + w * residual[i]
             if prob is None:
                 den = den + w * fabs(residual[i])
@@ -736,6 +755,7 @@ cdef int leaf_steps(
     int kind,
     int32_t* rows_by_leaf,
     int n_threads,
+    const int32_t[::1] residual_codes=None,
 ) except -1:
     """The leaf values of a grown tree from its in-bag rows, 0 for inner nodes; then
     ``steps[j] = learning_rate * nodes[j].value``, the step each row of node j takes
@@ -747,7 +767,8 @@ cdef int leaf_steps(
     ``rows_by_leaf`` (room for every row; NULL: one thread) and enough rows, the sums
     are formed one leaf per task (``newton_sums``: the same numbers). With them: the
     exact minimiser of each leaf's loss of the kind ``kind`` (``solve_exact``:
-    targets ``codes == positive``, log-odds or raw scores ``z``).
+    targets ``codes == positive``, log-odds or raw scores ``z``). ``residual`` None
+    (Newton step): r = [``residual_codes`` = ``positive``] - p (``newton_sums``).
     """
     cdef intp_t j, n_nodes = nodes.shape[0]
     if codes is not None:
@@ -761,7 +782,8 @@ cdef int leaf_steps(
         for j in range(2 * n_nodes):
             steps[j] = 0.0
         newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, steps,
-                    steps + n_nodes, n_nodes, rows_by_leaf, n_threads)
+                    steps + n_nodes, n_nodes, rows_by_leaf, n_threads, residual_codes,
+                    positive)
         for j in range(n_nodes):
             if nodes[j].feature < 0:
                 nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
@@ -1188,7 +1210,9 @@ def multinomial_state(
     Parameters
     ----------
     raw, prob, residual : float64 arrays of shape (n_classes, n_samples)
-        The raw scores F (input) and the probabilities and residuals (output).
+        The raw scores F (input) and the probabilities and residuals (output);
+        ``residual`` None: p alone (``class_residual`` makes one class's r from p,
+        the same numbers).
     y : int32 array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
@@ -1204,6 +1228,7 @@ def multinomial_state(
     cdef intp_t i, k, c, start, stop
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t w, lse, chunk_loss, chunk_weight, loss
+    cdef bint with_residual = residual is not None
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     if partial == NULL:
         raise MemoryError()
@@ -1220,8 +1245,9 @@ def multinomial_state(
                 chunk_weight = 0.0
                 for i in range(start, stop):
                     lse = softmax_row(raw, i, n_classes, prob)
-                    for k in range(n_classes):
-                        residual[k, i] = (1.0 if y[i] == k else 0.0) - prob[k, i]
+                    if with_residual:
+                        for k in range(n_classes):
+                            residual[k, i] = (1.0 if y[i] == k else 0.0) - prob[k, i]
                     if sample_mask is None or sample_mask[i]:
                         w = 1.0 if sample_weight is None else sample_weight[i]
                         chunk_loss = chunk_loss + w * (lse - raw[y[i], i])
@@ -1234,6 +1260,37 @@ def multinomial_state(
     finally:
         free(partial)
     return loss
+
+
+def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
+                   float64_t[::1] out, int n_threads=1):
+    """out = r_k = [y = k] - p_k of every row (``multinomial_state``'s residual of
+    class k, bit for bit), elementwise on ``n_threads`` threads (one below
+    MIN_PARALLEL_ROWS rows).
+
+    Parameters
+    ----------
+    prob : float64 array of shape (n_samples,)
+        p_k of every row.
+    y : int32 array of shape (n_samples,)
+        Class codes.
+    k : int
+        The class.
+    out : float64 array of shape (n_samples,)
+        Where r_k is written.
+    n_threads : int, default=1
+    """
+    cdef intp_t i, n = prob.shape[0]
+    if y.shape[0] != n or out.shape[0] != n:
+        raise ValueError(f"prob, y and out must have one length, got {n}, "
+                         f"{y.shape[0]} and {out.shape[0]}")
+    with nogil:
+        if n < MIN_PARALLEL_ROWS:
+            n_threads = 1
+        GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
+        for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
+            out[i] = (1.0 if y[i] == k else 0.0) - prob[i]
+        GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
 def row_stats_of(const float64_t[::1] residual, const float64_t[::1] sample_weight,
@@ -1263,6 +1320,7 @@ def multinomial_tree_update(
     const float64_t[::1] log_odds=None,
     int n_threads=1,
     int32_t[::1] rows_by_leaf=None,
+    const int32_t[::1] labels=None,
 ):
     """Leaf values of the tree of one class, then F_k += eta * gamma for every row.
 
@@ -1274,16 +1332,25 @@ def multinomial_tree_update(
     ``class_log_odds``), gamma_j is instead the exact minimiser of the leaf's
     multinomial log-loss in F_k (``exact_leaf_values``). ``n_threads`` and
     ``rows_by_leaf`` as in ``boosting_update`` (the update of F_k is elementwise:
-    the same numbers on any number of threads).
+    the same numbers on any number of threads). ``residual`` None: the Newton step
+    makes each row's r from its class code in ``labels``, r = [label = k] - p
+    (``class_residual``'s, bit for bit; the exact solve reads no residual).
     """
-    cdef intp_t n = residual.shape[0], n_nodes = nodes.shape[0], i
+    cdef intp_t n = leaf_of_row.shape[0], n_nodes = nodes.shape[0], i
+    if residual is None and codes is None and labels is None:
+        raise ValueError("multinomial_tree_update needs the residuals or the labels")
+    if ((residual is not None and residual.shape[0] != n)
+            or (labels is not None and labels.shape[0] != n) or prob.shape[0] != n
+            or raw.shape[0] != n):
+        raise ValueError(f"residual, labels, prob and raw must have {n} rows")
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
     try:
         leaf_steps(nodes, sums, learning_rate, leaf_of_row, sample_mask, sample_weight,
-                   factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads)
+                   factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads,
+                   labels)
         with nogil:
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1

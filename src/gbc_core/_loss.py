@@ -532,7 +532,8 @@ class _FusedLoss(Loss):
         -------
         object
             The fit's state (``_loss_state``): ``raw`` and ``residual`` of the
-            training rows (and ``prob`` of a log-loss), ``tree_target(k)``,
+            training rows (and ``prob`` of a log-loss; with K >= 3 classes the
+            residuals of one class at a time, ``residual_of(k)``), ``tree_target(k)``,
             ``update(...)``, ``finish_iteration(mask)`` and ``held_out_loss(mask)``;
             for K >= 3 classes and ``leaf_solver="exact"`` also ``log_odds``
             (K, n_samples), each class's log-odds against the others,

@@ -9,6 +9,14 @@ sample_mask, learning_rate, n_threads)`` (sets the leaf values of a grown tree a
 adds it to the raw scores), ``finish_iteration(sample_mask)`` (the in-bag loss
 after an iteration) and ``held_out_loss(mask)``.
 
+A state may borrow the tree grower's buffers (its ``borrows``, the boosting loop
+lends them): with ``"residual"``, ``tree_target(k, residual_out, n_threads)``
+writes the residuals of output k into the grower's ``residual_buffer()`` (which the
+grower then puts on the grid in place), so that a state of K outputs need not keep
+the residuals of every output; with ``"scratch"``, ``update(..., rows_by_leaf=)``
+sorts the rows by leaf in the grower's ``row_scratch()`` (free between trees, and
+each grower's own where trees are grown side by side).
+
 An update is split into the **per-node sums** of the leaf values (taken over this
 process's in-bag rows, in row order) and their **apply** (leaf values from the
 sums, then F += eta * gamma). ``reduce`` is the seam of a data-parallel fit:
@@ -55,6 +63,26 @@ def leaf_sums_scratch(n, n_threads):
     if n_threads > 1 and n >= _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS:
         return np.empty(n, dtype=np.int32)
     return None
+
+
+class _OwnScratch:
+    """The leaf sums' scratch of a state, made on first use where no grower lends
+    one (``rows_by_leaf`` of an update); a lent one is used as it is."""
+
+    def __init__(self, n, off=False):
+        self.n = n
+        self.off = off  # never one: a distributed fit sums in NumPy, the exponential
+                        # loss on one thread
+        self.own = None
+
+    def __call__(self, lent, n_threads):
+        if n_threads <= 1 or self.off:
+            return None
+        if lent is not None:
+            return lent
+        if self.own is None:
+            self.own = leaf_sums_scratch(self.n, n_threads)
+        return self.own
 
 
 def _select(a, rows):
@@ -217,6 +245,9 @@ class OneScoreFit:
     #: Whether ``_mean_loss`` takes a mask of the rows (``rows``) and reads them in
     #: place.
     _loss_in_place = False
+    #: The grower's buffers the state borrows (the module's docstring): the leaf
+    #: sums' scratch.
+    borrows = ("scratch",)
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         n = y.shape[0]
@@ -228,10 +259,10 @@ class OneScoreFit:
         self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.residual = np.empty(n, dtype=np.float64)
         self.row_stats = row_stats_for(sample_weight, n, reduce)
-        # The scratch of the log-loss's leaf sums on several threads; the exponential
-        # loss sums its leaves on one thread, as it passes over its rows.
-        self.rows_by_leaf = (None if reduce is not None or self.exponential
-                             else leaf_sums_scratch(n, n_threads))
+        # The scratch of the log-loss's leaf sums on several threads (the grower's,
+        # lent to ``update``; else made on first use); the exponential loss sums its
+        # leaves on one thread, as it passes over its rows.
+        self._scratch = _OwnScratch(n, reduce is not None or self.exponential)
         self.last_loss = 0.0
         self._refresh()
 
@@ -240,13 +271,17 @@ class OneScoreFit:
         tree fits."""
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
+               rows_by_leaf=None):
         """Leaf values of the grown tree (``nodes``, updated in place) and the update
         of F and r that follows: in one fused pass in one process, else the per-node
-        sums reduced, then applied (and bounded, with monotonic constraints)."""
+        sums reduced, then applied (and bounded, with monotonic constraints).
+        ``rows_by_leaf``: the grower's scratch for the leaf sums (int32, a row each),
+        or None (the state's own, made on first use where needed)."""
         if self.reduce is None and self.monotonic is None:
             self.last_loss = self._fused_update(nodes, leaf_of_row, sample_mask,
-                                                learning_rate, n_threads)
+                                                learning_rate, n_threads,
+                                                self._scratch(rows_by_leaf, n_threads))
             return
         reduce = _no_reduce if self.reduce is None else self.reduce
         if self.codes is None or self.monotonic is not None:
@@ -271,11 +306,12 @@ class OneScoreFit:
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
 
-    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
+                      rows_by_leaf):
         loss, n_overflow = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
             self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            self.rows_by_leaf if n_threads > 1 else None, self.exponential)
+            rows_by_leaf, self.exponential)
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
         return loss
@@ -342,8 +378,20 @@ class ExponentialFit(OneScoreFit):
 
 
 class MultinomialFit:
-    """Per-class raw scores, probabilities and residuals of the training rows
-    (arrays of shape (K, n_samples): one contiguous row per class)."""
+    """Per-class raw scores and probabilities of the training rows (arrays of shape
+    (K, n_samples): one contiguous row per class); the residuals r_k = [y = k] - p_k
+    of class k only while its tree is grown and its leaves set.
+
+    The trees of an iteration fit the probabilities of its start, so F and p of
+    every class are kept (16 K bytes per row). The residuals of class k are made
+    from p_k and the codes when its tree is grown (``tree_target``), into the
+    grower's buffer where the boosting loop lends one (``borrows``), and the update
+    makes them again from p_k as it sums the leaves (the same numbers): K residual
+    arrays (8 K bytes per row) are not kept.
+    """
+
+    #: The grower's buffers the state borrows (the module's docstring).
+    borrows = ("residual", "scratch")
 
     def __init__(self, n_classes, y, sample_weight, raw, n_threads, exact=False,
                  reduce=None):
@@ -359,41 +407,60 @@ class MultinomialFit:
         self.factor = (n_classes - 1) / n_classes
         self.raw = np.array(np.asarray(raw, dtype=np.float64).T, order="C")  # a copy
         self.prob = np.empty((n_classes, n), dtype=np.float64)
-        self.residual = np.empty((n_classes, n), dtype=np.float64)
+        # The residuals of a tree where no grower lends a buffer (made on first use).
+        self._residual = None
         self.row_stats = row_stats_for(sample_weight, n, reduce)
-        self.rows_by_leaf = None if reduce is not None else leaf_sums_scratch(n, n_threads)
+        self._scratch = _OwnScratch(n, reduce is not None)
         # The trees of an iteration are independent (each fits its class's residuals
         # of the start of the iteration and changes only its class's raw scores):
         # they may be grown side by side where no buffer is shared between them.
         self.parallel_outputs = self.row_stats is None
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
-                                  self.residual, n_threads)
+                                  None, n_threads)
         if exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
 
-    def tree_target(self, k):
-        if self.row_stats is not None:
-            _leaves.row_stats_of(self.residual[k], self.sample_weight, self.row_stats)
-        return self.row_stats, self.residual[k]
+    def residual_of(self, k, out=None, n_threads=1):
+        """r_k = [y = k] - p_k of every row (into ``out``, else a new array)."""
+        if out is None:
+            out = np.empty(self.y.shape[0], dtype=np.float64)
+        _leaves.class_residual(self.prob[k], self.y, k, out, n_threads)
+        return out
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+    def tree_target(self, k, residual_out=None, n_threads=1):
+        """(row statistics w * r and w, or None for unit weights; residuals r_k) of
+        class k's tree, the residuals written into ``residual_out`` (the grower's
+        buffer; None: the state's own) on ``n_threads`` threads."""
+        if residual_out is None:
+            if self._residual is None:
+                self._residual = np.empty(self.y.shape[0], dtype=np.float64)
+            residual_out = self._residual
+        residual = self.residual_of(k, residual_out, n_threads)
+        if self.row_stats is not None:
+            _leaves.row_stats_of(residual, self.sample_weight, self.row_stats)
+        return self.row_stats, residual
+
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
+               rows_by_leaf=None):
         """Leaf values of class k's tree and F_k += eta * gamma on ``n_threads``
-        threads: one for the trees of classes grown side by side, which are updated
-        at once and so must not share the leaf sums' scratch."""
+        threads (the residuals made again from p_k: the tree's buffer may hold them
+        on the grid by now). ``rows_by_leaf``: the grower's scratch for the leaf
+        sums (each grower's own where trees are grown side by side), or None (the
+        state's own, made on first use where needed)."""
         if self.reduce is not None:
             self._reduced_update(k, nodes, leaf_of_row, sample_mask, learning_rate)
             return
-        rows_by_leaf = self.rows_by_leaf if n_threads > 1 else None
         if self.exact:
             _leaves.multinomial_tree_update(
-                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
+                nodes, leaf_of_row, sample_mask, None, self.prob[k],
                 self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
                 self.log_odds[k], n_threads)
         else:
             _leaves.multinomial_tree_update(
-                nodes, leaf_of_row, sample_mask, self.residual[k], self.prob[k],
-                self.sample_weight, self.factor, learning_rate, self.raw[k],
-                n_threads=n_threads, rows_by_leaf=rows_by_leaf)
+                nodes, leaf_of_row, sample_mask, None, self.prob[k],
+                self.sample_weight, self.factor, learning_rate, self.raw[k], k=k,
+                n_threads=n_threads, rows_by_leaf=self._scratch(rows_by_leaf, n_threads),
+                labels=self.y)
 
     def _reduced_update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
         if self.exact:
@@ -402,16 +469,15 @@ class MultinomialFit:
         else:
             p = self.prob[k]
             sums = node_sums(leaf_of_row, nodes.shape[0], sample_mask, self.sample_weight,
-                             self.residual[k], p * (1.0 - p))
+                             self.residual_of(k), p * (1.0 - p))
             value = newton_values(nodes, self.reduce(sums, 2), self.factor)
         self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
 
     def finish_iteration(self, sample_mask):
-        """Probabilities and residuals of the next iteration; returns the weighted
-        log-loss of the in-bag rows."""
+        """Probabilities of the next iteration; returns the weighted log-loss of the
+        in-bag rows."""
         loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
-                                         sample_mask, self.prob, self.residual,
-                                         self.n_threads)
+                                         sample_mask, self.prob, None, self.n_threads)
         if self.exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
         if self.reduce is None:

@@ -52,6 +52,9 @@ cdef class RowPartition:
     cdef int missing_bin
     cdef const float32_t[::1, :] X
     cdef int32_t[::1] node_of_row
+    cdef RowPartition owner        # the partition whose rows and scratch these are
+                                   # (None: this one's own)
+    cdef bint owns_rows            # rows and scratch are freed with this partition
 
     cdef int reserve(self, intp_t n_split) except -1
     cdef intp_t start_tree(self, const uint8_t[::1] sample_mask,

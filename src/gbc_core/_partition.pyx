@@ -74,11 +74,16 @@ cdef class RowPartition:
     node_of_row : int32 array of shape (n_samples,)
         Where the leaf of every row is written.
     n_threads : int
+    share : RowPartition or None, default=None
+        A partition of as many rows that never works at the same time as this
+        one (the grower of trees grown one after another beside those grown side
+        by side): its row and scratch buffers are used instead of new ones.
     """
 
     def __cinit__(self):
         self.rows = NULL
         self.scratch = NULL
+        self.owns_rows = True
         self.blocks = NULL
         self.block_first = NULL
         self.capacity = -1
@@ -87,7 +92,7 @@ cdef class RowPartition:
         self.n_chunks = 0
 
     def __init__(self, SplitFinder finder, const float32_t[::1, :] X,
-                 int32_t[::1] node_of_row, int n_threads):
+                 int32_t[::1] node_of_row, int n_threads, RowPartition share=None):
         bins = finder.partition_bins()
         self.finder = finder
         self.n_samples = finder.n_samples
@@ -99,10 +104,21 @@ cdef class RowPartition:
             self.missing_bin = finder.missing_bin()
         else:
             self.X = X
-        self.rows = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
-                                          "row partition")
-        self.scratch = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
-                                             "row partition")
+        if share is not None:
+            if share.n_samples != self.n_samples:
+                raise ValueError(f"a partition of {self.n_samples} rows cannot share the "
+                                 f"buffers of one of {share.n_samples}")
+            while share.owner is not None:
+                share = share.owner
+            self.owner = share
+            self.owns_rows = False
+            self.rows = share.rows
+            self.scratch = share.scratch
+        else:
+            self.rows = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
+                                              "row partition")
+            self.scratch = <int32_t*>grow_buffer(NULL, self.n_samples, sizeof(int32_t),
+                                                 "row partition")
         if self.n_threads > 1 and self.n_samples >= MIN_PARALLEL_ROWS:
             self.n_chunks = (self.n_samples >> CHUNK_SHIFT) + 1
             self.chunk_sums = <node_sums_t*>grow_buffer(
@@ -112,8 +128,9 @@ cdef class RowPartition:
                 NULL, NARROW_CHILDREN * self.n_chunks, sizeof(uint8_t), "partition tasks")
 
     def __dealloc__(self):
-        free(self.rows)
-        free(self.scratch)
+        if self.owns_rows:
+            free(self.rows)
+            free(self.scratch)
         free(self.blocks)
         free(self.block_first)
         free(self.chunk_sums)
