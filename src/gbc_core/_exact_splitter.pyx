@@ -10,12 +10,18 @@ instead kept contiguous per feature (its *segment*, at the node's range of the
 grower's partition, split stably into the children's at every level: 4 bytes per
 value, and one bit per row for the split) and each node is scanned
 alone as the root is, with its running sums in registers: the same sums in the same
-order, so the same splits bit for bit. Features are scanned in
-parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
-split of a node is the maximum over features under a total order (proxy, then
-lowest feature index, then lowest threshold), so the result does not depend on the
-number of threads. The threads share only the best proxy found so far per node,
-where a feature's cheap test starts (``collect``).
+order, so the same splits bit for bit. The scan is a list of tasks run in
+parallel (OpenMP ``prange``): a feature for every node of the level; on a level with
+segments and several pairs of siblings, a feature for one pair; and at a root
+holding every row, where the last wave of feature tasks would leave threads idle, a
+fixed block of a feature's sorted positions, started from the exact sum of the
+positions before it (a first pass sums the blocks). Each thread keeps its own
+per-node state, and the best split of a node is the maximum over its candidates
+under a total order (proxy, then lowest feature index, then lowest threshold, which
+between blocks of a feature is the lowest sorted position), so the result does not
+depend on the number of threads nor on how the work is cut. The threads share only
+the best proxy found so far per node, where a task's cheap test starts
+(``collect``).
 
 Splits are ranked by the squared-error criterion of ``_criterion.h`` (paper,
 Algorithm 1, line 7: "train a regression tree to fit r"); the lean scans evaluate
@@ -1133,7 +1139,8 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef intp_t part, sib, lo, n = self.n_samples
         cdef intp_t n_blocks = self.n_blocks, block_rows = self.block_rows
         cdef int tid
-        cdef int n_threads = <int>min(<intp_t>self.n_threads, self.n_features)
+        cdef int all_threads = self.n_threads
+        cdef int n_threads
         cdef scan_t* states
         cdef candidate_t* tb
         cdef float64_t min_weight_leaf = level.min_weight_leaf
@@ -1154,16 +1161,18 @@ cdef class ExactSplitFinder(SplitFinder):
         # parallel region (microseconds on an idle machine; on a machine busier than
         # its cores, a scheduler time slice, for every library's threads alike).
         if self.n_samples * self.n_features < MIN_PARALLEL_SCAN:
-            n_threads = 1
+            all_threads = 1
+        # At most one thread per feature where a level may split segments (one
+        # scratch buffer per thread of a scan: ``start_tree``).
+        n_threads = <int>min(<intp_t>all_threads, self.n_features)
         if segment_level and not is_root:
             use_bits = self._mark_first_children(level, n_threads)
-        n_tasks = self._plan_tasks(level, self.n_threads if n_threads > 1 else 1,
-                                   is_root, segment_level, &n_blocked)
+        n_tasks = self._plan_tasks(level, all_threads, is_root, segment_level,
+                                   &n_blocked)
         if n_blocked > 0:
+            # Blocks need no segment scratch: up to one thread per task.
             self.blocked_levels += 1
-            if n_threads > 1:
-                # Blocks need no segment scratch: up to one thread per task.
-                n_threads = <int>min(<intp_t>self.n_threads, n_tasks)
+            n_threads = <int>min(<intp_t>all_threads, n_tasks)
         elif n_tasks > self.n_features:
             self.pair_levels += 1
         for t in range(n_threads):
@@ -1262,9 +1271,11 @@ cdef class ExactSplitFinder(SplitFinder):
           does not matter for the result). The rule reads the thread count, the
           result does not: the sums are exact and ties between blocks are ranked by
           position.
-        - A level with segments below the root, on more than one thread and with
-          two pairs of siblings or more: a lean feature is one task per pair
-          (split of the pair's segment, then the scans of its two nodes).
+        - A level with segments below the root with two pairs of siblings or more:
+          a lean feature is one task per pair (split of the pair's segment, then
+          the scans of its two nodes: the work of the feature's task, cut by pair,
+          so also on one thread, where a trace then shows the tasks that more
+          threads share out).
         - Otherwise (and for every feature the lean scans do not take), one task
           per feature. ``_force_blocks`` takes the first two paths wherever they
           may apply."""
@@ -1284,7 +1295,7 @@ cdef class ExactSplitFinder(SplitFinder):
                 if r > 0 and r * BLOCK_COST_NUM <= n_threads * BLOCK_COST_DEN:
                     n_block = min(r, n_lean)
             blocks = n_block > 0
-        elif segment_level and not is_root and (self.forced_blocks or n_threads > 1):
+        elif segment_level and not is_root:
             for s in range(n_slots):
                 n_pairs += self._is_pair_head(level, s)
             pairs = n_pairs >= 2 or (self.forced_blocks and n_pairs >= 1)
