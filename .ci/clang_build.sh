@@ -78,10 +78,12 @@ assert where.startswith(site + os.sep), f'imported {where}, not the clang build 
 " "$WORK/site"
 echo ">>> clang build: pytest (thread counts and reproducibility, LLVM's OpenMP)"
 # The split finders against their brute force (the thread tests among them), the
-# tie rule and hist = exact (tests/test_tie_rule.py), the reproducibility rules,
-# then every test of thread counts elsewhere.
+# exact finder's blocks and pair tasks against its whole-feature scan, the tie rule
+# and hist = exact (tests/test_tie_rule.py), the reproducibility rules, then every
+# test of thread counts elsewhere.
 "$PY" -m pytest -q -p no:cacheprovider \
-    tests/test_split_finder.py tests/test_tie_rule.py tests/test_reproducibility.py "$@"
+    tests/test_split_finder.py tests/test_exact_blocks.py tests/test_tie_rule.py \
+    tests/test_reproducibility.py "$@"
 "$PY" -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_histogram.py \
     tests/test_best_first.py tests/test_multiclass.py tests/test_weights_and_rules.py \
     -k "thread or n_jobs or parallel" "$@"

@@ -89,11 +89,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REGIONS = {1: "tree", 2: "grid_max", 3: "grid_rows", 4: "left_wr2", 5: "hist_build",
            6: "hist_scan", 7: "hist_other", 8: "exact_scan", 9: "exact_rows",
            10: "partition", 11: "leaves", 12: "out_of_bag", 13: "binning",
-           14: "sorting", 40: "predict"}
+           14: "sorting", 28: "exact_block_sums", 40: "predict"}
 PHASES = {2: "static", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           14: "static", 15: "static", 16: "static", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
-          24: "static", 25: "static", 26: "dynamic", 27: "static", 40: "static",
+          24: "static", 25: "static", 26: "dynamic", 27: "static", 28: "dynamic",
+          40: "static",
           41: "dynamic"}
 PART_CHILD, HIST_BUILD = 19, 5
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
@@ -127,6 +128,7 @@ MEMORY = {
     12: (8, 1, 36, False),    # out of bag: routed through the raw values
     13: (5, 1, 140, False),   # binning: X (4 bytes) to bins (1 byte)
     14: (24, 2, 12, True),    # presort: one column's values and order
+    28: (12, 2, 8, True),     # exact block sums: sorted index + w r gathered by row
     40: (8, 1, 120, False),   # rows scored through trees
 }
 MIB = 1 << 20

@@ -10,12 +10,18 @@ instead kept contiguous per feature (its *segment*, at the node's range of the
 grower's partition, split stably into the children's at every level: 4 bytes per
 value, and one bit per row for the split) and each node is scanned
 alone as the root is, with its running sums in registers: the same sums in the same
-order, so the same splits bit for bit. Features are scanned in
-parallel (OpenMP ``prange``); each thread keeps its own per-node state, and the best
-split of a node is the maximum over features under a total order (proxy, then
-lowest feature index, then lowest threshold), so the result does not depend on the
-number of threads. The threads share only the best proxy found so far per node,
-where a feature's cheap test starts (``collect``).
+order, so the same splits bit for bit. The scan is a list of tasks run in
+parallel (OpenMP ``prange``): a feature for every node of the level; on a level with
+segments and several pairs of siblings, a feature for one pair; and at a root
+holding every row, where the last wave of feature tasks would leave threads idle, a
+fixed block of a feature's sorted positions, started from the exact sum of the
+positions before it (a first pass sums the blocks). Each thread keeps its own
+per-node state, and the best split of a node is the maximum over its candidates
+under a total order (proxy, then lowest feature index, then lowest threshold, which
+between blocks of a feature is the lowest sorted position), so the result does not
+depend on the number of threads nor on how the work is cut. The threads share only
+the best proxy found so far per node, where a task's cheap test starts
+(``collect``).
 
 Splits are ranked by the squared-error criterion of ``_criterion.h`` (paper,
 Algorithm 1, line 7: "train a regression tree to fit r"); the lean scans evaluate
@@ -177,6 +183,21 @@ cdef enum:
     # two threads write one line (a line shared at the boundary went back and forth
     # between cores at every sample the level scan added to those nodes).
     NODE_GROUP = 8
+    # The root's features may be scanned in blocks of BLOCK_ROWS sorted positions,
+    # each block a task of its own (``collect``): boundaries fixed by the row count
+    # and this constant, never by the thread count.
+    BLOCK_ROWS = 1 << 15
+    # A blocked feature costs its scan plus a pass summing its blocks (gathers with
+    # no test: about 0.65 of a scan at 200,000 and 1M rows, measured on the loops
+    # alone), 5/3 of a whole feature's scan in all. The root blocks the features of
+    # its last, incomplete wave of tasks (r = n_features mod threads, from
+    # MIN_BLOCK_THREADS threads on) when r * 5/3 <= threads: those blocks then fill
+    # the threads the wave leaves idle, in at most the time of a whole feature.
+    # With fewer threads, or a last wave that would not fit, it changes nothing
+    # (one and two threads do exactly the work they did without blocks).
+    MIN_BLOCK_THREADS = 4
+    BLOCK_COST_NUM = 5
+    BLOCK_COST_DEN = 3
 
 cdef enum:
     # Where a finder with segments finds the rows of the level's parents.
@@ -186,6 +207,25 @@ cdef enum:
 
 
 ctypedef unsigned long long uint64_t_t
+
+# Tests: > 0 scans every eligible root feature in blocks of this many positions and
+# splits segment levels into (feature, pair) tasks, whatever the thread count
+# (``_force_blocks``).
+cdef intp_t _forced_block_rows = 0
+
+
+def _force_blocks(block_rows):
+    """Test hook: finders made from now on scan every root feature that may be
+    blocked in blocks of ``block_rows`` sorted positions, and every level with
+    segments in (feature, pair of siblings) tasks, on any number of threads
+    (0: the default rule of ``ExactSplitFinder.collect``). Returns the previous
+    value."""
+    global _forced_block_rows
+    previous = _forced_block_rows
+    if block_rows < 0:
+        raise ValueError(f"block_rows must be >= 0, got {block_rows}")
+    _forced_block_rows = block_rows
+    return previous
 
 
 ctypedef struct candidate_t:
@@ -201,6 +241,9 @@ ctypedef struct candidate_t:
     uint8_t all_left         # 1: every non-missing value goes left (threshold +inf)
     uint8_t categorical      # 1: a categorical split, the codes of cat_bits left
     uint32_t cat_bits[8]
+    intp_t pos               # lean scans: the sorted position of the first sample
+                             # going right (0 elsewhere): ranks exact ties between
+                             # the blocks of one feature (``_wins_at``)
 
 
 ctypedef struct scan_t:
@@ -279,6 +322,7 @@ cdef bint _try_ordered_split(
     st.best.all_left = 0
     st.best.left = left[0]
     st.best.missing_go_left = missing_go_left
+    st.best.pos = 0
     st.found = 1
     st.ties_win = 0
     return True
@@ -310,6 +354,7 @@ cdef inline bint _try_split(
     st.best.all_left = 0
     st.best.left = left[0]
     st.best.missing_go_left = missing_go_left
+    st.best.pos = 0
     st.found = 1
     st.ties_win = 0
     return True
@@ -347,9 +392,11 @@ cdef inline bint _keep_if_better(
     int64_t n_left,
     float64_t w_left,
     float64_t s_left,
+    intp_t k,
 ) noexcept nogil:
-    """Keep a split of the fast scans (no missing value in the feature) if it beats
-    ``st.best`` (``beats`` of _choice.pxd); returns True if it was kept."""
+    """Keep a split of the fast scans (no missing value in the feature), before
+    sorted position ``k``, if it beats ``st.best`` (``beats`` of _choice.pxd);
+    returns True if it was kept."""
     cdef side_t left, total
     left.n = n_left
     left.w = w_left
@@ -366,6 +413,7 @@ cdef inline bint _keep_if_better(
     st.best.left = left
     st.best.missing_go_left = MISSING_TO_LARGER
     st.best.all_left = 0
+    st.best.pos = k
     st.best_bound = max(st.best_bound, proxy * BOUND_FACTOR)
     st.found = 1
     st.ties_win = 0
@@ -407,7 +455,7 @@ cdef inline bint _decide(
         last = column_f[order_f[last_pos]]  # n_left >= 1: the node has a previous sample
         proxy = split_proxy(diff, den)
         if v > last + FEATURE_THRESHOLD:
-            return _keep_if_better(st, proxy, last, v, n_left, w_left, s_left)
+            return _keep_if_better(st, proxy, last, v, n_left, w_left, s_left, k)
     return False
 
 
@@ -486,7 +534,7 @@ cdef inline void _scan_root(
             last = column_f[order_f[k - 1]]
             proxy = split_proxy(diff, den)
             if (v > last + FEATURE_THRESHOLD
-                    and _keep_if_better(st, proxy, last, v, n_left, w_left, s_left)):
+                    and _keep_if_better(st, proxy, last, v, n_left, w_left, s_left, k)):
                 best_bound = st.best_bound
         n_left += 1
         w_left += rows[row].w
@@ -513,29 +561,80 @@ cdef inline void _scan_root_unit(
 
     ``order_f`` holds the node's rows in increasing order of the feature: the root's
     sorted order, or a node's segment (the same scan). ``distance``: how many
-    positions ahead the rows' w * r are prefetched."""
-    cdef intp_t k, first, stop, prefetch_stop = n_valid - distance - 1
-    cdef float64_t s_left = 0.0
+    positions ahead the rows' w * r are prefetched. ``_scan_root_block`` over every
+    position."""
+    _scan_root_block(st, order_f, column_f, n_valid, row_wr, min_samples_leaf,
+                     distance, 0, n_valid, 0.0)
+
+
+cdef inline void _scan_root_block(
+    scan_t* st,
+    const int32_t* order_f,
+    const float32_t* column_f,
+    intp_t n_valid,
+    const float64_t* row_wr,
+    int64_t min_samples_leaf,
+    intp_t distance,
+    intp_t lo,
+    intp_t hi,
+    float64_t s_lo,
+) noexcept nogil:
+    """``_scan_root_unit``'s decisions at the sorted positions ``lo`` .. ``hi - 1``
+    alone (the splits between position k - 1 and k, for k in the block), the w * r
+    of the positions before ``lo`` adding up to ``s_lo``: a block of a root's
+    feature (``ExactSplitFinder.collect``). The running sums are exact (on the
+    tree's grid), so ``s_lo`` + the block's prefix is the whole scan's prefix bit for
+    bit, and every decision is the whole scan's at the same position; the previous
+    value, at position k - 1, is read from the whole order, across the block's
+    start. Leaves in ``st.acc`` the sums of the positions before ``hi``."""
+    cdef intp_t k, first, stop, begin, end, prefetch_stop = n_valid - distance - 1
+    cdef float64_t s_left = s_lo
     first = min(<intp_t>min_samples_leaf, n_valid)
     stop = max(first, min(<intp_t>(st.total_n - min_samples_leaf + 1), n_valid))
-    for k in range(first):
+    begin = min(max(lo, first), hi)
+    end = max(begin, min(hi, stop))
+    for k in range(lo, begin):
         s_left += row_wr[order_f[k]]
-    k = first
+    k = begin
     while True:
-        k = root_scan_to_candidate(order_f, row_wr, k, stop, &s_left, st.total_w,
+        k = root_scan_to_candidate(order_f, row_wr, k, end, &s_left, st.total_w,
                                    st.total_s, st.best_bound, prefetch_stop, distance)
-        if k >= stop:
+        if k >= end:
             break
         # The decision of the scans at this position (n_left = w_left = k).
         _decide(st, k, <float64_t>k, s_left, column_f, order_f, k, k - 1,
                 min_samples_leaf)
         s_left += row_wr[order_f[k]]
         k += 1
-    for k in range(stop, n_valid):
+    for k in range(end, hi):
         s_left += row_wr[order_f[k]]
-    st.acc.n = n_valid
-    st.acc.w = <float64_t>n_valid
+    st.acc.n = hi
+    st.acc.w = <float64_t>hi
     st.acc.s = s_left
+
+
+cdef inline float64_t _block_sum(const int32_t* order_f, const float64_t* row_wr,
+                                 intp_t lo, intp_t hi) noexcept nogil:
+    """The sum of w * r over the sorted positions ``lo`` .. ``hi - 1`` (a block of a
+    root's feature, before its scan): four running sums, exact on the tree's grid,
+    so the same bits as the scan's one sum."""
+    cdef intp_t k = lo, ahead = hi - PREFETCH_DISTANCE - 4
+    cdef float64_t a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
+    while k + 4 <= hi:
+        if k < ahead:
+            GBC_PREFETCH(&row_wr[order_f[k + PREFETCH_DISTANCE]])
+            GBC_PREFETCH(&row_wr[order_f[k + PREFETCH_DISTANCE + 1]])
+            GBC_PREFETCH(&row_wr[order_f[k + PREFETCH_DISTANCE + 2]])
+            GBC_PREFETCH(&row_wr[order_f[k + PREFETCH_DISTANCE + 3]])
+        a0 += row_wr[order_f[k]]
+        a1 += row_wr[order_f[k + 1]]
+        a2 += row_wr[order_f[k + 2]]
+        a3 += row_wr[order_f[k + 3]]
+        k += 4
+    while k < hi:
+        a0 += row_wr[order_f[k]]
+        k += 1
+    return (a0 + a1) + (a2 + a3)
 
 
 cdef inline void _scan_level_unit(
@@ -694,6 +793,18 @@ cdef inline intp_t _keep_in_bag(
     return m
 
 
+cdef inline bint _wins_at(const candidate_t* a, const candidate_t* best,
+                          const side_t* total, const grid_t* grid) noexcept nogil:
+    """``wins`` of _choice.pxd for two threads' bests of one node, an exact tie
+    between two blocks of one feature going to the lower sorted position (the
+    whole scan keeps the first of equal proxies)."""
+    if a.feature >= 0 and a.feature == best.feature:
+        return beats(a.proxy, &a.left, best.proxy, &best.left, a.pos < best.pos,
+                     total, grid)
+    return wins(a.proxy, a.feature, &a.left, best.proxy, best.feature, &best.left,
+                total, grid)
+
+
 @cython.final
 cdef class ExactSplitFinder(SplitFinder):
     """Exact split search: every distinct value of every feature is a candidate.
@@ -754,7 +865,19 @@ cdef class ExactSplitFinder(SplitFinder):
         float64_t* shared_best   # per node: the best proxy any thread has found so far
                                  # this level (the lean scans' bound; collect)
         int level_threads        # threads whose candidates the last collect left
+        intp_t block_rows        # sorted positions per block of a root's feature
+        intp_t n_blocks          # blocks per feature (ceil(n_samples / block_rows))
+        bint forced_blocks       # _force_blocks: blocks and pair tasks everywhere
+        float64_t* block_offset  # per feature and block: w * r before the block
+        int32_t* task_feature    # per task of a level's scan: its feature
+        int32_t* task_part       # -1: every node, else its block (root) or the
+                                 # first slot of its pair of siblings
+        intp_t task_capacity     # tasks the two buffers above hold
         object _row_stats_ref    # keeps row_stats alive while row_stats points into it
+    # Levels scanned with root blocks, with (feature, pair) tasks (the tests' check
+    # that a path ran).
+    cdef readonly intp_t blocked_levels
+    cdef readonly intp_t pair_levels
 
     def __cinit__(self):
         self.rows = NULL
@@ -770,6 +893,10 @@ cdef class ExactSplitFinder(SplitFinder):
         self.segment_scratch = NULL
         self.first_bits = NULL
         self.capacity = 0
+        self.block_offset = NULL
+        self.task_feature = NULL
+        self.task_part = NULL
+        self.task_capacity = 0
 
     def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True,
                  bint segments=True):
@@ -795,6 +922,14 @@ cdef class ExactSplitFinder(SplitFinder):
             max(1, self.n_samples) * sizeof(uint8_t))
         if self.row_wr == NULL or self.row_slot == NULL or self.row_node == NULL:
             raise MemoryError(f"cannot allocate row buffers for {self.n_samples} samples")
+        self.forced_blocks = _forced_block_rows > 0
+        self.block_rows = _forced_block_rows if self.forced_blocks else BLOCK_ROWS
+        self.n_blocks = max(1, (self.n_samples + self.block_rows - 1) // self.block_rows)
+        self.block_offset = <float64_t*>malloc(
+            max(1, self.n_features * self.n_blocks) * sizeof(float64_t))
+        if self.block_offset == NULL:
+            raise MemoryError(f"cannot allocate block sums for {self.n_blocks} blocks")
+        self._reserve_tasks(self.n_features * (self.n_blocks + 1))
 
     cdef int _make_records(self, bint fill) except -1:
         """The 16-byte records of the weighted scans (kept up to date from then on);
@@ -815,7 +950,29 @@ cdef class ExactSplitFinder(SplitFinder):
                     self.rows[i].slot = self.row_slot[i]
         return 0
 
+    cdef int _reserve_tasks(self, intp_t n_tasks) except -1:
+        """Room for ``n_tasks`` tasks of a level's scan."""
+        cdef int32_t* feature
+        cdef int32_t* part
+        if n_tasks <= self.task_capacity:
+            return 0
+        feature = <int32_t*>malloc(n_tasks * sizeof(int32_t))
+        part = <int32_t*>malloc(n_tasks * sizeof(int32_t))
+        if feature == NULL or part == NULL:
+            free(feature)
+            free(part)
+            raise MemoryError(f"cannot allocate {n_tasks} scan tasks")
+        free(self.task_feature)
+        free(self.task_part)
+        self.task_feature = feature
+        self.task_part = part
+        self.task_capacity = n_tasks
+        return 0
+
     def __dealloc__(self):
+        free(self.block_offset)
+        free(self.task_feature)
+        free(self.task_part)
         gbc_free_traced(self.rows)
         gbc_free_traced(self.row_wr)
         gbc_free_traced(self.row_slot)
@@ -914,6 +1071,8 @@ cdef class ExactSplitFinder(SplitFinder):
         if n_nodes >= NO_NODE:
             # Too many nodes for row_node: the unweighted scan runs on the records.
             self._make_records(True)
+        # One task per feature and pair of siblings at most (or per block: __init__).
+        self._reserve_tasks(self.n_features * (n_nodes // 2 + 1))
         if n_nodes <= self.capacity:
             return 0
         capacity = (n_nodes + NODE_GROUP - 1) // NODE_GROUP * NODE_GROUP
@@ -960,19 +1119,28 @@ cdef class ExactSplitFinder(SplitFinder):
         scan cannot keep the statistics of every threshold); ``choose`` merges
         them.
 
-        Features are handed out one at a time (their costs differ: a feature whose
-        gains keep improving takes the exact path more often), in an order that the
-        OpenMP runtime decides (LLVM's libomp steals work: a thread may scan feature 7
-        before feature 5). Nothing depends on that order: each thread's best is, for
-        every node, the first of its features under the total order of
-        ``_choice.pxd`` (largest proxy, then lowest feature), and ``choose`` merges
-        the threads' bests under the same order. Per feature: the scan states
-        (``_start_feature``), a lean scan where one applies (``_scan_lean``), else the
-        general scan (``_scan_general``), then the thread's bests (``_end_feature``).
+        The scan is a list of tasks (``_plan_tasks``), handed out one at a time
+        (their costs differ: a feature whose gains keep improving takes the exact
+        path more often), in an order that the OpenMP runtime decides (LLVM's libomp
+        steals work: a thread may scan feature 7 before feature 5). A task is a
+        feature for every node of the level; or, where the lean scans apply, a
+        feature for one pair of siblings of a level with segments, or one block of
+        sorted positions of a root's feature (after a first pass sums the blocks).
+        Nothing depends on the order or on how the work is cut: each thread's best
+        is, for every node, the first of its candidates under the total order of
+        ``_choice.pxd`` (largest proxy, then lowest feature, then, between blocks
+        of a feature, lowest sorted position, as the whole scan keeps the first of
+        equal proxies), and ``choose`` merges the threads' bests under the same
+        order. Per task: the scan states (``_start_node``), a lean scan where one
+        applies (``_scan_lean``, ``_scan_root_block``, ``_scan_pair``), else the
+        general scan (``_scan_general``), then the thread's bests (``_end_node``).
         """
-        cdef intp_t f, s, n_slots = level.n_nodes
-        cdef int tid, t
-        cdef int n_threads = <int>min(<intp_t>self.n_threads, self.n_features)
+        cdef intp_t f, s, t, n_tasks, n_blocked = 0, n_slots = level.n_nodes
+        cdef intp_t part, sib, lo, n = self.n_samples
+        cdef intp_t n_blocks = self.n_blocks, block_rows = self.block_rows
+        cdef int tid
+        cdef int all_threads = self.n_threads
+        cdef int n_threads
         cdef scan_t* states
         cdef candidate_t* tb
         cdef float64_t min_weight_leaf = level.min_weight_leaf
@@ -993,30 +1161,73 @@ cdef class ExactSplitFinder(SplitFinder):
         # parallel region (microseconds on an idle machine; on a machine busier than
         # its cores, a scheduler time slice, for every library's threads alike).
         if self.n_samples * self.n_features < MIN_PARALLEL_SCAN:
-            n_threads = 1
+            all_threads = 1
+        # At most one thread per feature where a level may split segments (one
+        # scratch buffer per thread of a scan: ``start_tree``).
+        n_threads = <int>min(<intp_t>all_threads, self.n_features)
         if segment_level and not is_root:
             use_bits = self._mark_first_children(level, n_threads)
+        n_tasks = self._plan_tasks(level, all_threads, is_root, segment_level,
+                                   &n_blocked)
+        if n_blocked > 0:
+            # Blocks need no segment scratch: up to one thread per task.
+            self.blocked_levels += 1
+            n_threads = <int>min(<intp_t>all_threads, n_tasks)
+        elif n_tasks > self.n_features:
+            self.pair_levels += 1
         for t in range(n_threads):
             for s in range(n_slots):
                 self.thread_best[t * self.capacity + s].proxy = -INFINITY
                 self.thread_best[t * self.capacity + s].feature = -1
+                self.thread_best[t * self.capacity + s].pos = 0
         for s in range(n_slots):
             self.shared_best[s] = -INFINITY
+        if n_blocked > 0:
+            self._sum_blocks(n_blocked, n_threads)
         GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
-        for f in prange(self.n_features, schedule="dynamic", chunksize=1,
+        for t in prange(n_tasks, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
-            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_SCAN, f)
+            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_SCAN, t)
             tid = threadid()
             states = self.scan + tid * self.capacity
             tb = self.thread_best + tid * self.capacity
-            self._start_feature(states, tb, level, f)
-            if level.categorical != NULL and level.categorical[f]:
-                self._scan_categorical(states, level, f)
-            elif not self._scan_lean(states, level, f, tid, segment_level, is_root,
-                                   parents_in, use_bits):
-                self._scan_general(states, level, f)
-            self._end_feature(states, tb, level, f)
-            GBC_TRACE_TASK_END(GBC_TR_EXACT_SCAN, f)
+            f = self.task_feature[t]
+            part = self.task_part[t]
+            if part < 0:
+                for s in range(n_slots):
+                    self._start_node(states, tb, level, f, s, 0)
+                if level.categorical != NULL and level.categorical[f]:
+                    self._scan_categorical(states, level, f)
+                elif not self._scan_lean(states, level, f, tid, segment_level,
+                                         is_root, parents_in, use_bits):
+                    self._scan_general(states, level, f)
+                for s in range(n_slots):
+                    self._end_node(states, tb, level, f, s)
+            elif is_root:
+                # Block ``part`` of the root's feature f (unit weights, every row).
+                lo = part * block_rows
+                self._start_node(states, tb, level, f, 0, lo)
+                if n >= FAR_PREFETCH_ROWS:
+                    _scan_root_block(states, &self.order[f, 0], &self.X[0, f], n,
+                                     self.row_wr, level.min_samples_leaf,
+                                     FAR_PREFETCH_DISTANCE, lo,
+                                     min(lo + block_rows, n),
+                                     self.block_offset[f * n_blocks + part])
+                else:
+                    _scan_root_block(states, &self.order[f, 0], &self.X[0, f], n,
+                                     self.row_wr, level.min_samples_leaf,
+                                     PREFETCH_DISTANCE, lo, min(lo + block_rows, n),
+                                     self.block_offset[f * n_blocks + part])
+                self._end_node(states, tb, level, f, 0)
+            else:
+                # Feature f for the pair of siblings whose first slot is ``part``.
+                sib = level.nodes[part].sibling
+                self._start_node(states, tb, level, f, part, 0)
+                self._start_node(states, tb, level, f, sib, 0)
+                self._scan_pair(states, level, f, tid, parents_in, use_bits, part)
+                self._end_node(states, tb, level, f, part)
+                self._end_node(states, tb, level, f, sib)
+            GBC_TRACE_TASK_END(GBC_TR_EXACT_SCAN, t)
         GBC_TRACE_REGION_END(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
         self.level_threads = n_threads
         if not segment_level:
@@ -1026,66 +1237,190 @@ cdef class ExactSplitFinder(SplitFinder):
         else:
             self.segment_state = SEGMENTS_IN_ROWS
 
-    cdef inline void _start_feature(self, scan_t* states, const candidate_t* tb,
-                                    const level_t* level, intp_t f) noexcept nogil:
-        """The scan state of every node of the level for feature ``f``, on a thread
-        whose bests so far are ``tb``."""
-        cdef intp_t s
+    cdef inline bint _lean_applies(self, const level_t* level, intp_t f) noexcept nogil:
+        """Whether the lean scans apply to feature ``f`` on this level: no missing
+        value in the feature, positive weights, no monotonic constraint, no weight
+        bound, the Friedman criterion (a categorical feature is tested first)."""
+        return (self.n_nonmissing[f] == self.n_samples and self.positive_weights
+                and (level.monotonic == NULL or level.monotonic[f] == 0)
+                and level.min_weight_leaf <= 0
+                and level.criterion == CRITERION_FRIEDMAN_MSE)
+
+    cdef inline bint _lean_ordered(self, const level_t* level, intp_t f) noexcept nogil:
+        """``_lean_applies`` to a feature that is not categorical."""
+        return (not (level.categorical != NULL and level.categorical[f])
+                and self._lean_applies(level, f))
+
+    cdef inline bint _is_pair_head(self, const level_t* level, intp_t s) noexcept nogil:
+        """Slot ``s`` is the first of a pair of siblings one of which is split."""
+        cdef intp_t sib = level.nodes[s].sibling
+        return sib > s and (level.nodes[s].splittable or level.nodes[sib].splittable)
+
+    cdef intp_t _plan_tasks(self, const level_t* level, int n_threads, bint is_root,
+                            bint segment_level, intp_t* n_blocked) noexcept nogil:
+        """The level's scan tasks in ``task_feature`` and ``task_part``; returns how
+        many, and sets ``n_blocked[0]`` to the number of root features scanned in
+        blocks (they come last, each block a task, block order; their features in
+        ``task_feature[n_tasks - n_blocked * n_blocks ...]``, one per block).
+
+        - The root, where every row is in it, of unit weights (``_scan_root_block``
+          then gives every decision of the whole scan), on at least
+          MIN_BLOCK_THREADS threads: the lean features of the last, incomplete wave
+          of tasks are blocked when r * 5/3 <= threads (BLOCK_COST_NUM /
+          BLOCK_COST_DEN), r = n_features mod threads (the last ones, which one
+          does not matter for the result). The rule reads the thread count, the
+          result does not: the sums are exact and ties between blocks are ranked by
+          position.
+        - A level with segments below the root with two pairs of siblings or more:
+          a lean feature is one task per pair (split of the pair's segment, then
+          the scans of its two nodes: the work of the feature's task, cut by pair,
+          so also on one thread, where a trace then shows the tasks that more
+          threads share out).
+        - Otherwise (and for every feature the lean scans do not take), one task
+          per feature. ``_force_blocks`` takes the first two paths wherever they
+          may apply."""
+        cdef intp_t f, s, b, t = 0, n_pairs = 0, n_lean = 0, r, n_block = 0, f_cut
+        cdef intp_t n_slots = level.n_nodes, n_blocks = self.n_blocks
+        cdef bint blocks = False, pairs = False
+        n_blocked[0] = 0
+        for f in range(self.n_features):
+            n_lean += self._lean_ordered(level, f)
+        if (is_root and self.all_rows_in_root and self.unit_weights and n_lean > 0
+                and n_blocks > 1 and level.nodes[0].splittable
+                and level.grid.unit_s > 0.0):
+            if self.forced_blocks:
+                n_block = n_lean
+            elif n_threads >= MIN_BLOCK_THREADS:
+                r = self.n_features % n_threads
+                if r > 0 and r * BLOCK_COST_NUM <= n_threads * BLOCK_COST_DEN:
+                    n_block = min(r, n_lean)
+            blocks = n_block > 0
+        elif segment_level and not is_root:
+            for s in range(n_slots):
+                n_pairs += self._is_pair_head(level, s)
+            pairs = n_pairs >= 2 or (self.forced_blocks and n_pairs >= 1)
+        if blocks:
+            # The last n_block lean features (the highest indexes): f_cut on.
+            f_cut = self.n_features
+            r = n_block
+            while r > 0:
+                f_cut -= 1
+                r -= self._lean_ordered(level, f_cut)
+            for f in range(self.n_features):
+                if f < f_cut or not self._lean_ordered(level, f):
+                    self.task_feature[t] = <int32_t>f
+                    self.task_part[t] = -1
+                    t += 1
+            for f in range(f_cut, self.n_features):
+                if self._lean_ordered(level, f):
+                    for b in range(n_blocks):
+                        self.task_feature[t] = <int32_t>f
+                        self.task_part[t] = <int32_t>b
+                        t += 1
+            n_blocked[0] = n_block
+            return t
+        for f in range(self.n_features):
+            if pairs and self._lean_ordered(level, f):
+                for s in range(n_slots):
+                    if self._is_pair_head(level, s):
+                        self.task_feature[t] = <int32_t>f
+                        self.task_part[t] = <int32_t>s
+                        t += 1
+            else:
+                self.task_feature[t] = <int32_t>f
+                self.task_part[t] = -1
+                t += 1
+        return t
+
+    cdef void _sum_blocks(self, intp_t n_blocked, int n_threads) noexcept nogil:
+        """The w * r before each block of the blocked features (the last
+        ``n_blocked * n_blocks`` tasks): each block's sum but the last, in parallel
+        (one task per block), then per feature the sums before each block, in block
+        order (exact sums on the grid: the same bits in any order)."""
+        cdef intp_t i, j, f, b, n = self.n_samples
+        cdef intp_t n_blocks = self.n_blocks, block_rows = self.block_rows
+        cdef intp_t first = n_blocked * n_blocks
+        # The blocks' tasks come after the n_features - n_blocked whole features'
+        # (_plan_tasks), n_blocks per blocked feature.
+        cdef const int32_t* blocked_feature = self.task_feature + (
+            self.n_features - n_blocked)
+        cdef float64_t acc
+        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+        for i in prange(first, schedule="dynamic", chunksize=1, num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, i)
+            f = blocked_feature[i]
+            b = i % n_blocks
+            if b + 1 < n_blocks:
+                self.block_offset[f * n_blocks + b + 1] = _block_sum(
+                    &self.order[f, 0], self.row_wr, b * block_rows,
+                    min((b + 1) * block_rows, n))
+            GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, i)
+        GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+        for j in range(n_blocked):
+            f = blocked_feature[j * n_blocks]
+            acc = 0.0
+            for b in range(n_blocks):
+                if b > 0:
+                    acc = acc + self.block_offset[f * n_blocks + b]
+                self.block_offset[f * n_blocks + b] = acc
+
+    cdef inline void _start_node(self, scan_t* states, const candidate_t* tb,
+                                 const level_t* level, intp_t f, intp_t s,
+                                 intp_t lo) noexcept nogil:
+        """The scan state of node ``s`` for feature ``f`` (from sorted position
+        ``lo``: a block of the root's feature), on a thread whose bests so far are
+        ``tb``."""
         cdef const level_node_t* nodes = level.nodes
         cdef const uint8_t* allowed = level.allowed
         cdef int64_t min_samples_leaf = level.min_samples_leaf
-        cdef signed char monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
-        for s in range(level.n_nodes):
-            states[s].monotonic = monotonic
-            states[s].best.categorical = 0
-            _side_zero(&states[s].acc)
-            _side_zero(&states[s].miss)
-            # Only a split that beats this thread's best so far under the total
-            # order can change the result: starting from that best keeps the
-            # result and skips most exact evaluations. A split that ties it wins
-            # only on a lower feature (and then only the first such split).
-            states[s].best.proxy = tb[s].proxy
-            states[s].best.left = tb[s].left
-            states[s].ties_win = tb[s].feature >= 0 and f < tb[s].feature
-            states[s].found = 0
-            states[s].grid = &level.grid
-            states[s].last_value = 0
-            states[s].last_pos = -1
-            states[s].total_w = nodes[s].total.w
-            states[s].total_s = nodes[s].total.s
-            if nodes[s].splittable and (
-                    allowed == NULL or allowed[s * self.n_features + f]):
-                states[s].total_n = nodes[s].total.n
-            else:
-                states[s].total_n = 0
-            states[s].n_span = <uint64_t_t>max(
-                states[s].total_n - 2 * min_samples_leaf + 1, 0)
-            # The cheap test may start from the best that any thread has found
-            # for the node (a split that exists): a feature whose best is below
-            # it cannot win, and one whose best is at or above it is found at the
-            # same position as from its own bound, so the result does not depend
-            # on who published what when. The exact test stays against this
-            # thread's own best (the tie rule: the lowest feature wins).
-            states[s].best_bound = max(
-                tb[s].proxy, gbc_load_shared(&self.shared_best[s])) * BOUND_FACTOR
+        states[s].monotonic = 0 if level.monotonic == NULL else level.monotonic[f]
+        states[s].best.categorical = 0
+        _side_zero(&states[s].acc)
+        _side_zero(&states[s].miss)
+        # Only a split that beats this thread's best so far under the total
+        # order can change the result: starting from that best keeps the
+        # result and skips most exact evaluations. A split that ties it wins
+        # only on a lower feature, or on the same feature at a lower position (a
+        # block before the best's), and then only the first such split.
+        states[s].best.proxy = tb[s].proxy
+        states[s].best.left = tb[s].left
+        states[s].ties_win = tb[s].feature >= 0 and (
+            f < tb[s].feature or (f == tb[s].feature and lo < tb[s].pos))
+        states[s].found = 0
+        states[s].grid = &level.grid
+        states[s].last_value = 0
+        states[s].last_pos = -1
+        states[s].total_w = nodes[s].total.w
+        states[s].total_s = nodes[s].total.s
+        if nodes[s].splittable and (
+                allowed == NULL or allowed[s * self.n_features + f]):
+            states[s].total_n = nodes[s].total.n
+        else:
+            states[s].total_n = 0
+        states[s].n_span = <uint64_t_t>max(
+            states[s].total_n - 2 * min_samples_leaf + 1, 0)
+        # The cheap test may start from the best that any thread has found
+        # for the node (a split that exists): a feature whose best is below
+        # it cannot win, and one whose best is at or above it is found at the
+        # same position as from its own bound, so the result does not depend
+        # on who published what when. The exact test stays against this
+        # thread's own best (the tie rule: the lowest feature wins).
+        states[s].best_bound = max(
+            tb[s].proxy, gbc_load_shared(&self.shared_best[s])) * BOUND_FACTOR
 
     cdef inline bint _scan_lean(self, scan_t* states, const level_t* level, intp_t f,
                                 int tid, bint segment_level, bint is_root,
                                 int parents_in, bint use_bits) noexcept nogil:
         """Scan feature ``f`` by the lean scan that fits the level (segments, the
-        root's every row, unit weights, or the fast scan), if one applies: no
-        missing value in the feature, positive weights, no weight bound, the
-        Friedman criterion. Returns whether it scanned (else ``_scan_general``
+        root's every row, unit weights, or the fast scan), if one applies
+        (``_lean_applies``). Returns whether it scanned (else ``_scan_general``
         must)."""
         cdef intp_t s, n = self.n_samples, m, n_slots = level.n_nodes
         cdef const int32_t* order_f = &self.order[f, 0]
         cdef const float32_t* column_f = &self.X[0, f]
         cdef int64_t min_samples_leaf = level.min_samples_leaf
         cdef int32_t* rows_f
-        if not (self.n_nonmissing[f] == n and self.positive_weights
-                and (level.monotonic == NULL or level.monotonic[f] == 0)
-                and level.min_weight_leaf <= 0
-                and level.criterion == CRITERION_FRIEDMAN_MSE):
+        if not self._lean_applies(level, f):
             return False
         if segment_level and not (is_root and self.all_rows_in_root):
             rows_f = self.segment_rows + f * n
@@ -1112,42 +1447,68 @@ cdef class ExactSplitFinder(SplitFinder):
             _scan_fast(states, order_f, column_f, n, self.rows, min_samples_leaf)
         return True
 
+    cdef inline void _scan_pair(self, scan_t* states, const level_t* level, intp_t f,
+                                int tid, int parents_in, bint use_bits,
+                                intp_t s) noexcept nogil:
+        """The lean scan of feature ``f`` (a level with segments, below the root)
+        for the pair of siblings whose first slot is ``s``: the pair's segment
+        split, then each of its two nodes scanned, as ``_scan_lean`` does for
+        every pair."""
+        cdef intp_t n = self.n_samples, node, i
+        cdef const float32_t* column_f = &self.X[0, f]
+        cdef int32_t* rows_f = self.segment_rows + f * n
+        self._split_pair(level, &self.order[f, 0], rows_f, tid, parents_in, use_bits, s)
+        for i in range(2):
+            node = s if i == 0 else level.nodes[s].sibling
+            if states[node].total_n > 0:
+                _scan_node(&states[node], rows_f + level.nodes[node].start, column_f,
+                           level.nodes[node].stop - level.nodes[node].start,
+                           self.unit_weights, self.row_wr, self.rows,
+                           level.min_samples_leaf, n)
+
     cdef inline void _split_segments(self, const level_t* level, const int32_t* order_f,
                                      int32_t* rows_f, int tid, int parents_in,
                                      bint use_bits) noexcept nogil:
         """Split the segment of every pair of siblings of the level (below the root)
-        for one feature: the rows of its parent's segment (or, for the root's
-        children, the feature's sorted order) to the first child's range, then the
-        second's, each in sorted order."""
-        cdef intp_t s, sib, first, second, m, n = self.n_samples
+        for one feature (``_split_pair``)."""
+        cdef intp_t s
+        for s in range(level.n_nodes):
+            if self._is_pair_head(level, s):
+                self._split_pair(level, order_f, rows_f, tid, parents_in, use_bits, s)
+
+    cdef inline void _split_pair(self, const level_t* level, const int32_t* order_f,
+                                 int32_t* rows_f, int tid, int parents_in,
+                                 bint use_bits, intp_t s) noexcept nogil:
+        """Split the segment of the pair of siblings whose first slot is ``s`` for one
+        feature: the rows of its parent's segment (or, for the root's children, the
+        feature's sorted order) to the first child's range (the one that starts
+        first), then the second's, each in sorted order."""
+        cdef intp_t sib, first, second, m, n = self.n_samples
         cdef const level_node_t* nodes = level.nodes
         cdef const int32_t* src
-        for s in range(level.n_nodes):
-            sib = nodes[s].sibling
-            if sib < s or not (nodes[s].splittable or nodes[sib].splittable):
-                continue
-            first = s
-            second = sib
-            if nodes[sib].start < nodes[s].start:
-                first = sib
-                second = s
-            if parents_in == SEGMENTS_IN_ORDER:
-                src = order_f   # the root's children: every row
-                m = n
-            else:
-                src = rows_f + nodes[first].start
-                m = nodes[second].stop - nodes[first].start
-            if use_bits:
-                _split_segment_bits(
-                    src, rows_f + nodes[first].start, m,
-                    nodes[first].stop - nodes[first].start,
-                    self.first_bits, self.segment_scratch + tid * n)
-            else:
-                _split_segment(
-                    src, rows_f + nodes[first].start, m,
-                    nodes[first].stop - nodes[first].start,
-                    self.row_node, <uint8_t>first, <uint8_t>second,
-                    self.segment_scratch + tid * n)
+        sib = nodes[s].sibling
+        first = s
+        second = sib
+        if nodes[sib].start < nodes[s].start:
+            first = sib
+            second = s
+        if parents_in == SEGMENTS_IN_ORDER:
+            src = order_f   # the root's children: every row
+            m = n
+        else:
+            src = rows_f + nodes[first].start
+            m = nodes[second].stop - nodes[first].start
+        if use_bits:
+            _split_segment_bits(
+                src, rows_f + nodes[first].start, m,
+                nodes[first].stop - nodes[first].start,
+                self.first_bits, self.segment_scratch + tid * n)
+        else:
+            _split_segment(
+                src, rows_f + nodes[first].start, m,
+                nodes[first].stop - nodes[first].start,
+                self.row_node, <uint8_t>first, <uint8_t>second,
+                self.segment_scratch + tid * n)
 
     cdef inline void _scan_general(self, scan_t* states, const level_t* level,
                                    intp_t f) noexcept nogil:
@@ -1201,7 +1562,7 @@ cdef class ExactSplitFinder(SplitFinder):
         """The categorical scan of feature ``f`` (its values category codes,
         _categorical.pxd): each splittable node's sums per category from its rows
         (in partition order), then ``categorical_scan``. Leaves the scan states'
-        ``acc`` and ``miss`` empty (``_end_feature`` adds no split)."""
+        ``acc`` and ``miss`` empty (``_end_node`` adds no split)."""
         cdef side_t groups[MAX_CATEGORIES]
         cdef side_t miss
         cdef intp_t s, i, row, code, n_codes
@@ -1239,39 +1600,37 @@ cdef class ExactSplitFinder(SplitFinder):
                                 &st.best.missing_go_left):
                 st.best.categorical = 1
                 st.best.all_left = 0
+                st.best.pos = 0
                 st.best.lo = 0
                 st.best.hi = 0
                 st.found = 1
                 st.ties_win = 0
 
-    cdef inline void _end_feature(self, scan_t* states, candidate_t* tb,
-                                  const level_t* level, intp_t f) noexcept nogil:
-        """After feature ``f``'s scan: the split sending every missing value right,
-        and each node's split of ``f`` kept as the thread's best (and published as
-        the lean scans' bound) where the scan kept one."""
-        cdef intp_t s
-        cdef scan_t* st
+    cdef inline void _end_node(self, scan_t* states, candidate_t* tb,
+                               const level_t* level, intp_t f, intp_t s) noexcept nogil:
+        """After feature ``f``'s scan of node ``s`` (or of a block of it): the split
+        sending every missing value right, and the node's split of ``f`` kept as the
+        thread's best (and published as the lean scans' bound) where the scan kept
+        one."""
+        cdef scan_t* st = &states[s]
         cdef const level_node_t* nodes = level.nodes
         cdef const uint8_t* allowed = level.allowed
-        for s in range(level.n_nodes):
-            st = &states[s]
-            if not nodes[s].splittable or (
-                    allowed != NULL and not allowed[s * self.n_features + f]):
-                continue
-            if st.miss.n > 0 and st.acc.n > 0:
-                # Every non-missing value left, every missing value right.
-                if _try_split(st, &nodes[s].total, &st.acc, 0, 0, MISSING_RIGHT,
-                              level.min_samples_leaf, level.min_weight_leaf,
-                              level.criterion):
-                    st.best.all_left = 1
-            # The scan kept a split only if it beats the thread's best under the
-            # total order, whatever the order in which this thread was handed its
-            # features.
-            if st.found:
-                tb[s] = st.best
-                tb[s].feature = <int32_t>f
-                if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):
-                    gbc_store_shared(&self.shared_best[s], tb[s].proxy)
+        if not nodes[s].splittable or (
+                allowed != NULL and not allowed[s * self.n_features + f]):
+            return
+        if st.miss.n > 0 and st.acc.n > 0:
+            # Every non-missing value left, every missing value right.
+            if _try_split(st, &nodes[s].total, &st.acc, 0, 0, MISSING_RIGHT,
+                          level.min_samples_leaf, level.min_weight_leaf,
+                          level.criterion):
+                st.best.all_left = 1
+        # The scan kept a split only if it beats the thread's best under the total
+        # order, whatever the order in which this thread was handed its tasks.
+        if st.found:
+            tb[s] = st.best
+            tb[s].feature = <int32_t>f
+            if tb[s].proxy > gbc_load_shared(&self.shared_best[s]):
+                gbc_store_shared(&self.shared_best[s], tb[s].proxy)
 
     cdef bint _mark_first_children(self, const level_t* level, int n_threads) noexcept nogil:
         """Set ``first_bits`` for the segments of a level below the root: bit ``row``
@@ -1309,13 +1668,13 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef intp_t s
         cdef int t
         cdef candidate_t* b
-        # Deterministic reduction over threads: largest gain, then lowest feature.
+        # Deterministic reduction over threads: largest gain, then lowest feature,
+        # then (blocks of one feature) lowest position.
         for t in range(1, self.level_threads):
             for s in range(level.n_nodes):
                 b = &self.thread_best[t * self.capacity + s]
-                if wins(b.proxy, b.feature, &b.left, self.thread_best[s].proxy,
-                        self.thread_best[s].feature, &self.thread_best[s].left,
-                        &level.nodes[s].total, &level.grid):
+                if _wins_at(b, &self.thread_best[s], &level.nodes[s].total,
+                            &level.grid):
                     self.thread_best[s] = b[0]
         for s in range(level.n_nodes):
             b = &self.thread_best[s]

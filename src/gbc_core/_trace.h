@@ -33,7 +33,7 @@
 #define GBC_TR_HIST_BUILD 5      /* histogram finder: node x feature-group tasks */
 #define GBC_TR_HIST_SCAN 6       /* histogram finder: split scans */
 #define GBC_TR_HIST_OTHER 7      /* histogram finder: weight scan, subtraction */
-#define GBC_TR_EXACT_SCAN 8      /* exact finder: one task per feature */
+#define GBC_TR_EXACT_SCAN 8      /* exact finder: feature, block or pair tasks */
 #define GBC_TR_EXACT_ROWS 9      /* exact finder: per-row buffers, words */
 #define GBC_TR_PARTITION 10      /* partition of a level */
 #define GBC_TR_LEAVES 11         /* leaf sums and updates */
@@ -54,6 +54,7 @@
 #define GBC_TR_LEAF_SOFTMAX 25    /* leaves: multinomial residuals, chunk of rows */
 #define GBC_TR_BIN_DISTINCT 26    /* binning: one feature's distinct values */
 #define GBC_TR_BIN_MAP 27         /* binning: a block of rows onto the bins */
+#define GBC_TR_EXACT_BLOCK_SUMS 28 /* exact finder: block sums of a root's features */
 /* Outside the trees' growth (numbers apart from the growth's). */
 #define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */

@@ -1,0 +1,200 @@
+"""The exact finder's tasks below a feature (``ExactSplitFinder.collect``): a root's
+feature scanned in blocks of sorted positions (each block from the exact sum of the
+positions before it), and a level with node segments scanned in (feature, pair of
+siblings) tasks. Either must find the splits of the whole-feature scan bit for bit,
+on every number of threads: the test hook ``_force_blocks`` takes both paths
+wherever they may apply (small blocks, any thread count), and the trees grown are
+compared with those of the default paths, node for node."""
+
+import numpy as np
+import pytest
+
+from gbc_core import GradientBoostingClassifier
+from gbc_core import _exact_splitter
+from gbc_core._common import NODE_DTYPE, ROW_STAT_DTYPE
+from gbc_core._exact_splitter import ExactSplitFinder
+from gbc_core._grower import TreeGrower
+
+from test_split_finder import brute_force
+
+
+def _finder(X, n_threads, block_rows, **kwargs):
+    previous = _exact_splitter._force_blocks(block_rows)
+    try:
+        return ExactSplitFinder(X, n_threads, **kwargs)
+    finally:
+        _exact_splitter._force_blocks(previous)
+
+
+def _tied_residuals(n):
+    """Residuals, in increasing order of a feature, whose best splits tie exactly at
+    two positions far apart: +1 on the first quarter, -1 on the middle half, +1 on
+    the last quarter (sum 0: the splits after n/4 and after 3n/4 have the same
+    proxy). The serial scan keeps the first."""
+    q = n // 4
+    return np.concatenate([np.ones(q), -np.ones(n - 2 * q), np.ones(q)])
+
+
+@pytest.mark.parametrize("block_rows", [1, 3, 64, 1000])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_root_blocks_find_the_brute_force_split(block_rows, n_threads):
+    """At the root (unit weights, every row), blocks of any size find the split of
+    the brute force (the first of equal proxies: the lowest feature, then the lowest
+    threshold), also where the best splits tie exactly across blocks and across
+    features, with values repeated across block boundaries and a leaf minimum."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    x0 = rng.permutation(n).astype(np.float32)
+    r = np.empty(n)
+    r[np.argsort(x0)] = _tied_residuals(n)
+    X = np.column_stack([
+        np.round(rng.normal(size=n) * 2),    # many ties: runs across block boundaries
+        x0,                                 # the tie across blocks (position n/4 and 3n/4)
+        x0,                                 # the same splits again: a tie across features
+        np.floor(x0 / 7),                   # runs of 7 equal values
+    ]).astype(np.float32)
+    grid = (2.0 ** -40, 1.0)
+    stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = r, 1.0
+    row_slot = np.zeros(n, dtype=np.int32)
+    for msl in (1, 5, 1100):
+        X32 = np.asfortranarray(X)
+        finder = _finder(X32, n_threads, block_rows)
+        got = finder.level_splits(stats, row_slot, None, msl, 0.0, unit_weights=True,
+                                  grid=grid)
+        assert finder.blocked_levels == 1
+        expected = brute_force(X32, r, np.ones(n), row_slot, None, msl, 0.0)[0]
+        assert int(got["feature"][0]) == expected[0]
+        assert float(got["threshold"][0]) == expected[1]
+        assert int(got["left_n"][0]) == expected[4]
+        if msl == 1:
+            # The tie of feature 1 (and 2): the first quarter goes left.
+            assert expected[0] == 1 and expected[4] == n // 4
+        reference = _finder(X32, 1, 0).level_splits(
+            stats, row_slot, None, msl, 0.0, unit_weights=True, grid=grid)
+        assert got.tobytes() == reference.tobytes()
+
+
+CASES = ["plain", "ties", "cross_block_ties", "missing", "weighted", "zero_weights",
+         "min_leaf", "categorical", "subsample", "max_features", "best_first",
+         "monotonic", "deep"]
+
+
+def _grow_all(X, case, n_threads, block_rows, residuals, w, categorical):
+    n, d = X.shape
+    finder = _finder(X, n_threads, block_rows)
+    depth, msl, max_features, leaves, mono = 4, 1, d, 0, None
+    if case == "min_leaf":
+        msl = 60
+    if case == "max_features":
+        max_features = 3
+    if case == "deep":
+        depth = 9
+    if case == "best_first":
+        depth, leaves = -1, 24
+    if case == "monotonic":
+        mono = np.array([1, 0, -1, 0, 0, 0], dtype=np.int8)
+    grower = TreeGrower(X, finder, depth, 2, msl, 0.0, max_features, n_threads,
+                        max_leaf_nodes=leaves, monotonic_cst=mono,
+                        categorical=categorical)
+    trees = []
+    for t, r in enumerate(residuals):
+        mask = None
+        if case == "subsample":
+            mask = (np.random.default_rng(t).uniform(size=n) < 0.7).astype(np.uint8)
+        if w is None:
+            grower.grow(None, r, mask, t)
+        else:
+            stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+            stats["wr"], stats["w"] = w * r, w
+            grower.grow(stats, r, mask, t)
+        trees.append((grower.nodes_array().tobytes(), grower.node_of_row.copy()))
+    return trees, finder
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
+    """Trees grown with root blocks (1, 7 and 500 positions) and (feature, pair)
+    tasks on 1, 2 and 3 threads are those of the whole-feature scan on one thread
+    and on three, node for node and bit for bit: ties (within and across blocks and
+    features), missing values (those features stay whole), positive and zero sample
+    weights (the lean scans' limits), leaf minimums, categorical features (one task
+    each), sample masks, feature draws, monotonic constraints, deep and best-first
+    trees. 20,000 x 6 values: the scans run in parallel."""
+    rng = np.random.default_rng(8)
+    n, d = 20000, 6
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    categorical = None
+    w = None
+    residuals = []
+    for t in range(3):
+        r = np.sin(3 * X[:, 0] + t) + np.cos(2 * X[:, 1] * X[:, 3]) + 0.3 * rng.normal(size=n)
+        residuals.append(r)
+    if case == "ties":
+        X[:, :4] = np.round(X[:, :4] * 2) / 2
+    if case == "cross_block_ties":
+        x = rng.permutation(n).astype(np.float32)
+        X[:, 1] = X[:, 4] = x
+        r = np.empty(n)
+        r[np.argsort(x)] = _tied_residuals(n)
+        residuals = [r, r, residuals[0]]
+    if case == "missing":
+        X[rng.uniform(size=n) < 0.1, 2] = np.nan
+    if case == "weighted":
+        w = rng.uniform(0.2, 3.0, size=n).astype(np.float32).astype(np.float64)
+    if case == "zero_weights":
+        w = np.where(rng.uniform(size=n) < 0.2, 0.0, 1.0)
+    if case == "categorical":
+        X[:, 5] = rng.integers(0, 9, size=n)
+        residuals = [r + 0.5 * np.sin(X[:, 5]) for r in residuals]
+        categorical = np.array([0, 0, 0, 0, 0, 1], dtype=bool)
+    Xf = np.asfortranarray(X)
+    expected, _ = _grow_all(Xf, case, 1, 0, residuals, w, categorical)
+    n_nodes = len(expected[0][0]) // NODE_DTYPE.itemsize
+    assert n_nodes >= 5
+    runs = [(3, 0)] + [(t, b) for b in (1, 7, 500) for t in (1, 2, 3)]
+    blocked = paired = 0
+    for n_threads, block_rows in runs:
+        got, finder = _grow_all(Xf, case, n_threads, block_rows, residuals, w,
+                                categorical)
+        blocked += finder.blocked_levels
+        paired += finder.pair_levels
+        for t, ((nodes_e, leaf_e), (nodes_g, leaf_g)) in enumerate(zip(expected, got)):
+            assert nodes_g == nodes_e, (case, n_threads, block_rows, t)
+            np.testing.assert_array_equal(leaf_g, leaf_e)
+    # The paths under test ran where they apply: blocks at a root of unit weights
+    # holding every row, pair tasks on levels with segments (positive weights).
+    if case not in ("weighted", "zero_weights", "subsample"):
+        assert blocked > 0
+    if case not in ("zero_weights", "best_first", "missing"):
+        assert paired > 0
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, 3])
+def test_a_fit_with_blocks_is_the_fit_without(n_jobs, monkeypatch):
+    """A whole exact fit (binary and three classes) with every root feature in
+    blocks and every level in pair tasks is the default fit on one thread, bit for
+    bit."""
+    rng = np.random.default_rng(2)
+    n = 6000
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    X[:, 3] = np.round(X[:, 3])
+    for y in ((X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=n) > 0).astype(int),
+              np.digitize(X[:, 0] + X[:, 3] + rng.normal(size=n), [-0.5, 0.5])):
+        params = dict(n_estimators=4, max_depth=4, subsample=1.0, random_state=0)
+        reference = GradientBoostingClassifier(n_jobs=1, **params).fit(X, y)
+        previous = _exact_splitter._force_blocks(5)
+        try:
+            blocked = GradientBoostingClassifier(n_jobs=n_jobs, **params).fit(X, y)
+        finally:
+            _exact_splitter._force_blocks(previous)
+        assert blocked.decision_function(X).tobytes() == \
+            reference.decision_function(X).tobytes()
+        for a, b in zip(np.ravel(blocked.estimators_), np.ravel(reference.estimators_)):
+            assert a.tree_.threshold.tobytes() == b.tree_.threshold.tobytes()
+            assert a.tree_.feature.tobytes() == b.tree_.feature.tobytes()
+
+
+def test_force_blocks_rejects_a_negative_size():
+    with pytest.raises(ValueError, match="block_rows must be >= 0"):
+        _exact_splitter._force_blocks(-1)
