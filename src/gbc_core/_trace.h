@@ -54,6 +54,11 @@
 #define GBC_TR_LEAF_SOFTMAX 25    /* leaves: multinomial residuals, chunk of rows */
 #define GBC_TR_BIN_DISTINCT 26    /* binning: one feature's distinct values */
 #define GBC_TR_BIN_MAP 27         /* binning: a block of rows onto the bins */
+#define GBC_TR_HIST_BLOCK 28      /* histogram finder: a level's build tasks where it
+                                     takes row blocks: (node, row block, group of
+                                     four features), and (node, feature group) of
+                                     its nodes without blocks */
+#define GBC_TR_HIST_MERGE 29      /* histogram finder: (node, feature) blocks added */
 
 #ifndef GBC_CORE_TRACE
 

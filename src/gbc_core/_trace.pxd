@@ -32,6 +32,8 @@ cdef extern from "_trace.h" nogil:
         GBC_TR_LEAF_SOFTMAX
         GBC_TR_BIN_DISTINCT
         GBC_TR_BIN_MAP
+        GBC_TR_HIST_BLOCK
+        GBC_TR_HIST_MERGE
     void GBC_TRACE_REGION_BEGIN(int region, Py_ssize_t items)
     void GBC_TRACE_REGION_END(int region, Py_ssize_t items)
     void GBC_TRACE_TASK_BEGIN(int phase, Py_ssize_t task)
