@@ -339,6 +339,18 @@ def test_row_block_plan():
     assert (16 << 20) // (680 * 256 * 24) == 4
     assert row_block_plan([16 * R], 680, 256, n).tolist() == [1]   # 15 buffers: no room
     assert row_block_plan([5 * R], 680, 256, n).tolist() == [5]
+    # A finder's buffers (6,144 bytes per feature with 255 bins): none where it
+    # never takes blocks (one thread; 28 features on 2 or 4 threads: 8 groups), 14
+    # at 1M rows (2.4 MB with 28 features), at most 32 (5.5 MB).
+    ranges = np.zeros((28, 255), dtype=np.float32)
+    for rows, n_threads, buffers in [(1_000_000, 1, 0), (1_000_000, 2, 0),
+                                     (1_000_000, 4, 0), (1_000_000, 8, 14),
+                                     (1_000_000, 16, 14),
+                                     (100_000, 16, 0), (3_000_000, 16, 32)]:
+        bins = np.zeros((rows, 28), dtype=np.uint8, order="F")
+        finder = HistogramSplitFinder(bins, np.ones(28, dtype=np.int32), ranges, ranges,
+                                      255, n_threads)
+        assert finder.row_block_buffers == buffers, (rows, n_threads)
 
 
 @pytest.mark.parametrize("weight_kind", ["unit", "float64", "zeros"])

@@ -132,10 +132,12 @@ cdef inline intp_t _node_blocks(intp_t n_rows) noexcept nogil:
 cdef inline intp_t _pool_buffers(intp_t n_samples, intp_t n_features, intp_t stride,
                                  int n_threads) noexcept nogil:
     """The block buffers a finder keeps (0: it never takes row blocks): none on one
-    thread, else as many as its rows can use (the blocks past each node's first,
-    fewer than ``n_samples // _row_block``), at most MAX_BLOCK_BUFFERS and
-    MAX_BLOCK_BYTES."""
-    if n_threads <= 1 and not _force_row_blocks:
+    thread, nor where a level of one node already has two (node, feature group)
+    tasks per thread (``_plan_blocks``: 28 features on 2 threads); else as many as
+    its rows can use (the blocks past each node's first, fewer than ``n_samples //
+    _row_block``), at most MAX_BLOCK_BUFFERS and MAX_BLOCK_BYTES."""
+    if not _force_row_blocks and (
+            n_threads <= 1 or _feature_groups(n_features, n_threads) >= 2 * n_threads):
         return 0
     return max(0, min(min(<intp_t>MAX_BLOCK_BUFFERS, n_samples // _row_block - 1),
                       <intp_t>MAX_BLOCK_BYTES // max(1, n_features * stride
@@ -456,6 +458,9 @@ cdef class HistogramSplitFinder(SplitFinder):
     ----------
     row_block_nodes : int
         The nodes built in row blocks since the finder was made (``collect``).
+    row_block_buffers : int
+        The row blocks' buffers of the finder's trees (``n_features x (missing_bin +
+        1)`` bins of 24 bytes each; allocated when a tree starts, kept).
     stored_bytes : int
         Most bytes of histograms kept for best-first growth, read when a grower is
         built (default 1 GiB): the histograms of the nodes waiting to be split,
@@ -490,7 +495,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         float64_t* ordered_wr    # w * r alone, gathered (unit weights)
         intp_t* gathered_at      # where each collected node's rows are gathered
         side_t* block_hist       # the row blocks' histograms (past each node's first)
-        intp_t pool              # buffers of n_features x stride bins in block_hist
+        readonly intp_t row_block_buffers  # buffers of n_features x stride bins in
+                                           # block_hist
         intp_t pool_capacity     # ... allocated
         intp_t* node_blocks      # per slot: row blocks (0: not collected, 1: none)
         intp_t* block_at         # per slot: its first buffer in block_hist
@@ -516,7 +522,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.ordered_wr = NULL
         self.gathered_at = NULL
         self.block_hist = NULL
-        self.pool = 0
+        self.row_block_buffers = 0
         self.pool_capacity = 0
         self.node_blocks = NULL
         self.block_at = NULL
@@ -552,6 +558,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.n_threads = max(1, n_threads)
         self.subtracts = True
         self.reducer = None
+        self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features,
+                                               self.stride, self.n_threads)
         self.ordered = <row_stat_t*>grow_buffer(NULL, self.n_samples, sizeof(row_stat_t),
                                                 "row statistics")
         self.ordered_wr = <float64_t*>grow_buffer(NULL, self.n_samples, sizeof(float64_t),
@@ -604,13 +612,13 @@ cdef class HistogramSplitFinder(SplitFinder):
             raise ValueError(f"row_stats or residual must have {self.n_samples} rows")
         # The row blocks' buffers: grown once (their number follows from the rows,
         # the features and the threads), kept across trees.
-        self.pool = _pool_buffers(self.n_samples, self.n_features, self.stride,
+        self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features, self.stride,
                                   self.n_threads)
-        if self.pool > self.pool_capacity:
+        if self.row_block_buffers > self.pool_capacity:
             self.block_hist = <side_t*>grow_buffer(
-                self.block_hist, self.pool * self.n_features * self.stride,
+                self.block_hist, self.row_block_buffers * self.n_features * self.stride,
                 sizeof(side_t), "histograms")
-            self.pool_capacity = self.pool
+            self.pool_capacity = self.row_block_buffers
         if row_stats is None:
             # Unit weights: w * r is the residual itself.
             self._row_stats_ref = residual
@@ -802,7 +810,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         for s in range(level.n_nodes):
             nd = &level.nodes[s]
             self.block_at[s] = nd.stop - nd.start if nd.plan == STATS_COLLECT else -1
-        _plan_blocks(self.block_at, level.n_nodes, n_groups, n_threads, self.pool,
+        _plan_blocks(self.block_at, level.n_nodes, n_groups, n_threads, self.row_block_buffers,
                      level.grid.unit_s > 0.0 and (self.unit_weights or level.grid.unit_w > 0.0),
                      self.node_blocks)
         n_tasks = 0
