@@ -94,7 +94,7 @@ PHASES = {2: "static", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           14: "static", 15: "static", 16: "static", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
           24: "static", 25: "static", 26: "dynamic", 27: "static", 28: "dynamic",
-          40: "static",
+          29: "dynamic", 30: "static", 40: "static",
           41: "dynamic"}
 PART_CHILD, HIST_BUILD = 19, 5
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups

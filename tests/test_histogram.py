@@ -133,14 +133,19 @@ def brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed=Non
 
 
 def _check(X, wr, w, row_slot, max_bins=16, allowed=None, min_samples_leaf=1,
-           min_weight_leaf=0.0, n_threads=1, parent_slot=None):
-    """The finder's splits equal the brute force's; returns how many nodes split."""
+           min_weight_leaf=0.0, n_threads=1, parent_slot=None, grid=None,
+           unit_weights=False, finders=None):
+    """The finder's splits equal the brute force's; returns how many nodes split
+    (and appends the finder to ``finders`` if given)."""
     X32, bins, nb, ranges, missing_bin = _binned(X, max_bins)
     stats = np.empty(X32.shape[0], dtype=ROW_STAT_DTYPE)
     stats["wr"], stats["w"] = wr, w
     finder = HistogramSplitFinder(bins, nb, *ranges, missing_bin, n_threads)
     got = finder.level_splits(stats, row_slot, allowed, min_samples_leaf, min_weight_leaf,
-                              parent_slot=parent_slot)
+                              parent_slot=parent_slot, grid=grid,
+                              unit_weights=unit_weights)
+    if finders is not None:
+        finders.append(finder)
     expected = brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed,
                                 min_samples_leaf, min_weight_leaf, parent_slot)
     assert got.shape[0] == len(expected)
@@ -287,6 +292,106 @@ def test_feature_groups_against_brute_force(weight_kind, d, n, n_threads):
     _check(X, w * r, w, np.zeros(n, dtype=np.int32), max_bins=255, n_threads=n_threads)
     row_slot = np.random.default_rng(d).integers(-1, 3, size=n).astype(np.int32)
     _check(X, w * r, w, row_slot, max_bins=255, n_threads=n_threads)
+
+
+@pytest.fixture
+def row_blocks():
+    """Row blocks of ``rows`` rows wherever the grid allows (``_set_row_blocks``),
+    the fit's settings restored afterwards."""
+    from gbc_core import _histogram_splitter
+
+    def force(rows):
+        _histogram_splitter._set_row_blocks(rows, True)
+
+    default = _histogram_splitter._set_row_blocks()
+    assert default == (_histogram_splitter.ROW_BLOCK_ROWS, False)
+    yield force
+    _histogram_splitter._set_row_blocks(*default)
+
+
+def test_row_block_plan():
+    """The row blocks of a node follow from its row count alone (one block per
+    65,536 rows, at most 16, none below two); a level takes them where its (node,
+    feature group) tasks are fewer than two per thread, never on one thread nor on
+    two with 28 features, and within the finder's buffers (at most 32 blocks past
+    each node's first, and 16 MiB)."""
+    from gbc_core._histogram_splitter import ROW_BLOCK_ROWS as R, row_block_plan
+
+    assert R == 65536
+    n = 10_000_000
+    for rows, blocks in [(2 * R - 1, 1), (2 * R, 2), (3 * R + 5, 3), (16 * R, 16),
+                         (40 * R, 16), (n, 16)]:
+        # On 16 threads with 28 features, the root: 16 tasks of 1 or 2 features.
+        assert row_block_plan([rows], 28, 16, n).tolist() == [blocks]
+        # The same blocks with 8 features on 4 threads (4 tasks of 2 features).
+        assert row_block_plan([rows], 8, 4, n).tolist() == [blocks]
+        assert row_block_plan([rows], 28, 1, n).tolist() == [1]
+        assert row_block_plan([rows], 28, 2, n).tolist() == [1]
+    # Nodes not built from their rows have none; two nodes of 28 features on 16
+    # threads make 32 tasks: no blocks.
+    assert row_block_plan([R * 4, -1], 28, 16, n).tolist() == [4, 0]
+    assert row_block_plan([R * 4, -1, R * 4, -1], 28, 16, n).tolist() == [1, 0, 1, 0]
+    # The buffers: past each node's first block, at most 32 (nodes take them in
+    # order while there is room).
+    assert row_block_plan([n // 4] * 3, 3, 16, n).tolist() == [16, 16, 1]
+    assert row_block_plan([n // 4, 3 * R, n // 4], 3, 16, n).tolist() == [16, 3, 16]
+    # 16 MiB: 4 buffers of 680 features x 256 bins x 24 bytes (4.2 MB each).
+    assert (16 << 20) // (680 * 256 * 24) == 4
+    assert row_block_plan([16 * R], 680, 256, n).tolist() == [1]   # 15 buffers: no room
+    assert row_block_plan([5 * R], 680, 256, n).tolist() == [5]
+    # A finder's buffers (6,144 bytes per feature with 255 bins): none where it
+    # never takes blocks (one thread; 28 features on 2 or 4 threads: 8 groups), 14
+    # at 1M rows (2.4 MB with 28 features), at most 32 (5.5 MB).
+    ranges = np.zeros((28, 255), dtype=np.float32)
+    for rows, n_threads, buffers in [(1_000_000, 1, 0), (1_000_000, 2, 0),
+                                     (1_000_000, 4, 0), (1_000_000, 8, 14),
+                                     (1_000_000, 16, 14),
+                                     (100_000, 16, 0), (3_000_000, 16, 32)]:
+        bins = np.zeros((rows, 28), dtype=np.uint8, order="F")
+        finder = HistogramSplitFinder(bins, np.ones(28, dtype=np.int32), ranges, ranges,
+                                      255, n_threads)
+        assert finder.row_block_buffers == buffers, (rows, n_threads)
+
+
+@pytest.mark.parametrize("weight_kind", ["unit", "float64", "zeros"])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_row_blocks_against_brute_force(row_blocks, weight_kind, n_threads):
+    """Nodes built in row blocks (forced, blocks of 97 rows: every root and level
+    here; the buffers hold 32, so the third of three large nodes is built without)
+    on the grid the grower puts the rows on: the brute force's splits, bit for bit,
+    for every row in the root (read in place), rows gathered per node, and larger
+    children derived from their parents."""
+    from gbc_core._histogram_splitter import row_block_plan
+
+    row_blocks(97)
+    n, d = 6000, 7
+    X, r = _data(17, n, d, "nan")
+    w = _weights(weight_kind, n, 17)
+    # On the grid: w * r whole numbers of 2^-20, w of 2^-8.
+    unit_s, unit_w = 2.0 ** -20, 2.0 ** -8
+    w = np.round(w / unit_w) * unit_w if weight_kind != "unit" else w
+    wr = np.round(w * r / unit_s) * unit_s
+    unit = weight_kind == "unit"
+    finders = []
+    kw = dict(max_bins=255, n_threads=n_threads, grid=(unit_s, unit_w),
+              unit_weights=unit, finders=finders)
+    _check(X, wr, w, np.zeros(n, dtype=np.int32), **kw)
+    rng = np.random.default_rng(5)
+    row_slot = rng.integers(-1, 3, size=n).astype(np.int32)
+    assert _check(X, wr, w, row_slot, min_samples_leaf=3, **kw) == 3
+    sizes = [int(np.sum(row_slot == s)) for s in range(3)]
+    assert row_block_plan(sizes, d, n_threads, n).tolist() == [
+        min(16, sizes[0] // 97), min(16, sizes[1] // 97), 1]
+    parent = rng.integers(0, 3, size=n).astype(np.int32)
+    child = (2 * parent + (rng.random(n) < 0.35)).astype(np.int32)
+    assert _check(X, wr, w, child, parent_slot=parent, min_samples_leaf=3, **kw) >= 5
+    # Built in blocks: the root, two of the three nodes, then the parents' level
+    # (three nodes of 2,000 rows: two) and the smaller child of each pair.
+    assert [f.row_block_nodes for f in finders] == [1, 2, 2 + 3]
+    # Without a grid (sums that depend on their order) no level takes them.
+    finders.clear()
+    _check(X, w * r, w, row_slot, max_bins=255, n_threads=n_threads, finders=finders)
+    assert finders[0].row_block_nodes == 0
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
@@ -497,6 +602,56 @@ def test_n_jobs_gives_the_same_model():
     trees = [np.concatenate(m.booster_.trees()).tobytes() for m in models]
     assert trees[0] == trees[1]
     assert models[0].train_score_.tobytes() == models[1].train_score_.tobytes()
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"sample_weight": True, "subsample": 0.7},
+    {"max_leaf_nodes": 9, "max_depth": None, "max_features": 4},
+    {"n_classes": 3},
+    {"sample_weight": True, "monotonic_cst": [1, 0, 0, -1, 0, 0],
+     "categorical_features": [5]},
+])
+def test_row_blocks_give_the_same_model(row_blocks, monkeypatch, options):
+    """A fit whose large nodes are built in row blocks (forced, blocks of 500 rows)
+    is the fit without them, bit for bit, on 1, 2 and 3 threads: every sum is on
+    the grid, exact in any order."""
+    from gbc_core._split_methods import SplitMethod
+
+    options = dict(options)
+    n_classes = options.pop("n_classes", 2)
+    weighted = options.pop("sample_weight", False)
+    rng = np.random.default_rng(n_classes)
+    n = 12000
+    X = rng.normal(size=(n, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[:, 5] = np.round(X[:, 5])
+    y = np.digitize(np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 1])
+                    + rng.normal(size=n), np.linspace(-1, 1, n_classes - 1))
+    w = rng.uniform(0.5, 2.0, size=n) if weighted else None
+    kw = {"split_method": "hist", "n_estimators": 5, "max_depth": 4, "random_state": 0,
+          **options}
+    finders = []
+    make_finder = SplitMethod.make_finder
+
+    def recorded(self, X, params):
+        finders.append(make_finder(self, X, params))
+        return finders[-1]
+
+    monkeypatch.setattr(SplitMethod, "make_finder", recorded)
+
+    def fit(n_jobs):
+        model = GradientBoostingClassifier(n_jobs=n_jobs, **kw).fit(X, y, sample_weight=w)
+        return (np.concatenate(model.booster_.trees()).tobytes(),
+                model.train_score_.tobytes(), model.predict_proba(X).tobytes())
+
+    without = fit(1)
+    assert finders[-1].row_block_nodes == 0
+    row_blocks(500)
+    for n_jobs in (1, 2, 3):
+        assert fit(n_jobs) == without, n_jobs
+        if n_classes == 2:   # (side by side, the classes' trees use copies of it)
+            assert finders[-1].row_block_nodes > 0
 
 
 @pytest.mark.parametrize("n_classes, n_jobs", [(3, 2), (5, 2), (3, 4), (4, 2), (3, 7), (4, 6)])

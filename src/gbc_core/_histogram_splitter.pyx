@@ -5,10 +5,15 @@ order, missing values in bin ``missing_bin``). Per level, the histogram of a nod
 holds, for every feature and bin, the number of its rows, their weight and their
 sum of w * r (``side_t``). The grower asks for the histogram of the smaller child of
 each pair (``collect``: its rows' statistics gathered once into a contiguous buffer,
-then one pass per feature, features in parallel) and of the larger one as its
-parent's minus its sibling's (``derive``). Every sum runs over a node's rows in
-their partition order (increasing row index) and every feature is built by one
-thread, so the histograms, and the trees, are the same for any number of threads.
+then one pass per group of up to four features, (node, feature group) tasks in
+parallel) and of the larger one as its parent's minus its sibling's (``derive``).
+Where a level has few such tasks for the threads, a node of many rows is also cut
+into fixed row blocks (``node_row_blocks``: by its row count alone), each block's
+histograms built into a buffer of its own and then added up in block order
+(LightGBM's row-wise build with per-thread buffers, but blocks fixed by the data).
+The grower puts every row's w * r and w on a grid (``_choice.pxd``), so every sum
+is exact, the same in any order: the row blocks are taken only on such a grid, and
+the histograms, and the trees, are the same for any number of threads.
 
 ``choose`` scans each feature's bins in increasing order with the rule of
 ``_choice.pxd``: between two bins that hold rows of the node, missing values right,
@@ -57,6 +62,39 @@ cdef enum:
     GATHER_CHUNK = 16384
     # From this many rows the weights of a tree are checked on every thread.
     MIN_PARALLEL_WEIGHT_ROWS = 200000
+    # Row blocks (``collect``): a node of n rows is cut into min(MAX_NODE_BLOCKS,
+    # n // ROW_BLOCK) blocks of consecutive positions (block k: positions n k / K to
+    # n (k + 1) / K - 1), so blocks exist from 2 ROW_BLOCK rows and grow beyond
+    # MAX_NODE_BLOCKS ROW_BLOCK rows. Block 0 is built in the node's histograms, the
+    # others in a pool of at most MAX_BLOCK_BUFFERS buffers of n_features x
+    # (missing_bin + 1) bins and MAX_BLOCK_BYTES bytes (5.5 MB for 28 features and
+    # 256 bins), allocated once per finder; a node that finds no room left in the
+    # pool is built without blocks.
+    ROW_BLOCK = 65536
+    MAX_NODE_BLOCKS = 16
+    MAX_BLOCK_BUFFERS = 32
+    MAX_BLOCK_BYTES = 16 << 20
+
+#: Rows per row block (``collect``).
+ROW_BLOCK_ROWS = ROW_BLOCK
+
+# The row block size, and whether every level with room takes row blocks whatever its
+# tasks and threads: ``_set_row_blocks`` (tests) changes them.
+cdef intp_t _row_block = ROW_BLOCK
+cdef bint _force_row_blocks = False
+
+
+def _set_row_blocks(intp_t block_rows=ROW_BLOCK, bint force=False):
+    """Set the row block size and whether row blocks are taken wherever the grid
+    allows (tests: the row-block path on small data, on any number of threads);
+    returns the previous ``(block_rows, force)``. The defaults are the fit's."""
+    global _row_block, _force_row_blocks
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be at least 1, got {block_rows}")
+    previous = (_row_block, _force_row_blocks)
+    _row_block = block_rows
+    _force_row_blocks = force
+    return previous
 
 
 ctypedef struct candidate_t:
@@ -75,6 +113,107 @@ ctypedef struct candidate_t:
 cdef enum:
     # Features whose histograms one pass over a node's rows builds together.
     GROUP = 4
+
+
+cdef inline intp_t _feature_groups(intp_t n_features, int n_threads) noexcept nogil:
+    """Feature groups per node without row blocks: groups of at most GROUP, as many
+    as make every thread's share of a node alike (28 features on 2 threads: 8
+    groups of 3 or 4; on 16 threads: 16 groups of 1 or 2)."""
+    return min(n_features, n_threads * (
+        (n_features + GROUP * n_threads - 1) // (GROUP * n_threads)))
+
+
+cdef inline intp_t _node_blocks(intp_t n_rows) noexcept nogil:
+    """The row blocks of a node of ``n_rows`` rows (1: none): fixed by its row
+    count."""
+    return max(1, min(<intp_t>MAX_NODE_BLOCKS, n_rows // _row_block))
+
+
+cdef inline intp_t _pool_buffers(intp_t n_samples, intp_t n_features, intp_t stride,
+                                 int n_threads) noexcept nogil:
+    """The block buffers a finder keeps (0: it never takes row blocks): none on one
+    thread, nor where a level of one node already has two (node, feature group)
+    tasks per thread (``_plan_blocks``: 28 features on 2 threads); else as many as
+    its rows can use (the blocks past each node's first, fewer than ``n_samples //
+    _row_block``), at most MAX_BLOCK_BUFFERS and MAX_BLOCK_BYTES."""
+    if not _force_row_blocks and (
+            n_threads <= 1 or _feature_groups(n_features, n_threads) >= 2 * n_threads):
+        return 0
+    return max(0, min(min(<intp_t>MAX_BLOCK_BUFFERS, n_samples // _row_block - 1),
+                      <intp_t>MAX_BLOCK_BYTES // max(1, n_features * stride
+                                                     * <intp_t>sizeof(side_t))))
+
+
+cdef intp_t _plan_blocks(const intp_t* node_rows, intp_t n_nodes, intp_t n_groups,
+                         int n_threads, intp_t pool, bint exact,
+                         intp_t* blocks) noexcept nogil:
+    """The row blocks of each node of a level (``blocks[s]``: 0 for a node not
+    built from its rows, ``node_rows[s] < 0``; 1 for a node built without blocks),
+    given its nodes' rows, the feature groups per node without blocks and the
+    threads of the level; returns the pool buffers taken.
+
+    Row blocks are taken only where every sum is exact (``exact``: the level's sums
+    on a grid), so that they change no bit, and, unless forced (tests), where the
+    (node, feature group) tasks are fewer than two per thread: on one or two threads
+    with many features (28 features on 2 threads: 8 groups per node) a level never
+    takes them, and the 1 and 2-thread fits run as before; on 16 threads the root of
+    a 28-feature fit has 16 one- or two-feature tasks, each a pass over its rows,
+    and takes them. Which path a level takes depends on the threads, its sums do
+    not. Nodes take blocks in slot order while the pool has room."""
+    cdef intp_t s, k, n_collected = 0, used = 0
+    for s in range(n_nodes):
+        blocks[s] = 0 if node_rows[s] < 0 else 1
+        n_collected += node_rows[s] >= 0
+    if not (exact and pool > 0 and (_force_row_blocks or (
+            n_threads > 1 and n_collected * n_groups < 2 * n_threads))):
+        return 0
+    for s in range(n_nodes):
+        if node_rows[s] < 0:
+            continue
+        k = _node_blocks(node_rows[s])
+        if k >= 2 and used + k - 1 <= pool:
+            blocks[s] = k
+            used += k - 1
+    return used
+
+
+def row_block_plan(node_rows, intp_t n_features, int n_threads, intp_t n_samples,
+                   int missing_bin=255):
+    """The row blocks ``HistogramSplitFinder.collect`` builds a level in, for a tree
+    whose sums are on a grid (the fit's): what a traced fit on one thread does not
+    show of a fit on ``n_threads``.
+
+    Parameters
+    ----------
+    node_rows : sequence of int
+        Per node of the level, the rows it is built from (-1: a node not built from
+        its rows: derived from its parent, or not split).
+    n_features : int
+    n_threads : int
+        The finder's threads.
+    n_samples : int
+        The finder's rows (its block buffers follow from them).
+    missing_bin : int, default=255
+
+    Returns
+    -------
+    blocks : int64 array of shape (n_nodes,)
+        Per node: 0 (not built from its rows), 1 (one pass per feature group over
+        its rows, ``_feature_groups`` groups) or the number of row blocks K (K x
+        ceil(n_features / 4) tasks, then n_features tasks adding the blocks).
+    """
+    rows = np.ascontiguousarray(node_rows, dtype=np.intp)
+    blocks = np.zeros(rows.shape[0], dtype=np.intp)
+    cdef intp_t[::1] rows_view = rows
+    cdef intp_t[::1] blocks_view = blocks
+    cdef intp_t total = int(rows[rows > 0].sum())
+    cdef int threads = max(1, n_threads) if total * n_features >= MIN_PARALLEL_VALUES else 1
+    if rows.shape[0] > 0:
+        _plan_blocks(&rows_view[0], rows.shape[0], _feature_groups(n_features, threads),
+                     threads, _pool_buffers(n_samples, n_features, missing_bin + 1,
+                                            max(1, n_threads)),
+                     True, &blocks_view[0])
+    return blocks.astype(np.int64)
 
 
 cdef inline void _pass_unit(side_t** h, const uint8_t** col, intp_t g,
@@ -317,6 +456,11 @@ cdef class HistogramSplitFinder(SplitFinder):
 
     Attributes
     ----------
+    row_block_nodes : int
+        The nodes built in row blocks since the finder was made (``collect``).
+    row_block_buffers : int
+        The row blocks' buffers of the finder's trees (``n_features x (missing_bin +
+        1)`` bins of 24 bytes each; allocated when a tree starts, kept).
     stored_bytes : int
         Most bytes of histograms kept for best-first growth, read when a grower is
         built (default 1 GiB): the histograms of the nodes waiting to be split,
@@ -350,6 +494,15 @@ cdef class HistogramSplitFinder(SplitFinder):
         row_stat_t* ordered      # row statistics of the collected nodes, gathered
         float64_t* ordered_wr    # w * r alone, gathered (unit weights)
         intp_t* gathered_at      # where each collected node's rows are gathered
+        side_t* block_hist       # the row blocks' histograms (past each node's first)
+        readonly intp_t row_block_buffers  # buffers of n_features x stride bins in
+                                           # block_hist
+        intp_t pool_capacity     # ... allocated
+        intp_t* node_blocks      # per slot: row blocks (0: not collected, 1: none)
+        intp_t* block_at         # per slot: its first buffer in block_hist
+        intp_t* task_at          # per slot (and one more): its first build task
+        intp_t* blocked          # the slots built in row blocks
+        readonly intp_t row_block_nodes
         bint unit_weights        # every weight of the tree is 1: w of a bin is n
         const row_stat_t* row_stats
         const float64_t* unit_wr # unit weights: w * r of row i is unit_wr[i * wr_step]
@@ -368,7 +521,15 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.ordered = NULL
         self.ordered_wr = NULL
         self.gathered_at = NULL
+        self.block_hist = NULL
+        self.row_block_buffers = 0
+        self.pool_capacity = 0
+        self.node_blocks = NULL
+        self.block_at = NULL
+        self.task_at = NULL
+        self.blocked = NULL
         self.capacity = 0
+        self.row_block_nodes = 0
 
     def __init__(self, const uint8_t[::1, :] bins, const int32_t[::1] n_bins_non_missing,
                  const float32_t[:, ::1] bin_lo, const float32_t[:, ::1] bin_hi,
@@ -397,6 +558,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.n_threads = max(1, n_threads)
         self.subtracts = True
         self.reducer = None
+        self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features,
+                                               self.stride, self.n_threads)
         self.ordered = <row_stat_t*>grow_buffer(NULL, self.n_samples, sizeof(row_stat_t),
                                                 "row statistics")
         self.ordered_wr = <float64_t*>grow_buffer(NULL, self.n_samples, sizeof(float64_t),
@@ -425,6 +588,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         free(self.ordered)
         free(self.ordered_wr)
         free(self.gathered_at)
+        free(self.block_hist)
+        free(self.node_blocks)
+        free(self.block_at)
+        free(self.task_at)
+        free(self.blocked)
 
     cdef object partition_bins(self):
         return self.bins
@@ -442,6 +610,15 @@ cdef class HistogramSplitFinder(SplitFinder):
                 or (row_stats is not None and row_stats.shape[0] != self.n_samples)
                 or (residual is not None and residual.shape[0] != self.n_samples)):
             raise ValueError(f"row_stats or residual must have {self.n_samples} rows")
+        # The row blocks' buffers: grown once (their number follows from the rows,
+        # the features and the threads), kept across trees.
+        self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features, self.stride,
+                                  self.n_threads)
+        if self.row_block_buffers > self.pool_capacity:
+            self.block_hist = <side_t*>grow_buffer(
+                self.block_hist, self.row_block_buffers * self.n_features * self.stride,
+                sizeof(side_t), "histograms")
+            self.pool_capacity = self.row_block_buffers
         if row_stats is None:
             # Unit weights: w * r is the residual itself.
             self._row_stats_ref = residual
@@ -480,6 +657,14 @@ cdef class HistogramSplitFinder(SplitFinder):
                                                   sizeof(candidate_t), "split buffers")
             self.gathered_at = <intp_t*>grow_buffer(self.gathered_at, n_nodes,
                                                     sizeof(intp_t), "split buffers")
+            self.node_blocks = <intp_t*>grow_buffer(self.node_blocks, n_nodes,
+                                                    sizeof(intp_t), "split buffers")
+            self.block_at = <intp_t*>grow_buffer(self.block_at, n_nodes,
+                                                 sizeof(intp_t), "split buffers")
+            self.task_at = <intp_t*>grow_buffer(self.task_at, n_nodes + 1,
+                                                sizeof(intp_t), "split buffers")
+            self.blocked = <intp_t*>grow_buffer(self.blocked, n_nodes,
+                                                sizeof(intp_t), "split buffers")
             self.capacity = n_nodes
         self.parents = self.parent_hist
         return 0
@@ -508,30 +693,35 @@ cdef class HistogramSplitFinder(SplitFinder):
         return self.n_threads if n_values >= MIN_PARALLEL_VALUES else 1
 
     cdef void _build(self, const level_node_t* nd, intp_t slot, intp_t f0, intp_t g,
-                     const int32_t* partition) noexcept nogil:
-        """The histograms of features ``f0 .. f0 + g - 1`` (g <= GROUP) of the node
-        ``nd`` (slot ``slot``), in one pass over its rows: each row's statistics
-        (and its index) are read once for the g features. Every bin still adds its
+                     const int32_t* partition, intp_t lo, intp_t hi,
+                     side_t* dest) noexcept nogil:
+        """The histograms of features ``f0 .. f0 + g - 1`` (g <= GROUP) of positions
+        ``lo .. hi - 1`` of the rows of the node ``nd`` (slot ``slot``: all of them,
+        or one row block), in one pass: each row's statistics (and its index) are
+        read once for the g features. They are written to ``dest`` (the node's
+        n_features histograms, or a row block's buffer). Every bin still adds its
         rows in partition order, so the sums do not depend on ``g``."""
         cdef side_t* h[GROUP]
         cdef const uint8_t* col[GROUP]
-        cdef intp_t i, j, n_rows = nd.stop - nd.start
-        cdef const int32_t* rows = partition + nd.start
+        cdef intp_t i, j, n_rows = hi - lo, first = 0
+        cdef const int32_t* rows = partition + nd.start + lo
         cdef const float64_t* wr
         cdef const row_stat_t* rs
         cdef intp_t step = self.wr_step
-        if n_rows == self.n_samples:
-            rows = NULL    # every row: the partition is the identity, read in place
+        if nd.stop - nd.start == self.n_samples:
+            # Every row: the partition is the identity, read in place (from row lo).
+            rows = NULL
+            first = lo
         for j in range(g):
-            h[j] = self.hist + (slot * self.n_features + f0 + j) * self.stride
+            h[j] = dest + (f0 + j) * self.stride
             # (No rows, as a process of a distributed fit may have: no element 0.)
-            col[j] = &self.bins[0, f0 + j] if self.n_samples > 0 else NULL
+            col[j] = &self.bins[first, f0 + j] if n_rows > 0 else NULL
             memset(h[j], 0, self.stride * sizeof(side_t))
         if self.unit_weights:
             if rows == NULL:
-                wr = self.unit_wr
+                wr = self.unit_wr + first * step
             else:
-                wr = self.ordered_wr + self.gathered_at[slot]
+                wr = self.ordered_wr + self.gathered_at[slot] + lo
                 step = 1
             # (Constant group sizes: the compiler unrolls the pass over the features.)
             if g == 4:
@@ -546,7 +736,8 @@ cdef class HistogramSplitFinder(SplitFinder):
                 for i in range(self.stride):
                     h[j][i].w = <float64_t>h[j][i].n
             return
-        rs = self.row_stats if rows == NULL else self.ordered + self.gathered_at[slot]
+        rs = (self.row_stats + first if rows == NULL
+              else self.ordered + self.gathered_at[slot] + lo)
         if g == 4:
             _pass(h, col, 4, rows, rs, n_rows)
         elif g == 3:
@@ -586,9 +777,13 @@ cdef class HistogramSplitFinder(SplitFinder):
             s += 1
 
     cdef void collect(self, const level_t* level) noexcept nogil:
-        cdef intp_t s, t, f, c, n_groups, n_tasks, n_chunks, n_rows = 0
+        cdef intp_t s, t, f, c, k, g, n_groups, n_tasks, n_chunks, n_merge, n_rows = 0
+        cdef intp_t d = self.n_features, per_node = self.n_features * self.stride
+        cdef intp_t n_blocked = 0, g4 = (self.n_features + GROUP - 1) // GROUP
+        cdef intp_t lo, hi, b, span
         cdef const level_node_t* nd
-        cdef int n_threads
+        cdef side_t* dest
+        cdef int n_threads, phase
         for s in range(level.n_nodes):
             if level.nodes[s].plan == STATS_COLLECT:
                 n_rows += level.nodes[s].stop - level.nodes[s].start
@@ -604,11 +799,35 @@ cdef class HistogramSplitFinder(SplitFinder):
         n_chunks = (n_rows + GATHER_CHUNK - 1) // GATHER_CHUNK
         # Tasks of one node's features in groups of at most GROUP (one pass over the
         # rows per group), as many groups as make every thread's share of a node
-        # alike: 28 features on 2 threads, 8 groups of 3 or 4. A feature's sums are
-        # the same whatever its group.
-        n_groups = min(self.n_features, n_threads * (
-            (self.n_features + GROUP * n_threads - 1) // (GROUP * n_threads)))
-        n_tasks = level.n_nodes * n_groups
+        # alike. A feature's sums are the same whatever its group.
+        n_groups = _feature_groups(self.n_features, n_threads)
+        # Where the level has few such tasks for the threads, its nodes of many rows
+        # in row blocks (``_plan_blocks``): K blocks x ceil(d / GROUP) full groups,
+        # each block's histograms in a buffer of its own (block 0 in the node's),
+        # then one task per (node, feature) adding blocks 1 .. K - 1 to block 0 in
+        # block order. The sums are on the grid, exact: the same bits as without
+        # blocks, whatever the threads.
+        for s in range(level.n_nodes):
+            nd = &level.nodes[s]
+            self.block_at[s] = nd.stop - nd.start if nd.plan == STATS_COLLECT else -1
+        _plan_blocks(self.block_at, level.n_nodes, n_groups, n_threads, self.row_block_buffers,
+                     level.grid.unit_s > 0.0 and (self.unit_weights or level.grid.unit_w > 0.0),
+                     self.node_blocks)
+        n_tasks = 0
+        k = 0
+        for s in range(level.n_nodes):
+            self.task_at[s] = n_tasks
+            self.block_at[s] = k
+            if self.node_blocks[s] > 1:
+                self.blocked[n_blocked] = s
+                n_blocked += 1
+                k += self.node_blocks[s] - 1
+                n_tasks += self.node_blocks[s] * g4
+            elif self.node_blocks[s] == 1:
+                n_tasks += n_groups
+        self.task_at[level.n_nodes] = n_tasks
+        n_merge = n_blocked * d
+        self.row_block_nodes += n_blocked
         # One parallel region per level (each costs a hand-over between threads: on
         # a machine busy with other work, a wait for the scheduler).
         GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_BUILD, 0)
@@ -620,16 +839,68 @@ cdef class HistogramSplitFinder(SplitFinder):
                 GBC_TRACE_TASK_END(GBC_TR_HIST_GATHER, c)
             omp_barrier()  # every row gathered before any histogram reads them
             for t in prange(n_tasks, schedule="dynamic"):
-                GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_BUILD, t)
-                nd = &level.nodes[t // n_groups]
-                if nd.plan == STATS_COLLECT:
-                    f = (t % n_groups) * self.n_features // n_groups
-                    self._build(nd, t // n_groups, f,
-                                (t % n_groups + 1) * self.n_features // n_groups - f,
-                                level.partition)
-                GBC_TRACE_TASK_END(GBC_TR_HIST_BUILD, t)
+                s = self._task_node(t, level.n_nodes)
+                nd = &level.nodes[s]
+                k = t - self.task_at[s]
+                span = nd.stop - nd.start
+                if self.node_blocks[s] > 1:
+                    # Row block k // g4 (its rows' positions lo .. hi - 1), feature
+                    # group k % g4 (the threads at one time share a block's rows).
+                    phase = GBC_TR_HIST_BLOCK
+                    GBC_TRACE_TASK_BEGIN(phase, t)
+                    b = k // g4
+                    lo = span * b // self.node_blocks[s]
+                    hi = span * (b + 1) // self.node_blocks[s]
+                    f = (k % g4) * d // g4
+                    g = (k % g4 + 1) * d // g4 - f
+                    dest = (self.hist + s * per_node if b == 0
+                            else self.block_hist + (self.block_at[s] + b - 1) * per_node)
+                else:
+                    phase = GBC_TR_HIST_BUILD
+                    GBC_TRACE_TASK_BEGIN(phase, t)
+                    lo = 0
+                    hi = span
+                    f = k * d // n_groups
+                    g = (k + 1) * d // n_groups - f
+                    dest = self.hist + s * per_node
+                self._build(nd, s, f, g, level.partition, lo, hi, dest)
+                GBC_TRACE_TASK_END(phase, t)
+            if n_merge > 0:
+                omp_barrier()  # every block built before any is added
+                for t in prange(n_merge, schedule="static"):
+                    GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_MERGE, t)
+                    self._merge_blocks(self.blocked[t // d], t % d)
+                    GBC_TRACE_TASK_END(GBC_TR_HIST_MERGE, t)
         GBC_TRACE_REGION_END(GBC_TR_HIST_BUILD, self.n_features * (
             n_rows if n_rows else level.nodes[0].stop - level.nodes[0].start))
+
+    cdef inline intp_t _task_node(self, intp_t t, intp_t n_nodes) noexcept nogil:
+        """The slot whose build tasks include task ``t``: the last s with
+        ``task_at[s] <= t`` (nodes without tasks have ``task_at[s] == task_at[s +
+        1]``)."""
+        cdef intp_t lo = 0, hi = n_nodes, mid
+        # Invariant: task_at[lo] <= t < task_at[hi].
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.task_at[mid] <= t:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    cdef void _merge_blocks(self, intp_t s, intp_t f) noexcept nogil:
+        """Feature ``f`` of the row blocks 1 .. K - 1 of node ``s`` added to block 0's
+        (the node's histogram), in block order."""
+        cdef side_t* h = self.hist + (s * self.n_features + f) * self.stride
+        cdef const side_t* x
+        cdef intp_t k, b
+        for k in range(1, self.node_blocks[s]):
+            x = self.block_hist + ((self.block_at[s] + k - 1) * self.n_features
+                                   + f) * self.stride
+            for b in range(self.stride):
+                h[b].n += x[b].n
+                h[b].w += x[b].w
+                h[b].s += x[b].s
 
     cdef void derive(self, const level_t* level) noexcept nogil:
         cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features

@@ -55,6 +55,11 @@
 #define GBC_TR_BIN_DISTINCT 26    /* binning: one feature's distinct values */
 #define GBC_TR_BIN_MAP 27         /* binning: a block of rows onto the bins */
 #define GBC_TR_EXACT_BLOCK_SUMS 28 /* exact finder: block sums of a root's features */
+#define GBC_TR_HIST_BLOCK 29      /* histogram finder: a level's build tasks where it
+                                     takes row blocks: (node, row block, group of
+                                     four features), and (node, feature group) of
+                                     its nodes without blocks */
+#define GBC_TR_HIST_MERGE 30      /* histogram finder: (node, feature) blocks added */
 /* Outside the trees' growth (numbers apart from the growth's). */
 #define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */

@@ -33,6 +33,8 @@ cdef extern from "_trace.h" nogil:
         GBC_TR_BIN_DISTINCT
         GBC_TR_BIN_MAP
         GBC_TR_EXACT_BLOCK_SUMS
+        GBC_TR_HIST_BLOCK
+        GBC_TR_HIST_MERGE
         GBC_TR_PREDICT
         GBC_TR_BIN_SAMPLE
     void GBC_TRACE_REGION_BEGIN(int region, Py_ssize_t items)
