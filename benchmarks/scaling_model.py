@@ -107,6 +107,8 @@ PARALLEL_FROM = {2: 200_000, 3: 200_000, 4: 200_000, 5: 1_000_000, 6: 1_000_000,
                  12: 200_000}
 MAX_COLUMNS_AT_ONCE = 64  # the presort's cap (an upper bound: 28 features here)
 HIST_GROUP = 4            # _histogram_splitter's GROUP
+HIST_STRIDE = 256         # bins per feature histogram (255 + the missing values' bin)
+MERGE_S = 1e-9            # seconds to add one bin of a block (estimated, not measured)
 
 # The memory traffic of each region, estimated from its kernel's loads and stores
 # (not measured): (bytes per item, cache-line factor, working set in bytes per row
@@ -401,10 +403,36 @@ class Plan:
         return self.const + outside + lanes
 
 
-def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0):
+def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
+    """The histogram build's tasks on ``p`` threads where the finder cuts large
+    nodes into row blocks (``_histogram_splitter.row_block_plan``, the code's own
+    rule): ``node_s`` the one-thread build time of each collected node of a level,
+    its rows taken in proportion to that time (a trace does not record them).
+    Returns (build task durations, merge task durations): a blocked node's time
+    divided among its K x ceil(d / 4) block tasks, and d merge tasks adding K - 1
+    blocks of MERGE_S per bin each (estimated, not measured)."""
+    from gbc_core._histogram_splitter import row_block_plan
+    node_s = np.asarray(node_s, dtype=float)
+    rows = np.maximum(1, np.round(collected_rows * node_s / max(node_s.sum(), 1e-30)))
+    blocks = row_block_plan(rows.astype(np.intp), n_features, p, int(n_samples))
+    g = hist_groups(n_features, p)
+    n_groups = -(-n_features // HIST_GROUP)
+    build, merge = [], []
+    for t, k in zip(node_s, blocks):
+        if k > 1:
+            build += [t / (k * n_groups)] * int(k * n_groups)
+            merge += [(k - 1) * HIST_STRIDE * MERGE_S] * n_features
+        else:
+            build += [t / g] * g
+    return np.array(build), np.array(merge)
+
+
+def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
+                   row_blocks=False, n_samples=0):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
-    keeps busy."""
+    keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
+    blocks as the code since issue 33 does (``n_samples``: the fit's rows)."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if r.rid == 14:
@@ -431,6 +459,13 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0):
                     per_node[int(e["index"]) // groups1] += d
                 g = hist_groups(n_features, p)
                 dur = np.repeat(np.array(list(per_node.values())) / g, g)
+                if row_blocks:
+                    dur, merge = row_block_tasks(
+                        list(per_node.values()), r.items / n_features * row_factor,
+                        n_features, p, n_samples)
+                    if len(merge):
+                        compute += schedule(merge, p, "static")
+                        n_loops += 1
                 n_tasks = len(dur)
             elif phase == PART_CHILD and p > 1 and len(dur) <= 8:
                 # Narrow levels: the children's rows placed and summed in chunks
@@ -461,7 +496,8 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
     return moved * max(0.0, m2 - m3) / busy, moved * m3
 
 
-def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share"):
+def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
+         row_blocks=False):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
@@ -478,7 +514,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share"):
 
     def add(r, threads, share=1, group=-1):
         s = scale_of.get(r.rid, 1.0)
-        comp, busy = region_compute(r, threads, machine, scale=s, row_factor=row_factor)
+        comp, busy = region_compute(r, threads, machine, scale=s, row_factor=row_factor,
+                                    row_blocks=row_blocks, n_samples=rows)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group)
 
@@ -665,13 +702,14 @@ def traces_by_key(folder):
     return out
 
 
-def model_plan(traces, method, rows, classes, p, machine, mode):
+def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
     threads: from its trace, or extrapolated from the two largest traces of the
     same method and classes below it (per-region exponents of the row count).
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
-        return plan(*traces[(method, rows, classes)], p, machine, mode=mode), "traced"
+        return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
+                    row_blocks=row_blocks), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
@@ -689,7 +727,7 @@ def model_plan(traces, method, rows, classes, p, machine, mode):
         how = f"{sizes[-2] // 1000}k and " + how
     factor = rows / sizes[-1]
     scale_of = {rid: factor ** e for rid, e in expo.items()}
-    return plan(*big, p, machine, scale_of, rows, mode), "from " + how
+    return plan(*big, p, machine, scale_of, rows, mode, row_blocks), "from " + how
 
 
 def mode_of(method, commit):
@@ -858,7 +896,8 @@ def cmd_calibrate(args):
     print("| fit | " + " | ".join(f"{t} threads s" for t in threads)
           + " | 16t / 1t | 16t / LightGBM 16t | target (issue 33) | trace |")
     print("|---|" + "---:|" * (len(threads) + 2) + "---|---|")
-    for method in ("hist", "exact"):
+    variants = [("hist", False), ("hist", True), ("exact", False)]
+    for method, blocks in variants:
         for k in (2, 5):
             for n_rows in (200_000, 1_000_000, 10_000_000):
                 if n_rows == 200_000 and not (method == "exact" and k == 5):
@@ -866,7 +905,8 @@ def cmd_calibrate(args):
                 mode = mode_of(method, "today")
                 vals = {}
                 for t in sorted(set(threads) | {1, 16}):
-                    pl, how = model_plan(traces, method, n_rows, k, t, machine, mode)
+                    pl, how = model_plan(traces, method, n_rows, k, t, machine, mode,
+                                         row_blocks=blocks)
                     vals[t] = pl.seconds(m) if pl is not None else math.nan
                 if math.isnan(vals[16]):
                     continue
@@ -884,7 +924,9 @@ def cmd_calibrate(args):
                     target = "<= 2.0x: " + ("met" if rel <= 2.0 else "not met")
                 else:
                     target = "-"
-                print(f"| {method} {n_rows // 1000}k, {k} classes | {cells} | "
+                name = f"{method} {n_rows // 1000}k, {k} classes" + (
+                    ", row blocks" if blocks else "")
+                print(f"| {name} | {cells} | "
                       f"x{scaling:.2f} | {vs} | {target} | {how} |")
 
 

@@ -111,3 +111,26 @@ def test_the_memory_term_is_the_bytes_the_caches_miss_over_the_bandwidths():
     l3, dram = sm.region_memory(sm.regions_of(events)[0][0], 4, machine, rows, share=4)
     assert dram == pytest.approx(rows * per_item * factor * (1 - 105 * mib / 4 / (ws_row * rows)))
     assert math.isfinite(l3)
+
+
+def test_row_block_tasks_follow_the_finders_plan():
+    """The build tasks of a level the finder cuts into row blocks: a 1M-row root on
+    16 threads (28 features) becomes K x 7 block tasks sharing its time, K the
+    finder's own plan, and 28 merge tasks; on 2 threads it stays in its groups."""
+    from gbc_core._histogram_splitter import row_block_plan
+
+    n = 1_000_000
+    k = int(row_block_plan([n], 28, 16, n)[0])
+    assert k > 1
+    build, merge = sm.row_block_tasks([2.0], n, 28, 16, n)
+    assert len(build) == k * 7 and len(merge) == 28
+    assert math.isclose(build.sum(), 2.0)
+    assert np.allclose(merge, (k - 1) * sm.HIST_STRIDE * sm.MERGE_S)
+    build, merge = sm.row_block_tasks([2.0], n, 28, 2, n)
+    assert len(build) == sm.hist_groups(28, 2) and len(merge) == 0
+    assert math.isclose(build.sum(), 2.0)
+    # Two nodes whose times say 3:1 of the rows: each its own plan.
+    build, _ = sm.row_block_tasks([3.0, 1.0], n, 28, 16, n)
+    blocks = row_block_plan([750_000, 250_000], 28, 16, n)
+    g = sm.hist_groups(28, 16)
+    assert len(build) == sum(int(b) * 7 if b > 1 else g for b in blocks)
