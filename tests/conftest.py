@@ -215,3 +215,16 @@ def concatenate_trees(trees, tables, categorical):
     offsets = np.concatenate([[0], np.cumsum([t.shape[0] for t in shifted])]).astype(np.int64)
     table = np.concatenate([np.asarray(b, np.uint32).reshape(-1, 8) for b in tables])
     return np.concatenate(shifted), offsets, table, shifted
+
+
+def traced_peak(work):
+    """Call ``work()`` with tracemalloc on; return its result and the peak of the
+    memory NumPy and Python allocated meanwhile, in bytes."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = work()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

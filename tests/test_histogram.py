@@ -26,7 +26,7 @@ from gbc_core._common import ROW_STAT_DTYPE
 from gbc_core._grower import TreeGrower
 from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges
 
-from conftest import require, run_main
+from conftest import require, run_main, traced_peak
 from test_split_finder import F32_TOLERANCE, _data, _midpoint, _sequential_sum, _weights
 
 MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
@@ -888,18 +888,11 @@ def test_hist_fit_does_not_copy_float32_X():
     """A C-order float32 X is binned where it is: the fit's allocations (NumPy's,
     traced) stay far below a float32 copy of X (a wide X: 800 bytes per row, the
     fit's own state about 100 and the bins 200)."""
-    import tracemalloc
-
     rng = np.random.default_rng(5)
     X = rng.integers(0, 10, size=(20000, 200)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=20000) > 4.5).astype(int)
     model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=2)
-    tracemalloc.start()
-    try:
-        model.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(lambda: model.fit(X, y))
     assert peak < 0.5 * X.nbytes, (peak, X.nbytes)
 
 
@@ -913,20 +906,13 @@ def test_multiclass_hist_fit_keeps_no_residuals_of_every_class(n_jobs):
     and the leaf of each row (4). Before, the fit also kept the residuals of every
     class (8 K bytes per row), and a grower of every thread for the trees left
     over with buffers of its own beside the side-by-side growers (12 more)."""
-    import tracemalloc
-
     n, d, k = 50_000, 10, 5
     rng = np.random.default_rng(7)
     X = rng.integers(0, 10, size=(n, d)).astype(np.float32, order="F")
     y = np.digitize(X[:, 0] + rng.normal(size=n), [2.5, 4.5, 6.5, 8.5]).astype(np.int64)
     model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3,
                                        n_jobs=n_jobs)
-    tracemalloc.start()
-    try:
-        model.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(lambda: model.fit(X, y))
     per_row = d + 4 + 16 * k + 12 * min(n_jobs, k)
     assert peak < n * per_row + 256 * 1024, (peak / n, per_row)
 
@@ -939,17 +925,10 @@ def test_hist_fit_allocates_at_most_its_state():
     beside the bins, and no row statistics (w * r and w, 16 bytes per row:
     with unit weights the residuals are w * r), no copy of the raw scores and no
     sorted copy of the labels (np.unique's, about 40 bytes per row)."""
-    import tracemalloc
-
     n, d = 50_000, 10
     rng = np.random.default_rng(6)
     X = rng.integers(0, 10, size=(n, d)).astype(np.float32, order="F")
     y = (X[:, 0] + rng.normal(size=n) > 4.5).astype(np.int64)
     model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3)
-    tracemalloc.start()
-    try:
-        model.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(lambda: model.fit(X, y))
     assert peak < n * (d + 40 + 4) + 256 * 1024, (peak / n, d + 40)

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import require
+from conftest import require, traced_peak
 
 sp = require("scipy.sparse")
 require("sklearn")
@@ -329,12 +329,7 @@ def test_hist_fit_bins_sparse_columns_without_densifying_X():
     y = rng.integers(0, 2, size=n)
     model = GradientBoostingClassifier(n_estimators=2, max_depth=2, split_method="hist",
                                        max_bins=8, random_state=0)
-    tracemalloc.start()
-    try:
-        model.fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = traced_peak(lambda: model.fit(X, y))
     dense_bytes = n * p * 4
     assert peak < dense_bytes // 2, (peak, dense_bytes)
 

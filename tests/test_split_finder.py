@@ -20,6 +20,8 @@ import pytest
 from gbc_core._common import ROW_STAT_DTYPE
 from gbc_core._exact_splitter import ExactSplitFinder
 
+from conftest import traced_peak
+
 F32_TOLERANCE = np.float32(1e-7)
 MISSING_RIGHT, MISSING_LEFT, MISSING_TO_LARGER = 0, 1, 2
 
@@ -325,8 +327,6 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     and the presort's temporaries (12 bytes per row and column sorted at once, at
     most 4 at once, beside the class codes: 52 bytes per row on 4 threads or more,
     then the traced peak), with any number of threads."""
-    import tracemalloc
-
     from gbc_core import GradientBoostingClassifier, _exact_splitter
     from gbc_core._exact_splitter import ExactSplitFinder
 
@@ -339,12 +339,7 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     y = (X[:, 0] + rng.normal(size=n) > 0).astype(np.int64)
     for n_jobs in (1, 8):
         model = GradientBoostingClassifier(n_estimators=2, max_depth=3, n_jobs=n_jobs)
-        tracemalloc.start()
-        try:
-            model.fit(X, y)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        _, peak = traced_peak(lambda: model.fit(X, y))
         # The presort's temporaries beside the class codes: 12 bytes per row and
         # column sorted at once (at most 4) + 4, above the 53 on 4 threads or more.
         per_value, per_row = 4, max(53, 4 + 12 * min(n_jobs, 4, d))
