@@ -735,14 +735,70 @@ def test_side_by_side_growers_share_every_thread(n_threads, n_classes):
     assert grower.n_threads == n_threads
     assert [g.n_threads for g in side] == shares
     # The grower of every thread (the trees left over) never grows beside the
-    # others: its per-row buffers are the first class grower's; theirs are their own.
+    # others: its per-row buffers, and its finder's, are the first class grower's;
+    # theirs are their own.
+    assert grower.finder is Part.finder
     assert np.shares_memory(grower.node_of_row, side[0].node_of_row)
     assert np.shares_memory(grower.residual_buffer(), side[0].residual_buffer())
     assert np.shares_memory(grower.row_scratch(), side[0].row_scratch())
+    assert np.shares_memory(grower.finder.gather_buffer(), side[0].finder.gather_buffer())
     for a, b in zip(side, side[1:]):
         assert not np.shares_memory(a.node_of_row, b.node_of_row)
         assert not np.shares_memory(a.residual_buffer(), b.residual_buffer())
         assert not np.shares_memory(a.row_scratch(), b.row_scratch())
+        assert not np.shares_memory(a.finder.gather_buffer(), b.finder.gather_buffer())
+
+
+@pytest.mark.parametrize("n_classes, n_jobs", [(5, 2), (3, 2), (7, 3)])
+def test_leftover_trees_sharing_the_finder_buffers_give_the_unshared_model(
+        monkeypatch, n_classes, n_jobs):
+    """The trees left over (K mod n_jobs, grown on every thread) gather their rows'
+    statistics in the first side-by-side finder's buffer: the model of a fit whose
+    side-by-side growers have buffers of their own (none shared with the grower of
+    every thread), bit for bit. (Unit weights: with weights the multinomial state
+    shares its row statistics between the classes, and the trees are grown one
+    after another.)"""
+    from gbc_core import _boosting
+
+    rng = np.random.default_rng(n_classes + n_jobs)
+    n = 4000
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = np.digitize(np.nan_to_num(X[:, 0]) + 0.5 * np.nan_to_num(X[:, 2])
+                    + rng.normal(size=n), np.linspace(-1.5, 1.5, n_classes - 1))
+    kw = {"split_method": "hist", "n_estimators": 4, "max_depth": 4, "random_state": 1,
+          "n_jobs": n_jobs}
+    shared = []
+    original = _boosting._growers
+
+    def recorded(data, part, *args):
+        grower, side = original(data, part, *args)
+        shared.append(np.shares_memory(grower.finder.gather_buffer(),
+                                       side[0].finder.gather_buffer()))
+        return grower, side
+
+    def unshared(data, part, *args):
+        grower, _ = original(data, part, *args)
+
+        class Other:     # the class growers' finders copied from another finder
+            finder = part.finder.with_threads(args[1]["n_threads"])
+            reducer, distributed = part.reducer, part.distributed
+
+        _, side = original(data, Other, *args)
+        shared.append(any(np.shares_memory(grower.finder.gather_buffer(),
+                                           g.finder.gather_buffer())
+                          or np.shares_memory(grower.node_of_row, g.node_of_row)
+                          for g in side))
+        return grower, side
+
+    def fit(growers):
+        monkeypatch.setattr(_boosting, "_growers", growers)
+        model = GradientBoostingClassifier(**kw).fit(X, y)
+        return (np.concatenate(model.booster_.trees()).tobytes(),
+                model.train_score_.tobytes(), model.predict_proba(X).tobytes())
+
+    assert fit(recorded) == fit(unshared)
+    assert shared == [True, False]
 
 
 def test_grow_side_by_side_shares_the_trees_out():
@@ -903,9 +959,10 @@ def test_multiclass_hist_fit_keeps_no_residuals_of_every_class(n_jobs):
     and probabilities of every class (16 K bytes per row: the trees of an
     iteration fit the probabilities of its start), and for each grower at work at
     once (min(n_jobs, K)) the residuals of its tree, put on the grid in place (8),
-    and the leaf of each row (4). Before, the fit also kept the residuals of every
-    class (8 K bytes per row), and a grower of every thread for the trees left
-    over with buffers of its own beside the side-by-side growers (12 more)."""
+    the leaf of each row (4) and its finder's buffer of gathered row statistics
+    (16). Before, the fit also kept the residuals of every class (8 K bytes per
+    row), and a grower of every thread for the trees left over with buffers of its
+    own beside the side-by-side growers (12 more), and its finder's (16 more)."""
     n, d, k = 50_000, 10, 5
     rng = np.random.default_rng(7)
     X = rng.integers(0, 10, size=(n, d)).astype(np.float32, order="F")
@@ -913,7 +970,7 @@ def test_multiclass_hist_fit_keeps_no_residuals_of_every_class(n_jobs):
     model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3,
                                        n_jobs=n_jobs)
     _, peak = traced_peak(lambda: model.fit(X, y))
-    per_row = d + 4 + 16 * k + 12 * min(n_jobs, k)
+    per_row = d + 4 + 16 * k + (12 + 16) * min(n_jobs, k)
     assert peak < n * per_row + 256 * 1024, (peak / n, per_row)
 
 
@@ -921,14 +978,16 @@ def test_hist_fit_allocates_at_most_its_state():
     """What a hist fit of unit weights allocates with NumPy (traced) is the bins
     (one byte per value), the class codes (4 bytes per row), the raw scores,
     probabilities and residuals (8 bytes each), the residuals on the tree's grid (8:
-    the grower's, for exact sums) and the leaf of each row (4): 40 bytes per row
-    beside the bins, and no row statistics (w * r and w, 16 bytes per row:
-    with unit weights the residuals are w * r), no copy of the raw scores and no
-    sorted copy of the labels (np.unique's, about 40 bytes per row)."""
+    the grower's, for exact sums), the leaf of each row (4) and the finder's
+    buffer of gathered row statistics (16; with unit weights only its first half
+    is written): 56 bytes per row beside the bins, and no row statistics per row
+    (w * r and w, 16 bytes per row: with unit weights the residuals are w * r), no
+    copy of the raw scores and no sorted copy of the labels (np.unique's, about 40
+    bytes per row)."""
     n, d = 50_000, 10
     rng = np.random.default_rng(6)
     X = rng.integers(0, 10, size=(n, d)).astype(np.float32, order="F")
     y = (X[:, 0] + rng.normal(size=n) > 4.5).astype(np.int64)
     model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3)
     _, peak = traced_peak(lambda: model.fit(X, y))
-    assert peak < n * (d + 40 + 4) + 256 * 1024, (peak / n, d + 40)
+    assert peak < n * (d + 56 + 4) + 256 * 1024, (peak / n, d + 56)

@@ -13,7 +13,7 @@ from ._pruning cimport CostComplexityPruner
 
 cdef class TreeGrower:
     cdef bint has_X                      # False: bins only (no out-of-bag rows)
-    cdef SplitFinder finder
+    cdef readonly SplitFinder finder
     cdef RowPartition rows               # the in-bag rows, node by node
     cdef OutOfBagRouter out_of_bag       # None without X
     cdef CostComplexityPruner pruner     # None without ccp_alpha

@@ -453,6 +453,10 @@ cdef class HistogramSplitFinder(SplitFinder):
     missing_bin : int
         The bin of missing values (``max_bins``), at most 255.
     n_threads : int
+    gathered : float64 array of shape (2 * n_samples,) or None, default=None
+        Where ``collect`` gathers the rows' statistics (``gather_buffer()``): another
+        finder's, which never collects at the same time as this one
+        (``with_threads``), or None for one of its own.
 
     Attributes
     ----------
@@ -492,7 +496,10 @@ cdef class HistogramSplitFinder(SplitFinder):
         public intp_t stored_bytes
         candidate_t* cand        # per node and feature
         row_stat_t* ordered      # row statistics of the collected nodes, gathered
-        float64_t* ordered_wr    # w * r alone, gathered (unit weights)
+        float64_t* ordered_wr    # w * r alone, gathered (unit weights): the same
+                                 # memory as ``ordered`` (a tree uses one of them)
+        object _gather_array     # the NumPy array that holds them (16 bytes per row;
+                                 # shared by the finders of ``with_threads(shares_rows=True)``)
         intp_t* gathered_at      # where each collected node's rows are gathered
         side_t* block_hist       # the row blocks' histograms (past each node's first)
         readonly intp_t row_block_buffers  # buffers of n_features x stride bins in
@@ -533,7 +540,7 @@ cdef class HistogramSplitFinder(SplitFinder):
 
     def __init__(self, const uint8_t[::1, :] bins, const int32_t[::1] n_bins_non_missing,
                  const float32_t[:, ::1] bin_lo, const float32_t[:, ::1] bin_hi,
-                 int missing_bin, int n_threads=1):
+                 int missing_bin, int n_threads=1, gathered=None):
         cdef intp_t f
         check_row_count(bins.shape[0])
         if not 1 <= missing_bin <= 255:
@@ -560,33 +567,57 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.reducer = None
         self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features,
                                                self.stride, self.n_threads)
-        self.ordered = <row_stat_t*>grow_buffer(NULL, self.n_samples, sizeof(row_stat_t),
-                                                "row statistics")
-        self.ordered_wr = <float64_t*>grow_buffer(NULL, self.n_samples, sizeof(float64_t),
-                                                  "row statistics")
+        # The gathered row statistics: a NumPy array (so that a fit's traced
+        # allocations show it), whose pages are touched only as rows are gathered.
+        if gathered is None:
+            gathered = np.empty(2 * max(self.n_samples, 1), dtype=np.float64)
+        elif (not isinstance(gathered, np.ndarray) or gathered.dtype != np.float64
+              or gathered.ndim != 1 or gathered.shape[0] != 2 * max(self.n_samples, 1)):
+            raise ValueError(f"gathered must be a float64 array of "
+                             f"{2 * max(self.n_samples, 1)} values (2 per row)")
+        self._use_gathered(gathered)
 
-    def with_threads(self, int n_threads):
+    cdef int _use_gathered(self, object gathered) except -1:
+        """Gather the collected nodes' row statistics into ``gathered`` (float64, 2
+        per row): ``ordered`` (w * r and w) and ``ordered_wr`` (w * r alone, unit
+        weights) over the same memory, as a tree uses one or the other."""
+        cdef float64_t[::1] view = gathered
+        self._gather_array = gathered
+        self.ordered = <row_stat_t*>&view[0]
+        self.ordered_wr = &view[0]
+        return 0
+
+    def with_threads(self, int n_threads, bint shares_rows=False):
         """A finder on the same bins (shared, not copied) with buffers of its own
         and ``n_threads`` threads: trees grown at the same time each need one.
 
         Parameters
         ----------
         n_threads : int
+        shares_rows : bool, default=False
+            Gather the rows' statistics (``collect``; 16 bytes per row) into this
+            finder's buffer instead of one of its own: for a finder that never
+            collects while this one does (the side-by-side grower whose trees
+            alternate with those of the fit's grower of every thread).
 
         Returns
         -------
         HistogramSplitFinder
         """
         return HistogramSplitFinder(self.bins, self.n_bins, self.bin_lo, self.bin_hi,
-                                    self.missing, n_threads)
+                                    self.missing, n_threads,
+                                    self._gather_array if shares_rows else None)
+
+    def gather_buffer(self):
+        """The array the finder gathers the collected nodes' row statistics into
+        (float64, 2 per row; ``with_threads(shares_rows=True)`` shares it)."""
+        return self._gather_array
 
     def __dealloc__(self):
         free(self.hist)
         free(self.parent_hist)
         free(self.stored)
         free(self.cand)
-        free(self.ordered)
-        free(self.ordered_wr)
         free(self.gathered_at)
         free(self.block_hist)
         free(self.node_blocks)
