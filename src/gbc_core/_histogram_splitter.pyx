@@ -31,6 +31,7 @@ the partition on the bins did.
 cimport cython
 from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY
+from libc.stdint cimport uintptr_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
@@ -48,6 +49,11 @@ from ._trace cimport *
 from ._choice cimport consider, consider_ordered, wins
 from ._categorical cimport categorical_scan, CAT_WORDS
 from ._common cimport check_row_count, midpoint, omp_barrier
+
+cdef extern from "Python.h":
+    # tracemalloc's record of a block allocated outside Python's allocators.
+    int PyTraceMalloc_Track(unsigned int domain, uintptr_t ptr, size_t size)
+    int PyTraceMalloc_Untrack(unsigned int domain, uintptr_t ptr)
 
 #: The fields of a histogram bin, as ``HistogramSplitFinder.reducer`` sees them.
 BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
@@ -438,6 +444,29 @@ def bin_value_ranges_csc(const float32_t[::1] data, const int32_t[::1] indices,
 
 
 @cython.final
+cdef class _GatherBuffer:
+    """The buffer a finder gathers its collected nodes' row statistics into: 16
+    bytes per row (``row_stat_t``; w * r alone, with unit weights, in its first
+    half), allocated once, shared by finders that never collect at the same time
+    (``HistogramSplitFinder.with_threads(shares_rows=True)``). malloc's memory (its
+    pages resident only once written: with unit weights at most half the rows'
+    8 bytes), recorded for tracemalloc as NumPy's arrays are."""
+    cdef row_stat_t* data
+    cdef readonly intp_t n_rows
+
+    def __cinit__(self, intp_t n_rows):
+        self.data = <row_stat_t*>grow_buffer(NULL, n_rows, sizeof(row_stat_t),
+                                             "row statistics")
+        self.n_rows = n_rows
+        PyTraceMalloc_Track(0, <uintptr_t>self.data, max(n_rows, 1) * sizeof(row_stat_t))
+
+    def __dealloc__(self):
+        if self.data != NULL:
+            PyTraceMalloc_Untrack(0, <uintptr_t>self.data)
+            free(self.data)
+
+
+@cython.final
 cdef class HistogramSplitFinder(SplitFinder):
     """Histogram split search: the candidate thresholds are the bin edges.
 
@@ -453,10 +482,10 @@ cdef class HistogramSplitFinder(SplitFinder):
     missing_bin : int
         The bin of missing values (``max_bins``), at most 255.
     n_threads : int
-    gathered : float64 array of shape (2 * n_samples,) or None, default=None
-        Where ``collect`` gathers the rows' statistics (``gather_buffer()``): another
-        finder's, which never collects at the same time as this one
-        (``with_threads``), or None for one of its own.
+    gathered : object or None, default=None
+        Where ``collect`` gathers the rows' statistics: the buffer of another finder
+        of as many rows, which never collects at the same time as this one
+        (``with_threads(shares_rows=True)``), or None for one of its own.
 
     Attributes
     ----------
@@ -498,8 +527,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         row_stat_t* ordered      # row statistics of the collected nodes, gathered
         float64_t* ordered_wr    # w * r alone, gathered (unit weights): the same
                                  # memory as ``ordered`` (a tree uses one of them)
-        object _gather_array     # the NumPy array that holds them (16 bytes per row;
-                                 # shared by the finders of ``with_threads(shares_rows=True)``)
+        _GatherBuffer gather_buf # the buffer that holds them (16 bytes per row;
+                                 # shared by ``with_threads(shares_rows=True)``)
         intp_t* gathered_at      # where each collected node's rows are gathered
         side_t* block_hist       # the row blocks' histograms (past each node's first)
         readonly intp_t row_block_buffers  # buffers of n_features x stride bins in
@@ -567,25 +596,17 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.reducer = None
         self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features,
                                                self.stride, self.n_threads)
-        # The gathered row statistics: a NumPy array (so that a fit's traced
-        # allocations show it), whose pages are touched only as rows are gathered.
         if gathered is None:
-            gathered = np.empty(2 * max(self.n_samples, 1), dtype=np.float64)
-        elif (not isinstance(gathered, np.ndarray) or gathered.dtype != np.float64
-              or gathered.ndim != 1 or gathered.shape[0] != 2 * max(self.n_samples, 1)):
-            raise ValueError(f"gathered must be a float64 array of "
-                             f"{2 * max(self.n_samples, 1)} values (2 per row)")
-        self._use_gathered(gathered)
-
-    cdef int _use_gathered(self, object gathered) except -1:
-        """Gather the collected nodes' row statistics into ``gathered`` (float64, 2
-        per row): ``ordered`` (w * r and w) and ``ordered_wr`` (w * r alone, unit
-        weights) over the same memory, as a tree uses one or the other."""
-        cdef float64_t[::1] view = gathered
-        self._gather_array = gathered
-        self.ordered = <row_stat_t*>&view[0]
-        self.ordered_wr = &view[0]
-        return 0
+            gathered = _GatherBuffer(self.n_samples)
+        elif (not isinstance(gathered, _GatherBuffer)
+              or (<_GatherBuffer>gathered).n_rows != self.n_samples):
+            raise ValueError(f"gathered must be the gather buffer of a finder of "
+                             f"{self.n_samples} rows")
+        # ``ordered`` (w * r and w) and ``ordered_wr`` (w * r alone, unit weights)
+        # over the same memory: a tree uses one or the other.
+        self.gather_buf = gathered
+        self.ordered = self.gather_buf.data
+        self.ordered_wr = <float64_t*>self.gather_buf.data
 
     def with_threads(self, int n_threads, bint shares_rows=False):
         """A finder on the same bins (shared, not copied) with buffers of its own
@@ -606,12 +627,19 @@ cdef class HistogramSplitFinder(SplitFinder):
         """
         return HistogramSplitFinder(self.bins, self.n_bins, self.bin_lo, self.bin_hi,
                                     self.missing, n_threads,
-                                    self._gather_array if shares_rows else None)
+                                    self.gather_buf if shares_rows else None)
 
     def gather_buffer(self):
-        """The array the finder gathers the collected nodes' row statistics into
-        (float64, 2 per row; ``with_threads(shares_rows=True)`` shares it)."""
-        return self._gather_array
+        """The memory the finder gathers the collected nodes' row statistics into
+        (``with_threads(shares_rows=True)`` shares it), as a float64 array of 2
+        values per row. It views the finder's memory: valid while the finder lives.
+
+        Returns
+        -------
+        float64 array of shape (2 * n_samples,)
+        """
+        cdef float64_t* data = <float64_t*>self.gather_buf.data
+        return np.asarray(<float64_t[:2 * max(self.n_samples, 1)]>data)
 
     def __dealloc__(self):
         free(self.hist)
