@@ -404,7 +404,8 @@ cdef class TreeGrower:
             (start, stop, first, second): ``rows[start:stop]``, in increasing
             order, are the in-bag rows of leaf ``first`` and, where ``second`` is
             not -1, of leaf ``second`` (``node_of_row`` tells which). Every in-bag
-            row is in one span; the rows of each leaf in one span.
+            row is in one span; the rows of each leaf in one span. The largest
+            spans first (one task each: the longest handed out first).
         """
         cdef intp_t s, n_spans = self.rows.leaf_spans()
         cdef int64_t[:, ::1] view
@@ -417,6 +418,7 @@ cdef class TreeGrower:
             view[s, 1] = self.rows.spans[s].stop
             view[s, 2] = self.rows.spans[s].first
             view[s, 3] = self.rows.spans[s].second
+        spans = spans[np.argsort(spans[:, 0] - spans[:, 1], kind="stable")]
         return np.asarray(<int32_t[:self.n_samples]>self.rows.rows), spans
 
     def cat_bitsets(self):

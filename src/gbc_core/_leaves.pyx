@@ -146,31 +146,10 @@ cdef int newton_sums(
     cdef float64_t w, p, r, num, den
     cdef int64_t* leaf_start = NULL
     cdef bint from_codes = residual is None
-    cdef const float64_t* residual_at
-    cdef const float64_t* prob_at
-    cdef const float64_t* weight_at
-    cdef const int32_t* codes_at
     if (spans != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
             and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
-        residual_at = NULL
-        prob_at = NULL
-        weight_at = NULL
-        codes_at = NULL
-        if residual is not None:
-            residual_at = &residual[0]
-        if prob is not None:
-            prob_at = &prob[0]
-        if sample_weight is not None:
-            weight_at = &sample_weight[0]
-        if codes is not None:
-            codes_at = &codes[0]
-        GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-        for k in prange(n_spans, schedule="dynamic", num_threads=n_threads):
-            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-            _span_sums(residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
-                       span_rows, &spans[4 * k], numerator, denominator)
-            GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
-        GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+        _all_span_sums(residual, prob, leaf, sample_weight, codes, positive, span_rows,
+                       spans, n_spans, numerator, denominator, n_threads)
         return 0
     if (rows_by_leaf != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
             and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
@@ -294,6 +273,43 @@ cdef void _span_sums(
     denominator[first] = den1
     numerator[second] = num2
     denominator[second] = den2
+
+
+cdef void _all_span_sums(
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const int32_t[::1] leaf,
+    const float64_t[::1] sample_weight,
+    const int32_t[::1] codes,
+    int32_t positive,
+    const int32_t* span_rows,
+    const int64_t* spans,
+    intp_t n_spans,
+    float64_t* numerator,
+    float64_t* denominator,
+    int n_threads,
+) noexcept nogil:
+    """``newton_sums`` from the leaf spans: one span per task (``_span_sums``)."""
+    cdef intp_t k
+    cdef const float64_t* residual_at = NULL
+    cdef const float64_t* prob_at = NULL
+    cdef const float64_t* weight_at = NULL
+    cdef const int32_t* codes_at = NULL
+    if residual is not None:
+        residual_at = &residual[0]
+    if prob is not None:
+        prob_at = &prob[0]
+    if sample_weight is not None:
+        weight_at = &sample_weight[0]
+    if codes is not None:
+        codes_at = &codes[0]
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, leaf.shape[0])
+    for k in prange(n_spans, schedule="dynamic", num_threads=n_threads):
+        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
+        _span_sums(residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
+                   span_rows, &spans[4 * k], numerator, denominator)
+        GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, leaf.shape[0])
 
 
 cdef int _sort_rows_by_leaf(
