@@ -582,6 +582,94 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
                                 np.empty(10, dtype=np.int32))
 
 
+def _leaf_spans(leaf, inb, rng):
+    """A layout of the in-bag rows as a grower's partition leaves it
+    (``TreeGrower.leaf_rows``), built naively: leaves 4 and 5 share one span (a
+    node of the last level, its rows labelled), every other leaf has its own;
+    the spans in a shuffled order, each span's rows in increasing order."""
+    rows, spans, pos = [], [], 0
+    groups = [(4, 5)] + [(j, -1) for j in np.unique(leaf[inb]) if j not in (4, 5)]
+    for g in rng.permutation(len(groups)):
+        first, second = groups[g]
+        members = np.flatnonzero(inb & np.isin(leaf, [first, second]))
+        rows.append(members)
+        spans.append((pos, pos + len(members), first, second))
+        pos += len(members)
+    part = np.full(len(leaf), -1, dtype=np.int32)
+    part[:pos] = np.concatenate(rows)
+    return part, np.array(spans, dtype=np.int64).reshape(-1, 4)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
+    """With the grower's leaf spans (``leaf_rows``) the leaf sums on threads read
+    each leaf's rows where the spans hold them, a span of two leaves told apart by
+    the leaf of each row: eq. 1's row-order sums bit for bit, as the sorted path's,
+    for every kernel that takes them. Rows of a span out of row order give other
+    sums (the check can fail), and bad spans are refused."""
+    rng = np.random.default_rng(17)
+    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 4321
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    ww = np.ones(n) if w is None else w
+    raw = rng.normal(size=n) * rng.choice([1e-3, 1.0, 30.0], size=n)
+    nodes = np.zeros(9, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
+    leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
+    inb = np.ones(n, dtype=bool) if mask is None else mask.astype(bool)
+    leaf_rows = _leaf_spans(leaf, inb, rng)
+    scratch = np.empty(n, dtype=np.int32)
+    prob, residual = np.empty(n), np.empty(n)
+    rs = None if w is None else np.empty(n, dtype=ROW_STAT_DTYPE)
+    _leaves.init_state(y, w, raw.copy(), prob, residual, rs)
+    p0, r0 = prob.copy(), residual.copy()
+
+    def binomial(spans, n_threads=3):
+        tree, raw_k = nodes.copy(), raw.copy()
+        prob_k, residual_k = p0.copy(), r0.copy()
+        loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob_k,
+                                          residual_k, rs, n_threads, None, scratch,
+                                          False, spans)
+        return tree["value"].tolist(), raw_k.tobytes(), prob_k.tobytes(), loss
+
+    expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
+    spanned = binomial(leaf_rows)
+    assert spanned[0] == expected.tolist()
+    assert spanned == binomial(None) == binomial(None, 1)
+    # The multinomial kernel, residuals given or made from the class codes.
+    labels = y.astype(np.int32)
+    r_codes = np.where(labels == 1, 1.0, 0.0) - p0
+    expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r_codes, p0, 0.75)
+    for residual_given in (r_codes, None):
+        tree, raw_k = nodes.copy(), raw.copy()
+        _leaves.multinomial_tree_update(
+            tree, leaf, mask, residual_given, p0, w, 0.75, 0.1, raw_k, k=1, n_threads=3,
+            rows_by_leaf=scratch, labels=labels, leaf_rows=leaf_rows)
+        assert tree["value"].tolist() == expected.tolist()
+        assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
+    # The exponential loss's sums (no probabilities: the Hessian |r|) likewise.
+    tree, raw_k, residual = nodes.copy(), raw.copy(), np.empty(n)
+    _leaves.init_state(y, w, raw_k, None, residual, rs, True)
+    expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, residual.copy(), None)
+    _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, None, residual, rs, 3,
+                            None, scratch, True, leaf_rows)
+    assert tree["value"].tolist() == expected.tolist()
+    # A span's rows reversed: other sums (the mixed magnitudes show the order).
+    part, spans = leaf_rows
+    reversed_part = part.copy()
+    for start, stop, _, _ in spans:
+        reversed_part[start:stop] = part[start:stop][::-1]
+    assert binomial((reversed_part, spans))[0] != spanned[0]
+    # Spans out of bounds or of unknown leaves are refused.
+    for bad in ([[0, n + 1, 4, -1]], [[0, 10, 9, -1]], [[0, 10, 4, 4]], [[5, 4, 4, -1]]):
+        with pytest.raises(ValueError, match="leaf span 0"):
+            binomial((part, np.array(bad, dtype=np.int64)))
+    with pytest.raises(ValueError, match="leaf_rows must hold"):
+        binomial((part[:10], spans))
+
+
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_class_residual_is_the_multinomial_state_residual(n_threads):
     """``class_residual`` makes r_k = [y = k] - p_k of one class from p_k: the

@@ -390,6 +390,37 @@ cdef class TreeGrower:
             return np.zeros(0, dtype=np.int32)
         return np.asarray(<int32_t[:self.n_samples]>self.rows.scratch)
 
+    def leaf_rows(self):
+        """The in-bag rows of the last grown tree as its leaves hold them in the
+        row partition, for a loss state's leaf sums (``leaf_rows`` of an update),
+        or None where they are not laid out so (pruning relabels rows).
+
+        Returns
+        -------
+        (rows, spans) or None
+            ``rows``: an int32 array of ``n_samples`` rows viewing the partition
+            (valid until the next ``grow`` of this grower or of one sharing its
+            rows); ``spans``: an int64 array of shape (n_spans, 4), each row
+            (start, stop, first, second): ``rows[start:stop]``, in increasing
+            order, are the in-bag rows of leaf ``first`` and, where ``second`` is
+            not -1, of leaf ``second`` (``node_of_row`` tells which). Every in-bag
+            row is in one span; the rows of each leaf in one span. The largest
+            spans first (one task each: the longest handed out first).
+        """
+        cdef intp_t s, n_spans = self.rows.leaf_spans()
+        cdef int64_t[:, ::1] view
+        if n_spans < 0 or self.n_samples == 0:
+            return None
+        spans = np.empty((n_spans, 4), dtype=np.int64)
+        view = spans
+        for s in range(n_spans):
+            view[s, 0] = self.rows.spans[s].start
+            view[s, 1] = self.rows.spans[s].stop
+            view[s, 2] = self.rows.spans[s].first
+            view[s, 3] = self.rows.spans[s].second
+        spans = spans[np.argsort(spans[:, 0] - spans[:, 1], kind="stable")]
+        return np.asarray(<int32_t[:self.n_samples]>self.rows.rows), spans
+
     def cat_bitsets(self):
         """The category sets of the last grown tree: a uint32 array of shape
         (n_rows, 8), row i the codes a categorical node split as node i sends left
@@ -463,6 +494,7 @@ cdef class TreeGrower:
                 self.node_impurity = <float64_t*>grow_buffer(
                     self.node_impurity, capacity, sizeof(float64_t), "tree nodes")
                 self.pruner.reserve(capacity)
+            self.rows.reserve_spans(capacity)
             self.node_capacity = capacity
         return 0
 
@@ -730,9 +762,13 @@ cdef class TreeGrower:
         if sample_mask is not None:
             self.out_of_bag.route(self.nodes, sample_mask, &self.node_of_row[0],
                                   self.categorical, self.cat_bits)
-        if self.pruner is not None and self.n_nodes > 1:
-            self.n_nodes = self.pruner.prune(self.nodes, self.n_nodes, self.node_impurity,
-                                             &self.node_of_row[0], self.n_samples)
+        if self.pruner is not None:
+            # (A pruned branch's rows are relabelled, its ranges in no row order.)
+            self.rows.n_spans = -1
+            if self.n_nodes > 1:
+                self.n_nodes = self.pruner.prune(self.nodes, self.n_nodes,
+                                                 self.node_impurity, &self.node_of_row[0],
+                                                 self.n_samples)
 
     cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
                             const float64_t[::1] residual):

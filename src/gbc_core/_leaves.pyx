@@ -31,6 +31,22 @@ cdef extern from "_log1p.h" nogil:
 # Whether the CPU takes the four-lane log1p (asked once, at import).
 cdef int LOG1P_WIDE = gbc_log1p_wide()
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* v where keep is nonzero, else +0.0 (bits masked: no branch, and an infinite
+       or NaN v is dropped as well). */
+    static inline double gbc_kept(double v, int keep) {
+        uint64_t b;
+        memcpy(&b, &v, sizeof b);
+        b &= (uint64_t)0 - (uint64_t)(keep != 0);
+        memcpy(&v, &b, sizeof v);
+        return v;
+    }
+    """
+    float64_t gbc_kept(float64_t v, int keep) noexcept nogil
+
 # Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
 # kernels read them as float64 (exact either way).
 ctypedef fused label_t:
@@ -98,9 +114,15 @@ cdef int newton_sums(
     int n_threads=1,
     const int32_t[::1] codes=None,
     int32_t positive=0,
+    const int32_t* span_rows=NULL,
+    const int64_t* spans=NULL,
+    intp_t n_spans=0,
 ) except -1 nogil:
     """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), each in row order
-    (``prob`` None: sum w*|r|, the exponential loss's Hessian).
+    (``prob`` None: sum w*|r|, the exponential loss's Hessian). Each leaf's sums
+    start from its ``numerator`` and ``denominator``: +0.0 (the spans' path adds
+    +0.0 for the rows of a span's other leaf, which leaves any sum started from
+    +0.0 as it is).
 
     ``residual`` None: each row's r is made from its class code in ``codes`` and
     its p, r = [code = ``positive``] - p (``multinomial_state``'s residual, bit for
@@ -112,12 +134,23 @@ cdef int newton_sums(
     leaf's sums are formed by one thread over its rows in increasing order: the same
     additions, so the same sums bit for bit. Otherwise (or where a buffer cannot be
     allocated) one pass over the rows.
+
+    With the grower's leaf spans on those terms (``span_rows``, ``spans``: ``n_spans``
+    rows of (start, stop, first, second), ``TreeGrower.leaf_rows``: every in-bag row
+    in one span, each leaf's rows in one span in increasing order) the rows are not
+    sorted: one task per span adds its rows in the span's order, to its leaf, or to
+    ``first`` or ``second`` by ``leaf`` (``_span_sums``): the same additions again.
     """
     cdef intp_t i, k, n = leaf.shape[0]
     cdef int32_t j
     cdef float64_t w, p, r, num, den
     cdef int64_t* leaf_start = NULL
     cdef bint from_codes = residual is None
+    if (spans != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
+            and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
+        _all_span_sums(residual, prob, leaf, sample_weight, codes, positive, span_rows,
+                       spans, n_spans, numerator, denominator, n_threads)
+        return 0
     if (rows_by_leaf != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
             and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
         leaf_start = <int64_t*>malloc((n_nodes + 1) * sizeof(int64_t))
@@ -171,6 +204,112 @@ cdef int newton_sums(
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
     free(leaf_start)
     return 0
+
+
+cdef inline void _row_terms(const float64_t* residual, const float64_t* prob,
+                            const float64_t* sample_weight, const int32_t* codes,
+                            int32_t positive, intp_t i, float64_t* num,
+                            float64_t* den) noexcept nogil:
+    """Row i's terms of ``newton_sums``, w r and w p (1 - p) (``prob`` NULL: w |r|;
+    ``residual`` NULL: r from ``codes``), as its loops form them."""
+    cdef float64_t w = 1.0 if sample_weight == NULL else sample_weight[i]
+    cdef float64_t p, r
+    if residual == NULL:
+        p = prob[i]
+        r = (1.0 if codes[i] == positive else 0.0) - p
+        num[0] = w * r
+        den[0] = w * p * (1.0 - p)
+        return
+    num[0] = w * residual[i]
+    if prob == NULL:
+        den[0] = w * fabs(residual[i])
+    else:
+        p = prob[i]
+        den[0] = w * p * (1.0 - p)
+
+
+cdef void _span_sums(
+    const float64_t* residual,
+    const float64_t* prob,
+    const int32_t* leaf,
+    const float64_t* sample_weight,
+    const int32_t* codes,
+    int32_t positive,
+    const int32_t* span_rows,
+    const int64_t* span,
+    float64_t* numerator,
+    float64_t* denominator,
+) noexcept nogil:
+    """``newton_sums`` of one leaf span (start, stop, first, second): its rows
+    ``span_rows[start:stop]`` in order, added to leaf ``first``'s sums, or (``second``
+    not -1) to ``first``'s where ``leaf`` says so and to ``second``'s otherwise: both
+    sums take every row's term, the other leaf's masked to +0.0 (no branch on a
+    side that changes from row to row). Row arrays as pointers (NULL: None)."""
+    cdef intp_t k, i
+    cdef int32_t first = <int32_t>span[2], second = <int32_t>span[3]
+    cdef float64_t a, b, num1 = numerator[first], den1 = denominator[first]
+    cdef float64_t num2 = 0.0, den2 = 0.0
+    cdef int mine
+    if second < 0:
+        for k in range(span[0], span[1]):
+            _row_terms(residual, prob, sample_weight, codes, positive, span_rows[k],
+                       &a, &b)
+            num1 = num1 + a
+            den1 = den1 + b
+        numerator[first] = num1
+        denominator[first] = den1
+        return
+    num2 = numerator[second]
+    den2 = denominator[second]
+    for k in range(span[0], span[1]):
+        i = span_rows[k]
+        _row_terms(residual, prob, sample_weight, codes, positive, i, &a, &b)
+        mine = leaf[i] == first
+        num1 = num1 + gbc_kept(a, mine)
+        den1 = den1 + gbc_kept(b, mine)
+        num2 = num2 + gbc_kept(a, not mine)
+        den2 = den2 + gbc_kept(b, not mine)
+    numerator[first] = num1
+    denominator[first] = den1
+    numerator[second] = num2
+    denominator[second] = den2
+
+
+cdef void _all_span_sums(
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const int32_t[::1] leaf,
+    const float64_t[::1] sample_weight,
+    const int32_t[::1] codes,
+    int32_t positive,
+    const int32_t* span_rows,
+    const int64_t* spans,
+    intp_t n_spans,
+    float64_t* numerator,
+    float64_t* denominator,
+    int n_threads,
+) noexcept nogil:
+    """``newton_sums`` from the leaf spans: one span per task (``_span_sums``)."""
+    cdef intp_t k
+    cdef const float64_t* residual_at = NULL
+    cdef const float64_t* prob_at = NULL
+    cdef const float64_t* weight_at = NULL
+    cdef const int32_t* codes_at = NULL
+    if residual is not None:
+        residual_at = &residual[0]
+    if prob is not None:
+        prob_at = &prob[0]
+    if sample_weight is not None:
+        weight_at = &sample_weight[0]
+    if codes is not None:
+        codes_at = &codes[0]
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, leaf.shape[0])
+    for k in prange(n_spans, schedule="dynamic", num_threads=n_threads):
+        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
+        _span_sums(residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
+                   span_rows, &spans[4 * k], numerator, denominator)
+        GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, leaf.shape[0])
 
 
 cdef int _sort_rows_by_leaf(
@@ -723,6 +862,42 @@ cdef int32_t* _scratch_of(int32_t[::1] rows_by_leaf, intp_t n) except? NULL:
     return &rows_by_leaf[0]
 
 
+cdef class _Spans:
+    """The leaf spans of an update (``leaf_rows``: ``TreeGrower.leaf_rows()``'s
+    (rows, spans), or None), checked: pointers for ``newton_sums``."""
+    cdef const int32_t[::1] rows_view
+    cdef const int64_t[:, ::1] spans_view
+    cdef const int32_t* rows
+    cdef const int64_t* spans
+    cdef intp_t n_spans
+
+    def __cinit__(self, leaf_rows, intp_t n, intp_t n_nodes):
+        cdef intp_t s
+        cdef const int64_t[:, ::1] v
+        self.rows = NULL
+        self.spans = NULL
+        self.n_spans = 0
+        if leaf_rows is None or n == 0:
+            return
+        rows, spans = leaf_rows
+        self.rows_view = rows
+        v = spans
+        if self.rows_view.shape[0] < n or v.shape[1] != 4:
+            raise ValueError(f"leaf_rows must hold {n} rows and spans of 4 columns; "
+                             f"got {self.rows_view.shape[0]} rows and spans of shape "
+                             f"{tuple(np.shape(spans))}")
+        for s in range(v.shape[0]):
+            if not (0 <= v[s, 0] <= v[s, 1] <= n and 0 <= v[s, 2] < n_nodes
+                    and -1 <= v[s, 3] < n_nodes and v[s, 2] != v[s, 3]):
+                raise ValueError(f"leaf span {s} is {list(np.asarray(v[s]))}; expected "
+                                 f"0 <= start <= stop <= {n} and leaves below {n_nodes}")
+        self.spans_view = v
+        self.n_spans = v.shape[0]
+        if self.n_spans > 0:
+            self.rows = &self.rows_view[0]
+            self.spans = &v[0, 0]
+
+
 def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1] prob,
                               const int32_t[::1] leaf, const float64_t[::1] sample_weight,
                               intp_t n_leaves):
@@ -756,6 +931,9 @@ cdef int leaf_steps(
     int32_t* rows_by_leaf,
     int n_threads,
     const int32_t[::1] residual_codes=None,
+    const int32_t* span_rows=NULL,
+    const int64_t* spans=NULL,
+    intp_t n_spans=0,
 ) except -1:
     """The leaf values of a grown tree from its in-bag rows, 0 for inner nodes; then
     ``steps[j] = learning_rate * nodes[j].value``, the step each row of node j takes
@@ -769,6 +947,8 @@ cdef int leaf_steps(
     exact minimiser of each leaf's loss of the kind ``kind`` (``solve_exact``:
     targets ``codes == positive``, log-odds or raw scores ``z``). ``residual`` None
     (Newton step): r = [``residual_codes`` = ``positive``] - p (``newton_sums``).
+    ``span_rows``, ``spans``, ``n_spans``: the grower's leaf spans (``newton_sums``:
+    the rows summed where they lie, not sorted).
     """
     cdef intp_t j, n_nodes = nodes.shape[0]
     if codes is not None:
@@ -783,7 +963,7 @@ cdef int leaf_steps(
             steps[j] = 0.0
         newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, steps,
                     steps + n_nodes, n_nodes, rows_by_leaf, n_threads, residual_codes,
-                    positive)
+                    positive, span_rows, spans, n_spans)
         for j in range(n_nodes):
             if nodes[j].feature < 0:
                 nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
@@ -870,6 +1050,7 @@ def boosting_update(
     const int32_t[::1] codes=None,
     int32_t[::1] rows_by_leaf=None,
     bint exponential=False,
+    leaf_rows=None,
 ):
     """One boosting step of a loss of one raw score per row after the tree of
     iteration m has been grown: the binomial log-loss, or with ``exponential`` the
@@ -884,7 +1065,8 @@ def boosting_update(
     statistics of the next split search (``row_stats`` None: unit weights, the tree
     reads the residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
     on one thread) is the scratch of the leaf sums on ``n_threads`` threads
-    (``leaf_steps``).
+    (``leaf_steps``); ``leaf_rows``, the grower's leaf spans (``TreeGrower.leaf_rows``;
+    None: the rows sorted in ``rows_by_leaf``), spare that sort.
 
     Returns
     -------
@@ -896,6 +1078,7 @@ def boosting_update(
     """
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
+    cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
@@ -909,7 +1092,7 @@ def boosting_update(
     try:
         leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
                    residual, prob, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
-                   by_leaf, n_threads)
+                   by_leaf, n_threads, None, at.rows, at.spans, at.n_spans)
         if exponential:  # in row order, on one thread
             with nogil:
                 n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, step,
@@ -1321,6 +1504,7 @@ def multinomial_tree_update(
     int n_threads=1,
     int32_t[::1] rows_by_leaf=None,
     const int32_t[::1] labels=None,
+    leaf_rows=None,
 ):
     """Leaf values of the tree of one class, then F_k += eta * gamma for every row.
 
@@ -1331,7 +1515,7 @@ def multinomial_tree_update(
     k against the others at the start of the iteration (``log_odds``,
     ``class_log_odds``), gamma_j is instead the exact minimiser of the leaf's
     multinomial log-loss in F_k (``exact_leaf_values``). ``n_threads`` and
-    ``rows_by_leaf`` as in ``boosting_update`` (the update of F_k is elementwise:
+    ``rows_by_leaf`` and ``leaf_rows`` as in ``boosting_update`` (the update of F_k is elementwise:
     the same numbers on any number of threads). ``residual`` None: the Newton step
     makes each row's r from its class code in ``labels``, r = [label = k] - p
     (``class_residual``'s, bit for bit; the exact solve reads no residual).
@@ -1344,13 +1528,14 @@ def multinomial_tree_update(
             or raw.shape[0] != n):
         raise ValueError(f"residual, labels, prob and raw must have {n} rows")
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
+    cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
     try:
         leaf_steps(nodes, sums, learning_rate, leaf_of_row, sample_mask, sample_weight,
                    factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads,
-                   labels)
+                   labels, at.rows, at.spans, at.n_spans)
         with nogil:
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1

@@ -15,7 +15,10 @@ writes the residuals of output k into the grower's ``residual_buffer()`` (which 
 grower then puts on the grid in place), so that a state of K outputs need not keep
 the residuals of every output; with ``"scratch"``, ``update(..., rows_by_leaf=)``
 sorts the rows by leaf in the grower's ``row_scratch()`` (free between trees, and
-each grower's own where trees are grown side by side).
+each grower's own where trees are grown side by side); with ``"leaf_rows"``,
+``update(..., leaf_rows=)`` takes the grower's ``leaf_rows()`` (each leaf's in-bag
+rows where the grower's partition holds them, in increasing order, or None) and
+sums the leaves there instead of sorting (the same sums).
 
 An update is split into the **per-node sums** of the leaf values (taken over this
 process's in-bag rows, in row order) and their **apply** (leaf values from the
@@ -246,8 +249,8 @@ class OneScoreFit:
     #: place.
     _loss_in_place = False
     #: The grower's buffers the state borrows (the module's docstring): the leaf
-    #: sums' scratch.
-    borrows = ("scratch",)
+    #: sums' scratch and the rows of its leaves.
+    borrows = ("scratch", "leaf_rows")
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         n = y.shape[0]
@@ -272,16 +275,18 @@ class OneScoreFit:
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-               rows_by_leaf=None):
+               rows_by_leaf=None, leaf_rows=None):
         """Leaf values of the grown tree (``nodes``, updated in place) and the update
         of F and r that follows: in one fused pass in one process, else the per-node
         sums reduced, then applied (and bounded, with monotonic constraints).
         ``rows_by_leaf``: the grower's scratch for the leaf sums (int32, a row each),
-        or None (the state's own, made on first use where needed)."""
+        or None (the state's own, made on first use where needed); ``leaf_rows``:
+        the grower's ``leaf_rows()`` (None: the rows sorted in the scratch)."""
         if self.reduce is None and self.monotonic is None:
-            self.last_loss = self._fused_update(nodes, leaf_of_row, sample_mask,
-                                                learning_rate, n_threads,
-                                                self._scratch(rows_by_leaf, n_threads))
+            scratch = self._scratch(rows_by_leaf, n_threads)
+            self.last_loss = self._fused_update(
+                nodes, leaf_of_row, sample_mask, learning_rate, n_threads, scratch,
+                None if scratch is None else leaf_rows)
             return
         reduce = _no_reduce if self.reduce is None else self.reduce
         if self.codes is None or self.monotonic is not None:
@@ -307,11 +312,11 @@ class OneScoreFit:
             raise exponential_overflow_error(n_overflow)
 
     def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-                      rows_by_leaf):
+                      rows_by_leaf, leaf_rows=None):
         loss, n_overflow = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
             self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            rows_by_leaf, self.exponential)
+            rows_by_leaf, self.exponential, leaf_rows)
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
         return loss
@@ -391,7 +396,7 @@ class MultinomialFit:
     """
 
     #: The grower's buffers the state borrows (the module's docstring).
-    borrows = ("residual", "scratch")
+    borrows = ("residual", "scratch", "leaf_rows")
 
     def __init__(self, n_classes, y, sample_weight, raw, n_threads, exact=False,
                  reduce=None):
@@ -441,12 +446,13 @@ class MultinomialFit:
         return self.row_stats, residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-               rows_by_leaf=None):
+               rows_by_leaf=None, leaf_rows=None):
         """Leaf values of class k's tree and F_k += eta * gamma on ``n_threads``
         threads (the residuals made again from p_k: the tree's buffer may hold them
         on the grid by now). ``rows_by_leaf``: the grower's scratch for the leaf
         sums (each grower's own where trees are grown side by side), or None (the
-        state's own, made on first use where needed)."""
+        state's own, made on first use where needed); ``leaf_rows``: the grower's
+        ``leaf_rows()`` (None: the rows sorted in the scratch)."""
         if self.reduce is not None:
             self._reduced_update(k, nodes, leaf_of_row, sample_mask, learning_rate)
             return
@@ -456,11 +462,12 @@ class MultinomialFit:
                 self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
                 self.log_odds[k], n_threads)
         else:
+            scratch = self._scratch(rows_by_leaf, n_threads)
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, None, self.prob[k],
                 self.sample_weight, self.factor, learning_rate, self.raw[k], k=k,
-                n_threads=n_threads, rows_by_leaf=self._scratch(rows_by_leaf, n_threads),
-                labels=self.y)
+                n_threads=n_threads, rows_by_leaf=scratch, labels=self.y,
+                leaf_rows=None if scratch is None else leaf_rows)
 
     def _reduced_update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
         if self.exact:
