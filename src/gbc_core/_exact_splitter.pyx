@@ -13,9 +13,10 @@ alone as the root is, with its running sums in registers: the same sums in the s
 order, so the same splits bit for bit. The scan is a list of tasks run in
 parallel (OpenMP ``prange``): a feature for every node of the level; on a level with
 segments and several pairs of siblings, a feature for one pair; and at a root
-holding every row, where the last wave of feature tasks would leave threads idle, a
-fixed block of a feature's sorted positions, started from the exact sum of the
-positions before it (a first pass sums the blocks). Each thread keeps its own
+holding every row, where a modelled schedule of the root's tasks says the threads
+finish sooner (``root_block_plan``), a fixed block of a feature's sorted positions,
+started from the exact sum of the positions before it (a first pass sums the blocks
+in row order, from one byte per row naming its block). Each thread keeps its own
 per-node state, and the best split of a node is the maximum over its candidates
 under a total order (proxy, then lowest feature index, then lowest threshold, which
 between blocks of a feature is the lowest sorted position), so the result does not
@@ -930,7 +931,10 @@ cdef class ExactSplitFinder(SplitFinder):
     ``row_wr``); with segments, 4 bytes per value, 4 per row per thread of a scan and
     one bit per row; the 16-byte row records of the weighted scans only for trees given row
     statistics (weights), or with unit weights once a level has more nodes than a
-    byte holds. These per-row buffers are reported to ``tracemalloc``.
+    byte holds; where a root may be blocked (``root_block_plan``: from 4 threads
+    on, and only where the rule blocks a feature of this fit's shape), 1 byte per
+    value naming its block of sorted positions. These per-row buffers are reported
+    to ``tracemalloc``.
     """
     cdef:
         int32_t* segment_rows    # per feature: the rows of each node of the level,
