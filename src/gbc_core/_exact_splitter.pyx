@@ -233,7 +233,6 @@ def _force_blocks(block_rows):
     return previous
 
 
-
 cdef inline intp_t _block_rows_for(intp_t n_rows) noexcept nogil:
     """Sorted positions per block of a root's feature: BLOCK_ROWS, doubled until
     ``n_rows`` fits in MAX_BLOCKS blocks (the row count alone decides)."""
