@@ -80,6 +80,7 @@ import os
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -130,10 +131,46 @@ MEMORY = {
     12: (8, 1, 36, False),    # out of bag: routed through the raw values
     13: (5, 1, 140, False),   # binning: X (4 bytes) to bins (1 byte)
     14: (24, 2, 12, True),    # presort: one column's values and order
-    28: (12, 2, 8, True),     # exact block sums: sorted index + w r gathered by row
+    28: (9, 1, 9, True),      # exact block sums: w r and the block bytes, in row order
     40: (8, 1, 120, False),   # rows scored through trees
 }
 MIB = 1 << 20
+
+# The exact finder's block sums from its block bytes (a pass over the rows per
+# blocked feature), as a share of a root feature's scan on one thread, measured on
+# this machine (benchmarks/README.md, "block sums from one byte per value"): 0.24 at
+# 200k rows, 0.14 at 1M (log-interpolated in the row count, held at the ends).
+EXACT_BLOCK_PASS = ((200_000, 0.24), (1_000_000, 0.14))
+# Writing the block bytes (once per fit, where the rule blocks a feature), as a share
+# of the presort's time (region 14), measured on one thread at 1M x 28: 0.107 s
+# against 1.23 s for the finder's sort; divided among the threads (a task per
+# feature).
+EXACT_BYTE_FILL = 0.087
+
+
+def block_pass_share(rows):
+    """The block sums' cost of a feature over its root scan at ``rows`` rows."""
+    (r0, c0), (r1, c1) = EXACT_BLOCK_PASS
+    t = min(1.0, max(0.0, math.log(rows / r0) / math.log(r1 / r0)))
+    return c0 + t * (c1 - c0)
+
+
+def root_block_tasks(dur, p, n_samples):
+    """The exact root's scan tasks on ``p`` threads where the finder blocks its
+    features (``_exact_splitter.root_block_plan``, the code's own rule; every feature
+    lean): ``dur`` the one-thread scan time of each feature (in order). Returns (scan
+    task durations in the order the code hands them out: the whole features, then
+    the blocks of the last k, each 1 / n_blocks of its feature; block-sum task
+    durations, one per blocked feature: ``block_pass_share`` x the mean scan)."""
+    from gbc_core._exact_splitter import root_block_plan
+    dur = np.asarray(dur, dtype=float)
+    k, _, n_blocks, _ = root_block_plan(int(n_samples), len(dur), p)
+    if k == 0:
+        return dur, np.zeros(0)
+    whole = dur[:len(dur) - k]
+    blocks = np.repeat(dur[len(dur) - k:] / n_blocks, n_blocks)
+    passes = np.full(k, block_pass_share(n_samples) * float(dur.mean()))
+    return np.concatenate([whole, blocks]), passes
 
 # The 16-core machine of the predictions: the one place of its parameters. Cache
 # sizes as stated by the Xeon's lscpu in benchmarks/README.md (2 MiB L2 per core,
@@ -428,11 +465,14 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 
 
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
-                   row_blocks=False, n_samples=0):
+                   row_blocks=False, n_samples=0, root_blocks=False):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
-    blocks as the code since issue 33 does (``n_samples``: the fit's rows)."""
+    blocks as the code since issue 33 does (``n_samples``: the fit's rows).
+    ``root_blocks``: ``r`` is an exact root's scan, whose features the finder
+    blocks on p threads (``root_block_tasks``; the block sums a loop before the
+    scan, their memory traffic in :func:`plan`)."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if r.rid == 14:
@@ -467,6 +507,12 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                         compute += schedule(merge, p, "static")
                         n_loops += 1
                 n_tasks = len(dur)
+            elif root_blocks and phase == 8 and p > 1:
+                dur, passes = root_block_tasks(dur, p, n_samples)
+                if len(passes):
+                    compute += schedule(passes, p, "dynamic")
+                    n_loops += 1
+                n_tasks = len(dur)
             elif phase == PART_CHILD and p > 1 and len(dur) <= 8:
                 # Narrow levels: the children's rows placed and summed in chunks
                 # (_split_narrow): divisible.
@@ -497,11 +543,14 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
 
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
-         row_blocks=False):
+         row_blocks=False, root_blocks=False):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
-    iteration are grown ("share", "one", "serial"; module docstring)."""
+    iteration are grown ("share", "one", "serial"; module docstring);
+    ``row_blocks``: the histogram finder's row blocks; ``root_blocks``: the exact
+    finder's root blocks (each tree's first scan, of a fit without a subsample:
+    the benchmark's), both the finders' own rules at p threads."""
     scale_of = scale_of or {}
     rows = rows or meta["rows"]
     row_factor = rows / meta["rows"]
@@ -512,12 +561,32 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     out.const = (fit_s - region_s) * scale_of.get(0, 1.0)
     k = meta["classes"] if meta["classes"] > 2 else 1
 
+    roots = set()
+    if root_blocks and meta["method"] == "exact":
+        starts = np.array([r.t0 for r in regions])
+        for tree in trees:
+            lo, hi = np.searchsorted(starts, [tree["t0"], tree["t1"]])
+            first = next((r for r in regions[lo:hi] if r.rid == 8), None)
+            if first is not None:
+                roots.add(id(first))
+
     def add(r, threads, share=1, group=-1):
         s = scale_of.get(r.rid, 1.0)
+        is_root = id(r) in roots
         comp, busy = region_compute(r, threads, machine, scale=s, row_factor=row_factor,
-                                    row_blocks=row_blocks, n_samples=rows)
+                                    row_blocks=row_blocks, n_samples=rows,
+                                    root_blocks=is_root)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group)
+        if is_root and threads > 1:
+            # The block sums' traffic: the rows' w r and one byte per row, per
+            # blocked feature (their compute is in the scan's: region_compute).
+            k = _root_blocked(r, threads, rows)
+            if k:
+                passes = SimpleNamespace(rid=28, items=k * r.items / len(r.phases[8]))
+                l3, dram = region_memory(passes, min(k, threads), machine, rows,
+                                         row_factor, share)
+                out.add(0.0, l3, dram, min(k, threads), share, group)
 
     lane_of = {}
     if k > 1 and p > 1 and len(trees) and mode in ("share", "one"):
@@ -540,6 +609,11 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                - sum(r.cpu for r in regions[lo:hi])) * scale_of.get(0, 1.0)
                 out.const -= tree_serial
                 out.add(tree_serial, group=it * g + lane)
+    if roots and p > 1 and any(_root_blocked(r, p, rows) for r in regions
+                               if id(r) in roots):
+        sort_s = sum(r.cpu * scale_of.get(14, 1.0) for r in regions if r.rid == 14)
+        n_features = max(len(r.phases.get(8, ())) for r in regions if id(r) in roots)
+        out.add(EXACT_BYTE_FILL * sort_s / min(p, n_features), p=min(p, n_features))
     for r in regions:
         if id(r) in lane_of:
             threads, share, group = lane_of[id(r)]
@@ -547,6 +621,12 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         else:
             add(r, p)
     return out
+
+
+def _root_blocked(r, p, rows):
+    """Features the exact finder blocks at root region ``r`` on p threads."""
+    from gbc_core._exact_splitter import root_block_plan
+    return root_block_plan(int(rows), len(r.phases.get(8, ())), p)[0]
 
 
 def predict(events, meta, p, machine, scale_of=None, rows=None, mode="share"):
@@ -702,14 +782,15 @@ def traces_by_key(folder):
     return out
 
 
-def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False):
+def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
+               root_blocks=False):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
     threads: from its trace, or extrapolated from the two largest traces of the
     same method and classes below it (per-region exponents of the row count).
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
-                    row_blocks=row_blocks), "traced"
+                    row_blocks=row_blocks, root_blocks=root_blocks), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
@@ -727,7 +808,8 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
         how = f"{sizes[-2] // 1000}k and " + how
     factor = rows / sizes[-1]
     scale_of = {rid: factor ** e for rid, e in expo.items()}
-    return plan(*big, p, machine, scale_of, rows, mode, row_blocks), "from " + how
+    return plan(*big, p, machine, scale_of, rows, mode, row_blocks,
+                root_blocks), "from " + how
 
 
 def mode_of(method, commit):
@@ -896,7 +978,7 @@ def cmd_calibrate(args):
     print("| fit | " + " | ".join(f"{t} threads s" for t in threads)
           + " | 16t / 1t | 16t / LightGBM 16t | target (issue 33) | trace |")
     print("|---|" + "---:|" * (len(threads) + 2) + "---|---|")
-    variants = [("hist", False), ("hist", True), ("exact", False)]
+    variants = [("hist", False), ("hist", True), ("exact", False), ("exact", True)]
     for method, blocks in variants:
         for k in (2, 5):
             for n_rows in (200_000, 1_000_000, 10_000_000):
@@ -906,7 +988,8 @@ def cmd_calibrate(args):
                 vals = {}
                 for t in sorted(set(threads) | {1, 16}):
                     pl, how = model_plan(traces, method, n_rows, k, t, machine, mode,
-                                         row_blocks=blocks)
+                                         row_blocks=blocks and method == "hist",
+                                         root_blocks=blocks and method == "exact")
                     vals[t] = pl.seconds(m) if pl is not None else math.nan
                 if math.isnan(vals[16]):
                     continue
@@ -925,7 +1008,8 @@ def cmd_calibrate(args):
                 else:
                     target = "-"
                 name = f"{method} {n_rows // 1000}k, {k} classes" + (
-                    ", row blocks" if blocks else "")
+                    ("" if not blocks else ", row blocks" if method == "hist"
+                     else ", root blocks"))
                 print(f"| {name} | {cells} | "
                       f"x{scaling:.2f} | {vs} | {target} | {how} |")
 

@@ -170,11 +170,13 @@ def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
         assert paired > 0
 
 
+@pytest.mark.parametrize("block_rows", [5, 64])
 @pytest.mark.parametrize("n_jobs", [1, 2, 3])
-def test_a_fit_with_blocks_is_the_fit_without(n_jobs, monkeypatch):
+def test_a_fit_with_blocks_is_the_fit_without(n_jobs, block_rows):
     """A whole exact fit (binary and three classes) with every root feature in
     blocks and every level in pair tasks is the default fit on one thread, bit for
-    bit."""
+    bit: blocks of 5 positions (1,200: their sums gathered through the sorted
+    order) and of 64 (94: their sums from the block bytes)."""
     rng = np.random.default_rng(2)
     n = 6000
     X = rng.normal(size=(n, 5)).astype(np.float32)
@@ -183,7 +185,7 @@ def test_a_fit_with_blocks_is_the_fit_without(n_jobs, monkeypatch):
               np.digitize(X[:, 0] + X[:, 3] + rng.normal(size=n), [-0.5, 0.5])):
         params = dict(n_estimators=4, max_depth=4, subsample=1.0, random_state=0)
         reference = GradientBoostingClassifier(n_jobs=1, **params).fit(X, y)
-        previous = _exact_splitter._force_blocks(5)
+        previous = _exact_splitter._force_blocks(block_rows)
         try:
             blocked = GradientBoostingClassifier(n_jobs=n_jobs, **params).fit(X, y)
         finally:
@@ -198,3 +200,143 @@ def test_a_fit_with_blocks_is_the_fit_without(n_jobs, monkeypatch):
 def test_force_blocks_rejects_a_negative_size():
     with pytest.raises(ValueError, match="block_rows must be >= 0"):
         _exact_splitter._force_blocks(-1)
+
+
+# ---------------------------------------------------------------- the block bytes
+def _twin_root_time(k, n_features, n_threads, n_blocks, num, den):
+    """The root's time with its last k features blocked, by list scheduling the
+    tasks one by one (integer units of 1 / (n_blocks x den) of a scan): k block-sum
+    tasks of num / den, then the whole features (1 each) and the k x n_blocks blocks
+    (1 / n_blocks each), each to the first free thread."""
+    import heapq
+    unit = n_blocks * den
+    free = [0] * n_threads
+    for _ in range(k):
+        heapq.heappush(free, heapq.heappop(free) + n_blocks * num)
+    sums = max(free)
+    free = [0] * n_threads
+    for cost in [unit] * (n_features - k) + [den] * (k * n_blocks):
+        heapq.heappush(free, heapq.heappop(free) + cost)
+    return sums + max(free)
+
+
+def test_the_root_rule_is_the_list_schedule_of_its_tasks():
+    """``root_block_plan`` blocks the least k of the least list-scheduled root time
+    (the twin above), never on fewer than 4 threads nor with one block; blocks of
+    32,768 positions up to 8,388,608 rows (256 blocks), then doubled from the row
+    count alone; the headline case (1M x 28 on 16 threads) blocks the 12 features
+    of the last wave, 8 threads 4."""
+    num, den = 1, 5
+    assert _exact_splitter.root_block_plan(10, 3, 8)[3] == num / den
+    for n_rows in (40_000, 200_000, 1_000_000, 10_000_000):
+        for n_features in (1, 3, 5, 8, 13, 28, 30):
+            for n_threads in (1, 2, 3, 4, 6, 8, 16, 24, 32):
+                k, block_rows, n_blocks, _ = _exact_splitter.root_block_plan(
+                    n_rows, n_features, n_threads)
+                assert n_blocks == -(-n_rows // block_rows) <= 256
+                if n_threads < 4:
+                    assert k == 0
+                    continue
+                times = [_twin_root_time(j, n_features, n_threads, n_blocks, num, den)
+                         for j in range(n_features + 1)]
+                assert k == int(np.argmin(times)), (n_rows, n_features, n_threads)
+                for n_lean in range(n_features + 1):
+                    k_lean = _exact_splitter.root_block_plan(
+                        n_rows, n_features, n_threads, n_lean)[0]
+                    assert k_lean == int(np.argmin(times[:n_lean + 1]))
+    assert _exact_splitter.root_block_plan(1_000_000, 28, 16)[:3] == (12, 32768, 31)
+    assert _exact_splitter.root_block_plan(1_000_000, 28, 8)[0] == 4
+    assert _exact_splitter.root_block_plan(1_000_000, 28, 2)[0] == 0
+    assert _exact_splitter.root_block_plan(8_388_608, 28, 16)[1:3] == (32768, 256)
+    assert _exact_splitter.root_block_plan(8_388_609, 28, 16)[1:3] == (65536, 129)
+    assert _exact_splitter.root_block_plan(30_000, 28, 16)[:3] == (0, 32768, 1)
+
+
+def _column_data(n, seed=5):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([
+        rng.permutation(n),                 # distinct values
+        np.round(rng.normal(size=n) * 3),   # many ties
+        rng.normal(size=n),
+    ]).astype(np.float32)
+    return np.asfortranarray(X)
+
+
+@pytest.mark.parametrize("block_rows", [64, 1000])
+def test_block_bytes_and_their_sums_match_a_numpy_twin(block_rows):
+    """Each (feature, row) byte names the block of sorted positions the row falls
+    in (the twin: argsort; with ties, each block holds its share of rows, values in
+    order across blocks), and each block's sum from the bytes (a pass in row order)
+    is the sum of the block's positions in sorted order, bit for bit (values on a
+    grid), the twin's ``bincount``."""
+    n = 4000
+    X = _column_data(n)
+    finder = _finder(X, 1, block_rows)
+    bytes_ = finder._block_bytes()
+    n_blocks = -(-n // block_rows)
+    assert bytes_.shape == (3, n) and bytes_.dtype == np.uint8
+    expected = np.empty(n, dtype=np.uint8)
+    expected[np.argsort(X[:, 0], kind="stable")] = np.arange(n) // block_rows
+    np.testing.assert_array_equal(bytes_[0], expected)
+    for f in range(3):
+        counts = np.bincount(bytes_[f], minlength=n_blocks)
+        np.testing.assert_array_equal(
+            counts, np.diff(np.minimum(np.arange(n_blocks + 1) * block_rows, n)))
+        for b in range(n_blocks - 1):
+            assert X[bytes_[f] == b, f].max() <= X[bytes_[f] == b + 1, f].min()
+    rng = np.random.default_rng(1)
+    r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
+    got = finder._block_sums_from_bytes(r)
+    for f in range(3):
+        twin = np.bincount(bytes_[f], weights=r, minlength=n_blocks)
+        assert got[f].tobytes() == twin.tobytes()
+        in_order = r[np.argsort(X[:, f], kind="stable")]
+        sorted_sums = np.add.reduceat(in_order, np.arange(0, n, block_rows))
+        np.testing.assert_array_equal(got[f], sorted_sums)
+    with pytest.raises(ValueError, match="must have 4000 rows"):
+        finder._block_sums_from_bytes(r[:10])
+
+
+def test_only_finders_whose_root_may_be_blocked_hold_the_bytes():
+    """One byte per value, allocated where the rule can fire: never on one, two
+    or three threads, nor where the rule blocks nothing; on the threads where it
+    does. Forced blocks hold them up to 256 blocks (more gather the blocks' sums
+    through the sorted order)."""
+    n = 40_000
+    X = np.asfortranarray(np.random.default_rng(0).normal(size=(n, 3)).astype(np.float32))
+    assert _exact_splitter.root_block_plan(n, 3, 6)[0] == 3
+    assert _exact_splitter.root_block_plan(n, 3, 4)[0] == 0
+    for n_threads in (1, 2, 3, 4):
+        assert ExactSplitFinder(X, n_threads)._block_bytes() is None
+    held = ExactSplitFinder(X, 6)._block_bytes()
+    assert held is not None and held.nbytes == n * 3
+    small = np.asfortranarray(X[:4000])
+    assert _finder(small, 1, 16)._block_bytes() is not None     # 250 blocks
+    assert _finder(small, 1, 15)._block_bytes() is None         # 267 blocks
+    with pytest.raises(ValueError, match="no block bytes"):
+        ExactSplitFinder(X, 2)._block_sums_from_bytes(np.zeros(n))
+
+
+def test_the_default_rule_finds_the_splits_of_one_thread():
+    """Where the default rule blocks the root (40,000 x 3 on 6 threads: every
+    feature), the root's splits (ties across blocks and features included) are
+    those of the one-thread scan, bit for bit, with and without a leaf minimum."""
+    n = 40_000
+    rng = np.random.default_rng(4)
+    x = rng.permutation(n).astype(np.float32)
+    X = np.asfortranarray(np.column_stack([
+        np.round(rng.normal(size=n) * 2), x, x]).astype(np.float32))
+    r = np.empty(n)
+    r[np.argsort(x)] = _tied_residuals(n)
+    stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = r, 1.0
+    row_slot = np.zeros(n, dtype=np.int32)
+    blocked = ExactSplitFinder(X, 6)
+    whole = ExactSplitFinder(X, 1)
+    for msl in (1, 7, 15_000):
+        got = blocked.level_splits(stats, row_slot, None, msl, 0.0, unit_weights=True,
+                                   grid=(2.0 ** -40, 1.0))
+        expected = whole.level_splits(stats, row_slot, None, msl, 0.0,
+                                      unit_weights=True, grid=(2.0 ** -40, 1.0))
+        assert got.tobytes() == expected.tobytes()
+    assert blocked.blocked_levels == 3 and whole.blocked_levels == 0

@@ -134,3 +134,30 @@ def test_row_block_tasks_follow_the_finders_plan():
     blocks = row_block_plan([750_000, 250_000], 28, 16, n)
     g = sm.hist_groups(28, 16)
     assert len(build) == sum(int(b) * 7 if b > 1 else g for b in blocks)
+
+
+def test_root_block_tasks_follow_the_finders_rule():
+    """The exact root's scan tasks at P threads: the finder's own rule
+    (``root_block_plan``): at 1M rows with 28 features, 16 threads block the last 12
+    features into 31 blocks each (their time shared out), after the 16 whole ones,
+    with one block-sum task per blocked feature at the measured share of a mean
+    scan; 2 and 32 threads keep the 28 whole features and no block sums."""
+    from gbc_core._exact_splitter import root_block_plan
+
+    n = 1_000_000
+    dur = np.linspace(1.0, 2.0, 28)
+    k, _, n_blocks, _ = root_block_plan(n, 28, 16)
+    assert (k, n_blocks) == (12, 31)
+    tasks, passes = sm.root_block_tasks(dur, 16, n)
+    assert len(tasks) == 16 + 12 * 31
+    np.testing.assert_array_equal(tasks[:16], dur[:16])
+    assert math.isclose(tasks[16:].sum(), dur[16:].sum())
+    assert np.allclose(tasks[16:16 + 31], dur[16] / 31)
+    assert len(passes) == 12
+    assert np.allclose(passes, sm.block_pass_share(n) * dur.mean())
+    assert sm.block_pass_share(n) == 0.14 and sm.block_pass_share(200_000) == 0.24
+    assert 0.14 < sm.block_pass_share(500_000) < 0.24
+    for p in (2, 32):
+        tasks, passes = sm.root_block_tasks(dur, p, n)
+        np.testing.assert_array_equal(tasks, dur)
+        assert len(passes) == 0

@@ -326,9 +326,11 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
     read from X through the order), no 16-byte row records (the weighted scans'),
     and the presort's temporaries (12 bytes per row and column sorted at once, at
     most 4 at once, beside the class codes: 52 bytes per row on 4 threads or more,
-    then the traced peak), with any number of threads."""
+    then the traced peak), with any number of threads; where the root may be
+    scanned in blocks (``root_block_plan``: here on 8 threads, not on 1), 1 byte
+    per value more, naming each value's block of sorted positions."""
     from gbc_core import GradientBoostingClassifier, _exact_splitter
-    from gbc_core._exact_splitter import ExactSplitFinder
+    from gbc_core._exact_splitter import ExactSplitFinder, root_block_plan
 
     # (The "exact" entry of _split_methods builds the finder of this module.)
     monkeypatch.setattr(_exact_splitter, "ExactSplitFinder",
@@ -345,5 +347,8 @@ def test_exact_fit_allocates_at_most_its_state(segments, monkeypatch):
         per_value, per_row = 4, max(53, 4 + 12 * min(n_jobs, 4, d))
         if segments:
             per_value, per_row = 8, 53 + 4 * min(n_jobs, d) + 1 / 8
+        blocked = root_block_plan(n, d, n_jobs)[0] > 0
+        assert blocked == (n_jobs == 8)
+        per_value += blocked
         assert peak < n * (per_value * d + per_row) + 256 * 1024, (
             n_jobs, peak / n - per_value * d, per_row)

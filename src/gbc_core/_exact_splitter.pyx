@@ -13,9 +13,10 @@ alone as the root is, with its running sums in registers: the same sums in the s
 order, so the same splits bit for bit. The scan is a list of tasks run in
 parallel (OpenMP ``prange``): a feature for every node of the level; on a level with
 segments and several pairs of siblings, a feature for one pair; and at a root
-holding every row, where the last wave of feature tasks would leave threads idle, a
-fixed block of a feature's sorted positions, started from the exact sum of the
-positions before it (a first pass sums the blocks). Each thread keeps its own
+holding every row, where a modelled schedule of the root's tasks says the threads
+finish sooner (``root_block_plan``), a fixed block of a feature's sorted positions,
+started from the exact sum of the positions before it (a first pass sums the blocks
+in row order, from one byte per row naming its block). Each thread keeps its own
 per-node state, and the best split of a node is the maximum over its candidates
 under a total order (proxy, then lowest feature index, then lowest threshold, which
 between blocks of a feature is the lowest sorted position), so the result does not
@@ -183,21 +184,25 @@ cdef enum:
     # two threads write one line (a line shared at the boundary went back and forth
     # between cores at every sample the level scan added to those nodes).
     NODE_GROUP = 8
-    # The root's features may be scanned in blocks of BLOCK_ROWS sorted positions,
-    # each block a task of its own (``collect``): boundaries fixed by the row count
-    # and this constant, never by the thread count.
+    # The root's features may be scanned in blocks of sorted positions, each block a
+    # task of its own (``collect``): BLOCK_ROWS positions, or for more than
+    # BLOCK_ROWS x MAX_BLOCKS rows (8,388,608) the least power of two times BLOCK_ROWS
+    # that keeps MAX_BLOCKS blocks or fewer; boundaries fixed by the row count and
+    # these constants, never by the thread count (``root_block_plan``).
     BLOCK_ROWS = 1 << 15
-    # A blocked feature costs its scan plus a pass summing its blocks (gathers with
-    # no test: about 0.65 of a scan at 200,000 and 1M rows, measured on the loops
-    # alone), 5/3 of a whole feature's scan in all. The root blocks the features of
-    # its last, incomplete wave of tasks (r = n_features mod threads, from
-    # MIN_BLOCK_THREADS threads on) when r * 5/3 <= threads: those blocks then fill
-    # the threads the wave leaves idle, in at most the time of a whole feature.
-    # With fewer threads, or a last wave that would not fit, it changes nothing
-    # (one and two threads do exactly the work they did without blocks).
+    MAX_BLOCKS = 256
+    # Each block's sum of w * r comes from one byte per (feature, row) naming the
+    # block the row falls in for the feature (written once per fit, after the sort):
+    # one sequential pass over the rows per blocked feature (``_sum_blocks``), about
+    # BLOCK_PASS_NUM / BLOCK_PASS_DEN of a whole feature's scan (the pass alone, on
+    # one thread, at 200,000 and 1M rows: benchmarks/README.md). The root blocks the
+    # last k lean features, k the least that minimises the root's modelled time on
+    # the threads (``_root_blocked_features``), from MIN_BLOCK_THREADS threads on:
+    # one and two threads do exactly the work they did without blocks, and hold no
+    # bytes.
     MIN_BLOCK_THREADS = 4
-    BLOCK_COST_NUM = 5
-    BLOCK_COST_DEN = 3
+    BLOCK_PASS_NUM = 1
+    BLOCK_PASS_DEN = 5
 
 cdef enum:
     # Where a finder with segments finds the rows of the level's parents.
@@ -226,6 +231,84 @@ def _force_blocks(block_rows):
         raise ValueError(f"block_rows must be >= 0, got {block_rows}")
     _forced_block_rows = block_rows
     return previous
+
+
+cdef inline intp_t _block_rows_for(intp_t n_rows) noexcept nogil:
+    """Sorted positions per block of a root's feature: BLOCK_ROWS, doubled until
+    ``n_rows`` fits in MAX_BLOCKS blocks (the row count alone decides)."""
+    cdef intp_t block_rows = BLOCK_ROWS
+    while n_rows > block_rows * MAX_BLOCKS:
+        block_rows *= 2
+    return block_rows
+
+
+cdef inline int64_t _root_time(intp_t k, intp_t n_features, intp_t n_threads,
+                               intp_t n_blocks) noexcept nogil:
+    """The root's modelled time with its last ``k`` features blocked, in units of
+    1 / (n_blocks x BLOCK_PASS_DEN) of a feature's scan: the block sums (one task of
+    BLOCK_PASS_NUM / BLOCK_PASS_DEN per blocked feature, in waves of
+    ``n_threads``), then the scan as ``collect`` hands it out (the whole features
+    first, each 1, then the k x n_blocks blocks, each 1 / n_blocks, to the first
+    free thread), every feature taken to cost the same."""
+    cdef int64_t unit = n_blocks * BLOCK_PASS_DEN
+    cdef intp_t whole = n_features - k, q = whole // n_threads, s = whole % n_threads
+    cdef intp_t tasks = k * n_blocks, free_threads, ahead
+    cdef int64_t t = ((k + n_threads - 1) // n_threads) * n_blocks * BLOCK_PASS_NUM
+    if s == 0:
+        # Every thread free at q: the blocks shared out over all of them.
+        return t + q * unit + ((tasks + n_threads - 1) // n_threads) * BLOCK_PASS_DEN
+    # At q, s threads still scan a whole feature (until q + 1); the others take
+    # blocks, n_blocks each before q + 1, then every thread the rest.
+    free_threads = n_threads - s
+    if tasks <= free_threads * n_blocks:
+        ahead = (tasks + free_threads - 1) // free_threads
+        return t + q * unit + max(n_blocks, ahead) * BLOCK_PASS_DEN
+    tasks -= free_threads * n_blocks
+    return t + (q + 1) * unit + ((tasks + n_threads - 1) // n_threads) * BLOCK_PASS_DEN
+
+
+cdef intp_t _root_blocked_features(intp_t n_features, intp_t n_lean, intp_t n_threads,
+                                   intp_t n_blocks) noexcept nogil:
+    """How many of the root's lean features (the last ones) to scan in blocks on
+    ``n_threads`` threads: the least k in 0 .. ``n_lean`` of the least modelled time
+    (``_root_time``); 0 below MIN_BLOCK_THREADS threads or with one block. A
+    function of the row count (through ``n_blocks``), the feature counts and the
+    thread count; the result of the scan does not depend on it (the sums are exact,
+    ties between blocks ranked by position)."""
+    cdef intp_t k, best_k = 0
+    cdef int64_t t, best_t
+    if n_threads < MIN_BLOCK_THREADS or n_blocks <= 1 or n_lean <= 0:
+        return 0
+    best_t = _root_time(0, n_features, n_threads, n_blocks)
+    for k in range(1, n_lean + 1):
+        t = _root_time(k, n_features, n_threads, n_blocks)
+        if t < best_t:
+            best_t, best_k = t, k
+    return best_k
+
+
+def root_block_plan(n_rows, n_features, n_threads, n_lean=None):
+    """The root's blocks on ``n_threads`` threads, as ``ExactSplitFinder`` plans
+    them for ``n_rows`` rows, ``n_features`` features of which ``n_lean`` (default:
+    all) may be blocked (the scaling model's and the tests' view of the rule).
+
+    Returns
+    -------
+    blocked : int
+        The number of features blocked (the last lean ones).
+    block_rows : int
+        Sorted positions per block.
+    n_blocks : int
+        Blocks per feature.
+    pass_cost : float
+        The modelled cost of a blocked feature's block sums, as a share of its scan.
+    """
+    cdef intp_t block_rows = _block_rows_for(n_rows)
+    cdef intp_t n_blocks = max(1, (n_rows + block_rows - 1) // block_rows)
+    if n_lean is None:
+        n_lean = n_features
+    return (int(_root_blocked_features(n_features, n_lean, max(1, n_threads), n_blocks)),
+            int(block_rows), int(n_blocks), <double>BLOCK_PASS_NUM / BLOCK_PASS_DEN)
 
 
 ctypedef struct candidate_t:
@@ -637,6 +720,19 @@ cdef inline float64_t _block_sum(const int32_t* order_f, const float64_t* row_wr
     return (a0 + a1) + (a2 + a3)
 
 
+cdef inline void _byte_block_sums(const uint8_t* block_of, const float64_t* row_wr,
+                                  intp_t n, float64_t* sums,
+                                  intp_t n_blocks) noexcept nogil:
+    """Each block's sum of w * r (``sums[b]``, b < ``n_blocks``) for one feature:
+    the rows in row order, each row's w * r added to the sum of the block its byte
+    names (exact on the tree's grid, so the bits of the sorted order's sums)."""
+    cdef intp_t i, b
+    for b in range(n_blocks):
+        sums[b] = 0.0
+    for i in range(n):
+        sums[block_of[i]] += row_wr[i]
+
+
 cdef inline void _scan_level_unit(
     scan_t* states,
     node_scan_t* node_scan,
@@ -834,7 +930,10 @@ cdef class ExactSplitFinder(SplitFinder):
     ``row_wr``); with segments, 4 bytes per value, 4 per row per thread of a scan and
     one bit per row; the 16-byte row records of the weighted scans only for trees given row
     statistics (weights), or with unit weights once a level has more nodes than a
-    byte holds. These per-row buffers are reported to ``tracemalloc``.
+    byte holds; where a root may be blocked (``root_block_plan``: from 4 threads
+    on, and only where the rule blocks a feature of this fit's shape), 1 byte per
+    value naming its block of sorted positions. These per-row buffers are reported
+    to ``tracemalloc``.
     """
     cdef:
         int32_t* segment_rows    # per feature: the rows of each node of the level,
@@ -869,6 +968,8 @@ cdef class ExactSplitFinder(SplitFinder):
         intp_t n_blocks          # blocks per feature (ceil(n_samples / block_rows))
         bint forced_blocks       # _force_blocks: blocks and pair tasks everywhere
         float64_t* block_offset  # per feature and block: w * r before the block
+        uint8_t* block_of        # per feature, per row: the block of sorted positions
+                                 # the row falls in (NULL where no root is blocked)
         int32_t* task_feature    # per task of a level's scan: its feature
         int32_t* task_part       # -1: every node, else its block (root) or the
                                  # first slot of its pair of siblings
@@ -894,6 +995,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.first_bits = NULL
         self.capacity = 0
         self.block_offset = NULL
+        self.block_of = NULL
         self.task_feature = NULL
         self.task_part = NULL
         self.task_capacity = 0
@@ -923,13 +1025,48 @@ cdef class ExactSplitFinder(SplitFinder):
         if self.row_wr == NULL or self.row_slot == NULL or self.row_node == NULL:
             raise MemoryError(f"cannot allocate row buffers for {self.n_samples} samples")
         self.forced_blocks = _forced_block_rows > 0
-        self.block_rows = _forced_block_rows if self.forced_blocks else BLOCK_ROWS
+        self.block_rows = (_forced_block_rows if self.forced_blocks
+                           else _block_rows_for(self.n_samples))
         self.n_blocks = max(1, (self.n_samples + self.block_rows - 1) // self.block_rows)
         self.block_offset = <float64_t*>malloc(
             max(1, self.n_features * self.n_blocks) * sizeof(float64_t))
         if self.block_offset == NULL:
             raise MemoryError(f"cannot allocate block sums for {self.n_blocks} blocks")
         self._reserve_tasks(self.n_features * (self.n_blocks + 1))
+        self._make_block_bytes()
+
+    cdef int _make_block_bytes(self) except -1:
+        """The byte of each (feature, row) naming its block of sorted positions, where
+        a root may ever be blocked: on MIN_BLOCK_THREADS threads or more, when the
+        rule (``_root_blocked_features``, with every feature without missing values
+        lean: no level has more) blocks a feature (or under ``_force_blocks``, up to
+        MAX_BLOCKS blocks: more read the blocks' rows through the sorted order).
+        1 byte per value; none on one or two threads."""
+        cdef intp_t f, k, n = self.n_samples, n_blocks = self.n_blocks
+        cdef intp_t block_rows = self.block_rows, n_lean = 0
+        cdef int n_threads = self.n_threads
+        cdef uint8_t* out
+        for f in range(self.n_features):
+            n_lean += self.n_nonmissing[f] == n
+        if n_blocks > MAX_BLOCKS or n_blocks <= 1:
+            return 0
+        if not self.forced_blocks and (
+                n * self.n_features < MIN_PARALLEL_SCAN
+                or _root_blocked_features(self.n_features, n_lean, n_threads,
+                                          n_blocks) == 0):
+            return 0
+        self.block_of = <uint8_t*>gbc_alloc_random_access(
+            <size_t>(self.n_features * n) * sizeof(uint8_t))
+        if self.block_of == NULL:
+            raise MemoryError(f"cannot allocate the block bytes of {n} rows x "
+                              f"{self.n_features} features")
+        with nogil:
+            for f in prange(self.n_features, schedule="dynamic", chunksize=1,
+                            num_threads=n_threads):
+                out = self.block_of + f * n
+                for k in range(n):
+                    out[self.order[f, k]] = <uint8_t>(k // block_rows)
+        return 0
 
     cdef int _make_records(self, bint fill) except -1:
         """The 16-byte records of the weighted scans (kept up to date from then on);
@@ -971,6 +1108,7 @@ cdef class ExactSplitFinder(SplitFinder):
 
     def __dealloc__(self):
         free(self.block_offset)
+        gbc_free_traced(self.block_of)
         free(self.task_feature)
         free(self.task_part)
         gbc_free_traced(self.rows)
@@ -1264,12 +1402,11 @@ cdef class ExactSplitFinder(SplitFinder):
         ``task_feature[n_tasks - n_blocked * n_blocks ...]``, one per block).
 
         - The root, where every row is in it, of unit weights (``_scan_root_block``
-          then gives every decision of the whole scan), on at least
-          MIN_BLOCK_THREADS threads: the lean features of the last, incomplete wave
-          of tasks are blocked when r * 5/3 <= threads (BLOCK_COST_NUM /
-          BLOCK_COST_DEN), r = n_features mod threads (the last ones, which one
-          does not matter for the result). The rule reads the thread count, the
-          result does not: the sums are exact and ties between blocks are ranked by
+          then gives every decision of the whole scan), where the finder holds the
+          block bytes: the last k lean features are blocked, k from the root's
+          modelled time on the threads (``_root_blocked_features``; which ones does
+          not matter for the result). The rule reads the thread count, the result
+          does not: the sums are exact and ties between blocks are ranked by
           position.
         - A level with segments below the root with two pairs of siblings or more:
           a lean feature is one task per pair (split of the pair's segment, then
@@ -1290,10 +1427,9 @@ cdef class ExactSplitFinder(SplitFinder):
                 and level.grid.unit_s > 0.0):
             if self.forced_blocks:
                 n_block = n_lean
-            elif n_threads >= MIN_BLOCK_THREADS:
-                r = self.n_features % n_threads
-                if r > 0 and r * BLOCK_COST_NUM <= n_threads * BLOCK_COST_DEN:
-                    n_block = min(r, n_lean)
+            elif self.block_of != NULL:
+                n_block = _root_blocked_features(self.n_features, n_lean, n_threads,
+                                                 n_blocks)
             blocks = n_block > 0
         elif segment_level and not is_root:
             for s in range(n_slots):
@@ -1334,9 +1470,12 @@ cdef class ExactSplitFinder(SplitFinder):
 
     cdef void _sum_blocks(self, intp_t n_blocked, int n_threads) noexcept nogil:
         """The w * r before each block of the blocked features (the last
-        ``n_blocked * n_blocks`` tasks): each block's sum but the last, in parallel
-        (one task per block), then per feature the sums before each block, in block
-        order (exact sums on the grid: the same bits in any order)."""
+        ``n_blocked * n_blocks`` tasks). With the block bytes, one task per feature:
+        a pass over the rows in row order adding each row's w * r to its block's
+        sum; without (``_force_blocks`` beyond MAX_BLOCKS blocks), one task per
+        block but the last, gathering its positions' w * r through the sorted
+        order. Then per feature the sums before each block, in block order. Every
+        sum is exact on the tree's grid: the same bits in any order."""
         cdef intp_t i, j, f, b, n = self.n_samples
         cdef intp_t n_blocks = self.n_blocks, block_rows = self.block_rows
         cdef intp_t first = n_blocked * n_blocks
@@ -1344,7 +1483,25 @@ cdef class ExactSplitFinder(SplitFinder):
         # (_plan_tasks), n_blocks per blocked feature.
         cdef const int32_t* blocked_feature = self.task_feature + (
             self.n_features - n_blocked)
-        cdef float64_t acc
+        cdef float64_t acc, t
+        if self.block_of != NULL:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+            for j in prange(n_blocked, schedule="dynamic", chunksize=1,
+                            num_threads=n_threads):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, j)
+                f = blocked_feature[j * n_blocks]
+                _byte_block_sums(self.block_of + f * n, self.row_wr, n,
+                                 self.block_offset + f * n_blocks, n_blocks)
+                GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, j)
+            GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+            for j in range(n_blocked):
+                f = blocked_feature[j * n_blocks]
+                acc = 0.0
+                for b in range(n_blocks):
+                    t = self.block_offset[f * n_blocks + b]
+                    self.block_offset[f * n_blocks + b] = acc
+                    acc = acc + t
+            return
         GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
         for i in prange(first, schedule="dynamic", chunksize=1, num_threads=n_threads):
             GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, i)
@@ -1363,6 +1520,32 @@ cdef class ExactSplitFinder(SplitFinder):
                 if b > 0:
                     acc = acc + self.block_offset[f * n_blocks + b]
                 self.block_offset[f * n_blocks + b] = acc
+
+    def _block_bytes(self):
+        """Test hook: a copy of the block bytes, shape (n_features, n_samples), or
+        None where the finder holds none."""
+        if self.block_of == NULL:
+            return None
+        return np.asarray(<uint8_t[:self.n_features * self.n_samples]>self.block_of
+                          ).reshape(self.n_features, self.n_samples).copy()
+
+    def _block_sums_from_bytes(self, const float64_t[::1] row_wr):
+        """Test hook: each feature's per-block sums of ``row_wr`` from the block
+        bytes (``_byte_block_sums``, the pass of ``_sum_blocks``), shape
+        (n_features, n_blocks)."""
+        cdef intp_t f
+        if self.block_of == NULL:
+            raise ValueError("this finder holds no block bytes")
+        if row_wr.shape[0] != self.n_samples:
+            raise ValueError(f"row_wr must have {self.n_samples} rows, got "
+                             f"{row_wr.shape[0]}")
+        out = np.empty((self.n_features, self.n_blocks), dtype=np.float64)
+        cdef float64_t[:, ::1] view = out
+        with nogil:
+            for f in range(self.n_features):
+                _byte_block_sums(self.block_of + f * self.n_samples, &row_wr[0],
+                                 self.n_samples, &view[f, 0], self.n_blocks)
+        return out
 
     cdef inline void _start_node(self, scan_t* states, const candidate_t* tb,
                                  const level_t* level, intp_t f, intp_t s,
