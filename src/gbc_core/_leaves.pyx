@@ -1530,7 +1530,7 @@ def multinomial_log_loss(const int32_t[::1] y, const float64_t[:, ::1] raw,
 # ExponentialLoss: trees fitted to r = -dL/dF = y e^-F - (1 - y) e^F, leaf values
 # gamma_j = sum w r / sum w h with the Hessian h = y e^-F + (1 - y) e^F = |r|
 # (scikit-learn's ``_update_terminal_regions``), F += eta * gamma, p = sigma(2F).
-# Each e^F is C's exp(F) once per row, with scikit-learn's own formulas: for y = 1,
+# Each e^F is ``gbc_exp(F)`` once per row, with scikit-learn's own formulas: for y = 1,
 # L = 1 / e^F and r = 1 / e^F; for y = 0, L = e^F and r = -e^F.
 
 cdef inline float64_t exponential_residual(float64_t y, float64_t f,
