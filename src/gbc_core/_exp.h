@@ -42,6 +42,7 @@
 #ifndef GBC_EXP_H
 #define GBC_EXP_H
 
+#include <math.h> /* HUGE_VAL (+inf) alone: no function of the C library */
 #include <stdint.h>
 #include <string.h>
 
@@ -56,7 +57,6 @@
 #define GBC_EXP_P4 -1.65339022054652515390e-06          /* bebbbd41 c5d26bf1 */
 #define GBC_EXP_P5 4.13813679705723846039e-08           /* 3e663769 72bea4d0 */
 #define GBC_EXP_TWOM1000 9.33263618503218878990e-302    /* 2^-1000 */
-#define GBC_EXP_HUGE 1.0e+300
 /* The bounds of the cases as float64: |x| >= 0x3fd62e43 00000000 (the high word
    above 0x3fd62e42), |x| < 2^-28 (the high word below 0x3e300000). */
 #define GBC_EXP_REDUCE 0.3465735912322998
@@ -106,10 +106,12 @@ static inline double gbc_exp(double x)
                 return x + x;
             return negative ? 0.0 : x;
         }
+        /* fdlibm: huge * huge and twom1000 * twom1000 (constants, which MSVC
+           refuses to fold into an overflow) */
         if (x > GBC_EXP_O_THRESHOLD)
-            return GBC_EXP_HUGE * GBC_EXP_HUGE;
+            return HUGE_VAL;
         if (x < GBC_EXP_U_THRESHOLD)
-            return GBC_EXP_TWOM1000 * GBC_EXP_TWOM1000;
+            return 0.0;
     }
     if (hx > 0x3fd62e42u) {
         k = (int)(GBC_EXP_INVLN2 * x + (negative ? -0.5 : 0.5));
@@ -142,9 +144,9 @@ static inline double gbc_log(double x)
     double f, s, z, w, t1, t2, r, hfsq, dk;
     if (hx < 0x00100000) { /* x < 2^-1022 */
         if (((hx & 0x7fffffff) | lx) == 0)
-            return -GBC_LOG_TWO54 / 0.0; /* log(+-0) = -inf */
+            return -HUGE_VAL; /* log(+-0) = -inf (fdlibm: -two54 / 0) */
         if (hx < 0)
-            return (x - x) / 0.0; /* log(negative) = NaN */
+            return (x - x) / (x - x); /* log(negative) = NaN (fdlibm: (x - x) / 0) */
         k -= 54;
         x *= GBC_LOG_TWO54; /* a subnormal x, scaled up */
         hx = (int32_t)(gbc_exp_bits_of(x) >> 32);
@@ -215,7 +217,7 @@ static inline double gbc_log(double x)
         out = GBC_EXP_SELECT(VD, VU, low, out * GBC_EXP_TWOM1000, out);             \
         out = GBC_EXP_SELECT(VD, VU, ax < GBC_EXP_TINY, 1.0 + x, out);              \
         out = GBC_EXP_SELECT(VD, VU, x > GBC_EXP_O_THRESHOLD,                       \
-                             zero + GBC_EXP_HUGE * GBC_EXP_HUGE, out);              \
+                             zero + HUGE_VAL, out);                                 \
         out = GBC_EXP_SELECT(VD, VU, x < GBC_EXP_U_THRESHOLD, zero, out);           \
         return GBC_EXP_SELECT(VD, VU, x != x, x + x, out);                          \
     }
