@@ -37,7 +37,7 @@ PXDS = ["_common", "_split_finder", "_choice", "_categorical", "_rows", "_partit
 # Plain C headers of a module (vector kernels written in C).
 HEADERS = {
     "_predictor": ["_simd.h"],
-    "_leaves": ["_log1p.h"],
+    "_leaves": ["_log1p.h", "_exp.h"],
     "_exact_splitter": ["_scan.h", "_criterion.h"],
     "_histogram_splitter": ["_criterion.h"],
     "_split_finder": ["_criterion.h"],

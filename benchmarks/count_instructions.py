@@ -14,6 +14,7 @@ Usage::
     python benchmarks/count_instructions.py BEFORE_DIR AFTER_DIR --rows 50000 --trees 5,25
     python benchmarks/count_instructions.py BEFORE_DIR AFTER_DIR --split-method hist
     python benchmarks/count_instructions.py BEFORE_DIR AFTER_DIR --loss exponential
+    python benchmarks/count_instructions.py BEFORE_DIR AFTER_DIR --classes 5
 
 Needs ``valgrind`` and ``callgrind_annotate`` on the PATH; a fit of 50,000 rows and
 25 trees takes a few minutes under callgrind.
@@ -35,10 +36,16 @@ import numpy as np
 from gbc_core import GradientBoostingClassifier
 rows, trees = (int(a) for a in sys.argv[1:3])
 split_method, loss = sys.argv[3:5]
+classes = int(sys.argv[5])
 rng = np.random.default_rng(0)
 X = rng.normal(size=(rows, 28)).astype(np.float32)
-logit = X[:, 0] - X[:, 1] * (X[:, 2] > 0)
-y = (rng.uniform(size=rows) < 1 / (1 + np.exp(-logit))).astype(int)
+if classes == 2:
+    logit = X[:, 0] - X[:, 1] * (X[:, 2] > 0)
+    y = (rng.uniform(size=rows) < 1 / (1 + np.exp(-logit))).astype(int)
+else:  # compare_builds.py's classes
+    logits = np.stack([X[:, 3 * k] - X[:, 3 * k + 1] * (X[:, 3 * k + 2] > 0)
+                       for k in range(classes)])
+    y = np.argmax(logits + rng.gumbel(size=logits.shape), axis=0)
 GradientBoostingClassifier(n_estimators=trees, max_depth=3, n_jobs=1,
                            split_method=split_method, loss=loss).fit(X, y)
 """
@@ -65,14 +72,16 @@ def demangle(name):
     return ".".join(p for p in parts if p != "gbc_core")
 
 
-def count(build, label, rows, trees, out_dir, split_method="exact", loss="log_loss"):
+def count(build, label, rows, trees, out_dir, split_method="exact", loss="log_loss",
+          classes=2):
     """Instructions by function (exclusive counts) of one fit under callgrind."""
     out_file = os.path.join(out_dir, f"callgrind.{label}.{trees}")
     # A fixed hash seed: the interpreter's own work is then the same in every run.
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"),
                OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}",
-                    sys.executable, "-c", WORKER, str(rows), str(trees), split_method, loss],
+                    sys.executable, "-c", WORKER, str(rows), str(trees), split_method, loss,
+                    str(classes)],
                    env=env, check=True, capture_output=True)
     report = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=no",
                              "--threshold=100", out_file],
@@ -98,6 +107,9 @@ def main():
                         help="the two numbers of trees, smaller first (default: 5,25)")
     parser.add_argument("--split-method", default="exact", choices=("exact", "hist"))
     parser.add_argument("--loss", default="log_loss", choices=("log_loss", "exponential"))
+    parser.add_argument("--classes", type=int, default=2,
+                        help="classes of the task (default: 2); with more, the counts "
+                             "are per iteration (one tree per class)")
     parser.add_argument("--top", type=int, default=15,
                         help="functions listed, by the larger per-tree count (default: 15)")
     args = parser.parse_args()
@@ -112,13 +124,14 @@ def main():
         for key in ("before", "after"):
             build = getattr(args, key)
             small, large = (count(build, key, args.rows, t, tmp, args.split_method,
-                                  args.loss)
+                                  args.loss, args.classes)
                             for t in (low, high))
             per_tree[key] = {f: (large[f] - small[f]) / (high - low)
                              for f in set(small) | set(large)}
     totals = {k: sum(v.values()) for k, v in per_tree.items()}
-    print(f"{args.rows} rows x 28, 2 classes, depth 3, n_jobs = 1, "
-          f"split_method={args.split_method!r}, loss={args.loss!r}: instructions per tree "
+    per = "tree" if args.classes == 2 else "iteration"
+    print(f"{args.rows} rows x 28, {args.classes} classes, depth 3, n_jobs = 1, "
+          f"split_method={args.split_method!r}, loss={args.loss!r}: instructions per {per} "
           f"(fit of {high} trees minus fit of {low})\n")
     print("| function | before | after | after - before |")
     print("| --- | ---: | ---: | ---: |")

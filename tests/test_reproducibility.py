@@ -377,15 +377,6 @@ def test_reference_fits_do_not_depend_on_numpy_cpu_features(tmp_path):
                             f"{name}: model file bytes", index_name="byte")
 
 
-#: The node fields that say how a tree splits: equal bit for bit whatever the C
-#: library's exp/log round to (on the reference fits).
-STRUCTURE = ("feature", "threshold", "threshold32", "missing_go_left", "left", "right",
-             "depth", "n_samples", "weighted_n")
-#: How far the other floats may move when the C library's exp, log and log1p round
-#: otherwise (measured: at most 2.7e-15 relative, 2.2e-16 absolute on these fits).
-LIBM_RTOL, LIBM_ATOL = 1e-12, 1e-15
-
-
 def _libm_probe():
     """A digest of C's exp, log and log1p (Python's math module calls them) on fixed
     arguments: tells which implementation of them a process uses."""
@@ -396,13 +387,13 @@ def _libm_probe():
     return hashlib.sha1(struct.pack(f"{len(values)}d", *values)).hexdigest()
 
 
-def test_reference_fits_without_fma_in_the_c_library_agree_to_rounding(tmp_path):
-    """What still depends on the CPU: C's exp, log and log1p. glibc on x86-64 takes
-    variants that use fused multiply-add on CPUs with FMA and AVX2, and they round
-    some arguments otherwise than the plain ones. The references refitted in a
-    subprocess where glibc is told the CPU has neither (``GLIBC_TUNABLES``) split
-    the same way (every structure field equal) and their numbers agree within
-    rtol 1e-12 + atol 1e-15."""
+def test_reference_fits_do_not_depend_on_the_c_librarys_exp_and_log(tmp_path):
+    """The kernels take no exp, log or log1p from the C library (``_exp.h``,
+    ``_log1p.h``): the references refitted in a subprocess where glibc is told the
+    CPU has neither FMA nor AVX2 (``GLIBC_TUNABLES``: its exp, log and log1p then
+    take their plain variants, which round some arguments otherwise) are the models
+    fitted here, bit for bit: model bytes, trees, initial scores, training losses and
+    predictions. (With C's exp and log the numbers moved by up to 2.7e-15 relative.)"""
     if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
         pytest.skip("glibc's FMA variants of exp/log are an x86-64 Linux matter")
     env = dict(os.environ)
@@ -419,15 +410,11 @@ def test_reference_fits_without_fma_in_the_c_library_agree_to_rounding(tmp_path)
         for what, value in arrays.items():
             label = f"{name}: {what} (C library without FMA)"
             if what == "nodes":
-                for field in value.dtype.names:
-                    tol = ({} if field in STRUCTURE or value[field].dtype.kind != "f"
-                           else dict(rtol=LIBM_RTOL, atol=LIBM_ATOL))
-                    assert_arrays_equal(child[f"{name}/nodes.{field}"], value[field],
-                                        f"{label} field {field!r}", index_name="node",
-                                        **tol)
-            elif what != "model bytes":
+                assert_nodes_equal(child_nodes(child, name, value.dtype), value, label)
+            else:
                 assert_arrays_equal(child[f"{name}/{what}"], value, label,
-                                    rtol=LIBM_RTOL, atol=LIBM_ATOL)
+                                    **({"index_name": "byte"} if what == "model bytes"
+                                       else {}))
 
 
 def child_nodes(child, name, dtype):

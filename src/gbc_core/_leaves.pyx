@@ -9,7 +9,7 @@ the loss objects and ``_loss_state.py`` their fit states, which call them."""
 cimport cython
 from cython.parallel cimport prange
 from libc.float cimport DBL_EPSILON, DBL_MAX
-from libc.math cimport exp, log, log1p, fabs, INFINITY
+from libc.math cimport log1p, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -47,6 +47,18 @@ cdef extern from *:
     """
     float64_t gbc_kept(float64_t v, int keep) noexcept nogil
 
+cdef extern from "_exp.h" nogil:
+    # exp and log: fdlibm's methods in plain float64 operations, the same bits on
+    # every CPU (C's exp and log differ between C libraries and CPU variants); exp
+    # of many values at once on vector lanes (the same bits as one at a time).
+    float64_t gbc_exp(float64_t x)
+    float64_t gbc_log(float64_t x)
+    int gbc_exp_wide()
+    void gbc_exp_block(const float64_t* x, float64_t* out, intp_t n, int wide)
+
+# Whether the CPU takes the four-lane exp (asked once, at import).
+cdef int EXP_WIDE = gbc_exp_wide()
+
 # Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
 # kernels read them as float64 (exact either way).
 ctypedef fused label_t:
@@ -75,8 +87,8 @@ cdef inline float64_t expit(float64_t f) noexcept nogil:
     """Logistic function sigma(F) (paper eq. 3), without overflow for any F."""
     cdef float64_t e
     if f >= 0:
-        return 1.0 / (1.0 + exp(-f))
-    e = exp(f)
+        return 1.0 / (1.0 + gbc_exp(-f))
+    e = gbc_exp(f)
     return e / (1.0 + e)
 
 
@@ -91,7 +103,7 @@ cdef inline float64_t log_loss_term(float64_t y, float64_t f) noexcept nogil:
     """-(y log p + (1 - y) log(1 - p)) with p = sigma(f), computed stably as
     log(1 + e^f) - y f (paper eq. 5): max(f, 0) + log(1 + e^-|f|) - y f, the
     logarithm by ``gbc_log1p_unit`` (the same bits on every CPU)."""
-    return loss_of_log1p(y, f, gbc_log1p_unit(exp(-fabs(f))))
+    return loss_of_log1p(y, f, gbc_log1p_unit(gbc_exp(-fabs(f))))
 
 
 cdef inline float64_t expit_of_exp(float64_t f, float64_t e) noexcept nogil:
@@ -420,7 +432,7 @@ cdef inline void logistic_terms(float64_t t, float64_t u, float64_t* g,
                                 float64_t* h) noexcept nogil:
     """g = t - sigma(u) and h = sigma(u) (1 - sigma(u)), each with full relative
     precision: t - sigma(u) is sigma(-u) for t = 1 and -sigma(u) for t = 0."""
-    cdef float64_t e = exp(-fabs(u))
+    cdef float64_t e = gbc_exp(-fabs(u))
     cdef float64_t s = 1.0 / (1.0 + e)       # sigma(|u|)
     cdef float64_t c = e / (1.0 + e)         # sigma(-|u|)
     h[0] = s * c
@@ -458,7 +470,7 @@ cdef inline void logistic_start(float64_t w1, float64_t w0, float64_t wz, float6
     if w1 == 0.0:
         s.x = min(0.0, -PURE_MARGIN - zmax)
         return
-    x = log(w1) - log(w0)
+    x = gbc_log(w1) - gbc_log(w0)
     s.lo = x - zmax
     s.hi = x - zmin
     # Start at the root of the leaf whose rows all have the mean log-odds (exact
@@ -558,7 +570,7 @@ cdef inline float64_t exponential_value(float64_t min1, float64_t max0, float64_
     """1/2 log(sum_{t=1} w e^-F / sum_{t=0} w e^F) from the shifted sums
     s1 = sum_{t=1} w e^(min1 - F) and s0 = sum_{t=0} w e^(F - max0)."""
     # log sum_{t=1} w e^-F = -min1 + log s1; log sum_{t=0} w e^F = max0 + log s0.
-    return 0.5 * ((log(s1) - min1) - (log(s0) + max0))
+    return 0.5 * ((gbc_log(s1) - min1) - (gbc_log(s0) + max0))
 
 
 cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
@@ -586,9 +598,9 @@ cdef float64_t exponential_leaf(const intp_t* rows, intp_t n_rows,
         i = rows[a]
         w = 1.0 if sample_weight is None else sample_weight[i]
         if codes[i] != 0:
-            s1 += w * exp(min1 - f[i])
+            s1 += w * gbc_exp(min1 - f[i])
         else:
-            s0 += w * exp(f[i] - max0)
+            s0 += w * gbc_exp(f[i] - max0)
     return exponential_value(min1, max0, s1, s0)
 
 
@@ -813,9 +825,9 @@ def exponential_solve_sums(const int32_t[::1] codes, const float64_t[::1] f,
                 continue
             w = 1.0 if sample_weight is None else sample_weight[i]
             if codes[i] != 0:
-                out[j, 0] += w * exp(bounds[j, 2] - f[i])
+                out[j, 0] += w * gbc_exp(bounds[j, 2] - f[i])
             else:
-                out[j, 1] += w * exp(f[i] - bounds[j, 3])
+                out[j, 1] += w * gbc_exp(f[i] - bounds[j, 3])
 
 
 def exponential_solve_finish(float64_t[:, ::1] state, const float64_t[:, ::1] bounds,
@@ -847,8 +859,8 @@ def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
                 total = 0.0
                 for j in range(n_classes):
                     if j != k:
-                        total = total + exp(raw[j, i] - top)
-                out[k, i] = raw[k, i] - (top + log(total))
+                        total = total + gbc_exp(raw[j, i] - top)
+                out[k, i] = raw[k, i] - (top + gbc_log(total))
 
 
 cdef int32_t* _scratch_of(int32_t[::1] rows_by_leaf, intp_t n) except? NULL:
@@ -1003,9 +1015,10 @@ cdef void _binomial_rows(
     sigma(F), r = y - p and the row statistics, then the in-bag sums (sum w L, sum
     w) of the log-losses L, in row order, into ``loss_and_weight``.
 
-    LOSS_BLOCK rows at a time: the update keeps each row's e = exp(-|F|) (the
-    exponential of p), then the logarithms log(1 + e) of the block are taken at once
-    on vector lanes (``gbc_log1p_units``) and the losses added row by row."""
+    LOSS_BLOCK rows at a time: the update of F first, then the exponentials e =
+    exp(-|F|) of the block at once on vector lanes (``gbc_exp_block``), p and r of
+    each row from its e, then the logarithms log(1 + e) of the block at once
+    (``gbc_log1p_units``) and the losses added row by row."""
     cdef float64_t e[LOSS_BLOCK]
     cdef float64_t w, f, p, r, total = 0.0, weight = 0.0
     cdef intp_t i, b = start, m
@@ -1015,8 +1028,10 @@ cdef void _binomial_rows(
         for i in range(b, b + m):
             f = raw[i] + step[leaf_of_row[i]]
             raw[i] = f
-            e[i - b] = exp(-fabs(f))
-            p = expit_of_exp(f, e[i - b])
+            e[i - b] = -fabs(f)
+        gbc_exp_block(e, e, m, EXP_WIDE)
+        for i in range(b, b + m):
+            p = expit_of_exp(raw[i], e[i - b])
             prob[i] = p
             r = y[i] - p
             residual[i] = r
@@ -1134,6 +1149,43 @@ def log1p_wide():
     return bool(LOG1P_WIDE)
 
 
+def exp_block(const float64_t[::1] x, float64_t[::1] out, bint wide=True):
+    """out[i] = exp(x[i]), the exponential of the fit and of prediction (``_exp.h``:
+    fdlibm's method, the same bits on every CPU), a block at once on vector lanes;
+    ``wide``: on four lanes where the CPU has them (the same numbers)."""
+    if out.shape[0] != x.shape[0]:
+        raise ValueError(f"out holds {out.shape[0]} values; expected {x.shape[0]}")
+    if x.shape[0] == 0:
+        return
+    with nogil:
+        gbc_exp_block(&x[0], &out[0], x.shape[0], EXP_WIDE if wide else 0)
+
+
+def exp_wide():
+    """Whether ``exp_block`` runs on four lanes on this CPU."""
+    return bool(EXP_WIDE)
+
+
+def exp_each(const float64_t[::1] x, float64_t[::1] out):
+    """out[i] = exp(x[i]) one value at a time (``gbc_exp``, the scalar definition)."""
+    cdef intp_t i
+    if out.shape[0] != x.shape[0]:
+        raise ValueError(f"out holds {out.shape[0]} values; expected {x.shape[0]}")
+    with nogil:
+        for i in range(x.shape[0]):
+            out[i] = gbc_exp(x[i])
+
+
+def log_each(const float64_t[::1] x, float64_t[::1] out):
+    """out[i] = log(x[i]) (``gbc_log``: fdlibm's method, the same bits on every CPU)."""
+    cdef intp_t i
+    if out.shape[0] != x.shape[0]:
+        raise ValueError(f"out holds {out.shape[0]} values; expected {x.shape[0]}")
+    with nogil:
+        for i in range(x.shape[0]):
+            out[i] = gbc_log(x[i])
+
+
 def init_state(
     const label_t[::1] y,
     const float64_t[::1] sample_weight,
@@ -1178,10 +1230,11 @@ def init_state(
 
 
 cdef inline float64_t softplus(float64_t f) noexcept nogil:
-    """log(1 + e^f) without overflow (NumPy's ``logaddexp(0, f)``, the same formula)."""
+    """log(1 + e^f) without overflow (NumPy's ``logaddexp(0, f)``'s formula, with
+    gbc-core's exp and log1p: e^-|f| is in [0, 1], ``gbc_log1p_unit``'s range)."""
     if f > 0:
-        return f + log1p(exp(-f))
-    return log1p(exp(f))
+        return f + gbc_log1p_unit(gbc_exp(-f))
+    return gbc_log1p_unit(gbc_exp(f))
 
 
 def class_weight_sums(const int32_t[::1] codes, const float64_t[::1] sample_weight,
@@ -1225,7 +1278,7 @@ def prior_raw(const float64_t[::1] class_weight, float64_t total, float64_t eps,
     with nogil:
         if out.shape[0] == 1:
             if class_weight[0] > 0 and class_weight[1] > 0:
-                out[0] = log(class_weight[1] / class_weight[0])
+                out[0] = gbc_log(class_weight[1] / class_weight[0])
             else:
                 out[0] = 0.0
         else:
@@ -1235,7 +1288,7 @@ def prior_raw(const float64_t[::1] class_weight, float64_t total, float64_t eps,
                     p = eps
                 elif p > 1.0 - eps:
                     p = 1.0 - eps
-                out[k] = log(p)
+                out[k] = gbc_log(p)
                 mean += out[k]
             mean = mean / n_classes
             for k in range(n_classes):
@@ -1273,19 +1326,18 @@ cdef inline float64_t log_sum_exp(const float64_t* scores, intp_t n_classes) noe
         if scores[k] > top:
             top = scores[k]
     for k in range(n_classes):
-        total = total + exp(scores[k] - top)
-    return top + log(total)
+        total = total + gbc_exp(scores[k] - top)
+    return top + gbc_log(total)
 
 
 def multinomial_log_proba(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
-    """out[i, k] = raw[i, k] - log sum_j exp(raw[i, j]) (``log_sum_exp``)."""
-    cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
-    cdef float64_t total
+    """out[i, k] = raw[i, k] - log sum_j exp(raw[i, j]) (``log_sum_exp``'s numbers;
+    the exponentials of LOSS_BLOCK rows at once on vector lanes)."""
+    cdef intp_t c, start, n = raw.shape[0]
     with nogil:
-        for i in range(n):
-            total = log_sum_exp(&raw[i, 0], n_classes)
-            for k in range(n_classes):
-                out[i, k] = raw[i, k] - total
+        for c in range((n + LOSS_BLOCK - 1) // LOSS_BLOCK):
+            start = c * LOSS_BLOCK
+            _shifted_exp_rows(raw, out, start, min(start + LOSS_BLOCK, n), True)
 
 
 def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
@@ -1302,7 +1354,7 @@ def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
                 p = eps
             elif p > 1.0 - eps:
                 p = 1.0 - eps
-            total += w * -(y[i] * log(p) + (1.0 - y[i]) * log1p(-p))
+            total += w * -(y[i] * gbc_log(p) + (1.0 - y[i]) * log1p(-p))
             weight += w
     return total, weight
 
@@ -1311,8 +1363,8 @@ def weighted_log_loss(const label_t[::1] y, const float64_t[::1] raw,
                       const float64_t[::1] sample_weight, const uint8_t[::1] rows=None):
     """Weighted mean log-loss of raw scores ``raw`` (stable for any magnitude) of the
     rows where ``rows`` (uint8, one per row; None: every row) is nonzero: the sums
-    of ``log_loss_term`` in row order, the logarithms taken LOSS_BLOCK rows at a
-    time on vector lanes (the same numbers as one at a time)."""
+    of ``log_loss_term`` in row order, the exponentials and the logarithms taken
+    LOSS_BLOCK rows at a time on vector lanes (the same numbers as one at a time)."""
     cdef intp_t i, n = y.shape[0], m = 0, k
     cdef intp_t at[LOSS_BLOCK]
     cdef float64_t e[LOSS_BLOCK]
@@ -1324,9 +1376,10 @@ def weighted_log_loss(const label_t[::1] y, const float64_t[::1] raw,
         for i in range(n + 1):
             if i < n and (rows is None or rows[i]):
                 at[m] = i
-                e[m] = exp(-fabs(raw[i]))
+                e[m] = -fabs(raw[i])
                 m += 1
             if m == LOSS_BLOCK or (i == n and m > 0):
+                gbc_exp_block(e, e, m, EXP_WIDE)
                 gbc_log1p_units(e, e, m, LOG1P_WIDE)
                 for k in range(m):
                     w = 1.0 if sample_weight is None else sample_weight[at[k]]
@@ -1336,22 +1389,39 @@ def weighted_log_loss(const label_t[::1] y, const float64_t[::1] raw,
     return total / weight if weight > 0 else 0.0
 
 
-def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_threads):
-    """out[:, 1] = sigma(raw) and out[:, 0] = 1 - out[:, 1] (paper eq. 3), in one pass."""
-    cdef intp_t i, n = raw.shape[0]
+cdef void _expit_rows(const float64_t[::1] raw, float64_t[:, ::1] out, intp_t start,
+                      intp_t stop) noexcept nogil:
+    """out[i, 1] = sigma(raw[i]) and out[i, 0] = 1 - out[i, 1] for the rows ``start ..
+    stop - 1`` (``expit``'s values, bit for bit): the exponentials e^-|F| of
+    LOSS_BLOCK rows at once on vector lanes (``gbc_exp_block``)."""
+    cdef float64_t e[LOSS_BLOCK]
     cdef float64_t p
+    cdef intp_t i, b = start, m
+    while b < stop:
+        m = min(<intp_t>LOSS_BLOCK, stop - b)
+        for i in range(b, b + m):
+            e[i - b] = -fabs(raw[i])
+        gbc_exp_block(e, e, m, EXP_WIDE)
+        for i in range(b, b + m):
+            p = expit_of_exp(raw[i], e[i - b])
+            out[i, 1] = p
+            out[i, 0] = 1.0 - p
+        b += m
+
+
+def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_threads):
+    """out[:, 1] = sigma(raw) and out[:, 0] = 1 - out[:, 1] (paper eq. 3), in one pass
+    (in chunks of rows on ``n_threads`` threads: elementwise, the same numbers)."""
+    cdef intp_t c, start, n = raw.shape[0]
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     with nogil:
         if n < 200000 or n_threads <= 1:  # too short to pay for a parallel region
-            for i in range(n):
-                p = expit(raw[i])
-                out[i, 1] = p
-                out[i, 0] = 1.0 - p
+            _expit_rows(raw, out, 0, n)
         else:
             GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-            for i in prange(n, schedule="static", num_threads=n_threads):
-                p = expit(raw[i])
-                out[i, 1] = p
-                out[i, 0] = 1.0 - p
+            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+                start = c * CHUNK
+                _expit_rows(raw, out, start, min(start + CHUNK, n))
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
@@ -1362,21 +1432,61 @@ def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_thread
 # GradientBoostingClassifier). Arrays of K rows (one per class, contiguous) hold the
 # per-class scores, probabilities and residuals of the training rows.
 
-cdef inline float64_t softmax_row(const float64_t[:, ::1] raw, intp_t i, intp_t n_classes,
-                                  float64_t[:, ::1] prob) noexcept nogil:
-    """prob[:, i] = softmax(raw[:, i]); returns log(sum_k exp(raw[k, i])) (stable)."""
-    cdef intp_t k
-    cdef float64_t top = raw[0, i], total = 0.0, e
-    for k in range(1, n_classes):
-        if raw[k, i] > top:
-            top = raw[k, i]
-    for k in range(n_classes):
-        e = exp(raw[k, i] - top)
-        prob[k, i] = e
-        total += e
-    for k in range(n_classes):
-        prob[k, i] = prob[k, i] / total
-    return top + log(total)
+cdef void _softmax_rows(
+    const float64_t[:, ::1] raw,
+    const int32_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[:, ::1] prob,
+    float64_t[:, ::1] residual,
+    intp_t start,
+    intp_t stop,
+    float64_t* loss_and_weight,
+) noexcept nogil:
+    """prob[:, i] = softmax(raw[:, i]) (each row's scores shifted by their largest,
+    the exponentials added in class order), r_k = [y = k] - p_k (``residual`` None:
+    none) for the rows ``start .. stop - 1``, and the in-bag sums (sum w (log
+    sum_k e^F_k - F_y), sum w), in row order, into ``loss_and_weight``.
+
+    LOSS_BLOCK rows at a time: the exponentials of one class's scores of the block
+    are taken at once on vector lanes (``gbc_exp_block``: the same numbers as one
+    at a time), into that class's row of ``prob``."""
+    cdef float64_t top[LOSS_BLOCK]
+    cdef float64_t total[LOSS_BLOCK]
+    cdef float64_t shifted[LOSS_BLOCK]
+    cdef intp_t n_classes = raw.shape[0], i, j, k, b = start, m
+    cdef float64_t w, loss = 0.0, weight = 0.0
+    while b < stop:
+        m = min(<intp_t>LOSS_BLOCK, stop - b)
+        for j in range(m):
+            top[j] = raw[0, b + j]
+            total[j] = 0.0
+        for k in range(1, n_classes):
+            for j in range(m):
+                if raw[k, b + j] > top[j]:
+                    top[j] = raw[k, b + j]
+        for k in range(n_classes):
+            for j in range(m):
+                shifted[j] = raw[k, b + j] - top[j]
+            gbc_exp_block(shifted, &prob[k, b], m, EXP_WIDE)
+            for j in range(m):
+                total[j] = total[j] + prob[k, b + j]
+        for k in range(n_classes):
+            for j in range(m):
+                prob[k, b + j] = prob[k, b + j] / total[j]
+        if residual is not None:
+            for k in range(n_classes):
+                for j in range(m):
+                    residual[k, b + j] = (1.0 if y[b + j] == k else 0.0) - prob[k, b + j]
+        for j in range(m):
+            i = b + j
+            if sample_mask is None or sample_mask[i]:
+                w = 1.0 if sample_weight is None else sample_weight[i]
+                loss = loss + w * ((top[j] + gbc_log(total[j])) - raw[y[i], i])
+                weight = weight + w
+        b += m
+    loss_and_weight[0] = loss
+    loss_and_weight[1] = weight
 
 
 def multinomial_state(
@@ -1407,11 +1517,10 @@ def multinomial_state(
     loss : float
         Weighted mean multinomial log-loss -log p_y of the in-bag rows.
     """
-    cdef intp_t n = y.shape[0], n_classes = raw.shape[0]
-    cdef intp_t i, k, c, start, stop
+    cdef intp_t n = y.shape[0]
+    cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t w, lse, chunk_loss, chunk_weight, loss
-    cdef bint with_residual = residual is not None
+    cdef float64_t loss
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     if partial == NULL:
         raise MemoryError()
@@ -1423,20 +1532,8 @@ def multinomial_state(
             for c in prange(n_chunks, schedule="static", num_threads=n_threads):
                 GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
                 start = c * CHUNK
-                stop = min(start + CHUNK, n)
-                chunk_loss = 0.0
-                chunk_weight = 0.0
-                for i in range(start, stop):
-                    lse = softmax_row(raw, i, n_classes, prob)
-                    if with_residual:
-                        for k in range(n_classes):
-                            residual[k, i] = (1.0 if y[i] == k else 0.0) - prob[k, i]
-                    if sample_mask is None or sample_mask[i]:
-                        w = 1.0 if sample_weight is None else sample_weight[i]
-                        chunk_loss = chunk_loss + w * (lse - raw[y[i], i])
-                        chunk_weight = chunk_weight + w
-                partial[2 * c] = chunk_loss
-                partial[2 * c + 1] = chunk_weight
+                _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
+                              min(start + CHUNK, n), &partial[2 * c])
                 GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
@@ -1547,26 +1644,56 @@ def multinomial_tree_update(
         free(sums)
 
 
+cdef void _shifted_exp_rows(const float64_t[:, ::1] raw, float64_t[:, ::1] out,
+                            intp_t start, intp_t stop, bint log_proba) noexcept nogil:
+    """out[i, k] = exp(raw[i, k] - max_k raw[i, k]) for the rows ``start .. stop - 1``
+    of scores of shape (n_samples, n_classes), the exponentials of the rows taken at
+    once on vector lanes (``gbc_exp_block``); then with ``log_proba`` out[i, k] =
+    raw[i, k] - log sum_j exp(raw[i, j]) (``log_sum_exp``'s numbers), else out[i]
+    divided by its sum (softmax). Sums in class order; ``out`` is not ``raw``."""
+    cdef intp_t i, k, n_classes = raw.shape[1]
+    cdef float64_t top, total
+    if stop <= start or n_classes == 0:
+        return
+    for i in range(start, stop):
+        top = raw[i, 0]
+        for k in range(1, n_classes):
+            if raw[i, k] > top:
+                top = raw[i, k]
+        for k in range(n_classes):
+            out[i, k] = raw[i, k] - top
+    gbc_exp_block(&out[start, 0], &out[start, 0], (stop - start) * n_classes, EXP_WIDE)
+    for i in range(start, stop):
+        total = 0.0
+        for k in range(n_classes):
+            total = total + out[i, k]
+        if not log_proba:
+            for k in range(n_classes):
+                out[i, k] = out[i, k] / total
+            continue
+        top = raw[i, 0]
+        for k in range(1, n_classes):
+            if raw[i, k] > top:
+                top = raw[i, k]
+        total = top + gbc_log(total)
+        for k in range(n_classes):
+            out[i, k] = raw[i, k] - total
+
+
 def softmax(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads):
-    """out[i] = softmax(raw[i]) for raw scores of shape (n_samples, n_classes)."""
-    cdef intp_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
-    cdef float64_t top, total, e
+    """out[i] = softmax(raw[i]) for raw scores of shape (n_samples, n_classes): each
+    row's scores shifted by their largest, the exponentials added in class order
+    (LOSS_BLOCK rows at a time, their exponentials at once on vector lanes; the
+    blocks on ``n_threads`` threads: elementwise, the same numbers)."""
+    cdef intp_t c, start, n = raw.shape[0]
+    cdef intp_t n_blocks = (n + LOSS_BLOCK - 1) // LOSS_BLOCK
     with nogil:
         if n < 200000:
             n_threads = 1
         GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-        for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
-            top = raw[i, 0]
-            for k in range(1, n_classes):
-                if raw[i, k] > top:
-                    top = raw[i, k]
-            total = 0.0
-            for k in range(n_classes):
-                e = exp(raw[i, k] - top)
-                out[i, k] = e
-                total = total + e
-            for k in range(n_classes):
-                out[i, k] = out[i, k] / total
+        for c in prange(n_blocks, schedule="static", num_threads=max(n_threads, 1)):
+            start = c * LOSS_BLOCK
+            _shifted_exp_rows(raw, out, start, min(start + LOSS_BLOCK, n), False)
         GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
@@ -1588,13 +1715,13 @@ def multinomial_log_loss(const int32_t[::1] y, const float64_t[:, ::1] raw,
 # ExponentialLoss: trees fitted to r = -dL/dF = y e^-F - (1 - y) e^F, leaf values
 # gamma_j = sum w r / sum w h with the Hessian h = y e^-F + (1 - y) e^F = |r|
 # (scikit-learn's ``_update_terminal_regions``), F += eta * gamma, p = sigma(2F).
-# Each e^F is C's exp(F) once per row, with scikit-learn's own formulas: for y = 1,
+# Each e^F is ``gbc_exp(F)`` once per row, with scikit-learn's own formulas: for y = 1,
 # L = 1 / e^F and r = 1 / e^F; for y = 0, L = e^F and r = -e^F.
 
 cdef inline float64_t exponential_residual(float64_t y, float64_t f,
                                            float64_t* loss) noexcept nogil:
     """r = y e^-F - (1 - y) e^F of class code y (0.0 or 1.0); ``loss`` gets L = |r|."""
-    cdef float64_t tmp = exp(f)
+    cdef float64_t tmp = gbc_exp(f)
     if y != 0.0:
         loss[0] = 1.0 / tmp
         return loss[0]
@@ -1681,12 +1808,12 @@ def raw_from_proba(const float64_t[:, ::1] proba, float64_t scale, float64_t eps
         if out.shape[1] == 1:
             for i in range(n):
                 p = clip(proba[i, 1], eps)
-                out[i, 0] = scale * log(p / (1.0 - p))
+                out[i, 0] = scale * gbc_log(p / (1.0 - p))
         else:
             for i in range(n):
                 mean = 0.0
                 for k in range(n_classes):
-                    out[i, k] = log(clip(proba[i, k], eps))
+                    out[i, k] = gbc_log(clip(proba[i, k], eps))
                     mean += out[i, k]
                 mean = mean / n_classes
                 for k in range(n_classes):

@@ -27,8 +27,9 @@ def prior_from_class_weights(class_weight, n_outputs, total=None):
     """The log-odds (two classes) or centred log-probabilities (K classes) of the
     weighted class frequencies (shape (n_outputs,)) from the weight of each class (a
     distributed fit reduces these sums over its processes); ``total`` defaults to
-    their sum in class order. The logarithms are C's (the kernel's), so that F0 does
-    not depend on the CPU."""
+    their sum in class order. The logarithms are the kernel's own (``_exp.h``:
+    fdlibm's log, the same bits on every CPU), so that F0 does not depend on the CPU
+    or the C library."""
     class_weight = np.ascontiguousarray(class_weight, dtype=np.float64)
     if total is None:
         total = _leaves.weight_total(class_weight)

@@ -151,7 +151,7 @@ def _metric_loss(ev, codes, raw, w):
 def _metric_log_loss(ev, codes, raw, w):
     # scikit-learn's log_loss: the probabilities clipped to [eps, 1 - eps], the
     # (weighted) mean of -log p of each row's class; without its input checks.
-    # (C's log, rows in order: the kernel of gbc_core.metrics.log_loss, y = 1.)
+    # (the kernel's log, rows in order: that of gbc_core.metrics.log_loss, y = 1.)
     from . import _leaves
 
     p = np.ascontiguousarray(ev.proba(raw)[np.arange(codes.shape[0]), codes])

@@ -1,8 +1,11 @@
 """Evaluation metrics (NumPy and the loss kernels).
 
-Logarithms and exponentials are C's (in ``_leaves.pyx``), never NumPy's: NumPy
+Logarithms and exponentials are the loss kernels' own (``_leaves.pyx``:
+``_exp.h``, fdlibm's methods, the same bits on every CPU), never NumPy's: NumPy
 picks its ``log``/``exp`` implementation by CPU at run time, and their last bits
-differ between processors. Sums of weights are NumPy's ``add`` reductions (pairwise
+differ between processors. (The one exception: ``log_loss``'s log(1 - p) of a row
+of class 0 is the C library's ``log1p``, a metric's number that no model depends
+on.) Sums of weights are NumPy's ``add`` reductions (pairwise
 summation, in an order fixed by the array's length, the same on every CPU).
 """
 
