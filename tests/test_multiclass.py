@@ -257,7 +257,10 @@ def test_results_do_not_depend_on_n_jobs():
 def test_predict_releases_the_gil_and_is_thread_safe():
     X, y, _ = _data(5, n=2000, seed=13)
     model = GBC(n_estimators=60, max_depth=3).fit(X, y)
-    big = np.tile(X, (150, 1))
+    # 1.2M rows: a call of about half a second, so that a busy machine's scheduling
+    # gaps stay far below half of it (a call holding the GIL stops the counter for
+    # all of it).
+    big = np.tile(X, (600, 1))
     expected = model.predict_proba(big)
     count, seconds, gap = other_thread_progress(lambda: model.predict_proba(big))
     assert count > 0 and gap < 0.5 * seconds
