@@ -403,9 +403,8 @@ def test_multiclass_probabilities_are_the_scalar_exps_bits(n, K):
 
 
 def test_no_kernel_takes_the_c_librarys_exp_or_log():
-    """The loss kernels import neither exp nor log from the C library (only log1p,
-    for ``proba_log_loss``'s log(1 - p) of a metric), so that no fit or prediction
-    depends on the machine's C library."""
+    """The loss kernels import neither exp, log nor log1p from the C library, so
+    that no fit, prediction or metric depends on the machine's C library."""
     from pathlib import Path
 
     import gbc_core
@@ -415,4 +414,31 @@ def test_no_kernel_takes_the_c_librarys_exp_or_log():
         pytest.skip("the sources are not installed with the package")
     text = src.read_text()
     imports = [line for line in text.splitlines() if "libc.math cimport" in line]
-    assert imports == ["from libc.math cimport log1p, fabs, INFINITY"]
+    assert imports == ["from libc.math cimport fabs, INFINITY"]
+
+
+def test_the_log_loss_metric_takes_the_kernels_logarithms():
+    """``metrics.log_loss``'s log(1 - p) (``log_one_minus``): within 2 ulp of
+    NumPy's log1p(-p) over (0, 1), tiny and near-one p included, and its sums equal
+    a twin built from the kernels' own log and log1p."""
+    from gbc_core import _leaves
+    from gbc_core.metrics import log_loss
+
+    rng = np.random.default_rng(7)
+    p = np.concatenate([rng.uniform(0.0, 1.0, 20000), 10.0 ** -rng.uniform(1, 15, 2000),
+                        1.0 - 10.0 ** -rng.uniform(1, 15, 2000), [0.5, 0.25, 0.75]])
+    p = np.clip(p, np.finfo(np.float64).eps, 1.0 - np.finfo(np.float64).eps)
+    y = np.zeros(p.shape[0])
+    total, weight = _leaves.proba_log_loss(y, p, None, np.finfo(np.float64).eps)
+    terms = np.empty_like(p)
+    for i, v in enumerate(p):  # one row at a time: the loss of row i alone
+        terms[i] = _leaves.proba_log_loss(y[i:i + 1], p[i:i + 1], None, 0.0)[0]
+    reference = -np.log1p(-p)
+    ulp = np.spacing(np.abs(reference))
+    assert (np.abs(terms - reference) <= 2 * ulp).all()
+    twin = 0.0
+    for t in terms.tolist():  # row order
+        twin += t
+    assert total == twin and weight == p.shape[0]
+    assert abs(log_loss([0, 1, 0], [0.2, 0.7, 0.9]) - np.mean(
+        -np.log([0.8, 0.7, 0.1]))) < 1e-15

@@ -9,7 +9,7 @@ the loss objects and ``_loss_state.py`` their fit states, which call them."""
 cimport cython
 from cython.parallel cimport prange
 from libc.float cimport DBL_EPSILON, DBL_MAX
-from libc.math cimport log1p, fabs, INFINITY
+from libc.math cimport fabs, INFINITY
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -1340,10 +1340,21 @@ def multinomial_log_proba(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
             _shifted_exp_rows(raw, out, start, min(start + LOSS_BLOCK, n), True)
 
 
+cdef inline float64_t log_one_minus(float64_t p) noexcept nogil:
+    """log(1 - p) for p in [0, 1) from the kernels' own logarithms (the same bits on
+    every CPU): p <= 1/2 as -log1p(p / (1 - p)) (``gbc_log1p_unit``, its argument
+    in [0, 1]; accurate where 1 - p rounds away p's low bits), p > 1/2 as
+    log(1 - p) (``gbc_log``; 1 - p exact there, Sterbenz)."""
+    if p <= 0.5:
+        return -gbc_log1p_unit(p / (1.0 - p))
+    return gbc_log(1.0 - p)
+
+
 def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
                    const float64_t[::1] sample_weight, float64_t eps):
     """(sum w l, sum w) of the log-losses l = -(y log p + (1 - y) log(1 - p)), p
-    clipped to [eps, 1 - eps], summed in row order (``metrics.log_loss``)."""
+    clipped to [eps, 1 - eps], summed in row order (``metrics.log_loss``), with the
+    kernels' own logarithms (``log_one_minus``)."""
     cdef intp_t i
     cdef float64_t w, p, total = 0.0, weight = 0.0
     with nogil:
@@ -1354,7 +1365,7 @@ def proba_log_loss(const float64_t[::1] y, const float64_t[::1] proba,
                 p = eps
             elif p > 1.0 - eps:
                 p = 1.0 - eps
-            total += w * -(y[i] * gbc_log(p) + (1.0 - y[i]) * log1p(-p))
+            total += w * -(y[i] * gbc_log(p) + (1.0 - y[i]) * log_one_minus(p))
             weight += w
     return total, weight
 
