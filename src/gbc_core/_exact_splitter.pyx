@@ -1494,32 +1494,28 @@ cdef class ExactSplitFinder(SplitFinder):
                                  self.block_offset + f * n_blocks, n_blocks)
                 GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, j)
             GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
-            for j in range(n_blocked):
-                f = blocked_feature[j * n_blocks]
-                acc = 0.0
-                for b in range(n_blocks):
-                    t = self.block_offset[f * n_blocks + b]
-                    self.block_offset[f * n_blocks + b] = acc
-                    acc = acc + t
-            return
-        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
-        for i in prange(first, schedule="dynamic", chunksize=1, num_threads=n_threads):
-            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, i)
-            f = blocked_feature[i]
-            b = i % n_blocks
-            if b + 1 < n_blocks:
-                self.block_offset[f * n_blocks + b + 1] = _block_sum(
-                    &self.order[f, 0], self.row_wr, b * block_rows,
-                    min((b + 1) * block_rows, n))
-            GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, i)
-        GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+        else:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+            for i in prange(first, schedule="dynamic", chunksize=1,
+                            num_threads=n_threads):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, i)
+                f = blocked_feature[i]
+                b = i % n_blocks
+                # The last block's sum is never read (no block after it).
+                self.block_offset[f * n_blocks + b] = 0.0 if b + 1 == n_blocks else (
+                    _block_sum(&self.order[f, 0], self.row_wr, b * block_rows,
+                               min((b + 1) * block_rows, n)))
+                GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, i)
+            GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+        # Each block's sum replaced by the sum of the blocks before it, in block
+        # order (one loop for both sources).
         for j in range(n_blocked):
             f = blocked_feature[j * n_blocks]
             acc = 0.0
             for b in range(n_blocks):
-                if b > 0:
-                    acc = acc + self.block_offset[f * n_blocks + b]
+                t = self.block_offset[f * n_blocks + b]
                 self.block_offset[f * n_blocks + b] = acc
+                acc = acc + t
 
     def _block_bytes(self):
         """Test hook: a copy of the block bytes, shape (n_features, n_samples), or
