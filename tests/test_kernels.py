@@ -935,3 +935,58 @@ def test_multiclass_prediction_matches_naive_traversal(max_depth, prediction_ker
     part = np.stack([_naive_predict(trees[k::k_classes][2:5], 0.3, X_test)
                      for k in range(k_classes)], axis=1)
     np.testing.assert_array_equal(out, part)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("n_threads, spanned", [(1, False), (3, False), (3, True)])
+def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, masked,
+                                                                  n_threads, spanned):
+    """The fused binomial update in the two halves of a data-parallel fit
+    (``newton_node_sums``, then ``binomial_apply`` on the sums): its leaf sums are
+    eq. 1's in row order (NumPy's, added row by row), and with them the two halves
+    give ``boosting_update``'s leaf values, F, p, r, row statistics and loss, bit
+    for bit, on any threads, with the grower's leaf spans or without."""
+    rng = np.random.default_rng(23)
+    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 777
+    y = (rng.uniform(size=n) < 0.4).astype(np.int32)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    ww = np.ones(n) if w is None else w
+    raw = rng.normal(size=n) * rng.choice([1e-3, 1.0, 30.0], size=n)
+    nodes = np.zeros(9, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
+    leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
+    inb = np.ones(n, dtype=bool) if mask is None else mask.astype(bool)
+    leaf_rows = _leaf_spans(leaf, inb, rng) if spanned else None
+    scratch = np.empty(n, dtype=np.int32)
+    prob, residual = np.empty(n), np.empty(n)
+    rs0 = np.empty(n, dtype=ROW_STAT_DTYPE)
+    _leaves.init_state(y, w, raw.copy(), prob, residual, rs0)
+
+    def state():
+        return raw.copy(), prob.copy(), residual.copy(), rs0.copy()
+
+    sums = _leaves.newton_node_sums(leaf, len(nodes), mask, w, residual, prob, n_threads,
+                                    scratch, leaf_rows)
+    assert sums.shape == (len(nodes), 2)
+    for j in range(len(nodes)):
+        m = inb & (leaf == j)
+        # Row order (``np.cumsum`` adds left to right), the terms as the kernel's.
+        num = np.cumsum(ww[m] * residual[m])[-1] if m.any() else 0.0
+        den = np.cumsum(ww[m] * prob[m] * (1.0 - prob[m]))[-1] if m.any() else 0.0
+        assert (sums[j, 0], sums[j, 1]) == (num, den)
+    fused, split = nodes.copy(), nodes.copy()
+    a, b = state(), state()
+    loss, _ = _leaves.boosting_update(fused, leaf, mask, y, w, 0.1, *a, n_threads, None,
+                                      scratch, False, leaf_rows)
+    total, weight = _leaves.binomial_apply(split, sums, leaf, mask, y, w, 0.1, *b,
+                                           n_threads)
+    for field in NODE_DTYPE.names:
+        assert fused[field].tobytes() == split[field].tobytes()
+    for x, z in zip(a, b):
+        assert x.tobytes() == z.tobytes()
+    assert total / weight == loss
+    assert weight == pytest.approx(ww[inb].sum(), rel=1e-12)
+    with pytest.raises(ValueError, match="sums must have shape"):
+        _leaves.binomial_apply(split, sums[:3], leaf, mask, y, w, 0.1, *state(), 1)

@@ -242,9 +242,12 @@ def _part_fit(X, y, w, carry, **params):
     mapper = BinMapper(255).fit(np.asfortranarray(X), 1)
     bins, lo, hi = distributed.bin_parts([X], mapper, 1)
     checked = check_params(dict(DEFAULTS, split_method="hist", **params))
-    resolved = resolve(checked, X.shape[0], X.shape[1], float(w.sum()))
+    resolved = resolve(checked, X.shape[0], X.shape[1],
+                       float(X.shape[0] if w is None else w.sum()))
+    # (The rows' values route the out-of-bag rows of subsample.)
+    kept_X = np.asfortranarray(X) if params.get("subsample", 1.0) < 1.0 else None
     trainer = distributed.PartTrainer(bins, mapper.n_bins_non_missing, mapper.missing_bin,
-                                      y, w, np.arange(X.shape[0]), X.shape[0])
+                                      y, w, np.arange(X.shape[0]), X.shape[0], X=kept_X)
     comm = _CountingComm()
     carried = distributed._Reducer.carry
     try:
@@ -263,8 +266,9 @@ def _part_fit(X, y, w, carry, **params):
 def test_one_round_trip_per_level(shape):
     """The sums of a level's splittable test (the root's totals with them) travel
     with its histograms: one all-reduce per level searched (best first, per split)
-    besides the tree's grid, its leaf values and the training loss; the trees are
-    those of the grower's sums reduced in steps of their own, bit for bit."""
+    besides the tree's leaf values and the training loss (which carries the next
+    tree's grid); the trees are those of the grower's sums reduced in steps of their
+    own, bit for bit."""
     X, y, w = _data(2000, 2, seed=3)
     params = dict(PARAMS, **shape)
     counts = {}
@@ -285,9 +289,34 @@ def test_one_round_trip_per_level(shape):
         extra = shape["max_depth"] + 1
     if "max_leaf_nodes" in shape:
         # The root and the children of every split but the last.
-        assert counts[True] <= 3 + n_split
+        assert counts[True] <= 2 + n_split
     else:
-        assert counts[True] == 3 + shape["max_depth"] + extra
+        assert counts[True] == 2 + shape["max_depth"] + extra
     # Without the carry: one more step per level searched.
     assert counts[False] - counts[True] >= (n_split if "max_leaf_nodes" in shape
                                             else shape["max_depth"])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_grid_maxima_travel_with_the_loss(monkeypatch, weighted):
+    """The next tree's grid maxima travel with the training loss's step (the
+    log-loss's update, ``OneScoreFit.take_grid_maxima``): one step per tree fewer
+    than the grower's own grid step, and the same trees, bit for bit, with
+    subsample (the grid is of every row, in the bag or not)."""
+    from gbc_core import _loss_state
+
+    X, y, w = _data(2000, 2, seed=5)
+    params = dict(PARAMS, max_depth=3, subsample=0.8)
+    runs = {}
+    for grid_with_loss in (True, False):
+        if not grid_with_loss:
+            monkeypatch.setattr(_loss_state.OneScoreFit, "take_grid_maxima",
+                                lambda self: None)
+        one, steps_1 = _part_fit(X, y, w if weighted else None, True,
+                                 **dict(params, n_estimators=1))
+        trees, steps = _part_fit(X, y, w if weighted else None, True, **params)
+        runs[grid_with_loss] = (trees, (steps - steps_1) / (len(trees) - 1))
+    assert runs[False][1] - runs[True][1] == 1
+    for a, b in zip(runs[True][0], runs[False][0]):
+        for field in a.dtype.names:
+            assert a[field].tobytes() == b[field].tobytes()

@@ -18,7 +18,8 @@ adds the processes' arrays in a fixed order (process rank), so every process see
 the same numbers, chooses the same splits and grows the same trees. The sums of a
 level's splittable test (the root's totals with them) travel in the same step as
 the level's histograms (``_Reducer.carry``): one all-reduce per level, best first
-one per split. The in-bag rows
+one per split; the log-loss's training loss carries the next tree's grid maxima
+(``_loss_state.OneScoreFit.take_grid_maxima``). The in-bag rows
 of ``subsample`` and the early-stopping hold-out are drawn by the rows' positions in
 the concatenated data, as one process draws them (``_boosting.Part``,
 ``_boosting.holdout_draw``).

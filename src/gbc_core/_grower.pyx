@@ -198,6 +198,13 @@ cdef class TreeGrower:
         before the test is known, for every node whose totals allow a split (the
         root always), and the test is taken once they are reduced (one round trip
         per level, best first per split; ``_find_splits``).
+    grid_maxima : tuple or None
+        (With a ``reducer``.) The next tree's grid maxima over every process,
+        (rows, largest abs(w r), largest w) of the row statistics it is grown on,
+        already reduced (a loss state sends them in its last step of the tree
+        before: ``_loss_state.OneScoreFit``), or None: the tree then takes them
+        itself and reduces them in a step of its own (``reducer(values, 1)``). Taken
+        by the next ``grow`` only.
     look_ahead : bool
         Best first, with a finder whose scan costs the same for any number of
         nodes: split several frontier nodes per scan (the same tree).
@@ -222,6 +229,7 @@ cdef class TreeGrower:
         self.cat_bits = NULL
         self.n_cat_rows = 0
         self.reducer = None
+        self.grid_maxima = None
         self.carry_sums = False
         self.root_pending = False
         self.node_capacity = 0
@@ -789,6 +797,13 @@ cdef class TreeGrower:
         # The largest magnitudes, block by block (fixed blocks; a maximum does not
         # depend on the order anyway), then over the blocks.
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
+        cdef bint reduced = self.reducer is not None and self.grid_maxima is not None
+        if reduced:
+            # Reduced with the step before this tree (the loss state's, from the
+            # same rows: ``_loss_state``): no pass, no step of its own.
+            n_rows, max_wr, max_w = self.grid_maxima
+            n_blocks = 0
+        self.grid_maxima = None
         with nogil:
             GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_MAX, n)
             for b in prange(n_blocks, schedule="static", num_threads=n_threads):
@@ -800,7 +815,7 @@ cdef class TreeGrower:
             for b in range(n_blocks):
                 max_wr = max(max_wr, block_max[b, 0])
                 max_w = max(max_w, block_max[b, 1])
-        if self.reducer is not None:
+        if self.reducer is not None and not reduced:
             values = np.array([[n_rows, 0.0, max_wr, max_w]], dtype=np.float64)
             self.reducer(values, 1)
             n_rows, max_wr, max_w = values[0, 0], values[0, 2], values[0, 3]

@@ -1094,7 +1094,6 @@ def boosting_update(
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
-    cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
     cdef float64_t sums[2]
@@ -1114,22 +1113,141 @@ def boosting_update(
                                               leaf_of_row, residual, row_stats, sums)
             return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
         with nogil:
-            if n_chunks < 4:  # too short to pay for a parallel region
-                n_threads = 1
-            GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
-                GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
-                start = c * CHUNK
-                _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
-                               residual, row_stats, start, min(start + CHUNK, n),
-                               &partial[2 * c])
-                GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
-            GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+            _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                             residual, row_stats, partial, n_threads)
             loss = chunk_mean(partial, n_chunks)
     finally:
         free(step)
         free(partial)
     return loss, n_overflow
+
+
+cdef void _binomial_chunks(
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[::1] raw,
+    const float64_t* step,
+    const int32_t[::1] leaf_of_row,
+    float64_t[::1] prob,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    float64_t* partial,
+    int n_threads,
+) noexcept nogil:
+    """``_binomial_rows`` of every CHUNK of rows (in parallel from 4 chunks), each
+    chunk's (sum w L, sum w) into ``partial`` (room for 2 per chunk)."""
+    cdef intp_t c, start, n = y.shape[0]
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    if n_chunks < 4:  # too short to pay for a parallel region
+        n_threads = 1
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
+    for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
+        start = c * CHUNK
+        _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                       residual, row_stats, start, min(start + CHUNK, n),
+                       &partial[2 * c])
+        GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+
+
+def newton_node_sums(
+    const int32_t[::1] leaf_of_row,
+    intp_t n_nodes,
+    const uint8_t[::1] sample_mask,
+    const float64_t[::1] sample_weight,
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    int n_threads,
+    int32_t[::1] rows_by_leaf=None,
+    leaf_rows=None,
+):
+    """The per-node sums of eq. 1 over this process's in-bag rows, shape (n_nodes,
+    2): sum w r and sum w p (1 - p) (``prob`` None: sum w |r|), each in row order
+    (``newton_sums``: the numbers ``boosting_update`` forms, whatever the threads;
+    ``rows_by_leaf`` and ``leaf_rows`` as there). The first half of
+    ``boosting_update`` for a data-parallel fit, whose sums are all-reduced before
+    :func:`binomial_apply` takes them."""
+    cdef intp_t n = leaf_of_row.shape[0], j
+    if residual.shape[0] != n or (prob is not None and prob.shape[0] != n) or (
+            sample_weight is not None and sample_weight.shape[0] != n) or (
+            sample_mask is not None and sample_mask.shape[0] != n):
+        raise ValueError(f"residual, prob, sample_weight and sample_mask must have {n} "
+                         "rows")
+    cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
+    cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
+    sums = np.zeros((2, max(n_nodes, 1)), dtype=np.float64)
+    cdef float64_t[:, ::1] s = sums
+    with nogil:
+        if n > 0 and n_nodes > 0:
+            newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, &s[0, 0],
+                        &s[1, 0], n_nodes, by_leaf, n_threads, None, 0, at.rows,
+                        at.spans, at.n_spans)
+    return np.ascontiguousarray(sums[:, :n_nodes].T)
+
+
+def binomial_apply(
+    node_t[::1] nodes,
+    const float64_t[:, ::1] sums,
+    const int32_t[::1] leaf_of_row,
+    const uint8_t[::1] sample_mask,
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    float64_t learning_rate,
+    float64_t[::1] raw,
+    float64_t[::1] prob,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    int n_threads,
+):
+    """The second half of ``boosting_update`` (the binomial log-loss) from per-node
+    sums ``sums`` (n_nodes, 2; :func:`newton_node_sums`' of every process, added):
+    ``nodes[j].value`` the Newton step of every leaf (0 for inner nodes), then F +=
+    eta * gamma, p, r and the row statistics of every row, in the chunks of
+    ``boosting_update`` (the same bits).
+
+    Returns
+    -------
+    (total, weight) : the in-bag sums (sum w L, sum w) of the log-losses after the
+        update, each chunk's in row order, the chunks added in order (their ratio is
+        ``boosting_update``'s loss).
+    """
+    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], j
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef float64_t total = 0.0, weight = 0.0
+    if sums.shape[0] != n_nodes or sums.shape[1] != 2:
+        raise ValueError(f"sums must have shape ({n_nodes}, 2); got "
+                         f"({sums.shape[0]}, {sums.shape[1]})")
+    if leaf_of_row.shape[0] != n or raw.shape[0] != n or prob.shape[0] != n or \
+            residual.shape[0] != n or (row_stats is not None and row_stats.shape[0] != n) \
+            or (sample_weight is not None and sample_weight.shape[0] != n) or (
+            sample_mask is not None and sample_mask.shape[0] != n):
+        raise ValueError(f"every row array must have {n} rows")
+    cdef float64_t* step = <float64_t*>malloc(max(n_nodes, 1) * sizeof(float64_t))
+    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
+    if step == NULL or partial == NULL:
+        free(step)
+        free(partial)
+        raise MemoryError()
+    try:
+        with nogil:
+            for j in range(n_nodes):
+                if nodes[j].feature < 0:
+                    nodes[j].value = newton_step(sums[j, 0], sums[j, 1])
+                else:
+                    nodes[j].value = 0.0
+                step[j] = learning_rate * nodes[j].value
+            if n > 0:
+                _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row,
+                                 prob, residual, row_stats, partial, n_threads)
+            for j in range(n_chunks):
+                total += partial[2 * j]
+                weight += partial[2 * j + 1]
+    finally:
+        free(step)
+        free(partial)
+    return total, weight
 
 
 def log1p_units(const float64_t[::1] x, float64_t[::1] out, bint wide=True):

@@ -29,7 +29,9 @@ and a maximum column where there are such; ``_distributed.allreduce_local``). Wi
 ``reduce`` None (one process) the built-in losses take the sums and apply them in
 one fused kernel (``_leaves``); with a ``reduce``, every sum (the leaf sums, each
 step of the exact leaf solve, the losses as (sum w l, sum w)) passes through it,
-so every process sees the same numbers. A custom loss (``_loss.Loss``) always
+so every process sees the same numbers (the log-loss's Newton step runs the fused
+kernel in two halves around the reduce of its leaf sums, and sends the next tree's
+grid maxima with its loss). A custom loss (``_loss.Loss``) always
 takes its sums in NumPy (:class:`GradientFit`, the slow path).
 
 Monotonic constraints (a state's ``monotonic``, the int8 constraint of each
@@ -54,7 +56,9 @@ def row_stats_for(sample_weight, n, reduce=None):
     """The buffer of the row statistics (w * r, w) a tree is grown on, or None for
     unit weights in one process: the grower and the split finders then read the
     residuals themselves as w * r (1 * r is r), and the fit holds 16 bytes per row
-    less. A distributed fit (``reduce``) always has them."""
+    less. A distributed multinomial fit (``reduce`` given) always has them; a
+    state of one output passes no ``reduce`` (unit weights need none in a
+    distributed fit either)."""
     if sample_weight is None and reduce is None:
         return None
     return np.empty(n, dtype=ROW_STAT_DTYPE)
@@ -74,8 +78,8 @@ class _OwnScratch:
 
     def __init__(self, n, off=False):
         self.n = n
-        self.off = off  # never one: a distributed fit sums in NumPy, the exponential
-                        # loss on one thread
+        self.off = off  # never one: a distributed multinomial fit sums in NumPy, the
+                        # exponential loss on one thread
         self.own = None
 
     def __call__(self, lent, n_threads):
@@ -261,12 +265,15 @@ class OneScoreFit:
         self.reduce = reduce
         self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
         self.residual = np.empty(n, dtype=np.float64)
-        self.row_stats = row_stats_for(sample_weight, n, reduce)
+        # (One tree per iteration: with unit weights, a data-parallel fit grows it on
+        # the residuals alone too, 16 bytes per row fewer to write and read.)
+        self.row_stats = row_stats_for(sample_weight, n)
         # The scratch of the log-loss's leaf sums on several threads (the grower's,
         # lent to ``update``; else made on first use); the exponential loss sums its
         # leaves on one thread, as it passes over its rows.
-        self._scratch = _OwnScratch(n, reduce is not None or self.exponential)
+        self._scratch = _OwnScratch(n, self.exponential)
         self.last_loss = 0.0
+        self._grid_maxima = None
         self._refresh()
 
     def tree_target(self, k):
@@ -288,6 +295,12 @@ class OneScoreFit:
                 nodes, leaf_of_row, sample_mask, learning_rate, n_threads, scratch,
                 None if scratch is None else leaf_rows)
             return
+        if self._split_fused():
+            scratch = self._scratch(rows_by_leaf, n_threads)
+            self.last_loss = self._reduced_update(
+                nodes, leaf_of_row, sample_mask, learning_rate, n_threads, scratch,
+                None if scratch is None else leaf_rows)
+            return
         reduce = _no_reduce if self.reduce is None else self.reduce
         if self.codes is None or self.monotonic is not None:
             sums = reduce(node_sums(leaf_of_row, nodes.shape[0], sample_mask,
@@ -302,6 +315,46 @@ class OneScoreFit:
                                    lambda s: newton_of(s, 1.0))
         self.raw += (learning_rate * value)[np.asarray(leaf_of_row)]
         self._refresh()
+
+    def _split_fused(self):
+        """Whether a data-parallel update runs the fused kernel in two halves (the
+        log-loss's Newton step, no monotonic constraint)."""
+        return (self.reduce is not None and self.monotonic is None and self.codes is None
+                and not self.exponential)
+
+    def _reduced_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
+                        rows_by_leaf, leaf_rows):
+        """``boosting_update`` in a data-parallel fit: this process's per-node sums
+        (``_leaves.newton_node_sums``, the kernel's numbers), all-reduced; then the
+        leaf values, F, p, r, the row statistics and the in-bag loss sums
+        (``_leaves.binomial_apply``), all-reduced with the next tree's grid maxima
+        (taken by the grower: ``take_grid_maxima``). Returns the in-bag loss of
+        every process's rows. Two steps per tree, as the NumPy sums' three."""
+        sums = _leaves.newton_node_sums(
+            np.asarray(leaf_of_row, dtype=np.int32), nodes.shape[0], sample_mask,
+            self.sample_weight, self.residual, self.prob, n_threads, rows_by_leaf,
+            leaf_rows)
+        sums = np.ascontiguousarray(self.reduce(sums, 2), dtype=np.float64)
+        total, weight = _leaves.binomial_apply(
+            nodes, sums, leaf_of_row, sample_mask, self.y, self.sample_weight,
+            learning_rate, self.raw, self.prob, self.residual, self.row_stats, n_threads)
+        # The loss's sums and the next tree's grid maxima (the largest abs(w r) and
+        # w of the row statistics it is grown on: ``tree_target``) in one step.
+        if self.row_stats is not None:
+            wr, w = self.row_stats["wr"], self.row_stats["w"]
+        else:
+            wr, w = self.residual, np.zeros(0)
+        local = np.array([[total, weight, float(wr.shape[0]), 0.0,
+                           np.max(np.abs(wr), initial=0.0), np.max(w, initial=0.0)]])
+        total, weight, n_rows, _, max_wr, max_w = self.reduce(local, 3)[0]
+        self._grid_maxima = (float(n_rows), float(max_wr), float(max_w))
+        return float(total / weight) if weight > 0 else 0.0
+
+    def take_grid_maxima(self):
+        """The next tree's grid maxima over every process, reduced with the last
+        update's loss (the grower's ``grid_maxima``), once; None where none were."""
+        maxima, self._grid_maxima = self._grid_maxima, None
+        return maxima
 
     def _refresh(self):
         # r = -dL/dF, p of the log-loss and the row statistics (Algorithm 1, lines
@@ -337,7 +390,7 @@ class OneScoreFit:
 
     def finish_iteration(self, sample_mask):
         """The weighted loss of the in-bag rows after the iteration."""
-        if self.reduce is None and self.monotonic is None:
+        if (self.reduce is None and self.monotonic is None) or self._split_fused():
             return self.last_loss
         return self._loss_of(in_bag(sample_mask))
 

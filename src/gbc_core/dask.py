@@ -704,7 +704,17 @@ def _wait_all(client, futures, ranks, what, timeout=None):
             slow = [r for r, d in zip(ranks, done) if not d]
             raise RuntimeError(f"distributed fit: worker(s) {slow} did not finish "
                                f"{what} within {timeout:g} s (step_timeout)")
-        time.sleep(0.01)
+        # Wait for the first rank still running, until the next look at the
+        # workers or the deadline (no polling: the client's process stays idle
+        # through a fit); its result or error is taken on the next pass.
+        wait = 0.5 - (now - checked)
+        if deadline is not None:
+            wait = min(wait, deadline - now)
+        try:
+            next(f for f, d in zip(futures, done) if not d).result(
+                timeout=max(0.01, wait))
+        except Exception:  # noqa: BLE001 - timed out, or done in error: seen above
+            pass
 
 
 def _as_dask(obj, name, row_chunks):
