@@ -971,7 +971,7 @@ cdef class TreeGrower:
         with nogil:
             GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
             with parallel(num_threads=n_threads):
-                for b in prange(n_blocks, schedule="static"):
+                for b in prange(n_blocks, schedule="dynamic"):
                     GBC_TRACE_TASK_BEGIN(GBC_TR_GRID_MAX, b)
                     _block_maxima(row_stats, residual, weighted, b * GRID_BLOCK,
                                   min(n, (b + 1) * GRID_BLOCK), &block_max[b, 0])
