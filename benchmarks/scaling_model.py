@@ -91,10 +91,10 @@ REGIONS = {1: "tree", 2: "grid_max", 3: "grid_rows", 4: "left_wr2", 5: "hist_bui
            6: "hist_scan", 7: "hist_other", 8: "exact_scan", 9: "exact_rows",
            10: "partition", 11: "leaves", 12: "out_of_bag", 13: "binning",
            14: "sorting", 28: "exact_block_sums", 40: "predict"}
-PHASES = {2: "static", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
-          14: "static", 15: "static", 16: "static", 17: "dynamic", 18: "dynamic",
+PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
+          14: "static", 15: "dynamic", 16: "static", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
-          24: "static", 25: "static", 26: "dynamic", 27: "static", 28: "dynamic",
+          24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
           29: "dynamic", 30: "static", 40: "static",
           41: "dynamic"}
 PART_CHILD, HIST_BUILD = 19, 5

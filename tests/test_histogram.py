@@ -1112,3 +1112,56 @@ def test_hist_fit_allocates_at_most_its_state():
     model = GradientBoostingClassifier(split_method="hist", n_estimators=2, max_depth=3)
     _, peak = traced_peak(lambda: model.fit(X, y))
     assert peak < n * (d + 56 + 4) + 256 * 1024, (peak / n, d + 56)
+
+
+@pytest.mark.parametrize("weighted, in_place, n_threads", [
+    (False, False, 2), (False, True, 2), (True, False, 2), (False, False, 1),
+    (True, False, 1)])
+def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
+                                                             n_threads):
+    """Every row in bag, one process: the grid pass also fills the root's rows and
+    takes their sums in its parallel region (``TreeGrower._grid_and_root``). The
+    tree, the leaf of every row, the node impurities (the root's from those sums)
+    and the rows on the grid are the masked path's (a mask of ones: the grid pass,
+    then ``RowPartition.start_tree``) bit for bit, with the residuals read in place
+    (the grower's ``residual_buffer()``) or not; the rows on the grid are those of
+    a NumPy twin (round half to even to 2^-51 of the least power of two at or above
+    n max |r|) and the root's impurity the variance of its rows. 250,000 rows: on
+    two threads the region runs in parallel."""
+    n, d = 250_000, 3
+    rng = np.random.default_rng(7)
+    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
+    r = np.tanh(X[:, 0].astype(np.float64)) - 0.3 * X[:, 1] + 0.5 * rng.normal(size=n)
+    w = rng.uniform(0.5, 2.0, size=n)
+    stats = None
+    if weighted:
+        stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+        stats["w"] = w
+        stats["wr"] = w * r
+    grown = []
+    for mask in (None, np.ones(n, dtype=np.uint8)):
+        finder = make_split_finder(X, dict(split_method="hist", max_bins=64,
+                                           n_threads=n_threads))
+        grower = TreeGrower(X, finder, 3, 2, 1, 0.0, d, n_threads,
+                            min_impurity_decrease=1e-12, ccp_alpha=1e-12)
+        residual = r
+        if in_place:
+            residual = grower.residual_buffer()
+            residual[:] = r
+        grower.grow(stats, residual, mask, 0)
+        assert grower.n_nodes == 15
+        grown.append((grower.nodes_array().tobytes(), grower.node_of_row.copy(),
+                      grower.node_impurities(), grower.residual_buffer().copy()))
+    (nodes, leaves, impurities, rows), (nodes_m, leaves_m, impurities_m, rows_m) = grown
+    assert nodes == nodes_m
+    np.testing.assert_array_equal(leaves, leaves_m)
+    np.testing.assert_array_equal(impurities, impurities_m)
+    if weighted:
+        np.testing.assert_allclose(impurities[0], np.cov(r, aweights=w, ddof=0),
+                                   rtol=1e-6)
+        return
+    np.testing.assert_array_equal(rows, rows_m)
+    _, exponent = np.frexp(n * np.abs(r).max())
+    unit = np.ldexp(1.0, int(exponent) - 51)
+    np.testing.assert_array_equal(rows, np.rint(r / unit) * unit)
+    np.testing.assert_allclose(impurities[0], rows.var(), rtol=1e-9)

@@ -74,11 +74,14 @@ cdef class TreeGrower:
     cdef int _reserve_nodes(self, intp_t capacity) except -1
     cdef int _plant(self, const row_stat_t* rs, const float64_t* res,
                     const row_stat_t[::1] row_stats, const float64_t[::1] residual,
-                    const uint8_t[::1] sample_mask) except -1
+                    const uint8_t[::1] sample_mask,
+                    const node_sums_t* summed=*) except -1
     cdef int _grow_level_wise(self, const row_stat_t* rs, const float64_t* res,
                               unsigned long long seed, level_t* level) except -1
     cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
                             const float64_t[::1] residual)
+    cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
+                              const float64_t[::1] residual, node_sums_t* sums)
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums)
     cdef object _sums_values(self, intp_t n_slots)
     cdef int _take_sums(self, object values, intp_t n_slots) except -1

@@ -38,7 +38,7 @@ the leaf values, as scikit-learn prunes before its leaves are updated.
 """
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.math cimport fabs
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
@@ -47,10 +47,10 @@ import numpy as np
 
 from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, node_t, row_stat_t,
-    IMPURITY_EPSILON, grow_buffer,
+    IMPURITY_EPSILON, grow_buffer, omp_barrier,
 )
 from ._common import NODE_DTYPE, ROW_STAT_DTYPE
-from ._rows cimport node_sums_t, float32_at_most
+from ._rows cimport node_sums_t, float32_at_most, sums_add_row, sums_zero
 from ._categorical cimport CAT_WORDS
 from ._trace cimport *
 from ._split_finder cimport (
@@ -108,6 +108,88 @@ cdef inline void _block_maxima(const row_stat_t[::1] row_stats,
     out[0] = max_wr
     out[1] = max_w
 
+
+ctypedef struct grid_scale_t:
+    # A tree's grid as the rows are put on it: the units and their reciprocals.
+    float64_t unit_s         # of w * r (0: no grid)
+    float64_t inverse_s      # 1 / unit_s (0: no grid)
+    float64_t unit_w         # of w (1 with unit weights)
+    float64_t inverse_w
+
+
+cdef inline grid_scale_t _grid_from_maxima(const float64_t* block_max, intp_t n_blocks,
+                                           float64_t n_rows,
+                                           bint weighted) noexcept nogil:
+    """The grid of ``n_rows`` rows from their blocks' maxima (``block_max``: |w * r|
+    and w of each block, two values a block), as ``TreeGrower._put_on_grid`` makes
+    it."""
+    cdef intp_t b
+    cdef float64_t max_wr = 0.0, max_w = 0.0
+    cdef grid_scale_t grid
+    for b in range(n_blocks):
+        max_wr = max(max_wr, block_max[2 * b])
+        max_w = max(max_w, block_max[2 * b + 1])
+    grid.unit_s = grid_unit(n_rows, max_wr)
+    grid.inverse_s = 1.0 / grid.unit_s if grid.unit_s > 0.0 else 0.0
+    grid.unit_w = 1.0
+    grid.inverse_w = 1.0
+    if weighted:
+        grid.unit_w = grid_unit(n_rows, max_w)
+        grid.inverse_w = 1.0 / grid.unit_w if grid.unit_w > 0.0 else 0.0
+    return grid
+
+
+cdef inline void _grid_rows(const row_stat_t* row_stats, const float64_t* residual,
+                            row_stat_t* out_stats, float64_t* out_residual,
+                            grid_scale_t grid, intp_t start,
+                            intp_t stop) noexcept nogil:
+    """Rows ``start .. stop - 1`` onto the grid ``grid`` (``_grid_from_maxima``):
+    w * r and w of ``row_stats`` into ``out_stats``, or (``row_stats`` NULL, unit
+    weights) the residuals into ``out_residual``."""
+    cdef intp_t i
+    if row_stats != NULL:
+        for i in range(start, stop):
+            out_stats[i].wr = on_grid(row_stats[i].wr, grid.unit_s, grid.inverse_s)
+            out_stats[i].w = weight_on_grid(row_stats[i].w, grid.unit_w, grid.inverse_w)
+    else:
+        for i in range(start, stop):
+            out_residual[i] = on_grid(residual[i], grid.unit_s, grid.inverse_s)
+
+
+cdef inline void _grid_sums(const row_stat_t* row_stats, const float64_t* residual,
+                            grid_scale_t grid, intp_t n,
+                            node_sums_t* sums) noexcept nogil:
+    """The sums of rows ``0 .. n - 1`` on the grid, in row order (``sums_add_row``
+    of each row's values as ``_grid_rows`` writes them, formed here from the
+    inputs, so that they need not be written first): the root's sums that
+    ``RowPartition.start_tree`` takes of the rows on the grid, bit for bit."""
+    cdef intp_t i
+    cdef row_stat_t st
+    cdef float64_t r
+    cdef node_sums_t local
+    sums_zero(&local)
+    if row_stats != NULL:
+        for i in range(n):
+            st.wr = on_grid(row_stats[i].wr, grid.unit_s, grid.inverse_s)
+            st.w = weight_on_grid(row_stats[i].w, grid.unit_w, grid.inverse_w)
+            sums_add_row(&local, &st, &residual[i], 0)
+    else:
+        for i in range(n):
+            r = on_grid(residual[i], grid.unit_s, grid.inverse_s)
+            sums_add_row(&local, NULL, &r, 0)
+    sums[0] = local
+
+
+cdef inline void _row_sums(const float64_t* residual, intp_t n,
+                           node_sums_t* sums) noexcept nogil:
+    """The sums of rows ``0 .. n - 1`` of unit weight in row order (the residuals
+    already on the grid), as ``RowPartition.start_tree`` takes them."""
+    cdef intp_t i
+    cdef node_sums_t local
+    sums_zero(&local)
+    for i in range(n):
+        sums_add_row(&local, NULL, residual, i)
+    sums[0] = local
 
 cdef class TreeGrower:
     """Grow regression trees level by level or best first, reusing its buffers
@@ -577,6 +659,8 @@ cdef class TreeGrower:
         """
         cdef intp_t n = self.n_samples
         cdef level_t level
+        cdef node_sums_t root_sums
+        cdef node_sums_t* summed = NULL
         if (row_stats is not None and row_stats.shape[0] != n) or residual.shape[0] != n or (
                 sample_mask is not None and sample_mask.shape[0] != n):
             raise ValueError(f"row_stats, residual and sample_mask must have {n} rows")
@@ -587,10 +671,16 @@ cdef class TreeGrower:
                            and getattr(self.reducer, "carry", None) is not None)
         # From here on the tree sees its rows on the grid (exact sums, exact ties).
         GBC_TRACE_REGION_BEGIN(GBC_TR_TREE, n)
-        row_stats, residual = self._put_on_grid(row_stats, residual)
+        if self.reducer is None and sample_mask is None and n > 0:
+            # Every row in the root, one process: the grid pass also fills the root's
+            # rows and takes its sums (``_grid_and_root``: one parallel region).
+            row_stats, residual = self._grid_and_root(row_stats, residual, &root_sums)
+            summed = &root_sums
+        else:
+            row_stats, residual = self._put_on_grid(row_stats, residual)
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
-        self._plant(rs, res, row_stats, residual, sample_mask)
+        self._plant(rs, res, row_stats, residual, sample_mask, summed)
         level.partition = self.rows.rows
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
@@ -610,15 +700,21 @@ cdef class TreeGrower:
 
     cdef int _plant(self, const row_stat_t* rs, const float64_t* res,
                     const row_stat_t[::1] row_stats, const float64_t[::1] residual,
-                    const uint8_t[::1] sample_mask) except -1:
+                    const uint8_t[::1] sample_mask,
+                    const node_sums_t* summed=NULL) except -1:
         """The root of a tree: its in-bag rows and their sums (over every process),
         the finder told, the root as the tree's only node and the level's only
-        one."""
+        one. ``summed`` (not NULL): every row is in bag, the partition's rows are
+        filled and these are their sums (``_grid_and_root``)."""
         cdef side_t root
         cdef node_sums_t root_sums
         cdef intp_t n_inbag
         with nogil:
-            n_inbag = self.rows.start_tree(sample_mask, rs, res, &root_sums)
+            if summed != NULL:
+                n_inbag = self.rows.every_row_filled()
+                root_sums = summed[0]
+            else:
+                n_inbag = self.rows.start_tree(sample_mask, rs, res, &root_sums)
         root.n = n_inbag
         root.w = root_sums.w
         root.s = root_sums.wr
@@ -846,6 +942,77 @@ cdef class TreeGrower:
                 out_stats[i].w = weight_on_grid(row_stats[i].w, unit_w, inverse_w)
             GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
         return self.grid_stats, residual
+
+    cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
+                              const float64_t[::1] residual, node_sums_t* sums):
+        """``_put_on_grid`` and the root of a tree given every row, in one parallel
+        region (one process: no reducer; no mask): the blocks' maxima, then, as
+        tasks of their own, the grid pass and the partition's root rows block by
+        block (``_grid_rows``, ``RowPartition.fill_rows``) and the root's ``sums``
+        (``_grid_sums``: one task, in row order, from the inputs). Where the grid
+        pass writes the residuals in place (the caller's ``residual_buffer()``),
+        the sums read them after the pass instead. The same numbers as
+        ``_put_on_grid`` then ``RowPartition.start_tree``, on any number of threads
+        (the sums are one task's; the rest writes each row's own values). Returns
+        what ``_put_on_grid`` returns."""
+        cdef intp_t b, k, t, n = self.n_samples, n_blocks = (n + GRID_BLOCK - 1) // GRID_BLOCK
+        cdef intp_t n_tasks, first
+        cdef float64_t n_rows = <float64_t>n
+        cdef grid_scale_t grid, g
+        cdef bint weighted = row_stats is not None, in_place
+        cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
+        cdef const row_stat_t* rs_in = &row_stats[0] if weighted else NULL
+        cdef const float64_t* res_in = &residual[0]
+        cdef row_stat_t* rs_out = NULL
+        cdef float64_t* res_out = NULL
+        cdef float64_t[::1] out_residual
+        cdef row_stat_t[::1] out_stats
+        cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
+        cdef float64_t* maxima = &block_max[0, 0]
+        if weighted:
+            if self.grid_stats is None or len(self.grid_stats) != n:
+                self.grid_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+            out_stats = self.grid_stats
+            rs_out = &out_stats[0]
+        else:
+            if self.grid_residual is None or len(self.grid_residual) != n:
+                self.grid_residual = np.empty(n, dtype=np.float64)
+            out_residual = self.grid_residual
+            res_out = &out_residual[0]
+        in_place = res_out == res_in
+        # Task 0: the sums (unless in place); then one task per block of rows.
+        first = 1 if in_place else 0
+        n_tasks = n_blocks + 1 - first
+        with nogil:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
+            with parallel(num_threads=n_threads):
+                for b in prange(n_blocks, schedule="dynamic"):
+                    GBC_TRACE_TASK_BEGIN(GBC_TR_GRID_MAX, b)
+                    _block_maxima(row_stats, residual, weighted, b * GRID_BLOCK,
+                                  min(n, (b + 1) * GRID_BLOCK), &block_max[b, 0])
+                    GBC_TRACE_TASK_END(GBC_TR_GRID_MAX, b)
+                omp_barrier()  # every block's maxima before the grid is read from them
+                for t in prange(n_tasks, schedule="dynamic"):
+                    # (Each task reads the grid from the maxima: a few dozen values.)
+                    g = _grid_from_maxima(maxima, n_blocks, n_rows, weighted)
+                    if t + first == 0:
+                        _grid_sums(rs_in, res_in, g, n, sums)
+                    else:
+                        k = t + first - 1
+                        _grid_rows(rs_in, res_in, rs_out, res_out, g, k * GRID_BLOCK,
+                                   min(n, (k + 1) * GRID_BLOCK))
+                        self.rows.fill_rows(k * GRID_BLOCK, min(n, (k + 1) * GRID_BLOCK))
+                if in_place:
+                    omp_barrier()  # every row on the grid before the sums read them
+                    for t in prange(1, schedule="static"):
+                        _row_sums(res_out, n, sums)
+            GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
+            grid = _grid_from_maxima(maxima, n_blocks, n_rows, weighted)
+        self.grid.unit_s = grid.unit_s
+        self.grid.unit_w = grid.unit_w
+        if weighted:
+            return self.grid_stats, residual
+        return None, self.grid_residual
 
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums):
         """(Data spread over processes) the root's totals and sums over every

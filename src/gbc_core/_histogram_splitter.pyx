@@ -892,7 +892,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_BUILD, 0)
         with parallel(num_threads=n_threads):
             # The rows' statistics in partition order, in chunks of positions.
-            for c in prange(n_chunks, schedule="static"):
+            for c in prange(n_chunks, schedule="dynamic"):
                 GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_GATHER, c)
                 self._gather(level, c * GATHER_CHUNK, min(n_rows, (c + 1) * GATHER_CHUNK))
                 GBC_TRACE_TASK_END(GBC_TR_HIST_GATHER, c)

@@ -1142,7 +1142,9 @@ cdef void _binomial_chunks(
     if n_chunks < 4:  # too short to pay for a parallel region
         n_threads = 1
     GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-    for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+    # (Dynamic: on a busy machine a thread the scheduler holds back leaves its
+    # chunks to the others; each chunk's sums are its own, whoever runs it.)
+    for c in prange(n_chunks, schedule="dynamic", num_threads=n_threads):
         GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
         start = c * CHUNK
         _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
@@ -1658,7 +1660,7 @@ def multinomial_state(
             if n < 200000:  # too short to pay for a parallel region
                 n_threads = 1
             GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-            for c in prange(n_chunks, schedule="static", num_threads=n_threads):
+            for c in prange(n_chunks, schedule="dynamic", num_threads=n_threads):
                 GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
                 start = c * CHUNK
                 _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
@@ -1697,7 +1699,8 @@ def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
         if n < MIN_PARALLEL_ROWS:
             n_threads = 1
         GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-        for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
+        for i in prange(n, schedule="dynamic", chunksize=CHUNK,
+                        num_threads=max(n_threads, 1)):
             out[i] = (1.0 if y[i] == k else 0.0) - prob[i]
         GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
@@ -1766,7 +1769,8 @@ def multinomial_tree_update(
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1
             GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-            for i in prange(n, schedule="static", num_threads=max(n_threads, 1)):
+            for i in prange(n, schedule="dynamic", chunksize=CHUNK,
+                            num_threads=max(n_threads, 1)):
                 raw[i] = raw[i] + sums[leaf_of_row[i]]
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
     finally:

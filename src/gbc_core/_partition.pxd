@@ -78,6 +78,8 @@ cdef class RowPartition:
     cdef intp_t start_tree(self, const uint8_t[::1] sample_mask,
                            const row_stat_t* row_stats, const float64_t* residual,
                            node_sums_t* sums) noexcept nogil
+    cdef void fill_rows(self, intp_t start, intp_t stop) noexcept nogil
+    cdef intp_t every_row_filled(self) noexcept nogil
     cdef void split(self, const level_split_t* lv, const row_stat_t* row_stats,
                     const float64_t* residual, bint with_sums,
                     bint leaves) noexcept nogil

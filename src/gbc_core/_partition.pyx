@@ -216,6 +216,23 @@ cdef class RowPartition:
         self.n_inbag = n_inbag
         return n_inbag
 
+    cdef void fill_rows(self, intp_t start, intp_t stop) noexcept nogil:
+        """Positions ``start .. stop - 1`` of the root's rows, every row in increasing
+        order: ``rows[i] = i``. A caller's parallel region fills 0 .. n - 1 this way,
+        part by part, then calls ``every_row_filled`` (``start_tree`` without a
+        mask, its sums taken by the caller: ``TreeGrower``'s grid pass)."""
+        cdef intp_t i
+        cdef int32_t* rows = self.rows
+        for i in range(start, stop):
+            rows[i] = <int32_t>i
+
+    cdef intp_t every_row_filled(self) noexcept nogil:
+        """The tree's root holds every row (``fill_rows`` has filled all of them):
+        the state ``start_tree`` leaves without a mask; returns the number of rows."""
+        self.n_spans = 0
+        self.n_inbag = self.n_samples
+        return self.n_samples
+
     cdef void _every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
                          const float64_t* residual) noexcept nogil:
         """The root of a tree given every row: the rows ``0 .. n - 1`` (in
