@@ -117,18 +117,11 @@ ctypedef struct grid_scale_t:
     float64_t inverse_w
 
 
-cdef inline grid_scale_t _grid_from_maxima(const float64_t* block_max, intp_t n_blocks,
-                                           float64_t n_rows,
-                                           bint weighted) noexcept nogil:
-    """The grid of ``n_rows`` rows from their blocks' maxima (``block_max``: |w * r|
-    and w of each block, two values a block), as ``TreeGrower._put_on_grid`` makes
-    it."""
-    cdef intp_t b
-    cdef float64_t max_wr = 0.0, max_w = 0.0
+cdef inline grid_scale_t _grid_scale(float64_t n_rows, float64_t max_wr, float64_t max_w,
+                                     bint weighted) noexcept nogil:
+    """The grid of ``n_rows`` rows whose largest abs(w * r) is ``max_wr`` and
+    largest w ``max_w`` (``grid_unit``; w on a grid only where ``weighted``)."""
     cdef grid_scale_t grid
-    for b in range(n_blocks):
-        max_wr = max(max_wr, block_max[2 * b])
-        max_w = max(max_w, block_max[2 * b + 1])
     grid.unit_s = grid_unit(n_rows, max_wr)
     grid.inverse_s = 1.0 / grid.unit_s if grid.unit_s > 0.0 else 0.0
     grid.unit_w = 1.0
@@ -137,6 +130,20 @@ cdef inline grid_scale_t _grid_from_maxima(const float64_t* block_max, intp_t n_
         grid.unit_w = grid_unit(n_rows, max_w)
         grid.inverse_w = 1.0 / grid.unit_w if grid.unit_w > 0.0 else 0.0
     return grid
+
+
+cdef inline grid_scale_t _grid_from_maxima(const float64_t* block_max, intp_t n_blocks,
+                                           float64_t n_rows,
+                                           bint weighted) noexcept nogil:
+    """The grid of ``n_rows`` rows from their blocks' maxima (``block_max``: |w * r|
+    and w of each block, two values a block), as ``TreeGrower._put_on_grid`` makes
+    it."""
+    cdef intp_t b
+    cdef float64_t max_wr = 0.0, max_w = 0.0
+    for b in range(n_blocks):
+        max_wr = max(max_wr, block_max[2 * b])
+        max_w = max(max_w, block_max[2 * b + 1])
+    return _grid_scale(n_rows, max_wr, max_w, weighted)
 
 
 cdef inline void _grid_rows(const row_stat_t* row_stats, const float64_t* residual,
@@ -885,7 +892,6 @@ cdef class TreeGrower:
         are taken of these."""
         cdef intp_t i, b, n = self.n_samples, n_blocks = (n + GRID_BLOCK - 1) // GRID_BLOCK
         cdef float64_t max_wr = 0.0, max_w = 0.0, n_rows = <float64_t>n
-        cdef float64_t unit_s, unit_w = 1.0, inverse_s, inverse_w = 1.0
         cdef float64_t[::1] out_residual
         cdef row_stat_t[::1] out_stats
         cdef bint weighted = row_stats is not None
@@ -915,13 +921,9 @@ cdef class TreeGrower:
             values = np.array([[n_rows, 0.0, max_wr, max_w]], dtype=np.float64)
             self.reducer(values, 1)
             n_rows, max_wr, max_w = values[0, 0], values[0, 2], values[0, 3]
-        unit_s = grid_unit(n_rows, max_wr)
-        inverse_s = 1.0 / unit_s if unit_s > 0.0 else 0.0
-        if weighted:
-            unit_w = grid_unit(n_rows, max_w)
-            inverse_w = 1.0 / unit_w if unit_w > 0.0 else 0.0
-        self.grid.unit_s = unit_s
-        self.grid.unit_w = unit_w
+        cdef grid_scale_t grid = _grid_scale(n_rows, max_wr, max_w, weighted)
+        self.grid.unit_s = grid.unit_s
+        self.grid.unit_w = grid.unit_w
         if not weighted:
             if self.grid_residual is None or len(self.grid_residual) != n:
                 self.grid_residual = np.empty(n, dtype=np.float64)
@@ -929,7 +931,7 @@ cdef class TreeGrower:
             with nogil:
                 GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
                 for i in prange(n, schedule="static", num_threads=n_threads):
-                    out_residual[i] = on_grid(residual[i], unit_s, inverse_s)
+                    out_residual[i] = on_grid(residual[i], grid.unit_s, grid.inverse_s)
                 GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
             return None, self.grid_residual
         if self.grid_stats is None or len(self.grid_stats) != n:
@@ -938,8 +940,8 @@ cdef class TreeGrower:
         with nogil:
             GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
             for i in prange(n, schedule="static", num_threads=n_threads):
-                out_stats[i].wr = on_grid(row_stats[i].wr, unit_s, inverse_s)
-                out_stats[i].w = weight_on_grid(row_stats[i].w, unit_w, inverse_w)
+                out_stats[i].wr = on_grid(row_stats[i].wr, grid.unit_s, grid.inverse_s)
+                out_stats[i].w = weight_on_grid(row_stats[i].w, grid.unit_w, grid.inverse_w)
             GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
         return self.grid_stats, residual
 
