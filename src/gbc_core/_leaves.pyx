@@ -986,14 +986,23 @@ cdef int leaf_steps(
     return 0
 
 
-cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noexcept nogil:
-    """The mean loss of sums formed in chunks: ``partial`` holds each chunk's (sum w L,
-    sum w), added in chunk order (0 where the weight is 0)."""
+cdef inline void chunk_sums(const float64_t* partial, intp_t n_chunks,
+                            float64_t* total_loss, float64_t* total_weight) noexcept nogil:
+    """The sums formed in chunks: ``partial`` holds each chunk's (sum w L, sum w),
+    added in chunk order into ``total_loss`` and ``total_weight``."""
     cdef intp_t c
-    cdef float64_t total_loss = 0.0, total_weight = 0.0
+    total_loss[0] = 0.0
+    total_weight[0] = 0.0
     for c in range(n_chunks):
-        total_loss += partial[2 * c]
-        total_weight += partial[2 * c + 1]
+        total_loss[0] += partial[2 * c]
+        total_weight[0] += partial[2 * c + 1]
+
+
+cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noexcept nogil:
+    """The mean loss of sums formed in chunks (``chunk_sums``; 0 where the weight is
+    0)."""
+    cdef float64_t total_loss, total_weight
+    chunk_sums(partial, n_chunks, &total_loss, &total_weight)
     return total_loss / total_weight if total_weight > 0 else 0.0
 
 
@@ -1243,9 +1252,7 @@ def binomial_apply(
             if n > 0:
                 _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row,
                                  prob, residual, row_stats, partial, n_threads)
-            for j in range(n_chunks):
-                total += partial[2 * j]
-                weight += partial[2 * j + 1]
+            chunk_sums(partial, n_chunks, &total, &weight)
     finally:
         free(step)
         free(partial)
