@@ -86,11 +86,19 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Region and phase numbers of _trace.h.
+# Region and phase numbers of _trace.h: every number the code records as a region
+# (REGIONS; each but the tree with its MEMORY row) or as a task phase (PHASES, with
+# the schedule of its loop). A trace holding a number not here is refused
+# (``check_known``): a region or loop the model does not know would otherwise be
+# predicted as a serial stretch or with a schedule it does not have.
+# tests/test_scaling_model.py checks these tables against _trace.h and against the
+# markers and loops of the source.
 REGIONS = {1: "tree", 2: "grid_max", 3: "grid_rows", 4: "left_wr2", 5: "hist_build",
            6: "hist_scan", 7: "hist_other", 8: "exact_scan", 9: "exact_rows",
            10: "partition", 11: "leaves", 12: "out_of_bag", 13: "binning",
            14: "sorting", 28: "exact_block_sums", 40: "predict"}
+# Phases: the schedule of each timed loop (2, the grid's block maxima: static in
+# _put_on_grid, dynamic in _grid_and_root, equal blocks of rows either way).
 PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           14: "static", 15: "dynamic", 16: "static", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
@@ -124,6 +132,8 @@ MEMORY = {
     3: (32, 1, 32, False),    # grid: rows onto the grid
     4: (24, 2, 16, True),     # left w r^2: a node's left rows' statistics
     5: (2, 4, 52, True),      # histogram build: 28 bin columns + gathered w, w r
+    6: (0, 1, 0, False),      # histogram scans: the histograms (no per-row traffic)
+    7: (0, 1, 0, False),      # weight scan, subtraction: not estimated (small)
     8: (12, 6, 8, True),      # exact scan: sorted index (stream) + w r gathered by row
     9: (40, 1, 40, False),    # exact finder's per-row buffers
     10: (16, 2, 24, False),   # partition: row index, the split feature's column
@@ -135,6 +145,16 @@ MEMORY = {
     40: (8, 1, 120, False),   # rows scored through trees
 }
 MIB = 1 << 20
+
+# The fused grid pass (``TreeGrower._grid_and_root``: a tree given every row, one
+# region 3 holding phase-2 tasks): the blocks' maxima as tasks, then two loops
+# without task markers: the rows onto the grid with the root's rows filled, block
+# by block (divisible among the threads), and the root's sums in row order, one
+# task (on one thread, whatever P). GRID_ROOT_SUMS is the sums' share of those two
+# loops' one-thread time (the region's time outside its tasks), measured on this
+# machine from a two-thread trace (``grid_sums_share``; benchmarks/README.md,
+# "today's code").
+GRID_ROOT_SUMS = 0.3
 
 # The exact finder's block sums from its block bytes (a pass over the rows per
 # blocked feature), as a share of a root feature's scan on one thread, measured on
@@ -335,12 +355,38 @@ class Region:
 _REGIONS_CACHE = {}
 
 
+def check_known(events):
+    """Refuse a trace holding a region or task phase the model does not know
+    (``REGIONS``, ``PHASES``): a ValueError naming the numbers (a new marker of
+    _trace.h needs its entry here first)."""
+    kind = events["kind"]
+    other = sorted(set(np.unique(kind).tolist()) - {0, 1})
+    regions = set(np.unique(events["id"][kind == 1]).tolist())
+    phases = set(np.unique(events["id"][kind == 0]).tolist())
+    bad_regions = sorted(regions - set(REGIONS))
+    bad_phases = sorted(phases - set(PHASES))
+    if other or bad_regions or bad_phases:
+        raise ValueError(
+            "the trace holds what the scaling model does not know: "
+            + "; ".join(what for what in (
+                f"regions {bad_regions} (known: REGIONS {sorted(REGIONS)})"
+                if bad_regions else "",
+                f"task phases {bad_phases} (known: PHASES {sorted(PHASES)})"
+                if bad_phases else "",
+                f"event kinds {other} (expected 0, a task, or 1, a region)"
+                if other else "") if what)
+            + "; give each new number of _trace.h its entry in scaling_model.py")
+
+
 def regions_of(events, tid=None):
     """The non-tree regions (with their tasks) of the thread ``tid`` (all
-    threads' tasks inside each region's interval), and the tree intervals."""
+    threads' tasks inside each region's interval), and the tree intervals.
+    Raises ValueError for a region or phase the model does not know
+    (``check_known``)."""
     key = (id(events), tid)
     if key in _REGIONS_CACHE and _REGIONS_CACHE[key][0] is events:
         return _REGIONS_CACHE[key][1]
+    check_known(events)
     regs = events[events["kind"] == 1]
     tasks = events[events["kind"] == 0]
     order = np.argsort(tasks["t0"], kind="stable")
@@ -401,11 +447,14 @@ class Plan:
 
     def __init__(self):
         self.const = 0.0
+        self.const_parts = {}  # const by what it is (serial stretches), for parts()
         self.comp, self.l3, self.dram, self.p, self.share, self.group = ([] for _ in range(6))
+        self.tag = []
         self.n_lanes = 0
         self._arrays = None
 
-    def add(self, comp, l3=0.0, dram=0.0, p=1, share=1, group=-1):
+    def add(self, comp, l3=0.0, dram=0.0, p=1, share=1, group=-1, tag="?"):
+        self.tag.append(tag)
         self.comp.append(comp)
         self.l3.append(l3)
         self.dram.append(dram)
@@ -421,23 +470,43 @@ class Plan:
                 np.asarray(self.group, dtype=np.int64)]
         return self._arrays
 
-    def seconds(self, machine):
+    def _times(self, machine):
+        """Each entry's seconds and memory seconds, and whether it counts (entries
+        of side-by-side lanes count in their iteration's busiest lane only)."""
         comp, l3, dram, p, share, group = self.arrays()
-        if len(comp) == 0:
-            return self.const
-        t = comp
-        if machine.memory:
-            t = (comp + l3 / (p * machine.bw_l3_core)
-                 + dram / np.minimum(p * machine.bw_dram_core, machine.bw_dram / share))
-        outside = float(t[group < 0].sum())
-        lanes = 0.0
+        mem = np.zeros_like(comp)
+        if machine.memory and len(comp):
+            mem = (l3 / (p * machine.bw_l3_core)
+                   + dram / np.minimum(p * machine.bw_dram_core, machine.bw_dram / share))
+        t = comp + mem
+        counts = group < 0
         if np.any(group >= 0):
             g = group[group >= 0]
             per = np.bincount(g, weights=t[group >= 0], minlength=int(g.max()) + 1)
             n_iter = -(-len(per) // self.n_lanes)
             per = np.pad(per, (0, n_iter * self.n_lanes - len(per)))
-            lanes = float(per.reshape(n_iter, self.n_lanes).max(axis=1).sum())
-        return self.const + outside + lanes
+            busiest = (per.reshape(n_iter, self.n_lanes).argmax(axis=1)
+                       + np.arange(n_iter) * self.n_lanes)
+            counts = counts | np.isin(group, busiest)
+        return t, mem, counts
+
+    def seconds(self, machine):
+        t, _, counts = self._times(machine)
+        return self.const + float(t[counts].sum())
+
+    def parts(self, machine):
+        """Where :meth:`seconds` goes: tag -> (seconds, memory seconds, loops
+        counted); the serial stretches under their own tags. Sums to
+        :meth:`seconds`."""
+        t, mem, counts = self._times(machine)
+        out = {k: [v, 0.0, 0] for k, v in self.const_parts.items()}
+        for tag, x, m, c in zip(self.tag, t, mem, counts):
+            if c:
+                e = out.setdefault(tag, [0.0, 0.0, 0])
+                e[0] += float(x)
+                e[1] += float(m)
+                e[2] += 1
+        return out
 
 
 def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
@@ -483,12 +552,18 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
         compute = r.cpu * scale / p
         n_loops = 1
     else:
-        compute = max(0.0, r.cpu - r.task_s) * scale  # untraced, serial, in region
+        rest = max(0.0, r.cpu - r.task_s) * scale  # untraced, in region
         n_loops = len(r.phases)
+        if r.rid == 3 and p > 1:
+            # The fused grid pass: its rows loop divisible, its root sums one task.
+            compute = rest * (1.0 - GRID_ROOT_SUMS) / p + rest * GRID_ROOT_SUMS
+            n_loops += 2
+        else:
+            compute = rest  # serial
         most = 1
         for phase, evs in r.phases.items():
             dur = np.array([(e["c1"] - e["c0"]) / 1e9 * scale for e in evs])
-            kind = PHASES.get(phase, "dynamic")
+            kind = PHASES[phase]
             n_tasks = len(dur)
             if phase == HIST_BUILD and p > 1:
                 # Re-cut each node's groups into the groups of p threads.
@@ -531,10 +606,7 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
     """(L3 bytes per thread-bandwidth, DRAM bytes) of region ``r`` on ``busy``
     threads of a fit of ``rows`` rows, with ``share`` growers side by side (each
     with 1 / share of the L3)."""
-    spec = MEMORY.get(r.rid)
-    if spec is None:
-        return 0.0, 0.0
-    per_item, factor, ws_row, shared = spec
+    per_item, factor, ws_row, shared = MEMORY[r.rid]
     moved = r.items * row_factor * per_item * factor
     ws = ws_row * rows
     m2 = miss(ws if shared else ws / busy, machine.l2)
@@ -559,6 +631,17 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     region_s = sum(r.cpu for r in regions)
     out = Plan()
     out.const = (fit_s - region_s) * scale_of.get(0, 1.0)
+    # The serial stretches: inside the trees (TreeGrower.grow between its regions)
+    # and outside them (the boosting loop's Python, the loss's serial passes).
+    in_trees = 0.0
+    if len(trees):
+        starts = np.array([r.t0 for r in regions])
+        for tree in trees:
+            lo, hi = np.searchsorted(starts, [tree["t0"], tree["t1"]])
+            in_trees += ((tree["c1"] - tree["c0"]) / 1e9
+                         - sum(r.cpu for r in regions[lo:hi])) * scale_of.get(0, 1.0)
+    out.const_parts = {"serial, in trees": in_trees,
+                       "serial, outside trees": out.const - in_trees}
     k = meta["classes"] if meta["classes"] > 2 else 1
 
     roots = set()
@@ -577,7 +660,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     row_blocks=row_blocks, n_samples=rows,
                                     root_blocks=is_root)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
-        out.add(comp, l3, dram, busy, share, group)
+        out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if is_root and threads > 1:
             # The block sums' traffic: the rows' w r and one byte per row, per
             # blocked feature (their compute is in the scan's: region_compute).
@@ -586,7 +669,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                 passes = SimpleNamespace(rid=28, items=k * r.items / len(r.phases[8]))
                 l3, dram = region_memory(passes, min(k, threads), machine, rows,
                                          row_factor, share)
-                out.add(0.0, l3, dram, min(k, threads), share, group)
+                out.add(0.0, l3, dram, min(k, threads), share, group,
+                        tag=REGIONS[28])
 
     lane_of = {}
     if k > 1 and p > 1 and len(trees) and mode in ("share", "one"):
@@ -608,12 +692,14 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                 tree_serial = ((tree["c1"] - tree["c0"]) / 1e9
                                - sum(r.cpu for r in regions[lo:hi])) * scale_of.get(0, 1.0)
                 out.const -= tree_serial
-                out.add(tree_serial, group=it * g + lane)
+                out.const_parts["serial, in trees"] -= tree_serial
+                out.add(tree_serial, group=it * g + lane, tag="serial, in trees")
     if roots and p > 1 and any(_root_blocked(r, p, rows) for r in regions
                                if id(r) in roots):
         sort_s = sum(r.cpu * scale_of.get(14, 1.0) for r in regions if r.rid == 14)
         n_features = max(len(r.phases.get(8, ())) for r in regions if id(r) in roots)
-        out.add(EXACT_BYTE_FILL * sort_s / min(p, n_features), p=min(p, n_features))
+        out.add(EXACT_BYTE_FILL * sort_s / min(p, n_features), p=min(p, n_features),
+                tag="exact_block_bytes")
     for r in regions:
         if id(r) in lane_of:
             threads, share, group = lane_of[id(r)]
@@ -746,30 +832,19 @@ def cmd_predict(args):
           f"classes grown {mode!r}; {machine.describe()}")
     print("  " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(parts.items(),
                                                           key=lambda kv: -kv[1])))
-    one = predict(events, meta, 1, machine, scale_of, rows, mode)
+    blocks = dict(row_blocks=not args.no_blocks and meta["method"] == "hist",
+                  root_blocks=not args.no_blocks and meta["method"] == "exact")
+    one = plan(events, meta, 1, machine, scale_of, rows, mode, **blocks).seconds(machine)
     for p in [int(t) for t in args.threads.split(",")]:
-        t = predict(events, meta, p, machine, scale_of, rows, mode)
+        pl = plan(events, meta, p, machine, scale_of, rows, mode, **blocks)
+        t = pl.seconds(machine)
         print(f"  {rows} rows, {p:>2} threads: predicted {t:.2f} s "
               f"(x{one / t:.2f} of 1 thread)")
         if args.detail:
-            regions, _ = regions_of(events)
-            per, mem, loops = {}, {}, {}
-            row_factor = rows / meta["rows"]
-            for r in regions:
-                name = REGIONS.get(r.rid, str(r.rid))
-                s = (scale_of or {}).get(r.rid, 1.0)
-                comp, busy = region_compute(r, p, machine, scale=s, row_factor=row_factor)
-                l3, dram = region_memory(r, busy, machine, rows, row_factor)
-                m = 0.0
-                if machine.memory:
-                    m = (l3 / (busy * machine.bw_l3_core)
-                         + dram / min(busy * machine.bw_dram_core, machine.bw_dram))
-                per[name] = per.get(name, 0.0) + comp + m
-                mem[name] = mem.get(name, 0.0) + m
-                loops[name] = loops.get(name, 0) + max(1, len(r.phases))
-            print("    (classes on every thread) " + ", ".join(
-                f"{k} {v:.2f} (memory {mem[k]:.2f}; {loops[k]} loops)"
-                for k, v in sorted(per.items(), key=lambda kv: -kv[1])))
+            parts = pl.parts(machine)
+            print("    " + ", ".join(
+                f"{k} {v:.3f} ({v / t:.0%}; memory {m:.3f}; {n} loops)"
+                for k, (v, m, n) in sorted(parts.items(), key=lambda kv: -kv[1][0])))
 
 
 def traces_by_key(folder):
@@ -1055,7 +1130,12 @@ def main(argv=None):
     p.add_argument("--mode", choices=("share", "one", "serial"),
                    help="how the K trees of an iteration are grown (default: today's "
                         "code: share for hist, serial for exact)")
-    p.add_argument("--detail", action="store_true", help="seconds per region")
+    p.add_argument("--detail", action="store_true",
+                   help="seconds per region and serial stretch (their share of the "
+                        "fit; memory seconds; loops)")
+    p.add_argument("--no-blocks", action="store_true",
+                   help="without the finders' row blocks (hist) and root blocks "
+                        "(exact), as the code before them")
     c = sub.choices["calibrate"]
     c.add_argument("--traces", required=True, help="folder of .npz traces")
     c.add_argument("--sync-trace", help="a two-thread trace (synchronisation cost)")
