@@ -146,15 +146,37 @@ MEMORY = {
 }
 MIB = 1 << 20
 
+# The leaf sums of a tree's update (``_leaves.newton_sums``): on one thread, or
+# below MIN_PARALLEL_ROWS rows, a serial loop over the rows outside any region (a
+# one-thread trace shows it as a serial stretch between the tree and the update's
+# leaves region); on P > 1 threads a leaves region of one task per span of the
+# grower's leaf rows (at most one per leaf, the largest first, dynamic). The model
+# takes that stretch as the sums and runs it on P threads as the spans' shares of
+# the rows (``LEAF_SPANS``, the mean sorted shares of a tree's span tasks in a
+# two-thread trace: ``leaf_span_shares``) list-scheduled, plus one loop's
+# synchronisation. The stretch also holds the call's fixed cost (about 0.15 ms per
+# tree here, taken as divisible too). Measured: the hist 500k two-thread trace of
+# 2026-11-29 13:12 (4 spans per tree, a depth-3 tree's 8 leaves in sibling pairs;
+# the largest holds half the work, so the sums run at most 2x faster on any P).
+LEAF_SUMS_FROM = 200_000
+LEAF_SPANS = (0.507, 0.283, 0.133, 0.076)
+
 # The fused grid pass (``TreeGrower._grid_and_root``: a tree given every row, one
-# region 3 holding phase-2 tasks): the blocks' maxima as tasks, then two loops
-# without task markers: the rows onto the grid with the root's rows filled, block
-# by block (divisible among the threads), and the root's sums in row order, one
-# task (on one thread, whatever P). GRID_ROOT_SUMS is the sums' share of those two
-# loops' one-thread time (the region's time outside its tasks), measured on this
-# machine from a two-thread trace (``grid_sums_share``; benchmarks/README.md,
-# "today's code").
-GRID_ROOT_SUMS = 0.3
+# region 3 holding phase-2 tasks): the blocks' maxima as tasks, then loops without
+# task markers: the rows onto the grid with the root's rows filled, block by block
+# (divisible among the threads), and the root's sums in row order, one task on one
+# thread whatever P: with the residuals not in place (a binary fit: the state's own
+# residual array) task 0 of the blocks' loop, beside them; in place (a multiclass
+# fit writes its residuals into the grower's buffer) a loop of its own after them.
+# GRID_ROOT_SUMS is the sums' share of the region's time outside its tasks on one
+# thread: 0.42, estimated from the loops alone (a C copy of the loops at 500k rows,
+# this machine: the sums 0.88 ms, 1.77 ns per row, three dependent chains of
+# additions; the rows' pass 0.62 ms, against 2.22 ms of the region's time outside
+# its tasks per tree in the one-thread trace; the remaining 0.7 ms, the partition's
+# row fill, taken as the rows' pass's); a two-thread trace agrees (the region's time
+# after its tasks, 1.14 ms, is max(sums, rest / 2) = 1.11 ms with it, 1.46 ms with
+# the sums in a loop of their own). Not a measurement of the sums themselves.
+GRID_ROOT_SUMS = 0.42
 
 # The exact finder's block sums from its block bytes (a pass over the rows per
 # blocked feature), as a share of a root feature's scan on one thread, measured on
@@ -346,6 +368,7 @@ class Region:
                                                   int(r["t1"]), int(r["index"]))
         self.wall = (self.t1 - self.t0) / 1e9
         self.cpu = (int(r["c1"]) - int(r["c0"])) / 1e9
+        self.cpu_t0 = int(r["c0"])
         self.phases = {}
         for e in tasks:
             self.phases.setdefault(int(e["id"]), []).append(e)
@@ -495,9 +518,9 @@ class Plan:
         return self.const + float(t[counts].sum())
 
     def parts(self, machine):
-        """Where :meth:`seconds` goes: tag -> (seconds, memory seconds, loops
-        counted); the serial stretches under their own tags. Sums to
-        :meth:`seconds`."""
+        """Where :meth:`seconds` goes: tag -> (seconds, memory seconds, entries
+        counted: region instances); the serial stretches under their own tags.
+        Sums to :meth:`seconds`."""
         t, mem, counts = self._times(machine)
         out = {k: [v, 0.0, 0] for k, v in self.const_parts.items()}
         for tag, x, m, c in zip(self.tag, t, mem, counts):
@@ -534,14 +557,16 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 
 
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
-                   row_blocks=False, n_samples=0, root_blocks=False):
+                   row_blocks=False, n_samples=0, root_blocks=False,
+                   grid_in_place=False):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
     blocks as the code since issue 33 does (``n_samples``: the fit's rows).
     ``root_blocks``: ``r`` is an exact root's scan, whose features the finder
     blocks on p threads (``root_block_tasks``; the block sums a loop before the
-    scan, their memory traffic in :func:`plan`)."""
+    scan, their memory traffic in :func:`plan`). ``grid_in_place``: the fused grid
+    pass's residuals in place (``GRID_ROOT_SUMS``; a multiclass fit)."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if r.rid == 14:
@@ -555,9 +580,15 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
         rest = max(0.0, r.cpu - r.task_s) * scale  # untraced, in region
         n_loops = len(r.phases)
         if r.rid == 3 and p > 1:
-            # The fused grid pass: its rows loop divisible, its root sums one task.
-            compute = rest * (1.0 - GRID_ROOT_SUMS) / p + rest * GRID_ROOT_SUMS
-            n_loops += 2
+            # The fused grid pass: its rows loop divisible, its root sums one task
+            # (beside the rows' loop, or a loop after it where in place).
+            sums = rest * GRID_ROOT_SUMS
+            if grid_in_place:
+                compute = (rest - sums) / p + sums
+                n_loops += 2
+            else:
+                compute = max(sums, rest / p)
+                n_loops += 1
         else:
             compute = rest  # serial
         most = 1
@@ -658,7 +689,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         is_root = id(r) in roots
         comp, busy = region_compute(r, threads, machine, scale=s, row_factor=row_factor,
                                     row_blocks=row_blocks, n_samples=rows,
-                                    root_blocks=is_root)
+                                    root_blocks=is_root,
+                                    grid_in_place=meta["classes"] > 2)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if is_root and threads > 1:
@@ -672,7 +704,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                 out.add(0.0, l3, dram, min(k, threads), share, group,
                         tag=REGIONS[28])
 
-    lane_of = {}
+    lane_of, tree_lane = {}, {}
     if k > 1 and p > 1 and len(trees) and mode in ("share", "one"):
         g = min(p, k)
         threads = side_by_side_threads(p, g) if mode == "share" else [1] * g
@@ -686,6 +718,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                 tree = trees[order[it * k + j]]
                 lo, hi = np.searchsorted(starts, [tree["t0"], tree["t1"]])
                 lane = j % g
+                tree_lane[int(order[it * k + j])] = (threads[lane], g, it * g + lane)
                 for r in regions[lo:hi]:
                     lane_of[id(r)] = (threads[lane], g, it * g + lane)
                 # The tree's serial stretches, on its lane.
@@ -706,7 +739,68 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
             add(r, threads, share, group)
         else:
             add(r, p)
+    # The leaf sums: a serial stretch of the trace, a region on P threads.
+    for i, gap in leaf_sum_gaps(regions, trees):
+        s = gap * scale_of.get(-11, scale_of.get(0, 1.0))
+        out.const -= gap * scale_of.get(0, 1.0)
+        out.const_parts["serial, outside trees"] -= gap * scale_of.get(0, 1.0)
+        threads, share, group = tree_lane.get(i, (p, 1, -1))
+        comp, busy = leaf_sums_seconds(s, threads, machine, rows)
+        l3, dram = region_memory(SimpleNamespace(rid=11, items=meta["rows"]), busy,
+                                 machine, rows, row_factor, share)
+        out.add(comp, l3, dram, busy, share, group, tag="leaf_sums")
     return out
+
+
+def leaf_sum_gaps(regions, trees):
+    """The serial stretch between each tree and its update's first leaves region
+    (a one-thread trace: the leaf sums; ``LEAF_SPANS``): a list of (tree index in
+    ``trees``, CPU seconds)."""
+    if not len(trees) or not regions:
+        return []
+    starts = np.array([r.t0 for r in regions])
+    tree_starts = np.sort(trees["t0"])
+    out = []
+    for i, tree in enumerate(trees):
+        j = int(np.searchsorted(starts, tree["t1"]))
+        k = int(np.searchsorted(tree_starts, tree["t1"]))
+        next_tree = tree_starts[k] if k < len(tree_starts) else np.iinfo(np.int64).max
+        if j < len(regions) and regions[j].rid == 11 and regions[j].t0 < next_tree:
+            r = regions[j]
+            gap = (r.cpu_t0 - int(tree["c1"])) / 1e9
+            if gap > 0:
+                out.append((i, gap))
+    return out
+
+
+def leaf_span_shares(events):
+    """The leaf sums' span tasks of a multi-thread trace (phase 23 in the leaves
+    regions that have them): per region, each task's share of the region's task
+    time, sorted, largest first; their mean over the regions (padded with 0)."""
+    regions, _ = regions_of(events)
+    rows = []
+    for r in regions:
+        evs = r.phases.get(23)
+        if r.rid != 11 or not evs:
+            continue
+        d = np.sort(np.array([(e["c1"] - e["c0"]) / 1e9 for e in evs]))[::-1]
+        if d.sum() > 0:
+            rows.append(d / d.sum())
+    if not rows:
+        return None
+    width = max(len(x) for x in rows)
+    return np.mean([np.pad(x, (0, width - len(x))) for x in rows], axis=0)
+
+
+def leaf_sums_seconds(gap, p, machine, rows):
+    """Seconds of a leaf-sums stretch of ``gap`` one-thread seconds on p threads
+    (``LEAF_SPANS``), and the threads it keeps busy."""
+    if p <= 1 or rows < LEAF_SUMS_FROM:
+        return gap, 1
+    shares = np.asarray(LEAF_SPANS, dtype=float)
+    shares = shares[shares > 0]
+    return (schedule(gap * shares, p, "dynamic") + machine.sync(p),
+            min(p, len(shares)))
 
 
 def _root_blocked(r, p, rows):
@@ -754,9 +848,13 @@ def row_scales(big, small):
         ts = sum(r.cpu for r in rs if r.rid == rid)
         if tb > 0 and ts > 0:
             out[rid] = math.log(tb / ts) / math.log(ratio)
-    sb = fit_cpu(mb) - sum(r.cpu for r in rb)
-    ss = fit_cpu(ms) - sum(r.cpu for r in rs)
+    gb = sum(g for _, g in leaf_sum_gaps(rb, regions_of(eb)[1]))
+    gs = sum(g for _, g in leaf_sum_gaps(rs, regions_of(es)[1]))
+    sb = fit_cpu(mb) - sum(r.cpu for r in rb) - gb
+    ss = fit_cpu(ms) - sum(r.cpu for r in rs) - gs
     out[0] = math.log(sb / ss) / math.log(ratio) if sb > 0 and ss > 0 else 1.0
+    if gb > 0 and gs > 0:
+        out[-11] = math.log(gb / gs) / math.log(ratio)  # the leaf sums
     return out
 
 
@@ -767,11 +865,12 @@ def fit_cpu(meta):
 
 def breakdown(events, meta):
     """CPU seconds of the main thread per region of a trace, and the serial rest."""
-    regions, _ = regions_of(events)
+    regions, trees = regions_of(events)
     fit_s = fit_cpu(meta)
     out = {}
     for r in regions:
         out[REGIONS.get(r.rid, str(r.rid))] = out.get(REGIONS.get(r.rid, str(r.rid)), 0.0) + r.cpu
+    out["leaf sums (serial stretch)"] = sum(g for _, g in leaf_sum_gaps(regions, trees))
     out["serial"] = fit_s - sum(out.values())
     return fit_s, out
 
@@ -843,7 +942,7 @@ def cmd_predict(args):
         if args.detail:
             parts = pl.parts(machine)
             print("    " + ", ".join(
-                f"{k} {v:.3f} ({v / t:.0%}; memory {m:.3f}; {n} loops)"
+                f"{k} {v:.3f} ({v / t:.0%}; memory {m:.3f}; {n} regions)"
                 for k, (v, m, n) in sorted(parts.items(), key=lambda kv: -kv[1][0])))
 
 
@@ -1132,7 +1231,7 @@ def main(argv=None):
                         "code: share for hist, serial for exact)")
     p.add_argument("--detail", action="store_true",
                    help="seconds per region and serial stretch (their share of the "
-                        "fit; memory seconds; loops)")
+                        "fit; memory seconds; region instances)")
     p.add_argument("--no-blocks", action="store_true",
                    help="without the finders' row blocks (hist) and root blocks "
                         "(exact), as the code before them")

@@ -253,8 +253,8 @@ def test_a_trace_with_a_region_or_phase_the_model_does_not_know_is_refused():
 def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task():
     """Region 3 with its block maxima as phase-2 tasks (``_grid_and_root``): the
     tasks list-scheduled, the rest of the region's time a pass divided among the
-    threads plus the root's sums on one thread (``GRID_ROOT_SUMS`` of it), three
-    loops' synchronisation."""
+    threads beside the root's sums on one thread (``GRID_ROOT_SUMS`` of it; two
+    loops' synchronisation), or, residuals in place, followed by them (three)."""
     ns = 10**9
     rows = 1_000_000
     tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
@@ -268,10 +268,12 @@ def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task()
     r = sm.regions_of(events)[0][0]
     s = sm.GRID_ROOT_SUMS
     for p in (2, 4, 16):
+        tasks = sm.schedule(np.full(8, 0.01), p, "dynamic")
         comp, busy = sm.region_compute(r, p, machine)
-        expected = (sm.schedule(np.full(8, 0.01), p, "dynamic")
-                    + 1.92 * (1 - s) / p + 1.92 * s + 3 * machine.sync(p))
-        assert comp == pytest.approx(expected)
+        assert comp == pytest.approx(tasks + max(1.92 * s, 1.92 / p) + 2 * machine.sync(p))
+        comp, busy = sm.region_compute(r, p, machine, grid_in_place=True)
+        assert comp == pytest.approx(tasks + 1.92 * (1 - s) / p + 1.92 * s
+                                     + 3 * machine.sync(p))
     assert sm.region_compute(r, 1, machine)[0] == pytest.approx(2.0)
     # The serial stretches: 1 s in the tree, 1 s outside it.
     pl = sm.plan(events, meta, 4, machine)
@@ -289,3 +291,40 @@ def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
         parts = pl.parts(machine)
         assert sum(v[0] for v in parts.values()) == pytest.approx(pl.seconds(machine))
         assert parts["serial, outside trees"][0] == pytest.approx(0.5)
+
+
+def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
+    """A one-thread trace's serial stretch between a tree and its update's leaves
+    region is the leaf sums (``_leaves.newton_sums`` runs them in a region only on
+    more threads): on P threads its time x the spans' shares list-scheduled, plus a
+    loop's synchronisation; on one thread, or below LEAF_SUMS_FROM rows, as traced."""
+    ns = 10**9
+    rows = 1_000_000
+    events = []
+    t = 0
+    for _ in range(3):
+        events.append((t, t + ns, t, t + ns, rows, 1, 1, 0, 1))  # the tree
+        t += ns + ns // 2  # 0.5 s of leaf sums
+        events.append((t, t + ns, t, t + ns, rows, 1, 11, 0, 1))  # its leaves region
+        t += ns
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": t}
+    regions, trees = sm.regions_of(events)
+    assert [g for _, g in sm.leaf_sum_gaps(regions, trees)] == pytest.approx([0.5] * 3)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    shares = np.array(sm.LEAF_SPANS)
+    for p in (1, 2, 3, 16):
+        sums = 0.5 if p == 1 else (sm.schedule(0.5 * shares, p, "dynamic") + machine.sync(p))
+        expected = 3 * (1.0 + 1.0 / p + machine.sync(p) + sums)
+        pl = sm.plan(events, meta, p, machine)
+        assert pl.seconds(machine) == pytest.approx(expected)
+        assert pl.parts(machine)["leaf_sums"][0] == pytest.approx(3 * sums)
+    # Below LEAF_SUMS_FROM rows the code sums on one thread.
+    meta_small = dict(meta, rows=100_000)
+    small = events.copy()
+    small["index"] = 100_000
+    sm._REGIONS_CACHE.clear()
+    assert sm.plan(small, meta_small, 16, machine).parts(machine)["leaf_sums"][0] == (
+        pytest.approx(1.5))
+    assert sm.leaf_sums_seconds(0.5, 16, machine, 1_000_000)[0] >= 0.5 * shares.max()
