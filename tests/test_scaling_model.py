@@ -161,3 +161,170 @@ def test_root_block_tasks_follow_the_finders_rule():
         tasks, passes = sm.root_block_tasks(dur, p, n)
         np.testing.assert_array_equal(tasks, dur)
         assert len(passes) == 0
+
+
+SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gbc_core")
+# Phases the code runs with two schedules: the grid's block maxima (static in
+# _put_on_grid, dynamic in _grid_and_root; equal blocks of rows either way).
+EITHER_SCHEDULE = {2}
+
+
+def _trace_numbers():
+    import re
+
+    with open(os.path.join(SRC, "_trace.h")) as f:
+        return {m.group(1): int(m.group(2))
+                for m in re.finditer(r"#define (GBC_TR_\w+) (\d+)", f.read())}
+
+
+def _markers():
+    """Every trace marker of the kernels' source: (file, line, REGION or TASK, its
+    number, the schedule of the prange it times, or None)."""
+    import glob
+    import re
+
+    numbers = _trace_numbers()
+    out = []
+    for path in sorted(glob.glob(os.path.join(SRC, "*.pyx"))
+                       + glob.glob(os.path.join(SRC, "*.pxi"))):
+        lines = open(path).read().split("\n")
+        for i, line in enumerate(lines):
+            m = re.search(r"GBC_TRACE_(?:(REGION)_END|(TASK)_BEGIN)\((\w+)", line)
+            if not m:
+                continue
+            kind, name = m.group(1) or m.group(2), m.group(3)
+            if name == "phase":
+                # A phase chosen per task (the histogram build): the value assigned.
+                names = re.findall(r"phase = (GBC_TR_\w+)", "\n".join(lines[i - 3:i]))
+                assert names, f"{path}:{i + 1}"
+            else:
+                names = [name]
+            schedule = None
+            if kind == "TASK":
+                for j in range(i - 1, max(-1, i - 40), -1):
+                    s = re.search(r"prange\(.*schedule=\"(\w+)\"", lines[j])
+                    if s:
+                        schedule = s.group(1)
+                        break
+            for n in names:
+                out.append((os.path.basename(path), i + 1, kind, numbers[n], schedule))
+    return out
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(SRC, "_trace.h")),
+                    reason="the source is not next to tests/")
+def test_the_model_knows_every_region_and_phase_the_code_records():
+    numbers = _trace_numbers()
+    # Every number of _trace.h is a region or a phase of the model.
+    assert set(numbers.values()) <= set(sm.REGIONS) | set(sm.PHASES), (
+        sorted(set(numbers.values()) - set(sm.REGIONS) - set(sm.PHASES)))
+    # Every region but the tree has its memory row.
+    assert set(sm.MEMORY) >= set(sm.REGIONS) - {1}
+    markers = _markers()
+    assert len(markers) > 50
+    for where, line, kind, number, schedule in markers:
+        if kind == "REGION":
+            assert number in sm.REGIONS, (where, line, number)
+        else:
+            assert number in sm.PHASES, (where, line, number)
+            assert schedule is not None, (where, line)
+            if number not in EITHER_SCHEDULE:
+                assert sm.PHASES[number] == schedule, (where, line, number, schedule)
+    # The regions and phases the code records are every one of the model's (no
+    # stale entry), the tree's region being recorded by the grower.
+    assert {m[3] for m in markers if m[2] == "REGION"} == set(sm.REGIONS)
+    assert {m[3] for m in markers if m[2] == "TASK"} == set(sm.PHASES)
+
+
+def test_a_trace_with_a_region_or_phase_the_model_does_not_know_is_refused():
+    events, meta = _trace(n_iter=1, n_classes=1, region_s=0.5, items=1_000_000)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    assert sm.predict(events, meta, 4, machine) > 0
+    for kind, number, what in [(1, 99, r"regions \[99\]"), (0, 98, r"phases \[98\]"),
+                               (2, 11, r"kinds \[2\]")]:
+        bad = events.copy()
+        bad[0]["kind"], bad[0]["id"] = kind, number
+        with pytest.raises(ValueError, match=what):
+            sm.predict(bad, meta, 4, machine)
+        with pytest.raises(ValueError, match=what):
+            sm.regions_of(bad)
+
+
+def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task():
+    """Region 3 with its block maxima as phase-2 tasks (``_grid_and_root``): the
+    tasks list-scheduled, the rest of the region's time a pass divided among the
+    threads beside the root's sums on one thread (``GRID_ROOT_SUMS`` of it; two
+    loops' synchronisation), or, residuals in place, followed by them (three)."""
+    ns = 10**9
+    rows = 1_000_000
+    tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
+              i, 0, 2, 0, 1) for i in range(8)]  # 8 tasks of 0.01 s
+    region = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 0.08 s tasks, 1.92 s rest
+    tree = (0, 3 * ns, 0, 3 * ns, rows, 1, 1, 0, 1)
+    events = np.array(sorted([region, tree] + tasks), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": 4 * ns}
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    r = sm.regions_of(events)[0][0]
+    s = sm.GRID_ROOT_SUMS
+    for p in (2, 4, 16):
+        tasks = sm.schedule(np.full(8, 0.01), p, "dynamic")
+        comp, busy = sm.region_compute(r, p, machine)
+        assert comp == pytest.approx(tasks + max(1.92 * s, 1.92 / p) + 2 * machine.sync(p))
+        comp, busy = sm.region_compute(r, p, machine, grid_in_place=True)
+        assert comp == pytest.approx(tasks + 1.92 * (1 - s) / p + 1.92 * s
+                                     + 3 * machine.sync(p))
+    assert sm.region_compute(r, 1, machine)[0] == pytest.approx(2.0)
+    # The serial stretches: 1 s in the tree, 1 s outside it.
+    pl = sm.plan(events, meta, 4, machine)
+    parts = pl.parts(machine)
+    assert parts["serial, in trees"][0] == pytest.approx(1.0)
+    assert parts["serial, outside trees"][0] == pytest.approx(1.0)
+    assert sum(v[0] for v in parts.values()) == pytest.approx(pl.seconds(machine))
+
+
+def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
+    events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    for p, mode in [(16, "share"), (3, "share"), (16, "one"), (16, "serial"), (1, "share")]:
+        pl = sm.plan(events, meta, p, machine, mode=mode)
+        parts = pl.parts(machine)
+        assert sum(v[0] for v in parts.values()) == pytest.approx(pl.seconds(machine))
+        assert parts["serial, outside trees"][0] == pytest.approx(0.5)
+
+
+def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
+    """A one-thread trace's serial stretch between a tree and its update's leaves
+    region is the leaf sums (``_leaves.newton_sums`` runs them in a region only on
+    more threads): on P threads its time x the spans' shares list-scheduled, plus a
+    loop's synchronisation; on one thread, or below LEAF_SUMS_FROM rows, as traced."""
+    ns = 10**9
+    rows = 1_000_000
+    events = []
+    t = 0
+    for _ in range(3):
+        events.append((t, t + ns, t, t + ns, rows, 1, 1, 0, 1))  # the tree
+        t += ns + ns // 2  # 0.5 s of leaf sums
+        events.append((t, t + ns, t, t + ns, rows, 1, 11, 0, 1))  # its leaves region
+        t += ns
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": t}
+    regions, trees = sm.regions_of(events)
+    assert [g for _, g in sm.leaf_sum_gaps(regions, trees)] == pytest.approx([0.5] * 3)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    shares = np.array(sm.LEAF_SPANS)
+    for p in (1, 2, 3, 16):
+        sums = 0.5 if p == 1 else (sm.schedule(0.5 * shares, p, "dynamic") + machine.sync(p))
+        expected = 3 * (1.0 + 1.0 / p + machine.sync(p) + sums)
+        pl = sm.plan(events, meta, p, machine)
+        assert pl.seconds(machine) == pytest.approx(expected)
+        assert pl.parts(machine)["leaf_sums"][0] == pytest.approx(3 * sums)
+    # Below LEAF_SUMS_FROM rows the code sums on one thread.
+    meta_small = dict(meta, rows=100_000)
+    small = events.copy()
+    small["index"] = 100_000
+    sm._REGIONS_CACHE.clear()
+    assert sm.plan(small, meta_small, 16, machine).parts(machine)["leaf_sums"][0] == (
+        pytest.approx(1.5))
+    assert sm.leaf_sums_seconds(0.5, 16, machine, 1_000_000)[0] >= 0.5 * shares.max()
