@@ -102,7 +102,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REGIONS = {1: "tree", 2: "grid_max", 3: "grid_rows", 4: "left_wr2", 5: "hist_build",
            6: "hist_scan", 7: "hist_other", 8: "exact_scan", 9: "exact_rows",
            10: "partition", 11: "leaves", 12: "out_of_bag", 13: "binning",
-           14: "sorting", 28: "exact_block_sums", 40: "predict"}
+           14: "sorting", 28: "exact_block_sums", 40: "predict", 42: "cast"}
 # Phases: the schedule of each timed loop (2, the grid's block maxima: static in
 # _put_on_grid, dynamic in _grid_and_root, equal blocks of rows either way).
 PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
@@ -110,7 +110,7 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
           24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
           29: "dynamic", 30: "static", 40: "static",
-          41: "dynamic"}
+          41: "dynamic", 42: "static"}
 PART_CHILD, HIST_BUILD = 19, 5
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
 # of P threads; phase 19's (a narrow level's children) are taken as divisible. A
@@ -149,6 +149,7 @@ MEMORY = {
     14: (24, 2, 12, True),    # presort: one column's values and order
     28: (9, 1, 9, True),      # exact block sums: w r and the block bytes, in row order
     40: (8, 1, 120, False),   # rows scored through trees
+    42: (12, 1, 336, False),  # the cast of X: float64 read, float32 written (28 features)
 }
 MIB = 1 << 20
 

@@ -1,6 +1,10 @@
-"""Kernels of the binning layer (``_binning.py`` validates and orchestrates).
+"""Kernels of the binning layer (``_binning.py`` validates and orchestrates), and the
+cast of the training X to float32 that comes before it.
 
-Three passes over the raw float32 features, each in parallel over features or over
+``cast_float32`` turns the user's float64 (or C-order float32) X into float32 in the
+layout of the fit's split method, with each column's extremes for the check of
+values float32 does not represent (``_validation.check_features``). Then three
+passes over the raw float32 features, each in parallel over features or over
 blocks of rows, each writing only its own feature's or block's output, so that the
 results never depend on the number of threads:
 
@@ -23,6 +27,7 @@ computes bin edges with the split threshold of ``_common.pxd`` (``midpoint``), t
 one the exact split finder uses.
 """
 from cython.parallel cimport prange, threadid
+from libc.math cimport INFINITY
 from libc.string cimport memmove, memset
 
 from ._common cimport float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t
@@ -34,6 +39,9 @@ import numpy as np
 cdef enum:
     # Rows per block of ``map_to_bins`` (a block of 28 float32 features is 450 KB).
     ROW_BLOCK = 4096
+
+#: Rows per block of ``map_to_bins`` and ``cast_float32``.
+BLOCK_ROWS = ROW_BLOCK
 
 
 cdef intp_t _distinct_one(
@@ -457,6 +465,95 @@ def map_to_bins(
                     _bins_of(t, n_t, col, row_stride, start, stop, missing_bin, o)
             GBC_TRACE_TASK_END(GBC_TR_BIN_MAP, blk)
         GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
+
+
+# ------------------------------------------------------------ the cast of X
+ctypedef fused given_float_t:
+    float32_t
+    float64_t
+
+
+cdef enum:
+    # Columns copied at once within a block of rows (16 output streams).
+    CAST_COLUMNS = 16
+
+
+def cast_float32(
+    const given_float_t[:, ::1] X,
+    float32_t[:, :] out,
+    float32_t[:, ::1] block_max,
+    float32_t[:, ::1] block_min,
+    int n_threads,
+):
+    """The training X (C order, float32 or float64) as float32 in ``out``'s layout
+    (C or Fortran order), with the largest and smallest value of each column in each
+    block of rows.
+
+    One pass in parallel over blocks of ``ROW_BLOCK`` rows, each copied in tiles of
+    ``CAST_COLUMNS`` columns (NumPy's cast to another order walks one column at a
+    time over every row, on one thread). Each value is the C conversion to float32
+    NumPy's ``astype`` makes (round to nearest; a finite value beyond float32's range
+    becomes +-inf). Each block writes only its rows of ``out`` and its row of
+    ``block_max``/``block_min``: the result never depends on the number of threads.
+
+    Parameters
+    ----------
+    X : float32 or float64 array of shape (n_samples, n_features), C order
+    out : float32 array of shape (n_samples, n_features), C or Fortran order, output
+    block_max, block_min : float32 arrays of shape (n_blocks, n_features), output
+        Per block of ``ROW_BLOCK`` rows (``n_blocks = ceil(n_samples / ROW_BLOCK)``)
+        the largest and smallest converted value of each column, NaN ignored
+        (-inf and +inf where a column has none); ``np.fmax.reduce(block_max)`` is
+        ``np.fmax.reduce(out)`` column by column.
+    n_threads : int
+        OpenMP threads (blocks of rows are shared out among them).
+    """
+    cdef intp_t n = X.shape[0]
+    cdef intp_t d = X.shape[1]
+    cdef intp_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef intp_t blk, start, stop, f0, f1, f, i, row_stride, col_stride
+    cdef const given_float_t* row
+    cdef float32_t* o
+    cdef float32_t* hi
+    cdef float32_t* lo
+    cdef float32_t v
+    if out.shape[0] != n or out.shape[1] != d:
+        raise ValueError(f"out has shape {(out.shape[0], out.shape[1])}; expected {(n, d)}")
+    if (block_max.shape[0] != n_blocks or block_max.shape[1] != d
+            or block_min.shape[0] != n_blocks or block_min.shape[1] != d):
+        raise ValueError(f"block_max and block_min must have shape {(n_blocks, d)}")
+    if n == 0 or d == 0:
+        return
+    row_stride = out.strides[0] // sizeof(float32_t)
+    col_stride = out.strides[1] // sizeof(float32_t)
+    n_threads = max(1, min(n_threads, n_blocks))
+    with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_CAST, n * d)
+        for blk in prange(n_blocks, schedule="static", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_CAST, blk)
+            start = blk * ROW_BLOCK
+            stop = min(start + ROW_BLOCK, n)
+            hi = &block_max[blk, 0]
+            lo = &block_min[blk, 0]
+            for f in range(d):
+                hi[f] = -INFINITY
+                lo[f] = INFINITY
+            f0 = 0
+            while f0 < d:
+                f1 = min(f0 + CAST_COLUMNS, d)
+                for i in range(start, stop):
+                    row = &X[i, 0]
+                    o = &out[0, 0] + i * row_stride
+                    for f in range(f0, f1):
+                        v = <float32_t>row[f]
+                        o[f * col_stride] = v
+                        if v > hi[f]:
+                            hi[f] = v
+                        if v < lo[f]:
+                            lo[f] = v
+                f0 = f1
+            GBC_TRACE_TASK_END(GBC_TR_CAST, blk)
+        GBC_TRACE_REGION_END(GBC_TR_CAST, n * d)
 
 
 # ------------------------------------------------------------ sparse columns

@@ -25,7 +25,7 @@ from ._boosting import (EarlyStopping, Log, boost, holdout_draw, holdout_sizes,
 from ._categories import categorical_mask, categorical_params, encode, fit_encode
 from ._docstrings import fill_docs
 from ._loss import loss_for
-from ._params import DEFAULTS, check_params, resolve, seed_from
+from ._params import DEFAULTS, check_params, effective_n_threads, resolve, seed_from
 from ._record import FitRecord
 from ._scoring import (HOLD_OUT, Evaluation, checked_eval_sets, evals_result,
                        metric_names, scorer_of)
@@ -507,9 +507,9 @@ class GradientBoostingClassifier(ClassifierMixin, BaseEstimator):
         mask = categorical_mask(X, params["categorical_features"])
         categories = None
         if mask is None:
-            Xa = method.lay_out(check_features(X, "X", dtype=np.float32,
-                                               order=method.dense_order, training=True,
-                                               sparse="csc"))
+            Xa = method.lay_out(check_features(
+                X, "X", dtype=np.float32, order=method.dense_order, training=True,
+                sparse="csc", n_threads=effective_n_threads(params["n_jobs"])))
         else:
             # The categorical columns as codes 0 .. k-1 (_categories).
             Xa, categories = fit_encode(X, mask, params["max_bins"])

@@ -63,6 +63,8 @@
 /* Outside the trees' growth (numbers apart from the growth's). */
 #define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */
+#define GBC_TR_CAST 42            /* the training X cast to float32 in the fit's layout:
+                                     a block of rows */
 
 #ifndef GBC_CORE_TRACE
 

@@ -395,7 +395,34 @@ def _polars_columns(X, name):
     return columns
 
 
-def _lossy_columns(original, converted):
+#: Values below which a training X is cast by NumPy (one thread) rather than by
+#: ``_binning_kernels.cast_float32``.
+_PARALLEL_CAST_FROM = 1 << 16
+
+
+def _cast_float32(arr, dtype, order, n_threads):
+    """``arr`` (a training array of numbers) as float32 in ``order`` by
+    ``_binning_kernels.cast_float32``, with (per-column largest, smallest) values for
+    ``_lossy_columns``; None where that kernel does not apply (another dtype, an
+    array NumPy needs not copy, a small or non-C-order one)."""
+    if (np.dtype(dtype) != np.float32 or arr.dtype not in (np.float32, np.float64)
+            or not arr.flags.c_contiguous or arr.size < _PARALLEL_CAST_FROM
+            or order not in ("C", "F", "K")):
+        return None
+    fortran = order == "F"
+    if arr.dtype == np.float32 and (not fortran or arr.flags.f_contiguous):
+        return None  # NumPy returns arr itself, no copy
+    from ._binning_kernels import BLOCK_ROWS, cast_float32
+
+    n_blocks = -(-arr.shape[0] // BLOCK_ROWS)
+    out = np.empty(arr.shape, dtype=np.float32, order="F" if fortran else "C")
+    block_max = np.empty((n_blocks, arr.shape[1]), dtype=np.float32)
+    block_min = np.empty_like(block_max)
+    cast_float32(arr, out, block_max, block_min, n_threads)
+    return out, (np.fmax.reduce(block_max, axis=0), np.fmin.reduce(block_min, axis=0))
+
+
+def _lossy_columns(original, converted, extremes=None):
     """Which columns of ``original`` (2-D, booleans or numbers) hold a value that
     ``converted`` (the same values in a float dtype) does not represent: an integer
     beyond 2**(nmant + 1) that the float dtype rounds to another number (of an integer
@@ -404,15 +431,18 @@ def _lossy_columns(original, converted):
     +-inf. Ordinary rounding (0.1, 1.2345e20) is not a loss here.
 
     Vectorised: one pass over ``converted`` (its per-column largest and smallest
-    values) finds the columns with a value of magnitude 2**(nmant + 1) or more (none
-    in most data); only those are looked at again.
+    values, or ``extremes``: those two arrays, taken by the cast) finds the columns
+    with a value of magnitude 2**(nmant + 1) or more (none in most data); only those
+    are looked at again.
     """
     kind, n_columns = original.dtype.kind, original.shape[1]
     if not may_lose(original.dtype, converted.dtype):
         return np.zeros(n_columns, dtype=bool)
     exact_limit = 2.0 ** (np.finfo(converted.dtype).nmant + 1)
-    high = np.fmax.reduce(converted, axis=0) >= exact_limit
-    low = np.fmin.reduce(converted, axis=0) <= -exact_limit
+    if extremes is None:
+        extremes = np.fmax.reduce(converted, axis=0), np.fmin.reduce(converted, axis=0)
+    high = extremes[0] >= exact_limit
+    low = extremes[1] <= -exact_limit
     lossy = np.zeros(n_columns, dtype=bool)
     for j in np.flatnonzero(high | low):
         lossy[j] = lossy_values(original[:, j], converted[:, j]).any()
@@ -465,7 +495,7 @@ def warn_lossy_columns(columns, name, dtype, stacklevel=4):
 
 
 def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, training=False,
-                   sparse=None):
+                   sparse=None, n_threads=1):
     """Return ``X`` as a 2-D array of ``dtype`` in ``order`` (or a sparse matrix).
 
     Numbers and booleans are taken as they are; NaN, and the nulls of DataFrames
@@ -496,6 +526,10 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         indices, duplicates summed; an implicit zero is the value 0.0, a stored NaN
         a missing value; the same dtype, shape, NaN and conversion rules as dense
         input). None: sparse input is refused.
+    n_threads : int, default=1
+        Threads of the copy of a training array of float64 (or of C-order float32
+        into Fortran order) to float32 (``_binning_kernels.cast_float32``: blocks of
+        rows, the same values as NumPy's cast on any number of threads).
 
     Returns
     -------
@@ -543,9 +577,14 @@ def check_features(X, name="X", dtype=np.float32, order="C", allow_nan=True, tra
         _check_unique_names(labels, name)
     if library is None:
         arr = _numeric_array(X, name, labels)
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = np.asarray(arr, dtype=dtype, order=order)
-        lossy = _lossy_columns(arr, out) if training else ()
+        cast = _cast_float32(arr, dtype, order, n_threads) if training else None
+        if cast is None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = np.asarray(arr, dtype=dtype, order=order)
+            lossy = _lossy_columns(arr, out) if training else ()
+        else:
+            out, extremes = cast
+            lossy = _lossy_columns(arr, out, extremes)
     else:
         _check_shape(X.shape, name)
         columns = (_pandas_columns if library == "pandas" else _polars_columns)(X, name)
