@@ -25,7 +25,8 @@ the concatenated data, as one process draws them (``_boosting.Part``,
 ``_boosting.holdout_draw``).
 
 ``comm`` is any object with ``allreduce(values, n_summed)`` (see
-:class:`PartTrainer`); ``gbc_core.dask`` provides one on Dask actors. NumPy and the
+:class:`PartTrainer`); ``_socket_allreduce.SocketComm`` is one (rank to rank 0 over
+TCP, as ``gbc_core.dask`` uses it), ``gbc_core.dask`` also has one on a Dask actor. NumPy and the
 kernels only: no Dask, no scikit-learn.
 """
 

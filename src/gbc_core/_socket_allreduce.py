@@ -156,7 +156,7 @@ class Listener:
         self.sock = socket.socket(family, kind, proto)
         try:
             self.sock.bind(addr[:2] if family == socket.AF_INET else addr)
-            self.sock.listen(max(1, n_ranks))
+            self.sock.listen(n_ranks + 16)
         except BaseException:
             self.sock.close()
             raise

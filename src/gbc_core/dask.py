@@ -440,11 +440,26 @@ score_chunks.__doc__ = _with_examples(score_chunks.__doc__)
 # (``_DaskTransport``). One actor per worker holding training partitions
 # (``_PartActor``, a ``Part``) keeps that worker's rows, bins, raw scores and
 # residuals for the whole fit and runs the boosting loop of
-# ``_distributed.PartTrainer``; every sum over rows goes through the all-reduce of a
-# ``_Coordinator`` actor, which adds the ranks' arrays in rank order; every wait of
-# the client goes through ``_wait_all`` (a lost worker named at once). The client
-# sends parameters and receives the partitions' sketches, shapes and labels, and the
+# ``_distributed.PartTrainer``; every sum over rows goes through the fit's
+# all-reduce, which adds the ranks' arrays in rank order; every wait of the client
+# goes through ``_wait_all`` (a lost worker named at once). The client sends
+# parameters and receives the partitions' sketches, shapes and labels, and the
 # trees: never X.
+#
+# The all-reduce. Where the cluster's connections are plain TCP (``tcp://``, or
+# in-process), the socket all-reduce of ``_socket_allreduce``: before the fit, rank
+# 0's actor listens on its worker's host (an ephemeral port) and every other rank's
+# actor connects to it once with a random token of the fit (sent by the client
+# through those two calls; a connection without it is closed); then each step is one
+# round trip on that connection, rank to rank 0, without Dask's actors, scheduler
+# or event loop (a Dask actor call costs several ms a step). Where the cluster's
+# connections are encrypted (TLS, ``Security(require_encryption=True)``) or of
+# another protocol, the ``_Coordinator`` actor on rank 0's worker does it, over
+# Dask's own connections: the socket all-reduce sends the histograms unencrypted,
+# so it is not used where the cluster encrypts; the coordinator also takes over
+# where a rank cannot connect to rank 0's port (a firewall between the workers).
+# Both add in rank order with ``_distributed.allreduce_local``: the same model, bit
+# for bit.
 
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
@@ -539,7 +554,8 @@ class _Coordinator:
 
 class _ActorComm:
     """``allreduce`` of one rank, through the coordinator actor (each call one step;
-    every rank makes the same calls in the same order).
+    every rank makes the same calls in the same order): where the socket
+    all-reduce is not used.
 
     ``ended()`` is true once the client has ended the fit (it released the rank's
     actor: the fit failed, was interrupted, or the client left). The rank then
