@@ -16,9 +16,9 @@ from gbc_core import _socket_allreduce as sa
 from gbc_core._distributed import allreduce_local
 
 
-def _ranks(n, timeout=10.0, token=None, ended=None, poll=0.05):
+def _ranks(n):
     """(rank 0's listener, its address, the fit's token)."""
-    token = token or sa.new_token()
+    token = sa.new_token()
     listener = sa.Listener("127.0.0.1", n, token)
     return listener, listener.address, token
 

@@ -46,6 +46,8 @@ _MAX_DIMS = 4
 _VALUES, _ERROR = 1, 2
 #: Longest error message a frame carries (bytes).
 MAX_MESSAGE = 4096
+#: Seconds a rank tries to connect to rank 0 at most (a port a firewall drops).
+CONNECT_TIMEOUT = 30.0
 #: Seconds the other ranks wait for the sum beyond the step timeout (rank 0 may
 #: itself wait that long for a rank).
 _SLACK = 10.0
@@ -54,10 +56,6 @@ _SLACK = 10.0
 class LostPeer(RuntimeError):
     """A rank's connection closed, reset or silent past the step timeout: its worker
     was lost or its fit ended (the message names the rank and the step)."""
-
-
-class _Ended(RuntimeError):
-    pass
 
 
 def _ended_error():
@@ -185,7 +183,11 @@ class Listener:
                     if ended is not None and ended():
                         raise _ended_error() from None
                     continue
-                rank = self._hello(conn, deadline, ended, poll)
+                try:
+                    rank = self._hello(conn, deadline, ended, poll)
+                except BaseException:
+                    conn.close()
+                    raise
                 if rank is None or peers[rank] is not None:
                     conn.close()
                 else:
@@ -220,8 +222,9 @@ class Listener:
 
 def connect(address, token, rank, n_ranks, timeout):
     """Rank ``rank``'s connection to rank 0's :class:`Listener` at ``address``
-    (host, port), its hello sent. Raises OSError where it cannot connect."""
-    sock = socket.create_connection(tuple(address), timeout=timeout)
+    (host, port), its hello sent. Raises OSError where it cannot connect (within
+    ``timeout`` s, at most :data:`CONNECT_TIMEOUT`)."""
+    sock = socket.create_connection(tuple(address), timeout=min(timeout, CONNECT_TIMEOUT))
     try:
         _tune(sock)
         sock.settimeout(timeout)

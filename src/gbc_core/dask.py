@@ -2,7 +2,13 @@
 
 Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
 stay on their workers; the engine-neutral protocol is ``_data_parallel``, this
-module's bottom half its Dask transport; docs/architecture.md, "One fit"). Scoring:
+module's bottom half its Dask transport; docs/architecture.md, "One fit"). Its sums
+over the workers (one step per level of a tree) travel on TCP connections from
+each worker to the first, opened once per fit with a random token
+(``_socket_allreduce``), not through Dask (a Dask actor call costs several
+milliseconds a step); on a cluster whose connections are encrypted (TLS) they go
+through a Dask actor instead, since those sockets are not encrypted (the same
+model either way; "The all-reduce" below). Scoring:
 
 The model travels to the workers as its compact model-format bytes (``to_bytes()``),
 not as a pickle of Python objects; each worker rebuilds it once with ``from_bytes``
