@@ -516,6 +516,7 @@ def _settled(client, deadline=30.0):
 
 def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     X, y, _ = _data(2000, 2, seed=11)
+    listening = _listening(client)
     real = gdask._wait_all
 
     def interrupting(c, futures, ranks, what, timeout=None):
@@ -534,6 +535,7 @@ def test_interrupted_fit_leaves_nothing_behind(client, monkeypatch):
     DaskGradientBoostingClassifier(**PARAMS).fit(da.from_array(X, chunks=500),
                                                  da.from_array(y, chunks=500))
     assert _settled(client)
+    assert _listening(client) == listening  # (the fit's listener closed)
 
 
 def _slow_abort(on):
@@ -555,14 +557,17 @@ def _slow_abort(on):
     g._Coordinator.abort = slow
 
 
-def test_an_interrupted_fit_frees_the_workers_without_its_abort(client, monkeypatch):
+@pytest.mark.parametrize("path", ["sockets", "coordinator"])
+def test_an_interrupted_fit_frees_the_workers_without_its_abort(client, monkeypatch, path):
     """An interrupted fit whose abort the coordinator does not take in time (a loaded
     machine): releasing the actors ends every rank's wait at once, and the next fit
     runs, without waiting for the step timeout (300 s here). Before, the ranks
     waited for the step timeout, holding their workers' actor thread, and the next
     fit failed "did not finish reading the partitions"."""
+    monkeypatch.setattr(gdask, "_SOCKET_ALLREDUCE", path == "sockets")
     X, y, _ = _data(2000, 2, seed=11)
     Xd, yd = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
+    listening = _listening(client)
     real = gdask._wait_all
 
     def interrupting(c, futures, ranks, what, timeout=None):
@@ -585,6 +590,8 @@ def test_an_interrupted_fit_frees_the_workers_without_its_abort(client, monkeypa
         thread.join(90)
         assert not thread.is_alive(), "the next fit waited for a rank of the last one"
         assert outcome["error"] is None
+        assert _settled(client)
+        assert _listening(client) == listening
     finally:
         client.run(_slow_abort, False)
 
@@ -606,18 +613,22 @@ def _fit_in_a_thread(fit):
     return thread, outcome
 
 
-@pytest.mark.parametrize("rank", [0, 1])
-def test_lost_worker_ends_the_fit_with_an_error(rank):
-    """A worker killed mid-fit (rank 0 also holds the coordinator): a clear error,
-    not a hang, well before the step timeout; and the surviving worker is ready for
-    the next fit at once, not once its rank has waited out the step timeout for a
-    coordinator that is gone (its worker runs every actor's calls on one thread)."""
+@pytest.mark.parametrize("rank, path", [(0, "sockets"), (1, "sockets"),
+                                        (0, "coordinator")])
+def test_lost_worker_ends_the_fit_with_an_error(rank, path, monkeypatch):
+    """A worker killed mid-fit (rank 0 also holds the all-reduce: its listener, or
+    the coordinator): a clear error, not a hang, well before the step timeout; and
+    the surviving worker is ready for the next fit at once, not once its rank has
+    waited out the step timeout for a rank 0 that is gone (its worker runs every
+    actor's calls on one thread), with no port of the fit left open there."""
+    monkeypatch.setattr(gdask, "_SOCKET_ALLREDUCE", path == "sockets")
     X, y, _ = _data(3000, 2, seed=13)
     with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         Xd = da.from_array(X, chunks=750)
         yd = da.from_array(y, chunks=750)
         victim, survivor = _workers(c) if rank == 0 else _workers(c)[::-1]
+        listening = _listening(c)[survivor]
         thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
             **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300).fit(Xd, yd))
         time.sleep(2.0)
@@ -637,6 +648,7 @@ def test_lost_worker_ends_the_fit_with_an_error(rank):
         thread.join(90)
         assert not thread.is_alive(), "the surviving worker was not ready for a new fit"
         assert outcome["error"] is None
+        assert _listening(c)[survivor] == listening
 
 
 def test_worker_lost_before_the_actors_start_ends_the_fit(monkeypatch):
@@ -1163,3 +1175,80 @@ def test_cli_train_dask_makes_text_columns_categorical(client, tmp_path, capsys,
             == ref.booster_.ensemble.category_sets.tobytes())
     X = read.drop(columns="target")
     assert np.abs(booster.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+
+
+# ------------------------------------------------------------ the all-reduce's paths
+def _listening(client):
+    """(On the workers.) The number of listening TCP sockets of each worker process."""
+    def count():
+        import psutil
+
+        return sum(c.status == psutil.CONN_LISTEN
+                   for c in psutil.Process().net_connections(kind="tcp"))
+
+    return client.run(count)
+
+
+def _refuse_connect(on):
+    """(On a worker.) ``on``: a rank cannot connect to rank 0's all-reduce (as behind
+    a firewall); else undo."""
+    import gbc_core.dask as g
+
+    if not on:
+        g._PartActor.connect = g._real_connect
+        return
+    g._real_connect = g._PartActor.connect
+    g._PartActor.connect = lambda self, *args: "ConnectionRefusedError: (a test)"
+
+
+@pytest.mark.parametrize("case", [dict(), dict(max_leaf_nodes=6, max_depth=None,
+                                               subsample=0.7, min_samples_leaf=20)])
+def test_socket_and_coordinator_all_reduce_give_the_same_model(client, monkeypatch, case):
+    """The socket all-reduce (the default on plain TCP; no coordinator actor), the
+    coordinator actor (TLS, or where the ranks cannot connect to rank 0): the same
+    model file, byte for byte; no port left open on the workers."""
+    X, y, w = _data(1500, 3, seed=31)
+    (X, y, w), (Xd, yd, wd) = _laid_out(client, X, y, w, "interleaved")
+    params = dict(PARAMS, **case)
+    listening = _listening(client)
+    started = []
+    real_start = gdask._DaskTransport._start_coordinator
+
+    def start_coordinator(self):
+        started.append(True)
+        return real_start(self)
+
+    monkeypatch.setattr(gdask._DaskTransport, "_start_coordinator", start_coordinator)
+    sockets = DaskGradientBoostingClassifier(**params).fit(Xd, yd, sample_weight=wd)
+    assert started == []
+    monkeypatch.setattr(gdask, "_SOCKET_ALLREDUCE", False)
+    actors = DaskGradientBoostingClassifier(**params).fit(Xd, yd, sample_weight=wd)
+    assert started == [True]
+    monkeypatch.setattr(gdask, "_SOCKET_ALLREDUCE", True)
+    client.run(_refuse_connect, True)
+    try:
+        refused = DaskGradientBoostingClassifier(**params).fit(Xd, yd, sample_weight=wd)
+    finally:
+        client.run(_refuse_connect, False)
+    assert started == [True, True]
+    assert sockets.booster_.to_bytes() == actors.booster_.to_bytes()
+    assert refused.booster_.to_bytes() == actors.booster_.to_bytes()
+    ref = GradientBoostingClassifier(split_method="hist", **params).fit(
+        X, y, sample_weight=w)
+    assert np.abs(sockets.predict_proba(X) - ref.predict_proba(X)).max() <= 1e-9
+    assert _settled(client)
+    assert _listening(client) == listening
+
+
+def test_encrypted_clusters_keep_the_coordinator():
+    """The socket all-reduce is plain TCP: not where the cluster's connections are TLS
+    (or another protocol), or its security requires encryption."""
+    import types
+
+    plain = types.SimpleNamespace(security=types.SimpleNamespace(require_encryption=False))
+    tls = types.SimpleNamespace(security=types.SimpleNamespace(require_encryption=True))
+    assert gdask._plain_tcp(plain, ["tcp://10.0.0.1:1", "tcp://10.0.0.2:2"])
+    assert gdask._plain_tcp(plain, ["inproc://10.0.0.1/1/2"])
+    assert not gdask._plain_tcp(plain, ["tcp://10.0.0.1:1", "tls://10.0.0.2:2"])
+    assert not gdask._plain_tcp(plain, ["ucx://10.0.0.1:1"])
+    assert not gdask._plain_tcp(tls, ["tcp://10.0.0.1:1"])

@@ -25,7 +25,8 @@ the concatenated data, as one process draws them (``_boosting.Part``,
 ``_boosting.holdout_draw``).
 
 ``comm`` is any object with ``allreduce(values, n_summed)`` (see
-:class:`PartTrainer`); ``gbc_core.dask`` provides one on Dask actors. NumPy and the
+:class:`PartTrainer`); ``_socket_allreduce.SocketComm`` is one (rank to rank 0 over
+TCP, as ``gbc_core.dask`` uses it), ``gbc_core.dask`` also has one on a Dask actor. NumPy and the
 kernels only: no Dask, no scikit-learn.
 """
 
@@ -122,8 +123,12 @@ class _Reducer:
         carried, self.carried = self.carried, None
         if collected.size == 0 and carried is None:
             return
+        # The collected histograms as float64 triples (n, w, s): a copy of their bins
+        # (BIN_DTYPE: int64 n, float64 w and s, packed) viewed as float64, the counts
+        # converted in place.
         part = histograms[collected]
-        flat = np.stack([part["n"].astype(np.float64), part["w"], part["s"]], axis=-1)
+        flat = part.view(np.float64).reshape(part.shape + (3,))
+        flat[..., 0] = flat[..., 0].view(np.int64)
         if carried is None:
             total = self.comm.allreduce(flat, 3)
         else:
@@ -141,9 +146,8 @@ class _Reducer:
             sums[...] = packed[flat.size:at].reshape(sums.shape)
             low[...] = -packed[at + 1:at + 1 + low.size]
             high[...] = packed[at + 1 + low.size:].reshape(high.shape)
-        part["n"] = total[..., 0].astype(np.int64)
-        part["w"] = total[..., 1]
-        part["s"] = total[..., 2]
+        flat[...] = total
+        flat[..., 0].view(np.int64)[...] = total[..., 0]
         histograms[collected] = part
 
 

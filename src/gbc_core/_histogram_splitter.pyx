@@ -993,7 +993,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         views this finder's buffer (valid until the next level starts)."""
         if not 0 < n_nodes <= self.capacity:
             raise ValueError(f"n_nodes must be in [1, {self.capacity}], got {n_nodes}")
-        cdef side_t[::1] view = <side_t[:n_nodes * self.n_features * self.stride]> self.hist
+        # Bytes viewed as BIN_DTYPE (side_t's layout): NumPy reads a plain byte
+        # buffer at once, where a struct's buffer format is parsed on every call.
+        cdef unsigned char[::1] view = <unsigned char[:n_nodes * self.n_features
+                                                    * self.stride * sizeof(side_t)]> (
+            <unsigned char*> self.hist)
         return np.asarray(view).view(BIN_DTYPE).reshape(n_nodes, self.n_features, self.stride)
 
     cdef int reduce(self, const level_t* level) except -1:

@@ -344,8 +344,10 @@ class OneScoreFit:
             wr, w = self.row_stats["wr"], self.row_stats["w"]
         else:
             wr, w = self.residual, np.zeros(0)
+        # (max abs(wr) as max(wr.max(), -wr.min()): exact, without an array of abs.)
         local = np.array([[total, weight, float(wr.shape[0]), 0.0,
-                           np.max(np.abs(wr), initial=0.0), np.max(w, initial=0.0)]])
+                           max(np.max(wr, initial=0.0), -np.min(wr, initial=0.0)),
+                           np.max(w, initial=0.0)]])
         total, weight, n_rows, _, max_wr, max_w = self.reduce(local, 3)[0]
         self._grid_maxima = (float(n_rows), float(max_wr), float(max_w))
         return float(total / weight) if weight > 0 else 0.0

@@ -2,7 +2,13 @@
 
 Training: :class:`DaskGradientBoostingClassifier` (``split_method="hist"``, the rows
 stay on their workers; the engine-neutral protocol is ``_data_parallel``, this
-module's bottom half its Dask transport; docs/architecture.md, "One fit"). Scoring:
+module's bottom half its Dask transport; docs/architecture.md, "One fit"). Its sums
+over the workers (one step per level of a tree) travel on TCP connections from
+each worker to the first, opened once per fit with a random token
+(``_socket_allreduce``), not through Dask (a Dask actor call costs several
+milliseconds a step); on a cluster whose connections are encrypted (TLS) they go
+through a Dask actor instead, since those sockets are not encrypted (the same
+model either way; "The all-reduce" below). Scoring:
 
 The model travels to the workers as its compact model-format bytes (``to_bytes()``),
 not as a pickle of Python objects; each worker rebuilds it once with ``from_bytes``
@@ -42,6 +48,7 @@ import numpy as np
 from ._data_parallel import Part
 from ._data_parallel import merged_labels as _merged_labels  # noqa: F401
 from ._params import PARAMS as _PARAMS, seed_from as _seed_from
+from ._socket_allreduce import LostPeer
 
 __all__ = ["predict_proba", "predict", "decision_function", "score_chunks",
            "DaskGradientBoostingClassifier"]
@@ -439,11 +446,26 @@ score_chunks.__doc__ = _with_examples(score_chunks.__doc__)
 # (``_DaskTransport``). One actor per worker holding training partitions
 # (``_PartActor``, a ``Part``) keeps that worker's rows, bins, raw scores and
 # residuals for the whole fit and runs the boosting loop of
-# ``_distributed.PartTrainer``; every sum over rows goes through the all-reduce of a
-# ``_Coordinator`` actor, which adds the ranks' arrays in rank order; every wait of
-# the client goes through ``_wait_all`` (a lost worker named at once). The client
-# sends parameters and receives the partitions' sketches, shapes and labels, and the
+# ``_distributed.PartTrainer``; every sum over rows goes through the fit's
+# all-reduce, which adds the ranks' arrays in rank order; every wait of the client
+# goes through ``_wait_all`` (a lost worker named at once). The client sends
+# parameters and receives the partitions' sketches, shapes and labels, and the
 # trees: never X.
+#
+# The all-reduce. Where the cluster's connections are plain TCP (``tcp://``, or
+# in-process), the socket all-reduce of ``_socket_allreduce``: before the fit, rank
+# 0's actor listens on its worker's host (an ephemeral port) and every other rank's
+# actor connects to it once with a random token of the fit (sent by the client
+# through those two calls; a connection without it is closed); then each step is one
+# round trip on that connection, rank to rank 0, without Dask's actors, scheduler
+# or event loop (a Dask actor call costs several ms a step). Where the cluster's
+# connections are encrypted (TLS, ``Security(require_encryption=True)``) or of
+# another protocol, the ``_Coordinator`` actor on rank 0's worker does it, over
+# Dask's own connections: the socket all-reduce sends the histograms unencrypted,
+# so it is not used where the cluster encrypts; the coordinator also takes over
+# where a rank cannot connect to rank 0's port (a firewall between the workers).
+# Both add in rank order with ``_distributed.allreduce_local``: the same model, bit
+# for bit.
 
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
@@ -455,6 +477,14 @@ _ENDED_POLL = 0.2
 #: Seconds the client waits for the coordinator to take the abort of a fit that
 #: ends in error (then it releases the actors all the same).
 _ABORT_TIMEOUT = 5.0
+
+#: Whether a fit on plain TCP connections reduces through the socket all-reduce
+#: (``_socket_allreduce``); False: always through the ``_Coordinator`` actor.
+_SOCKET_ALLREDUCE = True
+
+#: Seconds the client waits, after a rank reports a lost connection, for the
+#: scheduler to name the lost worker or for another rank's own error.
+_LOST_WAIT = 3.0
 
 
 class _Coordinator:
@@ -530,7 +560,8 @@ class _Coordinator:
 
 class _ActorComm:
     """``allreduce`` of one rank, through the coordinator actor (each call one step;
-    every rank makes the same calls in the same order).
+    every rank makes the same calls in the same order): where the socket
+    all-reduce is not used.
 
     ``ended()`` is true once the client has ended the fit (it released the rank's
     actor: the fit failed, was interrupted, or the client left). The rank then
@@ -584,7 +615,11 @@ class _ActorComm:
 
 class _PartActor(Part):
     """The training rows of one worker for one fit: ``_data_parallel.Part`` as a
-    Dask actor, whose ``fit`` reduces through the fit's ``_Coordinator``."""
+    Dask actor, whose ``fit`` reduces through the socket all-reduce of the fit
+    (``listen`` on rank 0, ``connect`` on the others, before it) or, where that is
+    not used, the fit's ``_Coordinator``."""
+
+    _allreduce = None  # rank 0: its Listener; another rank: its connection to rank 0
 
     def _released(self):
         """Whether this actor's worker no longer holds it: the client released it (it
@@ -594,14 +629,82 @@ class _PartActor(Part):
 
         return not any(actor is self for actor in list(get_worker().state.actors.values()))
 
+    def _close_allreduce(self):
+        held, self._allreduce = self._allreduce, None
+        if held is not None:
+            held.close()
+
+    def listen(self, n_ranks, token):
+        """Rank 0: open the fit's socket all-reduce on this worker's host (an
+        ephemeral port); its (host, port), or None where it cannot listen there."""
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+
+        from ._socket_allreduce import Listener
+
+        self._close_allreduce()
+        try:
+            self._allreduce = Listener(get_address_host(get_worker().address), n_ranks,
+                                       token)
+        except (OSError, ValueError):
+            return None
+        return self._allreduce.address
+
+    def connect(self, address, token, rank, n_ranks, timeout):
+        """Another rank: connect to rank 0's all-reduce; None, or why it could not."""
+        from ._socket_allreduce import connect
+
+        self._close_allreduce()
+        try:
+            self._allreduce = connect(address, token, rank, n_ranks, timeout)
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def close_allreduce(self):
+        """Close this rank's side of the socket all-reduce (a fit that falls back
+        to the coordinator)."""
+        self._close_allreduce()
+
     def fit(self, coordinator, rank, timeout, n_classes, params, seed, lo, hi, previous):
-        """This rank's part of the fit; rank 0 returns (trees, init_raw, record)."""
+        """This rank's part of the fit (``coordinator``: the ``_Coordinator``'s
+        handle, or None for the socket all-reduce opened before); rank 0 returns
+        (trees, init_raw, record)."""
         params = dict(params)
         wph = params.pop("_workers_per_host", {})
+        n_ranks = params.pop("_n_ranks", 1)
         params["n_threads"] = _threads_of_worker(params.get("n_jobs"), wph)
-        comm = _ActorComm(coordinator, rank, timeout, self._released)
-        result = super().fit(comm, n_classes, params, seed, lo, hi, previous)
+        if coordinator is not None:
+            comm = _ActorComm(coordinator, rank, timeout, self._released)
+        else:
+            comm = self._socket_comm(rank, n_ranks, timeout)
+        try:
+            result = super().fit(comm, n_classes, params, seed, lo, hi, previous)
+        finally:
+            if coordinator is None:
+                comm.close()
+            self._close_allreduce()
         return result if rank == 0 else None
+
+    def _socket_comm(self, rank, n_ranks, timeout):
+        from ._socket_allreduce import SocketComm
+
+        held, self._allreduce = self._allreduce, None
+        if rank == 0:
+            sockets = [None] if held is None else held.accept(timeout, self._released,
+                                                              _ENDED_POLL)
+        else:
+            if held is None:
+                raise RuntimeError("distributed fit: this rank has no connection to "
+                                   "rank 0's all-reduce")
+            sockets = [held]
+        if rank == 0 and len(sockets) != n_ranks:
+            for sock in sockets:
+                if sock is not None:
+                    sock.close()
+            raise RuntimeError(f"distributed fit: {len(sockets)} ranks connected, "
+                               f"{n_ranks} expected")
+        return SocketComm(rank, sockets, timeout, self._released, _ENDED_POLL)
 
 
 def _threads_of_worker(n_jobs, workers_per_host):
@@ -689,9 +792,11 @@ def _wait_all(client, futures, ranks, what, timeout=None):
                 except (ValueError, TypeError):
                     raise  # bad input, found where its rows are: the in-memory error
                 except Exception as exc:
-                    if isinstance(exc, OSError):  # e.g. the actor's worker is gone
-                        time.sleep(0.5)  # the scheduler notices a lost worker
-                        check_lost(exc)
+                    if isinstance(exc, (OSError, LostPeer)):
+                        # The actor's worker is gone, or a rank's peer: name the lost
+                        # worker once the scheduler knows, else another rank's own
+                        # error (a rank that failed closes its connections).
+                        exc = _cause_of_lost(client, futures, ranks, what, exc)
                     raise RuntimeError(f"distributed fit: {what} failed on a worker: "
                                        f"{type(exc).__name__}: {exc}") from exc
         if all(done):
@@ -715,6 +820,32 @@ def _wait_all(client, futures, ranks, what, timeout=None):
                 timeout=max(0.01, wait))
         except Exception:  # noqa: BLE001 - timed out, or done in error: seen above
             pass
+
+
+def _cause_of_lost(client, futures, ranks, what, exc):
+    """After ``exc`` (a rank's OSError or ``LostPeer``): the error of the workers
+    that left the cluster (raised) once the scheduler names them, within
+    ``_LOST_WAIT`` s; else the first error of a rank that is not such an error
+    (a ValueError or TypeError raised as is); else ``exc``."""
+    import time
+
+    end = time.monotonic() + _LOST_WAIT
+    while True:
+        _check_lost(client, ranks, what, exc)
+        for f in futures:
+            if not f.done():
+                continue
+            try:
+                f.result()
+            except (ValueError, TypeError):
+                raise
+            except (OSError, LostPeer):
+                pass
+            except Exception as other:  # noqa: BLE001 - the rank's own error
+                return other
+        if time.monotonic() > end:
+            return exc
+        time.sleep(0.25)
 
 
 def _as_dask(obj, name, row_chunks):
@@ -862,10 +993,13 @@ def _placed_parts(client, X, y, w, evals):
 
 class _DaskTransport:
     """The transport of ``_data_parallel.fit_parts`` on Dask: one ``_PartActor``
-    per worker holding partitions (pinned there), the ``_Coordinator`` of the
-    all-reduce on the first; every wait through :func:`_wait_all` (bounded by
-    ``timeout``, a lost worker named at once), the fit's through each step's
-    bound in the coordinator."""
+    per worker holding partitions (pinned there); every wait through
+    :func:`_wait_all` (bounded by ``timeout``, a lost worker named at once), the
+    fit's through each step's bound in its all-reduce: the socket all-reduce
+    (``_socket_allreduce``: rank 0 listens on its worker's host, the others connect
+    to it with the fit's token, once, before the fit) where the cluster's
+    connections are plain TCP, else (TLS or another protocol, or where the ranks
+    cannot reach rank 0's port) the ``_Coordinator`` actor on the first rank."""
 
     def __init__(self, client, ranks, timeout):
         self.client = client
@@ -876,18 +1010,45 @@ class _DaskTransport:
         self.coordinator = None
 
     def start(self, parts):
-        """One actor per rank (``parts``: each one's arguments) and the coordinator."""
+        """One actor per rank (``parts``: each one's arguments)."""
         for addr, args in zip(self.ranks, parts):
             self.futures.append(self.client.submit(
                 _PartActor, *args, workers=[addr], allow_other_workers=False, actor=True,
                 pure=False))
-        self.futures.append(self.client.submit(_Coordinator, len(self.ranks), self.timeout,
-                                               workers=[self.ranks[0]], actor=True,
-                                               pure=False))
         # (A worker lost before its actor starts ends the fit here, at once.)
-        *self.handles, self.coordinator = _wait_all(
-            self.client, self.futures, self.ranks + self.ranks[:1],
-            "the start of the fit's actors", self.timeout)
+        self.handles = _wait_all(self.client, self.futures, self.ranks,
+                                 "the start of the fit's actors", self.timeout)
+
+    def _start_coordinator(self):
+        future = self.client.submit(_Coordinator, len(self.ranks), self.timeout,
+                                    workers=[self.ranks[0]], actor=True, pure=False)
+        self.futures.append(future)
+        [self.coordinator] = _wait_all(self.client, [future], self.ranks[:1],
+                                       "the start of the fit's coordinator", self.timeout)
+
+    def _open_sockets(self):
+        """Open the socket all-reduce of the fit (rank 0 listens, the others connect
+        with a new token); False where it is not used (then nothing stays open)."""
+        from ._socket_allreduce import new_token
+
+        if not (_SOCKET_ALLREDUCE and _plain_tcp(self.client, self.ranks)):
+            return False
+        n = len(self.ranks)
+        if n == 1:
+            return True
+        token = new_token()
+        what = "the start of the fit's all-reduce"
+        [address] = _wait_all(self.client, [self.handles[0].listen(n, token)],
+                              self.ranks[:1], what, self.timeout)
+        if address is not None:
+            refused = _wait_all(self.client, [
+                h.connect(address, token, r, n, self.timeout)
+                for r, h in enumerate(self.handles) if r > 0], self.ranks[1:], what,
+                self.timeout)
+            if all(why is None for why in refused):
+                return True
+        self.call("close_allreduce", [()] * n, what)
+        return False
 
     def call(self, method, args, what):
         try:
@@ -903,13 +1064,18 @@ class _DaskTransport:
 
     def fit(self, args):
         n_classes, params, *rest = args
-        params = dict(params, _workers_per_host=workers_per_host(self.client))
+        params = dict(params, _workers_per_host=workers_per_host(self.client),
+                      _n_ranks=len(self.ranks))
+        if self.coordinator is None and not self._open_sockets():
+            self._start_coordinator()
         return _wait_all(self.client, [
             h.fit(self.coordinator, r, self.timeout, n_classes, params, *rest)
             for r, h in enumerate(self.handles)], self.ranks, "the fit")
 
     def abort(self, reason):
-        """End every rank's waits (a fit that ends in error or is interrupted)."""
+        """End every rank's waits (a fit that ends in error or is interrupted): the
+        coordinator's at once; the socket all-reduce's ranks see their actors
+        released (``close``) within ``_ENDED_POLL``."""
         if self.coordinator is not None:
             try:
                 self.coordinator.abort(reason).result(timeout=_ABORT_TIMEOUT)
@@ -917,9 +1083,20 @@ class _DaskTransport:
                 pass
 
     def close(self):
-        """Release the actors (a rank still running sees it and stops)."""
+        """Release the actors (a rank still running sees it and stops, closing its
+        sockets)."""
         self.handles = self.coordinator = None
         self.client.cancel(self.futures, force=True)
+
+
+def _plain_tcp(client, ranks):
+    """Whether the cluster's connections are unencrypted TCP (or in-process), so
+    that the socket all-reduce, plain TCP, sends nothing the cluster would have
+    encrypted."""
+    security = getattr(client, "security", None)
+    if security is not None and getattr(security, "require_encryption", False):
+        return False
+    return all(str(addr).split("://", 1)[0] in ("tcp", "inproc") for addr in ranks)
 
 
 _SCORED_METHOD_DOC = """{summary}
