@@ -267,3 +267,28 @@ def test_too_many_dimensions_are_refused():
     comm = sa.SocketComm(0, [None], 1.0)
     with pytest.raises(ValueError, match="at most 4 dimensions, got 5"):
         comm.allreduce(np.zeros((1,) * 5), 1)
+
+
+def test_a_connection_that_says_nothing_holds_no_rank_up(monkeypatch):
+    """A connection that never sends its hello is closed after the hello's bound,
+    and the ranks behind it are taken within the fit's wait."""
+    monkeypatch.setattr(sa, "_HELLO_TIMEOUT", 0.3)
+    listener, address, token = _ranks(2)
+    silent = _raw(address)
+    accepted = {}
+    taking = threading.Thread(target=lambda: accepted.update(peers=listener.accept(30.0)),
+                              daemon=True)
+    taking.start()
+    time.sleep(0.1)
+    good = sa.connect(address, token, 1, 2, 5.0)
+    t0 = time.monotonic()
+    taking.join(20)
+    try:
+        assert accepted["peers"][1] is not None
+        assert time.monotonic() - t0 < 10.0
+        assert _closed_by_peer(silent)
+    finally:
+        silent.close()
+        good.close()
+        if accepted.get("peers"):
+            accepted["peers"][1].close()

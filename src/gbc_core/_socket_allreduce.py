@@ -48,6 +48,8 @@ _VALUES, _ERROR = 1, 2
 MAX_MESSAGE = 4096
 #: Seconds a rank tries to connect to rank 0 at most (a port a firewall drops).
 CONNECT_TIMEOUT = 30.0
+#: Seconds rank 0 waits for the hello of a connection it accepted.
+_HELLO_TIMEOUT = 5.0
 #: Seconds the other ranks wait for the sum beyond the step timeout (rank 0 may
 #: itself wait that long for a rank).
 _SLACK = 10.0
@@ -184,7 +186,9 @@ class Listener:
                         raise _ended_error() from None
                     continue
                 try:
-                    rank = self._hello(conn, deadline, ended, poll)
+                    # (A connection that does not say its hello soon holds no one up.)
+                    rank = self._hello(conn, min(deadline, time.monotonic() + _HELLO_TIMEOUT),
+                                       ended, poll)
                 except BaseException:
                     conn.close()
                     raise
