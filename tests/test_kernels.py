@@ -673,12 +673,18 @@ def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
     p0, r0 = prob.copy(), residual.copy()
 
     def binomial(spans, n_threads=3):
+        # (Spans on threads: the leaf sums, the leaf values and the update in one
+        # parallel region, ``_binomial_fused``; else one step after another.)
         tree, raw_k = nodes.copy(), raw.copy()
         prob_k, residual_k = p0.copy(), r0.copy()
+        rs_k = None if rs is None else rs.copy()
+        maxima = np.zeros(2)
         loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob_k,
-                                          residual_k, rs, n_threads, None, scratch,
-                                          False, spans)
-        return tree["value"].tolist(), raw_k.tobytes(), prob_k.tobytes(), loss
+                                          residual_k, rs_k, n_threads, None, scratch,
+                                          False, spans, maxima)
+        return (tree["value"].tolist(), raw_k.tobytes(), prob_k.tobytes(),
+                residual_k.tobytes(), None if rs_k is None else rs_k.tobytes(),
+                maxima.tolist(), loss)
 
     expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
     spanned = binomial(leaf_rows)

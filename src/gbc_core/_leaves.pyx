@@ -7,7 +7,7 @@ and its update. The exact leaf solve (``leaf_solver="exact"``): each leaf's gamm
 minimises that leaf's loss exactly (see ``exact_leaf_values``). ``_loss.py`` holds
 the loss objects and ``_loss_state.py`` their fit states, which call them."""
 cimport cython
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.float cimport DBL_EPSILON, DBL_MAX
 from libc.math cimport fabs, INFINITY
 from libc.stdlib cimport malloc, free
@@ -18,6 +18,7 @@ from ._common import NODE_DTYPE
 
 from ._common cimport (
     float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
+    omp_barrier,
 )
 from ._trace cimport *
 
@@ -976,14 +977,24 @@ cdef int leaf_steps(
         newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, steps,
                     steps + n_nodes, n_nodes, rows_by_leaf, n_threads, residual_codes,
                     positive, span_rows, spans, n_spans)
-        for j in range(n_nodes):
-            if nodes[j].feature < 0:
-                nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
-            else:
-                nodes[j].value = 0.0
-            # The numerator is no longer needed: its slot holds the scaled step.
-            steps[j] = learning_rate * nodes[j].value
+        _newton_steps(&nodes[0], n_nodes, steps, factor, learning_rate)
     return 0
+
+
+cdef inline void _newton_steps(node_t* nodes, intp_t n_nodes, float64_t* steps,
+                               float64_t factor, float64_t learning_rate) noexcept nogil:
+    """From the leaf sums ``steps`` (sum w r of node j at ``steps[j]``, its
+    denominator at ``steps[n_nodes + j]``): ``nodes[j].value`` the Newton step of
+    every leaf (0 for inner nodes), and ``steps[j] = learning_rate *
+    nodes[j].value``."""
+    cdef intp_t j
+    for j in range(n_nodes):
+        if nodes[j].feature < 0:
+            nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
+        else:
+            nodes[j].value = 0.0
+        # The numerator is no longer needed: its slot holds the scaled step.
+        steps[j] = learning_rate * nodes[j].value
 
 
 cdef inline void chunk_sums(const float64_t* partial, intp_t n_chunks,
@@ -1134,19 +1145,32 @@ def boosting_update(
         free(partial)
         raise MemoryError()
     try:
-        leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
-                   residual, prob, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
-                   by_leaf, n_threads, None, at.rows, at.spans, at.n_spans)
-        if exponential:  # in row order, on one thread
-            with nogil:
-                n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, step,
-                                              leaf_of_row, residual, row_stats, sums)
-            return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
         if grid_maxima is not None:
             chunk_max = partial + 2 * n_chunks
+        if (codes is None and not exponential and at.n_spans > 0 and n_threads > 1
+                and n >= MIN_PARALLEL_ROWS and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
+            # The leaf sums from the spans, the leaf values and the update in one
+            # parallel region (the numbers of the steps one after another).
+            with nogil:
+                _binomial_fused(nodes, step, learning_rate, leaf_of_row, sample_mask, y,
+                                sample_weight, raw, prob, residual, row_stats,
+                                at.rows, at.spans, at.n_spans, partial, chunk_max,
+                                n_threads)
+        else:
+            leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask,
+                       sample_weight, 1.0, residual, prob, codes, 1, raw,
+                       EXPONENTIAL if exponential else LOGISTIC, by_leaf, n_threads, None,
+                       at.rows, at.spans, at.n_spans)
+            if exponential:  # in row order, on one thread
+                with nogil:
+                    n_overflow = exponential_rows(y, sample_weight, sample_mask, raw,
+                                                  step, leaf_of_row, residual, row_stats,
+                                                  sums)
+                return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
+            with nogil:
+                _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row,
+                                 prob, residual, row_stats, partial, n_threads, chunk_max)
         with nogil:
-            _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
-                             residual, row_stats, partial, n_threads, chunk_max)
             loss = chunk_mean(partial, n_chunks)
             if chunk_max != NULL:
                 grid_maxima[0] = 0.0
@@ -1191,6 +1215,60 @@ cdef void _binomial_chunks(
                        residual, row_stats, start, min(start + CHUNK, n),
                        &partial[2 * c], NULL if chunk_max == NULL else &chunk_max[2 * c])
         GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+
+
+cdef void _binomial_fused(
+    node_t[::1] nodes,
+    float64_t* step,
+    float64_t learning_rate,
+    const int32_t[::1] leaf_of_row,
+    const uint8_t[::1] sample_mask,
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    float64_t[::1] raw,
+    float64_t[::1] prob,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    const int32_t* span_rows,
+    const int64_t* spans,
+    intp_t n_spans,
+    float64_t* partial,
+    float64_t* chunk_max,
+    int n_threads,
+) noexcept nogil:
+    """``leaf_steps`` from the leaf spans then ``_binomial_chunks``, in one parallel
+    region on ``n_threads`` threads: one task per span (``_span_sums``), a barrier,
+    the leaf values and steps as one task (``_newton_steps``), a barrier, then one
+    task per CHUNK of rows (``_binomial_rows``). The tasks are those of the two
+    steps (each span's sums, each chunk's update and sums its own): the same
+    numbers, whatever the threads."""
+    cdef intp_t k, t, c, start, n = y.shape[0], n_nodes = nodes.shape[0]
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef const float64_t* weight_at = NULL
+    if sample_weight is not None:
+        weight_at = &sample_weight[0]
+    for k in range(2 * n_nodes):
+        step[k] = 0.0
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
+    with parallel(num_threads=n_threads):
+        for k in prange(n_spans, schedule="dynamic"):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
+            _span_sums(&residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
+                       span_rows, &spans[4 * k], step, step + n_nodes)
+            GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
+        omp_barrier()  # every leaf's sums before its value
+        for t in prange(1, schedule="static"):
+            _newton_steps(&nodes[0], n_nodes, step, 1.0, learning_rate)
+        omp_barrier()  # every leaf's step before the rows take it
+        for c in prange(n_chunks, schedule="dynamic"):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
+            start = c * CHUNK
+            _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                           residual, row_stats, start, min(start + CHUNK, n),
+                           &partial[2 * c],
+                           NULL if chunk_max == NULL else &chunk_max[2 * c])
+            GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
