@@ -1117,14 +1117,17 @@ def test_hist_fit_allocates_at_most_its_state():
 @pytest.mark.parametrize("weighted, in_place, n_threads", [
     (False, False, 2), (False, True, 2), (True, False, 2), (False, False, 1),
     (True, False, 1)])
+@pytest.mark.parametrize("given", [False, True])
 def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
-                                                             n_threads):
+                                                             n_threads, given):
     """Every row in bag, one process: the grid pass also fills the root's rows and
     takes their sums in its parallel region (``TreeGrower._grid_and_root``). The
     tree, the leaf of every row, the node impurities (the root's from those sums)
     and the rows on the grid are the masked path's (a mask of ones: the grid pass,
     then ``RowPartition.start_tree``) bit for bit, with the residuals read in place
-    (the grower's ``residual_buffer()``) or not; the rows on the grid are those of
+    (the grower's ``residual_buffer()``) or not, and with the grid maxima given
+    (``grid_maxima``, as the loss state takes them: neither path takes them
+    again) or not; the rows on the grid are those of
     a NumPy twin (round half to even to 2^-51 of the least power of two at or above
     n max |r|) and the root's impurity the variance of its rows. 250,000 rows: on
     two threads the region runs in parallel."""
@@ -1148,7 +1151,11 @@ def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
         if in_place:
             residual = grower.residual_buffer()
             residual[:] = r
+        if given:
+            grower.grid_maxima = ((float(n), np.abs(w * r).max(), w.max()) if weighted
+                                  else (float(n), np.abs(r).max(), 0.0))
         grower.grow(stats, residual, mask, 0)
+        assert grower.grid_maxima is None   # taken by this tree only
         assert grower.n_nodes == 15
         grown.append((grower.nodes_array().tobytes(), grower.node_of_row.copy(),
                       grower.node_impurities(), grower.residual_buffer().copy()))
@@ -1165,3 +1172,24 @@ def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
     unit = np.ldexp(1.0, int(exponent) - 51)
     np.testing.assert_array_equal(rows, np.rint(r / unit) * unit)
     np.testing.assert_allclose(impurities[0], rows.var(), rtol=1e-9)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_grid_pass_reads_the_given_maxima(masked):
+    """A tree given its grid maxima (``TreeGrower.grid_maxima``) puts its rows on the
+    grid they make and takes none of its own: maxima four times the rows' own give
+    the grid of a NumPy twin at a unit four times as large, in the grid pass that
+    fills the root (no mask) and in the masked one alike."""
+    n, d = 250_000, 3
+    rng = np.random.default_rng(8)
+    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
+    r = np.tanh(X[:, 0].astype(np.float64)) + 0.5 * rng.normal(size=n)
+    finder = make_split_finder(X, dict(split_method="hist", max_bins=64, n_threads=2))
+    grower = TreeGrower(X, finder, 2, 2, 1, 0.0, d, 2)
+    grower.grid_maxima = (float(n), 4 * np.abs(r).max(), 0.0)
+    grower.grow(None, r, np.ones(n, dtype=np.uint8) if masked else None, 0)
+    _, exponent = np.frexp(n * 4 * np.abs(r).max())
+    unit = np.ldexp(1.0, int(exponent) - 51)
+    np.testing.assert_array_equal(grower.residual_buffer(), np.rint(r / unit) * unit)
+    assert not np.array_equal(grower.residual_buffer(),
+                              np.rint(r / (unit / 4)) * (unit / 4))

@@ -306,9 +306,12 @@ def test_boosting_update_matches_numpy():
     leaf = rng.integers(1, 3, size=n).astype(np.int32)
     mask = (rng.uniform(size=n) < 0.7).astype(np.uint8)
     raw0, p0, r0 = raw.copy(), prob.copy(), residual.copy()
+    maxima = np.full(2, np.nan)
     loss, n_overflow = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, prob,
-                                               residual, rs, 2)
+                                               residual, rs, 2, grid_maxima=maxima)
     assert n_overflow == 0
+    # The next tree's grid maxima, of every row (in the bag or not).
+    assert maxima.tolist() == [np.abs(rs["wr"]).max(), rs["w"].max()]
     inb = mask.astype(bool)
     for j in (1, 2):
         m = (leaf == j) & inb
@@ -322,6 +325,46 @@ def test_boosting_update_matches_numpy():
     p = 1 / (1 + np.exp(-expected_raw))
     ll = -(y * np.log(p) + (1 - y) * np.log(1 - p))
     assert loss == pytest.approx(np.average(ll[inb], weights=w[inb]), rel=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_boosting_update_takes_the_grid_maxima(weighted, n_threads):
+    """``boosting_update``'s ``grid_maxima``: the largest abs(w r) and w of the row
+    statistics it writes (unit weights: abs(r) of the residuals, and 0), what the
+    grower's grid pass takes of them, on any number of threads; the update itself
+    is the same bit for bit with or without them; a wrong length is refused."""
+    rng = np.random.default_rng(11)
+    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 1234
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    nodes["left"], nodes["right"] = [1, -1, -1], [2, -1, -1]
+    leaf = rng.integers(1, 3, size=n).astype(np.int32)
+    raw0 = rng.normal(size=n) * 3
+
+    def run(maxima):
+        raw, prob, residual = raw0.copy(), np.empty(n), np.empty(n)
+        rs = np.empty(n, dtype=ROW_STAT_DTYPE) if weighted else None
+        _leaves.init_state(y, w, raw, prob, residual, rs)
+        tree = nodes.copy()
+        loss, _ = _leaves.boosting_update(tree, leaf, None, y, w, 0.1, raw, prob,
+                                          residual, rs, n_threads, grid_maxima=maxima)
+        return loss, tree.tobytes(), raw, prob, residual, rs
+
+    maxima = np.full(2, np.nan)
+    taken, plain = run(maxima), run(None)
+    assert taken[:2] == plain[:2]
+    for a, b in zip(taken[2:], plain[2:]):
+        assert (a is None and b is None) or a.tobytes() == b.tobytes()
+    residual, rs = taken[4], taken[5]
+    if weighted:
+        assert maxima.tolist() == [np.abs(rs["wr"]).max(), rs["w"].max()]
+    else:
+        assert maxima.tolist() == [np.abs(residual).max(), 0.0]
+    with pytest.raises(ValueError, match="grid_maxima must have 2 values"):
+        run(np.zeros(3))
 
 
 def _hex(bits):
@@ -630,12 +673,18 @@ def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
     p0, r0 = prob.copy(), residual.copy()
 
     def binomial(spans, n_threads=3):
+        # (Spans on threads: the leaf sums, the leaf values and the update in one
+        # parallel region, ``_binomial_fused``; else one step after another.)
         tree, raw_k = nodes.copy(), raw.copy()
         prob_k, residual_k = p0.copy(), r0.copy()
+        rs_k = None if rs is None else rs.copy()
+        maxima = np.zeros(2)
         loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob_k,
-                                          residual_k, rs, n_threads, None, scratch,
-                                          False, spans)
-        return tree["value"].tolist(), raw_k.tobytes(), prob_k.tobytes(), loss
+                                          residual_k, rs_k, n_threads, None, scratch,
+                                          False, spans, maxima)
+        return (tree["value"].tolist(), raw_k.tobytes(), prob_k.tobytes(),
+                residual_k.tobytes(), None if rs_k is None else rs_k.tobytes(),
+                maxima.tolist(), loss)
 
     expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
     spanned = binomial(leaf_rows)
@@ -695,8 +744,15 @@ def test_class_residual_is_the_multinomial_state_residual(n_threads):
             _leaves.class_residual(prob[k], y, k, out, n_threads)
             assert out.tobytes() == residual[k].tobytes()
             assert out.tobytes() == (np.where(y == k, 1.0, 0.0) - prob[k]).tobytes()
+            # With the grid maxima: the same residuals, and their largest abs(r).
+            again, maxima = np.full(n, np.nan), np.full(2, np.nan)
+            _leaves.class_residual(prob[k], y, k, again, n_threads, maxima)
+            assert again.tobytes() == out.tobytes()
+            assert maxima.tolist() == [np.abs(out).max(), 0.0]
     with pytest.raises(ValueError, match="one length"):
         _leaves.class_residual(prob[0], y[:10], 0, out, 1)
+    with pytest.raises(ValueError, match="maxima must have 2 values"):
+        _leaves.class_residual(prob[0], y, 0, out, 1, np.zeros(1))
 
 
 def _naive_predict(trees, lr, X, init=0.0):

@@ -311,7 +311,7 @@ def test_grid_maxima_travel_with_the_loss(monkeypatch, weighted):
     for grid_with_loss in (True, False):
         if not grid_with_loss:
             monkeypatch.setattr(_loss_state.OneScoreFit, "take_grid_maxima",
-                                lambda self: None)
+                                lambda self, k=0: None)
         one, steps_1 = _part_fit(X, y, w if weighted else None, True,
                                  **dict(params, n_estimators=1))
         trees, steps = _part_fit(X, y, w if weighted else None, True, **params)

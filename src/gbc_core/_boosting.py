@@ -761,10 +761,10 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
                                                     tree_grower.n_threads)
         else:
             row_stats, residual = state.tree_target(k)
-        if tree_grower.reducer is not None:
-            # (Data-parallel) the grid's maxima, where the state reduced them with its last step.
-            take = getattr(state, "take_grid_maxima", None)
-            tree_grower.grid_maxima = None if take is None else take()
+        # The grid's maxima, where the state took them as it wrote the tree's rows
+        # (data-parallel: reduced with its last step); None: the grower takes them.
+        take = getattr(state, "take_grid_maxima", None)
+        tree_grower.grid_maxima = None if take is None else take(k)
         tree_grower.grow(row_stats, residual, mask, tree_seeds[k])
         nodes = tree_grower.nodes_array()
         # The update runs on the grower's threads (those of a tree grown side by

@@ -45,7 +45,7 @@ cdef class TreeGrower:
     cdef uint8_t* allowed
     cdef int32_t* perm
     cdef public object reducer
-    cdef public object grid_maxima       # the next tree's grid maxima, reduced already
+    cdef public object grid_maxima       # the next tree's grid maxima, taken already
     cdef bint carry_sums                 # the level's sums travel with its statistics
     cdef bint root_pending               # the root's totals and sums: this process's only
     cdef grid_t grid                     # the grid of the tree being grown

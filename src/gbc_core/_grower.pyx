@@ -288,12 +288,13 @@ cdef class TreeGrower:
         root always), and the test is taken once they are reduced (one round trip
         per level, best first per split; ``_find_splits``).
     grid_maxima : tuple or None
-        (With a ``reducer``.) The next tree's grid maxima over every process,
-        (rows, largest abs(w r), largest w) of the row statistics it is grown on,
-        already reduced (a loss state sends them in its last step of the tree
-        before: ``_loss_state.OneScoreFit``), or None: the tree then takes them
-        itself and reduces them in a step of its own (``reducer(values, 1)``). Taken
-        by the next ``grow`` only.
+        The next tree's grid maxima, (rows, largest abs(w r), largest w) of the row
+        statistics it is grown on (unit weights: largest abs(r), and 0), taken as
+        the loss state updated those rows (``_loss_state``), over every process
+        with a ``reducer`` (reduced in the state's last step of the tree before:
+        ``_loss_state.OneScoreFit``); or None: the tree then takes them itself in
+        its grid pass (and, with a ``reducer``, reduces them in a step of its own:
+        ``reducer(values, 1)``). Taken by the next ``grow`` only.
     look_ahead : bool
         Best first, with a finder whose scan costs the same for any number of
         nodes: split several frontier nodes per scan (the same tree).
@@ -899,10 +900,11 @@ cdef class TreeGrower:
         # The largest magnitudes, block by block (fixed blocks; a maximum does not
         # depend on the order anyway), then over the blocks.
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
-        cdef bint reduced = self.reducer is not None and self.grid_maxima is not None
-        if reduced:
-            # Reduced with the step before this tree (the loss state's, from the
-            # same rows: ``_loss_state``): no pass, no step of its own.
+        cdef bint given = self.grid_maxima is not None
+        if given:
+            # Taken by the step before this tree (the loss state's, from the same
+            # rows, reduced over every process where there are several:
+            # ``_loss_state``): no pass, no step of its own.
             n_rows, max_wr, max_w = self.grid_maxima
             n_blocks = 0
         self.grid_maxima = None
@@ -917,7 +919,7 @@ cdef class TreeGrower:
             for b in range(n_blocks):
                 max_wr = max(max_wr, block_max[b, 0])
                 max_w = max(max_w, block_max[b, 1])
-        if self.reducer is not None and not reduced:
+        if self.reducer is not None and not given:
             values = np.array([[n_rows, 0.0, max_wr, max_w]], dtype=np.float64)
             self.reducer(values, 1)
             n_rows, max_wr, max_w = values[0, 0], values[0, 2], values[0, 3]
@@ -953,7 +955,9 @@ cdef class TreeGrower:
         block (``_grid_rows``, ``RowPartition.fill_rows``) and the root's ``sums``
         (``_grid_sums``: one task, in row order, from the inputs). Where the grid
         pass writes the residuals in place (the caller's ``residual_buffer()``),
-        the sums read them after the pass instead. The same numbers as
+        the sums read them after the pass instead. With ``grid_maxima`` (taken as
+        the loss state updated the rows: ``_loss_state``) the blocks' maxima are
+        not taken again: the region starts at the tasks. The same numbers as
         ``_put_on_grid`` then ``RowPartition.start_tree``, on any number of threads
         (the sums are one task's; the rest writes each row's own values). Returns
         what ``_put_on_grid`` returns."""
@@ -971,6 +975,14 @@ cdef class TreeGrower:
         cdef row_stat_t[::1] out_stats
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
         cdef float64_t* maxima = &block_max[0, 0]
+        # The blocks whose maxima the region takes, then those the grid is read from.
+        cdef intp_t n_max_blocks = n_blocks, n_grid_blocks = n_blocks
+        if self.grid_maxima is not None:
+            # (The rows' count is this process's: no reducer here.)
+            _, block_max[0, 0], block_max[0, 1] = self.grid_maxima
+            n_max_blocks = 0
+            n_grid_blocks = 1
+        self.grid_maxima = None
         if weighted:
             if self.grid_stats is None or len(self.grid_stats) != n:
                 self.grid_stats = np.empty(n, dtype=ROW_STAT_DTYPE)
@@ -988,15 +1000,16 @@ cdef class TreeGrower:
         with nogil:
             GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
             with parallel(num_threads=n_threads):
-                for b in prange(n_blocks, schedule="dynamic"):
-                    GBC_TRACE_TASK_BEGIN(GBC_TR_GRID_MAX, b)
-                    _block_maxima(row_stats, residual, weighted, b * GRID_BLOCK,
-                                  min(n, (b + 1) * GRID_BLOCK), &block_max[b, 0])
-                    GBC_TRACE_TASK_END(GBC_TR_GRID_MAX, b)
-                omp_barrier()  # every block's maxima before the grid is read from them
+                if n_max_blocks > 0:
+                    for b in prange(n_max_blocks, schedule="dynamic"):
+                        GBC_TRACE_TASK_BEGIN(GBC_TR_GRID_MAX, b)
+                        _block_maxima(row_stats, residual, weighted, b * GRID_BLOCK,
+                                      min(n, (b + 1) * GRID_BLOCK), &block_max[b, 0])
+                        GBC_TRACE_TASK_END(GBC_TR_GRID_MAX, b)
+                    omp_barrier()  # every block's maxima before the grid is read from them
                 for t in prange(n_tasks, schedule="dynamic"):
                     # (Each task reads the grid from the maxima: a few dozen values.)
-                    g = _grid_from_maxima(maxima, n_blocks, n_rows, weighted)
+                    g = _grid_from_maxima(maxima, n_grid_blocks, n_rows, weighted)
                     if t + first == 0:
                         _grid_sums(rs_in, res_in, g, n, sums)
                     else:
@@ -1009,7 +1022,7 @@ cdef class TreeGrower:
                     for t in prange(1, schedule="static"):
                         _row_sums(res_out, n, sums)
             GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
-            grid = _grid_from_maxima(maxima, n_blocks, n_rows, weighted)
+            grid = _grid_from_maxima(maxima, n_grid_blocks, n_rows, weighted)
         self.grid.unit_s = grid.unit_s
         self.grid.unit_w = grid.unit_w
         if weighted:

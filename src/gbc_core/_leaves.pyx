@@ -7,7 +7,7 @@ and its update. The exact leaf solve (``leaf_solver="exact"``): each leaf's gamm
 minimises that leaf's loss exactly (see ``exact_leaf_values``). ``_loss.py`` holds
 the loss objects and ``_loss_state.py`` their fit states, which call them."""
 cimport cython
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange
 from libc.float cimport DBL_EPSILON, DBL_MAX
 from libc.math cimport fabs, INFINITY
 from libc.stdlib cimport malloc, free
@@ -18,6 +18,7 @@ from ._common import NODE_DTYPE
 
 from ._common cimport (
     float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
+    omp_barrier,
 )
 from ._trace cimport *
 
@@ -976,14 +977,24 @@ cdef int leaf_steps(
         newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, steps,
                     steps + n_nodes, n_nodes, rows_by_leaf, n_threads, residual_codes,
                     positive, span_rows, spans, n_spans)
-        for j in range(n_nodes):
-            if nodes[j].feature < 0:
-                nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
-            else:
-                nodes[j].value = 0.0
-            # The numerator is no longer needed: its slot holds the scaled step.
-            steps[j] = learning_rate * nodes[j].value
+        _newton_steps(&nodes[0], n_nodes, steps, factor, learning_rate)
     return 0
+
+
+cdef inline void _newton_steps(node_t* nodes, intp_t n_nodes, float64_t* steps,
+                               float64_t factor, float64_t learning_rate) noexcept nogil:
+    """From the leaf sums ``steps`` (sum w r of node j at ``steps[j]``, its
+    denominator at ``steps[n_nodes + j]``): ``nodes[j].value`` the Newton step of
+    every leaf (0 for inner nodes), and ``steps[j] = learning_rate *
+    nodes[j].value``."""
+    cdef intp_t j
+    for j in range(n_nodes):
+        if nodes[j].feature < 0:
+            nodes[j].value = newton_step(factor * steps[j], steps[n_nodes + j])
+        else:
+            nodes[j].value = 0.0
+        # The numerator is no longer needed: its slot holds the scaled step.
+        steps[j] = learning_rate * nodes[j].value
 
 
 cdef inline void chunk_sums(const float64_t* partial, intp_t n_chunks,
@@ -1019,17 +1030,21 @@ cdef void _binomial_rows(
     intp_t start,
     intp_t stop,
     float64_t* loss_and_weight,
+    float64_t* maxima=NULL,
 ) noexcept nogil:
     """The binomial update of rows ``start .. stop - 1``: F += step[leaf], p =
     sigma(F), r = y - p and the row statistics, then the in-bag sums (sum w L, sum
-    w) of the log-losses L, in row order, into ``loss_and_weight``.
+    w) of the log-losses L, in row order, into ``loss_and_weight``; and (``maxima``
+    not NULL) the next tree's grid maxima of the rows, the largest abs(w * r) and w
+    of the row statistics (without them: abs(r) and 0), into ``maxima[0]``,
+    ``maxima[1]`` (the grower's ``_block_maxima`` of what it will read).
 
     LOSS_BLOCK rows at a time: the update of F first, then the exponentials e =
     exp(-|F|) of the block at once on vector lanes (``gbc_exp_block``), p and r of
     each row from its e, then the logarithms log(1 + e) of the block at once
     (``gbc_log1p_units``) and the losses added row by row."""
     cdef float64_t e[LOSS_BLOCK]
-    cdef float64_t w, f, p, r, total = 0.0, weight = 0.0
+    cdef float64_t w, f, p, r, total = 0.0, weight = 0.0, max_wr = 0.0, max_w = 0.0
     cdef intp_t i, b = start, m
     cdef bint with_stats = row_stats is not None
     while b < stop:
@@ -1048,6 +1063,10 @@ cdef void _binomial_rows(
                 w = 1.0 if sample_weight is None else sample_weight[i]
                 row_stats[i].wr = w * r
                 row_stats[i].w = w
+                max_wr = max(max_wr, fabs(w * r))
+                max_w = max(max_w, w)
+            else:
+                max_wr = max(max_wr, fabs(r))
         gbc_log1p_units(e, e, m, LOG1P_WIDE)
         for i in range(b, b + m):
             if sample_mask is None or sample_mask[i]:
@@ -1057,6 +1076,9 @@ cdef void _binomial_rows(
         b += m
     loss_and_weight[0] = total
     loss_and_weight[1] = weight
+    if maxima != NULL:
+        maxima[0] = max_wr
+        maxima[1] = max_w
 
 
 def boosting_update(
@@ -1075,6 +1097,7 @@ def boosting_update(
     int32_t[::1] rows_by_leaf=None,
     bint exponential=False,
     leaf_rows=None,
+    float64_t[::1] grid_maxima=None,
 ):
     """One boosting step of a loss of one raw score per row after the tree of
     iteration m has been grown: the binomial log-loss, or with ``exponential`` the
@@ -1090,7 +1113,12 @@ def boosting_update(
     reads the residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
     on one thread) is the scratch of the leaf sums on ``n_threads`` threads
     (``leaf_steps``); ``leaf_rows``, the grower's leaf spans (``TreeGrower.leaf_rows``;
-    None: the rows sorted in ``rows_by_leaf``), spare that sort.
+    None: the rows sorted in ``rows_by_leaf``), spare that sort. ``grid_maxima``
+    (float64, 2 values; the log-loss only) receives the next tree's grid maxima,
+    taken as the rows are updated: the largest abs(w * r) and w of ``row_stats``
+    (``row_stats`` None: the largest abs(r), and 0), what the grower's grid pass
+    would take of them (``TreeGrower.grid_maxima``); the exponential loss leaves
+    it as it is.
 
     Returns
     -------
@@ -1100,31 +1128,56 @@ def boosting_update(
         The exponential loss: rows whose e^|F| is beyond float64 (their loss and
         residual are infinite); 0 for the log-loss.
     """
-    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
+    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0, c
+    if grid_maxima is not None and grid_maxima.shape[0] != 2:
+        raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
     cdef float64_t sums[2]
     cdef float64_t* step = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
-    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
+    # Each chunk's (sum w L, sum w), then (with grid_maxima) its two maxima.
+    cdef float64_t* partial = <float64_t*>malloc(4 * max(n_chunks, 1) * sizeof(float64_t))
+    cdef float64_t* chunk_max = NULL
     if step == NULL or partial == NULL:
         free(step)
         free(partial)
         raise MemoryError()
     try:
-        leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask, sample_weight, 1.0,
-                   residual, prob, codes, 1, raw, EXPONENTIAL if exponential else LOGISTIC,
-                   by_leaf, n_threads, None, at.rows, at.spans, at.n_spans)
-        if exponential:  # in row order, on one thread
+        if grid_maxima is not None:
+            chunk_max = partial + 2 * n_chunks
+        if (codes is None and not exponential and at.n_spans > 0 and n_threads > 1
+                and n >= MIN_PARALLEL_ROWS and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
+            # The leaf sums from the spans, the leaf values and the update in one
+            # parallel region (the numbers of the steps one after another).
             with nogil:
-                n_overflow = exponential_rows(y, sample_weight, sample_mask, raw, step,
-                                              leaf_of_row, residual, row_stats, sums)
-            return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
+                _binomial_fused(nodes, step, learning_rate, leaf_of_row, sample_mask, y,
+                                sample_weight, raw, prob, residual, row_stats,
+                                at.rows, at.spans, at.n_spans, partial, chunk_max,
+                                n_threads)
+        else:
+            leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask,
+                       sample_weight, 1.0, residual, prob, codes, 1, raw,
+                       EXPONENTIAL if exponential else LOGISTIC, by_leaf, n_threads, None,
+                       at.rows, at.spans, at.n_spans)
+            if exponential:  # in row order, on one thread
+                with nogil:
+                    n_overflow = exponential_rows(y, sample_weight, sample_mask, raw,
+                                                  step, leaf_of_row, residual, row_stats,
+                                                  sums)
+                return (sums[0] / sums[1] if sums[1] > 0 else 0.0), n_overflow
+            with nogil:
+                _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row,
+                                 prob, residual, row_stats, partial, n_threads, chunk_max)
         with nogil:
-            _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
-                             residual, row_stats, partial, n_threads)
             loss = chunk_mean(partial, n_chunks)
+            if chunk_max != NULL:
+                grid_maxima[0] = 0.0
+                grid_maxima[1] = 0.0
+                for c in range(n_chunks):
+                    grid_maxima[0] = max(grid_maxima[0], chunk_max[2 * c])
+                    grid_maxima[1] = max(grid_maxima[1], chunk_max[2 * c + 1])
     finally:
         free(step)
         free(partial)
@@ -1143,9 +1196,11 @@ cdef void _binomial_chunks(
     row_stat_t[::1] row_stats,
     float64_t* partial,
     int n_threads,
+    float64_t* chunk_max=NULL,
 ) noexcept nogil:
     """``_binomial_rows`` of every CHUNK of rows (in parallel from 4 chunks), each
-    chunk's (sum w L, sum w) into ``partial`` (room for 2 per chunk)."""
+    chunk's (sum w L, sum w) into ``partial`` (room for 2 per chunk) and (not NULL)
+    its grid maxima into ``chunk_max`` (room for 2 per chunk)."""
     cdef intp_t c, start, n = y.shape[0]
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     if n_chunks < 4:  # too short to pay for a parallel region
@@ -1158,8 +1213,62 @@ cdef void _binomial_chunks(
         start = c * CHUNK
         _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
                        residual, row_stats, start, min(start + CHUNK, n),
-                       &partial[2 * c])
+                       &partial[2 * c], NULL if chunk_max == NULL else &chunk_max[2 * c])
         GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+
+
+cdef void _binomial_fused(
+    node_t[::1] nodes,
+    float64_t* step,
+    float64_t learning_rate,
+    const int32_t[::1] leaf_of_row,
+    const uint8_t[::1] sample_mask,
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    float64_t[::1] raw,
+    float64_t[::1] prob,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    const int32_t* span_rows,
+    const int64_t* spans,
+    intp_t n_spans,
+    float64_t* partial,
+    float64_t* chunk_max,
+    int n_threads,
+) noexcept nogil:
+    """``leaf_steps`` from the leaf spans then ``_binomial_chunks``, in one parallel
+    region on ``n_threads`` threads: one task per span (``_span_sums``), a barrier,
+    the leaf values and steps as one task (``_newton_steps``), a barrier, then one
+    task per CHUNK of rows (``_binomial_rows``). The tasks are those of the two
+    steps (each span's sums, each chunk's update and sums its own): the same
+    numbers, whatever the threads."""
+    cdef intp_t k, t, c, start, n = y.shape[0], n_nodes = nodes.shape[0]
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef const float64_t* weight_at = NULL
+    if sample_weight is not None:
+        weight_at = &sample_weight[0]
+    for k in range(2 * n_nodes):
+        step[k] = 0.0
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
+    with parallel(num_threads=n_threads):
+        for k in prange(n_spans, schedule="dynamic"):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
+            _span_sums(&residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
+                       span_rows, &spans[4 * k], step, step + n_nodes)
+            GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
+        omp_barrier()  # every leaf's sums before its value
+        for t in prange(1, schedule="static"):
+            _newton_steps(&nodes[0], n_nodes, step, 1.0, learning_rate)
+        omp_barrier()  # every leaf's step before the rows take it
+        for c in prange(n_chunks, schedule="dynamic"):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
+            start = c * CHUNK
+            _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                           residual, row_stats, start, min(start + CHUNK, n),
+                           &partial[2 * c],
+                           NULL if chunk_max == NULL else &chunk_max[2 * c])
+            GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
 
@@ -1681,10 +1790,12 @@ def multinomial_state(
 
 
 def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
-                   float64_t[::1] out, int n_threads=1):
+                   float64_t[::1] out, int n_threads=1, float64_t[::1] maxima=None):
     """out = r_k = [y = k] - p_k of every row (``multinomial_state``'s residual of
-    class k, bit for bit), elementwise on ``n_threads`` threads (one below
-    MIN_PARALLEL_ROWS rows).
+    class k, bit for bit), in chunks of rows on ``n_threads`` threads (one below
+    MIN_PARALLEL_ROWS rows); with ``maxima`` (2 values), the largest abs(r_k) into
+    ``maxima[0]`` and 0 into ``maxima[1]`` (the grid maxima of a tree grown on r_k
+    with unit weights: ``TreeGrower.grid_maxima``).
 
     Parameters
     ----------
@@ -1697,19 +1808,34 @@ def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
     out : float64 array of shape (n_samples,)
         Where r_k is written.
     n_threads : int, default=1
+    maxima : float64 array of shape (2,), optional
+        Where the largest abs(r_k) (and 0) is written.
     """
-    cdef intp_t i, n = prob.shape[0]
+    cdef intp_t i, c, n = prob.shape[0], n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef float64_t r, top
     if y.shape[0] != n or out.shape[0] != n:
         raise ValueError(f"prob, y and out must have one length, got {n}, "
                          f"{y.shape[0]} and {out.shape[0]}")
+    if maxima is not None and maxima.shape[0] != 2:
+        raise ValueError(f"maxima must have 2 values, got {maxima.shape[0]}")
+    cdef float64_t[::1] chunk_max = np.zeros(max(n_chunks, 1), dtype=np.float64)
     with nogil:
         if n < MIN_PARALLEL_ROWS:
             n_threads = 1
         GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-        for i in prange(n, schedule="dynamic", chunksize=CHUNK,
-                        num_threads=max(n_threads, 1)):
-            out[i] = (1.0 if y[i] == k else 0.0) - prob[i]
+        for c in prange(n_chunks, schedule="dynamic", num_threads=max(n_threads, 1)):
+            top = 0.0
+            for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+                r = (1.0 if y[i] == k else 0.0) - prob[i]
+                out[i] = r
+                top = max(top, fabs(r))
+            chunk_max[c] = top
         GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+        if maxima is not None:
+            maxima[0] = 0.0
+            maxima[1] = 0.0
+            for c in range(n_chunks):
+                maxima[0] = max(maxima[0], chunk_max[c])
 
 
 def row_stats_of(const float64_t[::1] residual, const float64_t[::1] sample_weight,

@@ -352,9 +352,12 @@ class OneScoreFit:
         self._grid_maxima = (float(n_rows), float(max_wr), float(max_w))
         return float(total / weight) if weight > 0 else 0.0
 
-    def take_grid_maxima(self):
-        """The next tree's grid maxima over every process, reduced with the last
-        update's loss (the grower's ``grid_maxima``), once; None where none were."""
+    def take_grid_maxima(self, k=0):
+        """The next tree's grid maxima (the grower's ``grid_maxima``), once; None
+        where none were taken: in one process those the fused update took as it
+        wrote the rows (``boosting_update``'s ``grid_maxima``), in a data-parallel
+        fit those of every process, reduced with the last update's loss. (``k``:
+        the output, 0.)"""
         maxima, self._grid_maxima = self._grid_maxima, None
         return maxima
 
@@ -368,12 +371,18 @@ class OneScoreFit:
 
     def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
                       rows_by_leaf, leaf_rows=None):
+        # (The log-loss's update takes the next tree's grid maxima as it writes the
+        # rows: the grower's grid pass need not read them again.)
+        maxima = None if self.exponential else np.empty(2, dtype=np.float64)
         loss, n_overflow = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
             self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            rows_by_leaf, self.exponential, leaf_rows)
+            rows_by_leaf, self.exponential, leaf_rows, maxima)
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
+        if maxima is not None:
+            self._grid_maxima = (float(self.residual.shape[0]), float(maxima[0]),
+                                 float(maxima[1]))
         return loss
 
     def _loss_of(self, rows):
@@ -471,6 +480,9 @@ class MultinomialFit:
         self._residual = None
         self.row_stats = row_stats_for(sample_weight, n, reduce)
         self._scratch = _OwnScratch(n, reduce is not None)
+        # Each class's next tree's grid maxima, taken as its residuals are made (one
+        # process, unit weights: ``tree_target``; None: none taken).
+        self._grid_maxima = [None] * n_classes
         # The trees of an iteration are independent (each fits its class's residuals
         # of the start of the iteration and changes only its class's raw scores):
         # they may be grown side by side where no buffer is shared between them.
@@ -480,25 +492,38 @@ class MultinomialFit:
         if exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
 
-    def residual_of(self, k, out=None, n_threads=1):
-        """r_k = [y = k] - p_k of every row (into ``out``, else a new array)."""
+    def residual_of(self, k, out=None, n_threads=1, maxima=None):
+        """r_k = [y = k] - p_k of every row (into ``out``, else a new array); with
+        ``maxima`` (2 values), the largest abs(r_k) and 0 into it."""
         if out is None:
             out = np.empty(self.y.shape[0], dtype=np.float64)
-        _leaves.class_residual(self.prob[k], self.y, k, out, n_threads)
+        _leaves.class_residual(self.prob[k], self.y, k, out, n_threads, maxima)
         return out
 
     def tree_target(self, k, residual_out=None, n_threads=1):
         """(row statistics w * r and w, or None for unit weights; residuals r_k) of
         class k's tree, the residuals written into ``residual_out`` (the grower's
-        buffer; None: the state's own) on ``n_threads`` threads."""
+        buffer; None: the state's own) on ``n_threads`` threads. In one process
+        with unit weights, the tree's grid maxima are taken as the residuals are
+        made (``take_grid_maxima``)."""
         if residual_out is None:
             if self._residual is None:
                 self._residual = np.empty(self.y.shape[0], dtype=np.float64)
             residual_out = self._residual
-        residual = self.residual_of(k, residual_out, n_threads)
+        taken = self.reduce is None and self.row_stats is None
+        maxima = np.empty(2, dtype=np.float64) if taken else None
+        residual = self.residual_of(k, residual_out, n_threads, maxima)
         if self.row_stats is not None:
             _leaves.row_stats_of(residual, self.sample_weight, self.row_stats)
+        self._grid_maxima[k] = ((float(residual.shape[0]), float(maxima[0]),
+                                 float(maxima[1])) if taken else None)
         return self.row_stats, residual
+
+    def take_grid_maxima(self, k):
+        """Class k's next tree's grid maxima (the grower's ``grid_maxima``), taken
+        by its ``tree_target``, once; None where none were."""
+        maxima, self._grid_maxima[k] = self._grid_maxima[k], None
+        return maxima
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
                rows_by_leaf=None, leaf_rows=None):
