@@ -31,12 +31,13 @@ script predicts the fit's time on P threads of another machine:
   divisible, the root's sums one task);
 * every region and phase of the trace known to the model (``REGIONS``,
   ``PHASES``): a trace holding another is refused (``check_known``);
-* several classes, as the measured code grew them: ``"share"`` (today's hist fit,
-  ``_boosting.side_by_side_threads``: min(P, K) growers side by side dealt all P
-  threads, 4, 3, 3, 3, 3 for P = 16 and K = 5; the trees left over on every
-  thread), ``"one"`` (the hist fit from 7fd76b4 to 4f80828: min(P, K) one-thread
-  growers) or ``"serial"`` (the exact fit, and the hist fit before 7fd76b4: the K
-  trees one after another on every thread). Growers side by side split the L3
+* several classes, as the measured code grew them: ``"share"`` (today's hist and
+  exact fits, ``_boosting.side_by_side_threads``: min(P, K) growers side by side
+  dealt all P threads, 4, 3, 3, 3, 3 for P = 16 and K = 5; the trees left over on
+  every thread), ``"one"`` (the hist fit from 7fd76b4 to 4f80828: min(P, K)
+  one-thread growers) or ``"serial"`` (the exact fit before issue 33's
+  side-by-side copies of its finder, and the hist fit before 7fd76b4: the K trees
+  one after another on every thread). Growers side by side split the L3
   and the DRAM bandwidth between them.
 
 The figures to check against (``FIGURES``, ``RATIOS``) are the 16-core measurements
@@ -246,7 +247,10 @@ BW_GRID = {
     "bw_dram_gbs": np.geomspace(8, 512, 13),
 }
 
-# How the measured code grew the K trees of an iteration (hist; exact: "serial").
+# How the measured code grew the K trees of an iteration (hist; exact: "serial" at
+# every measured commit, "share" from issue 33's side-by-side exact growers on).
+# How today's code grows them, both methods (``predict``'s default).
+DEFAULT_MODE = "share"
 CLASS_MODE = {"8186671": "serial", "4276457": "one", "ea6b64e": "one", "today": "share"}
 
 # The 16-core figures of benchmarks/README.md: (label, commit, machine, method,
@@ -937,7 +941,7 @@ def cmd_predict(args):
         scale_of = {rid: factor ** e for rid, e in expo.items()}
         rows = args.rows
     fit_s, parts = breakdown(events, meta)
-    mode = args.mode or ("serial" if meta["method"] == "exact" else "share")
+    mode = args.mode or DEFAULT_MODE
     print(f"trace {args.trace}: {meta['method']} {meta['rows']} rows, "
           f"{meta['classes']} classes, {meta['n_jobs']} thread(s), fit {fit_s:.2f} s; "
           f"classes grown {mode!r}; {machine.describe()}")
@@ -1240,7 +1244,7 @@ def main(argv=None):
     p.add_argument("--threads", default="1,2,4,8,16,32")
     p.add_argument("--mode", choices=("share", "one", "serial"),
                    help="how the K trees of an iteration are grown (default: today's "
-                        "code: share for hist, serial for exact)")
+                        "code: share, for hist and exact)")
     p.add_argument("--detail", action="store_true",
                    help="seconds per region and serial stretch (their share of the "
                         "fit; memory seconds; region instances)")

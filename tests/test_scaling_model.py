@@ -28,6 +28,18 @@ def test_the_growers_threads_are_the_fits():
     assert sm.side_by_side_threads(16, 5) == [4, 3, 3, 3, 3]
 
 
+def test_the_default_class_mode_is_how_todays_methods_grow_classes():
+    """``predict``'s default mode is today's code: "share" where every split method
+    grows the trees of an iteration side by side (exact too, since issue 33), the
+    measured commits' exact figures "serial" (grown before)."""
+    from gbc_core import _split_methods
+
+    assert all(m.side_by_side for m in _split_methods.METHODS.values())
+    assert sm.DEFAULT_MODE == "share"
+    assert sm.mode_of("exact", "today") == "serial"
+    assert sm.mode_of("hist", "today") == "share"
+
+
 @pytest.mark.parametrize("kind", ["static", "dynamic"])
 def test_schedule_is_the_makespan_of_openmps_schedules(kind):
     rng = np.random.default_rng(0)

@@ -650,8 +650,10 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
                     and parallel_outputs and method.side_by_side)
     # The grower of every thread grows the trees left over after those grown side
     # by side, never at the same time as them: its per-row buffers are the first
-    # class grower's (20 bytes per row fewer), and so are its finder's (the gathered
-    # row statistics, 16 bytes per row).
+    # class grower's (20 bytes per row fewer), and so are its finder's where the
+    # finder shares them (hist: the gathered row statistics, 16 bytes per row; an
+    # exact finder's copies share the sorted order only, each with 13 bytes per row
+    # and, within a bound, node segments of its own: ExactSplitFinder.with_threads).
     class_growers = ([new_grower(part.finder.with_threads(t, shares_rows=j == 0), t)
                       for j, t in enumerate(
                           side_by_side_threads(n_threads, min(n_threads, n_outputs)))]

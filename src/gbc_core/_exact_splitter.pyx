@@ -287,6 +287,16 @@ cdef intp_t _root_blocked_features(intp_t n_features, intp_t n_lean, intp_t n_th
     return best_k
 
 
+def copy_keeps_segments(n_rows, n_features, n_threads, of_threads):
+    """Whether a copy of a finder with node segments, on ``n_threads`` of its
+    ``of_threads`` threads (``ExactSplitFinder.with_threads``), keeps segments:
+    while ``n_rows x n_features <= SEGMENT_MAX_VALUES x n_threads / of_threads``,
+    so that copies sharing out a finder's threads hold at most
+    ``SEGMENT_MAX_VALUES`` values (128 MiB) of segments together."""
+    return (<double>n_rows * <double>n_features * max(1, of_threads)
+            <= <double>SEGMENT_MAX_VALUES * max(1, n_threads))
+
+
 def root_block_plan(n_rows, n_features, n_threads, n_lean=None):
     """The root's blocks on ``n_threads`` threads, as ``ExactSplitFinder`` plans
     them for ``n_rows`` rows, ``n_features`` features of which ``n_lean`` (default:
@@ -975,6 +985,9 @@ cdef class ExactSplitFinder(SplitFinder):
                                  # first slot of its pair of siblings
         intp_t task_capacity     # tasks the two buffers above hold
         object _row_stats_ref    # keeps row_stats alive while row_stats points into it
+        bint owns_block_of       # False: block_of is the finder's it was copied from
+        object _sorted_by        # that finder (``with_threads``): kept alive while
+                                 # this one reads its block bytes
     # Levels scanned with root blocks, with (feature, pair) tasks (the tests' check
     # that a path ran).
     cdef readonly intp_t blocked_levels
@@ -1001,7 +1014,9 @@ cdef class ExactSplitFinder(SplitFinder):
         self.task_capacity = 0
 
     def __init__(self, const float32_t[::1, :] X, int n_threads=1, bint lean_scans=True,
-                 bint segments=True):
+                 bint segments=True, ExactSplitFinder sorted_by=None):
+        # ``sorted_by``: a finder on this X whose sorted order (and block bytes) this
+        # one reads instead of sorting (``with_threads``).
         check_row_count(X.shape[0])
         self.lean_scans = lean_scans
         self.segments = (lean_scans and segments
@@ -1010,12 +1025,22 @@ cdef class ExactSplitFinder(SplitFinder):
         self.n_samples = X.shape[0]
         self.n_features = X.shape[1]
         self.n_threads = max(1, n_threads)
-        order = np.empty((self.n_features, self.n_samples), dtype=np.int32)
-        n_nonmissing = np.empty(self.n_features, dtype=np.int64)
-        presort_features(X, order, n_nonmissing, self.n_threads)
-        self.order = order
+        self.owns_block_of = True
+        self._sorted_by = sorted_by
+        if sorted_by is None:
+            order = np.empty((self.n_features, self.n_samples), dtype=np.int32)
+            n_nonmissing = np.empty(self.n_features, dtype=np.int64)
+            presort_features(X, order, n_nonmissing, self.n_threads)
+            self.order = order
+            self.n_nonmissing = n_nonmissing
+        else:
+            if (sorted_by.n_samples != self.n_samples
+                    or sorted_by.n_features != self.n_features):
+                raise ValueError(f"sorted_by must be a finder of {self.n_samples} rows x "
+                                 f"{self.n_features} features")
+            self.order = sorted_by.order
+            self.n_nonmissing = sorted_by.n_nonmissing
         self.X = X
-        self.n_nonmissing = n_nonmissing
         self.row_wr = <float64_t*>gbc_alloc_random_access(
             max(1, self.n_samples) * sizeof(float64_t))
         self.row_slot = <int32_t*>gbc_alloc_random_access(
@@ -1024,16 +1049,77 @@ cdef class ExactSplitFinder(SplitFinder):
             max(1, self.n_samples) * sizeof(uint8_t))
         if self.row_wr == NULL or self.row_slot == NULL or self.row_node == NULL:
             raise MemoryError(f"cannot allocate row buffers for {self.n_samples} samples")
-        self.forced_blocks = _forced_block_rows > 0
-        self.block_rows = (_forced_block_rows if self.forced_blocks
-                           else _block_rows_for(self.n_samples))
+        if sorted_by is None:
+            self.forced_blocks = _forced_block_rows > 0
+            self.block_rows = (_forced_block_rows if self.forced_blocks
+                               else _block_rows_for(self.n_samples))
+        else:
+            self.forced_blocks = sorted_by.forced_blocks
+            self.block_rows = sorted_by.block_rows
         self.n_blocks = max(1, (self.n_samples + self.block_rows - 1) // self.block_rows)
         self.block_offset = <float64_t*>malloc(
             max(1, self.n_features * self.n_blocks) * sizeof(float64_t))
         if self.block_offset == NULL:
             raise MemoryError(f"cannot allocate block sums for {self.n_blocks} blocks")
         self._reserve_tasks(self.n_features * (self.n_blocks + 1))
-        self._make_block_bytes()
+        if sorted_by is not None and sorted_by.block_of != NULL:
+            # The block bytes depend on the sorted order alone: read, never written.
+            self.block_of = sorted_by.block_of
+            self.owns_block_of = False
+        else:
+            self._make_block_bytes()
+
+    def with_threads(self, int n_threads, bint shares_rows=False):
+        """A finder on the same X and sorted order (shared, not copied) with buffers
+        of its own for what a tree writes, and ``n_threads`` threads: trees grown at
+        the same time each need one (the K trees of an iteration grown side by
+        side, ``_boosting._growers``). Its trees are this finder's, bit for bit.
+
+        Shared (read only, written once per fit): X, the sorted order of every
+        feature and its counts of non-missing values, and the block bytes where
+        this finder has them (a copy whose threads block a root that this finder's
+        do not makes its own: 1 byte per value). Its own, per extra grower: per row
+        ``row_wr`` (8 bytes), ``row_slot`` (4) and ``row_node`` (1), 13 bytes; the
+        16-byte row records where a tree needs them (weights, or a level of 255
+        nodes or more); its per-thread node states and block sums (per node and
+        per block, not per row). The node segments (4 bytes per value, 4 bytes per
+        row per thread of a scan, one bit per row) where this finder has them and
+        the copy's share of the threads allows them (``copy_keeps_segments``): the
+        copies keep segments while ``n_samples x n_features <= SEGMENT_MAX_VALUES x
+        n_threads / self.n_threads`` (growers sharing out this finder's threads then hold at
+        most ``SEGMENT_MAX_VALUES`` values of segments together, 128 MiB, as one
+        finder at most does); above it a copy scans without segments, which finds
+        the same splits from the same sums.
+
+        Parameters
+        ----------
+        n_threads : int
+        shares_rows : bool, default=False
+            Accepted for the interface of ``HistogramSplitFinder.with_threads``; an
+            exact finder's copies share no buffer that a tree writes.
+
+        Returns
+        -------
+        ExactSplitFinder
+        """
+        n_threads = max(1, n_threads)
+        return ExactSplitFinder(
+            self.X, n_threads, self.lean_scans,
+            self.segments and copy_keeps_segments(self.n_samples, self.n_features,
+                                                  n_threads, self.n_threads),
+            sorted_by=self)
+
+    @property
+    def reads_block_bytes_of_original(self):
+        """Whether the finder reads the block bytes of the finder it was copied from
+        (``with_threads``) instead of holding its own."""
+        return self.block_of != NULL and not self.owns_block_of
+
+    @property
+    def has_segments(self):
+        """Whether the finder may keep node segments (its constructor's rule and,
+        for a copy, ``with_threads``'s)."""
+        return bool(self.segments)
 
     cdef int _make_block_bytes(self) except -1:
         """The byte of each (feature, row) naming its block of sorted positions, where
@@ -1108,7 +1194,8 @@ cdef class ExactSplitFinder(SplitFinder):
 
     def __dealloc__(self):
         free(self.block_offset)
-        gbc_free_traced(self.block_of)
+        if self.owns_block_of:
+            gbc_free_traced(self.block_of)
         free(self.task_feature)
         free(self.task_part)
         gbc_free_traced(self.rows)

@@ -262,7 +262,7 @@ def _histogram_finder(X, params):
 
 register(SplitMethod(
     "exact", "every distinct value, the paper's", _exact_finder, ("_exact_splitter",),
-    partitions_on_bins=False, sparse_input=False, distributed=False, side_by_side=False))
+    partitions_on_bins=False, sparse_input=False, distributed=False, side_by_side=True))
 register(SplitMethod(
     "hist", "the edges of at most max_bins bins per feature, computed once per fit",
     _histogram_finder, ("_binning", "_histogram_splitter"),
