@@ -363,6 +363,18 @@ def hist_groups(d, p):
     return min(d, p * (-(-d // (HIST_GROUP * p))))
 
 
+# Whether each split method grows side by side where some growers would have one
+# thread and others two (``_split_methods.SplitMethod.uneven_lanes``).
+UNEVEN_LANES = {"hist": True, "exact": False}
+
+
+def grows_side_by_side(method, p, k):
+    """Whether today's code grows the k trees of an iteration side by side on p
+    threads: ``SplitMethod.grows_side_by_side`` (the exact fit not where
+    k < p < 2k)."""
+    return k > 1 and p > 1 and (UNEVEN_LANES[method] or not k < p < 2 * k)
+
+
 def side_by_side_threads(n_threads, n_growers):
     """The threads of each grower side by side: ``_boosting.side_by_side_threads``
     (all of them, as evenly as they divide, the first ``n_threads mod n_growers``
@@ -663,7 +675,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
-    iteration are grown ("share", "one", "serial"; module docstring);
+    iteration are grown ("share", "one", "serial"; module docstring; "share"
+    where today's code does not share, ``grows_side_by_side``, is "serial");
     ``row_blocks``: the histogram finder's row blocks; ``root_blocks``: the exact
     finder's root blocks (each tree's first scan, of a fit without a subsample:
     the benchmark's), both the finders' own rules at p threads."""
@@ -718,6 +731,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                         tag=REGIONS[28])
 
     lane_of, tree_lane = {}, {}
+    if mode == "share" and not grows_side_by_side(meta["method"], p, k):
+        mode = "serial"
     if k > 1 and p > 1 and len(trees) and mode in ("share", "one"):
         g = min(p, k)
         threads = side_by_side_threads(p, g) if mode == "share" else [1] * g

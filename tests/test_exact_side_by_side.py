@@ -109,7 +109,7 @@ def test_side_by_side_on_parallel_scans(n_classes, how, monkeypatch):
 def test_exact_fits_grow_side_by_side(monkeypatch):
     """A multiclass exact fit on several threads builds its side-by-side growers
     from ``with_threads`` copies of its finder (the registry's flag on), and one
-    after another with the flag off."""
+    after another with the flag off or where the threads would deal unevenly."""
     from gbc_core import _boosting
 
     made = []
@@ -128,6 +128,12 @@ def test_exact_fits_grow_side_by_side(monkeypatch):
     assert all(isinstance(g.finder, ExactSplitFinder) for g in class_growers)
     _model(X, y, 4, True, monkeypatch)
     assert made[-1][1] == []
+    # Not where some growers would have one thread and others two (5 < 8 < 10):
+    # the exact method takes no uneven lanes; from 2K threads on it does again.
+    _model(X, y, 8, False, monkeypatch)
+    assert made[-1][1] == []
+    _model(X, y, 10, False, monkeypatch)
+    assert [g.n_threads for g in made[-1][1]] == [2, 2, 2, 2, 2]
 
 
 def test_with_threads_shares_the_order_and_finds_the_same_splits():

@@ -40,6 +40,22 @@ def test_the_default_class_mode_is_how_todays_methods_grow_classes():
     assert sm.mode_of("hist", "today") == "share"
 
 
+def test_side_by_side_where_the_registry_grows_side_by_side():
+    """The model's rule of when the trees of an iteration share the threads is
+    each split method's (exact: not where some growers would have one thread and
+    others two)."""
+    from gbc_core import _split_methods
+
+    assert set(sm.UNEVEN_LANES) == set(_split_methods.METHODS)
+    for name, method in _split_methods.METHODS.items():
+        for p in range(1, 41):
+            for k in range(1, 12):
+                assert sm.grows_side_by_side(name, p, k) == method.grows_side_by_side(p, k)
+    assert not sm.grows_side_by_side("exact", 8, 5)
+    assert sm.grows_side_by_side("exact", 10, 5) and sm.grows_side_by_side("exact", 4, 5)
+    assert sm.grows_side_by_side("hist", 8, 5)
+
+
 @pytest.mark.parametrize("kind", ["static", "dynamic"])
 def test_schedule_is_the_makespan_of_openmps_schedules(kind):
     rng = np.random.default_rng(0)

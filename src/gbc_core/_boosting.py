@@ -623,8 +623,10 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
     model is too. Where the loss's fit state says its outputs are independent
     (``parallel_outputs``: it shares no buffer between them, as the weighted
     multinomial state's row statistics are shared), for methods whose finder has
-    copies of its own thread count (``with_threads``), in one process only (a distributed fit reduces its steps in
-    one order on every process)."""
+    copies of its own thread count (``with_threads``) and takes these thread counts
+    (``SplitMethod.grows_side_by_side``: exact not where some growers would have one
+    thread and others two), in one process only (a distributed fit reduces its
+    steps in one order on every process)."""
     n_threads = params["n_threads"]
 
     def new_grower(finder, n_threads, shares_rows_with=None):
@@ -646,8 +648,8 @@ def _growers(data, part, method, params, n_outputs, parallel_outputs):
             grower.reducer = part.reducer
         return grower
 
-    side_by_side = (not part.distributed and n_outputs > 1 and n_threads > 1
-                    and parallel_outputs and method.side_by_side)
+    side_by_side = (not part.distributed and parallel_outputs
+                    and method.grows_side_by_side(n_threads, n_outputs))
     # The grower of every thread grows the trees left over after those grown side
     # by side, never at the same time as them: its per-row buffers are the first
     # class grower's (20 bytes per row fewer), and so are its finder's where the

@@ -99,10 +99,16 @@ class SplitMethod:
         Its finder has ``with_threads(t)``: copies on t threads each grow the K
         trees of an iteration side by side, every thread at work (one process,
         unit weights).
+    uneven_lanes : bool, default=True
+        Side by side also where some growers would have one thread and others two
+        (K < threads < 2K): worth it for a tree whose time falls little with more
+        threads (hist); not for one whose time falls nearly in proportion (exact),
+        where a one-thread grower's tree would take the iteration's time. False:
+        the K trees grow one after another on those thread counts.
     """
 
     def __init__(self, name, help, build, modules=(), *, partitions_on_bins, sparse_input,
-                 distributed, side_by_side):
+                 distributed, side_by_side, uneven_lanes=True):
         self.name = name
         self.help = help
         self.build = build
@@ -111,6 +117,15 @@ class SplitMethod:
         self.sparse_input = sparse_input
         self.distributed = distributed
         self.side_by_side = side_by_side
+        self.uneven_lanes = uneven_lanes
+
+    def grows_side_by_side(self, n_threads, n_outputs):
+        """Whether the K = ``n_outputs`` trees of an iteration grow side by side on
+        ``n_threads`` threads (one process, outputs independent): this method has
+        finder copies, and the growers' threads are not one for some and two for
+        others where it takes no uneven lanes (``uneven_lanes``)."""
+        return (self.side_by_side and n_outputs > 1 and n_threads > 1
+                and (self.uneven_lanes or not n_outputs < n_threads < 2 * n_outputs))
 
     def __repr__(self):
         return f"SplitMethod({self.name!r})"
@@ -262,7 +277,8 @@ def _histogram_finder(X, params):
 
 register(SplitMethod(
     "exact", "every distinct value, the paper's", _exact_finder, ("_exact_splitter",),
-    partitions_on_bins=False, sparse_input=False, distributed=False, side_by_side=True))
+    partitions_on_bins=False, sparse_input=False, distributed=False, side_by_side=True,
+    uneven_lanes=False))
 register(SplitMethod(
     "hist", "the edges of at most max_bins bins per feature, computed once per fit",
     _histogram_finder, ("_binning", "_histogram_splitter"),
