@@ -3,6 +3,8 @@ the finder (``ExactSplitFinder.with_threads``): the same model, bit for bit, as
 growing them one after another, on every thread count; the copies share the sorted
 order and hold the node segments within a bound."""
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -72,10 +74,28 @@ def test_side_by_side_exact_is_the_one_after_another_model(n_classes, options,
     fit_kw = None
     if weights:
         fit_kw = {"sample_weight": np.random.default_rng(1).uniform(0.5, 2.0, len(y))}
+    from gbc_core import _boosting
+
+    lanes = []
+    real = _boosting._growers
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        lanes.append(len(out[1]))
+        return out
+
     one = _model(X, y, 1, True, monkeypatch, fit_kw, **options)
+    method = _split_methods.method_named("exact")
     for n_jobs in (1, 2, 3, 4):
         serial = _model(X, y, n_jobs, True, monkeypatch, fit_kw, **options)
-        side = _model(X, y, n_jobs, False, monkeypatch, fit_kw, **options)
+        with monkeypatch.context() as m:
+            m.setattr(_boosting, "_growers", spy)
+            side = _model(X, y, n_jobs, False, monkeypatch, fit_kw, **options)
+        # Side by side where the rule says so: not with weights (the weighted
+        # multinomial state shares its row statistics), nor on 1 thread, nor where
+        # some growers would have one thread and others two (3 classes, 4 threads).
+        grown_side = not weights and method.grows_side_by_side(n_jobs, n_classes)
+        assert (lanes[-1] > 0) == grown_side
         _same(serial, side, X)
         _same(one, side, X)
 
@@ -178,6 +198,21 @@ def test_copies_read_the_block_bytes_of_their_original():
         assert copy.reads_block_bytes_of_original
         assert np.array_equal(copy._block_bytes(), own)
     assert not finder.reads_block_bytes_of_original
+    # The copy keeps its original (and so the bytes) alive.
+    own = own.copy()
+    del finder
+    gc.collect()
+    assert np.array_equal(copy._block_bytes(), own)
+
+
+def test_a_copy_is_of_the_same_x():
+    X = np.asfortranarray(np.random.default_rng(2).normal(size=(300, 4)).astype(np.float32))
+    finder = ExactSplitFinder(X, 2)
+    with pytest.raises(ValueError, match="sorted_by must be a finder of this X"):
+        ExactSplitFinder(X.copy(order="F"), 2, sorted_by=finder)
+    with pytest.raises(ValueError, match="sorted_by must be a finder of this X"):
+        ExactSplitFinder(np.asfortranarray(X[:, :3]), 2, sorted_by=finder)
+    assert ExactSplitFinder(X, 1, sorted_by=finder).n_samples == 300
 
 
 def test_copies_keep_segments_within_one_finders_bound():

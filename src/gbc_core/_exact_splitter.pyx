@@ -1035,9 +1035,13 @@ cdef class ExactSplitFinder(SplitFinder):
             self.n_nonmissing = n_nonmissing
         else:
             if (sorted_by.n_samples != self.n_samples
-                    or sorted_by.n_features != self.n_features):
-                raise ValueError(f"sorted_by must be a finder of {self.n_samples} rows x "
-                                 f"{self.n_features} features")
+                    or sorted_by.n_features != self.n_features
+                    or (self.n_samples > 0 and self.n_features > 0
+                        and &sorted_by.X[0, 0] != &X[0, 0])
+                    or sorted_by.X.strides[0] != X.strides[0]
+                    or sorted_by.X.strides[1] != X.strides[1]):
+                raise ValueError(f"sorted_by must be a finder of this X ({self.n_samples} "
+                                 f"rows x {self.n_features} features, the same memory)")
             self.order = sorted_by.order
             self.n_nonmissing = sorted_by.n_nonmissing
         self.X = X
@@ -1088,8 +1092,9 @@ cdef class ExactSplitFinder(SplitFinder):
         copies keep segments while ``n_samples x n_features <= SEGMENT_MAX_VALUES x
         n_threads / self.n_threads`` (growers sharing out this finder's threads then hold at
         most ``SEGMENT_MAX_VALUES`` values of segments together, 128 MiB, as one
-        finder at most does); above it a copy scans without segments, which finds
-        the same splits from the same sums.
+        finder at most does; where trees are left over, K mod threads of them, this
+        finder grows them with segments of its own: twice that at most); above it a
+        copy scans without segments, which finds the same splits from the same sums.
 
         Parameters
         ----------

@@ -43,7 +43,9 @@ _HELLO = struct.Struct(f"<4sIII{_TOKEN_BYTES}s")
 #: magic, kind, step, n_summed (error: the message's length), ndim, four dimensions.
 _HEADER = struct.Struct("<4sIQQI4Q")
 _MAX_DIMS = 4
-_VALUES, _ERROR = 1, 2
+#: Frame kinds: values; an error that ends the fit; a lost rank that ends it (the
+#: receiver raises LostPeer, so that the engine looks for the lost worker).
+_VALUES, _ERROR, _LOST = 1, 2, 3
 #: Longest error message a frame carries (bytes).
 MAX_MESSAGE = 4096
 #: Seconds a rank tries to connect to rank 0 at most (a port a firewall drops).
@@ -114,14 +116,14 @@ def _read_frame(sock, step, n_summed, shape, deadline, ended, poll, lost):
     raw = bytearray(_HEADER.size)
     _recv(sock, memoryview(raw), deadline, ended, poll, lost)
     magic, kind, got_step, got_n, ndim, *dims = _HEADER.unpack(raw)
-    if magic != _FRAME_MAGIC or kind not in (_VALUES, _ERROR):
+    if magic != _FRAME_MAGIC or kind not in (_VALUES, _ERROR, _LOST):
         raise lost(f"a garbled frame header at step {step} (magic {magic!r}, kind {kind})")
-    if kind == _ERROR:
+    if kind != _VALUES:
         if got_n > MAX_MESSAGE:
             raise lost(f"an error message of {got_n} bytes (at most {MAX_MESSAGE})")
         text = bytearray(got_n)
         _recv(sock, memoryview(text), deadline, ended, poll, lost)
-        raise RuntimeError(text.decode("utf-8", "replace"))
+        raise (LostPeer if kind == _LOST else RuntimeError)(text.decode("utf-8", "replace"))
     got_shape = tuple(dims[:ndim]) if ndim <= _MAX_DIMS else None
     if got_step != step or got_n != n_summed or got_shape != tuple(shape):
         raise lost(f"a frame of step {got_step} with n_summed {got_n} and shape "
@@ -269,8 +271,6 @@ class SocketComm:
     def allreduce(self, values, n_summed):
         """The sum over the ranks of ``values`` (``_distributed.allreduce_local``,
         rank order)."""
-        from ._distributed import allreduce_local
-
         if self.ended is not None and self.ended():
             raise _ended_error()
         if self.sockets is None:
@@ -283,6 +283,17 @@ class SocketComm:
         n_summed = int(n_summed)
         if self.rank != 0:
             return self._peer_step(values, n_summed)
+        try:
+            return self._root_step(values, n_summed)
+        except BaseException as exc:
+            # Every other rank ends with rank 0's reason (a lost rank as LostPeer),
+            # not with a closed connection blamed on rank 0.
+            self._tell_others(exc)
+            raise
+
+    def _root_step(self, values, n_summed):
+        from ._distributed import allreduce_local
+
         parts = [values]
         step, deadline = self.step, time.monotonic() + self.timeout
         for rank in range(1, len(self.sockets)):
@@ -291,12 +302,8 @@ class SocketComm:
                                 f"{step} within {self.timeout:g} s (a worker lost or "
                                 f"stalled): {reason}")
 
-            try:
-                parts.append(_read_frame(self.sockets[rank], step, n_summed, values.shape,
-                                         deadline, self.ended, self.poll, lost))
-            except LostPeer as exc:
-                self._tell_others(str(exc), skip=rank)
-                raise
+            parts.append(_read_frame(self.sockets[rank], step, n_summed, values.shape,
+                                     deadline, self.ended, self.poll, lost))
         total = allreduce_local(parts, n_summed)
         head = _header(_VALUES, step, n_summed, total.shape)
         for rank in range(1, len(self.sockets)):
@@ -315,8 +322,9 @@ class SocketComm:
         sock = self.sockets[0]
 
         def lost(reason):
-            return LostPeer(f"distributed fit: rank 0 (the all-reduce) was lost at step "
-                            f"{step} (a worker lost or stalled): {reason}")
+            return LostPeer(f"distributed fit: rank 0 (the all-reduce), or a rank it "
+                            f"waits on, was lost at step {step} (a worker lost or "
+                            f"stalled): {reason}")
 
         _send(sock, _header(_VALUES, step, n_summed, values.shape), deadline, self.ended,
               self.poll, lost)
@@ -325,14 +333,14 @@ class SocketComm:
         return _read_frame(sock, step, n_summed, values.shape, deadline, self.ended,
                            self.poll, lost)
 
-    def _tell_others(self, message, skip):
-        """Rank 0: send ``message`` as an error frame to every rank but ``skip``
-        (best effort, a short bound), so that they end with it."""
-        data = message.encode("utf-8")[:MAX_MESSAGE]
-        head = _header(_ERROR, self.step, len(data), ())
-        for rank in range(1, len(self.sockets)):
-            if rank == skip:
-                continue
+    def _tell_others(self, exc):
+        """Rank 0: send ``exc``'s message as an error frame (``_LOST`` for a lost
+        rank) to every other rank (best effort, a short bound each), so that they
+        end with it."""
+        data = (str(exc) or type(exc).__name__).encode("utf-8")[:MAX_MESSAGE]
+        head = _header(_LOST if isinstance(exc, LostPeer) else _ERROR, self.step,
+                       len(data), ())
+        for rank in range(1, len(self.sockets or ())):
             try:
                 _send(self.sockets[rank], head + data, time.monotonic() + 1.0, None,
                       self.poll, LostPeer)

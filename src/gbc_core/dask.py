@@ -643,9 +643,12 @@ class _PartActor(Part):
         from ._socket_allreduce import Listener
 
         self._close_allreduce()
+        address = get_worker().address
+        # (An in-process cluster's ranks are this process: the loopback only, no
+        # port open to the network.)
+        host = "127.0.0.1" if address.startswith("inproc://") else get_address_host(address)
         try:
-            self._allreduce = Listener(get_address_host(get_worker().address), n_ranks,
-                                       token)
+            self._allreduce = Listener(host, n_ranks, token)
         except (OSError, ValueError):
             return None
         return self._allreduce.address
@@ -1038,15 +1041,25 @@ class _DaskTransport:
             return True
         token = new_token()
         what = "the start of the fit's all-reduce"
-        [address] = _wait_all(self.client, [self.handles[0].listen(n, token)],
-                              self.ranks[:1], what, self.timeout)
-        if address is not None:
-            refused = _wait_all(self.client, [
-                h.connect(address, token, r, n, self.timeout)
-                for r, h in enumerate(self.handles) if r > 0], self.ranks[1:], what,
-                self.timeout)
-            if all(why is None for why in refused):
-                return True
+        try:
+            [address] = _wait_all(self.client, [self.handles[0].listen(n, token)],
+                                  self.ranks[:1], what, self.timeout)
+            if address is not None:
+                refused = _wait_all(self.client, [
+                    h.connect(address, token, r, n, self.timeout)
+                    for r, h in enumerate(self.handles) if r > 0], self.ranks[1:], what,
+                    self.timeout)
+                if all(why is None for why in refused):
+                    return True
+        except BaseException:
+            # (A worker lost while the ranks connect: the others' sockets closed
+            # now, not when their actors are collected.)
+            for handle in self.handles:
+                try:
+                    handle.close_allreduce()
+                except Exception:  # noqa: BLE001 - that worker is gone
+                    pass
+            raise
         self.call("close_allreduce", [()] * n, what)
         return False
 
