@@ -1018,6 +1018,11 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
 
 
 def mode_of(method, commit):
+    """How the code of ``commit`` ("today": this checkout's) grew the K trees of an
+    iteration: exact one after another at every measured commit, side by side
+    today (``DEFAULT_MODE``; ``plan`` applies the methods' lanes rule)."""
+    if commit == "today":
+        return DEFAULT_MODE
     return "serial" if method == "exact" else CLASS_MODE[commit]
 
 

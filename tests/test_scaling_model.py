@@ -29,15 +29,18 @@ def test_the_growers_threads_are_the_fits():
 
 
 def test_the_default_class_mode_is_how_todays_methods_grow_classes():
-    """``predict``'s default mode is today's code: "share" where every split method
-    grows the trees of an iteration side by side (exact too, since issue 33), the
-    measured commits' exact figures "serial" (grown before)."""
+    """``predict``'s default mode and calibrate's predictions are today's code:
+    "share" where every split method grows the trees of an iteration side by side
+    (exact too, since issue 33), the measured commits' exact figures "serial"
+    (grown before)."""
     from gbc_core import _split_methods
 
     assert all(m.side_by_side for m in _split_methods.METHODS.values())
     assert sm.DEFAULT_MODE == "share"
-    assert sm.mode_of("exact", "today") == "serial"
+    assert sm.mode_of("exact", "today") == "share"
     assert sm.mode_of("hist", "today") == "share"
+    assert sm.mode_of("exact", "ea6b64e") == "serial"
+    assert sm.mode_of("hist", "ea6b64e") == "one"
 
 
 def test_side_by_side_where_the_registry_grows_side_by_side():
