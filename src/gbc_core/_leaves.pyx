@@ -288,6 +288,26 @@ cdef void _span_sums(
     denominator[second] = den2
 
 
+cdef inline void _span_task(
+    intp_t task,
+    const float64_t* residual,
+    const float64_t* prob,
+    const int32_t* leaf,
+    const float64_t* sample_weight,
+    const int32_t* codes,
+    int32_t positive,
+    const int32_t* span_rows,
+    const int64_t* spans,
+    float64_t* numerator,
+    float64_t* denominator,
+) noexcept nogil:
+    """Task ``task`` of a region of span sums: ``_span_sums`` of the span
+    ``spans[4 * task : 4 * task + 4]`` (the loop times it: ``_trace.h``'s markers
+    stand in the prange body)."""
+    _span_sums(residual, prob, leaf, sample_weight, codes, positive, span_rows,
+               &spans[4 * task], numerator, denominator)
+
+
 cdef void _all_span_sums(
     const float64_t[::1] residual,
     const float64_t[::1] prob,
@@ -319,8 +339,8 @@ cdef void _all_span_sums(
     GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, leaf.shape[0])
     for k in prange(n_spans, schedule="dynamic", num_threads=n_threads):
         GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-        _span_sums(residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
-                   span_rows, &spans[4 * k], numerator, denominator)
+        _span_task(k, residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
+                   span_rows, spans, numerator, denominator)
         GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, leaf.shape[0])
 
@@ -1184,6 +1204,30 @@ def boosting_update(
     return loss, n_overflow
 
 
+cdef inline void _binomial_chunk(
+    intp_t chunk,
+    const label_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[::1] raw,
+    const float64_t* step,
+    const int32_t[::1] leaf_of_row,
+    float64_t[::1] prob,
+    float64_t[::1] residual,
+    row_stat_t[::1] row_stats,
+    float64_t* partial,
+    float64_t* chunk_max,
+) noexcept nogil:
+    """Task ``chunk`` of a region of binomial updates: ``_binomial_rows`` of rows
+    ``chunk * CHUNK ..`` (CHUNK of them at most), its sums into ``partial[2 *
+    chunk:]`` and (not NULL) its maxima into ``chunk_max[2 * chunk:]`` (the loop
+    times it: ``_trace.h``'s markers stand in the prange body)."""
+    cdef intp_t start = chunk * CHUNK
+    _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                   residual, row_stats, start, min(start + CHUNK, y.shape[0]),
+                   &partial[2 * chunk], NULL if chunk_max == NULL else &chunk_max[2 * chunk])
+
+
 cdef void _binomial_chunks(
     const label_t[::1] y,
     const float64_t[::1] sample_weight,
@@ -1201,7 +1245,7 @@ cdef void _binomial_chunks(
     """``_binomial_rows`` of every CHUNK of rows (in parallel from 4 chunks), each
     chunk's (sum w L, sum w) into ``partial`` (room for 2 per chunk) and (not NULL)
     its grid maxima into ``chunk_max`` (room for 2 per chunk)."""
-    cdef intp_t c, start, n = y.shape[0]
+    cdef intp_t c, n = y.shape[0]
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     if n_chunks < 4:  # too short to pay for a parallel region
         n_threads = 1
@@ -1210,10 +1254,8 @@ cdef void _binomial_chunks(
     # chunks to the others; each chunk's sums are its own, whoever runs it.)
     for c in prange(n_chunks, schedule="dynamic", num_threads=n_threads):
         GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
-        start = c * CHUNK
-        _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
-                       residual, row_stats, start, min(start + CHUNK, n),
-                       &partial[2 * c], NULL if chunk_max == NULL else &chunk_max[2 * c])
+        _binomial_chunk(c, y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
+                        residual, row_stats, partial, chunk_max)
         GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
@@ -1243,7 +1285,7 @@ cdef void _binomial_fused(
     task per CHUNK of rows (``_binomial_rows``). The tasks are those of the two
     steps (each span's sums, each chunk's update and sums its own): the same
     numbers, whatever the threads."""
-    cdef intp_t k, t, c, start, n = y.shape[0], n_nodes = nodes.shape[0]
+    cdef intp_t k, t, c, n = y.shape[0], n_nodes = nodes.shape[0]
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef const float64_t* weight_at = NULL
     if sample_weight is not None:
@@ -1254,8 +1296,8 @@ cdef void _binomial_fused(
     with parallel(num_threads=n_threads):
         for k in prange(n_spans, schedule="dynamic"):
             GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-            _span_sums(&residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
-                       span_rows, &spans[4 * k], step, step + n_nodes)
+            _span_task(k, &residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
+                       span_rows, spans, step, step + n_nodes)
             GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
         omp_barrier()  # every leaf's sums before its value
         for t in prange(1, schedule="static"):
@@ -1263,11 +1305,8 @@ cdef void _binomial_fused(
         omp_barrier()  # every leaf's step before the rows take it
         for c in prange(n_chunks, schedule="dynamic"):
             GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_UPDATE, c)
-            start = c * CHUNK
-            _binomial_rows(y, sample_weight, sample_mask, raw, step, leaf_of_row, prob,
-                           residual, row_stats, start, min(start + CHUNK, n),
-                           &partial[2 * c],
-                           NULL if chunk_max == NULL else &chunk_max[2 * c])
+            _binomial_chunk(c, y, sample_weight, sample_mask, raw, step, leaf_of_row,
+                            prob, residual, row_stats, partial, chunk_max)
             GBC_TRACE_TASK_END(GBC_TR_LEAF_UPDATE, c)
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
 
