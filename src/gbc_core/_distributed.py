@@ -155,20 +155,28 @@ def allreduce_local(arrays, n_summed):
     """The all-reduce of ``arrays`` (one per process, in process order): the
     element-wise sums of the first ``n_summed`` columns of the last axis, added in
     process order, then the minimum of one column and the maximum of the next,
-    where there are such columns."""
+    where there are such columns (:func:`add_rank`, one process after another)."""
     out = np.array(arrays[0], dtype=np.float64, copy=True)
     for a in arrays[1:]:
         a = np.asarray(a, dtype=np.float64)
         if a.shape != out.shape:
             raise ValueError(f"the processes sent arrays of shapes {out.shape} and "
                              f"{a.shape} for the same step")
-        out[..., :n_summed] += a[..., :n_summed]
-        if out.shape[-1] > n_summed:
-            np.minimum(out[..., n_summed], a[..., n_summed], out=out[..., n_summed])
-        if out.shape[-1] > n_summed + 1:
-            np.maximum(out[..., n_summed + 1:], a[..., n_summed + 1:],
-                       out=out[..., n_summed + 1:])
+        add_rank(out, a, n_summed)
     return out
+
+
+def add_rank(total, part, n_summed):
+    """Add the next process's array ``part`` into ``total`` (float64, the same
+    shape), in place, as :func:`allreduce_local` does: the first ``n_summed``
+    columns of the last axis summed, the minimum of the next column and the
+    maximum of the rest."""
+    total[..., :n_summed] += part[..., :n_summed]
+    if total.shape[-1] > n_summed:
+        np.minimum(total[..., n_summed], part[..., n_summed], out=total[..., n_summed])
+    if total.shape[-1] > n_summed + 1:
+        np.maximum(total[..., n_summed + 1:], part[..., n_summed + 1:],
+                   out=total[..., n_summed + 1:])
 
 
 def bin_parts(parts, mapper, n_threads):
