@@ -1034,15 +1034,27 @@ def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, maske
         assert (sums[j, 0], sums[j, 1]) == (num, den)
     fused, split = nodes.copy(), nodes.copy()
     a, b = state(), state()
+    fused_maxima, split_maxima = np.full(2, np.nan), np.full(2, np.nan)
     loss, _ = _leaves.boosting_update(fused, leaf, mask, y, w, 0.1, *a, n_threads, None,
-                                      scratch, False, leaf_rows)
+                                      scratch, False, leaf_rows, fused_maxima)
     total, weight = _leaves.binomial_apply(split, sums, leaf, mask, y, w, 0.1, *b,
-                                           n_threads)
+                                           n_threads, split_maxima)
     for field in NODE_DTYPE.names:
         assert fused[field].tobytes() == split[field].tobytes()
     for x, z in zip(a, b):
         assert x.tobytes() == z.tobytes()
     assert total / weight == loss
+    # The next tree's grid maxima, as the fused kernel's and NumPy's of what it wrote.
+    assert split_maxima.tobytes() == fused_maxima.tobytes()
+    rs = b[3]
+    assert tuple(split_maxima) == (np.abs(rs["wr"]).max(), rs["w"].max())
+    b = state()
+    _leaves.binomial_apply(split, sums, leaf, mask, y, w, 0.1, b[0], b[1], b[2], None,
+                           n_threads, split_maxima)
+    assert tuple(split_maxima) == (np.abs(b[2]).max(), 0.0)
+    with pytest.raises(ValueError, match="grid_maxima must have 2 values"):
+        _leaves.binomial_apply(split, sums, leaf, mask, y, w, 0.1, *state(), 1,
+                               np.empty(3))
     assert weight == pytest.approx(ww[inb].sum(), rel=1e-12)
     with pytest.raises(ValueError, match="sums must have shape"):
         _leaves.binomial_apply(split, sums[:3], leaf, mask, y, w, 0.1, *state(), 1)

@@ -320,3 +320,76 @@ def test_grid_maxima_travel_with_the_loss(monkeypatch, weighted):
     for a, b in zip(runs[True][0], runs[False][0]):
         for field in a.dtype.names:
             assert a[field].tobytes() == b[field].tobytes()
+
+
+def _naive_reducer_step(comm, histograms, collected, carried):
+    """``_distributed._Reducer.finder``'s step written plainly: the collected
+    histograms copied out as float64 triples (counts converted), the carried sums,
+    a 0 and the negated minima and the maxima appended, one all-reduce, then
+    everything written back."""
+    part = histograms[collected]
+    flat = part.view(np.float64).reshape(part.shape + (3,)).copy()
+    flat[..., 0] = part["n"]
+    if carried is None:
+        total = comm.allreduce(flat, 3)
+    else:
+        values, n_summed = carried
+        sums, low, high = (values[:, :n_summed], values[:, n_summed],
+                           values[:, n_summed + 1:])
+        packed = np.concatenate([flat.ravel(), sums.ravel(), [0.0], -low, high.ravel()])
+        packed = comm.allreduce(packed[None, :], flat.size + sums.size)[0]
+        total = packed[:flat.size].reshape(flat.shape)
+        at = flat.size + sums.size
+        sums[...] = packed[flat.size:at].reshape(sums.shape)
+        low[...] = -packed[at + 1:at + 1 + low.size]
+        high[...] = packed[at + 1 + low.size:].reshape(high.shape)
+    part["n"] = total[..., 0]
+    part["w"] = total[..., 1]
+    part["s"] = total[..., 2]
+    histograms[collected] = part
+
+
+@pytest.mark.parametrize("carry", [False, True])
+def test_reducer_step_is_its_naive_twin(carry):
+    """The histogram step of a data-parallel fit (``_Reducer.finder``, packing into
+    a buffer kept per fit) sends the array of its naive twin and writes back the
+    same sums, steps of several sizes one after another (the buffer grown and
+    reused)."""
+    from gbc_core._distributed import _Reducer
+    from gbc_core._histogram_splitter import BIN_DTYPE
+
+    class Doubling:
+        """A two-rank all-reduce of equal parts: sums doubled, min / max kept."""
+
+        def __init__(self):
+            self.sent = []
+
+        def allreduce(self, values, n_summed):
+            self.sent.append(np.array(values, copy=True))
+            out = np.array(values, dtype=np.float64, copy=True)
+            out[..., :n_summed] *= 2.0
+            return out
+
+    rng = np.random.default_rng(5)
+    ours, twin = Doubling(), Doubling()
+    reducer = _Reducer(ours)
+    for collected in ([0], [1, 3], [], [0, 1, 2, 3], [2]):
+        hist = np.zeros((4, 3, 7), dtype=BIN_DTYPE)
+        hist["n"] = rng.integers(0, 2**40, size=hist.shape)
+        hist["w"] = rng.normal(size=hist.shape)
+        hist["s"] = rng.normal(size=hist.shape)
+        values = rng.normal(size=(2, 6))
+        carried = (values, 3) if carry else None
+        a, b = hist.copy(), hist.copy()
+        va, vb = values.copy(), values.copy()
+        if carry:
+            reducer.carry(va, 3)
+        reducer.finder(a, np.asarray(collected, dtype=np.intp))
+        if collected or carry:
+            _naive_reducer_step(twin, b, np.asarray(collected, dtype=np.intp),
+                                None if carried is None else (vb, 3))
+        assert a.tobytes() == b.tobytes()
+        assert va.tobytes() == vb.tobytes()
+    assert len(ours.sent) == len(twin.sent) > 0
+    for x, z in zip(ours.sent, twin.sent):
+        assert x.shape == z.shape and x.tobytes() == z.tobytes()

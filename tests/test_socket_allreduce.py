@@ -168,6 +168,30 @@ def test_a_header_that_does_not_match_the_step_is_refused(case):
         peer.close()
 
 
+def test_a_frame_the_size_of_an_earlier_step_is_refused():
+    """Rank 0 reads a rank's values into a buffer kept from its largest step: a
+    later, smaller step still takes only a header of its own shape (not one of the
+    buffer's size), and the sums of the steps before are exact."""
+    comm, peer = _pair()
+    try:
+        values = np.arange(24.0).reshape(8, 3)
+        peer.sendall(sa._header(sa._VALUES, 1, 3, (8, 3)) + (values * 2).tobytes())
+        total = comm.allreduce(values, 3)
+        assert total.tobytes() == (values * 3).tobytes()
+        raw = b""
+        while len(raw) < sa._HEADER.size + values.nbytes:
+            raw += peer.recv(4096)
+        assert raw[sa._HEADER.size:] == total.tobytes()
+        peer.sendall(sa._header(sa._VALUES, 2, 3, (8, 3)) + values.tobytes())
+        with pytest.raises(sa.LostPeer, match=r"did not reach step 2 .*a frame of step 2 "
+                           r"with n_summed 3 and shape \(8, 3\) where step 2 with "
+                           r"n_summed 3 and shape \(4, 3\) was expected"):
+            comm.allreduce(np.zeros((4, 3)), 3)
+    finally:
+        comm.close()
+        peer.close()
+
+
 def test_an_error_message_longer_than_the_bound_is_refused():
     listener, address, token = _ranks(2)
     conn = None

@@ -106,6 +106,8 @@ class _Reducer:
     def __init__(self, comm):
         self.comm = comm
         self.carried = None
+        # The array a histogram step sends (grown to the largest step's, per fit).
+        self._packed = np.empty(0, dtype=np.float64)
 
     def __call__(self, values, n_summed):
         values[...] = self.comm.allreduce(values, n_summed)
@@ -120,55 +122,75 @@ class _Reducer:
         self.carried = (values, n_summed)
 
     def finder(self, histograms, collected):
+        """All-reduce the ``collected`` nodes' histograms (BIN_DTYPE: int64 n,
+        float64 w and s, packed; written back in place), with the carried sums."""
         carried, self.carried = self.carried, None
         if collected.size == 0 and carried is None:
             return
-        # The collected histograms as float64 triples (n, w, s): a copy of their bins
-        # (BIN_DTYPE: int64 n, float64 w and s, packed) viewed as float64, the counts
-        # converted in place.
-        part = histograms[collected]
-        flat = part.view(np.float64).reshape(part.shape + (3,))
-        flat[..., 0] = flat[..., 0].view(np.int64)
+        # One row: the collected histograms as float64 triples (n, w, s), the counts
+        # converted; then the carried sums, one minimum (unused: 0) and the maxima,
+        # the carried minima among them negated (min(a, b) = -max(-a, -b), exactly).
+        as_float = histograms.view(np.float64).reshape(histograms.shape + (3,))
+        counts = as_float[..., 0].view(np.int64)
+        n_hist = collected.size * as_float[0].size
         if carried is None:
-            total = self.comm.allreduce(flat, 3)
+            n_summed, size = 3, n_hist
         else:
-            # One row: the histograms' sums and the carried sums, then one minimum
-            # (unused: 0) and the maxima, the carried minima among them negated
-            # (min(a, b) = -max(-a, -b), exactly).
             values, n_summed = carried
             sums, low, high = (values[:, :n_summed], values[:, n_summed],
                                values[:, n_summed + 1:])
-            packed = np.concatenate([flat.ravel(), sums.ravel(), [0.0], -low,
-                                     high.ravel()])
-            packed = self.comm.allreduce(packed[None, :], flat.size + sums.size)[0]
-            total = packed[:flat.size].reshape(flat.shape)
-            at = flat.size + sums.size
-            sums[...] = packed[flat.size:at].reshape(sums.shape)
+            size = n_hist + sums.size + 1 + low.size + high.size
+        if self._packed.size < size:
+            self._packed = np.empty(size, dtype=np.float64)
+        packed = self._packed[:size]
+        hist = packed[:n_hist].reshape((collected.size,) + as_float.shape[1:])
+        for i, node in enumerate(collected.tolist()):
+            hist[i, ..., 1:] = as_float[node, ..., 1:]
+            hist[i, ..., 0] = counts[node]
+        if carried is None:
+            total = self.comm.allreduce(hist, 3)
+        else:
+            at = n_hist + sums.size
+            packed[n_hist:at] = sums.ravel()
+            packed[at] = 0.0
+            np.negative(low, out=packed[at + 1:at + 1 + low.size])
+            packed[at + 1 + low.size:] = high.ravel()
+            packed = self.comm.allreduce(packed[None, :], n_hist + sums.size)[0]
+            total = packed[:n_hist].reshape(hist.shape)
+            sums[...] = packed[n_hist:at].reshape(sums.shape)
             low[...] = -packed[at + 1:at + 1 + low.size]
             high[...] = packed[at + 1 + low.size:].reshape(high.shape)
-        flat[...] = total
-        flat[..., 0].view(np.int64)[...] = total[..., 0]
-        histograms[collected] = part
+        for i, node in enumerate(collected.tolist()):
+            as_float[node, ..., 1:] = total[i, ..., 1:]
+            counts[node] = total[i, ..., 0]
 
 
 def allreduce_local(arrays, n_summed):
     """The all-reduce of ``arrays`` (one per process, in process order): the
     element-wise sums of the first ``n_summed`` columns of the last axis, added in
     process order, then the minimum of one column and the maximum of the next,
-    where there are such columns."""
+    where there are such columns (:func:`add_rank`, one process after another)."""
     out = np.array(arrays[0], dtype=np.float64, copy=True)
     for a in arrays[1:]:
         a = np.asarray(a, dtype=np.float64)
         if a.shape != out.shape:
             raise ValueError(f"the processes sent arrays of shapes {out.shape} and "
                              f"{a.shape} for the same step")
-        out[..., :n_summed] += a[..., :n_summed]
-        if out.shape[-1] > n_summed:
-            np.minimum(out[..., n_summed], a[..., n_summed], out=out[..., n_summed])
-        if out.shape[-1] > n_summed + 1:
-            np.maximum(out[..., n_summed + 1:], a[..., n_summed + 1:],
-                       out=out[..., n_summed + 1:])
+        add_rank(out, a, n_summed)
     return out
+
+
+def add_rank(total, part, n_summed):
+    """Add the next process's array ``part`` into ``total`` (float64, the same
+    shape), in place, as :func:`allreduce_local` does: the first ``n_summed``
+    columns of the last axis summed, the minimum of the next column and the
+    maximum of the rest."""
+    total[..., :n_summed] += part[..., :n_summed]
+    if total.shape[-1] > n_summed:
+        np.minimum(total[..., n_summed], part[..., n_summed], out=total[..., n_summed])
+    if total.shape[-1] > n_summed + 1:
+        np.maximum(total[..., n_summed + 1:], part[..., n_summed + 1:],
+                   out=total[..., n_summed + 1:])
 
 
 def bin_parts(parts, mapper, n_threads):

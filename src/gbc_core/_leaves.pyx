@@ -1359,12 +1359,16 @@ def binomial_apply(
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
     int n_threads,
+    float64_t[::1] grid_maxima=None,
 ):
     """The second half of ``boosting_update`` (the binomial log-loss) from per-node
     sums ``sums`` (n_nodes, 2; :func:`newton_node_sums`' of every process, added):
     ``nodes[j].value`` the Newton step of every leaf (0 for inner nodes), then F +=
     eta * gamma, p, r and the row statistics of every row, in the chunks of
-    ``boosting_update`` (the same bits).
+    ``boosting_update`` (the same bits). ``grid_maxima`` (float64, 2 values) receives
+    this process's maxima of the next tree's grid, taken as the rows are updated, as
+    ``boosting_update``'s: the largest abs(w * r) and w of ``row_stats``
+    (``row_stats`` None: the largest abs(r), and 0).
 
     Returns
     -------
@@ -1372,9 +1376,11 @@ def binomial_apply(
         update, each chunk's in row order, the chunks added in order (their ratio is
         ``boosting_update``'s loss).
     """
-    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], j
+    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], j, c
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t total = 0.0, weight = 0.0
+    if grid_maxima is not None and grid_maxima.shape[0] != 2:
+        raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
     if sums.shape[0] != n_nodes or sums.shape[1] != 2:
         raise ValueError(f"sums must have shape ({n_nodes}, 2); got "
                          f"({sums.shape[0]}, {sums.shape[1]})")
@@ -1384,12 +1390,16 @@ def binomial_apply(
             sample_mask is not None and sample_mask.shape[0] != n):
         raise ValueError(f"every row array must have {n} rows")
     cdef float64_t* step = <float64_t*>malloc(max(n_nodes, 1) * sizeof(float64_t))
-    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
+    # Each chunk's (sum w L, sum w), then (with grid_maxima) its two maxima.
+    cdef float64_t* partial = <float64_t*>malloc(4 * max(n_chunks, 1) * sizeof(float64_t))
+    cdef float64_t* chunk_max = NULL
     if step == NULL or partial == NULL:
         free(step)
         free(partial)
         raise MemoryError()
     try:
+        if grid_maxima is not None:
+            chunk_max = partial + 2 * n_chunks
         with nogil:
             for j in range(n_nodes):
                 if nodes[j].feature < 0:
@@ -1399,8 +1409,14 @@ def binomial_apply(
                 step[j] = learning_rate * nodes[j].value
             if n > 0:
                 _binomial_chunks(y, sample_weight, sample_mask, raw, step, leaf_of_row,
-                                 prob, residual, row_stats, partial, n_threads)
+                                 prob, residual, row_stats, partial, n_threads, chunk_max)
             chunk_sums(partial, n_chunks, &total, &weight)
+            if chunk_max != NULL:
+                grid_maxima[0] = 0.0
+                grid_maxima[1] = 0.0
+                for c in range(n_chunks):
+                    grid_maxima[0] = max(grid_maxima[0], chunk_max[2 * c])
+                    grid_maxima[1] = max(grid_maxima[1], chunk_max[2 * c + 1])
     finally:
         free(step)
         free(partial)

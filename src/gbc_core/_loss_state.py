@@ -335,19 +335,15 @@ class OneScoreFit:
             self.sample_weight, self.residual, self.prob, n_threads, rows_by_leaf,
             leaf_rows)
         sums = np.ascontiguousarray(self.reduce(sums, 2), dtype=np.float64)
-        total, weight = _leaves.binomial_apply(
-            nodes, sums, leaf_of_row, sample_mask, self.y, self.sample_weight,
-            learning_rate, self.raw, self.prob, self.residual, self.row_stats, n_threads)
         # The loss's sums and the next tree's grid maxima (the largest abs(w r) and
-        # w of the row statistics it is grown on: ``tree_target``) in one step.
-        if self.row_stats is not None:
-            wr, w = self.row_stats["wr"], self.row_stats["w"]
-        else:
-            wr, w = self.residual, np.zeros(0)
-        # (max abs(wr) as max(wr.max(), -wr.min()): exact, without an array of abs.)
-        local = np.array([[total, weight, float(wr.shape[0]), 0.0,
-                           max(np.max(wr, initial=0.0), -np.min(wr, initial=0.0)),
-                           np.max(w, initial=0.0)]])
+        # w of the row statistics it is grown on: ``tree_target``, taken by the
+        # kernel as it writes them) in one step.
+        local = np.zeros((1, 6), dtype=np.float64)
+        local[0, 0], local[0, 1] = _leaves.binomial_apply(
+            nodes, sums, leaf_of_row, sample_mask, self.y, self.sample_weight,
+            learning_rate, self.raw, self.prob, self.residual, self.row_stats, n_threads,
+            local[0, 4:])
+        local[0, 2] = float(self.residual.shape[0])
         total, weight, n_rows, _, max_wr, max_w = self.reduce(local, 3)[0]
         self._grid_maxima = (float(n_rows), float(max_wr), float(max_w))
         return float(total / weight) if weight > 0 else 0.0

@@ -4,9 +4,9 @@ A transport may use it for ``comm.allreduce`` (``_data_parallel.Transport``): at
 start of a fit rank 0 opens a :class:`Listener` on its host (an ephemeral port), each
 other rank :func:`connect`\\ s to it once with the fit's random token, and every step
 is then one round trip on that connection, without the engine's scheduler, actors or
-event loop: each rank sends its array, rank 0 adds the ranks' arrays in rank order
-(``_distributed.allreduce_local``: the same bits as any other transport) and sends
-the sum back.
+event loop: each rank sends its array, rank 0 adds each rank's array as it arrives,
+in rank order (the bits of ``_distributed.allreduce_local``, as any other
+transport), and sends the sum back.
 
 On the wire (little-endian, never pickle): a rank opens with a hello
 (``_HELLO``: magic, version, its rank, the number of ranks, the 32-byte token);
@@ -110,10 +110,11 @@ def _header(kind, step, n_summed, shape):
     return _HEADER.pack(_FRAME_MAGIC, kind, step, n_summed, len(shape), *dims)
 
 
-def _read_frame(sock, step, n_summed, shape, deadline, ended, poll, lost):
-    """The values of a frame of ``step`` (float64, ``shape``), checked against what
-    is expected before reading them; a frame of kind error raises its message."""
-    raw = bytearray(_HEADER.size)
+def _read_header(sock, raw, step, n_summed, shape, deadline, ended, poll, lost):
+    """Read a frame's header into ``raw`` (a buffer of ``_HEADER.size`` bytes) and
+    check it against what is expected of ``step`` (values of ``shape``, float64);
+    a frame of kind error raises its message (at most :data:`MAX_MESSAGE` bytes
+    read)."""
     _recv(sock, memoryview(raw), deadline, ended, poll, lost)
     magic, kind, got_step, got_n, ndim, *dims = _HEADER.unpack(raw)
     if magic != _FRAME_MAGIC or kind not in (_VALUES, _ERROR, _LOST):
@@ -130,7 +131,12 @@ def _read_frame(sock, step, n_summed, shape, deadline, ended, poll, lost):
                    f"{got_shape if got_shape is not None else f'of {ndim} dimensions'} "
                    f"where step {step} with n_summed {n_summed} and shape {tuple(shape)} "
                    "was expected")
-    out = np.empty(shape, dtype=np.float64)
+
+
+def _read_frame(sock, raw, out, step, n_summed, deadline, ended, poll, lost):
+    """The values of a frame of ``step`` read into ``out`` (float64, C order, the
+    shape expected), its header (read into ``raw``) checked before them."""
+    _read_header(sock, raw, step, n_summed, out.shape, deadline, ended, poll, lost)
     if out.size:
         _recv(sock, memoryview(out.reshape(-1)).cast("B"), deadline, ended, poll, lost)
     return out
@@ -267,6 +273,13 @@ class SocketComm:
         self.ended = ended
         self.poll = poll
         self.step = 0
+        # A frame's header is read into this buffer, and rank 0 reads the other
+        # ranks' values into ``_values`` (grown to the largest step's, per fit).
+        self._raw = bytearray(_HEADER.size)
+        self._values = np.empty(0, dtype=np.float64)
+        from ._distributed import add_rank
+
+        self._add_rank = add_rank
 
     def allreduce(self, values, n_summed):
         """The sum over the ranks of ``values`` (``_distributed.allreduce_local``,
@@ -292,19 +305,22 @@ class SocketComm:
             raise
 
     def _root_step(self, values, n_summed):
-        from ._distributed import allreduce_local
-
-        parts = [values]
+        # Each rank's values added as they arrive, in rank order
+        # (``_distributed.add_rank``): the bits of ``allreduce_local``.
+        total = np.array(values, dtype=np.float64, copy=True)
         step, deadline = self.step, time.monotonic() + self.timeout
+        if len(self.sockets) > 1 and self._values.size < total.size:
+            self._values = np.empty(total.size, dtype=np.float64)
         for rank in range(1, len(self.sockets)):
             def lost(reason, rank=rank):
                 return LostPeer(f"distributed fit: rank(s) [{rank}] did not reach step "
                                 f"{step} within {self.timeout:g} s (a worker lost or "
                                 f"stalled): {reason}")
 
-            parts.append(_read_frame(self.sockets[rank], step, n_summed, values.shape,
-                                     deadline, self.ended, self.poll, lost))
-        total = allreduce_local(parts, n_summed)
+            part = _read_frame(self.sockets[rank], self._raw,
+                               self._values[:total.size].reshape(total.shape), step,
+                               n_summed, deadline, self.ended, self.poll, lost)
+            self._add_rank(total, part, n_summed)
         head = _header(_VALUES, step, n_summed, total.shape)
         for rank in range(1, len(self.sockets)):
             def lost(reason, rank=rank):
@@ -330,8 +346,8 @@ class SocketComm:
               self.poll, lost)
         if values.size:
             _send(sock, values.reshape(-1), deadline, self.ended, self.poll, lost)
-        return _read_frame(sock, step, n_summed, values.shape, deadline, self.ended,
-                           self.poll, lost)
+        return _read_frame(sock, self._raw, np.empty(values.shape, dtype=np.float64), step,
+                           n_summed, deadline, self.ended, self.poll, lost)
 
     def _tell_others(self, exc):
         """Rank 0: send ``exc``'s message as an error frame (``_LOST`` for a lost
