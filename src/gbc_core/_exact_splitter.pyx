@@ -1486,6 +1486,12 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef intp_t sib = level.nodes[s].sibling
         return sib > s and (level.nodes[s].splittable or level.nodes[sib].splittable)
 
+    cdef inline intp_t _pair_rows(self, const level_t* level, intp_t s) noexcept nogil:
+        """The rows of the pair of siblings whose first slot is ``s``."""
+        cdef const level_node_t* nodes = level.nodes
+        cdef intp_t sib = nodes[s].sibling
+        return nodes[s].stop - nodes[s].start + nodes[sib].stop - nodes[sib].start
+
     cdef intp_t _plan_tasks(self, const level_t* level, int n_threads, bint is_root,
                             bint segment_level, intp_t* n_blocked) noexcept nogil:
         """The level's scan tasks in ``task_feature`` and ``task_part``; returns how
@@ -1504,13 +1510,21 @@ cdef class ExactSplitFinder(SplitFinder):
           a lean feature is one task per pair (split of the pair's segment, then
           the scans of its two nodes: the work of the feature's task, cut by pair,
           so also on one thread, where a trace then shows the tasks that more
-          threads share out).
+          threads share out). The pair tasks come after the whole features, pair
+          by pair in decreasing order of the pair's rows (then slot), each pair for
+          every lean feature in order: the largest tasks are handed out first and
+          the small ones fill the threads' ends (where one pair holds most rows,
+          feature order left a last wave of large tasks on few threads). The
+          order is the data's; the result does not depend on it.
         - Otherwise (and for every feature the lean scans do not take), one task
           per feature. ``_force_blocks`` takes the first two paths wherever they
           may apply."""
-        cdef intp_t f, s, b, t = 0, n_pairs = 0, n_lean = 0, r, n_block = 0, f_cut
+        cdef intp_t f, s, b, i, j, t = 0, n_pairs = 0, n_lean = 0, r, n_block = 0
+        cdef intp_t f_cut, head, rows
         cdef intp_t n_slots = level.n_nodes, n_blocks = self.n_blocks
         cdef bint blocks = False, pairs = False
+        # The level's pairs by their first slot (n_slots < NO_NODE: fewer than 128).
+        cdef int32_t heads[128]
         n_blocked[0] = 0
         for f in range(self.n_features):
             n_lean += self._lean_ordered(level, f)
@@ -1548,16 +1562,30 @@ cdef class ExactSplitFinder(SplitFinder):
             n_blocked[0] = n_block
             return t
         for f in range(self.n_features):
-            if pairs and self._lean_ordered(level, f):
-                for s in range(n_slots):
-                    if self._is_pair_head(level, s):
-                        self.task_feature[t] = <int32_t>f
-                        self.task_part[t] = <int32_t>s
-                        t += 1
-            else:
+            if not (pairs and self._lean_ordered(level, f)):
                 self.task_feature[t] = <int32_t>f
                 self.task_part[t] = -1
                 t += 1
+        if not pairs:
+            return t
+        # The pairs, most rows first, then lowest slot (an insertion sort).
+        n_pairs = 0
+        for s in range(n_slots):
+            if self._is_pair_head(level, s):
+                head = s
+                rows = self._pair_rows(level, head)
+                j = n_pairs
+                while j > 0 and self._pair_rows(level, heads[j - 1]) < rows:
+                    heads[j] = heads[j - 1]
+                    j -= 1
+                heads[j] = <int32_t>head
+                n_pairs += 1
+        for i in range(n_pairs):
+            for f in range(self.n_features):
+                if self._lean_ordered(level, f):
+                    self.task_feature[t] = <int32_t>f
+                    self.task_part[t] = heads[i]
+                    t += 1
         return t
 
     cdef void _sum_blocks(self, intp_t n_blocked, int n_threads) noexcept nogil:
