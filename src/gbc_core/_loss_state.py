@@ -221,6 +221,12 @@ def exact_values(reduce, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
     return value
 
 
+def grid_maxima_of(n_rows, max_wr, max_w):
+    """A tree's grid maxima as the grower takes them (``TreeGrower.grid_maxima``):
+    its rows' count, largest abs(w r) and largest w (0 for unit weights)."""
+    return (float(n_rows), float(max_wr), float(max_w))
+
+
 def exponential_overflow_error(n_rows):
     return ValueError(
         f"the exponential loss overflows: e^(-(2y - 1) F(x)) is beyond float64 for "
@@ -349,7 +355,7 @@ class OneScoreFit:
                            max(np.max(wr, initial=0.0), -np.min(wr, initial=0.0)),
                            np.max(w, initial=0.0)]])
         total, weight, n_rows, _, max_wr, max_w = self.reduce(local, 3)[0]
-        self._grid_maxima = (float(n_rows), float(max_wr), float(max_w))
+        self._grid_maxima = grid_maxima_of(n_rows, max_wr, max_w)
         return float(total / weight) if weight > 0 else 0.0
 
     def take_grid_maxima(self, k=0):
@@ -381,8 +387,8 @@ class OneScoreFit:
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
         if maxima is not None:
-            self._grid_maxima = (float(self.residual.shape[0]), float(maxima[0]),
-                                 float(maxima[1]))
+            self._grid_maxima = grid_maxima_of(self.residual.shape[0], maxima[0],
+                                               maxima[1])
         return loss
 
     def _loss_of(self, rows):
@@ -515,8 +521,8 @@ class MultinomialFit:
         residual = self.residual_of(k, residual_out, n_threads, maxima)
         if self.row_stats is not None:
             _leaves.row_stats_of(residual, self.sample_weight, self.row_stats)
-        self._grid_maxima[k] = ((float(residual.shape[0]), float(maxima[0]),
-                                 float(maxima[1])) if taken else None)
+        self._grid_maxima[k] = (grid_maxima_of(residual.shape[0], maxima[0], maxima[1])
+                                if taken else None)
         return self.row_stats, residual
 
     def take_grid_maxima(self, k):
