@@ -221,10 +221,11 @@ def exact_values(reduce, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
     return value
 
 
-def grid_maxima_of(n_rows, max_wr, max_w):
+def grid_maxima_of(n_rows, max_wr, max_w, placed=False):
     """A tree's grid maxima as the grower takes them (``TreeGrower.grid_maxima``):
-    its rows' count, largest abs(w r) and largest w (0 for unit weights)."""
-    return (float(n_rows), float(max_wr), float(max_w))
+    its rows' count, largest abs(w r) and largest w (0 for unit weights), and
+    whether its residuals are on that grid already (``placed``)."""
+    return (float(n_rows), float(max_wr), float(max_w), bool(placed))
 
 
 def exponential_overflow_error(n_rows):
