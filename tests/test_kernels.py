@@ -1057,6 +1057,7 @@ def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, maske
     for x, z in zip(a, b):
         assert x.tobytes() == z.tobytes()
     assert total / weight == loss
+    assert weight == pytest.approx(ww[inb].sum(), rel=1e-12)
     # The next tree's grid maxima, as the fused kernel's and NumPy's of what it wrote.
     assert split_maxima.tobytes() == fused_maxima.tobytes()
     rs = b[3]
@@ -1068,6 +1069,5 @@ def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, maske
     with pytest.raises(ValueError, match="grid_maxima must have 2 values"):
         _leaves.binomial_apply(split, sums, leaf, mask, y, w, 0.1, *state(), 1,
                                np.empty(3))
-    assert weight == pytest.approx(ww[inb].sum(), rel=1e-12)
     with pytest.raises(ValueError, match="sums must have shape"):
         _leaves.binomial_apply(split, sums[:3], leaf, mask, y, w, 0.1, *state(), 1)

@@ -49,6 +49,33 @@ def _run_ranks(n, body, timeout=10.0, poll=0.05):
     return out, comms
 
 
+@pytest.mark.parametrize("shape, n_summed", [((5, 3), 3), ((1, 40), 30), ((4, 7, 3), 1),
+                                             ((2, 6), 4), ((3, 5), 0)])
+def test_allreduce_local_is_its_naive_twin(shape, n_summed):
+    """``allreduce_local`` (``add_rank`` one process after another) against plain
+    loops over the elements: the summed columns added in process order, then the
+    minimum of one column and the maximum of the rest, with three processes."""
+    rng = np.random.default_rng(1)
+    parts = [rng.normal(size=shape) * 10.0 ** rng.integers(-8, 8, size=shape)
+             for _ in range(3)]
+    before = [p.copy() for p in parts]
+    got = allreduce_local(parts, n_summed)
+    expected = np.array(parts[0], copy=True)
+    for part in parts[1:]:
+        for index in np.ndindex(shape):
+            column = index[-1]
+            if column < n_summed:
+                expected[index] = expected[index] + part[index]
+            elif column == n_summed:
+                expected[index] = min(expected[index], part[index])
+            else:
+                expected[index] = max(expected[index], part[index])
+    assert got.tobytes() == expected.tobytes()
+    assert all(p.tobytes() == b.tobytes() for p, b in zip(parts, before))  # inputs kept
+    with pytest.raises(ValueError, match="shapes"):
+        allreduce_local([parts[0], parts[1][..., :-1]], n_summed)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_sums_are_allreduce_local_in_rank_order(n):
     """Steps of several shapes (the summed columns, then a minimum and maxima), on

@@ -134,7 +134,7 @@ class _Reducer:
         counts = as_float[..., 0].view(np.int64)
         n_hist = collected.size * as_float[0].size
         if carried is None:
-            n_summed, size = 3, n_hist
+            size = n_hist
         else:
             values, n_summed = carried
             sums, low, high = (values[:, :n_summed], values[:, n_summed],
@@ -144,9 +144,8 @@ class _Reducer:
             self._packed = np.empty(size, dtype=np.float64)
         packed = self._packed[:size]
         hist = packed[:n_hist].reshape((collected.size,) + as_float.shape[1:])
-        for i, node in enumerate(collected.tolist()):
-            hist[i, ..., 1:] = as_float[node, ..., 1:]
-            hist[i, ..., 0] = counts[node]
+        hist[..., 1:] = as_float[collected, ..., 1:]
+        hist[..., 0] = counts[collected]
         if carried is None:
             total = self.comm.allreduce(hist, 3)
         else:
@@ -155,14 +154,15 @@ class _Reducer:
             packed[at] = 0.0
             np.negative(low, out=packed[at + 1:at + 1 + low.size])
             packed[at + 1 + low.size:] = high.ravel()
-            packed = self.comm.allreduce(packed[None, :], n_hist + sums.size)[0]
-            total = packed[:n_hist].reshape(hist.shape)
-            sums[...] = packed[n_hist:at].reshape(sums.shape)
-            low[...] = -packed[at + 1:at + 1 + low.size]
-            high[...] = packed[at + 1 + low.size:].reshape(high.shape)
-        for i, node in enumerate(collected.tolist()):
-            as_float[node, ..., 1:] = total[i, ..., 1:]
-            counts[node] = total[i, ..., 0]
+            reduced = self.comm.allreduce(packed[None, :], n_hist + sums.size)[0]
+            total = reduced[:n_hist].reshape(hist.shape)
+            sums[...] = reduced[n_hist:at].reshape(sums.shape)
+            low[...] = -reduced[at + 1:at + 1 + low.size]
+            high[...] = reduced[at + 1 + low.size:].reshape(high.shape)
+        # (``total`` is read, never written: on the actor path it is the result
+        # every rank shares.)
+        as_float[collected, ..., 1:] = total[..., 1:]
+        counts[collected] = total[..., 0]
 
 
 def allreduce_local(arrays, n_summed):

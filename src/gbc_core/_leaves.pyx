@@ -1030,6 +1030,19 @@ cdef inline void chunk_sums(const float64_t* partial, intp_t n_chunks,
         total_weight[0] += partial[2 * c + 1]
 
 
+cdef inline void chunk_maxima(const float64_t* chunk_max, intp_t n_chunks,
+                               float64_t* out) noexcept nogil:
+    """The grid maxima formed in chunks: ``chunk_max`` holds each chunk's (largest
+    abs(w r), largest w), their maxima over the chunks into ``out[0]``, ``out[1]``
+    (0 without chunks; a maximum does not depend on the order)."""
+    cdef intp_t c
+    out[0] = 0.0
+    out[1] = 0.0
+    for c in range(n_chunks):
+        out[0] = max(out[0], chunk_max[2 * c])
+        out[1] = max(out[1], chunk_max[2 * c + 1])
+
+
 cdef inline float64_t chunk_mean(const float64_t* partial, intp_t n_chunks) noexcept nogil:
     """The mean loss of sums formed in chunks (``chunk_sums``; 0 where the weight is
     0)."""
@@ -1149,7 +1162,7 @@ def boosting_update(
         The exponential loss: rows whose e^|F| is beyond float64 (their loss and
         residual are infinite); 0 for the log-loss.
     """
-    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0, c
+    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     if grid_maxima is not None and grid_maxima.shape[0] != 2:
         raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
@@ -1194,11 +1207,7 @@ def boosting_update(
         with nogil:
             loss = chunk_mean(partial, n_chunks)
             if chunk_max != NULL:
-                grid_maxima[0] = 0.0
-                grid_maxima[1] = 0.0
-                for c in range(n_chunks):
-                    grid_maxima[0] = max(grid_maxima[0], chunk_max[2 * c])
-                    grid_maxima[1] = max(grid_maxima[1], chunk_max[2 * c + 1])
+                chunk_maxima(chunk_max, n_chunks, &grid_maxima[0])
     finally:
         free(step)
         free(partial)
@@ -1377,7 +1386,7 @@ def binomial_apply(
         update, each chunk's in row order, the chunks added in order (their ratio is
         ``boosting_update``'s loss).
     """
-    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], j, c
+    cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], j
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t total = 0.0, weight = 0.0
     if grid_maxima is not None and grid_maxima.shape[0] != 2:
@@ -1413,11 +1422,7 @@ def binomial_apply(
                                  prob, residual, row_stats, partial, n_threads, chunk_max)
             chunk_sums(partial, n_chunks, &total, &weight)
             if chunk_max != NULL:
-                grid_maxima[0] = 0.0
-                grid_maxima[1] = 0.0
-                for c in range(n_chunks):
-                    grid_maxima[0] = max(grid_maxima[0], chunk_max[2 * c])
-                    grid_maxima[1] = max(grid_maxima[1], chunk_max[2 * c + 1])
+                chunk_maxima(chunk_max, n_chunks, &grid_maxima[0])
     finally:
         free(step)
         free(partial)

@@ -277,6 +277,8 @@ class SocketComm:
         # ranks' values into ``_values`` (grown to the largest step's, per fit).
         self._raw = bytearray(_HEADER.size)
         self._values = np.empty(0, dtype=np.float64)
+        # Imported here, once per fit, not per step (and not at the module's
+        # import, which ``gbc_core.dask`` keeps light).
         from ._distributed import add_rank
 
         self._add_rank = add_rank

@@ -464,8 +464,8 @@ score_chunks.__doc__ = _with_examples(score_chunks.__doc__)
 # Dask's own connections: the socket all-reduce sends the histograms unencrypted,
 # so it is not used where the cluster encrypts; the coordinator also takes over
 # where a rank cannot connect to rank 0's port (a firewall between the workers).
-# Both add in rank order with ``_distributed.allreduce_local``: the same model, bit
-# for bit.
+# Both add in rank order with ``_distributed.add_rank`` (as ``allreduce_local``):
+# the same model, bit for bit.
 
 #: Seconds a rank waits for the others at one step of a fit, by default.
 DEFAULT_STEP_TIMEOUT = 120.0
