@@ -340,3 +340,18 @@ def test_the_default_rule_finds_the_splits_of_one_thread():
                                       unit_weights=True, grid=(2.0 ** -40, 1.0))
         assert got.tobytes() == expected.tobytes()
     assert blocked.blocked_levels == 3 and whole.blocked_levels == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pairs_are_handed_out_largest_first_then_lowest_slot(seed):
+    """The order of a level's pair tasks (``_plan_tasks``: ``_largest_first``)
+    against Python's stable sort by decreasing rows: ties (many equal counts here)
+    keep the lowest slot first."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 128))
+    rows = rng.integers(0, 6, size=n).tolist()
+    expected = sorted(range(n), key=lambda i: (-rows[i], i))
+    assert _exact_splitter._pairs_largest_first(rows) == expected
+    assert _exact_splitter._pairs_largest_first([]) == []
+    with pytest.raises(ValueError, match="at most 128 pairs"):
+        _exact_splitter._pairs_largest_first([1] * 129)

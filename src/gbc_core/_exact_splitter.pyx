@@ -203,6 +203,9 @@ cdef enum:
     MIN_BLOCK_THREADS = 4
     BLOCK_PASS_NUM = 1
     BLOCK_PASS_DEN = 5
+    # At most this many pairs of siblings on a level scanned in (feature, pair)
+    # tasks (a level has fewer than GBC_NO_NODE = 255 slots: 127 pairs).
+    MAX_PAIRS = 128
 
 cdef enum:
     # Where a finder with segments finds the rows of the level's parents.
@@ -231,6 +234,35 @@ def _force_blocks(block_rows):
         raise ValueError(f"block_rows must be >= 0, got {block_rows}")
     _forced_block_rows = block_rows
     return previous
+
+
+cdef inline void _largest_first(int32_t* items, intp_t* rows, intp_t n) noexcept nogil:
+    """Order ``items`` (and their ``rows``) by decreasing rows, equal rows in the
+    order given (a stable insertion sort: at most MAX_PAIRS items)."""
+    cdef intp_t i, j, r
+    cdef int32_t item
+    for i in range(1, n):
+        item, r = items[i], rows[i]
+        j = i
+        while j > 0 and rows[j - 1] < r:
+            items[j], rows[j] = items[j - 1], rows[j - 1]
+            j -= 1
+        items[j], rows[j] = item, r
+
+
+def _pairs_largest_first(rows):
+    """Test hook: the order ``_plan_tasks`` hands out pairs whose rows are ``rows``
+    (in slot order): their indexes, most rows first, then lowest index."""
+    cdef intp_t n = len(rows), i
+    if n > MAX_PAIRS:
+        raise ValueError(f"at most {MAX_PAIRS} pairs, got {n}")
+    cdef int32_t items[MAX_PAIRS]
+    cdef intp_t counts[MAX_PAIRS]
+    for i in range(n):
+        items[i] = <int32_t>i
+        counts[i] = rows[i]
+    _largest_first(items, counts, n)
+    return [items[i] for i in range(n)]
 
 
 cdef inline intp_t _block_rows_for(intp_t n_rows) noexcept nogil:
@@ -1519,12 +1551,14 @@ cdef class ExactSplitFinder(SplitFinder):
         - Otherwise (and for every feature the lean scans do not take), one task
           per feature. ``_force_blocks`` takes the first two paths wherever they
           may apply."""
-        cdef intp_t f, s, b, i, j, t = 0, n_pairs = 0, n_lean = 0, r, n_block = 0
-        cdef intp_t f_cut, head, rows
+        cdef intp_t f, s, b, i, t = 0, n_pairs = 0, n_lean = 0, r, n_block = 0
+        cdef intp_t f_cut
         cdef intp_t n_slots = level.n_nodes, n_blocks = self.n_blocks
         cdef bint blocks = False, pairs = False
-        # The level's pairs by their first slot (n_slots < NO_NODE: fewer than 128).
-        cdef int32_t heads[128]
+        # The level's pairs by their first slot, and their rows (a segment level has
+        # n_slots < NO_NODE = 255 slots, so at most MAX_PAIRS pairs; checked below).
+        cdef int32_t heads[MAX_PAIRS]
+        cdef intp_t head_rows[MAX_PAIRS]
         n_blocked[0] = 0
         for f in range(self.n_features):
             n_lean += self._lean_ordered(level, f)
@@ -1540,7 +1574,8 @@ cdef class ExactSplitFinder(SplitFinder):
         elif segment_level and not is_root:
             for s in range(n_slots):
                 n_pairs += self._is_pair_head(level, s)
-            pairs = n_pairs >= 2 or (self.forced_blocks and n_pairs >= 1)
+            pairs = ((n_pairs >= 2 or (self.forced_blocks and n_pairs >= 1))
+                     and n_pairs <= MAX_PAIRS)
         if blocks:
             # The last n_block lean features (the highest indexes): f_cut on.
             f_cut = self.n_features
@@ -1568,18 +1603,14 @@ cdef class ExactSplitFinder(SplitFinder):
                 t += 1
         if not pairs:
             return t
-        # The pairs, most rows first, then lowest slot (an insertion sort).
+        # The pairs, most rows first, then lowest slot.
         n_pairs = 0
         for s in range(n_slots):
             if self._is_pair_head(level, s):
-                head = s
-                rows = self._pair_rows(level, head)
-                j = n_pairs
-                while j > 0 and self._pair_rows(level, heads[j - 1]) < rows:
-                    heads[j] = heads[j - 1]
-                    j -= 1
-                heads[j] = <int32_t>head
+                heads[n_pairs] = <int32_t>s
+                head_rows[n_pairs] = self._pair_rows(level, s)
                 n_pairs += 1
+        _largest_first(heads, head_rows, n_pairs)
         for i in range(n_pairs):
             for f in range(self.n_features):
                 if self._lean_ordered(level, f):
