@@ -1123,13 +1123,10 @@ def test_hist_fit_allocates_at_most_its_state():
     assert peak < n * (d + 56 + 4) + 256 * 1024, (peak / n, d + 56)
 
 
-_GRID_PASS_CASES = [(False, False, 2), (False, True, 2), (True, False, 2),
-                    (False, False, 1), (True, False, 1)]
-
-
-@pytest.mark.parametrize("weighted, in_place, n_threads, given", [
-    case + (given,) for given in (False, True, "placed") for case in _GRID_PASS_CASES
-    if not (given == "placed" and case[0])])   # (placed: unit weights only)
+@pytest.mark.parametrize("weighted, in_place, n_threads", [
+    (False, False, 2), (False, True, 2), (True, False, 2), (False, False, 1),
+    (True, False, 1)])
+@pytest.mark.parametrize("given", [False, True])
 def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
                                                              n_threads, given):
     """Every row in bag, one process: the grid pass also fills the root's rows and
@@ -1139,9 +1136,7 @@ def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
     then ``RowPartition.start_tree``) bit for bit, with the residuals read in place
     (the grower's ``residual_buffer()``) or not, and with the grid maxima given
     (``grid_maxima``, as the loss state takes them: neither path takes them
-    again) or not, and with residuals given on the grid already (``placed``: the
-    multinomial state's, which neither path writes again in place); the rows on
-    the grid are those of
+    again) or not; the rows on the grid are those of
     a NumPy twin (round half to even to 2^-51 of the least power of two at or above
     n max |r|) and the root's impurity the variance of its rows. 250,000 rows: on
     two threads the region runs in parallel."""
@@ -1151,10 +1146,6 @@ def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
     r = np.tanh(X[:, 0].astype(np.float64)) - 0.3 * X[:, 1] + 0.5 * rng.normal(size=n)
     w = rng.uniform(0.5, 2.0, size=n)
     stats = None
-    if given == "placed":
-        _, exponent = np.frexp(n * np.abs(r).max())
-        unit = np.ldexp(1.0, int(exponent) - 51)
-        r_given = np.rint(r / unit) * unit + 0.0
     if weighted:
         stats = np.empty(n, dtype=ROW_STAT_DTYPE)
         stats["w"] = w
@@ -1165,14 +1156,13 @@ def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
                                            n_threads=n_threads))
         grower = TreeGrower(X, finder, 3, 2, 1, 0.0, d, n_threads,
                             min_impurity_decrease=1e-12, ccp_alpha=1e-12)
-        residual = r if given != "placed" else r_given
+        residual = r
         if in_place:
             residual = grower.residual_buffer()
-            residual[:] = r if given != "placed" else r_given
+            residual[:] = r
         if given:
-            grower.grid_maxima = ((float(n), np.abs(w * r).max(), w.max(), False)
-                                  if weighted else
-                                  (float(n), np.abs(r).max(), 0.0, given == "placed"))
+            grower.grid_maxima = ((float(n), np.abs(w * r).max(), w.max()) if weighted
+                                  else (float(n), np.abs(r).max(), 0.0))
         grower.grow(stats, residual, mask, 0)
         assert grower.grid_maxima is None   # taken by this tree only
         assert grower.n_nodes == 15
@@ -1205,7 +1195,7 @@ def test_grid_pass_reads_the_given_maxima(masked):
     r = np.tanh(X[:, 0].astype(np.float64)) + 0.5 * rng.normal(size=n)
     finder = make_split_finder(X, dict(split_method="hist", max_bins=64, n_threads=2))
     grower = TreeGrower(X, finder, 2, 2, 1, 0.0, d, 2)
-    grower.grid_maxima = (float(n), 4 * np.abs(r).max(), 0.0, False)
+    grower.grid_maxima = (float(n), 4 * np.abs(r).max(), 0.0)
     grower.grow(None, r, np.ones(n, dtype=np.uint8) if masked else None, 0)
     _, exponent = np.frexp(n * 4 * np.abs(r).max())
     unit = np.ldexp(1.0, int(exponent) - 51)

@@ -722,50 +722,37 @@ def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
         binomial((part[:10], spans))
 
 
-def _naive_on_grid(values, max_abs):
-    """A NumPy twin of the grid of ``values`` with largest magnitude ``max_abs``
-    (``grid_unit``, ``on_grid``): whole numbers of 2^-51 of the least power of two
-    above n max_abs, half to even; a zero is +0, as the kernels' rounding by
-    addition makes it."""
-    n = values.shape[0]
-    _, exponent = np.frexp(n * max_abs)
-    unit = np.ldexp(1.0, int(exponent) - 51)
-    return np.rint(values / unit) * unit + 0.0
-
-
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_class_residual_is_the_multinomial_state_residual(n_threads):
     """``class_residual`` makes r_k = [y = k] - p_k of one class from p_k: the
     residuals ``multinomial_state`` writes for every class, bit for bit (rows on
     either side of the parallel threshold); without a residual array the state
-    writes the same probabilities and loss; its ``class_max`` are the largest
-    abs(r_k) of every class, and ``class_residual`` with that ``grid_max`` writes
-    r_k on its grid (a NumPy twin), the values the grower's grid pass writes."""
+    writes the same probabilities and loss."""
     rng = np.random.default_rng(3)
-    for n in (1000, 1003, _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 17):
+    for n in (1000, _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 17):
         n_classes = 4
         raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0], size=n)
         y = rng.integers(0, n_classes, size=n).astype(np.int32)
         prob, residual = np.empty((n_classes, n)), np.empty((n_classes, n))
         loss = _leaves.multinomial_state(raw, y, None, None, prob, residual, n_threads)
-        prob_alone, class_max = np.empty((n_classes, n)), np.full(n_classes, np.nan)
+        prob_alone = np.empty((n_classes, n))
         assert _leaves.multinomial_state(raw, y, None, None, prob_alone, None,
-                                         n_threads, class_max) == loss
+                                         n_threads) == loss
         assert prob_alone.tobytes() == prob.tobytes()
-        assert class_max.tolist() == np.abs(residual).max(axis=1).tolist()
         for k in range(n_classes):
             out = np.full(n, np.nan)
             _leaves.class_residual(prob[k], y, k, out, n_threads)
             assert out.tobytes() == residual[k].tobytes()
             assert out.tobytes() == (np.where(y == k, 1.0, 0.0) - prob[k]).tobytes()
-            # On the grid of the class's largest abs(r).
-            placed = np.full(n, np.nan)
-            _leaves.class_residual(prob[k], y, k, placed, n_threads, class_max[k])
-            assert placed.tobytes() == _naive_on_grid(out, class_max[k]).tobytes()
+            # With the grid maxima: the same residuals, and their largest abs(r).
+            again, maxima = np.full(n, np.nan), np.full(2, np.nan)
+            _leaves.class_residual(prob[k], y, k, again, n_threads, maxima)
+            assert again.tobytes() == out.tobytes()
+            assert maxima.tolist() == [np.abs(out).max(), 0.0]
     with pytest.raises(ValueError, match="one length"):
         _leaves.class_residual(prob[0], y[:10], 0, out, 1)
-    with pytest.raises(ValueError, match="class_max must have 4 values"):
-        _leaves.multinomial_state(raw, y, None, None, prob, None, 1, np.zeros(3))
+    with pytest.raises(ValueError, match="maxima must have 2 values"):
+        _leaves.class_residual(prob[0], y, 0, out, 1, np.zeros(1))
 
 
 def _naive_predict(trees, lr, X, init=0.0):

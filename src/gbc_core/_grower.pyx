@@ -288,17 +288,13 @@ cdef class TreeGrower:
         root always), and the test is taken once they are reduced (one round trip
         per level, best first per split; ``_find_splits``).
     grid_maxima : tuple or None
-        The next tree's grid maxima, (rows, largest abs(w r), largest w, placed) of
-        the row statistics it is grown on (unit weights: largest abs(r), and 0),
-        taken as the loss state updated those rows (``_loss_state``), over every
-        process with a ``reducer`` (reduced in the state's last step of the tree
-        before: ``_loss_state.OneScoreFit``); or None: the tree then takes them
-        itself in its grid pass (and, with a ``reducer``, reduces them in a step of
-        its own: ``reducer(values, 1)``). ``placed`` (unit weights): the residuals
-        handed to ``grow`` are on this grid already (``_leaves.class_residual``'s
-        ``grid_max``), so that where they are in ``residual_buffer()`` the grid
-        pass does not write them again (elsewhere it puts them on the grid, where
-        they stay as they are). Taken by the next ``grow`` only.
+        The next tree's grid maxima, (rows, largest abs(w r), largest w) of the row
+        statistics it is grown on (unit weights: largest abs(r), and 0), taken as
+        the loss state updated those rows (``_loss_state``), over every process
+        with a ``reducer`` (reduced in the state's last step of the tree before:
+        ``_loss_state.OneScoreFit``); or None: the tree then takes them itself in
+        its grid pass (and, with a ``reducer``, reduces them in a step of its own:
+        ``reducer(values, 1)``). Taken by the next ``grow`` only.
     look_ahead : bool
         Best first, with a finder whose scan costs the same for any number of
         nodes: split several frontier nodes per scan (the same tree).
@@ -904,12 +900,12 @@ cdef class TreeGrower:
         # The largest magnitudes, block by block (fixed blocks; a maximum does not
         # depend on the order anyway), then over the blocks.
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
-        cdef bint given = self.grid_maxima is not None, placed = False
+        cdef bint given = self.grid_maxima is not None
         if given:
             # Taken by the step before this tree (the loss state's, from the same
             # rows, reduced over every process where there are several:
             # ``_loss_state``): no pass, no step of its own.
-            n_rows, max_wr, max_w, placed = self.grid_maxima
+            n_rows, max_wr, max_w = self.grid_maxima
             n_blocks = 0
         self.grid_maxima = None
         with nogil:
@@ -934,9 +930,6 @@ cdef class TreeGrower:
             if self.grid_residual is None or len(self.grid_residual) != n:
                 self.grid_residual = np.empty(n, dtype=np.float64)
             out_residual = self.grid_residual
-            if placed and n > 0 and <const float64_t*>&out_residual[0] == &residual[0]:
-                # On the grid already, where they are to be (``grid_maxima``).
-                return None, self.grid_residual
             with nogil:
                 GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
                 for i in prange(n, schedule="static", num_threads=n_threads):
@@ -964,10 +957,7 @@ cdef class TreeGrower:
         pass writes the residuals in place (the caller's ``residual_buffer()``),
         the sums read them after the pass instead. With ``grid_maxima`` (taken as
         the loss state updated the rows: ``_loss_state``) the blocks' maxima are
-        not taken again: the region starts at the tasks; where they say that the
-        residuals in place are on the grid already (``placed``), the block tasks
-        only fill the root's rows and the sums read the residuals as task 0. The
-        same numbers as
+        not taken again: the region starts at the tasks. The same numbers as
         ``_put_on_grid`` then ``RowPartition.start_tree``, on any number of threads
         (the sums are one task's; the rest writes each row's own values). Returns
         what ``_put_on_grid`` returns."""
@@ -975,7 +965,7 @@ cdef class TreeGrower:
         cdef intp_t n_tasks, first
         cdef float64_t n_rows = <float64_t>n
         cdef grid_scale_t grid, g
-        cdef bint weighted = row_stats is not None, in_place, placed = False, sums_after
+        cdef bint weighted = row_stats is not None, in_place
         cdef int n_threads = self.n_threads if n >= MIN_PARALLEL_ROWS else 1
         cdef const row_stat_t* rs_in = &row_stats[0] if weighted else NULL
         cdef const float64_t* res_in = &residual[0]
@@ -989,7 +979,7 @@ cdef class TreeGrower:
         cdef intp_t n_max_blocks = n_blocks, n_grid_blocks = n_blocks
         if self.grid_maxima is not None:
             # (The rows' count is this process's: no reducer here.)
-            _, block_max[0, 0], block_max[0, 1], placed = self.grid_maxima
+            _, block_max[0, 0], block_max[0, 1] = self.grid_maxima
             n_max_blocks = 0
             n_grid_blocks = 1
         self.grid_maxima = None
@@ -1004,12 +994,8 @@ cdef class TreeGrower:
             out_residual = self.grid_residual
             res_out = &out_residual[0]
         in_place = res_out == res_in
-        # The residuals in place and on the grid already: the blocks fill the rows.
-        placed = placed and in_place
-        # The sums after the grid pass (it writes the rows they read), else task 0.
-        sums_after = in_place and not placed
-        # Task 0: the sums (unless after the pass); then one task per block of rows.
-        first = 1 if sums_after else 0
+        # Task 0: the sums (unless in place); then one task per block of rows.
+        first = 1 if in_place else 0
         n_tasks = n_blocks + 1 - first
         with nogil:
             GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
@@ -1025,17 +1011,13 @@ cdef class TreeGrower:
                     # (Each task reads the grid from the maxima: a few dozen values.)
                     g = _grid_from_maxima(maxima, n_grid_blocks, n_rows, weighted)
                     if t + first == 0:
-                        if placed:
-                            _row_sums(res_in, n, sums)
-                        else:
-                            _grid_sums(rs_in, res_in, g, n, sums)
+                        _grid_sums(rs_in, res_in, g, n, sums)
                     else:
                         k = t + first - 1
-                        if not placed:
-                            _grid_rows(rs_in, res_in, rs_out, res_out, g, k * GRID_BLOCK,
-                                       min(n, (k + 1) * GRID_BLOCK))
+                        _grid_rows(rs_in, res_in, rs_out, res_out, g, k * GRID_BLOCK,
+                                   min(n, (k + 1) * GRID_BLOCK))
                         self.rows.fill_rows(k * GRID_BLOCK, min(n, (k + 1) * GRID_BLOCK))
-                if sums_after:
+                if in_place:
                     omp_barrier()  # every row on the grid before the sums read them
                     for t in prange(1, schedule="static"):
                         _row_sums(res_out, n, sums)

@@ -21,7 +21,6 @@ from ._common cimport (
     omp_barrier,
 )
 from ._trace cimport *
-from ._choice cimport grid_unit, on_grid
 
 cdef extern from "_log1p.h" nogil:
     # log(1 + x) for 0 <= x <= 1: fdlibm's method without branches, the same bits
@@ -1740,32 +1739,6 @@ def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_thread
 # GradientBoostingClassifier). Arrays of K rows (one per class, contiguous) hold the
 # per-class scores, probabilities and residuals of the training rows.
 
-cdef inline float64_t _abs_max_rows(const float64_t* prob, const int32_t* y, int32_t k,
-                                    intp_t m, float64_t top) noexcept nogil:
-    """The largest of ``top`` and abs(r) of the ``m`` rows' r = [y = k] - p (a
-    NaN never the largest), branch free ([y = k] as the number the comparison
-    makes): eight running maxima, row j's in maximum j mod 8, merged at the end (a
-    maximum does not depend on the order it is taken in). (GCC keeps little of it
-    on vector lanes yet: about 9 instructions per row.)"""
-    cdef float64_t lane[8]
-    cdef float64_t a
-    cdef intp_t j = 0, l
-    for l in range(8):
-        lane[l] = top
-    while j + 8 <= m:
-        for l in range(8):
-            a = fabs(<float64_t>(y[j + l] == k) - prob[j + l])
-            lane[l] = a if a > lane[l] else lane[l]
-        j += 8
-    for l in range(m - j):
-        a = fabs(<float64_t>(y[j + l] == k) - prob[j + l])
-        lane[l] = a if a > lane[l] else lane[l]
-    a = lane[0]
-    for l in range(1, 8):
-        a = lane[l] if lane[l] > a else a
-    return a
-
-
 cdef void _softmax_rows(
     const float64_t[:, ::1] raw,
     const int32_t[::1] y,
@@ -1776,14 +1749,11 @@ cdef void _softmax_rows(
     intp_t start,
     intp_t stop,
     float64_t* loss_and_weight,
-    float64_t* class_max,
 ) noexcept nogil:
     """prob[:, i] = softmax(raw[:, i]) (each row's scores shifted by their largest,
     the exponentials added in class order), r_k = [y = k] - p_k (``residual`` None:
     none) for the rows ``start .. stop - 1``, and the in-bag sums (sum w (log
-    sum_k e^F_k - F_y), sum w), in row order, into ``loss_and_weight``; with
-    ``class_max`` (not NULL: one value per class), the largest abs(r_k) of the
-    rows (of every row, in bag or not) into ``class_max[k]``.
+    sum_k e^F_k - F_y), sum w), in row order, into ``loss_and_weight``.
 
     LOSS_BLOCK rows at a time: the exponentials of one class's scores of the block
     are taken at once on vector lanes (``gbc_exp_block``: the same numbers as one
@@ -1793,9 +1763,6 @@ cdef void _softmax_rows(
     cdef float64_t shifted[LOSS_BLOCK]
     cdef intp_t n_classes = raw.shape[0], i, j, k, b = start, m
     cdef float64_t w, loss = 0.0, weight = 0.0
-    if class_max != NULL:
-        for k in range(n_classes):
-            class_max[k] = 0.0
     while b < stop:
         m = min(<intp_t>LOSS_BLOCK, stop - b)
         for j in range(m):
@@ -1818,10 +1785,6 @@ cdef void _softmax_rows(
             for k in range(n_classes):
                 for j in range(m):
                     residual[k, b + j] = (1.0 if y[b + j] == k else 0.0) - prob[k, b + j]
-        if class_max != NULL:
-            for k in range(n_classes):
-                class_max[k] = _abs_max_rows(&prob[k, b], &y[b], <int32_t>k, m,
-                                             class_max[k])
         for j in range(m):
             i = b + j
             if sample_mask is None or sample_mask[i]:
@@ -1841,7 +1804,6 @@ def multinomial_state(
     float64_t[:, ::1] prob,
     float64_t[:, ::1] residual,
     int n_threads,
-    float64_t[::1] class_max=None,
 ):
     """p = softmax(F) and r_k = [y = k] - p_k for every row, in one pass.
 
@@ -1856,33 +1818,18 @@ def multinomial_state(
     sample_weight : float64 array or None
     sample_mask : uint8 array or None
         In-bag rows of the loss (None: every row).
-    n_threads : int
-    class_max : float64 array of shape (n_classes,), optional
-        Where the largest abs(r_k) of every row (in bag or not) is written for
-        each class k: the grid maxima of class k's next tree on unit weights
-        (``class_residual``'s ``grid_max``, ``TreeGrower.grid_maxima``).
 
     Returns
     -------
     loss : float
         Weighted mean multinomial log-loss -log p_y of the in-bag rows.
     """
-    cdef intp_t n = y.shape[0], n_classes = raw.shape[0]
-    cdef intp_t c, k, start
+    cdef intp_t n = y.shape[0]
+    cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
-    cdef float64_t* partial = NULL
-    cdef float64_t* chunk_max = NULL
-    if class_max is not None and class_max.shape[0] != n_classes:
-        raise ValueError(f"class_max must have {n_classes} values, "
-                         f"got {class_max.shape[0]}")
-    partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
-    if class_max is not None:
-        # Each chunk's maxima, one value per class.
-        chunk_max = <float64_t*>malloc(max(n_chunks * n_classes, 1) * sizeof(float64_t))
-    if partial == NULL or (class_max is not None and chunk_max == NULL):
-        free(partial)
-        free(chunk_max)
+    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
+    if partial == NULL:
         raise MemoryError()
     try:
         with nogil:
@@ -1893,46 +1840,22 @@ def multinomial_state(
                 GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
                 start = c * CHUNK
                 _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
-                              min(start + CHUNK, n), &partial[2 * c],
-                              NULL if chunk_max == NULL else &chunk_max[c * n_classes])
+                              min(start + CHUNK, n), &partial[2 * c])
                 GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
-            if chunk_max != NULL:
-                for k in range(n_classes):
-                    class_max[k] = 0.0
-                    for c in range(n_chunks):
-                        class_max[k] = max(class_max[k], chunk_max[c * n_classes + k])
     finally:
         free(partial)
-        free(chunk_max)
     return loss
 
 
-cdef inline void _class_residual_rows(const float64_t* prob, const int32_t* y, int32_t k,
-                                     float64_t* out, intp_t n, float64_t unit,
-                                     float64_t inverse) noexcept nogil:
-    """out[i] = [y = k] - p of ``n`` rows, on the grid of ``unit`` (``on_grid``;
-    unit 0: as they are): elementwise, one loop each, that the compiler keeps on
-    vector lanes."""
-    cdef intp_t i
-    if unit == 0.0:
-        for i in range(n):
-            out[i] = (1.0 if y[i] == k else 0.0) - prob[i]
-    else:
-        for i in range(n):
-            out[i] = on_grid((1.0 if y[i] == k else 0.0) - prob[i], unit, inverse)
-
-
 def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
-                   float64_t[::1] out, int n_threads=1, grid_max=None):
+                   float64_t[::1] out, int n_threads=1, float64_t[::1] maxima=None):
     """out = r_k = [y = k] - p_k of every row (``multinomial_state``'s residual of
     class k, bit for bit), in chunks of rows on ``n_threads`` threads (one below
-    MIN_PARALLEL_ROWS rows); with ``grid_max``, the largest abs(r_k) of the rows
-    (``multinomial_state``'s ``class_max[k]``), on the grid of a tree grown on r_k
-    with unit weights (``grid_unit`` of n rows of that magnitude, ``on_grid``): the
-    values ``TreeGrower.grow`` would put there (``TreeGrower.grid_maxima``), so
-    that its grid pass need not write them again.
+    MIN_PARALLEL_ROWS rows); with ``maxima`` (2 values), the largest abs(r_k) into
+    ``maxima[0]`` and 0 into ``maxima[1]`` (the grid maxima of a tree grown on r_k
+    with unit weights: ``TreeGrower.grid_maxima``).
 
     Parameters
     ----------
@@ -1945,29 +1868,34 @@ def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
     out : float64 array of shape (n_samples,)
         Where r_k is written.
     n_threads : int, default=1
-    grid_max : float, optional
-        The largest abs(r_k) of the rows (None: r_k as it is).
+    maxima : float64 array of shape (2,), optional
+        Where the largest abs(r_k) (and 0) is written.
     """
-    cdef intp_t c, start, n = prob.shape[0], n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t unit = 0.0, inverse = 0.0
+    cdef intp_t i, c, n = prob.shape[0], n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef float64_t r, top
     if y.shape[0] != n or out.shape[0] != n:
         raise ValueError(f"prob, y and out must have one length, got {n}, "
                          f"{y.shape[0]} and {out.shape[0]}")
-    if grid_max is not None:
-        # (``TreeGrower``'s grid of unit weights: ``_grid_scale``.)
-        unit = grid_unit(<float64_t>n, <float64_t>grid_max)
-        inverse = 1.0 / unit if unit > 0.0 else 0.0
-    if n == 0:
-        return
+    if maxima is not None and maxima.shape[0] != 2:
+        raise ValueError(f"maxima must have 2 values, got {maxima.shape[0]}")
+    cdef float64_t[::1] chunk_max = np.zeros(max(n_chunks, 1), dtype=np.float64)
     with nogil:
         if n < MIN_PARALLEL_ROWS:
             n_threads = 1
         GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
         for c in prange(n_chunks, schedule="dynamic", num_threads=max(n_threads, 1)):
-            start = c * CHUNK
-            _class_residual_rows(&prob[start], &y[start], k, &out[start],
-                                 min(n - start, <intp_t>CHUNK), unit, inverse)
+            top = 0.0
+            for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+                r = (1.0 if y[i] == k else 0.0) - prob[i]
+                out[i] = r
+                top = max(top, fabs(r))
+            chunk_max[c] = top
         GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+        if maxima is not None:
+            maxima[0] = 0.0
+            maxima[1] = 0.0
+            for c in range(n_chunks):
+                maxima[0] = max(maxima[0], chunk_max[c])
 
 
 def row_stats_of(const float64_t[::1] residual, const float64_t[::1] sample_weight,

@@ -221,11 +221,10 @@ def exact_values(reduce, nodes, leaf_of_row, sample_mask, codes, positive, z, w,
     return value
 
 
-def grid_maxima_of(n_rows, max_wr, max_w, placed=False):
+def grid_maxima_of(n_rows, max_wr, max_w):
     """A tree's grid maxima as the grower takes them (``TreeGrower.grid_maxima``):
-    its rows' count, largest abs(w r) and largest w (0 for unit weights), and
-    whether its residuals are on that grid already (``placed``)."""
-    return (float(n_rows), float(max_wr), float(max_w), bool(placed))
+    its rows' count, largest abs(w r) and largest w (0 for unit weights)."""
+    return (float(n_rows), float(max_wr), float(max_w))
 
 
 def exponential_overflow_error(n_rows):
@@ -459,10 +458,7 @@ class MultinomialFit:
     from p_k and the codes when its tree is grown (``tree_target``), into the
     grower's buffer where the boosting loop lends one (``borrows``), and the update
     makes them again from p_k as it sums the leaves (the same numbers): K residual
-    arrays (8 K bytes per row) are not kept. In one process with unit weights the
-    softmax pass that makes p also takes each class's largest abs(r_k) (its
-    ``class_max``), so that ``tree_target`` writes the residuals on their tree's
-    grid at once (the grower's grid pass neither reads nor writes them again).
+    arrays (8 K bytes per row) are not kept.
     """
 
     #: The grower's buffers the state borrows (the module's docstring).
@@ -486,46 +482,43 @@ class MultinomialFit:
         self._residual = None
         self.row_stats = row_stats_for(sample_weight, n, reduce)
         self._scratch = _OwnScratch(n, reduce is not None)
-        # Each class's next tree's grid maxima, handed to its grower (one process,
-        # unit weights: ``tree_target``; None: none taken), and each class's largest
-        # abs(r_k) of the iteration, taken by the softmax pass (else None).
+        # Each class's next tree's grid maxima, taken as its residuals are made (one
+        # process, unit weights: ``tree_target``; None: none taken).
         self._grid_maxima = [None] * n_classes
-        self._class_max = (np.empty(n_classes, dtype=np.float64)
-                           if reduce is None and self.row_stats is None else None)
         # The trees of an iteration are independent (each fits its class's residuals
         # of the start of the iteration and changes only its class's raw scores):
         # they may be grown side by side where no buffer is shared between them.
         self.parallel_outputs = self.row_stats is None
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
-                                  None, n_threads, self._class_max)
+                                  None, n_threads)
         if exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
 
-    def residual_of(self, k, out=None, n_threads=1, grid_max=None):
+    def residual_of(self, k, out=None, n_threads=1, maxima=None):
         """r_k = [y = k] - p_k of every row (into ``out``, else a new array); with
-        ``grid_max`` (the largest abs(r_k)), on the grid of a tree grown on them
-        (``_leaves.class_residual``)."""
+        ``maxima`` (2 values), the largest abs(r_k) and 0 into it."""
         if out is None:
             out = np.empty(self.y.shape[0], dtype=np.float64)
-        _leaves.class_residual(self.prob[k], self.y, k, out, n_threads, grid_max)
+        _leaves.class_residual(self.prob[k], self.y, k, out, n_threads, maxima)
         return out
 
     def tree_target(self, k, residual_out=None, n_threads=1):
         """(row statistics w * r and w, or None for unit weights; residuals r_k) of
         class k's tree, the residuals written into ``residual_out`` (the grower's
         buffer; None: the state's own) on ``n_threads`` threads. In one process
-        with unit weights, they are written on the tree's grid, whose maxima the
-        softmax pass took (``take_grid_maxima``: placed)."""
+        with unit weights, the tree's grid maxima are taken as the residuals are
+        made (``take_grid_maxima``)."""
         if residual_out is None:
             if self._residual is None:
                 self._residual = np.empty(self.y.shape[0], dtype=np.float64)
             residual_out = self._residual
-        grid_max = None if self._class_max is None else float(self._class_max[k])
-        residual = self.residual_of(k, residual_out, n_threads, grid_max)
+        taken = self.reduce is None and self.row_stats is None
+        maxima = np.empty(2, dtype=np.float64) if taken else None
+        residual = self.residual_of(k, residual_out, n_threads, maxima)
         if self.row_stats is not None:
             _leaves.row_stats_of(residual, self.sample_weight, self.row_stats)
-        self._grid_maxima[k] = (None if grid_max is None else
-                                grid_maxima_of(residual.shape[0], grid_max, 0.0, True))
+        self._grid_maxima[k] = (grid_maxima_of(residual.shape[0], maxima[0], maxima[1])
+                                if taken else None)
         return self.row_stats, residual
 
     def take_grid_maxima(self, k):
@@ -573,8 +566,7 @@ class MultinomialFit:
         """Probabilities of the next iteration; returns the weighted log-loss of the
         in-bag rows."""
         loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
-                                         sample_mask, self.prob, None, self.n_threads,
-                                         self._class_max)
+                                         sample_mask, self.prob, None, self.n_threads)
         if self.exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
         if self.reduce is None:
