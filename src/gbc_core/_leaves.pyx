@@ -288,26 +288,6 @@ cdef void _span_sums(
     denominator[second] = den2
 
 
-cdef inline void _span_task(
-    intp_t task,
-    const float64_t* residual,
-    const float64_t* prob,
-    const int32_t* leaf,
-    const float64_t* sample_weight,
-    const int32_t* codes,
-    int32_t positive,
-    const int32_t* span_rows,
-    const int64_t* spans,
-    float64_t* numerator,
-    float64_t* denominator,
-) noexcept nogil:
-    """Task ``task`` of a region of span sums: ``_span_sums`` of the span
-    ``spans[4 * task : 4 * task + 4]`` (the loop times it: ``_trace.h``'s markers
-    stand in the prange body)."""
-    _span_sums(residual, prob, leaf, sample_weight, codes, positive, span_rows,
-               &spans[4 * task], numerator, denominator)
-
-
 cdef void _all_span_sums(
     const float64_t[::1] residual,
     const float64_t[::1] prob,
@@ -339,8 +319,8 @@ cdef void _all_span_sums(
     GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, leaf.shape[0])
     for k in prange(n_spans, schedule="dynamic", num_threads=n_threads):
         GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-        _span_task(k, residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
-                   span_rows, spans, numerator, denominator)
+        _span_sums(residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
+                   span_rows, &spans[4 * k], numerator, denominator)
         GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, leaf.shape[0])
 
@@ -1305,8 +1285,8 @@ cdef void _binomial_fused(
     with parallel(num_threads=n_threads):
         for k in prange(n_spans, schedule="dynamic"):
             GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-            _span_task(k, &residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
-                       span_rows, spans, step, step + n_nodes)
+            _span_sums(&residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
+                       span_rows, &spans[4 * k], step, step + n_nodes)
             GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
         omp_barrier()  # every leaf's sums before its value
         for t in prange(1, schedule="static"):
