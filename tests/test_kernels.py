@@ -723,6 +723,63 @@ def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
 
 
 @pytest.mark.parametrize("n_threads", [1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_last_class_update_in_the_softmax_pass(n_threads, weighted):
+    """``multinomial_tree_update`` with ``steps`` sets the same leaf values, leaves
+    F_k as it is and writes each node's step eta * gamma; ``multinomial_state``
+    given those steps adds them to F_k (a NumPy twin: F_k + steps[leaf]) in its
+    pass: the scores, probabilities and loss of the update and the softmax one
+    after the other, bit for bit (rows on either side of the parallel threshold,
+    in-bag rows masked). Bad steps are refused."""
+    rng = np.random.default_rng(29)
+    nodes = np.zeros(9, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
+    for n in (1000, _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 4321):
+        n_classes, k = 4, 3
+        raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0], size=n)
+        y = rng.integers(0, n_classes, size=n).astype(np.int32)
+        w = rng.uniform(0.5, 2, size=n) if weighted else None
+        mask = (rng.uniform(size=n) < 0.8).astype(np.uint8)
+        leaf = rng.choice([4, 5, 6, 7, 8], size=n).astype(np.int32)
+        prob = np.empty((n_classes, n))
+        _leaves.multinomial_state(raw, y, w, None, prob, None, 1)
+        scratch = np.empty(n, dtype=np.int32)
+
+        def tree_update(raw_now, steps=None):
+            tree = nodes.copy()
+            _leaves.multinomial_tree_update(
+                tree, leaf, mask, None, prob[k], w, 0.75, 0.1, raw_now[k], k=k,
+                n_threads=n_threads, rows_by_leaf=scratch, labels=y, steps=steps)
+            return tree
+
+        raw_one, prob_one = raw.copy(), np.empty((n_classes, n))
+        tree_one = tree_update(raw_one)
+        loss_one = _leaves.multinomial_state(raw_one, y, w, mask, prob_one, None,
+                                             n_threads)
+        raw_fused, prob_fused = raw.copy(), np.empty((n_classes, n))
+        steps = np.full(nodes.shape[0], np.nan)
+        tree_fused = tree_update(raw_fused, steps)
+        assert raw_fused.tobytes() == raw.tobytes()
+        assert tree_fused.tolist() == tree_one.tolist()
+        assert steps.tolist() == (0.1 * tree_one["value"]).tolist()
+        loss_fused = _leaves.multinomial_state(raw_fused, y, w, mask, prob_fused, None,
+                                               n_threads, k, steps, leaf)
+        twin = raw.copy()
+        twin[k] = twin[k] + steps[leaf]
+        assert raw_fused.tobytes() == twin.tobytes() == raw_one.tobytes()
+        assert prob_fused.tobytes() == prob_one.tobytes()
+        assert loss_fused == loss_one
+    with pytest.raises(ValueError, match="steps need the leaf"):
+        _leaves.multinomial_state(raw.copy(), y, w, None, prob, None, 1, k, steps,
+                                  leaf[:10])
+    with pytest.raises(ValueError, match="step_class must be"):
+        _leaves.multinomial_state(raw.copy(), y, w, None, prob, None, 1, n_classes,
+                                  steps, leaf)
+    with pytest.raises(ValueError, match="steps holds 3 values"):
+        tree_update(raw.copy(), np.empty(3))
+
+
+@pytest.mark.parametrize("n_threads", [1, 3])
 def test_class_residual_is_the_multinomial_state_residual(n_threads):
     """``class_residual`` makes r_k = [y = k] - p_k of one class from p_k: the
     residuals ``multinomial_state`` writes for every class, bit for bit (rows on

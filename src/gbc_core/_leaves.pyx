@@ -1720,7 +1720,7 @@ def proba_from_raw(const float64_t[::1] raw, float64_t[:, ::1] out, int n_thread
 # per-class scores, probabilities and residuals of the training rows.
 
 cdef void _softmax_rows(
-    const float64_t[:, ::1] raw,
+    float64_t[:, ::1] raw,
     const int32_t[::1] y,
     const float64_t[::1] sample_weight,
     const uint8_t[::1] sample_mask,
@@ -1729,11 +1729,16 @@ cdef void _softmax_rows(
     intp_t start,
     intp_t stop,
     float64_t* loss_and_weight,
+    intp_t step_class,
+    const float64_t* steps,
+    const int32_t* leaf_of_row,
 ) noexcept nogil:
     """prob[:, i] = softmax(raw[:, i]) (each row's scores shifted by their largest,
     the exponentials added in class order), r_k = [y = k] - p_k (``residual`` None:
     none) for the rows ``start .. stop - 1``, and the in-bag sums (sum w (log
-    sum_k e^F_k - F_y), sum w), in row order, into ``loss_and_weight``.
+    sum_k e^F_k - F_y), sum w), in row order, into ``loss_and_weight``. With
+    ``steps`` (not NULL), first F_c += ``steps[leaf_of_row[i]]`` for the class c =
+    ``step_class`` (``multinomial_tree_update``'s update of F_c, the same addition).
 
     LOSS_BLOCK rows at a time: the exponentials of one class's scores of the block
     are taken at once on vector lanes (``gbc_exp_block``: the same numbers as one
@@ -1745,6 +1750,9 @@ cdef void _softmax_rows(
     cdef float64_t w, loss = 0.0, weight = 0.0
     while b < stop:
         m = min(<intp_t>LOSS_BLOCK, stop - b)
+        if steps != NULL:
+            for j in range(m):
+                raw[step_class, b + j] = raw[step_class, b + j] + steps[leaf_of_row[b + j]]
         for j in range(m):
             top[j] = raw[0, b + j]
             total[j] = 0.0
@@ -1777,27 +1785,43 @@ cdef void _softmax_rows(
 
 
 def multinomial_state(
-    const float64_t[:, ::1] raw,
+    float64_t[:, ::1] raw,
     const int32_t[::1] y,
     const float64_t[::1] sample_weight,
     const uint8_t[::1] sample_mask,
     float64_t[:, ::1] prob,
     float64_t[:, ::1] residual,
     int n_threads,
+    intp_t step_class=-1,
+    const float64_t[::1] steps=None,
+    const int32_t[::1] leaf_of_row=None,
 ):
-    """p = softmax(F) and r_k = [y = k] - p_k for every row, in one pass.
+    """p = softmax(F) and r_k = [y = k] - p_k for every row, in one pass; with
+    ``steps``, first the update of one class's scores by its tree in the same pass.
 
     Parameters
     ----------
     raw, prob, residual : float64 arrays of shape (n_classes, n_samples)
-        The raw scores F (input) and the probabilities and residuals (output);
-        ``residual`` None: p alone (``class_residual`` makes one class's r from p,
-        the same numbers).
+        The raw scores F (input; written only with ``steps``) and the
+        probabilities and residuals (output); ``residual`` None: p alone
+        (``class_residual`` makes one class's r from p, the same numbers).
     y : int32 array of shape (n_samples,)
         Class codes 0 .. n_classes - 1.
     sample_weight : float64 array or None
     sample_mask : uint8 array or None
         In-bag rows of the loss (None: every row).
+    n_threads : int
+    step_class : int, default=-1
+        With ``steps``: the class c whose scores take its tree's steps.
+    steps : float64 array of shape (n_nodes,), optional
+        The step of each node of class c's tree (``multinomial_tree_update``'s
+        ``steps``): each row's F_c += ``steps[leaf_of_row[i]]`` before its softmax
+        (the update that kernel leaves out, the same addition), one pass over the
+        rows fewer than the update and the softmax one after the other.
+    leaf_of_row : int32 array of shape (n_samples,), optional
+        With ``steps``: the leaf of every row in class c's tree (the grower's
+        ``node_of_row``, each a node of ``steps``, as ``multinomial_tree_update``
+        takes it).
 
     Returns
     -------
@@ -1808,6 +1832,17 @@ def multinomial_state(
     cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
+    cdef const float64_t* steps_at = NULL
+    cdef const int32_t* leaf_at = NULL
+    if steps is not None:
+        if leaf_of_row is None or leaf_of_row.shape[0] != n:
+            raise ValueError(f"steps need the leaf of each of the {n} rows")
+        if not 0 <= step_class < raw.shape[0]:
+            raise ValueError(f"step_class must be a class of 0 .. {raw.shape[0] - 1}, "
+                             f"got {step_class}")
+        if n > 0:
+            steps_at = &steps[0]
+            leaf_at = &leaf_of_row[0]
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     if partial == NULL:
         raise MemoryError()
@@ -1820,7 +1855,8 @@ def multinomial_state(
                 GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
                 start = c * CHUNK
                 _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
-                              min(start + CHUNK, n), &partial[2 * c])
+                              min(start + CHUNK, n), &partial[2 * c], step_class,
+                              steps_at, leaf_at)
                 GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
@@ -1907,8 +1943,10 @@ def multinomial_tree_update(
     int32_t[::1] rows_by_leaf=None,
     const int32_t[::1] labels=None,
     leaf_rows=None,
+    float64_t[::1] steps=None,
 ):
-    """Leaf values of the tree of one class, then F_k += eta * gamma for every row.
+    """Leaf values of the tree of one class, then F_k += eta * gamma for every row
+    (or, with ``steps``, eta * gamma of each node into ``steps`` instead).
 
     Sets ``nodes[j].value = gamma_j = newton_step(factor * sum w r, sum w p (1 - p))``
     over the in-bag rows of leaf j (``factor`` = (K - 1)/K), inner nodes to 0, and
@@ -1921,6 +1959,10 @@ def multinomial_tree_update(
     the same numbers on any number of threads). ``residual`` None: the Newton step
     makes each row's r from its class code in ``labels``, r = [label = k] - p
     (``class_residual``'s, bit for bit; the exact solve reads no residual).
+    ``steps`` (room for a value per node): F_k is left as it is and each node's
+    step ``learning_rate * gamma`` is written there, for ``multinomial_state`` to
+    add as it takes the softmax (its ``steps``: the same addition, in the pass
+    over the rows that follows the last tree of an iteration anyway).
     """
     cdef intp_t n = leaf_of_row.shape[0], n_nodes = nodes.shape[0], i
     if residual is None and codes is None and labels is None:
@@ -1929,6 +1971,9 @@ def multinomial_tree_update(
             or (labels is not None and labels.shape[0] != n) or prob.shape[0] != n
             or raw.shape[0] != n):
         raise ValueError(f"residual, labels, prob and raw must have {n} rows")
+    if steps is not None and steps.shape[0] < n_nodes:
+        raise ValueError(f"steps holds {steps.shape[0]} values; the tree has {n_nodes} "
+                         "nodes")
     cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
     cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
@@ -1938,6 +1983,10 @@ def multinomial_tree_update(
         leaf_steps(nodes, sums, learning_rate, leaf_of_row, sample_mask, sample_weight,
                    factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads,
                    labels, at.rows, at.spans, at.n_spans)
+        if steps is not None:
+            for i in range(n_nodes):
+                steps[i] = sums[i]
+            return
         with nogil:
             if n < MIN_PARALLEL_ROWS:
                 n_threads = 1

@@ -459,6 +459,13 @@ class MultinomialFit:
     grower's buffer where the boosting loop lends one (``borrows``), and the update
     makes them again from p_k as it sums the leaves (the same numbers): K residual
     arrays (8 K bytes per row) are not kept.
+
+    In one process the last class's tree does not update F itself: its steps wait
+    for ``finish_iteration``, whose softmax pass adds them as it reads F (one pass
+    over the rows fewer per iteration). The trees of an iteration read p and the
+    codes only, and the last class's tree is the last its grower grows in the
+    iteration (its leaf of each row stays until then), so the scores are those of
+    the update one tree at a time.
     """
 
     #: The grower's buffers the state borrows (the module's docstring).
@@ -485,6 +492,9 @@ class MultinomialFit:
         # Each class's next tree's grid maxima, taken as its residuals are made (one
         # process, unit weights: ``tree_target``; None: none taken).
         self._grid_maxima = [None] * n_classes
+        # The last class's tree's steps and leaf of each row, from its ``update``
+        # to ``finish_iteration`` (None: none waiting).
+        self._pending = None
         # The trees of an iteration are independent (each fits its class's residuals
         # of the start of the iteration and changes only its class's raw scores):
         # they may be grown side by side where no buffer is shared between them.
@@ -534,22 +544,26 @@ class MultinomialFit:
         on the grid by now). ``rows_by_leaf``: the grower's scratch for the leaf
         sums (each grower's own where trees are grown side by side), or None (the
         state's own, made on first use where needed); ``leaf_rows``: the grower's
-        ``leaf_rows()`` (None: the rows sorted in the scratch)."""
+        ``leaf_rows()`` (None: the rows sorted in the scratch). The last class's
+        F waits for ``finish_iteration`` (the class docstring)."""
         if self.reduce is not None:
             self._reduced_update(k, nodes, leaf_of_row, sample_mask, learning_rate)
             return
+        steps = np.empty(nodes.shape[0]) if k == self.raw.shape[0] - 1 else None
         if self.exact:
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, None, self.prob[k],
                 self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
-                self.log_odds[k], n_threads)
+                self.log_odds[k], n_threads, steps=steps)
         else:
             scratch = self._scratch(rows_by_leaf, n_threads)
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, None, self.prob[k],
                 self.sample_weight, self.factor, learning_rate, self.raw[k], k=k,
                 n_threads=n_threads, rows_by_leaf=scratch, labels=self.y,
-                leaf_rows=None if scratch is None else leaf_rows)
+                leaf_rows=None if scratch is None else leaf_rows, steps=steps)
+        if steps is not None:
+            self._pending = (k, steps, leaf_of_row)
 
     def _reduced_update(self, k, nodes, leaf_of_row, sample_mask, learning_rate):
         if self.exact:
@@ -563,10 +577,15 @@ class MultinomialFit:
         self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
 
     def finish_iteration(self, sample_mask):
-        """Probabilities of the next iteration; returns the weighted log-loss of the
-        in-bag rows."""
+        """The last class's update of F (waiting since its ``update``) and the
+        probabilities of the next iteration, in one pass; returns the weighted
+        log-loss of the in-bag rows."""
+        step_class, steps, leaf_of_row = (-1, None, None) if self._pending is None \
+            else self._pending
+        self._pending = None
         loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
-                                         sample_mask, self.prob, None, self.n_threads)
+                                         sample_mask, self.prob, None, self.n_threads,
+                                         step_class, steps, leaf_of_row)
         if self.exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
         if self.reduce is None:
