@@ -919,8 +919,14 @@ cdef class HistogramSplitFinder(SplitFinder):
                     GBC_TRACE_TASK_BEGIN(phase, t)
                     lo = 0
                     hi = span
-                    f = k * d // n_groups
-                    g = (k + 1) * d // n_groups - f
+                    # The d mod n_groups groups of one feature more first, so that
+                    # the dynamic schedule hands the longest tasks out first (28
+                    # features on 2 threads: 4 groups of 4, then 4 of 3; in turns
+                    # of 3 and 4, one thread ended a node's build a 4-feature
+                    # task's time after the other). A feature's sums are the same
+                    # whatever its group.
+                    f = k * (d // n_groups) + min(k, d % n_groups)
+                    g = d // n_groups + (k < d % n_groups)
                     dest = self.hist + s * per_node
                 self._build(nd, s, f, g, level.partition, lo, hi, dest)
                 GBC_TRACE_TASK_END(phase, t)
