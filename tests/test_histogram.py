@@ -281,7 +281,7 @@ def test_threads_build_the_same_histograms():
 @pytest.mark.parametrize("weight_kind", ["unit", "float64"])
 @pytest.mark.parametrize("d, n, n_threads", [
     (1, 400, 1), (2, 400, 1), (3, 400, 1), (5, 400, 1), (8, 400, 1),
-    (11, 100000, 3),   # 1.1M values: three threads, groups of 3, 4 and 4 features
+    (11, 100000, 3),   # 1.1M values: three threads, groups of 4, 4 and 3 features
 ])
 def test_feature_groups_against_brute_force(weight_kind, d, n, n_threads):
     """The histograms of up to four features built in one pass over a node's rows

@@ -722,15 +722,18 @@ def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
         binomial((part[:10], spans))
 
 
+@pytest.mark.parametrize("path", ["hist", "exact"])
 @pytest.mark.parametrize("n_threads", [1, 3])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_last_class_update_in_the_softmax_pass(n_threads, weighted):
+def test_last_class_update_in_the_softmax_pass(n_threads, weighted, path):
     """``multinomial_tree_update`` with ``steps`` sets the same leaf values, leaves
     F_k as it is and writes each node's step eta * gamma; ``multinomial_state``
     given those steps adds them to F_k (a NumPy twin: F_k + steps[leaf]) in its
     pass: the scores, probabilities and loss of the update and the softmax one
     after the other, bit for bit (rows on either side of the parallel threshold,
-    in-bag rows masked). Bad steps are refused."""
+    in-bag rows masked), on the histogram fit's path (labels, the grower's
+    scratch) and the exact one's (class codes and log-odds: the exact leaf
+    solve). Bad steps are refused."""
     rng = np.random.default_rng(29)
     nodes = np.zeros(9, dtype=NODE_DTYPE)
     nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
@@ -745,11 +748,19 @@ def test_last_class_update_in_the_softmax_pass(n_threads, weighted):
         _leaves.multinomial_state(raw, y, w, None, prob, None, 1)
         scratch = np.empty(n, dtype=np.int32)
 
+        log_odds = np.empty((n_classes, n))
+        _leaves.class_log_odds(raw, log_odds)
+
         def tree_update(raw_now, steps=None):
             tree = nodes.copy()
-            _leaves.multinomial_tree_update(
-                tree, leaf, mask, None, prob[k], w, 0.75, 0.1, raw_now[k], k=k,
-                n_threads=n_threads, rows_by_leaf=scratch, labels=y, steps=steps)
+            if path == "exact":
+                _leaves.multinomial_tree_update(
+                    tree, leaf, mask, None, prob[k], w, 0.75, 0.1, raw_now[k], y, k,
+                    log_odds[k], n_threads, steps=steps)
+            else:
+                _leaves.multinomial_tree_update(
+                    tree, leaf, mask, None, prob[k], w, 0.75, 0.1, raw_now[k], k=k,
+                    n_threads=n_threads, rows_by_leaf=scratch, labels=y, steps=steps)
             return tree
 
         raw_one, prob_one = raw.copy(), np.empty((n_classes, n))
@@ -775,8 +786,34 @@ def test_last_class_update_in_the_softmax_pass(n_threads, weighted):
     with pytest.raises(ValueError, match="step_class must be"):
         _leaves.multinomial_state(raw.copy(), y, w, None, prob, None, 1, n_classes,
                                   steps, leaf)
+    with pytest.raises(ValueError, match="given without steps"):
+        _leaves.multinomial_state(raw.copy(), y, w, None, prob, None, 1, k, None, leaf)
     with pytest.raises(ValueError, match="steps holds 3 values"):
         tree_update(raw.copy(), np.empty(3))
+
+
+def test_last_class_leaf_buffer_grown_again_is_refused():
+    """The last class's update waits for ``finish_iteration`` with its grower's leaf
+    of each row: an update of another class from that same buffer (a tree grown
+    on that grower after it, which overwrote it) is refused; from another
+    grower's buffer it is not, and ``finish_iteration`` applies the wait."""
+    from gbc_core._loss_state import MultinomialFit
+    rng = np.random.default_rng(5)
+    n, n_classes = 500, 3
+    y = rng.integers(0, n_classes, size=n).astype(np.int32)
+    state = MultinomialFit(n_classes, y, None, np.zeros((n, n_classes)), 1)
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    last_leaf = rng.choice([1, 2], size=n).astype(np.int32)
+    other_leaf = last_leaf.copy()
+    state.update(n_classes - 1, nodes.copy(), last_leaf, None, 0.1, 1)
+    state.update(0, nodes.copy(), other_leaf, None, 0.1, 1)
+    with pytest.raises(RuntimeError, match="grown on the grower of the last"):
+        state.update(1, nodes.copy(), last_leaf, None, 0.1, 1)
+    raw_before = state.raw[n_classes - 1].copy()
+    state.finish_iteration(None)
+    assert not np.array_equal(state.raw[n_classes - 1], raw_before)
+    state.update(1, nodes.copy(), last_leaf, None, 0.1, 1)
 
 
 @pytest.mark.parametrize("n_threads", [1, 3])

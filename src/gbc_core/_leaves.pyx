@@ -1811,6 +1811,7 @@ def multinomial_state(
     sample_mask : uint8 array or None
         In-bag rows of the loss (None: every row).
     n_threads : int
+        Threads of the pass over fixed row chunks (the numbers do not depend on it).
     step_class : int, default=-1
         With ``steps``: the class c whose scores take its tree's steps.
     steps : float64 array of shape (n_nodes,), optional
@@ -1834,6 +1835,8 @@ def multinomial_state(
     cdef float64_t loss
     cdef const float64_t* steps_at = NULL
     cdef const int32_t* leaf_at = NULL
+    if steps is None and (leaf_of_row is not None or step_class != -1):
+        raise ValueError("step_class and leaf_of_row given without steps")
     if steps is not None:
         if leaf_of_row is None or leaf_of_row.shape[0] != n:
             raise ValueError(f"steps need the leaf of each of the {n} rows")

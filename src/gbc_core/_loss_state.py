@@ -549,6 +549,12 @@ class MultinomialFit:
         if self.reduce is not None:
             self._reduced_update(k, nodes, leaf_of_row, sample_mask, learning_rate)
             return
+        if self._pending is not None and np.may_share_memory(leaf_of_row,
+                                                             self._pending[2]):
+            # The last class's leaf of each row is its grower's buffer: a tree grown
+            # on that grower after it (in this iteration) has overwritten it.
+            raise RuntimeError(f"class {k}'s tree was grown on the grower of the last "
+                               "class's tree, whose update waits for finish_iteration")
         steps = np.empty(nodes.shape[0]) if k == self.raw.shape[0] - 1 else None
         if self.exact:
             _leaves.multinomial_tree_update(
