@@ -1202,3 +1202,44 @@ def test_grid_pass_reads_the_given_maxima(masked):
     np.testing.assert_array_equal(grower.residual_buffer(), np.rint(r / unit) * unit)
     assert not np.array_equal(grower.residual_buffer(),
                               np.rint(r / (unit / 4)) * (unit / 4))
+
+
+def test_pack_and_unpack_bins_are_their_numpy_twins():
+    """``pack_bins`` writes the collected nodes' bins as float64 triples (n, w, s),
+    node after node, as NumPy's fancy index and cast do; ``unpack_bins`` writes
+    them back (n cast to int64), leaving the other nodes as they were; a view of
+    another shape, a packed array of another size and a node out of range are
+    refused."""
+    from gbc_core._histogram_splitter import BIN_DTYPE, pack_bins, unpack_bins
+
+    rng = np.random.default_rng(11)
+    hist = np.zeros((5, 3, 9), dtype=BIN_DTYPE)
+    hist["n"] = rng.integers(0, 2**50, size=hist.shape)
+    hist["w"] = rng.normal(size=hist.shape)
+    hist["s"] = rng.normal(size=hist.shape)
+    values = hist.reshape(5, -1).view(np.float64)
+    counts = values.view(np.int64)
+    for collected in ([], [3], [4, 0, 2], [1, 1]):
+        nodes = np.asarray(collected, dtype=np.intp)
+        twin = np.stack([hist["n"][nodes].astype(np.float64), hist["w"][nodes],
+                         hist["s"][nodes]], axis=-1).ravel()
+        out = np.full(twin.size, np.nan)
+        pack_bins(counts, values, nodes, out)
+        assert out.tobytes() == twin.tobytes()
+        sums = rng.normal(size=twin.shape) * 1e3
+        sums[0::3] = rng.integers(0, 2**50, size=sums[0::3].shape)
+        expected = hist.copy()
+        part = expected[nodes]
+        part["n"] = sums[0::3].reshape(part.shape)
+        part["w"] = sums[1::3].reshape(part.shape)
+        part["s"] = sums[2::3].reshape(part.shape)
+        expected[nodes] = part
+        unpack_bins(sums, nodes, counts, values)
+        assert hist.tobytes() == expected.tobytes()
+    one = np.array([0], dtype=np.intp)
+    with pytest.raises(ValueError, match="same histograms"):
+        pack_bins(np.zeros((5, 6), dtype=np.int64), values, one, np.empty(values.shape[1]))
+    with pytest.raises(ValueError, match="packed bins hold"):
+        pack_bins(counts, values, one, np.empty(values.shape[1] + 1))
+    with pytest.raises(ValueError, match="not one of"):
+        unpack_bins(np.zeros(values.shape[1]), np.array([5], dtype=np.intp), counts, values)

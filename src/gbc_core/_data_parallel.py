@@ -346,7 +346,9 @@ class Part:
         for sl, X in zip(self._part_slices(), self._float_parts()):
             if holdout is not None:
                 held.append(X[~self.train[sl]])
-            sketches.append(mapper.sketch(np.ascontiguousarray(X[kept[sl]])))
+            # (In Fortran order: the sketch reads the values feature by feature.)
+            rows = kept[sl]
+            sketches.append(mapper.sketch(np.asfortranarray(X if rows.all() else X[rows])))
         if holdout is not None:
             wv = None if self.w is None else self.w[~self.train]
             self.eval_part = (np.ascontiguousarray(np.concatenate(

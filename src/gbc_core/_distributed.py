@@ -34,7 +34,8 @@ import numpy as np
 
 from ._boosting import (EarlyStopping, Part, boost, holdout_draw, holdout_sizes,  # noqa: F401
                         warm_start_from)  # (the client side of a fit uses these)
-from ._histogram_splitter import HistogramSplitFinder, bin_value_ranges
+from ._histogram_splitter import (HistogramSplitFinder, bin_value_ranges, pack_bins,
+                                  unpack_bins)
 from ._loss import loss_for
 from ._loss_state import reduced_mean, weight_of
 from ._split_methods import check_distributed
@@ -128,41 +129,39 @@ class _Reducer:
         if collected.size == 0 and carried is None:
             return
         # One row: the collected histograms as float64 triples (n, w, s), the counts
-        # converted; then the carried sums, one minimum (unused: 0) and the maxima,
-        # the carried minima among them negated (min(a, b) = -max(-a, -b), exactly).
-        as_float = histograms.view(np.float64).reshape(histograms.shape + (3,))
-        counts = as_float[..., 0].view(np.int64)
-        n_hist = collected.size * as_float[0].size
+        # converted (``pack_bins``); then the carried sums, one minimum (unused: 0)
+        # and the maxima, the carried minima among them negated (min(a, b) =
+        # -max(-a, -b), exactly).
+        values = histograms.reshape(histograms.shape[0], -1).view(np.float64)
+        counts = values.view(np.int64)
+        n_hist = collected.size * values.shape[1]
         if carried is None:
             size = n_hist
         else:
-            values, n_summed = carried
-            sums, low, high = (values[:, :n_summed], values[:, n_summed],
-                               values[:, n_summed + 1:])
+            carried_values, n_summed = carried
+            sums, low, high = (carried_values[:, :n_summed], carried_values[:, n_summed],
+                               carried_values[:, n_summed + 1:])
             size = n_hist + sums.size + 1 + low.size + high.size
         if self._packed.size < size:
             self._packed = np.empty(size, dtype=np.float64)
         packed = self._packed[:size]
-        hist = packed[:n_hist].reshape((collected.size,) + as_float.shape[1:])
-        hist[..., 1:] = as_float[collected, ..., 1:]
-        hist[..., 0] = counts[collected]
+        pack_bins(counts, values, collected, packed[:n_hist])
         if carried is None:
-            total = self.comm.allreduce(hist, 3)
+            total = self.comm.allreduce(
+                packed.reshape((collected.size,) + histograms.shape[1:] + (3,)), 3).reshape(-1)
         else:
             at = n_hist + sums.size
             packed[n_hist:at] = sums.ravel()
             packed[at] = 0.0
             np.negative(low, out=packed[at + 1:at + 1 + low.size])
             packed[at + 1 + low.size:] = high.ravel()
-            reduced = self.comm.allreduce(packed[None, :], n_hist + sums.size)[0]
-            total = reduced[:n_hist].reshape(hist.shape)
-            sums[...] = reduced[n_hist:at].reshape(sums.shape)
-            low[...] = -reduced[at + 1:at + 1 + low.size]
-            high[...] = reduced[at + 1 + low.size:].reshape(high.shape)
+            total = self.comm.allreduce(packed[None, :], n_hist + sums.size)[0]
+            sums[...] = total[n_hist:at].reshape(sums.shape)
+            low[...] = -total[at + 1:at + 1 + low.size]
+            high[...] = total[at + 1 + low.size:].reshape(high.shape)
         # (``total`` is read, never written: on the actor path it is the result
         # every rank shares.)
-        as_float[collected, ..., 1:] = total[..., 1:]
-        counts[collected] = total[..., 0]
+        unpack_bins(np.ascontiguousarray(total[:n_hist]), collected, counts, values)
 
 
 def allreduce_local(arrays, n_summed):

@@ -679,9 +679,13 @@ cdef class TreeGrower:
                            and getattr(self.reducer, "carry", None) is not None)
         # From here on the tree sees its rows on the grid (exact sums, exact ties).
         GBC_TRACE_REGION_BEGIN(GBC_TR_TREE, n)
-        if self.reducer is None and sample_mask is None and n > 0:
-            # Every row in the root, one process: the grid pass also fills the root's
-            # rows and takes its sums (``_grid_and_root``: one parallel region).
+        if sample_mask is None and n > 0 and (self.reducer is None
+                                              or self.grid_maxima is not None):
+            # Every row in the root, and the grid known without a step of its own
+            # (one process; or the maxima of every process, reduced with the last
+            # update): the grid pass also fills the root's rows and takes their sums
+            # (``_grid_and_root``: one parallel region; a data-parallel fit then
+            # reduces those sums as it would ``start_tree``'s).
             row_stats, residual = self._grid_and_root(row_stats, residual, &root_sums)
             summed = &root_sums
         else:
@@ -950,14 +954,16 @@ cdef class TreeGrower:
     cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
                               const float64_t[::1] residual, node_sums_t* sums):
         """``_put_on_grid`` and the root of a tree given every row, in one parallel
-        region (one process: no reducer; no mask): the blocks' maxima, then, as
+        region (no mask; one process, or ``grid_maxima`` given: no step of the
+        reducer): the blocks' maxima, then, as
         tasks of their own, the grid pass and the partition's root rows block by
         block (``_grid_rows``, ``RowPartition.fill_rows``) and the root's ``sums``
         (``_grid_sums``: one task, in row order, from the inputs). Where the grid
         pass writes the residuals in place (the caller's ``residual_buffer()``),
         the sums read them after the pass instead. With ``grid_maxima`` (taken as
         the loss state updated the rows: ``_loss_state``) the blocks' maxima are
-        not taken again: the region starts at the tasks. The same numbers as
+        not taken again (their row count, every process's in a data-parallel fit,
+        is the grid's): the region starts at the tasks. The same numbers as
         ``_put_on_grid`` then ``RowPartition.start_tree``, on any number of threads
         (the sums are one task's; the rest writes each row's own values). Returns
         what ``_put_on_grid`` returns."""
@@ -978,8 +984,7 @@ cdef class TreeGrower:
         # The blocks whose maxima the region takes, then those the grid is read from.
         cdef intp_t n_max_blocks = n_blocks, n_grid_blocks = n_blocks
         if self.grid_maxima is not None:
-            # (The rows' count is this process's: no reducer here.)
-            _, block_max[0, 0], block_max[0, 1] = self.grid_maxima
+            n_rows, block_max[0, 0], block_max[0, 1] = self.grid_maxima
             n_max_blocks = 0
             n_grid_blocks = 1
         self.grid_maxima = None

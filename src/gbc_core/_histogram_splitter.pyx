@@ -443,6 +443,71 @@ def bin_value_ranges_csc(const float32_t[::1] data, const int32_t[::1] indices,
     return lo_arr, hi_arr
 
 
+cdef int _check_bins(const int64_t[:, ::1] counts, const float64_t[:, ::1] values,
+                     const intp_t[::1] collected, intp_t n_packed) except -1:
+    """Refuse views of another shape, a width not of whole bins, a packed array
+    of another size than ``collected``'s bins, or a node out of range."""
+    cdef intp_t k
+    if (counts.shape[0] != values.shape[0] or counts.shape[1] != values.shape[1]
+            or values.shape[1] % 3 != 0):
+        raise ValueError("counts and values must view the same histograms, 3 values a bin")
+    if n_packed != collected.shape[0] * values.shape[1]:
+        raise ValueError(f"the packed bins hold {n_packed} values, not "
+                         f"{collected.shape[0] * values.shape[1]}")
+    for k in range(collected.shape[0]):
+        if not 0 <= collected[k] < values.shape[0]:
+            raise ValueError(f"node {collected[k]} is not one of {values.shape[0]}")
+    return 0
+
+
+def pack_bins(const int64_t[:, ::1] counts, const float64_t[:, ::1] values,
+              const intp_t[::1] collected, float64_t[::1] out):
+    """The bins of the nodes ``collected``, one node after the other, as float64
+    triples (n, w, s) into ``out``: what a distributed fit's histogram step sends.
+
+    Parameters
+    ----------
+    counts, values : int64 and float64 arrays of shape (n_nodes, 3 * n_bins)
+        The same histograms (``HistogramSplitFinder.level_statistics``, each node's
+        ``BIN_DTYPE`` bins one row) viewed as int64 (a bin's n, the first of its
+        three values) and as float64 (its w and s, the other two).
+    collected : intp array of shape (k,)
+        The nodes to pack, in order.
+    out : float64 array of shape (k * 3 * n_bins,), output
+        Node ``collected[i]``'s bins at ``out[i * 3 * n_bins:]``, n converted to
+        float64 (exact below 2**53 rows).
+    """
+    cdef intp_t k, j, node, width = values.shape[1]
+    cdef float64_t* at
+    _check_bins(counts, values, collected, out.shape[0])
+    with nogil:
+        for k in range(collected.shape[0]):
+            node = collected[k]
+            at = &out[k * width] if width > 0 else NULL
+            for j in range(0, width, 3):
+                at[j] = <float64_t>counts[node, j]
+                at[j + 1] = values[node, j + 1]
+                at[j + 2] = values[node, j + 2]
+
+
+def unpack_bins(const float64_t[::1] packed, const intp_t[::1] collected,
+                int64_t[:, ::1] counts, float64_t[:, ::1] values):
+    """:func:`pack_bins` undone: the float64 triples (n, w, s) of ``packed`` (the
+    histogram step's sums) written back as the bins of the nodes ``collected``
+    (n converted back to int64), the histograms viewed as there."""
+    cdef intp_t k, j, node, width = values.shape[1]
+    cdef const float64_t* at
+    _check_bins(counts, values, collected, packed.shape[0])
+    with nogil:
+        for k in range(collected.shape[0]):
+            node = collected[k]
+            at = &packed[k * width] if width > 0 else NULL
+            for j in range(0, width, 3):
+                counts[node, j] = <int64_t>at[j]
+                values[node, j + 1] = at[j + 1]
+                values[node, j + 2] = at[j + 2]
+
+
 @cython.final
 cdef class _GatherBuffer:
     """The buffer a finder gathers its collected nodes' row statistics into: 16
