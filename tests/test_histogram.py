@@ -1184,18 +1184,21 @@ def test_grid_pass_that_fills_the_root_gives_the_masked_path(weighted, in_place,
 
 
 @pytest.mark.parametrize("masked", [False, True])
-def test_grid_pass_reads_the_given_maxima(masked):
+@pytest.mark.parametrize("scaled", ["maximum", "rows"])
+def test_grid_pass_reads_the_given_maxima(masked, scaled):
     """A tree given its grid maxima (``TreeGrower.grid_maxima``) puts its rows on the
-    grid they make and takes none of its own: maxima four times the rows' own give
-    the grid of a NumPy twin at a unit four times as large, in the grid pass that
-    fills the root (no mask) and in the masked one alike."""
+    grid they make and takes none of its own: maxima four times the rows' own, or
+    a row count four times this tree's (a data-parallel fit's every process's
+    rows), give the grid of a NumPy twin at a unit four times as large, in the grid
+    pass that fills the root (no mask) and in the masked one alike."""
     n, d = 250_000, 3
     rng = np.random.default_rng(8)
     X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
     r = np.tanh(X[:, 0].astype(np.float64)) + 0.5 * rng.normal(size=n)
     finder = make_split_finder(X, dict(split_method="hist", max_bins=64, n_threads=2))
     grower = TreeGrower(X, finder, 2, 2, 1, 0.0, d, 2)
-    grower.grid_maxima = (float(n), 4 * np.abs(r).max(), 0.0)
+    grower.grid_maxima = ((float(n), 4 * np.abs(r).max(), 0.0) if scaled == "maximum"
+                          else (4.0 * n, np.abs(r).max(), 0.0))
     grower.grow(None, r, np.ones(n, dtype=np.uint8) if masked else None, 0)
     _, exponent = np.frexp(n * 4 * np.abs(r).max())
     unit = np.ldexp(1.0, int(exponent) - 51)

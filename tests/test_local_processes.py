@@ -297,16 +297,19 @@ def test_one_round_trip_per_level(shape):
                                             else shape["max_depth"])
 
 
+@pytest.mark.parametrize("subsample", [0.8, 1.0])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_grid_maxima_travel_with_the_loss(monkeypatch, weighted):
+def test_grid_maxima_travel_with_the_loss(monkeypatch, weighted, subsample):
     """The next tree's grid maxima travel with the training loss's step (the
     log-loss's update, ``OneScoreFit.take_grid_maxima``): one step per tree fewer
     than the grower's own grid step, and the same trees, bit for bit, with
-    subsample (the grid is of every row, in the bag or not)."""
+    subsample (the grid is of every row, in the bag or not) and without (every row
+    in bag: the grid pass fills the root, ``TreeGrower._grid_and_root``, its grid
+    from the maxima's row count, every process's, not the part's own)."""
     from gbc_core import _loss_state
 
     X, y, w = _data(2000, 2, seed=5)
-    params = dict(PARAMS, max_depth=3, subsample=0.8)
+    params = dict(PARAMS, max_depth=3, subsample=subsample)
     runs = {}
     for grid_with_loss in (True, False):
         if not grid_with_loss:

@@ -348,7 +348,9 @@ class Part:
                 held.append(X[~self.train[sl]])
             # (In Fortran order: the sketch reads the values feature by feature.)
             rows = kept[sl]
-            sketches.append(mapper.sketch(np.asfortranarray(X if rows.all() else X[rows])))
+            # (The kept rows gathered column by column: one copy, in Fortran order.)
+            sketches.append(mapper.sketch(np.asfortranarray(X if rows.all()
+                                                            else X.T[:, rows].T)))
         if holdout is not None:
             wv = None if self.w is None else self.w[~self.train]
             self.eval_part = (np.ascontiguousarray(np.concatenate(

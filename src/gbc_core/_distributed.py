@@ -132,6 +132,9 @@ class _Reducer:
         # converted (``pack_bins``); then the carried sums, one minimum (unused: 0)
         # and the maxima, the carried minima among them negated (min(a, b) =
         # -max(-a, -b), exactly).
+        if not histograms.flags.c_contiguous:
+            # (A reshape would copy it, and the sums be written into the copy.)
+            raise ValueError("the level's histograms must be C-contiguous")
         values = histograms.reshape(histograms.shape[0], -1).view(np.float64)
         counts = values.view(np.int64)
         n_hist = collected.size * values.shape[1]

@@ -955,9 +955,9 @@ cdef class TreeGrower:
                               const float64_t[::1] residual, node_sums_t* sums):
         """``_put_on_grid`` and the root of a tree given every row, in one parallel
         region (no mask; one process, or ``grid_maxima`` given: no step of the
-        reducer): the blocks' maxima, then, as
-        tasks of their own, the grid pass and the partition's root rows block by
-        block (``_grid_rows``, ``RowPartition.fill_rows``) and the root's ``sums``
+        reducer): the blocks' maxima, then, as tasks of their own, the grid pass
+        and the partition's root rows block by block (``_grid_rows``,
+        ``RowPartition.fill_rows``) and the root's ``sums``
         (``_grid_sums``: one task, in row order, from the inputs). Where the grid
         pass writes the residuals in place (the caller's ``residual_buffer()``),
         the sums read them after the pass instead. With ``grid_maxima`` (taken as

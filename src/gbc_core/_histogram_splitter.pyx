@@ -493,8 +493,19 @@ def pack_bins(const int64_t[:, ::1] counts, const float64_t[:, ::1] values,
 def unpack_bins(const float64_t[::1] packed, const intp_t[::1] collected,
                 int64_t[:, ::1] counts, float64_t[:, ::1] values):
     """:func:`pack_bins` undone: the float64 triples (n, w, s) of ``packed`` (the
-    histogram step's sums) written back as the bins of the nodes ``collected``
-    (n converted back to int64), the histograms viewed as there."""
+    histogram step's sums) written back as the bins of the nodes ``collected``.
+
+    Parameters
+    ----------
+    packed : float64 array of shape (k * 3 * n_bins,)
+        Node ``collected[i]``'s bins at ``packed[i * 3 * n_bins:]``, as
+        :func:`pack_bins` writes them.
+    collected : intp array of shape (k,)
+        The nodes to write back, in order.
+    counts, values : int64 and float64 arrays of shape (n_nodes, 3 * n_bins), output
+        The histograms viewed as in :func:`pack_bins`: each n converted back to
+        int64 into ``counts``, w and s into ``values``; the other nodes untouched.
+    """
     cdef intp_t k, j, node, width = values.shape[1]
     cdef const float64_t* at
     _check_bins(counts, values, collected, packed.shape[0])
