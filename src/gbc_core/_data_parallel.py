@@ -346,9 +346,9 @@ class Part:
         for sl, X in zip(self._part_slices(), self._float_parts()):
             if holdout is not None:
                 held.append(X[~self.train[sl]])
-            # (In Fortran order: the sketch reads the values feature by feature.)
+            # (In Fortran order: the sketch reads the values feature by feature; the
+            # kept rows gathered column by column, one copy.)
             rows = kept[sl]
-            # (The kept rows gathered column by column: one copy, in Fortran order.)
             sketches.append(mapper.sketch(np.asfortranarray(X if rows.all()
                                                             else X.T[:, rows].T)))
         if holdout is not None:
