@@ -381,7 +381,8 @@ class Part:
 
         def parts():
             for sl, X in zip(self._part_slices(), self._float_parts()):
-                X = np.ascontiguousarray(X[kept[sl]])
+                # (A partition whose rows are all kept is binned as it is, no copy.)
+                X = np.ascontiguousarray(X if kept[sl].all() else X[kept[sl]])
                 if previous is not None:
                     r = np.empty((X.shape[0], previous.n_outputs))
                     r[:] = previous.init_raw
