@@ -8,7 +8,8 @@ that calls the parts' methods; every step and every check of the fit is here:
 
 1. ``describe``: the partitions' rows and columns, their distinct labels (checked
    together as one process checks y: kinds, missing labels, a single class), the
-   ``eval_set`` partitions' missing labels;
+   ``eval_set`` partitions' missing labels, the features ``categorical_features``
+   makes categorical;
 2. ``prepare``: class codes, weights (class factors, one power-of-two scale), the
    rows of each class with weight and without;
 3. ``split``: the early-stopping hold-out (the single-process draw, replayed by
@@ -142,10 +143,10 @@ def class_factors(class_weight, classes, label_counts):
 class Part:
     """The training rows of one worker for one fit.
 
-    The client calls, in order: ``describe`` (shapes, labels),
-    ``prepare`` (class codes and weights), ``split`` (the early-stopping hold-out,
-    the sketches of the training rows), ``bin`` (the bins) and ``fit``. Partitions
-    are numbered by their place in the data (``part_numbers``); the client sends
+    The client calls, in order: ``describe`` (shapes, labels, the categorical
+    features), ``prepare`` (class codes and weights), ``split`` (the early-stopping
+    hold-out, the sketches of the training rows), ``bin`` (the bins) and ``fit``.
+    Partitions are numbered by their place in the data (``part_numbers``); the client sends
     each part the offsets of its partitions, so that a row's position in the
     concatenated data is known where it lives.
 
@@ -236,13 +237,15 @@ class Part:
             yield slice(start, start + n)
             start += n
 
-    def describe(self):
+    def describe(self, categorical_features=None):
         """(rows of each partition, columns, distinct labels and their counts, largest
         weight, missing labels of each partition, the numbers, label rows and missing
         labels of the ``eval_set`` partitions here or None, the partitions'
-        numbers): the missing labels of a partition are (how many, the first rows
-        of them in the partition), and the labels are not read where some are
-        missing."""
+        numbers, the features ``categorical_features`` makes categorical): the
+        missing labels of a partition are (how many, the first rows of them in the
+        partition), and the labels are not read where some are missing; the
+        categorical features are :meth:`categorical_mask`'s, or its error (raised by
+        the client after the checks of the labels, as one process raises them)."""
         from ._validation import label_counts
 
         top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
@@ -254,8 +257,13 @@ class Part:
         if self.eval_parts is not None:
             evaluated = (self.eval_parts[3], [len(p) for p in self.eval_parts[1]],
                          self.eval_missing)
+        try:
+            categorical = (None if categorical_features is None
+                           else self.categorical_mask(categorical_features))
+        except (ValueError, TypeError) as exc:
+            categorical = exc
         return (self.part_rows, self.n_features, labels, counts, top, self.missing,
-                evaluated, self.part_numbers)
+                evaluated, self.part_numbers, categorical)
 
     def prepare(self, classes, exponent, class_factors):
         """Class codes and weights (times the class factors, scaled by
@@ -512,12 +520,12 @@ def _holdouts(described, groups, classes, params, seed, has_eval_set):
     return [(seed, sizes, n_val, offsets[d[7]]) for d in described]
 
 
-def _categories(transport, n_ranks, params, n_features, names):
+def _categories(transport, described, params, n_features, names):
     """The categorical features and their categories, agreed by every part before
     the fit: (mask, categories) or (None, None).
 
-    Each part reports the features ``categorical_features`` makes categorical in its
-    partitions (a column of category or string dtype in some partition, e.g. not
+    Each part has reported (``describe``, in ``described``) the features
+    ``categorical_features`` makes categorical in its partitions (a column of category or string dtype in some partition, e.g. not
     in one where it holds only missing values, is categorical), then the distinct
     values of those in each partition; the categories of a feature are their sorted
     union (``_categories.merge_categories``: the categories of the rows of every
@@ -525,15 +533,15 @@ def _categories(transport, n_ranks, params, n_features, names):
     kind of value), and every part encodes its rows with them."""
     from ._categories import _column_label, merge_categories
 
-    value = params["categorical_features"]
-    if value is None:
-        return None, None
-    masks = transport.call("categorical_mask", [(value,)] * n_ranks,
-                           "finding the categorical features")
+    masks = [d[8] for d in described]
+    for mask in masks:
+        if isinstance(mask, Exception):
+            raise mask
     masks = [m for m in masks if m is not None]
     if not masks:
         return None, None
     mask = np.logical_or.reduce(masks)
+    n_ranks = len(described)
     found = transport.call("category_values", [(mask, params["max_bins"])] * n_ranks,
                            "reading the categories")
     categories = [None] * n_features
@@ -606,9 +614,10 @@ def fit_parts(transport, params, seed, *, has_eval_set, names=None, warm=None,
     from ._params import resolve
 
     n_ranks = len(transport.ranks)
-    described = transport.call("describe", [()] * n_ranks, "reading the partitions")
+    described = transport.call("describe", [(params["categorical_features"],)] * n_ranks,
+                               "reading the partitions")
     n_features, _, classes = _classes(described, has_eval_set)
-    mask, categories = _categories(transport, n_ranks, params, n_features, names)
+    mask, categories = _categories(transport, described, params, n_features, names)
     previous = None
     if warm is not None:
         previous = warm_start_from(warm, params, classes, n_features, names,
