@@ -122,6 +122,17 @@ def as_float32_part(part, name, categories=None):
     return check_features(part, name, dtype=np.float32, order="C")
 
 
+def _fortran(X):
+    """A float32 partition (C order) copied to Fortran order, the same values: by
+    the tiled kernel of the training cast (``_validation._cast_float32``; NumPy's
+    copy to another order, a column at a time over every row, takes three times as
+    long), or by NumPy where that kernel does not apply (a small partition)."""
+    from ._validation import _cast_float32
+
+    cast = _cast_float32(X, np.float32, "F", 1)
+    return np.asfortranarray(X) if cast is None else cast[0]
+
+
 def class_factors(class_weight, classes, label_counts):
     """The factor of each class of ``class_weight`` (scaled as in memory), or None."""
     if class_weight is None:
@@ -357,8 +368,8 @@ class Part:
             # (In Fortran order: the sketch reads the values feature by feature; the
             # kept rows gathered column by column, one copy.)
             rows = kept[sl]
-            sketches.append(mapper.sketch(np.asfortranarray(X if rows.all()
-                                                            else X.T[:, rows].T)))
+            sketches.append(mapper.sketch(_fortran(X) if rows.all()
+                                          else np.asfortranarray(X.T[:, rows].T)))
         if holdout is not None:
             wv = None if self.w is None else self.w[~self.train]
             self.eval_part = (np.ascontiguousarray(np.concatenate(
