@@ -157,9 +157,9 @@ class Part:
     The client calls, in order: ``describe`` (shapes, labels, the categorical
     features), ``prepare`` (class codes and weights), ``split`` (the early-stopping
     hold-out, the sketches of the training rows), ``bin`` (the bins) and ``fit``.
-    Partitions are numbered by their place in the data (``part_numbers``); the client sends
-    each part the offsets of its partitions, so that a row's position in the
-    concatenated data is known where it lives.
+    Partitions are numbered by their place in the data (``part_numbers``); the
+    client sends each part the offsets of its partitions, so that a row's position
+    in the concatenated data is known where it lives.
 
     Parameters
     ----------
@@ -536,9 +536,10 @@ def _categories(transport, described, params, n_features, names):
     the fit: (mask, categories) or (None, None).
 
     Each part has reported (``describe``, in ``described``) the features
-    ``categorical_features`` makes categorical in its partitions (a column of category or string dtype in some partition, e.g. not
-    in one where it holds only missing values, is categorical), then the distinct
-    values of those in each partition; the categories of a feature are their sorted
+    ``categorical_features`` makes categorical in its partitions (a column of
+    category or string dtype in some partition, e.g. not in one where it holds only
+    missing values, is categorical), then the distinct values of those in each
+    partition; the categories of a feature are their sorted
     union (``_categories.merge_categories``: the categories of the rows of every
     part together, as in one process, with its checks: at most ``max_bins``, one
     kind of value), and every part encodes its rows with them."""
