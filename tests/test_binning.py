@@ -543,3 +543,46 @@ def test_features_sampled_in_groups_give_the_same_thresholds(monkeypatch):
         assert_same_bits(m.thresholds[j], ref.thresholds[j])
         assert_same_bits(sketch.values[j], ref_sketch.values[j])
         np.testing.assert_array_equal(sketch.weights[j], ref_sketch.weights[j])
+
+
+@pytest.mark.parametrize("n", [1, 2, 300, 5000])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_sorted_sample_sorts_as_numpy(n, n_threads):
+    """``sorted_sample`` (radix sort of the float32 bit patterns, digits of 11, 11
+    and 10 bits) against ``np.sort``: every bit pattern but NaN's (both signs,
+    subnormals, infinities, -0.0 written 0.0, repeats), columns whose keys share
+    some digits (a pass skipped), all values and a subsample at given ranks."""
+    from gbc_core._binning_kernels import sorted_sample
+
+    rng = np.random.default_rng(n)
+    bits = rng.integers(0, 2 ** 32, size=(n, 6), dtype=np.uint64).astype(np.uint32)
+    X = bits.view(np.float32).copy()
+    X[:, 1] = rng.choice(np.array([-0.0, 0.0, np.inf, -np.inf, 1e-45, -1e-45, 3.5],
+                                  dtype=np.float32), size=n)
+    X[:, 2] = (np.uint32(0x3F800000) | (bits[:, 2] & np.uint32(0x7FF))).view(np.float32)
+    X[:, 3] = (bits[:, 3] & np.uint32(0x7FFFF800)).view(np.float32)
+    X[:, 4] = 7.0
+    X[rng.random(X.shape) < 0.1] = np.nan
+    features = np.arange(X.shape[1], dtype=np.int32)
+    n_valid = (~np.isnan(X)).sum(axis=0).astype(np.int64)
+    twin = [np.sort(X[~np.isnan(X[:, j]), j] + np.float32(0.0)) for j in features]
+    for order in ("C", "F"):
+        Xo = np.asarray(X, order=order)
+        out = np.full((features.size, n), np.float32(-1.0))
+        keys = np.empty(2 * n_threads * n, dtype=np.uint32)
+        sorted_sample(Xo, features, np.zeros((1, 1), dtype=np.int64),
+                      np.full(features.size, -1, dtype=np.int32), n_valid, n_valid,
+                      out, keys, n_threads)
+        for j in features:
+            assert_same_bits(out[j, :n_valid[j]], twin[j])
+        # The values of a subsample: those at some ranks among the non-NaN values.
+        take = np.minimum(n_valid, max(1, n // 3))
+        ranks = np.stack([np.sort(rng.choice(max(int(v), 1), size=take.max(),
+                                             replace=False)) if v >= take.max()
+                          else np.arange(take.max()) for v in n_valid]).astype(np.int64)
+        out[:] = -1.0
+        sorted_sample(Xo, features, ranks, features.copy(), take, n_valid, out, keys,
+                      n_threads)
+        for j in features:
+            column = X[~np.isnan(X[:, j]), j] + np.float32(0.0)
+            assert_same_bits(out[j, :take[j]], np.sort(column[ranks[j, :take[j]]]))

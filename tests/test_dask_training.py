@@ -661,10 +661,9 @@ def test_worker_lost_before_the_actors_start_ends_the_fit(monkeypatch):
         victim = _workers(c)[1]
         real = gdask._parts_of
 
-        def place_then_kill(collection, client, name):
-            placed = real(collection, client, name)
-            if name == "y":
-                os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+        def place_then_kill(client, collections):
+            placed = real(client, collections)
+            os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
             return placed
 
         monkeypatch.setattr(gdask, "_parts_of", place_then_kill)

@@ -186,28 +186,48 @@ def scan_distinct(
         GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
 
 
+cdef enum:
+    # LSD radix sort of 32-bit keys: three digits of 11, 11 and 10 bits.
+    RADIX_BITS = 11
+    RADIX_SIZE = 2048
+    RADIX_PASSES = 3
+
+
 cdef uint32_t* _radix_sort(uint32_t* a, uint32_t* b, intp_t n) noexcept nogil:
-    """Sort ``a[:n]`` (``b`` is scratch of the same size); returns the sorted buffer."""
-    cdef intp_t counts[256]
-    cdef intp_t i, pos
-    cdef int shift, digit
+    """Sort ``a[:n]`` (``b`` is scratch of the same size); returns the sorted buffer.
+
+    LSD radix sort in ``RADIX_PASSES`` passes of ``RADIX_BITS`` bits (the last of
+    10), the counts of every digit taken in one read of ``a``; a pass whose digit is
+    the same for every key is skipped."""
+    cdef intp_t counts[RADIX_PASSES * RADIX_SIZE]
+    cdef intp_t i, pos, c
+    cdef intp_t* at
+    cdef int p, shift, digit
+    cdef uint32_t v
     cdef uint32_t* tmp
     if n == 0:
         return a
-    for shift in range(0, 32, 8):
-        memset(counts, 0, sizeof(counts))
-        for i in range(n):
-            counts[(a[i] >> shift) & 0xFF] += 1
-        if counts[(a[0] >> shift) & 0xFF] == n:
+    memset(counts, 0, sizeof(counts))
+    for i in range(n):
+        v = a[i]
+        counts[v & (RADIX_SIZE - 1)] += 1
+        counts[RADIX_SIZE + ((v >> RADIX_BITS) & (RADIX_SIZE - 1))] += 1
+        counts[2 * RADIX_SIZE + (v >> (2 * RADIX_BITS))] += 1
+    for p in range(RADIX_PASSES):
+        shift = p * RADIX_BITS
+        at = counts + p * RADIX_SIZE
+        if at[(a[0] >> shift) & (RADIX_SIZE - 1)] == n:
             continue
         pos = 0
-        for digit in range(256):
-            pos += counts[digit]
-            counts[digit] = pos - counts[digit]
+        for digit in range(RADIX_SIZE):
+            c = at[digit]
+            at[digit] = pos
+            pos += c
         for i in range(n):
-            digit = (a[i] >> shift) & 0xFF
-            b[counts[digit]] = a[i]
-            counts[digit] += 1
+            v = a[i]
+            digit = (v >> shift) & (RADIX_SIZE - 1)
+            b[at[digit]] = v
+            at[digit] += 1
         tmp = a
         a = b
         b = tmp

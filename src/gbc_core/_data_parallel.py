@@ -8,7 +8,8 @@ that calls the parts' methods; every step and every check of the fit is here:
 
 1. ``describe``: the partitions' rows and columns, their distinct labels (checked
    together as one process checks y: kinds, missing labels, a single class), the
-   ``eval_set`` partitions' missing labels;
+   ``eval_set`` partitions' missing labels, the features ``categorical_features``
+   makes categorical;
 2. ``prepare``: class codes, weights (class factors, one power-of-two scale), the
    rows of each class with weight and without;
 3. ``split``: the early-stopping hold-out (the single-process draw, replayed by
@@ -121,6 +122,17 @@ def as_float32_part(part, name, categories=None):
     return check_features(part, name, dtype=np.float32, order="C")
 
 
+def _fortran(X):
+    """A float32 partition (C order) copied to Fortran order, the same values: by
+    the tiled kernel of the training cast (``_validation._cast_float32``; NumPy's
+    copy to another order, a column at a time over every row, takes three times as
+    long), or by NumPy where that kernel does not apply (a small partition)."""
+    from ._validation import _cast_float32
+
+    cast = _cast_float32(X, np.float32, "F", 1)
+    return np.asfortranarray(X) if cast is None else cast[0]
+
+
 def class_factors(class_weight, classes, label_counts):
     """The factor of each class of ``class_weight`` (scaled as in memory), or None."""
     if class_weight is None:
@@ -142,12 +154,12 @@ def class_factors(class_weight, classes, label_counts):
 class Part:
     """The training rows of one worker for one fit.
 
-    The client calls, in order: ``describe`` (shapes, labels),
-    ``prepare`` (class codes and weights), ``split`` (the early-stopping hold-out,
-    the sketches of the training rows), ``bin`` (the bins) and ``fit``. Partitions
-    are numbered by their place in the data (``part_numbers``); the client sends
-    each part the offsets of its partitions, so that a row's position in the
-    concatenated data is known where it lives.
+    The client calls, in order: ``describe`` (shapes, labels, the categorical
+    features), ``prepare`` (class codes and weights), ``split`` (the early-stopping
+    hold-out, the sketches of the training rows), ``bin`` (the bins) and ``fit``.
+    Partitions are numbered by their place in the data (``part_numbers``); the
+    client sends each part the offsets of its partitions, so that a row's position
+    in the concatenated data is known where it lives.
 
     Parameters
     ----------
@@ -236,13 +248,15 @@ class Part:
             yield slice(start, start + n)
             start += n
 
-    def describe(self):
+    def describe(self, categorical_features=None):
         """(rows of each partition, columns, distinct labels and their counts, largest
         weight, missing labels of each partition, the numbers, label rows and missing
         labels of the ``eval_set`` partitions here or None, the partitions'
-        numbers): the missing labels of a partition are (how many, the first rows
-        of them in the partition), and the labels are not read where some are
-        missing."""
+        numbers, the features ``categorical_features`` makes categorical): the
+        missing labels of a partition are (how many, the first rows of them in the
+        partition), and the labels are not read where some are missing; the
+        categorical features are :meth:`categorical_mask`'s, or its error (raised by
+        the client after the checks of the labels, as one process raises them)."""
         from ._validation import label_counts
 
         top = 0.0 if self.w is None or self.w.size == 0 else float(self.w.max())
@@ -254,8 +268,13 @@ class Part:
         if self.eval_parts is not None:
             evaluated = (self.eval_parts[3], [len(p) for p in self.eval_parts[1]],
                          self.eval_missing)
+        try:
+            categorical = (None if categorical_features is None
+                           else self.categorical_mask(categorical_features))
+        except (ValueError, TypeError) as exc:
+            categorical = exc
         return (self.part_rows, self.n_features, labels, counts, top, self.missing,
-                evaluated, self.part_numbers)
+                evaluated, self.part_numbers, categorical)
 
     def prepare(self, classes, exponent, class_factors):
         """Class codes and weights (times the class factors, scaled by
@@ -349,8 +368,8 @@ class Part:
             # (In Fortran order: the sketch reads the values feature by feature; the
             # kept rows gathered column by column, one copy.)
             rows = kept[sl]
-            sketches.append(mapper.sketch(np.asfortranarray(X if rows.all()
-                                                            else X.T[:, rows].T)))
+            sketches.append(mapper.sketch(_fortran(X) if rows.all()
+                                          else np.asfortranarray(X.T[:, rows].T)))
         if holdout is not None:
             wv = None if self.w is None else self.w[~self.train]
             self.eval_part = (np.ascontiguousarray(np.concatenate(
@@ -381,7 +400,8 @@ class Part:
 
         def parts():
             for sl, X in zip(self._part_slices(), self._float_parts()):
-                X = np.ascontiguousarray(X[kept[sl]])
+                # (A partition whose rows are all kept is binned as it is, no copy.)
+                X = np.ascontiguousarray(X if kept[sl].all() else X[kept[sl]])
                 if previous is not None:
                     r = np.empty((X.shape[0], previous.n_outputs))
                     r[:] = previous.init_raw
@@ -511,28 +531,29 @@ def _holdouts(described, groups, classes, params, seed, has_eval_set):
     return [(seed, sizes, n_val, offsets[d[7]]) for d in described]
 
 
-def _categories(transport, n_ranks, params, n_features, names):
+def _categories(transport, described, params, n_features, names):
     """The categorical features and their categories, agreed by every part before
     the fit: (mask, categories) or (None, None).
 
-    Each part reports the features ``categorical_features`` makes categorical in its
-    partitions (a column of category or string dtype in some partition, e.g. not
-    in one where it holds only missing values, is categorical), then the distinct
-    values of those in each partition; the categories of a feature are their sorted
+    Each part has reported (``describe``, in ``described``) the features
+    ``categorical_features`` makes categorical in its partitions (a column of
+    category or string dtype in some partition, e.g. not in one where it holds only
+    missing values, is categorical), then the distinct values of those in each
+    partition; the categories of a feature are their sorted
     union (``_categories.merge_categories``: the categories of the rows of every
     part together, as in one process, with its checks: at most ``max_bins``, one
     kind of value), and every part encodes its rows with them."""
     from ._categories import _column_label, merge_categories
 
-    value = params["categorical_features"]
-    if value is None:
-        return None, None
-    masks = transport.call("categorical_mask", [(value,)] * n_ranks,
-                           "finding the categorical features")
+    masks = [d[8] for d in described]
+    for mask in masks:
+        if isinstance(mask, Exception):
+            raise mask
     masks = [m for m in masks if m is not None]
     if not masks:
         return None, None
     mask = np.logical_or.reduce(masks)
+    n_ranks = len(described)
     found = transport.call("category_values", [(mask, params["max_bins"])] * n_ranks,
                            "reading the categories")
     categories = [None] * n_features
@@ -605,9 +626,10 @@ def fit_parts(transport, params, seed, *, has_eval_set, names=None, warm=None,
     from ._params import resolve
 
     n_ranks = len(transport.ranks)
-    described = transport.call("describe", [()] * n_ranks, "reading the partitions")
+    described = transport.call("describe", [(params["categorical_features"],)] * n_ranks,
+                               "reading the partitions")
     n_features, _, classes = _classes(described, has_eval_set)
-    mask, categories = _categories(transport, n_ranks, params, n_features, names)
+    mask, categories = _categories(transport, described, params, n_features, names)
     previous = None
     if warm is not None:
         previous = warm_start_from(warm, params, classes, n_features, names,

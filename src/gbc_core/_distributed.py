@@ -196,8 +196,9 @@ def add_rank(total, part, n_summed):
 
 
 def bin_parts(parts, mapper, n_threads):
-    """The bins of a part's partitions, each binned apart (``parts``: float32 arrays,
-    converted one at a time by the caller's iterator), and the bins' value ranges.
+    """The bins of a part's partitions, each binned apart (``parts``: float32 arrays
+    in C or Fortran order, converted one at a time by the caller's iterator; binned
+    in their own order, not copied), and the bins' value ranges.
 
     Returns
     -------
@@ -208,7 +209,6 @@ def bin_parts(parts, mapper, n_threads):
     missing = int(mapper.missing_bin)
     blocks, lo, hi = [], None, None
     for X in parts:
-        X = np.asfortranarray(X, dtype=np.float32)
         b = mapper.transform(X, n_threads)
         p_lo, p_hi = bin_value_ranges(X, b, missing, n_threads)
         lo = p_lo if lo is None else np.minimum(lo, p_lo)

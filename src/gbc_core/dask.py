@@ -721,31 +721,49 @@ def _threads_of_worker(n_jobs, workers_per_host):
     return effective_n_threads(n_jobs)
 
 
-def _parts_of(collection, client, name):
-    """(futures of the row partitions in order, holder of each) of a Dask Array
-    (columns in one chunk) or DataFrame/Series, computed where the cluster puts them
-    (nothing is gathered): one future per partition, from the collection's own
-    ``to_delayed`` list, so that the order and the partitions are the collection's
-    whatever its graph (``read_parquet``, ``from_pandas``, an array's chunks)."""
+def _parts_of(client, collections):
+    """Per collection of ``collections`` ((Dask Array with its columns in one chunk,
+    DataFrame or Series, name) pairs, or None for none): (futures of its row
+    partitions in order, holder of each), or None. Computed where the cluster puts
+    them (nothing is gathered), all in one request: one future per partition, from
+    the collection's own ``to_delayed`` list, so that the order and the partitions
+    are the collection's whatever its graph (``read_parquet``, ``from_pandas``, an
+    array's chunks)."""
     from distributed import wait
 
-    parts = collection.to_delayed()
-    if isinstance(parts, np.ndarray):  # an array: one delayed per (row, column) chunk
-        parts = parts.ravel().tolist()
-    elif len(parts) != collection.npartitions:
-        # The optimiser may merge partitions of a column selection (read_parquet's
-        # small reads): X and y would no longer pair. The graph as written keeps them.
-        parts = collection.to_delayed(optimize_graph=False)
-    futures = client.compute(list(parts))
+    lists = []
+    for named in collections:
+        if named is None:
+            lists.append([])
+            continue
+        collection = named[0]
+        parts = collection.to_delayed()
+        if isinstance(parts, np.ndarray):  # an array: one delayed per (row, column) chunk
+            parts = parts.ravel().tolist()
+        elif len(parts) != collection.npartitions:
+            # The optimiser may merge partitions of a column selection (read_parquet's
+            # small reads): X and y would no longer pair. The graph as written keeps
+            # them.
+            parts = collection.to_delayed(optimize_graph=False)
+        lists.append(list(parts))
+    futures = client.compute([p for parts in lists for p in parts])
     wait(futures)
     who = client.who_has(futures)
-    holders = []
-    for f in futures:
-        where = sorted(who.get(f.key, ()) or ())
-        if not where:
-            raise RuntimeError(f"{name}: a partition is held by no worker")
-        holders.append(where[0])
-    return futures, holders
+    out, start = [], 0
+    for named, parts in zip(collections, lists):
+        if named is None:
+            out.append(None)
+            continue
+        mine = futures[start:start + len(parts)]
+        start += len(parts)
+        holders = []
+        for f in mine:
+            where = sorted(who.get(f.key, ()) or ())
+            if not where:
+                raise RuntimeError(f"{named[1]}: a partition is held by no worker")
+            holders.append(where[0])
+        out.append((mine, holders))
+    return out
 
 
 def _alive(client):
@@ -967,19 +985,22 @@ def _placed_parts(client, X, y, w, evals):
     """(the workers holding X's partitions, in rank order; each one's arguments of
     ``_PartActor``: the futures of its partitions of X, y, w, its share of the
     ``eval_set`` partitions, its partitions' numbers)."""
-    xf, holders = _parts_of(X, client, "X")
-    yf, _ = _parts_of(y, client, "y")
-    wf = _parts_of(w, client, "sample_weight")[0] if w is not None else None
+    Xv, yv, wv = (None, None, None) if evals is None else evals
+    found = _parts_of(client, [
+        (X, "X"), (y, "y"), None if w is None else (w, "sample_weight"),
+        None if evals is None else (Xv, "eval_set X"),
+        None if evals is None else (yv, "eval_set y"),
+        None if wv is None else (wv, "eval_set sample_weight")])
+    (xf, holders), (yf, _) = found[:2]
+    wf = found[2][0] if w is not None else None
     if len(yf) != len(xf) or (wf is not None and len(wf) != len(xf)):
         raise ValueError("X, y and sample_weight must have the same partitions")
     ranks = sorted(set(holders))
     eval_for = {r: None for r in ranks}
     if evals is not None:
         # Each validation partition to the rank holding it, else one in turn.
-        Xv, yv, wv = evals
-        vf, vholders = _parts_of(Xv, client, "eval_set X")
-        vyf, _ = _parts_of(yv, client, "eval_set y")
-        vwf = _parts_of(wv, client, "eval_set sample_weight")[0] if wv is not None else None
+        (vf, vholders), (vyf, _) = found[3:5]
+        vwf = found[5][0] if wv is not None else None
         eval_for = {r: ([], [], [] if vwf is not None else None, []) for r in ranks}
         for i, holder in enumerate(vholders):
             r = holder if holder in eval_for else ranks[i % len(ranks)]
