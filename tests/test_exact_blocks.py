@@ -1,10 +1,12 @@
 """The exact finder's tasks below a feature (``ExactSplitFinder.collect``): a root's
 feature scanned in blocks of sorted positions (each block from the exact sum of the
-positions before it), and a level with node segments scanned in (feature, pair of
-siblings) tasks. Either must find the splits of the whole-feature scan bit for bit,
-on every number of threads: the test hook ``_force_blocks`` takes both paths
-wherever they may apply (small blocks, any thread count), and the trees grown are
-compared with those of the default paths, node for node."""
+positions before it), the root's blocks carried to its children (each block split
+into the children's segments and each child's part scanned from its exact prefix),
+and a level with node segments scanned in (feature, pair of siblings) tasks. Each
+must find the splits of the whole-feature scan bit for bit, on every number of
+threads: the test hook ``_force_blocks`` takes the paths wherever they may apply
+(small blocks, any thread count), and the trees grown are compared with those of
+the default paths, node for node."""
 
 import numpy as np
 import pytest
@@ -114,9 +116,11 @@ def _grow_all(X, case, n_threads, block_rows, residuals, w, categorical):
 
 @pytest.mark.parametrize("case", CASES)
 def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
-    """Trees grown with root blocks (1, 7 and 500 positions) and (feature, pair)
-    tasks on 1, 2 and 3 threads are those of the whole-feature scan on one thread
-    and on three, node for node and bit for bit: ties (within and across blocks and
+    """Trees grown with root blocks (1, 7, 79, 500 and 3,000 positions: the first
+    two gathered, more than 256 blocks; the others from the block bytes and carried
+    to the root's children) and (feature, pair) tasks on 1, 2 and 3 threads are
+    those of the whole-feature scan on one thread and on three, node for node and
+    bit for bit: ties (within and across blocks and
     features), missing values (those features stay whole), positive and zero sample
     weights (the lean scans' limits), leaf minimums, categorical features (one task
     each), sample masks, feature draws, monotonic constraints, deep and best-first
@@ -152,20 +156,23 @@ def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
     expected, _ = _grow_all(Xf, case, 1, 0, residuals, w, categorical)
     n_nodes = len(expected[0][0]) // NODE_DTYPE.itemsize
     assert n_nodes >= 5
-    runs = [(3, 0)] + [(t, b) for b in (1, 7, 500) for t in (1, 2, 3)]
-    blocked = paired = 0
+    runs = [(3, 0)] + [(t, b) for b in (1, 7, 79, 500, 3000) for t in (1, 2, 3)]
+    blocked = paired = children = 0
     for n_threads, block_rows in runs:
         got, finder = _grow_all(Xf, case, n_threads, block_rows, residuals, w,
                                 categorical)
         blocked += finder.blocked_levels
         paired += finder.pair_levels
+        children += finder.child_block_levels
         for t, ((nodes_e, leaf_e), (nodes_g, leaf_g)) in enumerate(zip(expected, got)):
             assert nodes_g == nodes_e, (case, n_threads, block_rows, t)
             np.testing.assert_array_equal(leaf_g, leaf_e)
     # The paths under test ran where they apply: blocks at a root of unit weights
-    # holding every row, pair tasks on levels with segments (positive weights).
+    # holding every row and at its children (a level below it), pair tasks on
+    # levels with segments (positive weights).
     if case not in ("weighted", "zero_weights", "subsample"):
         assert blocked > 0
+        assert children > 0
     if case not in ("zero_weights", "best_first", "missing"):
         assert paired > 0
 
@@ -355,3 +362,103 @@ def test_pairs_are_handed_out_largest_first_then_lowest_slot(seed):
     assert _exact_splitter._pairs_largest_first([]) == []
     with pytest.raises(ValueError, match="at most 128 pairs"):
         _exact_splitter._pairs_largest_first([1] * 129)
+
+
+# ------------------------------------------------- the root's blocks at its children
+@pytest.mark.parametrize("block_rows", [64, 1000])
+def test_child_block_counts_match_a_numpy_twin(block_rows):
+    """The rows and w * r of each child before each block of the root's sorted
+    order (a pass in row order over the block bytes and the children's bits) are
+    the twin's: the positions of each child's rows in the feature's sorted order,
+    counted and summed in sorted order (bit for bit: values on a grid), for uneven
+    children too."""
+    n = 4000
+    X = _column_data(n)
+    finder = _finder(X, 1, block_rows)
+    n_blocks = -(-n // block_rows)
+    rng = np.random.default_rng(2)
+    r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
+    for share in (0.5, 0.03, 0.0):
+        first = (rng.uniform(size=n) < share).astype(np.uint8)
+        pos, sums = finder._child_block_sums(r, first)
+        assert pos.shape == (3, n_blocks + 1, 2) and sums.shape == (3, n_blocks, 2)
+        starts = np.minimum(np.arange(n_blocks + 1) * block_rows, n)
+        for f in range(3):
+            order = np.argsort(X[:, f], kind="stable")
+            for c, member in enumerate((first[order] == 1, first[order] == 0)):
+                before = np.concatenate([[0], np.cumsum(member)])[starts]
+                np.testing.assert_array_equal(pos[f, :, c], before)
+                in_order = np.where(member, r[order], 0.0)
+                prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
+                assert sums[f, :, c].tobytes() == prefix.tobytes()
+    with pytest.raises(ValueError, match="must have 4000 rows"):
+        finder._child_block_sums(r[:10], first)
+    with pytest.raises(ValueError, match="no block bytes"):
+        ExactSplitFinder(X, 2)._child_block_sums(r, first)
+
+
+def _children_data(n, share, seed=6):
+    """A root split on feature 0 (a large step at its ``share`` quantile: the
+    first child ``share`` of the rows), then in each child residuals whose best
+    splits tie exactly in feature 1 at two positions far apart (``_tied_residuals``
+    over the child's rows in the order of feature 1; feature 2 a copy: a tie across
+    features), feature 3 runs of 7 equal values of feature 1 and feature 4 many
+    ties (runs across block boundaries)."""
+    rng = np.random.default_rng(seed)
+    x0 = rng.permutation(n).astype(np.float32)
+    x1 = rng.permutation(n).astype(np.float32)
+    left = x0 < share * n
+    r = np.where(left, -1000.0, 1000.0)
+    for side in (left, ~left):
+        rows = np.flatnonzero(side)
+        rows = rows[np.argsort(x1[rows])]
+        r[rows] += _tied_residuals(len(rows))
+    X = np.column_stack([x0, x1, x1, np.floor(x1 / 7),
+                         np.round(rng.normal(size=n) * 2)]).astype(np.float32)
+    return np.asfortranarray(X), r
+
+
+@pytest.mark.parametrize("share", [0.5, 0.93, 0.01])
+def test_the_roots_children_in_blocks_grow_the_trees_of_the_whole_scan(share):
+    """Trees of depth 2 and 3 whose root's children are scanned in the root's
+    blocks (64, 500 and 2,000 positions, 1 to 3 threads) are those of the
+    whole-feature scan on one thread, node for node and bit for bit: exact ties
+    within a child across blocks and across features, runs of equal values across
+    block boundaries, even and uneven children (a child of 1% of the rows: blocks
+    where it has no row, and a previous row many positions back), leaf minimums."""
+    n = 12000
+    X, r = _children_data(n, share)
+    for depth, msl in ((2, 1), (3, 1), (2, 40)):
+        def grow(n_threads, block_rows):
+            finder = _finder(X, n_threads, block_rows)
+            grower = TreeGrower(X, finder, depth, 2, msl, 0.0, X.shape[1], n_threads)
+            grower.grow(None, r, None, 0)
+            return grower.nodes_array().tobytes(), grower.node_of_row.copy(), finder
+        nodes_e, leaf_e, _ = grow(1, 0)
+        nodes = np.frombuffer(nodes_e, dtype=NODE_DTYPE)
+        assert nodes["feature"][0] == 0 and len(nodes) >= 7
+        if msl == 1:
+            # Each child's tie goes to its first quarter, on feature 1.
+            assert list(nodes["feature"][1:3]) == [1, 1]
+        for block_rows in (64, 500, 2000):
+            for n_threads in (1, 2, 3):
+                nodes_g, leaf_g, finder = grow(n_threads, block_rows)
+                assert finder.child_block_levels == 1
+                assert nodes_g == nodes_e, (share, depth, msl, block_rows, n_threads)
+                np.testing.assert_array_equal(leaf_g, leaf_e)
+
+
+def test_the_default_rule_carries_the_blocks_to_the_children():
+    """Where the default rule blocks the root (40,000 x 3 on 6 threads), the root's
+    children are scanned in the same blocks, and the trees are those of one
+    thread, bit for bit."""
+    n = 40_000
+    X, r = _children_data(n, 0.3)
+    X = np.asfortranarray(X[:, :3])
+    trees = []
+    for n_threads in (1, 6):
+        finder = ExactSplitFinder(X, n_threads)
+        grower = TreeGrower(X, finder, 3, 2, 1, 0.0, 3, n_threads)
+        grower.grow(None, r, None, 0)
+        trees.append((grower.nodes_array().tobytes(), finder.child_block_levels))
+    assert trees[0] == (trees[1][0], 0) and trees[1][1] == 1

@@ -194,6 +194,28 @@ def test_root_block_tasks_follow_the_finders_rule():
         assert len(passes) == 0
 
 
+def test_child_block_tasks_follow_the_finders_rule():
+    """The exact root's children's tasks at P threads: the root's rule
+    (``root_block_plan``) carried down: at 1M rows with 28 features, 16 threads
+    cut the last 12 features' tasks into 31 blocks each (``EXACT_CHILD_BLOCKS`` of
+    the feature's time shared out), after the 16 whole ones, with one count task
+    per blocked feature at ``EXACT_CHILD_PASS`` of a mean task; 2 and 32 threads
+    keep the 28 whole features and no counts."""
+    n = 1_000_000
+    dur = np.linspace(1.0, 2.0, 28)
+    tasks, passes = sm.child_block_tasks(dur, 16, n)
+    assert len(tasks) == 16 + 12 * 31
+    np.testing.assert_array_equal(tasks[:16], dur[:16])
+    assert math.isclose(tasks[16:].sum(), dur[16:].sum() * sm.EXACT_CHILD_BLOCKS)
+    assert np.allclose(tasks[16:16 + 31], dur[16] * sm.EXACT_CHILD_BLOCKS / 31)
+    assert len(passes) == 12
+    assert np.allclose(passes, sm.EXACT_CHILD_PASS * dur.mean())
+    for p in (2, 32):
+        tasks, passes = sm.child_block_tasks(dur, p, n)
+        np.testing.assert_array_equal(tasks, dur)
+        assert len(passes) == 0
+
+
 SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gbc_core")
 # Phases the code runs with two schedules: the grid's block maxima (static in
 # _put_on_grid, dynamic in _grid_and_root; equal blocks of rows either way).
