@@ -114,17 +114,9 @@ def _grow_all(X, case, n_threads, block_rows, residuals, w, categorical):
     return trees, finder
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
-    """Trees grown with root blocks (1, 7, 79, 500 and 3,000 positions: the first
-    two gathered, more than 256 blocks; the others from the block bytes and carried
-    to the root's children) and (feature, pair) tasks on 1, 2 and 3 threads are
-    those of the whole-feature scan on one thread and on three, node for node and
-    bit for bit: ties (within and across blocks and
-    features), missing values (those features stay whole), positive and zero sample
-    weights (the lean scans' limits), leaf minimums, categorical features (one task
-    each), sample masks, feature draws, monotonic constraints, deep and best-first
-    trees. 20,000 x 6 values: the scans run in parallel."""
+def _case_data(case):
+    """X (Fortran order), residuals of three trees, weights and categorical flags
+    of the whole-tree test's ``case``."""
     rng = np.random.default_rng(8)
     n, d = 20000, 6
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -152,7 +144,21 @@ def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
         X[:, 5] = rng.integers(0, 9, size=n)
         residuals = [r + 0.5 * np.sin(X[:, 5]) for r in residuals]
         categorical = np.array([0, 0, 0, 0, 0, 1], dtype=bool)
-    Xf = np.asfortranarray(X)
+    return np.asfortranarray(X), residuals, w, categorical
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
+    """Trees grown with root blocks (1, 7, 79, 500 and 3,000 positions: the first
+    two gathered, more than 256 blocks; the others from the block bytes and carried
+    to the root's children) and (feature, pair) tasks on 1, 2 and 3 threads are
+    those of the whole-feature scan on one thread and on three, node for node and
+    bit for bit: ties (within and across blocks and
+    features), missing values (those features stay whole), positive and zero sample
+    weights (the lean scans' limits), leaf minimums, categorical features (one task
+    each), sample masks, feature draws, monotonic constraints, deep and best-first
+    trees. 20,000 x 6 values: the scans run in parallel."""
+    Xf, residuals, w, categorical = _case_data(case)
     expected, _ = _grow_all(Xf, case, 1, 0, residuals, w, categorical)
     n_nodes = len(expected[0][0]) // NODE_DTYPE.itemsize
     assert n_nodes >= 5
@@ -449,16 +455,101 @@ def test_the_roots_children_in_blocks_grow_the_trees_of_the_whole_scan(share):
 
 
 def test_the_default_rule_carries_the_blocks_to_the_children():
-    """Where the default rule blocks the root (40,000 x 3 on 6 threads), the root's
-    children are scanned in the same blocks, and the trees are those of one
-    thread, bit for bit."""
+    """Where the default rule blocks the children (``child_block_plan``: 40,000 x 5
+    on 4 threads, the last feature), the root's children are scanned in the
+    root's blocks, and the trees are those of one thread, bit for bit; where the
+    root is blocked but the children's scan has too few threads for the rule
+    (40,000 x 3 on 6 threads: the rule of 3 threads), or the finder keeps no
+    node segments, the children's level is the whole features'."""
     n = 40_000
-    X, r = _children_data(n, 0.3)
-    X = np.asfortranarray(X[:, :3])
-    trees = []
-    for n_threads in (1, 6):
-        finder = ExactSplitFinder(X, n_threads)
-        grower = TreeGrower(X, finder, 3, 2, 1, 0.0, 3, n_threads)
+    X5, r = _children_data(n, 0.3)
+    X3 = np.asfortranarray(X5[:, :3])
+    for X, n_threads, segments, carried in ((X5, 4, True, 1), (X3, 6, True, 0),
+                                           (X5, 4, False, 0)):
+        d = X.shape[1]
+        assert _exact_splitter.child_block_plan(n, d, n_threads)[0] == (
+            carried if segments else 1)
+        trees = []
+        for threads in (1, n_threads):
+            finder = ExactSplitFinder(X, threads, segments=segments)
+            grower = TreeGrower(X, finder, 3, 2, 1, 0.0, d, threads)
+            grower.grow(None, r, None, 0)
+            trees.append((grower.nodes_array().tobytes(), finder.child_block_levels))
+            assert finder.child_count_errors == 0
+        assert trees[0] == (trees[1][0], 0) and trees[1][1] == carried
+        assert finder.blocked_levels == 1
+
+
+def _scrambled(mode):
+    """``_scramble_tasks(mode)`` until the block ends."""
+    class _Scope:
+        def __enter__(self):
+            self.previous = _exact_splitter._scramble_tasks(mode)
+
+        def __exit__(self, *exc):
+            _exact_splitter._scramble_tasks(self.previous)
+    return _Scope()
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("share", [0.5, 0.01])
+def test_tasks_handed_out_in_any_order_grow_the_same_trees(mode, share):
+    """With the tasks of every level handed out in reverse or shuffled order and
+    the split scratch (and the children's segments on their blocks' level) filled
+    with -1 before each scan (``_scramble_tasks``), the trees are those of the
+    planned order and of the whole scan on one thread, bit for bit: no task reads a
+    row another task writes (libgomp hands the tasks out in order, so a block that
+    read the previous block's part of a segment would pass without the hook), and
+    none reads scratch it has not written. Blocks at the root and at its children
+    (64 and 500 positions, even and 1% children), pair tasks below, 1 and 3
+    threads; no split disagrees with its counts."""
+    n = 12000
+    X, r = _children_data(n, share)
+
+    def grow(n_threads, block_rows):
+        finder = _finder(X, n_threads, block_rows)
+        grower = TreeGrower(X, finder, 4, 2, 1, 0.0, X.shape[1], n_threads)
         grower.grow(None, r, None, 0)
-        trees.append((grower.nodes_array().tobytes(), finder.child_block_levels))
-    assert trees[0] == (trees[1][0], 0) and trees[1][1] == 1
+        return grower.nodes_array().tobytes(), grower.node_of_row.copy(), finder
+
+    nodes_e, leaf_e, _ = grow(1, 0)
+    for block_rows in (64, 500):
+        for n_threads in (1, 3):
+            with _scrambled(mode):
+                nodes_g, leaf_g, finder = grow(n_threads, block_rows)
+            assert finder.child_block_levels == 1 and finder.blocked_levels == 1
+            assert finder.pair_levels >= 1
+            assert finder.child_count_errors == 0
+            assert nodes_g == nodes_e, (mode, share, block_rows, n_threads)
+            np.testing.assert_array_equal(leaf_g, leaf_e)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES
+                                  if c not in ("weighted", "zero_weights", "subsample")])
+def test_the_whole_tree_cases_in_scrambled_order(case):
+    """The whole-tree test's cases of unit weights and every row
+    (``test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan``) with
+    every level's tasks reversed and shuffled and the scratch filled with -1
+    (``_scramble_tasks``), blocks of 79 and 500 positions (at the root and its
+    children, pair tasks below) on 1 and 3 threads: the trees of the whole scan
+    on one thread, node for node and bit for bit."""
+    Xf, residuals, w, categorical = _case_data(case)
+    expected, _ = _grow_all(Xf, case, 1, 0, residuals, w, categorical)
+    children = 0
+    for mode in (1, 2):
+        for block_rows in (79, 500):
+            for n_threads in (1, 3):
+                with _scrambled(mode):
+                    got, finder = _grow_all(Xf, case, n_threads, block_rows, residuals,
+                                            w, categorical)
+                children += finder.child_block_levels
+                assert finder.child_count_errors == 0
+                for t, (e, g) in enumerate(zip(expected, got)):
+                    assert g[0] == e[0], (case, mode, block_rows, n_threads, t)
+                    np.testing.assert_array_equal(g[1], e[1])
+    assert children > 0
+
+
+def test_scramble_tasks_rejects_an_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be 0, 1 or 2"):
+        _exact_splitter._scramble_tasks(3)

@@ -19,8 +19,9 @@ started from the exact sum of the positions before it (a first pass sums the blo
 in row order, from one byte per row naming its block); and on the root's children,
 for the same features, the same blocks carried down: a block of the root's sorted
 order split into the two children's segments at the children's counts before it
-(a first pass counts and sums each block's children in row order), each child's
-part scanned from its exact sum. Each thread keeps its own
+(a first pass counts and sums each block's first child in row order, the second's
+from the block's size and the root's block sums), each child's part scanned from
+its exact sum. Each thread keeps its own
 per-node state, and the best split of a node is the maximum over its candidates
 under a total order (proxy, then lowest feature index, then lowest threshold, which
 between blocks of a feature is the lowest sorted position), so the result does not
@@ -241,6 +242,28 @@ def _force_blocks(block_rows):
     return previous
 
 
+# Tests: 1 hands each level's scan tasks out in reverse order, 2 in a fixed shuffled
+# order, and either fills the threads' split scratch (and, on the root's children's
+# blocks, the children's segments) with -1 before the scan: a task that reads what
+# another task writes, or scratch it has not written, then finds other splits
+# (``_scramble_tasks``).
+cdef int _scrambled_tasks = 0
+
+
+def _scramble_tasks(mode):
+    """Test hook: from now on, every finder's level scans hand their tasks out in
+    reverse order (``mode`` 1) or in a fixed shuffled order (2), after filling the
+    split scratch of every thread, and on a level of the root's children in blocks
+    the segments, with -1 (0: the planned order, nothing filled). Nothing may
+    change: no task reads what another writes. Returns the previous mode."""
+    global _scrambled_tasks
+    previous = _scrambled_tasks
+    if mode not in (0, 1, 2):
+        raise ValueError(f"mode must be 0, 1 or 2, got {mode}")
+    _scrambled_tasks = mode
+    return previous
+
+
 cdef inline void _largest_first(int32_t* items, intp_t* rows, intp_t n) noexcept nogil:
     """Order ``items`` (and their ``rows``) by decreasing rows, equal rows in the
     order given (a stable insertion sort: at most MAX_PAIRS items)."""
@@ -356,6 +379,55 @@ def root_block_plan(n_rows, n_features, n_threads, n_lean=None):
         n_lean = n_features
     return (int(_root_blocked_features(n_features, n_lean, max(1, n_threads), n_blocks)),
             int(block_rows), int(n_blocks), <double>BLOCK_PASS_NUM / BLOCK_PASS_DEN)
+
+
+cdef inline intp_t _child_blocked_features(intp_t root_blocked, intp_t n_features,
+                                           intp_t n_lean, intp_t n_threads,
+                                           intp_t n_blocks) noexcept nogil:
+    """How many of the root's children's lean features (the last ones) to scan in
+    the root's blocks, the root having blocked its last ``root_blocked``: the
+    root's rule (``_root_blocked_features``) on the threads of the children's scan
+    (``n_threads``: at most one per feature, as the segments' splits), and no
+    more than the root blocked (the children's counts read the root's block sums
+    of the same features)."""
+    return min(root_blocked,
+               _root_blocked_features(n_features, n_lean, n_threads, n_blocks))
+
+
+def child_block_plan(n_rows, n_features, n_threads, n_lean=None):
+    """The root's blocks carried to the root's children on ``n_threads`` threads,
+    as an ``ExactSplitFinder`` of the defaults (lean scans, segments) plans them
+    for a tree of unit weights holding every row, with ``n_rows`` rows and
+    ``n_features`` features of which ``n_lean`` (default: all) may be blocked (the
+    scaling model's and the tests' view of the rule): none without node segments
+    (more than ``SEGMENT_MAX_VALUES`` values), without the block bytes, or where
+    the root blocks none; else ``_child_blocked_features`` on min(``n_threads``,
+    ``n_features``) threads.
+
+    Returns
+    -------
+    blocked : int
+        The number of features scanned in blocks on the root's children (the last
+        lean ones).
+    block_rows : int
+        Sorted positions per block.
+    n_blocks : int
+        Blocks per feature.
+    """
+    cdef intp_t block_rows = _block_rows_for(n_rows)
+    cdef intp_t n_blocks = max(1, (n_rows + block_rows - 1) // block_rows)
+    cdef intp_t threads = max(1, n_threads), root_blocked
+    if n_lean is None:
+        n_lean = n_features
+    if (n_rows * n_features > SEGMENT_MAX_VALUES or n_rows * n_features < MIN_PARALLEL_SCAN
+            or n_blocks > MAX_BLOCKS):
+        return 0, int(block_rows), int(n_blocks)
+    # The block bytes are held where the root's rule blocks a feature
+    # (``_make_block_bytes``), the rule the root's level then follows.
+    root_blocked = _root_blocked_features(n_features, n_lean, threads, n_blocks)
+    return (int(_child_blocked_features(root_blocked, n_features, n_lean,
+                                        min(threads, <intp_t>n_features), n_blocks)),
+            int(block_rows), int(n_blocks))
 
 
 ctypedef struct candidate_t:
@@ -802,40 +874,46 @@ cdef inline bint _first_bit(const uint64_t_t* first_bits, intp_t row) noexcept n
 
 cdef inline void _child_block_counts(const uint8_t* block_of, const float64_t* row_wr,
                                      const uint64_t_t* first_bits, intp_t n,
+                                     const float64_t* root_before, intp_t block_rows,
                                      int64_t* pos, float64_t* sums,
                                      intp_t n_blocks) noexcept nogil:
     """For one feature of the root's children (every row in one of the two, its
     ``first_bits`` bit set for the first): ``pos[2 b + c]`` the rows of child c (0:
     the first, 1: the second) at the sorted positions before block b, for b in 0 ..
     ``n_blocks`` (the last: the child's rows), and ``sums[2 b + c]`` their w * r,
-    b < ``n_blocks``. The rows in row order, each counted and added into its
-    (block, child) from its block byte and its bit, then the prefixes in block
-    order: exact on the tree's grid, so the bits of the sums a child's scan adds in
-    its sorted order up to that block."""
-    cdef intp_t i, w, j, stop, b
-    cdef uint64_t_t word
-    cdef int64_t a0 = 0, a1 = 0, t0, t1
-    cdef float64_t s0 = 0.0, s1 = 0.0, u0, u1
-    for b in range(2 * n_blocks + 2):
-        pos[b] = 0
-    for b in range(2 * n_blocks):
-        sums[b] = 0.0
+    b < ``n_blocks``. The first child's rows only are counted and summed: the rows
+    in row order, each row's bit added to its block's count and its w * r, or 0.0
+    for a row of the second child, to its block's sum (no branch on the child,
+    which is random), then the prefixes in block order; the second child's are
+    the block's positions before it less the first's, and the root's sum before
+    the block (``root_before[b]``, ``_sum_blocks``) less the first's. Every sum is
+    exact on the tree's grid (the bits of the sums a child's scan adds in its
+    sorted order up to that block), so the difference of two is exact: the bits of
+    the second child's own sum (the zeros +0.0 either way: a sum from +0.0 is never
+    -0.0)."""
+    cdef intp_t i, w, stop, b, j
+    cdef uint64_t_t word, bit
+    cdef int64_t a0 = 0, t0
+    cdef float64_t s0 = 0.0, u0
+    for b in range(n_blocks):
+        pos[2 * b] = 0
+        sums[2 * b] = 0.0
     for w in range(0, n, 64):
-        word = ~first_bits[w >> 6]
+        word = first_bits[w >> 6]
         stop = min(w + 64, n)
         for i in range(w, stop):
-            j = 2 * <intp_t>block_of[i] + <intp_t>(word & 1)
+            bit = word & 1
             word = word >> 1
-            pos[j] += 1
-            sums[j] += row_wr[i]
+            j = 2 * <intp_t>block_of[i]
+            pos[j] += <int64_t>bit
+            sums[j] += row_wr[i] if bit else 0.0
     for b in range(n_blocks):
-        t0, t1 = pos[2 * b], pos[2 * b + 1]
-        u0, u1 = sums[2 * b], sums[2 * b + 1]
-        pos[2 * b], pos[2 * b + 1] = a0, a1
-        sums[2 * b], sums[2 * b + 1] = s0, s1
-        a0, a1 = a0 + t0, a1 + t1
-        s0, s1 = s0 + u0, s1 + u1
-    pos[2 * n_blocks], pos[2 * n_blocks + 1] = a0, a1
+        t0, u0 = pos[2 * b], sums[2 * b]
+        pos[2 * b], pos[2 * b + 1] = a0, b * block_rows - a0
+        sums[2 * b], sums[2 * b + 1] = s0, root_before[b] - s0
+        a0 += t0
+        s0 = s0 + u0
+    pos[2 * n_blocks], pos[2 * n_blocks + 1] = a0, n - a0
 
 
 cdef inline intp_t _split_block_bits(const int32_t* src, intp_t m,
@@ -1148,6 +1226,10 @@ cdef class ExactSplitFinder(SplitFinder):
                                  # (``_child_block_counts``; NULL without block_of)
         float64_t* child_sums    # per feature, block and child of the root: their
                                  # w * r
+        intp_t* thread_errors    # per thread of a scan: the root's children's blocks
+                                 # whose split disagreed with the counts
+        intp_t root_blocked      # features the tree's root scanned in blocks (their
+                                 # block sums in block_offset), 0 at another root
         int32_t* task_feature    # per task of a level's scan: its feature
         int32_t* task_part       # -1: every node, else its block (root) or the
                                  # first slot of its pair of siblings
@@ -1161,6 +1243,9 @@ cdef class ExactSplitFinder(SplitFinder):
     cdef readonly intp_t blocked_levels
     cdef readonly intp_t pair_levels
     cdef readonly intp_t child_block_levels
+    # Blocks of the root's children whose split disagreed with the counts (never
+    # written: their segments left as they were; a test's check).
+    cdef readonly intp_t child_count_errors
 
     def __cinit__(self):
         self.rows = NULL
@@ -1180,6 +1265,7 @@ cdef class ExactSplitFinder(SplitFinder):
         self.block_of = NULL
         self.child_pos = NULL
         self.child_sums = NULL
+        self.thread_errors = NULL
         self.task_feature = NULL
         self.task_part = NULL
         self.task_capacity = 0
@@ -1245,10 +1331,12 @@ cdef class ExactSplitFinder(SplitFinder):
             self._make_block_bytes()
         if self.block_of != NULL:
             self.child_pos = <int64_t*>malloc(
-                self.n_features * 2 * (self.n_blocks + 1) * sizeof(int64_t))
+                max(1, self.n_features * 2 * (self.n_blocks + 1)) * sizeof(int64_t))
             self.child_sums = <float64_t*>malloc(
-                self.n_features * 2 * self.n_blocks * sizeof(float64_t))
-            if self.child_pos == NULL or self.child_sums == NULL:
+                max(1, self.n_features * 2 * self.n_blocks) * sizeof(float64_t))
+            self.thread_errors = <intp_t*>malloc(self.n_threads * sizeof(intp_t))
+            if (self.child_pos == NULL or self.child_sums == NULL
+                    or self.thread_errors == NULL):
                 raise MemoryError(f"cannot allocate the children's block sums for "
                                   f"{self.n_blocks} blocks")
 
@@ -1380,6 +1468,7 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.block_offset)
         free(self.child_pos)
         free(self.child_sums)
+        free(self.thread_errors)
         if self.owns_block_of:
             gbc_free_traced(self.block_of)
         free(self.task_feature)
@@ -1583,6 +1672,8 @@ cdef class ExactSplitFinder(SplitFinder):
             use_bits = self._mark_first_children(level, n_threads)
         n_tasks = self._plan_tasks(level, all_threads, is_root, segment_level,
                                    parents_in, use_bits, &n_blocked)
+        if is_root:
+            self.root_blocked = n_blocked
         if n_blocked > 0 and is_root:
             # Blocks need no segment scratch: up to one thread per task.
             self.blocked_levels += 1
@@ -1604,6 +1695,10 @@ cdef class ExactSplitFinder(SplitFinder):
             self._sum_blocks(n_blocked, n_threads)
         elif n_blocked > 0:
             self._sum_child_blocks(n_blocked, n_threads)
+            for t in range(n_threads):
+                self.thread_errors[t] = 0
+        if _scrambled_tasks:
+            self._scramble(n_tasks, n_threads, n_blocked > 0 and not is_root)
         GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
         for t in prange(n_tasks, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
@@ -1652,6 +1747,9 @@ cdef class ExactSplitFinder(SplitFinder):
                 self._end_node(states, tb, level, f, sib)
             GBC_TRACE_TASK_END(GBC_TR_EXACT_SCAN, t)
         GBC_TRACE_REGION_END(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
+        if n_blocked > 0 and not is_root:
+            for t in range(n_threads):
+                self.child_count_errors += self.thread_errors[t]
         self.level_threads = n_threads
         if not segment_level:
             self.segment_state = SEGMENTS_NONE
@@ -1659,6 +1757,35 @@ cdef class ExactSplitFinder(SplitFinder):
             self.segment_state = SEGMENTS_IN_ORDER
         else:
             self.segment_state = SEGMENTS_IN_ROWS
+
+    cdef void _scramble(self, intp_t n_tasks, int n_threads,
+                        bint child_blocks) noexcept nogil:
+        """``_scramble_tasks``: the level's tasks reversed (mode 1) or shuffled
+        (mode 2: a fixed xorshift sequence, Fisher-Yates), the threads' split
+        scratch filled with -1, and on a level of the root's children in blocks
+        (whose parents' rows are the root's sorted order, not the segments) the
+        segments too."""
+        cdef intp_t i, j, n = self.n_samples
+        cdef int32_t f, part
+        cdef uint64_t_t x = 88172645463325252ULL
+        for i in range(n_tasks - 1, 0, -1):
+            if _scrambled_tasks == 1:
+                j = n_tasks - 1 - i
+                if j >= i:
+                    break
+            else:
+                x ^= x << 13
+                x ^= x >> 7
+                x ^= x << 17
+                j = <intp_t>(x % <uint64_t_t>(i + 1))
+            f, part = self.task_feature[i], self.task_part[i]
+            self.task_feature[i], self.task_part[i] = self.task_feature[j], self.task_part[j]
+            self.task_feature[j], self.task_part[j] = f, part
+        if self.segment_scratch != NULL:
+            memset(self.segment_scratch, 0xFF,
+                   n * min(<intp_t>n_threads, self.n_features) * sizeof(int32_t))
+            if child_blocks:
+                memset(self.segment_rows, 0xFF, n * self.n_features * sizeof(int32_t))
 
     cdef inline bint _lean_applies(self, const level_t* level, intp_t f) noexcept nogil:
         """Whether the lean scans apply to feature ``f`` on this level: no missing
@@ -1703,11 +1830,13 @@ cdef class ExactSplitFinder(SplitFinder):
           position.
         - The root's children, where the root held every row in its sorted order
           (its segments), of unit weights, with the block bytes and the level's
-          first-child bits: the same features by the same rule (a child's task, a
-          split and two scans, costs more than a root's scan against the same
-          pass over the rows, so the root's model of the pass overstates it), the
+          first-child bits: the same features by the same rule on the threads of
+          this scan, at most one per feature (``_child_blocked_features``; a
+          child's task, a split and two scans, costs more than a root's scan
+          against the same pass over the rows, so the root's model of the pass
+          overstates it), at most those the root blocked (their block sums): the
           root's blocks carried down: a pass in row order counts and sums each
-          (block, child) (``_sum_child_blocks``), then each block of the root's
+          block's first child (``_sum_child_blocks``), then each block of the root's
           sorted order is a task that splits it into the two children's segments
           at those counts' prefixes and scans each child's part of it
           (``_child_block_task``).
@@ -1750,10 +1879,11 @@ cdef class ExactSplitFinder(SplitFinder):
                     and level.grid.unit_s > 0.0 and n_slots == 2
                     and self._is_pair_head(level, 0)):
                 if self.forced_blocks:
-                    n_block = n_lean
+                    n_block = min(n_lean, self.root_blocked)
                 else:
-                    n_block = _root_blocked_features(self.n_features, n_lean,
-                                                     n_threads, n_blocks)
+                    n_block = _child_blocked_features(
+                        self.root_blocked, self.n_features, n_lean,
+                        min(<intp_t>n_threads, self.n_features), n_blocks)
                 blocks = n_block > 0
             if not blocks:
                 for s in range(n_slots):
@@ -1854,10 +1984,12 @@ cdef class ExactSplitFinder(SplitFinder):
 
     cdef void _sum_child_blocks(self, intp_t n_blocked, int n_threads) noexcept nogil:
         """For the root's children's blocked features (the last ``n_blocked *
-        n_blocks`` tasks): each (block, child)'s rows and w * r before it
+        n_blocks`` tasks, blocked at the root too: their sums before each block in
+        ``block_offset``): each (block, child)'s rows and w * r before it
         (``_child_block_counts``: a pass over the rows in row order, reading the
-        block bytes and the first-child bits), one task per feature. Every sum is
-        exact on the tree's grid: the same bits in any order."""
+        block bytes and the first-child bits, and the root's sums), one task per
+        feature. Every sum is exact on the tree's grid: the same bits in any
+        order."""
         cdef intp_t j, f, n = self.n_samples, n_blocks = self.n_blocks
         cdef const int32_t* blocked_feature = self.task_feature + (
             self.n_features - n_blocked)
@@ -1867,6 +1999,7 @@ cdef class ExactSplitFinder(SplitFinder):
             GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, j)
             f = blocked_feature[j * n_blocks]
             _child_block_counts(self.block_of + f * n, self.row_wr, self.first_bits, n,
+                                self.block_offset + f * n_blocks, self.block_rows,
                                 self.child_pos + f * 2 * (n_blocks + 1),
                                 self.child_sums + f * 2 * n_blocks, n_blocks)
             GBC_TRACE_TASK_END(GBC_TR_EXACT_CHILD_COUNTS, j)
@@ -1881,12 +2014,16 @@ cdef class ExactSplitFinder(SplitFinder):
         segment is, block after block, what ``_split_pair`` writes), then each
         child's part scanned from the exact sum of the child's rows before it
         (``_scan_child_part``), the child's previous row before the block found
-        in the root's sorted order (the first row before the block whose bit
-        names the child: there is one where the child has rows before the
-        block). The part's candidates rank by their positions in the child's
-        segment (``_start_node``, ``_wins_at``), as the whole scan's."""
+        in the root's sorted order: the last row whose bit names the child in the
+        last block before this one that holds the child's rows (from the counts;
+        there is one where the child has rows before the block), read back from
+        that block's end, so never more than one block's positions. The part's
+        candidates rank by their positions in the child's segment
+        (``_start_node``, ``_wins_at``), as the whole scan's. A split whose count
+        of first-child rows is not the counts' (``thread_errors``) writes nothing
+        and scans nothing."""
         cdef intp_t n = self.n_samples, n_blocks = self.n_blocks
-        cdef intp_t lo = b * self.block_rows, m, n_a, c, node, j, first = 0, second = 1
+        cdef intp_t lo = b * self.block_rows, m, n_a, c, node, j, k, first = 0, second = 1
         cdef const level_node_t* nodes = level.nodes
         cdef const int32_t* order_f = &self.order[f, 0]
         cdef const float32_t* column_f = &self.X[0, f]
@@ -1900,6 +2037,10 @@ cdef class ExactSplitFinder(SplitFinder):
         if nodes[1].start < nodes[0].start:
             first, second = 1, 0
         n_a = _split_block_bits(order_f + lo, m, self.first_bits, scratch)
+        if (n_a != pos[2] - pos[0] or pos[2] > nodes[first].stop - nodes[first].start
+                or pos[3] > nodes[second].stop - nodes[second].start):
+            self.thread_errors[tid] += 1
+            return
         memcpy(rows_f + nodes[first].start + pos[0], scratch, n_a * sizeof(int32_t))
         _copy_reversed(rows_f + nodes[second].start + pos[1], scratch + m - 1, m - n_a)
         for c in range(2):
@@ -1908,7 +2049,12 @@ cdef class ExactSplitFinder(SplitFinder):
             if states[node].total_n > 0 and pos[c + 2] > pos[c]:
                 prev = -1
                 if pos[c] > 0:
-                    j = lo - 1
+                    # The last block before b with rows of the child, then its
+                    # last such row.
+                    k = b - 1
+                    while pos[c - 2 * (b - k) + 2] == pos[c - 2 * (b - k)]:
+                        k -= 1
+                    j = (k + 1) * self.block_rows - 1
                     while _first_bit(self.first_bits, order_f[j]) != (c == 0):
                         j -= 1
                     prev = order_f[j]
@@ -1926,9 +2072,12 @@ cdef class ExactSplitFinder(SplitFinder):
     def _child_block_sums(self, const float64_t[::1] row_wr, const uint8_t[::1] first):
         """Test hook: ``_child_block_counts`` for every feature, the rows' w * r
         ``row_wr`` and their children ``first`` (1: the first child, 0: the
-        second). Returns (rows before each block and child, shape (n_features,
-        n_blocks + 1, 2); their w * r, shape (n_features, n_blocks, 2))."""
-        cdef intp_t f, i, n = self.n_samples, n_blocks = self.n_blocks
+        second), from the root's sums before each block (``_byte_block_sums``, then
+        their prefixes in block order, as ``_sum_blocks``). Returns (rows before
+        each block and child, shape (n_features, n_blocks + 1, 2); their w * r,
+        shape (n_features, n_blocks, 2))."""
+        cdef intp_t f, i, b, n = self.n_samples, n_blocks = self.n_blocks
+        cdef float64_t acc, t
         if self.block_of == NULL:
             raise ValueError("this finder holds no block bytes")
         if row_wr.shape[0] != n or first.shape[0] != n:
@@ -1942,11 +2091,21 @@ cdef class ExactSplitFinder(SplitFinder):
         sums = np.empty((self.n_features, n_blocks, 2), dtype=np.float64)
         cdef int64_t[:, :, ::1] pos_view = pos
         cdef float64_t[:, :, ::1] sums_view = sums
+        root = np.empty(n_blocks, dtype=np.float64)
+        cdef float64_t[::1] root_view = root
         if n > 0:
             with nogil:
                 for f in range(self.n_features):
+                    _byte_block_sums(self.block_of + f * n, &row_wr[0], n, &root_view[0],
+                                     n_blocks)
+                    acc = 0.0
+                    for b in range(n_blocks):
+                        t = root_view[b]
+                        root_view[b] = acc
+                        acc = acc + t
                     _child_block_counts(self.block_of + f * n, &row_wr[0], &bits_view[0],
-                                        n, &pos_view[f, 0, 0], &sums_view[f, 0, 0],
+                                        n, &root_view[0], self.block_rows,
+                                        &pos_view[f, 0, 0], &sums_view[f, 0, 0],
                                         n_blocks)
         return pos, sums
 
