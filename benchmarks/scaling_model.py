@@ -222,21 +222,30 @@ EXACT_CHILD_BLOCKS = 1.08
 
 def child_block_tasks(dur, p, n_samples):
     """The exact root's children's scan tasks on ``p`` threads where the finder
-    carries the root's blocks down (the root's rule, ``root_block_plan``; every
-    feature lean): ``dur`` the one-thread time of each feature's task (in order).
+    carries the root's blocks down (the code's own plan, ``child_block_plan``: the
+    root's rule on min(p, features) threads, at most the root's blocked features,
+    none without node segments; every feature lean): ``dur`` the one-thread time of
+    each feature's task (in order).
     Returns (task durations in the order the code hands them out: the whole
     features, then the blocks of the last k, each ``EXACT_CHILD_BLOCKS`` /
     n_blocks of its feature's task; count-pass durations, one per blocked
     feature: ``EXACT_CHILD_PASS`` x the mean task)."""
-    from gbc_core._exact_splitter import root_block_plan
     dur = np.asarray(dur, dtype=float)
-    k, _, n_blocks, _ = root_block_plan(int(n_samples), len(dur), p)
+    k, n_blocks = _child_blocked(int(n_samples), len(dur), p)
     if k == 0:
         return dur, np.zeros(0)
     whole = dur[:len(dur) - k]
     blocks = np.repeat(dur[len(dur) - k:] * EXACT_CHILD_BLOCKS / n_blocks, n_blocks)
     passes = np.full(k, EXACT_CHILD_PASS * float(dur.mean()))
     return np.concatenate([whole, blocks]), passes
+
+
+def _child_blocked(n_samples, n_features, p):
+    """(features blocked, blocks per feature) on an exact root's children at p
+    threads: ``_exact_splitter.child_block_plan``."""
+    from gbc_core._exact_splitter import child_block_plan
+    k, _, n_blocks = child_block_plan(int(n_samples), int(n_features), p)
+    return k, n_blocks
 
 
 def root_block_tasks(dur, p, n_samples):
@@ -788,7 +797,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         if is_child and threads > 1:
             # The children's counts: the rows' w r, one byte and one bit per row,
             # per blocked feature (their compute is in the scan's).
-            k = _root_blocked(r, threads, rows)
+            k = _child_blocked(rows, len(r.phases.get(8, ())), threads)[0]
             if k:
                 passes = SimpleNamespace(rid=31, items=k * r.items / len(r.phases[8]))
                 l3, dram = region_memory(passes, min(k, threads), machine, rows,
