@@ -374,17 +374,19 @@ def test_pairs_are_handed_out_largest_first_then_lowest_slot(seed):
 @pytest.mark.parametrize("block_rows", [64, 1000])
 def test_child_block_counts_match_a_numpy_twin(block_rows):
     """The rows and w * r of each child before each block of the root's sorted
-    order (a pass in row order over the block bytes and the children's bits) are
+    order (a pass in row order over the block bytes and the smaller child's bits,
+    the other child's from the block's positions and the root's block sums) are
     the twin's: the positions of each child's rows in the feature's sorted order,
-    counted and summed in sorted order (bit for bit: values on a grid), for uneven
-    children too."""
+    counted and summed in sorted order (bit for bit: values on a grid), for even,
+    uneven (3% and 97%: either child counted), empty and full children, the last
+    bit word part full (4,000 rows)."""
     n = 4000
     X = _column_data(n)
     finder = _finder(X, 1, block_rows)
     n_blocks = -(-n // block_rows)
     rng = np.random.default_rng(2)
     r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
-    for share in (0.5, 0.03, 0.0):
+    for share in (0.5, 0.03, 0.97, 0.0, 1.0):
         first = (rng.uniform(size=n) < share).astype(np.uint8)
         pos, sums = finder._child_block_sums(r, first)
         assert pos.shape == (3, n_blocks + 1, 2) and sums.shape == (3, n_blocks, 2)

@@ -73,6 +73,28 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* The index of the lowest set bit of a non-zero 64-bit word. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define GBC_CTZ64(x) __builtin_ctzll(x)
+    #elif defined(_MSC_VER) && defined(_M_X64)
+    #include <intrin.h>
+    static __inline int GBC_CTZ64(unsigned __int64 x) {
+        unsigned long i;
+        _BitScanForward64(&i, x);
+        return (int)i;
+    }
+    #else
+    static int GBC_CTZ64(unsigned long long x) {
+        int i = 0;
+        while (!(x & 1)) { x >>= 1; i++; }
+        return i;
+    }
+    #endif
+    """
+    int GBC_CTZ64(unsigned long long x) noexcept nogil
+
+cdef extern from *:
+    """
     #include <stdlib.h>
     #if defined(__linux__)
     #include <sys/mman.h>
@@ -875,45 +897,48 @@ cdef inline bint _first_bit(const uint64_t_t* first_bits, intp_t row) noexcept n
 cdef inline void _child_block_counts(const uint8_t* block_of, const float64_t* row_wr,
                                      const uint64_t_t* first_bits, intp_t n,
                                      const float64_t* root_before, intp_t block_rows,
-                                     int64_t* pos, float64_t* sums,
+                                     bint count_second, int64_t* pos, float64_t* sums,
                                      intp_t n_blocks) noexcept nogil:
     """For one feature of the root's children (every row in one of the two, its
     ``first_bits`` bit set for the first): ``pos[2 b + c]`` the rows of child c (0:
     the first, 1: the second) at the sorted positions before block b, for b in 0 ..
     ``n_blocks`` (the last: the child's rows), and ``sums[2 b + c]`` their w * r,
-    b < ``n_blocks``. The first child's rows only are counted and summed: the rows
-    in row order, each row's bit added to its block's count and its w * r, or 0.0
-    for a row of the second child, to its block's sum (no branch on the child,
-    which is random), then the prefixes in block order; the second child's are
-    the block's positions before it less the first's, and the root's sum before
-    the block (``root_before[b]``, ``_sum_blocks``) less the first's. Every sum is
-    exact on the tree's grid (the bits of the sums a child's scan adds in its
-    sorted order up to that block), so the difference of two is exact: the bits of
-    the second child's own sum (the zeros +0.0 either way: a sum from +0.0 is never
-    -0.0)."""
-    cdef intp_t i, w, stop, b, j
-    cdef uint64_t_t word, bit
-    cdef int64_t a0 = 0, t0
-    cdef float64_t s0 = 0.0, u0
+    b < ``n_blocks``. One child's rows only are visited, the first's, or the
+    second's where ``count_second`` (the smaller child: the caller's choice): word
+    by word of the bits, each set bit's row (lowest first: row order) counted and
+    its w * r added into its block's, then the prefixes in block order; the other
+    child's are the block's positions before it less the counted child's, and the
+    root's sum before the block (``root_before[b]``, ``_sum_blocks``) less the
+    counted child's. Every sum is exact on the tree's grid (the bits of the sums a
+    child's scan adds in its sorted order up to that block), so the difference of
+    two is exact: the bits of the other child's own sum (the zeros +0.0 either
+    way: a sum from +0.0 is never -0.0)."""
+    cdef intp_t i, w, b, c = 1 if count_second else 0
+    cdef uint64_t_t word
+    cdef int64_t a = 0, t
+    cdef float64_t s = 0.0, u
     for b in range(n_blocks):
-        pos[2 * b] = 0
-        sums[2 * b] = 0.0
+        pos[2 * b + c] = 0
+        sums[2 * b + c] = 0.0
     for w in range(0, n, 64):
         word = first_bits[w >> 6]
-        stop = min(w + 64, n)
-        for i in range(w, stop):
-            bit = word & 1
-            word = word >> 1
-            j = 2 * <intp_t>block_of[i]
-            pos[j] += <int64_t>bit
-            sums[j] += row_wr[i] if bit else 0.0
+        if count_second:
+            word = ~word
+            if n - w < 64:
+                word &= ((<uint64_t_t>1) << (n - w)) - 1
+        while word != 0:
+            i = w + GBC_CTZ64(word)
+            word &= word - 1
+            b = 2 * <intp_t>block_of[i] + c
+            pos[b] += 1
+            sums[b] += row_wr[i]
     for b in range(n_blocks):
-        t0, u0 = pos[2 * b], sums[2 * b]
-        pos[2 * b], pos[2 * b + 1] = a0, b * block_rows - a0
-        sums[2 * b], sums[2 * b + 1] = s0, root_before[b] - s0
-        a0 += t0
-        s0 = s0 + u0
-    pos[2 * n_blocks], pos[2 * n_blocks + 1] = a0, n - a0
+        t, u = pos[2 * b + c], sums[2 * b + c]
+        pos[2 * b + c], pos[2 * b + 1 - c] = a, b * block_rows - a
+        sums[2 * b + c], sums[2 * b + 1 - c] = s, root_before[b] - s
+        a += t
+        s = s + u
+    pos[2 * n_blocks + c], pos[2 * n_blocks + 1 - c] = a, n - a
 
 
 cdef inline intp_t _split_block_bits(const int32_t* src, intp_t m,
@@ -1694,7 +1719,7 @@ cdef class ExactSplitFinder(SplitFinder):
         if n_blocked > 0 and is_root:
             self._sum_blocks(n_blocked, n_threads)
         elif n_blocked > 0:
-            self._sum_child_blocks(n_blocked, n_threads)
+            self._sum_child_blocks(level, n_blocked, n_threads)
             for t in range(n_threads):
                 self.thread_errors[t] = 0
         if _scrambled_tasks:
@@ -1982,17 +2007,22 @@ cdef class ExactSplitFinder(SplitFinder):
                 self.block_offset[f * n_blocks + b] = acc
                 acc = acc + t
 
-    cdef void _sum_child_blocks(self, intp_t n_blocked, int n_threads) noexcept nogil:
+    cdef void _sum_child_blocks(self, const level_t* level, intp_t n_blocked,
+                                int n_threads) noexcept nogil:
         """For the root's children's blocked features (the last ``n_blocked *
         n_blocks`` tasks, blocked at the root too: their sums before each block in
         ``block_offset``): each (block, child)'s rows and w * r before it
         (``_child_block_counts``: a pass over the rows in row order, reading the
-        block bytes and the first-child bits, and the root's sums), one task per
-        feature. Every sum is exact on the tree's grid: the same bits in any
-        order."""
+        block bytes and the first-child bits, and the root's sums; the smaller
+        child's rows visited), one task per feature. Every sum is exact on the
+        tree's grid: the same bits in any order."""
         cdef intp_t j, f, n = self.n_samples, n_blocks = self.n_blocks
         cdef const int32_t* blocked_feature = self.task_feature + (
             self.n_features - n_blocked)
+        cdef const level_node_t* nodes = level.nodes
+        cdef intp_t first = 1 if nodes[1].start < nodes[0].start else 0
+        cdef bint count_second = (nodes[1 - first].stop - nodes[1 - first].start
+                                  < nodes[first].stop - nodes[first].start)
         GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * n)
         for j in prange(n_blocked, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
@@ -2000,7 +2030,7 @@ cdef class ExactSplitFinder(SplitFinder):
             f = blocked_feature[j * n_blocks]
             _child_block_counts(self.block_of + f * n, self.row_wr, self.first_bits, n,
                                 self.block_offset + f * n_blocks, self.block_rows,
-                                self.child_pos + f * 2 * (n_blocks + 1),
+                                count_second, self.child_pos + f * 2 * (n_blocks + 1),
                                 self.child_sums + f * 2 * n_blocks, n_blocks)
             GBC_TRACE_TASK_END(GBC_TR_EXACT_CHILD_COUNTS, j)
         GBC_TRACE_REGION_END(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * n)
@@ -2073,7 +2103,8 @@ cdef class ExactSplitFinder(SplitFinder):
         """Test hook: ``_child_block_counts`` for every feature, the rows' w * r
         ``row_wr`` and their children ``first`` (1: the first child, 0: the
         second), from the root's sums before each block (``_byte_block_sums``, then
-        their prefixes in block order, as ``_sum_blocks``). Returns (rows before
+        their prefixes in block order, as ``_sum_blocks``), the smaller child's rows
+        visited (the second's where it has fewer rows). Returns (rows before
         each block and child, shape (n_features, n_blocks + 1, 2); their w * r,
         shape (n_features, n_blocks, 2))."""
         cdef intp_t f, i, b, n = self.n_samples, n_blocks = self.n_blocks
@@ -2093,6 +2124,7 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef float64_t[:, :, ::1] sums_view = sums
         root = np.empty(n_blocks, dtype=np.float64)
         cdef float64_t[::1] root_view = root
+        cdef bint count_second = 2 * int(np.count_nonzero(first)) > n
         if n > 0:
             with nogil:
                 for f in range(self.n_features):
@@ -2104,7 +2136,7 @@ cdef class ExactSplitFinder(SplitFinder):
                         root_view[b] = acc
                         acc = acc + t
                     _child_block_counts(self.block_of + f * n, &row_wr[0], &bits_view[0],
-                                        n, &root_view[0], self.block_rows,
+                                        n, &root_view[0], self.block_rows, count_second,
                                         &pos_view[f, 0, 0], &sums_view[f, 0, 0],
                                         n_blocks)
         return pos, sums
