@@ -19,9 +19,9 @@ started from the exact sum of the positions before it (a first pass sums the blo
 in row order, from one byte per row naming its block); and on the root's children,
 for the same features, the same blocks carried down: a block of the root's sorted
 order split into the two children's segments at the children's counts before it
-(a first pass counts and sums each block's first child in row order, the second's
-from the block's size and the root's block sums), each child's part scanned from
-its exact sum. Each thread keeps its own
+(a first pass counts and sums each block's rows of the smaller child in row order,
+the other's from the block's size and the root's block sums), each child's part
+scanned from its exact sum. Each thread keeps its own
 per-node state, and the best split of a node is the maximum over its candidates
 under a total order (proxy, then lowest feature index, then lowest threshold, which
 between blocks of a feature is the lowest sorted position), so the result does not
@@ -1861,7 +1861,7 @@ cdef class ExactSplitFinder(SplitFinder):
           against the same pass over the rows, so the root's model of the pass
           overstates it), at most those the root blocked (their block sums): the
           root's blocks carried down: a pass in row order counts and sums each
-          block's first child (``_sum_child_blocks``), then each block of the root's
+          block's smaller child (``_sum_child_blocks``), then each block of the root's
           sorted order is a task that splits it into the two children's segments
           at those counts' prefixes and scans each child's part of it
           (``_child_block_task``).
