@@ -456,6 +456,32 @@ def test_the_roots_children_in_blocks_grow_the_trees_of_the_whole_scan(share):
                 np.testing.assert_array_equal(leaf_g, leaf_e)
 
 
+def test_a_copy_for_side_by_side_growers_carries_the_blocks_to_the_children():
+    """A finder's copy (``with_threads``, as the trees of an iteration grown side by
+    side get: the block bytes shared, the children's counts and sums its own)
+    scans the root's children in the root's blocks too, its trees grown in turn
+    with the original's those of the whole scan on one thread, bit for bit."""
+    n = 12000
+    X, r = _children_data(n, 0.2)
+    reference = ExactSplitFinder(X, 1)
+    grower = TreeGrower(X, reference, 3, 2, 1, 0.0, X.shape[1], 1)
+    grower.grow(None, r, None, 0)
+    expected = grower.nodes_array().tobytes()
+    previous = _exact_splitter._force_blocks(64)
+    try:
+        original = ExactSplitFinder(X, 3)
+        copy = original.with_threads(2)
+        for finder, threads in ((original, 3), (copy, 2), (original, 3), (copy, 2)):
+            grower = TreeGrower(X, finder, 3, 2, 1, 0.0, X.shape[1], threads)
+            grower.grow(None, r, None, 0)
+            assert grower.nodes_array().tobytes() == expected
+    finally:
+        _exact_splitter._force_blocks(previous)
+    for finder in (original, copy):
+        assert finder.child_block_levels == 2
+        assert finder.child_count_errors == 0
+
+
 def test_the_default_rule_carries_the_blocks_to_the_children():
     """Where the default rule blocks the children (``child_block_plan``: 40,000 x 5
     on 4 threads, the last feature), the root's children are scanned in the

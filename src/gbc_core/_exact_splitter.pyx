@@ -76,7 +76,7 @@ cdef extern from *:
     /* The index of the lowest set bit of a non-zero 64-bit word. */
     #if defined(__GNUC__) || defined(__clang__)
     #define GBC_CTZ64(x) __builtin_ctzll(x)
-    #elif defined(_MSC_VER) && defined(_M_X64)
+    #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
     #include <intrin.h>
     static __inline int GBC_CTZ64(unsigned __int64 x) {
         unsigned long i;
@@ -1506,6 +1506,19 @@ cdef class ExactSplitFinder(SplitFinder):
         gbc_free_traced(self.segment_rows)   # (segment_scratch lies in the same block)
         gbc_free_traced(self.first_bits)
 
+    cdef int reduce(self, const level_t* level) except -1:
+        """One process holds every row: nothing to sum. Refuses, before the level's
+        splits are chosen, a level of the root's children in blocks where a block's
+        rows split otherwise than its counts say (``child_count_errors``; the counts
+        and the split read the same bits, so never by construction): its segments
+        and scans would be incomplete."""
+        if self.child_count_errors:
+            raise RuntimeError(
+                f"exact split finder: {self.child_count_errors} block(s) of the root's "
+                "children split otherwise than their counts (an internal error; "
+                "please report it)")
+        return 0
+
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const float64_t[::1] residual,
                         const uint8_t[::1] in_bag) except -1:
@@ -2051,7 +2064,7 @@ cdef class ExactSplitFinder(SplitFinder):
         candidates rank by their positions in the child's segment
         (``_start_node``, ``_wins_at``), as the whole scan's. A split whose count
         of first-child rows is not the counts' (``thread_errors``) writes nothing
-        and scans nothing."""
+        and scans nothing, and ``reduce`` refuses the level."""
         cdef intp_t n = self.n_samples, n_blocks = self.n_blocks
         cdef intp_t lo = b * self.block_rows, m, n_a, c, node, j, k, first = 0, second = 1
         cdef const level_node_t* nodes = level.nodes
