@@ -103,14 +103,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REGIONS = {1: "tree", 2: "grid_max", 3: "grid_rows", 4: "left_wr2", 5: "hist_build",
            6: "hist_scan", 7: "hist_other", 8: "exact_scan", 9: "exact_rows",
            10: "partition", 11: "leaves", 12: "out_of_bag", 13: "binning",
-           14: "sorting", 28: "exact_block_sums", 40: "predict", 42: "cast"}
+           14: "sorting", 28: "exact_block_sums", 31: "exact_child_counts",
+           40: "predict", 42: "cast"}
 # Phases: the schedule of each timed loop (2, the grid's block maxima: static in
 # _put_on_grid, dynamic in _grid_and_root, equal blocks of rows either way).
 PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           14: "static", 15: "dynamic", 16: "static", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
           24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
-          29: "dynamic", 30: "static", 40: "static",
+          29: "dynamic", 30: "static", 31: "dynamic", 40: "static",
           41: "dynamic", 42: "static"}
 PART_CHILD, HIST_BUILD = 19, 5
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
@@ -149,6 +150,7 @@ MEMORY = {
     13: (5, 1, 140, False),   # binning: X (4 bytes) to bins (1 byte)
     14: (24, 2, 12, True),    # presort: one column's values and order
     28: (9, 1, 9, True),      # exact block sums: w r and the block bytes, in row order
+    31: (9, 1, 9, True),      # exact children's block counts: w r, block bytes, bits
     40: (8, 1, 120, False),   # rows scored through trees
     42: (12, 1, 336, False),  # the cast of X: float64 read, float32 written (28 features)
 }
@@ -203,6 +205,49 @@ def block_pass_share(rows):
     (r0, c0), (r1, c1) = EXACT_BLOCK_PASS
     t = min(1.0, max(0.0, math.log(rows / r0) / math.log(r1 / r0)))
     return c0 + t * (c1 - c0)
+
+
+# The root's blocks carried to its children (``_exact_splitter``'s
+# ``_child_block_task``), on a blocked feature: the counts and sums of each (block,
+# child), a pass over the rows per feature, as a share of the children's mean
+# whole-feature task (a split and two scans) on one thread; and the blocks' tasks
+# together against the feature's whole task (the split through a scratch of the
+# block, both sides copied out, the child's previous row found). Measured on one
+# thread at 1M x 28 (benchmarks/README.md, "the root's blocks at its children"):
+# a one-thread trace with every feature forced into blocks of the default size
+# against a trace of the default path, the same build. The pass was measured when
+# it visited every row; it now visits the smaller child's rows only (the same bytes
+# streamed): 0.21 is its upper bound, kept until a forced trace measures it.
+EXACT_CHILD_PASS = 0.21
+EXACT_CHILD_BLOCKS = 1.08
+
+
+def child_block_tasks(dur, p, n_samples):
+    """The exact root's children's scan tasks on ``p`` threads where the finder
+    carries the root's blocks down (the code's own plan, ``child_block_plan``: the
+    root's rule on min(p, features) threads, at most the root's blocked features,
+    none without node segments; every feature lean): ``dur`` the one-thread time of
+    each feature's task (in order).
+    Returns (task durations in the order the code hands them out: the whole
+    features, then the blocks of the last k, each ``EXACT_CHILD_BLOCKS`` /
+    n_blocks of its feature's task; count-pass durations, one per blocked
+    feature: ``EXACT_CHILD_PASS`` x the mean task)."""
+    dur = np.asarray(dur, dtype=float)
+    k, n_blocks = _child_blocked(int(n_samples), len(dur), p)
+    if k == 0:
+        return dur, np.zeros(0)
+    whole = dur[:len(dur) - k]
+    blocks = np.repeat(dur[len(dur) - k:] * EXACT_CHILD_BLOCKS / n_blocks, n_blocks)
+    passes = np.full(k, EXACT_CHILD_PASS * float(dur.mean()))
+    return np.concatenate([whole, blocks]), passes
+
+
+def _child_blocked(n_samples, n_features, p):
+    """(features blocked, blocks per feature) on an exact root's children at p
+    threads: ``_exact_splitter.child_block_plan``."""
+    from gbc_core._exact_splitter import child_block_plan
+    k, _, n_blocks = child_block_plan(int(n_samples), int(n_features), p)
+    return k, n_blocks
 
 
 def root_block_tasks(dur, p, n_samples):
@@ -583,7 +628,7 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
-                   grid_in_place=False):
+                   grid_in_place=False, child_blocks=False):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -591,7 +636,11 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     ``root_blocks``: ``r`` is an exact root's scan, whose features the finder
     blocks on p threads (``root_block_tasks``; the block sums a loop before the
     scan, their memory traffic in :func:`plan`). ``grid_in_place``: the fused grid
-    pass's residuals in place (``GRID_ROOT_SUMS``; a multiclass fit)."""
+    pass's residuals in place (``GRID_ROOT_SUMS``; a multiclass fit).
+    ``child_blocks``: ``r`` is the scan of an exact root's children, whose
+    features the finder cuts into the root's blocks on p threads
+    (``child_block_tasks``; the counts a loop before the scan; at most one thread
+    per feature, as the segments' splits)."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if r.rid == 14:
@@ -643,6 +692,17 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                 if len(passes):
                     compute += schedule(passes, p, "dynamic")
                     n_loops += 1
+                n_tasks = len(dur)
+            elif child_blocks and phase == 8 and p > 1:
+                dur, passes = child_block_tasks(dur, p, n_samples)
+                if len(passes):
+                    # One thread per feature at most (the splits' scratch).
+                    q = min(p, n_tasks)
+                    compute += schedule(passes, q, "dynamic")
+                    compute += schedule(dur, q, kind)
+                    n_loops += 1
+                    most = max(most, q)
+                    continue
                 n_tasks = len(dur)
             elif phase == PART_CHILD and p > 1 and len(dur) <= 8:
                 # Narrow levels: the children's rows placed and summed in chunks
@@ -701,22 +761,29 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                        "serial, outside trees": out.const - in_trees}
     k = meta["classes"] if meta["classes"] > 2 else 1
 
-    roots = set()
+    roots, children = set(), set()
     if root_blocks and meta["method"] == "exact":
         starts = np.array([r.t0 for r in regions])
         for tree in trees:
             lo, hi = np.searchsorted(starts, [tree["t0"], tree["t1"]])
-            first = next((r for r in regions[lo:hi] if r.rid == 8), None)
-            if first is not None:
-                roots.add(id(first))
+            scans = [r for r in regions[lo:hi] if r.rid == 8]
+            if scans:
+                roots.add(id(scans[0]))
+            # The root's children: the tree's second scan, one task per feature
+            # (one pair of siblings) as the root's.
+            if (len(scans) > 1 and len(scans[1].phases.get(8, ()))
+                    == len(scans[0].phases.get(8, ()))):
+                children.add(id(scans[1]))
 
     def add(r, threads, share=1, group=-1):
         s = scale_of.get(r.rid, 1.0)
         is_root = id(r) in roots
+        is_child = id(r) in children
         comp, busy = region_compute(r, threads, machine, scale=s, row_factor=row_factor,
                                     row_blocks=row_blocks, n_samples=rows,
                                     root_blocks=is_root,
-                                    grid_in_place=meta["classes"] > 2)
+                                    grid_in_place=meta["classes"] > 2,
+                                    child_blocks=is_child)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if is_root and threads > 1:
@@ -729,6 +796,16 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                          row_factor, share)
                 out.add(0.0, l3, dram, min(k, threads), share, group,
                         tag=REGIONS[28])
+        if is_child and threads > 1:
+            # The children's counts: the rows' w r, one byte and one bit per row,
+            # per blocked feature (their compute is in the scan's).
+            k = _child_blocked(rows, len(r.phases.get(8, ())), threads)[0]
+            if k:
+                passes = SimpleNamespace(rid=31, items=k * r.items / len(r.phases[8]))
+                l3, dram = region_memory(passes, min(k, threads), machine, rows,
+                                         row_factor, share)
+                out.add(0.0, l3, dram, min(k, threads), share, group,
+                        tag=REGIONS[31])
 
     lane_of, tree_lane = {}, {}
     if mode == "share" and not grows_side_by_side(meta["method"], p, k):
@@ -1269,8 +1346,9 @@ def main(argv=None):
                    help="seconds per region and serial stretch (their share of the "
                         "fit; memory seconds; region instances)")
     p.add_argument("--no-blocks", action="store_true",
-                   help="without the finders' row blocks (hist) and root blocks "
-                        "(exact), as the code before them")
+                   help="without the finders' row blocks (hist) and root blocks, "
+                        "carried to the root's children too (exact), as the code "
+                        "before them")
     c = sub.choices["calibrate"]
     c.add_argument("--traces", required=True, help="folder of .npz traces")
     c.add_argument("--sync-trace", help="a two-thread trace (synchronisation cost)")

@@ -1,10 +1,12 @@
 """The exact finder's tasks below a feature (``ExactSplitFinder.collect``): a root's
 feature scanned in blocks of sorted positions (each block from the exact sum of the
-positions before it), and a level with node segments scanned in (feature, pair of
-siblings) tasks. Either must find the splits of the whole-feature scan bit for bit,
-on every number of threads: the test hook ``_force_blocks`` takes both paths
-wherever they may apply (small blocks, any thread count), and the trees grown are
-compared with those of the default paths, node for node."""
+positions before it), the root's blocks carried to its children (each block split
+into the children's segments and each child's part scanned from its exact prefix),
+and a level with node segments scanned in (feature, pair of siblings) tasks. Each
+must find the splits of the whole-feature scan bit for bit, on every number of
+threads: the test hook ``_force_blocks`` takes the paths wherever they may apply
+(small blocks, any thread count), and the trees grown are compared with those of
+the default paths, node for node."""
 
 import numpy as np
 import pytest
@@ -112,15 +114,9 @@ def _grow_all(X, case, n_threads, block_rows, residuals, w, categorical):
     return trees, finder
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
-    """Trees grown with root blocks (1, 7 and 500 positions) and (feature, pair)
-    tasks on 1, 2 and 3 threads are those of the whole-feature scan on one thread
-    and on three, node for node and bit for bit: ties (within and across blocks and
-    features), missing values (those features stay whole), positive and zero sample
-    weights (the lean scans' limits), leaf minimums, categorical features (one task
-    each), sample masks, feature draws, monotonic constraints, deep and best-first
-    trees. 20,000 x 6 values: the scans run in parallel."""
+def _case_data(case):
+    """X (Fortran order), residuals of three trees, weights and categorical flags
+    of the whole-tree test's ``case``."""
     rng = np.random.default_rng(8)
     n, d = 20000, 6
     X = rng.normal(size=(n, d)).astype(np.float32)
@@ -148,24 +144,41 @@ def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
         X[:, 5] = rng.integers(0, 9, size=n)
         residuals = [r + 0.5 * np.sin(X[:, 5]) for r in residuals]
         categorical = np.array([0, 0, 0, 0, 0, 1], dtype=bool)
-    Xf = np.asfortranarray(X)
+    return np.asfortranarray(X), residuals, w, categorical
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan(case):
+    """Trees grown with root blocks (1, 7, 79, 500 and 3,000 positions: the first
+    two gathered, more than 256 blocks; the others from the block bytes and carried
+    to the root's children) and (feature, pair) tasks on 1, 2 and 3 threads are
+    those of the whole-feature scan on one thread and on three, node for node and
+    bit for bit: ties (within and across blocks and
+    features), missing values (those features stay whole), positive and zero sample
+    weights (the lean scans' limits), leaf minimums, categorical features (one task
+    each), sample masks, feature draws, monotonic constraints, deep and best-first
+    trees. 20,000 x 6 values: the scans run in parallel."""
+    Xf, residuals, w, categorical = _case_data(case)
     expected, _ = _grow_all(Xf, case, 1, 0, residuals, w, categorical)
     n_nodes = len(expected[0][0]) // NODE_DTYPE.itemsize
     assert n_nodes >= 5
-    runs = [(3, 0)] + [(t, b) for b in (1, 7, 500) for t in (1, 2, 3)]
-    blocked = paired = 0
+    runs = [(3, 0)] + [(t, b) for b in (1, 7, 79, 500, 3000) for t in (1, 2, 3)]
+    blocked = paired = children = 0
     for n_threads, block_rows in runs:
         got, finder = _grow_all(Xf, case, n_threads, block_rows, residuals, w,
                                 categorical)
         blocked += finder.blocked_levels
         paired += finder.pair_levels
+        children += finder.child_block_levels
         for t, ((nodes_e, leaf_e), (nodes_g, leaf_g)) in enumerate(zip(expected, got)):
             assert nodes_g == nodes_e, (case, n_threads, block_rows, t)
             np.testing.assert_array_equal(leaf_g, leaf_e)
     # The paths under test ran where they apply: blocks at a root of unit weights
-    # holding every row, pair tasks on levels with segments (positive weights).
+    # holding every row and at its children (a level below it), pair tasks on
+    # levels with segments (positive weights).
     if case not in ("weighted", "zero_weights", "subsample"):
         assert blocked > 0
+        assert children > 0
     if case not in ("zero_weights", "best_first", "missing"):
         assert paired > 0
 
@@ -355,3 +368,216 @@ def test_pairs_are_handed_out_largest_first_then_lowest_slot(seed):
     assert _exact_splitter._pairs_largest_first([]) == []
     with pytest.raises(ValueError, match="at most 128 pairs"):
         _exact_splitter._pairs_largest_first([1] * 129)
+
+
+# ------------------------------------------------- the root's blocks at its children
+@pytest.mark.parametrize("block_rows", [64, 1000])
+def test_child_block_counts_match_a_numpy_twin(block_rows):
+    """The rows and w * r of each child before each block of the root's sorted
+    order (a pass in row order over the block bytes and the smaller child's bits,
+    the other child's from the block's positions and the root's block sums) are
+    the twin's: the positions of each child's rows in the feature's sorted order,
+    counted and summed in sorted order (bit for bit: values on a grid), for even,
+    uneven (3% and 97%: either child counted), empty and full children, the last
+    bit word part full (4,000 rows)."""
+    n = 4000
+    X = _column_data(n)
+    finder = _finder(X, 1, block_rows)
+    n_blocks = -(-n // block_rows)
+    rng = np.random.default_rng(2)
+    r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
+    for share in (0.5, 0.03, 0.97, 0.0, 1.0):
+        first = (rng.uniform(size=n) < share).astype(np.uint8)
+        pos, sums = finder._child_block_sums(r, first)
+        assert pos.shape == (3, n_blocks + 1, 2) and sums.shape == (3, n_blocks, 2)
+        starts = np.minimum(np.arange(n_blocks + 1) * block_rows, n)
+        for f in range(3):
+            order = np.argsort(X[:, f], kind="stable")
+            for c, member in enumerate((first[order] == 1, first[order] == 0)):
+                before = np.concatenate([[0], np.cumsum(member)])[starts]
+                np.testing.assert_array_equal(pos[f, :, c], before)
+                in_order = np.where(member, r[order], 0.0)
+                prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
+                assert sums[f, :, c].tobytes() == prefix.tobytes()
+    with pytest.raises(ValueError, match="must have 4000 rows"):
+        finder._child_block_sums(r[:10], first)
+    with pytest.raises(ValueError, match="no block bytes"):
+        ExactSplitFinder(X, 2)._child_block_sums(r, first)
+
+
+def _children_data(n, share, seed=6):
+    """A root split on feature 0 (a large step at its ``share`` quantile: the
+    first child ``share`` of the rows), then in each child residuals whose best
+    splits tie exactly in feature 1 at two positions far apart (``_tied_residuals``
+    over the child's rows in the order of feature 1; feature 2 a copy: a tie across
+    features), feature 3 runs of 7 equal values of feature 1 and feature 4 many
+    ties (runs across block boundaries)."""
+    rng = np.random.default_rng(seed)
+    x0 = rng.permutation(n).astype(np.float32)
+    x1 = rng.permutation(n).astype(np.float32)
+    left = x0 < share * n
+    r = np.where(left, -1000.0, 1000.0)
+    for side in (left, ~left):
+        rows = np.flatnonzero(side)
+        rows = rows[np.argsort(x1[rows])]
+        r[rows] += _tied_residuals(len(rows))
+    X = np.column_stack([x0, x1, x1, np.floor(x1 / 7),
+                         np.round(rng.normal(size=n) * 2)]).astype(np.float32)
+    return np.asfortranarray(X), r
+
+
+@pytest.mark.parametrize("share", [0.5, 0.93, 0.01])
+def test_the_roots_children_in_blocks_grow_the_trees_of_the_whole_scan(share):
+    """Trees of depth 2 and 3 whose root's children are scanned in the root's
+    blocks (64, 500 and 2,000 positions, 1 to 3 threads) are those of the
+    whole-feature scan on one thread, node for node and bit for bit: exact ties
+    within a child across blocks and across features, runs of equal values across
+    block boundaries, even and uneven children (a child of 1% of the rows: blocks
+    where it has no row, and a previous row many positions back), leaf minimums."""
+    n = 12000
+    X, r = _children_data(n, share)
+    for depth, msl in ((2, 1), (3, 1), (2, 40)):
+        def grow(n_threads, block_rows):
+            finder = _finder(X, n_threads, block_rows)
+            grower = TreeGrower(X, finder, depth, 2, msl, 0.0, X.shape[1], n_threads)
+            grower.grow(None, r, None, 0)
+            return grower.nodes_array().tobytes(), grower.node_of_row.copy(), finder
+        nodes_e, leaf_e, _ = grow(1, 0)
+        nodes = np.frombuffer(nodes_e, dtype=NODE_DTYPE)
+        assert nodes["feature"][0] == 0 and len(nodes) >= 7
+        if msl == 1:
+            # Each child's tie goes to its first quarter, on feature 1.
+            assert list(nodes["feature"][1:3]) == [1, 1]
+        for block_rows in (64, 500, 2000):
+            for n_threads in (1, 2, 3):
+                nodes_g, leaf_g, finder = grow(n_threads, block_rows)
+                assert finder.child_block_levels == 1
+                assert nodes_g == nodes_e, (share, depth, msl, block_rows, n_threads)
+                np.testing.assert_array_equal(leaf_g, leaf_e)
+
+
+def test_a_copy_for_side_by_side_growers_carries_the_blocks_to_the_children():
+    """A finder's copy (``with_threads``, as the trees of an iteration grown side by
+    side get: the block bytes shared, the children's counts and sums its own)
+    scans the root's children in the root's blocks too, its trees grown in turn
+    with the original's those of the whole scan on one thread, bit for bit."""
+    n = 12000
+    X, r = _children_data(n, 0.2)
+    reference = ExactSplitFinder(X, 1)
+    grower = TreeGrower(X, reference, 3, 2, 1, 0.0, X.shape[1], 1)
+    grower.grow(None, r, None, 0)
+    expected = grower.nodes_array().tobytes()
+    previous = _exact_splitter._force_blocks(64)
+    try:
+        original = ExactSplitFinder(X, 3)
+        copy = original.with_threads(2)
+        for finder, threads in ((original, 3), (copy, 2), (original, 3), (copy, 2)):
+            grower = TreeGrower(X, finder, 3, 2, 1, 0.0, X.shape[1], threads)
+            grower.grow(None, r, None, 0)
+            assert grower.nodes_array().tobytes() == expected
+    finally:
+        _exact_splitter._force_blocks(previous)
+    for finder in (original, copy):
+        assert finder.child_block_levels == 2
+        assert finder.child_count_errors == 0
+
+
+def test_the_default_rule_carries_the_blocks_to_the_children():
+    """Where the default rule blocks the children (``child_block_plan``: 40,000 x 5
+    on 4 threads, the last feature), the root's children are scanned in the
+    root's blocks, and the trees are those of one thread, bit for bit; where the
+    root is blocked but the children's scan has too few threads for the rule
+    (40,000 x 3 on 6 threads: the rule of 3 threads), or the finder keeps no
+    node segments, the children's level is the whole features'."""
+    n = 40_000
+    X5, r = _children_data(n, 0.3)
+    X3 = np.asfortranarray(X5[:, :3])
+    for X, n_threads, segments, carried in ((X5, 4, True, 1), (X3, 6, True, 0),
+                                           (X5, 4, False, 0)):
+        d = X.shape[1]
+        assert _exact_splitter.child_block_plan(n, d, n_threads)[0] == (
+            carried if segments else 1)
+        trees = []
+        for threads in (1, n_threads):
+            finder = ExactSplitFinder(X, threads, segments=segments)
+            grower = TreeGrower(X, finder, 3, 2, 1, 0.0, d, threads)
+            grower.grow(None, r, None, 0)
+            trees.append((grower.nodes_array().tobytes(), finder.child_block_levels))
+            assert finder.child_count_errors == 0
+        assert trees[0] == (trees[1][0], 0) and trees[1][1] == carried
+        assert finder.blocked_levels == 1
+
+
+def _scrambled(mode):
+    """``_scramble_tasks(mode)`` until the block ends."""
+    class _Scope:
+        def __enter__(self):
+            self.previous = _exact_splitter._scramble_tasks(mode)
+
+        def __exit__(self, *exc):
+            _exact_splitter._scramble_tasks(self.previous)
+    return _Scope()
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("share", [0.5, 0.01])
+def test_tasks_handed_out_in_any_order_grow_the_same_trees(mode, share):
+    """With the tasks of every level handed out in reverse or shuffled order and
+    the split scratch (and the children's segments on their blocks' level) filled
+    with -1 before each scan (``_scramble_tasks``), the trees are those of the
+    planned order and of the whole scan on one thread, bit for bit: no task reads a
+    row another task writes (libgomp hands the tasks out in order, so a block that
+    read the previous block's part of a segment would pass without the hook), and
+    none reads scratch it has not written. Blocks at the root and at its children
+    (64 and 500 positions, even and 1% children), pair tasks below, 1 and 3
+    threads; no split disagrees with its counts."""
+    n = 12000
+    X, r = _children_data(n, share)
+
+    def grow(n_threads, block_rows):
+        finder = _finder(X, n_threads, block_rows)
+        grower = TreeGrower(X, finder, 4, 2, 1, 0.0, X.shape[1], n_threads)
+        grower.grow(None, r, None, 0)
+        return grower.nodes_array().tobytes(), grower.node_of_row.copy(), finder
+
+    nodes_e, leaf_e, _ = grow(1, 0)
+    for block_rows in (64, 500):
+        for n_threads in (1, 3):
+            with _scrambled(mode):
+                nodes_g, leaf_g, finder = grow(n_threads, block_rows)
+            assert finder.child_block_levels == 1 and finder.blocked_levels == 1
+            assert finder.pair_levels >= 1
+            assert finder.child_count_errors == 0
+            assert nodes_g == nodes_e, (mode, share, block_rows, n_threads)
+            np.testing.assert_array_equal(leaf_g, leaf_e)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES
+                                  if c not in ("weighted", "zero_weights", "subsample")])
+def test_the_whole_tree_cases_in_scrambled_order(case):
+    """The whole-tree test's cases of unit weights and every row
+    (``test_blocks_and_pair_tasks_grow_the_trees_of_the_whole_feature_scan``) with
+    every level's tasks reversed and shuffled and the scratch filled with -1
+    (``_scramble_tasks``), blocks of 79 and 500 positions (at the root and its
+    children, pair tasks below) on 1 and 3 threads: the trees of the whole scan
+    on one thread, node for node and bit for bit."""
+    Xf, residuals, w, categorical = _case_data(case)
+    expected, _ = _grow_all(Xf, case, 1, 0, residuals, w, categorical)
+    children = 0
+    for mode in (1, 2):
+        for block_rows in (79, 500):
+            for n_threads in (1, 3):
+                with _scrambled(mode):
+                    got, finder = _grow_all(Xf, case, n_threads, block_rows, residuals,
+                                            w, categorical)
+                children += finder.child_block_levels
+                assert finder.child_count_errors == 0
+                for t, (e, g) in enumerate(zip(expected, got)):
+                    assert g[0] == e[0], (case, mode, block_rows, n_threads, t)
+                    np.testing.assert_array_equal(g[1], e[1])
+    assert children > 0
+
+
+def test_scramble_tasks_rejects_an_unknown_mode():
+    with pytest.raises(ValueError, match="mode must be 0, 1 or 2"):
+        _exact_splitter._scramble_tasks(3)

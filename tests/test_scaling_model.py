@@ -194,6 +194,58 @@ def test_root_block_tasks_follow_the_finders_rule():
         assert len(passes) == 0
 
 
+def test_child_block_tasks_follow_the_finders_rule():
+    """The exact root's children's tasks at P threads: the root's rule
+    (``root_block_plan``) carried down: at 1M rows with 28 features, 16 threads
+    cut the last 12 features' tasks into 31 blocks each (``EXACT_CHILD_BLOCKS`` of
+    the feature's time shared out), after the 16 whole ones, with one count task
+    per blocked feature at ``EXACT_CHILD_PASS`` of a mean task; 2 and 32 threads
+    keep the 28 whole features and no counts."""
+    n = 1_000_000
+    dur = np.linspace(1.0, 2.0, 28)
+    tasks, passes = sm.child_block_tasks(dur, 16, n)
+    assert len(tasks) == 16 + 12 * 31
+    np.testing.assert_array_equal(tasks[:16], dur[:16])
+    assert math.isclose(tasks[16:].sum(), dur[16:].sum() * sm.EXACT_CHILD_BLOCKS)
+    assert np.allclose(tasks[16:16 + 31], dur[16] * sm.EXACT_CHILD_BLOCKS / 31)
+    assert len(passes) == 12
+    assert np.allclose(passes, sm.EXACT_CHILD_PASS * dur.mean())
+    for p in (2, 32):
+        tasks, passes = sm.child_block_tasks(dur, p, n)
+        np.testing.assert_array_equal(tasks, dur)
+        assert len(passes) == 0
+
+
+def test_child_block_tasks_are_the_finders_plan():
+    """The model cuts the children's tasks where the code does
+    (``child_block_plan``, the finder's own rule): the root's rule on min(P,
+    features) threads (5 features on 8 threads: the rule of 5 threads, no blocks;
+    on 4 threads one), at most the root's blocked features, and none without node
+    segments (2M x 28: more than 2^25 values), where the root's own blocks stay
+    (``root_block_tasks``)."""
+    from gbc_core._exact_splitter import child_block_plan, root_block_plan
+    for n, d in ((1_000_000, 28), (2_000_000, 28), (40_000, 5), (40_000, 8),
+                 (300_000, 12), (10_000_000, 3)):
+        dur = np.linspace(1.0, 2.0, d)
+        for p in (2, 4, 6, 8, 12, 16, 32, 64):
+            k, _, n_blocks = child_block_plan(n, d, p)
+            tasks, passes = sm.child_block_tasks(dur, p, n)
+            assert len(passes) == k
+            assert len(tasks) == d - k + k * n_blocks
+            assert k <= root_block_plan(n, d, p)[0]
+            assert k == (0 if n * d > 2 ** 25 else
+                         min(root_block_plan(n, d, p)[0],
+                             root_block_plan(n, d, min(p, d))[0]))
+    assert child_block_plan(2_000_000, 28, 16)[0] == 0
+    assert root_block_plan(2_000_000, 28, 16)[0] > 0
+    tasks, passes = sm.child_block_tasks(np.ones(28), 16, 2_000_000)
+    assert len(tasks) == 28 and len(passes) == 0
+    tasks, passes = sm.root_block_tasks(np.ones(28), 16, 2_000_000)
+    assert len(tasks) > 28 and len(passes) > 0
+    assert child_block_plan(40_000, 5, 8)[0] == 0 < root_block_plan(40_000, 5, 16)[0]
+    assert child_block_plan(40_000, 5, 4)[0] == 1
+
+
 SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src", "gbc_core")
 # Phases the code runs with two schedules: the grid's block maxima (static in
 # _put_on_grid, dynamic in _grid_and_root; equal blocks of rows either way).

@@ -16,7 +16,12 @@ segments and several pairs of siblings, a feature for one pair; and at a root
 holding every row, where a modelled schedule of the root's tasks says the threads
 finish sooner (``root_block_plan``), a fixed block of a feature's sorted positions,
 started from the exact sum of the positions before it (a first pass sums the blocks
-in row order, from one byte per row naming its block). Each thread keeps its own
+in row order, from one byte per row naming its block); and on the root's children,
+for the same features, the same blocks carried down: a block of the root's sorted
+order split into the two children's segments at the children's counts before it
+(a first pass counts and sums each block's rows of the smaller child in row order,
+the other's from the block's size and the root's block sums), each child's part
+scanned from its exact sum. Each thread keeps its own
 per-node state, and the best split of a node is the maximum over its candidates
 under a total order (proxy, then lowest feature index, then lowest threshold, which
 between blocks of a feature is the lowest sorted position), so the result does not
@@ -65,6 +70,28 @@ cdef extern from *:
     #endif
     """
     void GBC_PREFETCH(const void* p) noexcept nogil
+
+cdef extern from *:
+    """
+    /* The index of the lowest set bit of a non-zero 64-bit word. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define GBC_CTZ64(x) __builtin_ctzll(x)
+    #elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+    #include <intrin.h>
+    static __inline int GBC_CTZ64(unsigned __int64 x) {
+        unsigned long i;
+        _BitScanForward64(&i, x);
+        return (int)i;
+    }
+    #else
+    static int GBC_CTZ64(unsigned long long x) {
+        int i = 0;
+        while (!(x & 1)) { x >>= 1; i++; }
+        return i;
+    }
+    #endif
+    """
+    int GBC_CTZ64(unsigned long long x) noexcept nogil
 
 cdef extern from *:
     """
@@ -224,8 +251,9 @@ cdef intp_t _forced_block_rows = 0
 
 def _force_blocks(block_rows):
     """Test hook: finders made from now on scan every root feature that may be
-    blocked in blocks of ``block_rows`` sorted positions, and every level with
-    segments in (feature, pair of siblings) tasks, on any number of threads
+    blocked in blocks of ``block_rows`` sorted positions (and, where they hold the
+    block bytes, carry those blocks to the root's children), and every other level
+    with segments in (feature, pair of siblings) tasks, on any number of threads
     (0: the default rule of ``ExactSplitFinder.collect``). Returns the previous
     value."""
     global _forced_block_rows
@@ -233,6 +261,28 @@ def _force_blocks(block_rows):
     if block_rows < 0:
         raise ValueError(f"block_rows must be >= 0, got {block_rows}")
     _forced_block_rows = block_rows
+    return previous
+
+
+# Tests: 1 hands each level's scan tasks out in reverse order, 2 in a fixed shuffled
+# order, and either fills the threads' split scratch (and, on the root's children's
+# blocks, the children's segments) with -1 before the scan: a task that reads what
+# another task writes, or scratch it has not written, then finds other splits
+# (``_scramble_tasks``).
+cdef int _scrambled_tasks = 0
+
+
+def _scramble_tasks(mode):
+    """Test hook: from now on, every finder's level scans hand their tasks out in
+    reverse order (``mode`` 1) or in a fixed shuffled order (2), after filling the
+    split scratch of every thread, and on a level of the root's children in blocks
+    the segments, with -1 (0: the planned order, nothing filled). Nothing may
+    change: no task reads what another writes. Returns the previous mode."""
+    global _scrambled_tasks
+    previous = _scrambled_tasks
+    if mode not in (0, 1, 2):
+        raise ValueError(f"mode must be 0, 1 or 2, got {mode}")
+    _scrambled_tasks = mode
     return previous
 
 
@@ -351,6 +401,55 @@ def root_block_plan(n_rows, n_features, n_threads, n_lean=None):
         n_lean = n_features
     return (int(_root_blocked_features(n_features, n_lean, max(1, n_threads), n_blocks)),
             int(block_rows), int(n_blocks), <double>BLOCK_PASS_NUM / BLOCK_PASS_DEN)
+
+
+cdef inline intp_t _child_blocked_features(intp_t root_blocked, intp_t n_features,
+                                           intp_t n_lean, intp_t n_threads,
+                                           intp_t n_blocks) noexcept nogil:
+    """How many of the root's children's lean features (the last ones) to scan in
+    the root's blocks, the root having blocked its last ``root_blocked``: the
+    root's rule (``_root_blocked_features``) on the threads of the children's scan
+    (``n_threads``: at most one per feature, as the segments' splits), and no
+    more than the root blocked (the children's counts read the root's block sums
+    of the same features)."""
+    return min(root_blocked,
+               _root_blocked_features(n_features, n_lean, n_threads, n_blocks))
+
+
+def child_block_plan(n_rows, n_features, n_threads, n_lean=None):
+    """The root's blocks carried to the root's children on ``n_threads`` threads,
+    as an ``ExactSplitFinder`` of the defaults (lean scans, segments) plans them
+    for a tree of unit weights holding every row, with ``n_rows`` rows and
+    ``n_features`` features of which ``n_lean`` (default: all) may be blocked (the
+    scaling model's and the tests' view of the rule): none without node segments
+    (more than ``SEGMENT_MAX_VALUES`` values), without the block bytes, or where
+    the root blocks none; else ``_child_blocked_features`` on min(``n_threads``,
+    ``n_features``) threads.
+
+    Returns
+    -------
+    blocked : int
+        The number of features scanned in blocks on the root's children (the last
+        lean ones).
+    block_rows : int
+        Sorted positions per block.
+    n_blocks : int
+        Blocks per feature.
+    """
+    cdef intp_t block_rows = _block_rows_for(n_rows)
+    cdef intp_t n_blocks = max(1, (n_rows + block_rows - 1) // block_rows)
+    cdef intp_t threads = max(1, n_threads), root_blocked
+    if n_lean is None:
+        n_lean = n_features
+    if (n_rows * n_features > SEGMENT_MAX_VALUES or n_rows * n_features < MIN_PARALLEL_SCAN
+            or n_blocks > MAX_BLOCKS):
+        return 0, int(block_rows), int(n_blocks)
+    # The block bytes are held where the root's rule blocks a feature
+    # (``_make_block_bytes``), the rule the root's level then follows.
+    root_blocked = _root_blocked_features(n_features, n_lean, threads, n_blocks)
+    return (int(_child_blocked_features(root_blocked, n_features, n_lean,
+                                        min(threads, <intp_t>n_features), n_blocks)),
+            int(block_rows), int(n_blocks))
 
 
 ctypedef struct candidate_t:
@@ -558,8 +657,28 @@ cdef inline bint _decide(
 ) noexcept nogil:
     """The decision of the scans at sorted position ``k`` for the node ``st``, whose
     samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
-    ``s_left``), the last of them at ``last_pos``: keep the split before ``k`` if it
-    is valid and beats the best so far. Returns True if it was kept.
+    ``s_left``), the last of them at ``last_pos``: ``_decide_at`` with the rows
+    ``order_f`` puts at ``k`` and ``last_pos``."""
+    return _decide_at(st, n_left, w_left, s_left, column_f, order_f + k,
+                      order_f + last_pos, k, min_samples_leaf)
+
+
+cdef inline bint _decide_at(
+    scan_t* st,
+    int64_t n_left,
+    float64_t w_left,
+    float64_t s_left,
+    const float32_t* column_f,
+    const int32_t* row_k,
+    const int32_t* row_last,
+    intp_t k,
+    int64_t min_samples_leaf,
+) noexcept nogil:
+    """The decision of the scans at sorted position ``k`` for the node ``st``, whose
+    samples before ``k`` number ``n_left`` (weight ``w_left``, sum of w * r
+    ``s_left``), the row at ``k`` being ``row_k[0]`` and the last row before it
+    ``row_last[0]``: keep the split before ``k`` if it is valid and beats the best
+    so far. Returns True if it was kept.
 
     The cheap bound test comes first since it rejects almost every position; then
     n_left in [min_samples_leaf, total_n - min_samples_leaf] as one unsigned
@@ -567,8 +686,8 @@ cdef inline bint _decide(
     n_left = 0 or n_right = 0, den = 0 and one of the two tests fails, the bound test
     being NaN for -inf), and only then, at the rare positions that pass both, a new
     distinct value: the values are read there (from the feature's column
-    ``column_f``, in row order, at the rows ``order_f`` puts at ``k`` and
-    ``last_pos``), not streamed.
+    ``column_f``, in row order, at the two rows, read through their pointers only
+    there), not streamed.
     """
     cdef float64_t diff = split_diff(st.total_s, st.total_w, s_left, w_left)
     cdef float64_t den = split_den(st.total_w, w_left)
@@ -576,8 +695,8 @@ cdef inline bint _decide(
     cdef float32_t v, last
     if (may_beat(diff, den, st.best_bound)
             and <uint64_t_t>(n_left - min_samples_leaf) < st.n_span):
-        v = column_f[order_f[k]]
-        last = column_f[order_f[last_pos]]  # n_left >= 1: the node has a previous sample
+        v = column_f[row_k[0]]
+        last = column_f[row_last[0]]  # n_left >= 1: the node has a previous sample
         proxy = split_proxy(diff, den)
         if v > last + FEATURE_THRESHOLD:
             return _keep_if_better(st, proxy, last, v, n_left, w_left, s_left, k)
@@ -736,6 +855,120 @@ cdef inline void _scan_root_block(
     st.acc.n = hi
     st.acc.w = <float64_t>hi
     st.acc.s = s_left
+
+
+cdef inline void _scan_child_part(
+    scan_t* st,
+    const int32_t* seg,
+    const float32_t* column_f,
+    const float64_t* row_wr,
+    int64_t min_samples_leaf,
+    intp_t distance,
+    intp_t lo,
+    intp_t hi,
+    float64_t s_lo,
+    int32_t prev_row,
+) noexcept nogil:
+    """``_scan_root_block``'s decisions at the positions ``lo`` .. ``hi - 1`` of a
+    child's segment ``seg`` (a block of the root's children, ``_child_block_task``),
+    the w * r of the positions before ``lo`` adding up to ``s_lo``, where another
+    task writes the segment before ``lo``: nothing of ``seg`` outside [lo, hi) is
+    read. The decision at ``lo`` reads the previous value at ``prev_row`` (the
+    child's last row before the block, the row at ``lo - 1``), the others read the
+    part itself; ``hi`` is the scan's end (every bound the scan takes from it is
+    clamped to ``hi`` anyway, so no decision changes)."""
+    cdef float64_t s_left = s_lo
+    if lo >= hi:
+        return
+    if lo > 0:
+        # A split before the segment's first row leaves nothing left: no decision.
+        _decide_at(st, lo, <float64_t>lo, s_left, column_f, seg + lo, &prev_row, lo,
+                   min_samples_leaf)
+    s_left += row_wr[seg[lo]]
+    _scan_root_block(st, seg, column_f, hi, row_wr, min_samples_leaf, distance,
+                     lo + 1, hi, s_left)
+
+
+cdef inline bint _first_bit(const uint64_t_t* first_bits, intp_t row) noexcept nogil:
+    """Bit ``row`` of ``first_bits``: the row is in the first child of its pair."""
+    return <bint>((first_bits[row >> 6] >> (row & 63)) & 1)
+
+
+cdef inline void _child_block_counts(const uint8_t* block_of, const float64_t* row_wr,
+                                     const uint64_t_t* first_bits, intp_t n,
+                                     const float64_t* root_before, intp_t block_rows,
+                                     bint count_second, int64_t* pos, float64_t* sums,
+                                     intp_t n_blocks) noexcept nogil:
+    """For one feature of the root's children (every row in one of the two, its
+    ``first_bits`` bit set for the first): ``pos[2 b + c]`` the rows of child c (0:
+    the first, 1: the second) at the sorted positions before block b, for b in 0 ..
+    ``n_blocks`` (the last: the child's rows), and ``sums[2 b + c]`` their w * r,
+    b < ``n_blocks``. One child's rows only are visited, the first's, or the
+    second's where ``count_second`` (the smaller child: the caller's choice): word
+    by word of the bits, each set bit's row (lowest first: row order) counted and
+    its w * r added into its block's, then the prefixes in block order; the other
+    child's are the block's positions before it less the counted child's, and the
+    root's sum before the block (``root_before[b]``, ``_sum_blocks``) less the
+    counted child's. Every sum is exact on the tree's grid (the bits of the sums a
+    child's scan adds in its sorted order up to that block), so the difference of
+    two is exact: the bits of the other child's own sum (the zeros +0.0 either
+    way: a sum from +0.0 is never -0.0)."""
+    cdef intp_t i, w, b, c = 1 if count_second else 0
+    cdef uint64_t_t word
+    cdef int64_t a = 0, t
+    cdef float64_t s = 0.0, u
+    for b in range(n_blocks):
+        pos[2 * b + c] = 0
+        sums[2 * b + c] = 0.0
+    for w in range(0, n, 64):
+        word = first_bits[w >> 6]
+        if count_second:
+            word = ~word
+            if n - w < 64:
+                word &= ((<uint64_t_t>1) << (n - w)) - 1
+        while word != 0:
+            i = w + GBC_CTZ64(word)
+            word &= word - 1
+            b = 2 * <intp_t>block_of[i] + c
+            pos[b] += 1
+            sums[b] += row_wr[i]
+    for b in range(n_blocks):
+        t, u = pos[2 * b + c], sums[2 * b + c]
+        pos[2 * b + c], pos[2 * b + 1 - c] = a, b * block_rows - a
+        sums[2 * b + c], sums[2 * b + 1 - c] = s, root_before[b] - s
+        a += t
+        s = s + u
+    pos[2 * n_blocks + c], pos[2 * n_blocks + 1 - c] = a, n - a
+
+
+cdef inline intp_t _split_block_bits(const int32_t* src, intp_t m,
+                                     const uint64_t_t* first_bits,
+                                     int32_t* scratch) noexcept nogil:
+    """Split of ``m`` rows of the root's sorted order (a block) into its children:
+    the first child's (bit set) to ``scratch[0 : n_a]`` in order, the second's from
+    ``scratch[m - 1]`` down, in order from the end (``_copy_reversed`` reads them
+    back); returns ``n_a``. Every row is written to both sides and only its own
+    side's count advances (no branch on the side, which is random): at row k the
+    two writes go to ``n_a <= m - 1 - (k - n_a)``, never into the other side's rows
+    so far, and nothing is written outside the scratch (``m`` values), so never
+    into a segment that another task writes."""
+    cdef intp_t k, n_a = 0
+    cdef int32_t row
+    for k in range(m):
+        row = src[k]
+        scratch[n_a] = row
+        scratch[m - 1 - k + n_a] = row
+        n_a += <intp_t>_first_bit(first_bits, row)
+    return n_a
+
+
+cdef inline void _copy_reversed(int32_t* dst, const int32_t* src_end,
+                                intp_t count) noexcept nogil:
+    """``dst[j] = src_end[-j]`` for j < ``count``: the second child's rows of
+    ``_split_block_bits`` back in order."""
+    cdef intp_t j
+    for j in range(count):
+        dst[j] = src_end[-j]
 
 
 cdef inline float64_t _block_sum(const int32_t* order_f, const float64_t* row_wr,
@@ -974,8 +1207,9 @@ cdef class ExactSplitFinder(SplitFinder):
     statistics (weights), or with unit weights once a level has more nodes than a
     byte holds; where a root may be blocked (``root_block_plan``: from 4 threads
     on, and only where the rule blocks a feature of this fit's shape), 1 byte per
-    value naming its block of sorted positions. These per-row buffers are reported
-    to ``tracemalloc``.
+    value naming its block of sorted positions (and per feature, block and child
+    of the root the children's counts and sums: not per row). These per-row
+    buffers are reported to ``tracemalloc``.
     """
     cdef:
         int32_t* segment_rows    # per feature: the rows of each node of the level,
@@ -1012,6 +1246,15 @@ cdef class ExactSplitFinder(SplitFinder):
         float64_t* block_offset  # per feature and block: w * r before the block
         uint8_t* block_of        # per feature, per row: the block of sorted positions
                                  # the row falls in (NULL where no root is blocked)
+        int64_t* child_pos       # per feature, block (and one past) and child of the
+                                 # root: the child's rows before the block
+                                 # (``_child_block_counts``; NULL without block_of)
+        float64_t* child_sums    # per feature, block and child of the root: their
+                                 # w * r
+        intp_t* thread_errors    # per thread of a scan: the root's children's blocks
+                                 # whose split disagreed with the counts
+        intp_t root_blocked      # features the tree's root scanned in blocks (their
+                                 # block sums in block_offset), 0 at another root
         int32_t* task_feature    # per task of a level's scan: its feature
         int32_t* task_part       # -1: every node, else its block (root) or the
                                  # first slot of its pair of siblings
@@ -1020,10 +1263,14 @@ cdef class ExactSplitFinder(SplitFinder):
         bint owns_block_of       # False: block_of is the finder's it was copied from
         object _sorted_by        # that finder (``with_threads``): kept alive while
                                  # this one reads its block bytes
-    # Levels scanned with root blocks, with (feature, pair) tasks (the tests' check
-    # that a path ran).
+    # Levels scanned with root blocks, with (feature, pair) tasks, with the root's
+    # blocks carried to its children (the tests' check that a path ran).
     cdef readonly intp_t blocked_levels
     cdef readonly intp_t pair_levels
+    cdef readonly intp_t child_block_levels
+    # Blocks of the root's children whose split disagreed with the counts (never
+    # written: their segments left as they were; a test's check).
+    cdef readonly intp_t child_count_errors
 
     def __cinit__(self):
         self.rows = NULL
@@ -1041,6 +1288,9 @@ cdef class ExactSplitFinder(SplitFinder):
         self.capacity = 0
         self.block_offset = NULL
         self.block_of = NULL
+        self.child_pos = NULL
+        self.child_sums = NULL
+        self.thread_errors = NULL
         self.task_feature = NULL
         self.task_part = NULL
         self.task_capacity = 0
@@ -1104,6 +1354,16 @@ cdef class ExactSplitFinder(SplitFinder):
             self.owns_block_of = False
         else:
             self._make_block_bytes()
+        if self.block_of != NULL:
+            self.child_pos = <int64_t*>malloc(
+                max(1, self.n_features * 2 * (self.n_blocks + 1)) * sizeof(int64_t))
+            self.child_sums = <float64_t*>malloc(
+                max(1, self.n_features * 2 * self.n_blocks) * sizeof(float64_t))
+            self.thread_errors = <intp_t*>malloc(self.n_threads * sizeof(intp_t))
+            if (self.child_pos == NULL or self.child_sums == NULL
+                    or self.thread_errors == NULL):
+                raise MemoryError(f"cannot allocate the children's block sums for "
+                                  f"{self.n_blocks} blocks")
 
     def with_threads(self, int n_threads, bint shares_rows=False):
         """A finder on the same X and sorted order (shared, not copied) with buffers
@@ -1231,6 +1491,9 @@ cdef class ExactSplitFinder(SplitFinder):
 
     def __dealloc__(self):
         free(self.block_offset)
+        free(self.child_pos)
+        free(self.child_sums)
+        free(self.thread_errors)
         if self.owns_block_of:
             gbc_free_traced(self.block_of)
         free(self.task_feature)
@@ -1242,6 +1505,19 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.thread_states)
         gbc_free_traced(self.segment_rows)   # (segment_scratch lies in the same block)
         gbc_free_traced(self.first_bits)
+
+    cdef int reduce(self, const level_t* level) except -1:
+        """One process holds every row: nothing to sum. Refuses, before the level's
+        splits are chosen, a level of the root's children in blocks where a block's
+        rows split otherwise than its counts say (``child_count_errors``; the counts
+        and the split read the same bits, so never by construction): its segments
+        and scans would be incomplete."""
+        if self.child_count_errors:
+            raise RuntimeError(
+                f"exact split finder: {self.child_count_errors} block(s) of the root's "
+                "children split otherwise than their counts (an internal error; "
+                "please report it)")
+        return 0
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,
                         const float64_t[::1] residual,
@@ -1386,15 +1662,18 @@ cdef class ExactSplitFinder(SplitFinder):
         path more often), in an order that the OpenMP runtime decides (LLVM's libomp
         steals work: a thread may scan feature 7 before feature 5). A task is a
         feature for every node of the level; or, where the lean scans apply, a
-        feature for one pair of siblings of a level with segments, or one block of
-        sorted positions of a root's feature (after a first pass sums the blocks).
+        feature for one pair of siblings of a level with segments, one block of
+        sorted positions of a root's feature (after a first pass sums the blocks),
+        or such a block on the root's children (after a first pass counts and
+        sums each block's rows of each child: ``_child_block_task``).
         Nothing depends on the order or on how the work is cut: each thread's best
         is, for every node, the first of its candidates under the total order of
         ``_choice.pxd`` (largest proxy, then lowest feature, then, between blocks
         of a feature, lowest sorted position, as the whole scan keeps the first of
         equal proxies), and ``choose`` merges the threads' bests under the same
         order. Per task: the scan states (``_start_node``), a lean scan where one
-        applies (``_scan_lean``, ``_scan_root_block``, ``_scan_pair``), else the
+        applies (``_scan_lean``, ``_scan_root_block``, ``_child_block_task``,
+        ``_scan_pair``), else the
         general scan (``_scan_general``), then the thread's bests (``_end_node``).
         """
         cdef intp_t f, s, t, n_tasks, n_blocked = 0, n_slots = level.n_nodes
@@ -1430,11 +1709,17 @@ cdef class ExactSplitFinder(SplitFinder):
         if segment_level and not is_root:
             use_bits = self._mark_first_children(level, n_threads)
         n_tasks = self._plan_tasks(level, all_threads, is_root, segment_level,
-                                   &n_blocked)
-        if n_blocked > 0:
+                                   parents_in, use_bits, &n_blocked)
+        if is_root:
+            self.root_blocked = n_blocked
+        if n_blocked > 0 and is_root:
             # Blocks need no segment scratch: up to one thread per task.
             self.blocked_levels += 1
             n_threads = <int>min(<intp_t>all_threads, n_tasks)
+        elif n_blocked > 0:
+            # The children's blocks split into the thread's scratch: one thread
+            # per feature at most, as the segments' splits.
+            self.child_block_levels += 1
         elif n_tasks > self.n_features:
             self.pair_levels += 1
         for t in range(n_threads):
@@ -1444,8 +1729,14 @@ cdef class ExactSplitFinder(SplitFinder):
                 self.thread_best[t * self.capacity + s].pos = 0
         for s in range(n_slots):
             self.shared_best[s] = -INFINITY
-        if n_blocked > 0:
+        if n_blocked > 0 and is_root:
             self._sum_blocks(n_blocked, n_threads)
+        elif n_blocked > 0:
+            self._sum_child_blocks(level, n_blocked, n_threads)
+            for t in range(n_threads):
+                self.thread_errors[t] = 0
+        if _scrambled_tasks:
+            self._scramble(n_tasks, n_threads, n_blocked > 0 and not is_root)
         GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
         for t in prange(n_tasks, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
@@ -1481,6 +1772,9 @@ cdef class ExactSplitFinder(SplitFinder):
                                      PREFETCH_DISTANCE, lo, min(lo + block_rows, n),
                                      self.block_offset[f * n_blocks + part])
                 self._end_node(states, tb, level, f, 0)
+            elif n_blocked > 0:
+                # Block ``part`` of the root's order of feature f, on its children.
+                self._child_block_task(states, tb, level, f, part, tid)
             else:
                 # Feature f for the pair of siblings whose first slot is ``part``.
                 sib = level.nodes[part].sibling
@@ -1491,6 +1785,9 @@ cdef class ExactSplitFinder(SplitFinder):
                 self._end_node(states, tb, level, f, sib)
             GBC_TRACE_TASK_END(GBC_TR_EXACT_SCAN, t)
         GBC_TRACE_REGION_END(GBC_TR_EXACT_SCAN, self.n_samples * self.n_features)
+        if n_blocked > 0 and not is_root:
+            for t in range(n_threads):
+                self.child_count_errors += self.thread_errors[t]
         self.level_threads = n_threads
         if not segment_level:
             self.segment_state = SEGMENTS_NONE
@@ -1498,6 +1795,35 @@ cdef class ExactSplitFinder(SplitFinder):
             self.segment_state = SEGMENTS_IN_ORDER
         else:
             self.segment_state = SEGMENTS_IN_ROWS
+
+    cdef void _scramble(self, intp_t n_tasks, int n_threads,
+                        bint child_blocks) noexcept nogil:
+        """``_scramble_tasks``: the level's tasks reversed (mode 1) or shuffled
+        (mode 2: a fixed xorshift sequence, Fisher-Yates), the threads' split
+        scratch filled with -1, and on a level of the root's children in blocks
+        (whose parents' rows are the root's sorted order, not the segments) the
+        segments too."""
+        cdef intp_t i, j, n = self.n_samples
+        cdef int32_t f, part
+        cdef uint64_t_t x = 88172645463325252ULL
+        for i in range(n_tasks - 1, 0, -1):
+            if _scrambled_tasks == 1:
+                j = n_tasks - 1 - i
+                if j >= i:
+                    break
+            else:
+                x ^= x << 13
+                x ^= x >> 7
+                x ^= x << 17
+                j = <intp_t>(x % <uint64_t_t>(i + 1))
+            f, part = self.task_feature[i], self.task_part[i]
+            self.task_feature[i], self.task_part[i] = self.task_feature[j], self.task_part[j]
+            self.task_feature[j], self.task_part[j] = f, part
+        if self.segment_scratch != NULL:
+            memset(self.segment_scratch, 0xFF,
+                   n * min(<intp_t>n_threads, self.n_features) * sizeof(int32_t))
+            if child_blocks:
+                memset(self.segment_rows, 0xFF, n * self.n_features * sizeof(int32_t))
 
     cdef inline bint _lean_applies(self, const level_t* level, intp_t f) noexcept nogil:
         """Whether the lean scans apply to feature ``f`` on this level: no missing
@@ -1525,11 +1851,13 @@ cdef class ExactSplitFinder(SplitFinder):
         return nodes[s].stop - nodes[s].start + nodes[sib].stop - nodes[sib].start
 
     cdef intp_t _plan_tasks(self, const level_t* level, int n_threads, bint is_root,
-                            bint segment_level, intp_t* n_blocked) noexcept nogil:
+                            bint segment_level, int parents_in, bint use_bits,
+                            intp_t* n_blocked) noexcept nogil:
         """The level's scan tasks in ``task_feature`` and ``task_part``; returns how
-        many, and sets ``n_blocked[0]`` to the number of root features scanned in
-        blocks (they come last, each block a task, block order; their features in
-        ``task_feature[n_tasks - n_blocked * n_blocks ...]``, one per block).
+        many, and sets ``n_blocked[0]`` to the number of features scanned in blocks
+        at the root or at its children (they come last, each block a task, block
+        order; their features in ``task_feature[n_tasks - n_blocked * n_blocks
+        ...]``, one per block).
 
         - The root, where every row is in it, of unit weights (``_scan_root_block``
           then gives every decision of the whole scan), where the finder holds the
@@ -1538,6 +1866,18 @@ cdef class ExactSplitFinder(SplitFinder):
           not matter for the result). The rule reads the thread count, the result
           does not: the sums are exact and ties between blocks are ranked by
           position.
+        - The root's children, where the root held every row in its sorted order
+          (its segments), of unit weights, with the block bytes and the level's
+          first-child bits: the same features by the same rule on the threads of
+          this scan, at most one per feature (``_child_blocked_features``; a
+          child's task, a split and two scans, costs more than a root's scan
+          against the same pass over the rows, so the root's model of the pass
+          overstates it), at most those the root blocked (their block sums): the
+          root's blocks carried down: a pass in row order counts and sums each
+          block's smaller child (``_sum_child_blocks``), then each block of the root's
+          sorted order is a task that splits it into the two children's segments
+          at those counts' prefixes and scans each child's part of it
+          (``_child_block_task``).
         - A level with segments below the root with two pairs of siblings or more:
           a lean feature is one task per pair (split of the pair's segment, then
           the scans of its two nodes: the work of the feature's task, cut by pair,
@@ -1549,7 +1889,7 @@ cdef class ExactSplitFinder(SplitFinder):
           feature order left a last wave of large tasks on few threads). The
           order is the data's; the result does not depend on it.
         - Otherwise (and for every feature the lean scans do not take), one task
-          per feature. ``_force_blocks`` takes the first two paths wherever they
+          per feature. ``_force_blocks`` takes the first three paths wherever they
           may apply."""
         cdef intp_t f, s, b, i, t = 0, n_pairs = 0, n_lean = 0, r, n_block = 0
         cdef intp_t f_cut
@@ -1572,10 +1912,22 @@ cdef class ExactSplitFinder(SplitFinder):
                                                  n_blocks)
             blocks = n_block > 0
         elif segment_level and not is_root:
-            for s in range(n_slots):
-                n_pairs += self._is_pair_head(level, s)
-            pairs = ((n_pairs >= 2 or (self.forced_blocks and n_pairs >= 1))
-                     and n_pairs <= MAX_PAIRS)
+            if (parents_in == SEGMENTS_IN_ORDER and use_bits and self.unit_weights
+                    and self.block_of != NULL and n_lean > 0 and n_blocks > 1
+                    and level.grid.unit_s > 0.0 and n_slots == 2
+                    and self._is_pair_head(level, 0)):
+                if self.forced_blocks:
+                    n_block = min(n_lean, self.root_blocked)
+                else:
+                    n_block = _child_blocked_features(
+                        self.root_blocked, self.n_features, n_lean,
+                        min(<intp_t>n_threads, self.n_features), n_blocks)
+                blocks = n_block > 0
+            if not blocks:
+                for s in range(n_slots):
+                    n_pairs += self._is_pair_head(level, s)
+                pairs = ((n_pairs >= 2 or (self.forced_blocks and n_pairs >= 1))
+                         and n_pairs <= MAX_PAIRS)
         if blocks:
             # The last n_block lean features (the highest indexes): f_cut on.
             f_cut = self.n_features
@@ -1667,6 +2019,140 @@ cdef class ExactSplitFinder(SplitFinder):
                 t = self.block_offset[f * n_blocks + b]
                 self.block_offset[f * n_blocks + b] = acc
                 acc = acc + t
+
+    cdef void _sum_child_blocks(self, const level_t* level, intp_t n_blocked,
+                                int n_threads) noexcept nogil:
+        """For the root's children's blocked features (the last ``n_blocked *
+        n_blocks`` tasks, blocked at the root too: their sums before each block in
+        ``block_offset``): each (block, child)'s rows and w * r before it
+        (``_child_block_counts``: a pass over the rows in row order, reading the
+        block bytes and the first-child bits, and the root's sums; the smaller
+        child's rows visited), one task per feature. Every sum is exact on the
+        tree's grid: the same bits in any order."""
+        cdef intp_t j, f, n = self.n_samples, n_blocks = self.n_blocks
+        cdef const int32_t* blocked_feature = self.task_feature + (
+            self.n_features - n_blocked)
+        cdef const level_node_t* nodes = level.nodes
+        cdef intp_t first = 1 if nodes[1].start < nodes[0].start else 0
+        cdef bint count_second = (nodes[1 - first].stop - nodes[1 - first].start
+                                  < nodes[first].stop - nodes[first].start)
+        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * n)
+        for j in prange(n_blocked, schedule="dynamic", chunksize=1,
+                        num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, j)
+            f = blocked_feature[j * n_blocks]
+            _child_block_counts(self.block_of + f * n, self.row_wr, self.first_bits, n,
+                                self.block_offset + f * n_blocks, self.block_rows,
+                                count_second, self.child_pos + f * 2 * (n_blocks + 1),
+                                self.child_sums + f * 2 * n_blocks, n_blocks)
+            GBC_TRACE_TASK_END(GBC_TR_EXACT_CHILD_COUNTS, j)
+        GBC_TRACE_REGION_END(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * n)
+
+    cdef inline void _child_block_task(self, scan_t* states, candidate_t* tb,
+                                       const level_t* level, intp_t f, intp_t b,
+                                       int tid) noexcept nogil:
+        """Block ``b`` of the root's sorted order of feature ``f`` on the root's
+        children (slots 0 and 1): its rows split stably into the two children's
+        segments at the counts of their rows before the block (so each child's
+        segment is, block after block, what ``_split_pair`` writes), then each
+        child's part scanned from the exact sum of the child's rows before it
+        (``_scan_child_part``), the child's previous row before the block found
+        in the root's sorted order: the last row whose bit names the child in the
+        last block before this one that holds the child's rows (from the counts;
+        there is one where the child has rows before the block), read back from
+        that block's end, so never more than one block's positions. The part's
+        candidates rank by their positions in the child's segment
+        (``_start_node``, ``_wins_at``), as the whole scan's. A split whose count
+        of first-child rows is not the counts' (``thread_errors``) writes nothing
+        and scans nothing, and ``reduce`` refuses the level."""
+        cdef intp_t n = self.n_samples, n_blocks = self.n_blocks
+        cdef intp_t lo = b * self.block_rows, m, n_a, c, node, j, k, first = 0, second = 1
+        cdef const level_node_t* nodes = level.nodes
+        cdef const int32_t* order_f = &self.order[f, 0]
+        cdef const float32_t* column_f = &self.X[0, f]
+        cdef const int64_t* pos = self.child_pos + f * 2 * (n_blocks + 1) + 2 * b
+        cdef const float64_t* sums = self.child_sums + f * 2 * n_blocks + 2 * b
+        cdef int32_t* rows_f = self.segment_rows + f * n
+        cdef int32_t* scratch = self.segment_scratch + tid * n
+        cdef int32_t* seg
+        cdef int32_t prev
+        m = min(lo + self.block_rows, n) - lo
+        if nodes[1].start < nodes[0].start:
+            first, second = 1, 0
+        n_a = _split_block_bits(order_f + lo, m, self.first_bits, scratch)
+        if (n_a != pos[2] - pos[0] or pos[2] > nodes[first].stop - nodes[first].start
+                or pos[3] > nodes[second].stop - nodes[second].start):
+            self.thread_errors[tid] += 1
+            return
+        memcpy(rows_f + nodes[first].start + pos[0], scratch, n_a * sizeof(int32_t))
+        _copy_reversed(rows_f + nodes[second].start + pos[1], scratch + m - 1, m - n_a)
+        for c in range(2):
+            node = first if c == 0 else second
+            self._start_node(states, tb, level, f, node, pos[c])
+            if states[node].total_n > 0 and pos[c + 2] > pos[c]:
+                prev = -1
+                if pos[c] > 0:
+                    # The last block before b with rows of the child, then its
+                    # last such row.
+                    k = b - 1
+                    while pos[c - 2 * (b - k) + 2] == pos[c - 2 * (b - k)]:
+                        k -= 1
+                    j = (k + 1) * self.block_rows - 1
+                    while _first_bit(self.first_bits, order_f[j]) != (c == 0):
+                        j -= 1
+                    prev = order_f[j]
+                seg = rows_f + nodes[node].start
+                if n >= FAR_PREFETCH_ROWS:
+                    _scan_child_part(&states[node], seg, column_f, self.row_wr,
+                                     level.min_samples_leaf, FAR_PREFETCH_DISTANCE,
+                                     pos[c], pos[c + 2], sums[c], prev)
+                else:
+                    _scan_child_part(&states[node], seg, column_f, self.row_wr,
+                                     level.min_samples_leaf, PREFETCH_DISTANCE,
+                                     pos[c], pos[c + 2], sums[c], prev)
+            self._end_node(states, tb, level, f, node)
+
+    def _child_block_sums(self, const float64_t[::1] row_wr, const uint8_t[::1] first):
+        """Test hook: ``_child_block_counts`` for every feature, the rows' w * r
+        ``row_wr`` and their children ``first`` (1: the first child, 0: the
+        second), from the root's sums before each block (``_byte_block_sums``, then
+        their prefixes in block order, as ``_sum_blocks``), the smaller child's rows
+        visited (the second's where it has fewer rows). Returns (rows before
+        each block and child, shape (n_features, n_blocks + 1, 2); their w * r,
+        shape (n_features, n_blocks, 2))."""
+        cdef intp_t f, i, b, n = self.n_samples, n_blocks = self.n_blocks
+        cdef float64_t acc, t
+        if self.block_of == NULL:
+            raise ValueError("this finder holds no block bytes")
+        if row_wr.shape[0] != n or first.shape[0] != n:
+            raise ValueError(f"row_wr and first must have {n} rows")
+        bits = np.zeros((n + 63) // 64, dtype=np.uint64)
+        cdef uint64_t_t[::1] bits_view = bits
+        for i in range(n):
+            if first[i]:
+                bits_view[i >> 6] |= (<uint64_t_t>1) << (i & 63)
+        pos = np.empty((self.n_features, n_blocks + 1, 2), dtype=np.int64)
+        sums = np.empty((self.n_features, n_blocks, 2), dtype=np.float64)
+        cdef int64_t[:, :, ::1] pos_view = pos
+        cdef float64_t[:, :, ::1] sums_view = sums
+        root = np.empty(n_blocks, dtype=np.float64)
+        cdef float64_t[::1] root_view = root
+        cdef bint count_second = 2 * int(np.count_nonzero(first)) > n
+        if n > 0:
+            with nogil:
+                for f in range(self.n_features):
+                    _byte_block_sums(self.block_of + f * n, &row_wr[0], n, &root_view[0],
+                                     n_blocks)
+                    acc = 0.0
+                    for b in range(n_blocks):
+                        t = root_view[b]
+                        root_view[b] = acc
+                        acc = acc + t
+                    _child_block_counts(self.block_of + f * n, &row_wr[0], &bits_view[0],
+                                        n, &root_view[0], self.block_rows, count_second,
+                                        &pos_view[f, 0, 0], &sums_view[f, 0, 0],
+                                        n_blocks)
+        return pos, sums
 
     def _block_bytes(self):
         """Test hook: a copy of the block bytes, shape (n_features, n_samples), or

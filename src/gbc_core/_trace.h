@@ -60,6 +60,8 @@
                                      four features), and (node, feature group) of
                                      its nodes without blocks */
 #define GBC_TR_HIST_MERGE 30      /* histogram finder: (node, feature) blocks added */
+#define GBC_TR_EXACT_CHILD_COUNTS 31 /* exact finder: the root's children's rows and
+                                        sums per block of a blocked feature */
 /* Outside the trees' growth (numbers apart from the growth's). */
 #define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */

@@ -35,6 +35,7 @@ cdef extern from "_trace.h" nogil:
         GBC_TR_EXACT_BLOCK_SUMS
         GBC_TR_HIST_BLOCK
         GBC_TR_HIST_MERGE
+        GBC_TR_EXACT_CHILD_COUNTS
         GBC_TR_PREDICT
         GBC_TR_BIN_SAMPLE
         GBC_TR_CAST
