@@ -105,6 +105,6 @@ cdef class RowPartition:
     cdef void _label_block(self, const level_split_t* lv, const block_t* blk) noexcept nogil
     cdef void _child_range(self, const level_split_t* lv, intp_t c,
                            level_node_t* child) noexcept nogil
-    cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
-                            const row_stat_t* row_stats, const float64_t* residual,
-                            bint with_sums) noexcept nogil
+    cdef void _finish_pair(self, const level_split_t* lv, intp_t j,
+                           const row_stat_t* row_stats, const float64_t* residual,
+                           bint with_sums) noexcept nogil
