@@ -13,10 +13,7 @@ A state may borrow the tree grower's buffers (its ``borrows``, the boosting loop
 lends them): with ``"residual"``, ``tree_target(k, residual_out, n_threads)``
 writes the residuals of output k into the grower's ``residual_buffer()`` (which the
 grower then puts on the grid in place), so that a state of K outputs need not keep
-the residuals of every output (a state with ``class_rows(k)``, where it answers
-other than None and the tree has no sample mask, writes none: the grower makes
-them from what it answers as it puts them on the grid, ``TreeGrower.class_rows``);
-with ``"scratch"``, ``update(..., rows_by_leaf=)``
+the residuals of every output; with ``"scratch"``, ``update(..., rows_by_leaf=)``
 sorts the rows by leaf in the grower's ``row_scratch()`` (free between trees, and
 each grower's own where trees are grown side by side); with ``"leaf_rows"``,
 ``update(..., leaf_rows=)`` takes the grower's ``leaf_rows()`` (each leaf's in-bag
