@@ -22,7 +22,6 @@ import gbc_core
 from gbc_core import GradientBoostingClassifier
 from gbc_core._binning import BinMapper
 from gbc_core._split_methods import make_split_finder
-from gbc_core import _leaves
 from gbc_core._common import ROW_STAT_DTYPE
 from gbc_core._grower import TreeGrower
 from gbc_core._histogram_splitter import HistogramSplitFinder, bin_value_ranges
@@ -1206,64 +1205,6 @@ def test_grid_pass_reads_the_given_maxima(masked, scaled):
     np.testing.assert_array_equal(grower.residual_buffer(), np.rint(r / unit) * unit)
     assert not np.array_equal(grower.residual_buffer(),
                               np.rint(r / (unit / 4)) * (unit / 4))
-
-
-@pytest.mark.parametrize("n_threads", [1, 2])
-def test_grid_pass_makes_a_class_residual(n_threads):
-    """A tree given its class's rows (``TreeGrower.class_rows``: p_k, the codes, k)
-    makes r_k = [codes = k] - p_k as its grid pass puts the rows on the grid: the
-    rows on the grid are a NumPy twin's (r_k rounded to the grid of n max |r_k|),
-    and the tree, the leaf of every row and the node impurities are those of the
-    tree grown on r_k written first (``_leaves.class_residual``) bit for bit. The
-    rows' contents of the buffer are not read; class_rows are taken by one tree,
-    and refused with a mask, with row statistics or without the grid maxima."""
-    n, d, n_classes = 250_000, 3, 4
-    rng = np.random.default_rng(12)
-    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
-    raw = np.stack([X[:, 0] * k - X[:, 1] for k in range(n_classes)]).astype(np.float64)
-    codes = np.argmax(raw + rng.gumbel(size=raw.shape), axis=0).astype(np.int32)
-    prob = np.empty((n_classes, n))
-    maxima = np.empty(n_classes)
-    _leaves.multinomial_state(raw, codes, None, None, prob, None, n_threads, maxima=maxima)
-    k = 2
-    r = np.where(codes == k, 1.0, 0.0) - prob[k]
-    assert maxima[k] == np.abs(r).max()
-    grown = []
-    for fused in (True, False):
-        finder = make_split_finder(X, dict(split_method="hist", max_bins=64,
-                                           n_threads=n_threads))
-        grower = TreeGrower(X, finder, 3, 2, 1, 0.0, d, n_threads,
-                            min_impurity_decrease=1e-12, ccp_alpha=1e-12)
-        residual = grower.residual_buffer()
-        if fused:
-            residual[:] = np.nan   # not read
-            grower.class_rows = (prob[k], codes, k)
-        else:
-            _leaves.class_residual(prob[k], codes, k, residual, n_threads)
-        grower.grid_maxima = (float(n), maxima[k], 0.0)
-        grower.grow(None, residual, None, 0)
-        assert grower.class_rows is None and grower.grid_maxima is None
-        grown.append((grower.nodes_array().tobytes(), grower.node_of_row.copy(),
-                      grower.node_impurities(), grower.residual_buffer().copy()))
-    (nodes, leaves, impurities, rows), (nodes_w, leaves_w, impurities_w, rows_w) = grown
-    assert nodes == nodes_w and grower.n_nodes > 3
-    np.testing.assert_array_equal(leaves, leaves_w)
-    assert impurities.tobytes() == impurities_w.tobytes()
-    assert rows.tobytes() == rows_w.tobytes()
-    _, exponent = np.frexp(n * np.abs(r).max())
-    unit = np.ldexp(1.0, int(exponent) - 51)
-    np.testing.assert_array_equal(rows, np.rint(r / unit) * unit)
-    stats = np.zeros(n, dtype=ROW_STAT_DTYPE)
-    for bad in (dict(mask=np.ones(n, dtype=np.uint8)), dict(stats=stats),
-                dict(maxima=None)):
-        grower.grid_maxima = bad.get("maxima", (float(n), maxima[k], 0.0))
-        grower.class_rows = (prob[k], codes, k)
-        with pytest.raises(ValueError, match="class_rows need"):
-            grower.grow(bad.get("stats"), grower.residual_buffer(), bad.get("mask"), 0)
-    grower.grid_maxima = (float(n), maxima[k], 0.0)
-    grower.class_rows = (prob[k], codes, k)
-    with pytest.raises(ValueError, match="class_rows need p_k and codes"):
-        grower.grow(None, r, None, 0)   # not the grower's buffer
 
 
 def test_split_children_sums_are_their_numpy_twins():

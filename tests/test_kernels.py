@@ -843,21 +843,6 @@ def test_class_residual_is_the_multinomial_state_residual(n_threads):
             _leaves.class_residual(prob[k], y, k, again, n_threads, maxima)
             assert again.tobytes() == out.tobytes()
             assert maxima.tolist() == [np.abs(out).max(), 0.0]
-        # The softmax pass takes every class's largest abs(r_k) as it makes p: the
-        # same probabilities and loss, and class_residual's maxima (a NumPy twin's).
-        for mask in (None, (rng.uniform(size=n) < 0.6).astype(np.uint8)):
-            prob_max, class_max = np.empty((n_classes, n)), np.full(n_classes, np.nan)
-            with_max = _leaves.multinomial_state(raw, y, None, mask, prob_max, None,
-                                                 n_threads, maxima=class_max)
-            assert prob_max.tobytes() == prob.tobytes()
-            assert with_max == _leaves.multinomial_state(raw, y, None, mask, prob_alone,
-                                                         None, n_threads)
-            twin = np.abs(np.where(y == np.arange(n_classes)[:, None], 1.0, 0.0)
-                          - prob).max(axis=1)
-            assert class_max.tobytes() == twin.tobytes()
-        with pytest.raises(ValueError, match="maxima must have 4 values"):
-            _leaves.multinomial_state(raw, y, None, None, prob_max, None, 1,
-                                      maxima=np.zeros(3))
     with pytest.raises(ValueError, match="one length"):
         _leaves.class_residual(prob[0], y[:10], 0, out, 1)
     with pytest.raises(ValueError, match="maxima must have 2 values"):

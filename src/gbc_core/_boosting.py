@@ -760,14 +760,7 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
         # borrows it (no residuals of every output kept), and sorts rows by leaf in
         # the grower's scratch (each grower's own: trees grown side by side are
         # updated at once).
-        # Without a mask, a state that offers its class's rows (``class_rows``) leaves
-        # the residuals to the grower's grid pass, which makes them on the grid.
-        rows_of = getattr(state, "class_rows", None)
-        made = (rows_of(k) if rows_of is not None and mask is None and "residual" in borrows
-                else None)
-        if made is not None:
-            row_stats, residual = None, tree_grower.residual_buffer()
-        elif "residual" in borrows:
+        if "residual" in borrows:
             row_stats, residual = state.tree_target(k, tree_grower.residual_buffer(),
                                                     tree_grower.n_threads)
         else:
@@ -776,7 +769,6 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
         # (data-parallel: reduced with its last step); None: the grower takes them.
         take = getattr(state, "take_grid_maxima", None)
         tree_grower.grid_maxima = None if take is None else take(k)
-        tree_grower.class_rows = made
         tree_grower.grow(row_stats, residual, mask, tree_seeds[k])
         nodes = tree_grower.nodes_array()
         # The update runs on the grower's threads (those of a tree grown side by

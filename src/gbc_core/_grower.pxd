@@ -46,7 +46,6 @@ cdef class TreeGrower:
     cdef int32_t* perm
     cdef public object reducer
     cdef public object grid_maxima       # the next tree's grid maxima, taken already
-    cdef public object class_rows        # the next tree's (p_k, codes, k): r made on the grid
     cdef bint carry_sums                 # the level's sums travel with its statistics
     cdef bint root_pending               # the root's totals and sums: this process's only
     cdef grid_t grid                     # the grid of the tree being grown
@@ -82,8 +81,7 @@ cdef class TreeGrower:
     cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
                             const float64_t[::1] residual)
     cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
-                              const float64_t[::1] residual, node_sums_t* sums,
-                              object class_rows)
+                              const float64_t[::1] residual, node_sums_t* sums)
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums)
     cdef object _sums_values(self, intp_t n_slots)
     cdef int _take_sums(self, object values, intp_t n_slots) except -1

@@ -163,18 +163,6 @@ cdef inline void _grid_rows(const row_stat_t* row_stats, const float64_t* residu
             out_residual[i] = on_grid(residual[i], grid.unit_s, grid.inverse_s)
 
 
-cdef inline void _class_grid_rows(const float64_t* prob, const int32_t* codes, int32_t k,
-                                  float64_t* out_residual, grid_scale_t grid,
-                                  intp_t start, intp_t stop) noexcept nogil:
-    """The residuals r_k = [codes = k] - p_k of rows ``start .. stop - 1`` (unit
-    weights), made and put on the grid ``grid`` in one step, into ``out_residual``:
-    ``_leaves.class_residual`` then ``_grid_rows``, bit for bit."""
-    cdef intp_t i
-    for i in range(start, stop):
-        out_residual[i] = on_grid((1.0 if codes[i] == k else 0.0) - prob[i], grid.unit_s,
-                                  grid.inverse_s)
-
-
 cdef inline void _grid_sums(const row_stat_t* row_stats, const float64_t* residual,
                             grid_scale_t grid, intp_t n,
                             node_sums_t* sums) noexcept nogil:
@@ -307,15 +295,6 @@ cdef class TreeGrower:
         ``_loss_state.OneScoreFit``); or None: the tree then takes them itself in
         its grid pass (and, with a ``reducer``, reduces them in a step of its own:
         ``reducer(values, 1)``). Taken by the next ``grow`` only.
-    class_rows : tuple or None
-        (p_k, codes, k) of the next tree's rows (float64 and int32 arrays of
-        ``n_samples``, a class k): the tree's residuals are r_k = [codes = k] - p_k
-        of unit weight, which its grid pass makes as it puts them on the grid
-        (``_grid_and_root``), so that no pass writes them first; ``grow`` is then
-        given no row statistics, no sample mask, ``residual_buffer()`` as its
-        residuals (their contents unread) and ``grid_maxima`` (the largest abs(r_k),
-        taken as the probabilities were made), in one process. None: the
-        residuals are the ones given. Taken by the next ``grow`` only.
     look_ahead : bool
         Best first, with a finder whose scan costs the same for any number of
         nodes: split several frontier nodes per scan (the same tree).
@@ -341,7 +320,6 @@ cdef class TreeGrower:
         self.n_cat_rows = 0
         self.reducer = None
         self.grid_maxima = None
-        self.class_rows = None
         self.carry_sums = False
         self.root_pending = False
         self.node_capacity = 0
@@ -697,12 +675,6 @@ cdef class TreeGrower:
         if sample_mask is not None and not self.has_X:
             raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
                              "their raw values)")
-        class_rows, self.class_rows = self.class_rows, None
-        if class_rows is not None and (row_stats is not None or sample_mask is not None
-                                       or self.grid_maxima is None
-                                       or self.reducer is not None):
-            raise ValueError("class_rows need unit weights, no sample mask, the grid "
-                             "maxima and one process")
         self.carry_sums = (self.reducer is not None
                            and getattr(self.reducer, "carry", None) is not None)
         # From here on the tree sees its rows on the grid (exact sums, exact ties).
@@ -714,8 +686,7 @@ cdef class TreeGrower:
             # update): the grid pass also fills the root's rows and takes their sums
             # (``_grid_and_root``: one parallel region; a data-parallel fit then
             # reduces those sums as it would ``start_tree``'s).
-            row_stats, residual = self._grid_and_root(row_stats, residual, &root_sums,
-                                                      class_rows)
+            row_stats, residual = self._grid_and_root(row_stats, residual, &root_sums)
             summed = &root_sums
         else:
             row_stats, residual = self._put_on_grid(row_stats, residual)
@@ -981,8 +952,7 @@ cdef class TreeGrower:
         return self.grid_stats, residual
 
     cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
-                              const float64_t[::1] residual, node_sums_t* sums,
-                              object class_rows):
+                              const float64_t[::1] residual, node_sums_t* sums):
         """``_put_on_grid`` and the root of a tree given every row, in one parallel
         region (no mask; one process, or ``grid_maxima`` given: no step of the
         reducer): the blocks' maxima, then, as tasks of their own, the grid pass
@@ -995,10 +965,8 @@ cdef class TreeGrower:
         not taken again (their row count, every process's in a data-parallel fit,
         is the grid's): the region starts at the tasks. The same numbers as
         ``_put_on_grid`` then ``RowPartition.start_tree``, on any number of threads
-        (the sums are one task's; the rest writes each row's own values). With
-        ``class_rows`` (``grow``'s: ``residual`` the buffer, unread), the grid pass
-        makes each row's residual from p_k and the codes (``_class_grid_rows``).
-        Returns what ``_put_on_grid`` returns."""
+        (the sums are one task's; the rest writes each row's own values). Returns
+        what ``_put_on_grid`` returns."""
         cdef intp_t b, k, t, n = self.n_samples, n_blocks = (n + GRID_BLOCK - 1) // GRID_BLOCK
         cdef intp_t n_tasks, first
         cdef float64_t n_rows = <float64_t>n
@@ -1013,11 +981,6 @@ cdef class TreeGrower:
         cdef row_stat_t[::1] out_stats
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
         cdef float64_t* maxima = &block_max[0, 0]
-        cdef const float64_t[::1] class_prob
-        cdef const int32_t[::1] class_codes
-        cdef const float64_t* prob_in = NULL
-        cdef const int32_t* codes_in = NULL
-        cdef int32_t klass = 0
         # The blocks whose maxima the region takes, then those the grid is read from.
         cdef intp_t n_max_blocks = n_blocks, n_grid_blocks = n_blocks
         if self.grid_maxima is not None:
@@ -1036,14 +999,6 @@ cdef class TreeGrower:
             out_residual = self.grid_residual
             res_out = &out_residual[0]
         in_place = res_out == res_in
-        if class_rows is not None:
-            class_prob, class_codes, klass = class_rows
-            if (class_prob.shape[0] != n or class_codes.shape[0] != n or not in_place
-                    or n_max_blocks > 0):
-                raise ValueError(f"class_rows need p_k and codes of {n} rows, the "
-                                 "residual buffer and the grid maxima")
-            prob_in = &class_prob[0]
-            codes_in = &class_codes[0]
         # Task 0: the sums (unless in place); then one task per block of rows.
         first = 1 if in_place else 0
         n_tasks = n_blocks + 1 - first
@@ -1064,12 +1019,8 @@ cdef class TreeGrower:
                         _grid_sums(rs_in, res_in, g, n, sums)
                     else:
                         k = t + first - 1
-                        if prob_in != NULL:
-                            _class_grid_rows(prob_in, codes_in, klass, res_out, g,
-                                             k * GRID_BLOCK, min(n, (k + 1) * GRID_BLOCK))
-                        else:
-                            _grid_rows(rs_in, res_in, rs_out, res_out, g, k * GRID_BLOCK,
-                                       min(n, (k + 1) * GRID_BLOCK))
+                        _grid_rows(rs_in, res_in, rs_out, res_out, g, k * GRID_BLOCK,
+                                   min(n, (k + 1) * GRID_BLOCK))
                         self.rows.fill_rows(k * GRID_BLOCK, min(n, (k + 1) * GRID_BLOCK))
                 if in_place:
                     omp_barrier()  # every row on the grid before the sums read them

@@ -1745,7 +1745,6 @@ cdef void _softmax_rows(
     intp_t step_class,
     const float64_t* steps,
     const int32_t* leaf_of_row,
-    float64_t* class_max,
 ) noexcept nogil:
     """prob[:, i] = softmax(raw[:, i]) (each row's scores shifted by their largest,
     the exponentials added in class order), r_k = [y = k] - p_k (``residual`` None:
@@ -1753,8 +1752,6 @@ cdef void _softmax_rows(
     sum_k e^F_k - F_y), sum w), in row order, into ``loss_and_weight``. With
     ``steps`` (not NULL), first F_c += ``steps[leaf_of_row[i]]`` for the class c =
     ``step_class`` (``multinomial_tree_update``'s update of F_c, the same addition).
-    With ``class_max`` (not NULL, one value per class), the largest abs(r_k) of the
-    rows of every class k into it (``class_residual``'s ``maxima``, bit for bit).
 
     LOSS_BLOCK rows at a time: the exponentials of one class's scores of the block
     are taken at once on vector lanes (``gbc_exp_block``: the same numbers as one
@@ -1764,10 +1761,7 @@ cdef void _softmax_rows(
     cdef float64_t total[LOSS_BLOCK]
     cdef float64_t shifted[LOSS_BLOCK]
     cdef intp_t n_classes = raw.shape[0], i, j, k, b = start, m
-    cdef float64_t w, r, largest, loss = 0.0, weight = 0.0
-    if class_max != NULL:
-        for k in range(n_classes):
-            class_max[k] = 0.0
+    cdef float64_t w, loss = 0.0, weight = 0.0
     while b < stop:
         m = min(<intp_t>LOSS_BLOCK, stop - b)
         if steps != NULL:
@@ -1794,13 +1788,6 @@ cdef void _softmax_rows(
             for k in range(n_classes):
                 for j in range(m):
                     residual[k, b + j] = (1.0 if y[b + j] == k else 0.0) - prob[k, b + j]
-        if class_max != NULL:
-            for k in range(n_classes):
-                largest = class_max[k]
-                for j in range(m):
-                    r = (1.0 if y[b + j] == k else 0.0) - prob[k, b + j]
-                    largest = max(largest, fabs(r))
-                class_max[k] = largest
         for j in range(m):
             i = b + j
             if sample_mask is None or sample_mask[i]:
@@ -1823,11 +1810,9 @@ def multinomial_state(
     intp_t step_class=-1,
     const float64_t[::1] steps=None,
     const int32_t[::1] leaf_of_row=None,
-    float64_t[::1] maxima=None,
 ):
     """p = softmax(F) and r_k = [y = k] - p_k for every row, in one pass; with
-    ``steps``, first the update of one class's scores by its tree in the same pass;
-    with ``maxima``, the largest abs(r_k) of every class in the same pass.
+    ``steps``, first the update of one class's scores by its tree in the same pass.
 
     Parameters
     ----------
@@ -1853,21 +1838,16 @@ def multinomial_state(
         With ``steps``: the leaf of every row in class c's tree (the grower's
         ``node_of_row``, each a node of ``steps``, as ``multinomial_tree_update``
         takes it).
-    maxima : float64 array of shape (n_classes,), optional
-        Where the largest abs(r_k) of every row (in bag or not) of each class k is
-        written (``class_residual``'s ``maxima[0]`` of each class, bit for bit:
-        the grid maxima of the class's next tree, ``TreeGrower.grid_maxima``).
 
     Returns
     -------
     loss : float
         Weighted mean multinomial log-loss -log p_y of the in-bag rows.
     """
-    cdef intp_t n = y.shape[0], n_classes = raw.shape[0]
-    cdef intp_t c, k, start
+    cdef intp_t n = y.shape[0]
+    cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
-    cdef float64_t* chunk_max = NULL
     cdef const float64_t* steps_at = NULL
     cdef const int32_t* leaf_at = NULL
     if steps is None and (leaf_of_row is not None or step_class != -1):
@@ -1881,11 +1861,7 @@ def multinomial_state(
         if n > 0:
             steps_at = &steps[0]
             leaf_at = &leaf_of_row[0]
-    if maxima is not None and maxima.shape[0] != n_classes:
-        raise ValueError(f"maxima must have {n_classes} values, got {maxima.shape[0]}")
-    # Each chunk's in-bag sums (2 values), then, with maxima, its classes' maxima.
-    cdef intp_t width = 2 + (n_classes if maxima is not None else 0)
-    cdef float64_t* partial = <float64_t*>malloc(width * max(n_chunks, 1) * sizeof(float64_t))
+    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     if partial == NULL:
         raise MemoryError()
     try:
@@ -1898,17 +1874,10 @@ def multinomial_state(
                 start = c * CHUNK
                 _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
                               min(start + CHUNK, n), &partial[2 * c], step_class,
-                              steps_at, leaf_at,
-                              &partial[2 * n_chunks + n_classes * c]
-                              if width > 2 else NULL)
+                              steps_at, leaf_at)
                 GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
             GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
             loss = chunk_mean(partial, n_chunks)
-            if width > 2:
-                for k in range(n_classes):
-                    maxima[k] = 0.0
-                    for c in range(n_chunks):
-                        maxima[k] = max(maxima[k], partial[2 * n_chunks + n_classes * c + k])
     finally:
         free(partial)
     return loss

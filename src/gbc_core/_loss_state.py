@@ -492,10 +492,6 @@ class MultinomialFit:
         # Each class's next tree's grid maxima, taken as its residuals are made (one
         # process, unit weights: ``tree_target``; None: none taken).
         self._grid_maxima = [None] * n_classes
-        # One process, unit weights: the largest abs(r_k) of every class, taken by
-        # the softmax pass that made p (None: not taken), for ``class_rows``.
-        self._fused = reduce is None and self.row_stats is None
-        self._class_maxima = np.empty(n_classes) if self._fused else None
         # The last class's tree's steps and leaf of each row, from its ``update``
         # to ``finish_iteration`` (None: none waiting).
         self._pending = None
@@ -504,7 +500,7 @@ class MultinomialFit:
         # they may be grown side by side where no buffer is shared between them.
         self.parallel_outputs = self.row_stats is None
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
-                                  None, n_threads, maxima=self._class_maxima)
+                                  None, n_threads)
         if exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
 
@@ -535,22 +531,9 @@ class MultinomialFit:
                                 if taken else None)
         return self.row_stats, residual
 
-    def class_rows(self, k):
-        """(p_k, codes, k) of class k's tree, from which its grower makes the
-        residuals r_k = [y = k] - p_k as it puts them on the grid (the grower's
-        ``class_rows``: no pass of ``tree_target`` writes them first), its grid
-        maxima then taken (``take_grid_maxima``) from the softmax pass that made
-        p; None where that pass took none (several processes, sample weights, or
-        a sample mask at the last iteration's end): ``tree_target`` then."""
-        if self._class_maxima is None:
-            return None
-        self._grid_maxima[k] = grid_maxima_of(self.y.shape[0], self._class_maxima[k],
-                                              0.0)
-        return self.prob[k], self.y, k
-
     def take_grid_maxima(self, k):
         """Class k's next tree's grid maxima (the grower's ``grid_maxima``), taken
-        by its ``tree_target`` or ``class_rows``, once; None where none were."""
+        by its ``tree_target``, once; None where none were."""
         maxima, self._grid_maxima[k] = self._grid_maxima[k], None
         return maxima
 
@@ -606,14 +589,9 @@ class MultinomialFit:
         step_class, steps, leaf_of_row = (-1, None, None) if self._pending is None \
             else self._pending
         self._pending = None
-        # (The next trees make their residuals on the grid where they have no mask:
-        # their grid maxima from this pass.)
-        self._class_maxima = (np.empty(self.raw.shape[0])
-                              if self._fused and sample_mask is None else None)
         loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
                                          sample_mask, self.prob, None, self.n_threads,
-                                         step_class, steps, leaf_of_row,
-                                         self._class_maxima)
+                                         step_class, steps, leaf_of_row)
         if self.exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
         if self.reduce is None:
