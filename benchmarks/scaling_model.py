@@ -645,10 +645,10 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                     compute += schedule(passes, p, "dynamic")
                     n_loops += 1
                 n_tasks = len(dur)
-            elif phase == PART_CHILD and p > 1 and len(dur) <= 4:
-                # Narrow levels (at most 8 children, a task per split): the
-                # children's rows placed and summed in chunks (_split_narrow):
-                # divisible.
+            elif phase == PART_CHILD and p > 1 and (len(dur) <= 4 or len(dur) < p):
+                # Narrow levels (at most 8 children, or fewer splits than threads;
+                # a task per split): the children's rows placed and summed in
+                # chunks (_split_narrow): divisible.
                 compute += float(dur.sum()) / p
                 most = p
                 continue

@@ -1237,6 +1237,40 @@ def test_split_children_sums_are_their_numpy_twins():
         np.testing.assert_allclose(impurities[j], rows[mine].var(), rtol=1e-9)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_split_children_sums_on_threads_are_the_one_thread_sums(weighted):
+    """Every path of a level's moves gives the one-thread numbers, bit for bit: one
+    task per split (``_finish_pair``: one thread, and 2 threads on the levels of
+    more than 8 children), the narrow levels (``_split_narrow``: at most 8
+    children on 2 threads; fewer splits than threads on 10); depth 5 (levels of
+    2 to 16 children), 250,000 rows, unit weights and weights, with out-of-bag
+    rows: tree bytes, impurities (from the sums of w * r^2, whose last bits a
+    change of order would move) and the leaf of every row."""
+    n, d = 250_000, 4
+    rng = np.random.default_rng(17)
+    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
+    r = np.tanh(X[:, 0].astype(np.float64)) - 0.4 * X[:, 1] * (X[:, 2] > 0) \
+        + 0.3 * rng.normal(size=n)
+    stats = None
+    if weighted:
+        stats = np.zeros(n, dtype=ROW_STAT_DTYPE)
+        stats["w"] = rng.uniform(0.5, 2.0, size=n)
+        stats["wr"] = stats["w"] * r
+    in_bag = (rng.random(n) < 0.8).astype(np.uint8)
+    grown = []
+    for n_threads in (1, 2, 10):
+        finder = make_split_finder(X, dict(split_method="hist", max_bins=64,
+                                           n_threads=n_threads))
+        grower = TreeGrower(X, finder, 5, 2, 1, 0.0, d, n_threads,
+                            min_impurity_decrease=1e-12, ccp_alpha=1e-12)
+        grower.grow(stats, r, in_bag, 0)
+        grown.append((grower.nodes_array().tobytes(),
+                      np.asarray(grower.node_impurities()).tobytes(),
+                      np.asarray(grower.node_of_row).tobytes()))
+    assert grown[1] == grown[0]
+    assert grown[2] == grown[0]
+
+
 def test_pack_and_unpack_bins_are_their_numpy_twins():
     """``pack_bins`` writes the collected nodes' bins as float64 triples (n, w, s),
     node after node, as NumPy's fancy index and cast do; ``unpack_bins`` writes

@@ -51,6 +51,7 @@ cdef class RowPartition:
     cdef block_t* blocks
     cdef intp_t* block_first # first block of each split node (and the end)
     cdef intp_t capacity     # split nodes the block buffers hold
+    cdef intp_t narrow_children    # children the narrow levels' buffers hold
     cdef node_sums_t* chunk_sums   # _split_narrow: per child and chunk of row
     cdef uint8_t* chunk_present    # indices, the sums of its rows there (NULL: on
     cdef intp_t n_chunks           # one thread; n_chunks per child)

@@ -43,8 +43,8 @@ cdef enum:
     # Below this many rows a level is partitioned on one thread.
     MIN_PARALLEL_ROWS = 200000
     # Levels of at most this many children (a tree's first levels, every split of
-    # best-first growth) are finished block by block (``_split_narrow``): one task
-    # per child would leave threads idle.
+    # best-first growth), and of fewer splits than threads, are finished block by
+    # block (``_split_narrow``): one task per split would leave threads idle.
     NARROW_CHILDREN = 8
     # Chunks of row indices summed per task there.
     CHUNKS_PER_TASK = 2
@@ -64,7 +64,6 @@ cdef inline intp_t _first_at_least(const int32_t* rows, intp_t lo, intp_t hi,
     return lo
 
 
-@cython.final
 cdef inline void _sum_placed(const int32_t* seg, intp_t n, intp_t* chunk,
                              node_sums_t* part, node_sums_t* sums,
                              const row_stat_t* row_stats,
@@ -88,6 +87,7 @@ cdef inline void _sum_placed(const int32_t* seg, intp_t n, intp_t* chunk,
     part[0] = local
 
 
+@cython.final
 cdef class RowPartition:
     """The in-bag rows of the tree being grown, node by node.
 
@@ -152,11 +152,14 @@ cdef class RowPartition:
                                                  "row partition")
         if self.n_threads > 1 and self.n_samples >= MIN_PARALLEL_ROWS:
             self.n_chunks = (self.n_samples >> CHUNK_SHIFT) + 1
+            # Room for the children of the narrow levels (``_is_narrow``).
+            self.narrow_children = max(NARROW_CHILDREN, 2 * self.n_threads)
             self.chunk_sums = <node_sums_t*>grow_buffer(
-                NULL, NARROW_CHILDREN * self.n_chunks, sizeof(node_sums_t),
+                NULL, self.narrow_children * self.n_chunks, sizeof(node_sums_t),
                 "partition tasks")
             self.chunk_present = <uint8_t*>grow_buffer(
-                NULL, NARROW_CHILDREN * self.n_chunks, sizeof(uint8_t), "partition tasks")
+                NULL, self.narrow_children * self.n_chunks, sizeof(uint8_t),
+                "partition tasks")
 
     def __dealloc__(self):
         if self.owns_rows:
@@ -327,8 +330,10 @@ cdef class RowPartition:
                 GBC_TRACE_TASK_END(GBC_TR_PART_LABEL, c)
             GBC_TRACE_REGION_END(GBC_TR_PARTITION, n_rows)
             return
-        if (n_threads > 1 and 2 * lv.n_split <= NARROW_CHILDREN
-                and self.chunk_sums != NULL):
+        if (n_threads > 1 and self.chunk_sums != NULL
+                and (2 * lv.n_split <= NARROW_CHILDREN or lv.n_split < n_threads)):
+            # (A level of fewer splits than threads too: one task per split would
+            # leave threads idle. Either way the same numbers.)
             self._split_narrow(lv, n_blocks, row_stats, residual, with_sums, n_threads)
         else:
             self._split_wide(lv, n_blocks, row_stats, residual, with_sums, n_threads)
