@@ -115,7 +115,8 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           41: "dynamic", 42: "static"}
 PART_CHILD, HIST_BUILD = 19, 5
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
-# of P threads; phase 19's (a narrow level's children) are taken as divisible. A
+# of P threads; phase 19's (a level's splits, each placing and summing its two
+# children's rows) are taken as divisible on a narrow level (at most 4 splits). A
 # task of another shape (row blocks, (feature, block)) needs a phase of its own here
 # (and in _trace.h), scheduled as recorded; a new region, its MEMORY row.
 # Below these items a region runs on one thread (the code's thresholds).
@@ -704,9 +705,10 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                     most = max(most, q)
                     continue
                 n_tasks = len(dur)
-            elif phase == PART_CHILD and p > 1 and len(dur) <= 8:
-                # Narrow levels: the children's rows placed and summed in chunks
-                # (_split_narrow): divisible.
+            elif phase == PART_CHILD and p > 1 and (len(dur) <= 4 or len(dur) < p):
+                # Narrow levels (at most 8 children, or fewer splits than threads;
+                # a task per split): the children's rows placed and summed in
+                # chunks (_split_narrow): divisible.
                 compute += float(dur.sum()) / p
                 most = p
                 continue

@@ -287,6 +287,71 @@ def test_log_is_fdlibms_method_within_one_unit():
     assert got[4] == np.inf and np.isnan(got[5]) and got[6] == 0.0 and not np.signbit(got[6])
 
 
+def _log_arguments(n, seed=8):
+    """Every binade of float64 (subnormals included), the softmax totals of the fit
+    (1 .. K), values near 1 (the |f| < 2^-20 case), the bounds of the method's
+    cases with their neighbours, and the special values: +-0, negative numbers,
+    +-inf and NaNs of either sign and other payloads."""
+    rng = np.random.default_rng(seed)
+    edges = [1.0, 2.0, 0.5, 3.0, 5.0, math.sqrt(2), math.sqrt(0.5), 5e-324, 1e-320,
+             2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308,
+             1.0 + 2.0 ** -20, 1.0 - 2.0 ** -20, 1.0 + 2.0 ** -21, 1.0 - 2.0 ** -21,
+             _hex("3ff6147a00000000"), _hex("3ff6147900000000"), _hex("3ff6b85100000000"),
+             _hex("3ff6b851ffffffff"), _hex("3ff6b85200000000"), _hex("3ff6a09c00000000"),
+             _hex("3fe6a09c00000000"), _hex("3ff6a09e667f3bcd"), _hex("000fffffffffffff"),
+             _hex("0000000000000001"), _hex("0010000000000000")]
+    nan_payloads = [_hex("7ff8000000000000"), _hex("fff8000000000000"),
+                    _hex("7ff0000000000001"), _hex("fff4000000000123"),
+                    _hex("7ffc0000deadbeef")]
+    specials = [0.0, -0.0, -1.0, -5e-324, -1e300, -np.inf, np.inf] + nan_payloads
+    x = np.concatenate([2.0 ** rng.uniform(-1074, 1024, size=n),
+                        rng.uniform(1.0, 5.0, size=n),
+                        1.0 + rng.uniform(-2.0 ** -19, 2.0 ** -19, size=n // 4),
+                        _of_bits_array(rng.integers(1, 1 << 52, size=n // 4)),
+                        _neighbours(edges), specials])
+    return x
+
+
+def _of_bits_array(u):
+    return np.asarray(u, dtype=np.uint64).view(np.float64)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_log_on_vector_lanes_is_the_scalar_definition(wide):
+    """``log_block`` (two lanes, or four where the CPU has AVX2) gives ``gbc_log``'s
+    bits for every value (NaNs' bits included: payload and sign), every special value
+    at every lane position, every length 0..17 (the tails past the last full
+    vector), in place too."""
+    if wide and not _leaves.exp_wide():
+        pytest.skip("this CPU has no AVX2: the four-lane kernel is not taken")
+    x = _log_arguments(20000)
+    out, expected = np.empty_like(x), np.empty_like(x)
+    with np.errstate(all="ignore"):
+        _leaves.log_block(x, out, wide)
+    _leaves.log_each(x, expected)
+    assert np.array_equal(out.view(np.uint64), expected.view(np.uint64)), (
+        int((out.view(np.uint64) != expected.view(np.uint64)).sum()))
+    positive = x[np.isfinite(x) & (x > 0)]
+    _bits_equal(expected[np.isfinite(x) & (x > 0)], [_naive_log(v) for v in positive.tolist()],
+                "gbc_log against fdlibm")
+    specials = x[-12:]
+    rng = np.random.default_rng(9)
+    for n in range(18):
+        for shift in range(len(specials)):
+            v = np.roll(np.tile(specials, 2), shift)[:n].copy()
+            v[n // 2:] = np.where(rng.uniform(size=n - n // 2) < 0.5, v[n // 2:],
+                                  rng.uniform(1.0, 5.0, size=n - n // 2))
+            got, want = np.empty(n), np.empty(n)
+            _leaves.log_block(v, got, wide)
+            _leaves.log_each(v, want)
+            assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (n, shift)
+        inplace = x[:n].copy()
+        _leaves.log_block(inplace, inplace, wide)
+        assert np.array_equal(inplace.view(np.uint64), expected[:n].view(np.uint64))
+    with pytest.raises(ValueError, match="out holds 3 values; expected 4"):
+        _leaves.log_block(x[:4].copy(), np.empty(3))
+
+
 def _exp(x):
     out = np.empty_like(np.asarray(x, dtype=np.float64))
     _leaves.exp_each(np.ascontiguousarray(x, dtype=np.float64), out)

@@ -1207,6 +1207,70 @@ def test_grid_pass_reads_the_given_maxima(masked, scaled):
                               np.rint(r / (unit / 4)) * (unit / 4))
 
 
+def test_split_children_sums_are_their_numpy_twins():
+    """A split's two children are placed and summed in one task, block by block
+    (``RowPartition._finish_pair``, the one-thread path): every inner node's
+    impurity (from its sums over its own rows) is the variance of its rows on the
+    grid in NumPy, and the leaf of every row is the tree's routing of it; 250,000
+    rows, so that a node's rows span many blocks and chunks."""
+    n, d = 250_000, 4
+    rng = np.random.default_rng(13)
+    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
+    r = np.tanh(X[:, 0].astype(np.float64)) - 0.4 * X[:, 1] * (X[:, 2] > 0) \
+        + 0.3 * rng.normal(size=n)
+    finder = make_split_finder(X, dict(split_method="hist", max_bins=64, n_threads=1))
+    grower = TreeGrower(X, finder, 3, 2, 1, 0.0, d, 1, min_impurity_decrease=1e-12,
+                        ccp_alpha=1e-12)
+    grower.grow(None, r, None, 0)
+    nodes, leaf = grower.nodes_array(), np.asarray(grower.node_of_row)
+    impurities, rows = grower.node_impurities(), grower.residual_buffer()
+    assert grower.n_nodes == 15
+
+    def leaves_under(j):
+        if nodes["feature"][j] < 0:
+            return [j]
+        return leaves_under(nodes["left"][j]) + leaves_under(nodes["right"][j])
+
+    for j in range(1, 7):   # the children of the root's and of its children's splits
+        mine = np.isin(leaf, leaves_under(j))
+        assert mine.sum() == nodes["n_samples"][j]
+        np.testing.assert_allclose(impurities[j], rows[mine].var(), rtol=1e-9)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_split_children_sums_on_threads_are_the_one_thread_sums(weighted):
+    """Every path of a level's moves gives the one-thread numbers, bit for bit: one
+    task per split (``_finish_pair``: one thread, and 2 threads on the levels of
+    more than 8 children), the narrow levels (``_split_narrow``: at most 8
+    children on 2 threads; fewer splits than threads on 10); depth 5 (levels of
+    2 to 16 children), 250,000 rows, unit weights and weights, with out-of-bag
+    rows: tree bytes, impurities (from the sums of w * r^2, whose last bits a
+    change of order would move) and the leaf of every row."""
+    n, d = 250_000, 4
+    rng = np.random.default_rng(17)
+    X = np.asfortranarray(rng.normal(size=(n, d)).astype(np.float32))
+    r = np.tanh(X[:, 0].astype(np.float64)) - 0.4 * X[:, 1] * (X[:, 2] > 0) \
+        + 0.3 * rng.normal(size=n)
+    stats = None
+    if weighted:
+        stats = np.zeros(n, dtype=ROW_STAT_DTYPE)
+        stats["w"] = rng.uniform(0.5, 2.0, size=n)
+        stats["wr"] = stats["w"] * r
+    in_bag = (rng.random(n) < 0.8).astype(np.uint8)
+    grown = []
+    for n_threads in (1, 2, 10):
+        finder = make_split_finder(X, dict(split_method="hist", max_bins=64,
+                                           n_threads=n_threads))
+        grower = TreeGrower(X, finder, 5, 2, 1, 0.0, d, n_threads,
+                            min_impurity_decrease=1e-12, ccp_alpha=1e-12)
+        grower.grow(stats, r, in_bag, 0)
+        grown.append((grower.nodes_array().tobytes(),
+                      np.asarray(grower.node_impurities()).tobytes(),
+                      np.asarray(grower.node_of_row).tobytes()))
+    assert grown[1] == grown[0]
+    assert grown[2] == grown[0]
+
+
 def test_pack_and_unpack_bins_are_their_numpy_twins():
     """``pack_bins`` writes the collected nodes' bins as float64 triples (n, w, s),
     node after node, as NumPy's fancy index and cast do; ``unpack_bins`` writes

@@ -37,7 +37,9 @@
  *                 hfsq = f^2/2, where the high word of 1 + f (or 2 + 2f) lies in
  *                 [0x6147a, 0x6b851]; else k ln2_hi - ((s (f - R) - k ln2_lo) - f)
  * and log(0) = -inf, log(negative) = NaN, log(+inf) = +inf, log(NaN) = NaN.
- * (fdlibm writes k = 0 and f = 0 apart, the same numbers.)
+ * (fdlibm writes k = 0 and f = 0 apart, the same numbers.) log has a block form on
+ * vector lanes too: the three formulas on every lane, each lane's picked by
+ * selects, the special values last; each value the same bits as gbc_log.
  */
 #ifndef GBC_EXP_H
 #define GBC_EXP_H
@@ -222,18 +224,72 @@ static inline double gbc_log(double x)
         return GBC_EXP_SELECT(VD, VU, x != x, x + x, out);                          \
     }
 
+/* gbc_log of every lane of a vector of float64 (VI: signed 64-bit lanes). The
+   high word is taken with a logical shift (its sign apart: `negative`), so every
+   integer operation has a non-negative operand on the lanes whose value is kept;
+   a positive subnormal x is scaled by 2^54 first (k 54 less). dk = (double)k by
+   the bits of SHIFT + k (|k| < 2^51). */
+#define GBC_LOG_LANES(NAME, VD, VU, VI, ATTRIBUTES)                                 \
+    ATTRIBUTES static inline VD NAME(VD x)                                          \
+    {                                                                               \
+        VU bits = (VU)x;                                                            \
+        VU negative = (VU)((VI)bits < 0);                                           \
+        VU hx0 = bits >> 32 & 0x7fffffffu;                                          \
+        VU tiny = negative | (VU)((VI)hx0 < 0x00100000);                            \
+        VU sub = tiny & (VU)(x > 0.0);                                              \
+        VD xn = GBC_EXP_SELECT(VD, VU, sub, x * GBC_LOG_TWO54, x);                  \
+        VU hx = (VU)xn >> 32 & 0x7fffffffu;                                         \
+        VU k = (hx >> 20) - 1023u - (sub & 54u);                                    \
+        VU i;                                                                       \
+        VD f, dk, r, s, z, w, t1, t2, hfsq, out;                                    \
+        hx &= 0x000fffffu;                                                          \
+        i = (hx + 0x95f64u) & 0x100000u;                                            \
+        xn = (VD)(((VU)xn & 0x000fffffffffffffULL) | ((i ^ 0x3ff00000u) << 32));    \
+        k += i >> 20;                                                               \
+        f = xn - 1.0;                                                               \
+        dk = (VD)(k + GBC_EXP_SHIFT_BITS) - GBC_EXP_SHIFT;                          \
+        s = f / (2.0 + f);                                                          \
+        z = s * s;                                                                  \
+        w = z * z;                                                                  \
+        t1 = w * (GBC_LOG_LG2 + w * (GBC_LOG_LG4 + w * GBC_LOG_LG6));               \
+        t2 = z * (GBC_LOG_LG1 + w * (GBC_LOG_LG3 + w * (GBC_LOG_LG5                 \
+                                                        + w * GBC_LOG_LG7)));       \
+        r = t2 + t1;                                                                \
+        hfsq = 0.5 * f * f;                                                         \
+        out = GBC_EXP_SELECT(VD, VU,                                                \
+                             (VI)((hx - 0x6147au) | (0x6b851u - hx)) > 0,           \
+                             dk * GBC_EXP_LN2_HI - ((hfsq - (s * (hfsq + r)         \
+                                                     + dk * GBC_EXP_LN2_LO)) - f),  \
+                             dk * GBC_EXP_LN2_HI - ((s * (f - r)                    \
+                                                     - dk * GBC_EXP_LN2_LO) - f));  \
+        r = f * f * (0.5 - 0.33333333333333333 * f);                                \
+        out = GBC_EXP_SELECT(VD, VU, (VI)((2u + hx) & 0x000fffffu) < 3,             \
+                             dk * GBC_EXP_LN2_HI - ((r - dk * GBC_EXP_LN2_LO) - f), \
+                             out);                                                  \
+        out = GBC_EXP_SELECT(VD, VU, ~negative & (VU)((VI)hx0 >= 0x7ff00000),       \
+                             x + x, out);                                           \
+        out = GBC_EXP_SELECT(VD, VU, negative, (x - x) / (x - x), out);             \
+        return GBC_EXP_SELECT(VD, VU, (bits << 1) == 0u,                            \
+                              (VD)(bits & 0u) - HUGE_VAL, out);                     \
+    }
+
 /* Two lanes: SSE2 on x86-64, NEON on ARM64 (plain scalar code on a target
    without vectors). */
 typedef double gbc_exp_v2d __attribute__((vector_size(16)));
 typedef unsigned long long gbc_exp_v2u __attribute__((vector_size(16)));
+typedef long long gbc_exp_v2i __attribute__((vector_size(16)));
 GBC_EXP_LANES(gbc_exp_v2, gbc_exp_v2d, gbc_exp_v2u, )
+GBC_LOG_LANES(gbc_log_v2, gbc_exp_v2d, gbc_exp_v2u, gbc_exp_v2i, )
 
 #if defined(__x86_64__) || defined(__i386__)
 /* Four lanes where the CPU has AVX2 (compiled for it alone, used only when the
    CPU reports it; no FMA: the same operations). */
 typedef double gbc_exp_v4d __attribute__((vector_size(32)));
 typedef unsigned long long gbc_exp_v4u __attribute__((vector_size(32)));
+typedef long long gbc_exp_v4i __attribute__((vector_size(32)));
 GBC_EXP_LANES(gbc_exp_v4, gbc_exp_v4d, gbc_exp_v4u, __attribute__((target("avx2"))))
+GBC_LOG_LANES(gbc_log_v4, gbc_exp_v4d, gbc_exp_v4u, gbc_exp_v4i,
+              __attribute__((target("avx2"))))
 
 __attribute__((target("avx2")))
 static void gbc_exp_block_avx2(const double *x, double *out, intptr_t n)
@@ -247,6 +303,20 @@ static void gbc_exp_block_avx2(const double *x, double *out, intptr_t n)
     }
     for (; i < n; i++)
         out[i] = gbc_exp(x[i]);
+}
+
+__attribute__((target("avx2")))
+static void gbc_log_block_avx2(const double *x, double *out, intptr_t n)
+{
+    intptr_t i = 0;
+    gbc_exp_v4d v;
+    for (; i + 4 <= n; i += 4) {
+        memcpy(&v, x + i, sizeof v);
+        v = gbc_log_v4(v);
+        memcpy(out + i, &v, sizeof v);
+    }
+    for (; i < n; i++)
+        out[i] = gbc_log(x[i]);
 }
 #endif
 #endif
@@ -285,6 +355,30 @@ static void gbc_exp_block(const double *x, double *out, intptr_t n, int wide)
     (void)wide;
     for (; i < n; i++)
         out[i] = gbc_exp(x[i]);
+}
+
+/* out[i] = gbc_log(x[i]) for i < n; out may be x. `wide`: gbc_exp_wide()'s
+   answer. The same numbers either way. */
+static void gbc_log_block(const double *x, double *out, intptr_t n, int wide)
+{
+    intptr_t i = 0;
+#ifdef GBC_EXP_VECTORS
+    gbc_exp_v2d v;
+#if defined(__x86_64__) || defined(__i386__)
+    if (wide) {
+        gbc_log_block_avx2(x, out, n);
+        return;
+    }
+#endif
+    for (; i + 2 <= n; i += 2) {
+        memcpy(&v, x + i, sizeof v);
+        v = gbc_log_v2(v);
+        memcpy(out + i, &v, sizeof v);
+    }
+#endif
+    (void)wide;
+    for (; i < n; i++)
+        out[i] = gbc_log(x[i]);
 }
 
 #endif /* GBC_EXP_H */

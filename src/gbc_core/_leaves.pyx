@@ -51,13 +51,15 @@ cdef extern from *:
 cdef extern from "_exp.h" nogil:
     # exp and log: fdlibm's methods in plain float64 operations, the same bits on
     # every CPU (C's exp and log differ between C libraries and CPU variants); exp
-    # of many values at once on vector lanes (the same bits as one at a time).
+    # and log of many values at once on vector lanes (the same bits as one at a
+    # time).
     float64_t gbc_exp(float64_t x)
     float64_t gbc_log(float64_t x)
     int gbc_exp_wide()
     void gbc_exp_block(const float64_t* x, float64_t* out, intp_t n, int wide)
+    void gbc_log_block(const float64_t* x, float64_t* out, intp_t n, int wide)
 
-# Whether the CPU takes the four-lane exp (asked once, at import).
+# Whether the CPU takes the four-lane exp and log (asked once, at import).
 cdef int EXP_WIDE = gbc_exp_wide()
 
 # Binary labels 0/1: the class codes (int32, shared with the fit) or floats; the
@@ -1437,8 +1439,19 @@ def exp_block(const float64_t[::1] x, float64_t[::1] out, bint wide=True):
         gbc_exp_block(&x[0], &out[0], x.shape[0], EXP_WIDE if wide else 0)
 
 
+def log_block(const float64_t[::1] x, float64_t[::1] out, bint wide=True):
+    """out[i] = log(x[i]) (``gbc_log``'s bits), a block at once on vector lanes
+    (``_exp.h``); ``wide``: on four lanes where the CPU has them (the same numbers)."""
+    if out.shape[0] != x.shape[0]:
+        raise ValueError(f"out holds {out.shape[0]} values; expected {x.shape[0]}")
+    if x.shape[0] == 0:
+        return
+    with nogil:
+        gbc_log_block(&x[0], &out[0], x.shape[0], EXP_WIDE if wide else 0)
+
+
 def exp_wide():
-    """Whether ``exp_block`` runs on four lanes on this CPU."""
+    """Whether ``exp_block`` and ``log_block`` run on four lanes on this CPU."""
     return bool(EXP_WIDE)
 
 
@@ -1742,7 +1755,8 @@ cdef void _softmax_rows(
 
     LOSS_BLOCK rows at a time: the exponentials of one class's scores of the block
     are taken at once on vector lanes (``gbc_exp_block``: the same numbers as one
-    at a time), into that class's row of ``prob``."""
+    at a time), into that class's row of ``prob``, and the logarithms of the
+    block's totals likewise (``gbc_log_block``)."""
     cdef float64_t top[LOSS_BLOCK]
     cdef float64_t total[LOSS_BLOCK]
     cdef float64_t shifted[LOSS_BLOCK]
@@ -1769,6 +1783,7 @@ cdef void _softmax_rows(
         for k in range(n_classes):
             for j in range(m):
                 prob[k, b + j] = prob[k, b + j] / total[j]
+        gbc_log_block(total, shifted, m, EXP_WIDE)  # log sum_k e^(F_k - top)
         if residual is not None:
             for k in range(n_classes):
                 for j in range(m):
@@ -1777,7 +1792,7 @@ cdef void _softmax_rows(
             i = b + j
             if sample_mask is None or sample_mask[i]:
                 w = 1.0 if sample_weight is None else sample_weight[i]
-                loss = loss + w * ((top[j] + gbc_log(total[j])) - raw[y[i], i])
+                loss = loss + w * ((top[j] + shifted[j]) - raw[y[i], i])
                 weight = weight + w
         b += m
     loss_and_weight[0] = loss

@@ -51,6 +51,7 @@ cdef class RowPartition:
     cdef block_t* blocks
     cdef intp_t* block_first # first block of each split node (and the end)
     cdef intp_t capacity     # split nodes the block buffers hold
+    cdef intp_t narrow_children    # children the narrow levels' buffers hold
     cdef node_sums_t* chunk_sums   # _split_narrow: per child and chunk of row
     cdef uint8_t* chunk_present    # indices, the sums of its rows there (NULL: on
     cdef intp_t n_chunks           # one thread; n_chunks per child)
@@ -105,6 +106,6 @@ cdef class RowPartition:
     cdef void _label_block(self, const level_split_t* lv, const block_t* blk) noexcept nogil
     cdef void _child_range(self, const level_split_t* lv, intp_t c,
                            level_node_t* child) noexcept nogil
-    cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
-                            const row_stat_t* row_stats, const float64_t* residual,
-                            bint with_sums) noexcept nogil
+    cdef void _finish_pair(self, const level_split_t* lv, intp_t j,
+                           const row_stat_t* row_stats, const float64_t* residual,
+                           bint with_sums) noexcept nogil

@@ -43,8 +43,8 @@ cdef enum:
     # Below this many rows a level is partitioned on one thread.
     MIN_PARALLEL_ROWS = 200000
     # Levels of at most this many children (a tree's first levels, every split of
-    # best-first growth) are finished block by block (``_split_narrow``): one task
-    # per child would leave threads idle.
+    # best-first growth), and of fewer splits than threads, are finished block by
+    # block (``_split_narrow``): one task per split would leave threads idle.
     NARROW_CHILDREN = 8
     # Chunks of row indices summed per task there.
     CHUNKS_PER_TASK = 2
@@ -62,6 +62,29 @@ cdef inline intp_t _first_at_least(const int32_t* rows, intp_t lo, intp_t hi,
         else:
             hi = mid
     return lo
+
+
+cdef inline void _sum_placed(const int32_t* seg, intp_t n, intp_t* chunk,
+                             node_sums_t* part, node_sums_t* sums,
+                             const row_stat_t* row_stats,
+                             const float64_t* residual) noexcept nogil:
+    """Add the rows ``seg[0 .. n - 1]`` of a child (in increasing order, after those
+    already summed) to its sums: ``part`` the sums of its current chunk of
+    2^CHUNK_SHIFT row indices (``chunk``), added to ``sums`` as a row of the next
+    chunk comes (``RowPartition._finish_pair``)."""
+    cdef intp_t i, current = chunk[0]
+    cdef int32_t row
+    cdef node_sums_t local = part[0]
+    for i in range(n):
+        row = seg[i]
+        if (row >> CHUNK_SHIFT) != current:
+            if current >= 0:
+                sums_add(sums, &local)
+                sums_zero(&local)
+            current = row >> CHUNK_SHIFT
+        sums_add_row(&local, row_stats, residual, row)
+    chunk[0] = current
+    part[0] = local
 
 
 @cython.final
@@ -129,11 +152,14 @@ cdef class RowPartition:
                                                  "row partition")
         if self.n_threads > 1 and self.n_samples >= MIN_PARALLEL_ROWS:
             self.n_chunks = (self.n_samples >> CHUNK_SHIFT) + 1
+            # Room for the children of the narrow levels (``_is_narrow``).
+            self.narrow_children = max(NARROW_CHILDREN, 2 * self.n_threads)
             self.chunk_sums = <node_sums_t*>grow_buffer(
-                NULL, NARROW_CHILDREN * self.n_chunks, sizeof(node_sums_t),
+                NULL, self.narrow_children * self.n_chunks, sizeof(node_sums_t),
                 "partition tasks")
             self.chunk_present = <uint8_t*>grow_buffer(
-                NULL, NARROW_CHILDREN * self.n_chunks, sizeof(uint8_t), "partition tasks")
+                NULL, self.narrow_children * self.n_chunks, sizeof(uint8_t),
+                "partition tasks")
 
     def __dealloc__(self):
         if self.owns_rows:
@@ -304,8 +330,10 @@ cdef class RowPartition:
                 GBC_TRACE_TASK_END(GBC_TR_PART_LABEL, c)
             GBC_TRACE_REGION_END(GBC_TR_PARTITION, n_rows)
             return
-        if (n_threads > 1 and 2 * lv.n_split <= NARROW_CHILDREN
-                and self.chunk_sums != NULL):
+        if (n_threads > 1 and self.chunk_sums != NULL
+                and (2 * lv.n_split <= NARROW_CHILDREN or lv.n_split < n_threads)):
+            # (A level of fewer splits than threads too: one task per split would
+            # leave threads idle. Either way the same numbers.)
             self._split_narrow(lv, n_blocks, row_stats, residual, with_sums, n_threads)
         else:
             self._split_wide(lv, n_blocks, row_stats, residual, with_sums, n_threads)
@@ -340,8 +368,9 @@ cdef class RowPartition:
                           const row_stat_t* row_stats, const float64_t* residual,
                           bint with_sums, int n_threads) noexcept nogil:
         """``split``'s moves for a level of many children: the blocks split, then one
-        task per child (its rows copied back block by block, and summed while they
-        are in cache), then the finder told, in one parallel region (each costs a
+        task per split (its children's rows copied back block by block, and summed
+        while they are in cache: ``_finish_pair``), then the finder told, in one
+        parallel region (each costs a
         hand-over between threads: on a machine busy with other work, a wait for
         the scheduler)."""
         cdef intp_t c
@@ -352,11 +381,11 @@ cdef class RowPartition:
                 self._split_block(lv, &self.blocks[c])
                 GBC_TRACE_TASK_END(GBC_TR_PART_BLOCK, c)
             omp_barrier()  # every block split before the children's ranges
-            for c in prange(2 * lv.n_split, schedule="dynamic"):
+            for c in prange(lv.n_split, schedule="dynamic"):
                 GBC_TRACE_TASK_BEGIN(GBC_TR_PART_CHILD, c)
-                self._child_range(lv, c, &lv.children[c])
-                self._finish_child(c, &lv.children[c], &lv.sums[c], row_stats,
-                                   residual, with_sums)
+                self._child_range(lv, 2 * c, &lv.children[2 * c])
+                self._child_range(lv, 2 * c + 1, &lv.children[2 * c + 1])
+                self._finish_pair(lv, c, row_stats, residual, with_sums)
                 GBC_TRACE_TASK_END(GBC_TR_PART_CHILD, c)
             omp_barrier()  # every row in place before the finder reads them
             for c in prange(n_blocks, schedule="dynamic"):
@@ -369,11 +398,11 @@ cdef class RowPartition:
                             const row_stat_t* row_stats, const float64_t* residual,
                             bint with_sums, int n_threads) noexcept nogil:
         """``split``'s moves for a level of at most NARROW_CHILDREN children, where
-        one task per child (as ``_finish_child``) would leave threads idle: each
+        one task per split (as ``_finish_pair``) would leave threads idle: each
         block's left and right rows are placed as tasks of their own, then the
         children's rows are summed in tasks of CHUNKS_PER_TASK chunks of row
         indices, each chunk's sums kept apart and added in chunk order per child:
-        the numbers of ``_finish_child``, bit for bit."""
+        the numbers of ``_finish_pair``, bit for bit."""
         cdef intp_t j, b, c, k, t, left_pos, right_pos, n_split = lv.n_split
         cdef intp_t n_chunks = self.n_chunks
         cdef intp_t n_tasks = (n_chunks + CHUNKS_PER_TASK - 1) // CHUNKS_PER_TASK
@@ -597,45 +626,48 @@ cdef class RowPartition:
             child.start = parent.start + left_total
             child.stop = parent.stop
 
-    cdef void _finish_child(self, intp_t c, const level_node_t* nd, node_sums_t* sums,
-                            const row_stat_t* row_stats, const float64_t* residual,
-                            bint with_sums) noexcept nogil:
-        """Copy the rows of child ``c`` (the left or right rows of its parent's blocks,
-        in block order: increasing row order) to its range of the partition, setting
-        each block's ``left_pos`` or ``right_pos`` (``_tell_finder`` reads them), and
-        sum w, w * r, w * r^2 and the residual range of its rows, added per block of
-        2^CHUNK_SHIFT row indices (in increasing order) then block by block, so the
-        sums do not depend on the number of threads."""
-        cdef intp_t b, i, n, pos = nd.start, chunk = -1
+    cdef void _finish_pair(self, const level_split_t* lv, intp_t j,
+                           const row_stat_t* row_stats, const float64_t* residual,
+                           bint with_sums) noexcept nogil:
+        """Copy the rows of split ``j``'s two children (the left and the right rows of
+        their parent's blocks, in block order: increasing row order) to their ranges
+        of the partition, setting each block's ``left_pos`` and ``right_pos``
+        (``_tell_finder`` reads them), and sum w, w * r, w * r^2 and the residual
+        range of each child's rows, added per block of 2^CHUNK_SHIFT row indices (in
+        increasing order) then block by block, so the sums do not depend on the
+        number of threads. Block by block, a block's left rows then its right rows
+        (each child's rows summed in its own order: interleaving the two children
+        changes no sum), so that the right rows' residuals are read from the cache
+        the left rows' brought them into: one pass over the parent's rows' residuals
+        instead of one per child."""
+        cdef intp_t b, n, side, c
+        cdef intp_t pos[2]
+        cdef intp_t chunk[2]
+        cdef node_sums_t part[2]
         cdef block_t* blk
-        cdef int32_t* seg
-        cdef int32_t row
-        cdef node_sums_t part
-        sums_zero(sums)
-        sums_zero(&part)
-        for b in range(self.block_first[c // 2], self.block_first[c // 2 + 1]):
+        for side in range(2):
+            c = 2 * j + side
+            pos[side] = lv.children[c].start
+            chunk[side] = -1
+            sums_zero(&lv.sums[c])
+            sums_zero(&part[side])
+        for b in range(self.block_first[j], self.block_first[j + 1]):
             blk = &self.blocks[b]
-            seg = self.rows + pos
-            if c % 2 == 0:
-                n = blk.n_left
-                blk.left_pos = pos
-            else:
-                n = blk.stop - blk.start - blk.n_left
-                blk.right_pos = pos
-            self._place_rows(blk, c % 2)
-            pos += n
-            if not with_sums:
-                continue
-            for i in range(n):
-                row = seg[i]
-                if (row >> CHUNK_SHIFT) != chunk:
-                    if chunk >= 0:
-                        sums_add(sums, &part)
-                        sums_zero(&part)
-                    chunk = row >> CHUNK_SHIFT
-                sums_add_row(&part, row_stats, residual, row)
-        if chunk >= 0:
-            sums_add(sums, &part)
+            for side in range(2):
+                if side == 0:
+                    n = blk.n_left
+                    blk.left_pos = pos[0]
+                else:
+                    n = blk.stop - blk.start - blk.n_left
+                    blk.right_pos = pos[1]
+                self._place_rows(blk, side)
+                if with_sums:
+                    _sum_placed(self.rows + pos[side], n, &chunk[side], &part[side],
+                                &lv.sums[2 * j + side], row_stats, residual)
+                pos[side] += n
+        for side in range(2):
+            if chunk[side] >= 0:
+                sums_add(&lv.sums[2 * j + side], &part[side])
 
     cdef float64_t left_wr2(self, const level_node_t* nd, const split_t* b,
                             const row_stat_t* row_stats,

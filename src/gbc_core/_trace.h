@@ -45,7 +45,7 @@
 #define GBC_TR_HIST_DERIVE 16     /* histogram finder: parent - sibling */
 #define GBC_TR_PART_LABEL 17      /* partition: leaves' rows labelled */
 #define GBC_TR_PART_BLOCK 18      /* partition: blocks split */
-#define GBC_TR_PART_CHILD 19      /* partition: one child's rows and sums */
+#define GBC_TR_PART_CHILD 19      /* partition: one split's children's rows and sums */
 #define GBC_TR_PART_TELL 20       /* partition: the finder told */
 #define GBC_TR_PART_PLACE 21      /* partition: a block's left or right rows placed */
 #define GBC_TR_PART_SUMS 22       /* partition: children's chunk sums */
