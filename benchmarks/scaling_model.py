@@ -788,26 +788,20 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     child_blocks=is_child)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
+        # The traffic of the passes before a blocked scan, per blocked feature
+        # (their compute is in the scan's: region_compute): the root's block sums
+        # (region 28: the rows' w r and one byte per row) and the children's
+        # counts (region 31: w r, one byte and one bit per row).
+        k = 0
         if is_root and threads > 1:
-            # The block sums' traffic: the rows' w r and one byte per row, per
-            # blocked feature (their compute is in the scan's: region_compute).
-            k = _root_blocked(r, threads, rows)
-            if k:
-                passes = SimpleNamespace(rid=28, items=k * r.items / len(r.phases[8]))
-                l3, dram = region_memory(passes, min(k, threads), machine, rows,
-                                         row_factor, share)
-                out.add(0.0, l3, dram, min(k, threads), share, group,
-                        tag=REGIONS[28])
-        if is_child and threads > 1:
-            # The children's counts: the rows' w r, one byte and one bit per row,
-            # per blocked feature (their compute is in the scan's).
-            k = _child_blocked(rows, len(r.phases.get(8, ())), threads)[0]
-            if k:
-                passes = SimpleNamespace(rid=31, items=k * r.items / len(r.phases[8]))
-                l3, dram = region_memory(passes, min(k, threads), machine, rows,
-                                         row_factor, share)
-                out.add(0.0, l3, dram, min(k, threads), share, group,
-                        tag=REGIONS[31])
+            k, rid = _root_blocked(r, threads, rows), 28
+        elif is_child and threads > 1:
+            k, rid = _child_blocked(rows, len(r.phases.get(8, ())), threads)[0], 31
+        if k:
+            passes = SimpleNamespace(rid=rid, items=k * r.items / len(r.phases[8]))
+            l3, dram = region_memory(passes, min(k, threads), machine, rows,
+                                     row_factor, share)
+            out.add(0.0, l3, dram, min(k, threads), share, group, tag=REGIONS[rid])
 
     lane_of, tree_lane = {}, {}
     if mode == "share" and not grows_side_by_side(meta["method"], p, k):
