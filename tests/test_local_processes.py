@@ -396,3 +396,42 @@ def test_reducer_step_is_its_naive_twin(carry):
     assert len(ours.sent) == len(twin.sent) > 0
     for x, z in zip(ours.sent, twin.sent):
         assert x.shape == z.shape and x.tobytes() == z.tobytes()
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (7, 3), (70_000, 5)])
+def test_fortran_copy_of_a_partition_is_numpys(shape):
+    """A partition's copy to Fortran order for its sketch (the training cast's tiled
+    kernel from C order) holds NumPy's copy bit for bit: NaN, -0.0, +-inf and
+    subnormals included, rows beyond one block of the kernel; a partition already
+    in Fortran order is not copied."""
+    from gbc_core._data_parallel import _fortran
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=shape).astype(np.float32)
+    if X.size:
+        X.flat[::97] = np.nan
+        X.flat[1::89] = -0.0
+        X.flat[2::83] = np.inf
+        X.flat[3::79] = -np.inf
+        X.flat[4::73] = np.float32(1e-42)
+    got = _fortran(X)
+    assert got.flags.f_contiguous and got.dtype == np.float32
+    assert got.tobytes(order="F") == np.asfortranarray(X).tobytes(order="F")
+    F = np.asfortranarray(X)
+    assert _fortran(F) is F
+
+
+def test_a_bad_categorical_features_is_the_single_process_error():
+    """A ``categorical_features`` naming no column: the error one process raises,
+    its type and message (the parts report it with their description; the client
+    raises it)."""
+    from gbc_core._local_processes import fit_local_booster
+
+    frame, y = _categorical_frame(seed=2)
+    params = dict(PARAMS, categorical_features=["nope"])
+    with pytest.raises(ValueError) as in_memory:
+        GradientBoostingClassifier(split_method="hist", **params).fit(frame, y)
+    with pytest.raises(type(in_memory.value)) as distributed:
+        fit_local_booster(frame, y, cuts=[0, 600, 1200], **params)
+    assert str(distributed.value) == str(in_memory.value)
+    assert "nope" in str(distributed.value)

@@ -123,14 +123,19 @@ def as_float32_part(part, name, categories=None):
 
 
 def _fortran(X):
-    """A float32 partition (C order) copied to Fortran order, the same values: by
-    the tiled kernel of the training cast (``_validation._cast_float32``; NumPy's
-    copy to another order, a column at a time over every row, takes three times as
-    long), or by NumPy where that kernel does not apply (a small partition)."""
-    from ._validation import _cast_float32
+    """A float32 partition copied to Fortran order, the same values (bits): from C
+    order by the tiled kernel of the training cast (``cast_float32``; NumPy's copy
+    to another order, a column at a time over every row, takes three times as
+    long), else by NumPy (no copy where it is in Fortran order already)."""
+    from ._binning_kernels import BLOCK_ROWS, cast_float32
 
-    cast = _cast_float32(X, np.float32, "F", 1)
-    return np.asfortranarray(X) if cast is None else cast[0]
+    if X.dtype != np.float32 or not X.flags.c_contiguous or X.flags.f_contiguous \
+            or X.size == 0:
+        return np.asfortranarray(X)
+    out = np.empty(X.shape, dtype=np.float32, order="F")
+    extremes = np.empty((-(-X.shape[0] // BLOCK_ROWS), X.shape[1]), dtype=np.float32)
+    cast_float32(X, out, extremes, np.empty_like(extremes), 1)
+    return out
 
 
 def class_factors(class_weight, classes, label_counts):
@@ -271,7 +276,7 @@ class Part:
         try:
             categorical = (None if categorical_features is None
                            else self.categorical_mask(categorical_features))
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - raised by the client, after the labels'
             categorical = exc
         return (self.part_rows, self.n_features, labels, counts, top, self.missing,
                 evaluated, self.part_numbers, categorical)
@@ -547,8 +552,11 @@ def _categories(transport, described, params, n_features, names):
 
     masks = [d[8] for d in described]
     for mask in masks:
+        if isinstance(mask, (ValueError, TypeError)):
+            raise mask  # as one process raises it
         if isinstance(mask, Exception):
-            raise mask
+            raise RuntimeError(f"distributed fit: finding the categorical features failed "
+                               f"on a worker: {type(mask).__name__}: {mask}") from mask
     masks = [m for m in masks if m is not None]
     if not masks:
         return None, None
