@@ -647,8 +647,10 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     if r.rid == 14:
         p = min(p, MAX_COLUMNS_AT_ONCE)
     busy = p
-    if not r.phases:
-        # A loop over rows (no task markers): divisible work.
+    if not r.phases and r.rid != 3:
+        # A loop over rows (no task markers): divisible work. (Not the fused grid
+        # pass: without its block maxima, whose grid comes with the last update,
+        # it records no task, but its root sums are still one task.)
         compute = r.cpu * scale / p
         n_loops = 1
     else:

@@ -366,6 +366,29 @@ def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task()
     assert sum(v[0] for v in parts.values()) == pytest.approx(pl.seconds(machine))
 
 
+def test_the_fused_grid_region_without_maxima_tasks_keeps_its_sums_task():
+    """Region 3 with no task (the grid's maxima came with the last update, so the
+    region starts at its rows' loop: ``_grid_and_root`` with ``grid_maxima``): the
+    root's sums are still one task (``GRID_ROOT_SUMS`` of the region), not a pass
+    divided among the threads."""
+    ns = 10**9
+    rows = 1_000_000
+    region = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 2 s, no task
+    tree = (0, 3 * ns, 0, 3 * ns, rows, 1, 1, 0, 1)
+    events = np.array(sorted([region, tree]), dtype=_openmp.TRACE_DTYPE)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    r = sm.regions_of(events)[0][0]
+    assert not r.phases
+    s = sm.GRID_ROOT_SUMS
+    for p in (2, 4, 16):
+        comp, busy = sm.region_compute(r, p, machine)
+        assert comp == pytest.approx(max(2.0 * s, 2.0 / p) + machine.sync(p))
+        assert comp > 2.0 / p or p == 2
+        comp, busy = sm.region_compute(r, p, machine, grid_in_place=True)
+        assert comp == pytest.approx(2.0 * (1 - s) / p + 2.0 * s + 2 * machine.sync(p))
+    assert sm.region_compute(r, 1, machine)[0] == pytest.approx(2.0)
+
+
 def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
     machine = sm.Machine(sync2=1e-3, memory=False)
