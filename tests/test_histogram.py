@@ -1053,6 +1053,43 @@ def test_bin_value_ranges_of_rows_equal_those_of_columns(n_threads):
                             == np.signbit(X[zero[0], f]))
 
 
+def _naive_value_ranges(X, bins, missing_bin):
+    """Each bin's smallest and largest value by NumPy, the first of equal values
+    (-0.0 and 0.0) in row order kept."""
+    d = X.shape[1]
+    lo = np.full((d, missing_bin), np.inf, dtype=np.float32)
+    hi = np.full((d, missing_bin), -np.inf, dtype=np.float32)
+    for f in range(d):
+        for b in range(missing_bin):
+            v = X[bins[:, f] == b, f]
+            if v.size:
+                lo[f, b] = v[np.flatnonzero(v == v.min())[0]]
+                hi[f, b] = v[np.flatnonzero(v == v.max())[0]]
+    return lo, hi
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_bin_value_ranges_of_any_layout_are_numpys(n_threads):
+    """Strided and reversed views of X, in blocks of rows (C order: fixed blocks of
+    65,536 rows and more, several here, and their chunks of 256 rows cut
+    anywhere) or by column: NumPy's ranges bit for bit, signs of zero included,
+    on any number of threads."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(-2, 3, size=(3 * 70001, 12)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(X.shape) < 0.5] *= -1  # -0.0 where the value is 0
+    X[:, 11] = rng.normal(size=X.shape[0])
+    XC = np.ascontiguousarray(X)
+    for view in (XC, XC[::2], XC[:, ::-1], np.asfortranarray(X)[::3]):
+        XF = np.asfortranarray(view)
+        mapper = BinMapper(max_bins=9).fit(XF, 1)
+        bins = mapper.transform(XF, 1)
+        want = _naive_value_ranges(XF, bins, mapper.missing_bin)
+        got = bin_value_ranges(view, bins, mapper.missing_bin, n_threads)
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes()
+
+
 @pytest.mark.parametrize("options", [{}, {"subsample": 0.7, "random_state": 1}])
 def test_hist_fits_c_order_like_fortran_order(options):
     """The hist fit bins a C-order float32 X as it is: the model is the one of the

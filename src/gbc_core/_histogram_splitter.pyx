@@ -322,6 +322,17 @@ cdef void _offer_ordered(candidate_t* c, const side_t* total, const side_t* acc,
         _keep(c, &with_missing, b, next_bin, MISSING_LEFT)
 
 
+cdef enum:
+    # ``bin_value_ranges`` of C-order X: blocks of at least this many rows, each
+    # with its own ranges (tasks fixed by the row count, not by the threads), at
+    # most RANGE_MAX_BYTES of them together; within a block, chunks of
+    # RANGE_CHUNK rows read feature by feature (a chunk's rows stay in cache
+    # while each feature's bins are read in a run).
+    RANGE_BLOCK_ROWS = 65536
+    RANGE_MAX_BYTES = 1 << 24
+    RANGE_CHUNK = 256
+
+
 def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
                      int missing_bin, int n_threads=1):
     """The smallest and the largest value of every bin of every feature.
@@ -341,11 +352,15 @@ def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
         Of values that compare equal (-0.0 and 0.0) the first in row order is kept,
         whatever the layout and the number of threads.
     """
-    cdef intp_t n = X.shape[0], d = X.shape[1], f, i, t, b_
-    cdef intp_t n_parts, first, last, col_stride = X.strides[1] // sizeof(float32_t)
+    cdef intp_t n = X.shape[0], d = X.shape[1], f, i, t, b_, c, stop
+    cdef intp_t n_parts, first, last
+    cdef intp_t row_stride = X.strides[0] // sizeof(float32_t)
     cdef uint8_t b
     cdef float32_t x
-    cdef const float32_t* row_x
+    cdef const float32_t* col
+    cdef const uint8_t* col_bins
+    cdef float32_t* part_lo_f
+    cdef float32_t* part_hi_f
     if bins.shape[0] != n or bins.shape[1] != d:
         raise ValueError("X and bins must have the same shape")
     lo_arr = np.full((d, missing_bin), np.inf, dtype=np.float32)
@@ -354,41 +369,58 @@ def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
     cdef float32_t[:, ::1] hi = hi_arr
     cdef float32_t[:, :, ::1] part_lo
     cdef float32_t[:, :, ::1] part_hi
-    if n == 0:
+    if n == 0 or d == 0 or missing_bin <= 0:
         return lo_arr, hi_arr
-    if X.strides[0] == sizeof(float32_t):
+    if row_stride == 1:
         # Columns: one feature per task.
-        for f in prange(d, schedule="static", nogil=True, num_threads=max(1, n_threads)):
-            for i in range(n):
-                b = bins[i, f]
-                if b >= missing_bin:
-                    continue
-                x = X[i, f]
-                if x < lo[f, b]:
-                    lo[f, b] = x
-                if x > hi[f, b]:
-                    hi[f, b] = x
+        with nogil:
+            GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
+            for f in prange(d, schedule="dynamic", num_threads=max(1, n_threads)):
+                GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_RANGES, f)
+                for i in range(n):
+                    b = bins[i, f]
+                    if b >= missing_bin:
+                        continue
+                    x = X[i, f]
+                    if x < lo[f, b]:
+                        lo[f, b] = x
+                    if x > hi[f, b]:
+                        hi[f, b] = x
+                GBC_TRACE_TASK_END(GBC_TR_BIN_RANGES, f)
+            GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
         return lo_arr, hi_arr
-    # Rows (C order): each of n_parts consecutive row ranges has its own ranges,
-    # merged in row order below (so the first of equal values is kept, as above).
-    n_parts = max(1, min(<intp_t>n_threads, n // 65536))
+    # Rows (C order): blocks of consecutive rows, each with its own ranges, merged
+    # in row order below (so the first of equal values is kept, as above: the
+    # result does not depend on where the blocks are cut).
+    n_parts = max(1, min(n // RANGE_BLOCK_ROWS,
+                         RANGE_MAX_BYTES // (2 * d * missing_bin * sizeof(float32_t))))
     part_lo = np.full((n_parts, d, missing_bin), np.inf, dtype=np.float32)
     part_hi = np.full((n_parts, d, missing_bin), -np.inf, dtype=np.float32)
-    for t in prange(n_parts, schedule="static", nogil=True, num_threads=n_parts):
-        first = n * t // n_parts
-        last = n * (t + 1) // n_parts
-        for i in range(first, last):
-            row_x = &X[i, 0]
-            for f in range(d):
-                b = bins[i, f]
-                if b >= missing_bin:
-                    continue
-                x = row_x[f * col_stride]
-                if x < part_lo[t, f, b]:
-                    part_lo[t, f, b] = x
-                if x > part_hi[t, f, b]:
-                    part_hi[t, f, b] = x
     with nogil:
+        GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
+        for t in prange(n_parts, schedule="dynamic", num_threads=max(1, n_threads)):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_RANGES, t)
+            first = n * t // n_parts
+            last = n * (t + 1) // n_parts
+            c = first
+            while c < last:
+                stop = min(c + RANGE_CHUNK, last)
+                for f in range(d):
+                    col = &X[0, f]
+                    col_bins = &bins[0, f]
+                    part_lo_f = &part_lo[t, f, 0]
+                    part_hi_f = &part_hi[t, f, 0]
+                    for i in range(c, stop):
+                        b = col_bins[i]
+                        if b >= missing_bin:
+                            continue
+                        x = col[i * row_stride]
+                        if x < part_lo_f[b]:
+                            part_lo_f[b] = x
+                        if x > part_hi_f[b]:
+                            part_hi_f[b] = x
+                c = stop
+            GBC_TRACE_TASK_END(GBC_TR_BIN_RANGES, t)
         for t in range(n_parts):
             for f in range(d):
                 for b_ in range(missing_bin):
@@ -396,6 +428,7 @@ def bin_value_ranges(const float32_t[:, :] X, const uint8_t[::1, :] bins,
                         lo[f, b_] = part_lo[t, f, b_]
                     if part_hi[t, f, b_] > hi[f, b_]:
                         hi[f, b_] = part_hi[t, f, b_]
+        GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
     return lo_arr, hi_arr
 
 

@@ -67,6 +67,8 @@
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */
 #define GBC_TR_CAST 42            /* the training X cast to float32 in the fit's layout:
                                      a block of rows */
+#define GBC_TR_BIN_RANGES 43      /* binning: the value ranges of every bin, one
+                                     feature (Fortran X) or block of rows (C order) */
 
 #ifndef GBC_CORE_TRACE
 
