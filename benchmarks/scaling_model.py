@@ -28,7 +28,8 @@ script predicts the fit's time on P threads of another machine:
   except the leaf sums of each tree's update, which the code runs on one thread
   outside any region only on one thread (``LEAF_SPANS``: a region of span tasks on
   more), and the fused grid pass's untimed loops (``GRID_ROOT_SUMS``: its rows
-  divisible, the root's sums one task);
+  divisible, the root's sums one task; or, the root's w r^2 a task of the first
+  histogram build, ``ROOT_WR2``, its rows alone);
 * every region and phase of the trace known to the model (``REGIONS``,
   ``PHASES``): a trace holding another is refused (``check_known``);
 * several classes, as the measured code grew them: ``"share"`` (today's hist and
@@ -111,14 +112,16 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           14: "static", 15: "dynamic", 16: "static", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
           24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
-          29: "dynamic", 30: "static", 31: "dynamic", 40: "static",
+          29: "dynamic", 30: "static", 31: "dynamic", 32: "dynamic", 40: "static",
           41: "dynamic", 42: "static", 43: "dynamic"}
-PART_CHILD, HIST_BUILD = 19, 5
+PART_CHILD, HIST_BUILD, HIST_BLOCK, ROOT_WR2 = 19, 5, 29, 32
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
 # of P threads; phase 19's (a level's splits, each placing and summing its two
 # children's rows) are taken as divisible on a narrow level (at most 4 splits). A
 # task of another shape (row blocks, (feature, block)) needs a phase of its own here
-# (and in _trace.h), scheduled as recorded; a new region, its MEMORY row.
+# (and in _trace.h), scheduled as recorded; a new region, its MEMORY row. Phase 32
+# (the root's w r^2 in row order, one task) is task 0 of the root's build loop
+# (phase 5 or 29): scheduled with that loop's tasks, first, not as a loop of its own.
 # Below these items a region runs on one thread (the code's thresholds).
 PARALLEL_FROM = {2: 200_000, 3: 200_000, 4: 200_000, 5: 1_000_000, 6: 1_000_000,
                  7: 1_000_000, 8: 100_000, 9: 200_000, 10: 200_000, 11: 200_000,
@@ -141,6 +144,8 @@ MEMORY = {
     3: (32, 1, 32, False),    # grid: rows onto the grid
     4: (24, 2, 16, True),     # left w r^2: a node's left rows' statistics
     5: (2, 4, 52, True),      # histogram build: 28 bin columns + gathered w, w r
+                              # (+ the root's w r^2 task: 16 bytes a row once a
+                              # tree, under 1 byte per item: within the estimate)
     6: (0, 1, 0, False),      # histogram scans: the histograms (no per-row traffic)
     7: (0, 1, 0, False),      # weight scan, subtraction: not estimated (small)
     8: (12, 6, 8, True),      # exact scan: sorted index (stream) + w r gathered by row
@@ -179,6 +184,10 @@ LEAF_SPANS = (0.507, 0.283, 0.133, 0.076)
 # thread whatever P: with the residuals not in place (a binary fit: the state's own
 # residual array) task 0 of the blocks' loop, beside them; in place (a multiclass
 # fit writes its residuals into the grower's buffer) a loop of its own after them.
+# Where the hist finder runs the grower's side task (a trace holding phase 32,
+# ``ROOT_WR2``), the blocks also take their rows' w, w r and range, and the root's
+# w r^2 is that task in the root's build loop: the region's rest is then the rows'
+# pass alone, divisible (``region_compute``'s ``wr2_later``).
 # GRID_ROOT_SUMS is the sums' share of the region's time outside its tasks on one
 # thread: 0.42, estimated from the loops alone (a C copy of the loops at 500k rows,
 # this machine: the sums 0.88 ms, 1.77 ns per row, three dependent chains of
@@ -629,7 +638,7 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
-                   grid_in_place=False, child_blocks=False):
+                   grid_in_place=False, child_blocks=False, wr2_later=False):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -641,7 +650,9 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     ``child_blocks``: ``r`` is the scan of an exact root's children, whose
     features the finder cuts into the root's blocks on p threads
     (``child_block_tasks``; the counts a loop before the scan; at most one thread
-    per feature, as the segments' splits)."""
+    per feature, as the segments' splits). ``wr2_later``: the fused grid pass
+    left the root's w r^2 to the build's side task (phase 32, ``ROOT_WR2``): its
+    rest all divisible."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if r.rid == 14:
@@ -656,7 +667,20 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     else:
         rest = max(0.0, r.cpu - r.task_s) * scale  # untraced, in region
         n_loops = len(r.phases)
-        if r.rid == 3 and p > 1:
+        # The root's w r^2: task 0 of the build loop that follows it (its phase),
+        # not a loop of its own.
+        side = r.phases.get(ROOT_WR2)
+        merged = side is not None and (HIST_BUILD in r.phases or HIST_BLOCK in r.phases)
+        if merged:
+            side = np.array([(e["c1"] - e["c0"]) / 1e9 * scale for e in side])
+            n_loops -= 1
+        else:
+            side = None
+        if r.rid == 3 and p > 1 and wr2_later:
+            # The fused grid pass without the root's w r^2: its rows divisible.
+            compute = rest / p
+            n_loops += 1
+        elif r.rid == 3 and p > 1:
             # The fused grid pass: its rows loop divisible, its root sums one task
             # (beside the rows' loop, or a loop after it where in place).
             sums = rest * GRID_ROOT_SUMS
@@ -670,6 +694,8 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
             compute = rest  # serial
         most = 1
         for phase, evs in r.phases.items():
+            if phase == ROOT_WR2 and merged:
+                continue  # (with its build loop, below)
             dur = np.array([(e["c1"] - e["c0"]) / 1e9 * scale for e in evs])
             kind = PHASES[phase]
             n_tasks = len(dur)
@@ -714,6 +740,11 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                 compute += float(dur.sum()) / p
                 most = p
                 continue
+            if side is not None and phase in (HIST_BUILD, HIST_BLOCK):
+                # The root's w r^2, handed out first.
+                dur = np.concatenate([side, dur])
+                n_tasks = len(dur)
+                side = None
             most = max(most, min(p, n_tasks))
             compute += schedule(dur, p, kind)
         busy = most
@@ -779,6 +810,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                     == len(scans[0].phases.get(8, ()))):
                 children.add(id(scans[1]))
 
+    # The grid pass left the root's w r^2 to the hist build (today's code).
+    wr2_later = any(ROOT_WR2 in r.phases for r in regions)
+
     def add(r, threads, share=1, group=-1):
         s = scale_of.get(r.rid, 1.0)
         is_root = id(r) in roots
@@ -787,6 +821,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     row_blocks=row_blocks, n_samples=rows,
                                     root_blocks=is_root,
                                     grid_in_place=meta["classes"] > 2,
+                                    wr2_later=wr2_later,
                                     child_blocks=is_child)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])

@@ -389,6 +389,51 @@ def test_the_fused_grid_region_without_maxima_tasks_keeps_its_sums_task():
     assert sm.region_compute(r, 1, machine)[0] == pytest.approx(2.0)
 
 
+def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
+    """A trace whose root build holds the root's w r^2 (phase 32, ``ROOT_WR2``):
+    that task is scheduled first among the build loop's tasks (not a loop of its
+    own), and the fused grid region's rest is its rows' pass alone, divisible (two
+    loops' synchronisation: the maxima's and the rows')."""
+    ns = 10**9
+    rows, d = 1_000_000, 28
+    grid_tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
+                   i, 0, 2, 0, 1) for i in range(8)]  # 8 tasks of 0.01 s
+    grid = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 0.08 s tasks, 1.92 s rest
+    t0 = 2 * ns
+    side = (t0, t0 + ns // 2, t0, t0 + ns // 2, 0, 0, 32, 0, 1)  # 0.5 s
+    build = [(t0 + ns // 2 + i * ns // 100, t0 + ns // 2 + (i + 1) * ns // 100,
+              t0 + ns // 2 + i * ns // 100, t0 + ns // 2 + (i + 1) * ns // 100,
+              i, 0, 5, 0, 1) for i in range(7)]  # one node's 7 groups of 0.01 s
+    hist = (t0, t0 + ns, t0, t0 + ns, rows * d, 1, 5, 0, 1)
+    tree = (0, 4 * ns, 0, 4 * ns, rows, 1, 1, 0, 1)
+    events = np.array(sorted([grid, tree, hist, side] + grid_tasks + build),
+                      dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": 5 * ns}
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    regions = sm.regions_of(events)[0]
+    g, h = regions
+    assert (g.rid, h.rid) == (3, 5) and set(h.phases) == {5, 32}
+    for p in (2, 4, 16):
+        tasks = sm.schedule(np.full(8, 0.01), p, "dynamic")
+        comp, _ = sm.region_compute(g, p, machine, wr2_later=True)
+        assert comp == pytest.approx(tasks + 1.92 / p + 2 * machine.sync(p))
+        comp, busy = sm.region_compute(h, p, machine, n_features=d)
+        groups = sm.hist_groups(d, p)
+        expected = sm.schedule(np.concatenate([[0.5], np.full(groups, 0.07 / groups)]),
+                               p, "dynamic")
+        # (The rest of the region, 0.43 s, serial; one loop.)
+        assert comp == pytest.approx(0.43 + expected + machine.sync(p))
+        assert comp >= 0.43 + 0.5
+    # One thread: everything in turn.
+    assert sm.region_compute(h, 1, machine)[0] == pytest.approx(1.0)
+    # The plan knows the grid pass left its w r^2: the grid region divisible.
+    pl = sm.plan(events, meta, 16, machine)
+    assert pl.parts(machine)["grid_rows"][0] == pytest.approx(
+        sm.schedule(np.full(8, 0.01), 16, "dynamic") + 1.92 / 16
+        + 2 * machine.sync(16))
+
+
 def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
     machine = sm.Machine(sync2=1e-3, memory=False)

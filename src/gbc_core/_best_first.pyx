@@ -155,6 +155,8 @@ cdef class BestFirstGrowth:
         cdef intp_t n = g.n_samples
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
+        self.level.side_task = NULL
+        self.level.side_context = NULL
         self.level.partition = g.rows.rows
         self.level.min_samples_leaf = g.min_samples_leaf
         self.level.min_weight_leaf = g.min_weight_leaf

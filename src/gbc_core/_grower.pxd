@@ -11,6 +11,16 @@ from ._out_of_bag cimport OutOfBagRouter
 from ._pruning cimport CostComplexityPruner
 
 
+ctypedef struct root_wr2_t:
+    # The root's sum of w * r^2 in row order, taken after its other sums (a side
+    # task of the first collect: ``TreeGrower._grid_and_root``).
+    const row_stat_t* row_stats   # the rows on the grid (NULL: unit weights)
+    const float64_t* residual     # r (unit weights: on the grid)
+    intp_t n
+    float64_t wr2
+    bint done
+
+
 cdef class TreeGrower:
     cdef bint has_X                      # False: bins only (no out-of-bag rows)
     cdef readonly SplitFinder finder
@@ -48,6 +58,9 @@ cdef class TreeGrower:
     cdef public object grid_maxima       # the next tree's grid maxima, taken already
     cdef bint carry_sums                 # the level's sums travel with its statistics
     cdef bint root_pending               # the root's totals and sums: this process's only
+    cdef bint wr2_pending                # the root's w * r^2 not summed yet (``root_wr2``)
+    cdef root_wr2_t root_wr2             # its task
+    cdef object block_sums               # per grid block: its rows' sums but w * r^2
     cdef grid_t grid                     # the grid of the tree being grown
     cdef object grid_residual            # the tree's rows on it (unit weights): w * r
     cdef object grid_stats               # (weighted rows) w * r and w
@@ -81,7 +94,10 @@ cdef class TreeGrower:
     cdef tuple _put_on_grid(self, const row_stat_t[::1] row_stats,
                             const float64_t[::1] residual)
     cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
-                              const float64_t[::1] residual, node_sums_t* sums)
+                              const float64_t[::1] residual, node_sums_t* sums,
+                              bint wr2_later=*)
+    cdef void _settle_wr2(self) noexcept nogil
+    cdef bint _root_may_split(self)
     cdef tuple _reduce_root(self, side_t root, node_sums_t sums)
     cdef object _sums_values(self, intp_t n_slots)
     cdef int _take_sums(self, object values, intp_t n_slots) except -1

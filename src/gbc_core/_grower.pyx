@@ -39,7 +39,7 @@ the leaf values, as scikit-learn prunes before its leaves are updated.
 cimport cython
 from cpython.exc cimport PyErr_CheckSignals
 from cython.parallel cimport parallel, prange
-from libc.math cimport fabs
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
@@ -50,7 +50,9 @@ from ._common cimport (
     IMPURITY_EPSILON, grow_buffer, omp_barrier,
 )
 from ._common import NODE_DTYPE, ROW_STAT_DTYPE
-from ._rows cimport node_sums_t, float32_at_most, sums_add_row, sums_zero
+from ._rows cimport (
+    node_sums_t, float32_at_most, sums_add, sums_add_row, sums_widen, sums_zero,
+)
 from ._categorical cimport CAT_WORDS
 from ._trace cimport *
 from ._split_finder cimport (
@@ -198,6 +200,85 @@ cdef inline void _row_sums(const float64_t* residual, intp_t n,
         sums_add_row(&local, NULL, residual, i)
     sums[0] = local
 
+
+cdef inline void _widen(float64_t* lo, float64_t* hi, float64_t w,
+                        float64_t r) noexcept nogil:
+    """``sums_widen``'s rule on a range (``lo``, ``hi``) of its own."""
+    if w > 0.0:
+        if r < lo[0]:
+            lo[0] = r
+        if r > hi[0]:
+            hi[0] = r
+
+
+cdef inline void _block_sums(const row_stat_t* row_stats, const float64_t* residual,
+                             intp_t start, intp_t stop, node_sums_t* out) noexcept nogil:
+    """The sums of rows ``start .. stop - 1`` on the grid but their w * r^2 (left 0):
+    w, w * r and the residual range of the rows of positive weight, as
+    ``sums_add_row`` adds them (``row_stats`` NULL: unit weights, ``residual`` on the
+    grid). On the grid, w and w * r are exact in any order, and a range is the same
+    in any order, so the rows go to four accumulators in turn (four chains of
+    additions side by side instead of one), added at the end."""
+    cdef intp_t i = start, k
+    cdef float64_t w[4]
+    cdef float64_t s[4]
+    cdef float64_t lo[4]
+    cdef float64_t hi[4]
+    for k in range(4):
+        w[k] = 0.0
+        s[k] = 0.0
+        lo[k] = INFINITY
+        hi[k] = -INFINITY
+    if row_stats != NULL:
+        while i + 4 <= stop:
+            for k in range(4):
+                w[k] += row_stats[i + k].w
+                s[k] += row_stats[i + k].wr
+                _widen(&lo[k], &hi[k], row_stats[i + k].w, residual[i + k])
+            i += 4
+        while i < stop:
+            w[0] += row_stats[i].w
+            s[0] += row_stats[i].wr
+            _widen(&lo[0], &hi[0], row_stats[i].w, residual[i])
+            i += 1
+    else:
+        while i + 4 <= stop:
+            for k in range(4):
+                s[k] += residual[i + k]
+                _widen(&lo[k], &hi[k], 1.0, residual[i + k])
+            i += 4
+        while i < stop:
+            s[0] += residual[i]
+            _widen(&lo[0], &hi[0], 1.0, residual[i])
+            i += 1
+        w[0] = <float64_t>(stop - start)
+    out.w = (w[0] + w[1]) + (w[2] + w[3])
+    out.wr = (s[0] + s[1]) + (s[2] + s[3])
+    out.wr2 = 0.0
+    out.r_min = min(min(lo[0], lo[1]), min(lo[2], lo[3]))
+    out.r_max = max(max(hi[0], hi[1]), max(hi[2], hi[3]))
+
+
+cdef void _root_wr2(void* context) noexcept nogil:
+    """The root's sum of w * r^2 (``root_wr2_t``: rows ``0 .. n - 1`` in row order,
+    as ``sums_add_row`` adds it; w of the rows on the grid, 1 with unit weights),
+    then ``done``: the side task of the root's first collect (``level_t.side_task``)
+    or, where no finder ran it, the grower's own step."""
+    cdef root_wr2_t* task = <root_wr2_t*>context
+    cdef intp_t i
+    cdef float64_t w = 1.0, r, wr2 = 0.0
+    if task.row_stats != NULL:
+        for i in range(task.n):
+            w = task.row_stats[i].w
+            r = task.residual[i]
+            wr2 += w * r * r
+    else:
+        for i in range(task.n):
+            r = task.residual[i]
+            wr2 += w * r * r
+    task.wr2 = wr2
+    task.done = True
+
 cdef class TreeGrower:
     """Grow regression trees level by level or best first, reusing its buffers
     across trees.
@@ -322,6 +403,8 @@ cdef class TreeGrower:
         self.grid_maxima = None
         self.carry_sums = False
         self.root_pending = False
+        self.wr2_pending = False
+        self.block_sums = None
         self.node_capacity = 0
         self.level_capacity = 0
         self.max_leaf_nodes = 0
@@ -685,14 +768,22 @@ cdef class TreeGrower:
             # (one process; or the maxima of every process, reduced with the last
             # update): the grid pass also fills the root's rows and takes their sums
             # (``_grid_and_root``: one parallel region; a data-parallel fit then
-            # reduces those sums as it would ``start_tree``'s).
-            row_stats, residual = self._grid_and_root(row_stats, residual, &root_sums)
+            # reduces those sums as it would ``start_tree``'s). In one process,
+            # level by level, with a finder that runs side tasks, the root's
+            # w * r^2 (one chain in row order) is left to a task beside the root's
+            # collect (``_find_splits``).
+            row_stats, residual = self._grid_and_root(
+                row_stats, residual, &root_sums,
+                self.reducer is None and self.best_first is None
+                and self.finder.side_tasks)
             summed = &root_sums
         else:
             row_stats, residual = self._put_on_grid(row_stats, residual)
         cdef const row_stat_t* rs = &row_stats[0] if row_stats is not None and n > 0 else NULL
         cdef const float64_t* res = &residual[0] if n > 0 else NULL
         self._plant(rs, res, row_stats, residual, sample_mask, summed)
+        level.side_task = NULL
+        level.side_context = NULL
         level.partition = self.rows.rows
         level.min_samples_leaf = self.min_samples_leaf
         level.min_weight_leaf = self.min_weight_leaf
@@ -773,7 +864,15 @@ cdef class TreeGrower:
                 if depth > 0 and self.reducer is not None:
                     self._reduce_sums(n_slots)
                 sums_reduced = True
-                if not self._mark_splittable(n_slots, self.finder.subtracts):
+                if self.wr2_pending and not self._root_may_split():
+                    with nogil:
+                        self._settle_wr2()
+                if self.wr2_pending:
+                    # The root's w * r^2 summed beside its collect, the test taken
+                    # after it (``_find_splits``): by its totals and range, it may.
+                    self.level_nodes[0].splittable = True
+                    self._plan(1, self.finder.subtracts)
+                elif not self._mark_splittable(n_slots, self.finder.subtracts):
                     break
             self._reserve_nodes(self.n_nodes + 2 * n_slots)
             self._reserve_level(n_slots)
@@ -799,6 +898,9 @@ cdef class TreeGrower:
             # Ctrl-C (or any pending signal) stops a fit between two levels.
             PyErr_CheckSignals()
             depth += 1
+        if self.wr2_pending:
+            with nogil:
+                self._settle_wr2()   # (a root that no level searched)
         if self.root_pending:
             self._settle_sums(1)   # (a root that no level searched)
         if self.node_impurity != NULL:
@@ -827,15 +929,30 @@ cdef class TreeGrower:
         had its statistics collected for nothing, and the plan that follows is a
         part of the one collected by (a node's plan depends on the two siblings'
         tests), so the statistics derived and chosen from are those of the test
-        taken first. Returns 0 where no node may split (nothing chosen), else 1."""
+        taken first. With the root's w * r^2 pending (``wr2_pending``), it is
+        summed beside the collect (the finder's side task, or after it), and the
+        root's test is taken then. Returns 0 where no node may split (nothing
+        chosen), else 1."""
         level.nodes = self.level_nodes
         level.n_nodes = n_slots
         level.allowed = NULL
         if self.max_features < self.n_features or self.interactions:
             self._draw_features(n_slots, seed)
             level.allowed = self.allowed
+        if self.wr2_pending:
+            # (The root's w * r^2: a task beside the collect's own, or after it.)
+            self.root_wr2.done = False
+            level.side_task = _root_wr2
+            level.side_context = &self.root_wr2
         with nogil:
             self.finder.collect(level)
+        level.side_task = NULL
+        level.side_context = NULL
+        if self.wr2_pending:
+            with nogil:
+                self._settle_wr2()
+            if not self._mark_splittable(n_slots, subtract):
+                return 0
         if self.carry_sums:
             values = self._sums_values(n_slots)
             self.reducer.carry(values, 4 if self.root_pending else 3)
@@ -952,7 +1069,8 @@ cdef class TreeGrower:
         return self.grid_stats, residual
 
     cdef tuple _grid_and_root(self, const row_stat_t[::1] row_stats,
-                              const float64_t[::1] residual, node_sums_t* sums):
+                              const float64_t[::1] residual, node_sums_t* sums,
+                              bint wr2_later=False):
         """``_put_on_grid`` and the root of a tree given every row, in one parallel
         region (no mask; one process, or ``grid_maxima`` given: no step of the
         reducer): the blocks' maxima, then, as tasks of their own, the grid pass
@@ -960,7 +1078,11 @@ cdef class TreeGrower:
         ``RowPartition.fill_rows``) and the root's ``sums``
         (``_grid_sums``: one task, in row order, from the inputs). Where the grid
         pass writes the residuals in place (the caller's ``residual_buffer()``),
-        the sums read them after the pass instead. With ``grid_maxima`` (taken as
+        the sums read them after the pass instead. ``wr2_later``: each block's
+        task also takes its rows' sums but w * r^2 (``_block_sums``, added in block
+        order after the region: exact on the grid), and w * r^2, the one chain that
+        keeps the row order, is left to ``root_wr2`` (``wr2_pending``; its task
+        set, summed by ``_settle_wr2``). With ``grid_maxima`` (taken as
         the loss state updated the rows: ``_loss_state``) the blocks' maxima are
         not taken again (their row count, every process's in a data-parallel fit,
         is the grid's): the region starts at the tasks. The same numbers as
@@ -981,6 +1103,9 @@ cdef class TreeGrower:
         cdef row_stat_t[::1] out_stats
         cdef float64_t[:, ::1] block_max = np.zeros((max(n_blocks, 1), 2))
         cdef float64_t* maxima = &block_max[0, 0]
+        cdef float64_t[:, ::1] block_view
+        cdef node_sums_t* parts = NULL
+        cdef const float64_t* range_of = NULL
         # The blocks whose maxima the region takes, then those the grid is read from.
         cdef intp_t n_max_blocks = n_blocks, n_grid_blocks = n_blocks
         if self.grid_maxima is not None:
@@ -999,8 +1124,16 @@ cdef class TreeGrower:
             out_residual = self.grid_residual
             res_out = &out_residual[0]
         in_place = res_out == res_in
-        # Task 0: the sums (unless in place); then one task per block of rows.
-        first = 1 if in_place else 0
+        if wr2_later:
+            # (w, w * r and the range block by block: the blocks' sums, 5 values each.)
+            if self.block_sums is None or len(self.block_sums) != n_blocks:
+                self.block_sums = np.empty((n_blocks, 5), dtype=np.float64)
+            block_view = self.block_sums
+            parts = <node_sums_t*>&block_view[0, 0]
+            range_of = res_in if weighted else res_out
+        # Task 0: the sums (unless in place or left to the blocks); then one task
+        # per block of rows.
+        first = 1 if in_place or wr2_later else 0
         n_tasks = n_blocks + 1 - first
         with nogil:
             GBC_TRACE_REGION_BEGIN(GBC_TR_GRID_ROWS, n)
@@ -1022,12 +1155,24 @@ cdef class TreeGrower:
                         _grid_rows(rs_in, res_in, rs_out, res_out, g, k * GRID_BLOCK,
                                    min(n, (k + 1) * GRID_BLOCK))
                         self.rows.fill_rows(k * GRID_BLOCK, min(n, (k + 1) * GRID_BLOCK))
-                if in_place:
+                        if wr2_later:
+                            _block_sums(rs_out, range_of, k * GRID_BLOCK,
+                                        min(n, (k + 1) * GRID_BLOCK), &parts[k])
+                if in_place and not wr2_later:
                     omp_barrier()  # every row on the grid before the sums read them
                     for t in prange(1, schedule="static"):
                         _row_sums(res_out, n, sums)
             GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
             grid = _grid_from_maxima(maxima, n_grid_blocks, n_rows, weighted)
+            if wr2_later:
+                sums_zero(sums)
+                for b in range(n_blocks):
+                    sums_add(sums, &parts[b])
+                self.root_wr2.row_stats = rs_out
+                self.root_wr2.residual = range_of
+                self.root_wr2.n = n
+                self.root_wr2.done = False
+                self.wr2_pending = True
         self.grid.unit_s = grid.unit_s
         self.grid.unit_w = grid.unit_w
         if weighted:
@@ -1139,6 +1284,24 @@ cdef class TreeGrower:
             any_ = any_ or nd.splittable
         self._plan(n_slots, subtract)
         return any_
+
+    cdef bint _root_may_split(self):
+        """(The root's w * r^2 pending: ``wr2_pending``) whether the test of
+        ``_mark_splittable`` can pass the root by what is known of it: its totals
+        and its residual range (the impurity taken once its w * r^2 is summed)."""
+        cdef const level_node_t* nd = &self.level_nodes[0]
+        return (nd.total.n >= self.min_samples_split
+                and nd.total.n >= 2 * self.min_samples_leaf
+                and nd.total.w >= 2 * self.min_weight_leaf
+                and self.level_sums[0].r_max > self.level_sums[0].r_min)
+
+    cdef void _settle_wr2(self) noexcept nogil:
+        """The root's w * r^2 into its sums (``level_sums[0]``): the side task's,
+        summed here where no finder ran it."""
+        if not self.root_wr2.done:
+            _root_wr2(&self.root_wr2)
+        self.level_sums[0].wr2 = self.root_wr2.wr2
+        self.wr2_pending = False
 
     cdef bint _mark_splittable(self, intp_t n_slots, bint subtract):
         """Which nodes of the level may split, and the statistics the finder must

@@ -702,6 +702,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.n_features = bins.shape[1]
         self.n_threads = max(1, n_threads)
         self.subtracts = True
+        self.side_tasks = True
         self.reducer = None
         self.row_block_buffers = _pool_buffers(self.n_samples, self.n_features,
                                                self.stride, self.n_threads)
@@ -945,10 +946,10 @@ cdef class HistogramSplitFinder(SplitFinder):
             s += 1
 
     cdef void collect(self, const level_t* level) noexcept nogil:
-        cdef intp_t s, t, f, c, k, g, n_groups, n_tasks, n_chunks, n_merge, n_rows = 0
+        cdef intp_t s, t, u, f, c, k, g, n_groups, n_tasks, n_chunks, n_merge, n_rows = 0
         cdef intp_t d = self.n_features, per_node = self.n_features * self.stride
         cdef intp_t n_blocked = 0, g4 = (self.n_features + GROUP - 1) // GROUP
-        cdef intp_t lo, hi, b, span
+        cdef intp_t lo, hi, b, span, side = 1 if level.side_task != NULL else 0
         cdef const level_node_t* nd
         cdef side_t* dest
         cdef int n_threads, phase
@@ -1006,39 +1007,46 @@ cdef class HistogramSplitFinder(SplitFinder):
                 self._gather(level, c * GATHER_CHUNK, min(n_rows, (c + 1) * GATHER_CHUNK))
                 GBC_TRACE_TASK_END(GBC_TR_HIST_GATHER, c)
             omp_barrier()  # every row gathered before any histogram reads them
-            for t in prange(n_tasks, schedule="dynamic"):
-                s = self._task_node(t, level.n_nodes)
-                nd = &level.nodes[s]
-                k = t - self.task_at[s]
-                span = nd.stop - nd.start
-                if self.node_blocks[s] > 1:
-                    # Row block k // g4 (its rows' positions lo .. hi - 1), feature
-                    # group k % g4 (the threads at one time share a block's rows).
-                    phase = GBC_TR_HIST_BLOCK
-                    GBC_TRACE_TASK_BEGIN(phase, t)
-                    b = k // g4
-                    lo = span * b // self.node_blocks[s]
-                    hi = span * (b + 1) // self.node_blocks[s]
-                    f = (k % g4) * d // g4
-                    g = (k % g4 + 1) * d // g4 - f
-                    dest = (self.hist + s * per_node if b == 0
-                            else self.block_hist + (self.block_at[s] + b - 1) * per_node)
+            # (Task 0 with a side task: the grower's, handed out first.)
+            for t in prange(n_tasks + side, schedule="dynamic"):
+                if t < side:
+                    GBC_TRACE_TASK_BEGIN(GBC_TR_ROOT_WR2, t)
+                    level.side_task(level.side_context)
+                    GBC_TRACE_TASK_END(GBC_TR_ROOT_WR2, t)
                 else:
-                    phase = GBC_TR_HIST_BUILD
-                    GBC_TRACE_TASK_BEGIN(phase, t)
-                    lo = 0
-                    hi = span
-                    # The d mod n_groups groups of one feature more first, so that
-                    # the dynamic schedule hands the longest tasks out first (28
-                    # features on 2 threads: 4 groups of 4, then 4 of 3; in turns
-                    # of 3 and 4, one thread ended a node's build a 4-feature
-                    # task's time after the other). A feature's sums are the same
-                    # whatever its group.
-                    f = k * (d // n_groups) + min(k, d % n_groups)
-                    g = d // n_groups + (k < d % n_groups)
-                    dest = self.hist + s * per_node
-                self._build(nd, s, f, g, level.partition, lo, hi, dest)
-                GBC_TRACE_TASK_END(phase, t)
+                    u = t - side
+                    s = self._task_node(u, level.n_nodes)
+                    nd = &level.nodes[s]
+                    k = u - self.task_at[s]
+                    span = nd.stop - nd.start
+                    if self.node_blocks[s] > 1:
+                        # Row block k // g4 (its rows' positions lo .. hi - 1), feature
+                        # group k % g4 (the threads at one time share a block's rows).
+                        phase = GBC_TR_HIST_BLOCK
+                        GBC_TRACE_TASK_BEGIN(phase, u)
+                        b = k // g4
+                        lo = span * b // self.node_blocks[s]
+                        hi = span * (b + 1) // self.node_blocks[s]
+                        f = (k % g4) * d // g4
+                        g = (k % g4 + 1) * d // g4 - f
+                        dest = (self.hist + s * per_node if b == 0
+                                else self.block_hist + (self.block_at[s] + b - 1) * per_node)
+                    else:
+                        phase = GBC_TR_HIST_BUILD
+                        GBC_TRACE_TASK_BEGIN(phase, u)
+                        lo = 0
+                        hi = span
+                        # The d mod n_groups groups of one feature more first, so that
+                        # the dynamic schedule hands the longest tasks out first (28
+                        # features on 2 threads: 4 groups of 4, then 4 of 3; in turns
+                        # of 3 and 4, one thread ended a node's build a 4-feature
+                        # task's time after the other). A feature's sums are the same
+                        # whatever its group.
+                        f = k * (d // n_groups) + min(k, d % n_groups)
+                        g = d // n_groups + (k < d % n_groups)
+                        dest = self.hist + s * per_node
+                    self._build(nd, s, f, g, level.partition, lo, hi, dest)
+                    GBC_TRACE_TASK_END(phase, u)
             if n_merge > 0:
                 omp_barrier()  # every block built before any is added
                 for t in prange(n_merge, schedule="static"):

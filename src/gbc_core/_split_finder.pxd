@@ -14,6 +14,10 @@
 #                      never per node); a finder that subtracts keeps the previous
 #                      level's statistics: they are the parents of this one;
 #   collect (nogil)    statistics of the nodes marked STATS_COLLECT, from their rows;
+#                      a finder with ``side_tasks`` also runs the grower's task
+#                      ``level.side_task`` (where not NULL) once, on one of its
+#                      threads, as the first task of the loop of its largest work
+#                      (the grower's one-thread sums beside the level's build);
 #   reduce (GIL)       the hook where the collected statistics of the same nodes,
 #                      held by several processes, are summed in a fixed order (in
 #                      one process: nothing to do);
@@ -75,10 +79,19 @@ cdef enum:
     CRITERION_FRIEDMAN_MSE = 0
     CRITERION_SQUARED_ERROR = 1
 
+# A task of the grower's run by the finder's collect (level_t.side_task): it reads
+# and writes only what ``context`` points to, and the grower reads its result after
+# the collect.
+ctypedef void (*side_task_t)(void* context) noexcept nogil
+
 ctypedef struct level_t:
     # The level being split: nodes[0 .. n_nodes).
     const level_node_t* nodes
     intp_t n_nodes
+    # NULL, or a task the collect of a finder with ``side_tasks`` runs once beside
+    # its own (side_task(side_context)); a finder without leaves it to the grower.
+    side_task_t side_task
+    void* side_context
     # n_nodes x n_features: 1 where a node may split on a feature (max_features
     # draws); NULL: every feature.
     const uint8_t* allowed
@@ -124,6 +137,7 @@ cdef class SplitFinder:
     cdef readonly intp_t n_features
     cdef readonly bint subtracts   # derive() is offered: the grower collects only
                                    # the smaller child of a pair
+    cdef readonly bint side_tasks  # collect() runs level_t.side_task
     cdef int n_threads
 
     cdef int start_tree(self, const row_stat_t[::1] row_stats,

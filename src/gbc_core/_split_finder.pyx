@@ -268,6 +268,8 @@ cdef class SplitFinder:
             self.start_level(n_nodes)
             level.nodes = nodes
             level.n_nodes = n_nodes
+            level.side_task = NULL
+            level.side_context = NULL
             level.allowed = NULL
             if allowed is not None:
                 allowed_view = allowed

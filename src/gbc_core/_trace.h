@@ -62,6 +62,8 @@
 #define GBC_TR_HIST_MERGE 30      /* histogram finder: (node, feature) blocks added */
 #define GBC_TR_EXACT_CHILD_COUNTS 31 /* exact finder: the root's children's rows and
                                         sums per block of a blocked feature */
+#define GBC_TR_ROOT_WR2 32        /* grower: the root's sum of w r^2 in row order, one
+                                     task in the first histogram build's loop */
 /* Outside the trees' growth (numbers apart from the growth's). */
 #define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */

@@ -36,6 +36,7 @@ cdef extern from "_trace.h" nogil:
         GBC_TR_HIST_BLOCK
         GBC_TR_HIST_MERGE
         GBC_TR_EXACT_CHILD_COUNTS
+        GBC_TR_ROOT_WR2
         GBC_TR_PREDICT
         GBC_TR_BIN_SAMPLE
         GBC_TR_CAST

@@ -1,0 +1,148 @@
+"""The root's sums of a tree given every row (``TreeGrower._grid_and_root``): w,
+w * r and the residual range block by block as the rows go onto the grid, and
+w * r^2, the one sum that keeps the row order, as a side task of the root's first
+histogram build (``level_t.side_task``), the root's may-split test taken after it.
+The models are those of the build before the change, bit for bit, on every number
+of threads: hashes of the trees, ``train_score_`` and the probabilities, recorded
+with that build; and, in this build, the same trees as the grower's path without
+the side task (every row in a mask: ``_put_on_grid`` then the partition's
+``start_tree``)."""
+import hashlib
+
+import numpy as np
+import pytest
+
+from gbc_core import GradientBoostingClassifier
+from gbc_core._common import ROW_STAT_DTYPE
+from gbc_core._grower import TreeGrower
+from gbc_core._split_methods import make_split_finder
+
+# sha256 (first 16 hex digits) of the trees' nodes, train_score_ and the first 5000
+# rows' probabilities of each case of ``_fit`` (classes-weighted-subsample-option),
+# recorded with the build before the root's w * r^2 moved to the build's side task
+# (the same on 1, 2, 4 and 8 threads there).
+BEFORE = {
+    "2-0-0.7-": "fe098264410c9493",
+    "2-0-1.0-": "5a4872de8796bb50",
+    "2-0-1.0-ccp": "5a4872de8796bb50",
+    "2-0-1.0-decrease": "c999e23374e29852",
+    "2-0-1.0-no_split": "90292b1cfce9c937",
+    "2-1-0.7-": "82d67d98a1278494",
+    "2-1-1.0-": "2b09677c0edf7fca",
+    "2-1-1.0-ccp": "2b09677c0edf7fca",
+    "2-1-1.0-decrease": "be833d9419100487",
+    "2-1-1.0-no_split": "babcffcead334f6c",
+    "3-0-0.7-": "d9da11ef5ce327f1",
+    "3-0-1.0-": "b89ff9ed8cfa5ef4",
+    "3-1-0.7-": "574bc370547857af",
+    "3-1-1.0-": "004dd53605d295ec"
+}
+
+
+def _data(classes, n=210_000, d=6):
+    """210,000 rows (above the grid pass's parallel threshold, 200,000)."""
+    rng = np.random.default_rng(33)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    s = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(scale=0.5, size=n)
+    y = (np.digitize(s, np.quantile(s, np.linspace(0, 1, classes + 1)[1:-1]))
+         if classes > 2 else (s > 0).astype(int))
+    w = rng.uniform(0.2, 3.0, size=n)
+    return X, y, w
+
+
+def _fit(case, n_jobs):
+    classes, weighted, subsample, option = case.split("-")
+    X, y, w = _data(int(classes))
+    kw = dict(split_method="hist", n_estimators=3, max_depth=3,
+              subsample=float(subsample), random_state=0, n_jobs=n_jobs)
+    if option == "no_split":
+        kw["min_samples_split"] = len(y) + 1   # a root that cannot split
+    elif option == "ccp":
+        kw["ccp_alpha"] = 1e-4                 # the root's impurity recorded
+    elif option == "decrease":
+        kw["min_impurity_decrease"] = 1e-3     # the root's w * r^2 read again
+    est = GradientBoostingClassifier(**kw)
+    est.fit(X, y, sample_weight=w if weighted == "1" else None)
+    h = hashlib.sha256()
+    h.update(est.booster_.ensemble.nodes.tobytes())
+    h.update(np.asarray(est.train_score_).tobytes())
+    h.update(est.predict_proba(X[:5000]).tobytes())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, 4, 8])
+@pytest.mark.parametrize("case", sorted(BEFORE))
+def test_models_are_the_builds_before_on_every_thread_count(case, n_jobs):
+    assert _fit(case, n_jobs) == BEFORE[case]
+
+
+def _grower(X, n_threads, **options):
+    finder = _FINDERS.get(n_threads)
+    if finder is None:
+        finder = _FINDERS[n_threads] = make_split_finder(
+            X, dict(split_method="hist", max_bins=64, n_threads=n_threads))
+    assert finder.side_tasks
+    return TreeGrower(X, finder, options.pop("max_depth", 3),
+                      options.pop("min_samples_split", 2), 1, 0.0, X.shape[1],
+                      n_threads, **options)
+
+
+_FINDERS = {}   # one per thread count, on _ROWS's X (each tree starts afresh)
+
+
+def _trees(X, residuals, w, n_threads, masked, **options):
+    """Each residual's tree (nodes, leaf of every row, impurities where
+    ``ccp_alpha``): every row in the root (``masked``: through a mask of ones, the
+    path without the side task)."""
+    n = X.shape[0]
+    grower = _grower(X, n_threads, **options)
+    mask = np.ones(n, dtype=np.uint8) if masked else None
+    out = []
+    for t, r in enumerate(residuals):
+        stats = None
+        if w is not None:
+            stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+            stats["wr"], stats["w"] = w * r, w
+        grower.grow(stats, np.ascontiguousarray(r), mask, t)
+        imp = grower.node_impurities() if options.get("ccp_alpha") else None
+        out.append((grower.nodes_array().tobytes(), np.asarray(grower.node_of_row).tobytes(),
+                    None if imp is None else np.asarray(imp).tobytes()))
+    return out
+
+
+def _X():
+    rng = np.random.default_rng(4)
+    return np.asfortranarray(rng.normal(size=(210_000, 4)).astype(np.float32)), rng
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("options", [
+    dict(), dict(ccp_alpha=1e-3), dict(min_impurity_decrease=1e-4),
+    dict(min_samples_split=10**7), dict(max_depth=0), dict(max_depth=1)])
+def test_the_roots_sums_are_those_of_the_path_without_the_side_task(
+        n_threads, weighted, options):
+    """The grower's trees with the root's w * r^2 summed beside its build are the
+    trees of the same rows through a mask of ones (every sum of ``start_tree``),
+    bit for bit: splittable roots, a root refused by its row count or with no
+    level (its w * r^2 summed by the grower), and roots refused only by their
+    impurity (residuals of a range too small to matter: the build collected for
+    nothing, the tree one leaf) or their range (constant residuals)."""
+    X, rng = _X()
+    n = X.shape[0]
+    w = rng.uniform(0.1, 4.0, size=n) if weighted else None
+    r = np.tanh(X[:, 0]) - 0.4 * X[:, 1] + rng.normal(scale=0.3, size=n)
+    residuals = [r, 1e-160 * r, np.full(n, 0.25), -r[::-1].copy()]
+    got = _trees(X, residuals, w, n_threads, False, **options)
+    expected = _trees(X, residuals, w, n_threads, True, **options)
+    assert got == expected
+    split = [np.frombuffer(t[0], dtype=np.uint8).size for t in got]
+    if options.get("max_depth", 3) > 0 and "min_samples_split" not in options:
+        # The tiny and the constant residuals: one leaf; the others split.
+        assert split[1] == split[2] < split[0]
+
+
+def test_only_the_histogram_finder_runs_side_tasks():
+    X = np.asfortranarray(np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32))
+    assert make_split_finder(X, dict(split_method="hist", max_bins=32, n_threads=1)).side_tasks
+    assert not make_split_finder(X, dict(split_method="exact", n_threads=1)).side_tasks
