@@ -29,7 +29,7 @@ def _run_ranks(n, body, timeout=10.0, poll=0.05):
     listener, address, token = _ranks(n)
     conns = [None] + [sa.connect(address, token, r, n, timeout) for r in range(1, n)]
     comms = [sa.SocketComm(0, listener.accept(timeout), timeout, poll=poll)]
-    comms += [sa.SocketComm(r, [conns[r]], timeout, poll=poll, n_ranks=n) for r in range(1, n)]
+    comms += [sa.SocketComm(r, [conns[r]], timeout, poll=poll) for r in range(1, n)]
     out = [None] * n
 
     def run(rank):
@@ -162,31 +162,20 @@ def test_no_rank_with_the_token_is_a_timeout_naming_the_ranks():
     assert listener.sock.fileno() == -1
 
 
-def _pair(timeout=10.0, poll=0.05, n=2):
-    """Rank 0's comm of a fit of ``n`` ranks, and rank 1's raw connection (the
-    others' are connected and silent; closed with rank 0's comm, as rank 0 closes
-    them)."""
-    listener, address, token = _ranks(n)
-    peers = [sa.connect(address, token, r, n, timeout) for r in range(1, n)]
-    comm = sa.SocketComm(0, listener.accept(timeout), timeout, poll=poll)
-    for sock in peers[1:]:
-        sock.close()
-    return comm, peers[0]
+def _pair(timeout=10.0, poll=0.05):
+    """Rank 0's comm of a fit of two ranks, and rank 1's raw connection."""
+    listener, address, token = _ranks(2)
+    peer = sa.connect(address, token, 1, 2, timeout)
+    return sa.SocketComm(0, listener.accept(timeout), timeout, poll=poll), peer
 
 
-def _kind(n):
-    """The kind of a rank's values frame in a fit of ``n`` ranks."""
-    return sa._PART if n == 2 else sa._VALUES
-
-
-@pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("case", ["magic", "kind", "step", "n_summed", "shape", "huge",
                                   "ndim"])
-def test_a_header_that_does_not_match_the_step_is_refused(case, n):
+def test_a_header_that_does_not_match_the_step_is_refused(case):
     """Rank 0 checks a header against its own step before reading any value (a huge
-    shape is refused, not allocated), of two ranks exchanging values and of more."""
-    comm, peer = _pair(n=n)
-    fields = dict(magic=sa._FRAME_MAGIC, kind=_kind(n), step=1, n_summed=3, ndim=2,
+    shape is refused, not allocated)."""
+    comm, peer = _pair()
+    fields = dict(magic=sa._FRAME_MAGIC, kind=sa._VALUES, step=1, n_summed=3, ndim=2,
                   dims=(4, 3, 0, 0))
     fields.update({"magic": dict(magic=b"HTTP"), "kind": dict(kind=7),
                    "step": dict(step=2), "n_summed": dict(n_summed=2),
@@ -207,20 +196,20 @@ def test_a_header_that_does_not_match_the_step_is_refused(case, n):
 
 
 def test_a_frame_the_size_of_an_earlier_step_is_refused():
-    """Rank 0 (of two ranks) reads a rank's values into a buffer kept from its
-    largest step: a later, smaller step still takes only a header of its own shape
-    (not one of the buffer's size), and the sums of the steps before are exact."""
+    """Rank 0 reads a rank's values into a buffer kept from its largest step: a
+    later, smaller step still takes only a header of its own shape (not one of the
+    buffer's size), and the sums of the steps before are exact."""
     comm, peer = _pair()
     try:
         values = np.arange(24.0).reshape(8, 3)
-        peer.sendall(sa._header(sa._PART, 1, 3, (8, 3)) + (values * 2).tobytes())
+        peer.sendall(sa._header(sa._VALUES, 1, 3, (8, 3)) + (values * 2).tobytes())
         total = comm.allreduce(values, 3)
         assert total.tobytes() == (values * 3).tobytes()
         raw = b""
         while len(raw) < sa._HEADER.size + values.nbytes:
             raw += peer.recv(4096)
-        assert raw == sa._header(sa._PART, 1, 3, (8, 3)) + values.tobytes()  # its own
-        peer.sendall(sa._header(sa._PART, 2, 3, (8, 3)) + values.tobytes())
+        assert raw[sa._HEADER.size:] == total.tobytes()
+        peer.sendall(sa._header(sa._VALUES, 2, 3, (8, 3)) + values.tobytes())
         with pytest.raises(sa.LostPeer, match=r"did not reach step 2 .*a frame of step 2 "
                            r"with n_summed 3 and shape \(8, 3\) where step 2 with "
                            r"n_summed 3 and shape \(4, 3\) was expected"):
@@ -230,15 +219,14 @@ def test_a_frame_the_size_of_an_earlier_step_is_refused():
         peer.close()
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_an_error_message_longer_than_the_bound_is_refused(n):
+def test_an_error_message_longer_than_the_bound_is_refused():
     listener, address, token = _ranks(2)
     conn = None
     peer_comm = None
     try:
         peer = sa.connect(address, token, 1, 2, 5.0)
         [_, conn] = listener.accept(5.0)
-        peer_comm = sa.SocketComm(1, [peer], 5.0, poll=0.05, n_ranks=n)
+        peer_comm = sa.SocketComm(1, [peer], 5.0, poll=0.05)
         conn.sendall(sa._header(sa._ERROR, 1, sa.MAX_MESSAGE + 1, ()))
         with pytest.raises(sa.LostPeer, match="an error message of 4097 bytes"):
             peer_comm.allreduce(np.zeros(2), 2)
@@ -249,18 +237,16 @@ def test_an_error_message_longer_than_the_bound_is_refused(n):
             conn.close()
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_a_rank_that_closes_mid_step_is_a_lost_rank(n):
+def test_a_rank_that_closes_mid_step_is_a_lost_rank():
     """Rank 1 sends half a frame and closes: rank 0's error names it and the step,
-    at once (of two ranks, rank 0's own frame may meet the closed connection
-    first)."""
-    comm, peer = _pair(timeout=30.0, n=n)
-    peer.sendall(sa._header(_kind(n), 1, 3, (4, 3)) + b"\0" * 20)
+    at once."""
+    comm, peer = _pair(timeout=30.0)
+    peer.sendall(sa._header(sa._VALUES, 1, 3, (4, 3)) + b"\0" * 20)
     peer.close()
     t0 = time.monotonic()
     try:
         with pytest.raises(sa.LostPeer, match=r"rank\(s\) \[1\] did not reach step 1 .*"
-                           "(connection closed|ConnectionResetError|BrokenPipeError)"):
+                           "connection closed"):
             comm.allreduce(np.zeros((4, 3)), 3)
     finally:
         comm.close()
@@ -302,24 +288,18 @@ def test_rank_zero_lost_and_a_third_rank_told_why():
             return None
         return comm.allreduce(np.ones(3), 3)
 
-    out, _ = _run_ranks(3, body0)
-    for rank in (1, 2):
-        assert isinstance(out[rank][1], sa.LostPeer)
-        assert ("rank 0 (the all-reduce), or a rank it waits on, was lost at step 1"
-                in str(out[rank][1]))
-    out, _ = _run_ranks(2, body0)  # two ranks: each waits on the other alone
+    out, _ = _run_ranks(2, body0)
     assert isinstance(out[1][1], sa.LostPeer)
-    assert "rank(s) [0] did not reach step 1" in str(out[1][1])
+    assert "rank 0 (the all-reduce), or a rank it waits on, was lost at step 1" in str(out[1][1])
 
 
-@pytest.mark.parametrize("n", [2, 3])
-def test_a_wait_ends_soon_after_the_fit_is_ended(n):
+def test_a_wait_ends_soon_after_the_fit_is_ended():
     """``ended()`` is looked at every ``poll`` s of a wait (the step timeout is long)."""
     listener, address, token = _ranks(2)
     peer = sa.connect(address, token, 1, 2, 5.0)
     conns = listener.accept(5.0)
     ended = threading.Event()
-    comm = sa.SocketComm(1, [peer], 300.0, ended=ended.is_set, poll=0.05, n_ranks=n)
+    comm = sa.SocketComm(1, [peer], 300.0, ended=ended.is_set, poll=0.05)
     threading.Timer(0.3, ended.set).start()
     t0 = time.monotonic()
     try:
@@ -333,9 +313,7 @@ def test_a_wait_ends_soon_after_the_fit_is_ended(n):
         conns[1].close()
     comm.close()  # idempotent
     with pytest.raises(RuntimeError, match="the all-reduce is closed"):
-        sa.SocketComm(1, None, 1.0, n_ranks=2).allreduce(np.zeros(1), 1)
-    with pytest.raises(ValueError, match="must be told the number of ranks"):
-        sa.SocketComm(1, [None], 1.0)
+        sa.SocketComm(1, None, 1.0).allreduce(np.zeros(1), 1)
 
 
 def test_too_many_dimensions_are_refused():
@@ -367,132 +345,3 @@ def test_a_connection_that_says_nothing_holds_no_rank_up(monkeypatch):
         good.close()
         if accepted.get("peers"):
             accepted["peers"][1].close()
-
-
-class _Recorder:
-    """A connection that takes at most ``chunk`` bytes a call and records each call's
-    buffers (the sending side of ``_send``)."""
-
-    def __init__(self, chunk):
-        self.chunk = chunk
-        self.calls = []
-        self.data = bytearray()
-
-    def settimeout(self, seconds):
-        pass
-
-    def send(self, view):
-        return self.sendmsg([view])
-
-    def sendmsg(self, views):
-        self.calls.append([bytes(v) for v in views])
-        joined = b"".join(bytes(v) for v in views)[:self.chunk]
-        self.data += joined
-        return len(joined)
-
-
-@pytest.mark.parametrize("gather", [True, False])
-@pytest.mark.parametrize("chunk", [1 << 30, 1, 7, 60, 61, 123])
-def test_a_frame_leaves_in_one_call_where_the_connection_takes_it(chunk, gather,
-                                                                 monkeypatch):
-    """``_send`` gathers a frame's header and values into one call (the naive twin:
-    the bytes of each part, one after another), and goes on from the byte the
-    connection stopped at where it takes less (empty parts skipped); without
-    ``sendmsg`` (Windows), a part a call."""
-    monkeypatch.setattr(sa, "_GATHER", gather)
-    head = sa._header(sa._VALUES, 3, 2, (2, 4))
-    values = np.arange(8, dtype=np.float64).reshape(2, 4) * 0.1
-    sock = _Recorder(chunk)
-    sa._send(sock, (head, b"", values.reshape(-1)), time.monotonic() + 5.0, None, 0.05,
-             sa.LostPeer)
-    assert bytes(sock.data) == head + values.tobytes()
-    if chunk >= len(sock.data):
-        assert [[len(v) for v in call] for call in sock.calls] == (
-            [[len(head), 64]] if gather else [[len(head)], [64]])
-    elif gather:
-        assert len(sock.calls) == -(-len(sock.data) // chunk)
-
-
-def test_a_frame_sent_in_pieces_is_read_whole():
-    """A frame whose bytes come in pieces, apart in time, is read whole (each wait
-    in the kernel takes what has come and waits on for the rest)."""
-    listener, address, token = _ranks(2)
-    peer = sa.connect(address, token, 1, 2, 5.0)
-    conns = listener.accept(5.0)
-    comm = sa.SocketComm(0, conns, 5.0, poll=0.05)
-    values = np.linspace(-1.0, 1.0, 40).reshape(4, 10)
-    frame = sa._header(sa._VALUES, 1, 10, (4, 10)) + values.tobytes()
-
-    def send_slowly():
-        for at in range(0, len(frame), 97):
-            peer.sendall(frame[at:at + 97])
-            time.sleep(0.02)
-
-    threading.Thread(target=send_slowly, daemon=True).start()
-    try:
-        got = sa._read_frame(conns[1], bytearray(sa._HEADER.size), np.empty((4, 10)), 1, 10,
-                             time.monotonic() + 5.0, None, 0.05, sa.LostPeer)
-        assert got.tobytes() == values.tobytes()
-    finally:
-        comm.close()
-        peer.close()
-
-
-@pytest.mark.parametrize("late", [None, 0, 1])
-def test_two_ranks_exchange_frames_larger_than_the_connection_holds(late):
-    """Two ranks send their values to each other at once, frames of 16 MB (more
-    than the connection's buffers take before the other reads): neither waits on
-    the other, and each gets allreduce_local's bits (rank order); with one rank
-    coming late too."""
-    rng = np.random.default_rng(3)
-    steps = [((2_000_000,), 1_999_998), ((3, 5), 3), ((700_000, 3), 3)]
-    sent = [[rng.normal(size=shape) * 10.0 ** rng.integers(-8, 8, size=shape)
-             for shape, _ in steps] for _ in range(2)]
-    expected = [allreduce_local([sent[0][i], sent[1][i]], k)
-                for i, (_, k) in enumerate(steps)]
-
-    def body(comm):
-        out = []
-        for i, (_, k) in enumerate(steps):
-            if comm.rank == late:
-                time.sleep(0.2)
-            out.append(comm.allreduce(sent[comm.rank][i], k))
-        return out
-
-    out, _ = _run_ranks(2, body, timeout=30.0)
-    for kind, got in out:
-        assert kind == "ok", got
-        assert all(a.tobytes() == b.tobytes() for a, b in zip(got, expected))
-
-
-def test_a_header_is_read_while_the_own_frame_waits_to_be_sent():
-    """Rank 0 of two sends a frame its peer does not read: it reads the peer's
-    header meanwhile and refuses a bad one at once (not at the step timeout)."""
-    comm, peer = _pair(timeout=60.0)
-    peer.sendall(sa._header(sa._PART, 1, 3, (5, 3)))
-    t0 = time.monotonic()
-    try:
-        with pytest.raises(sa.LostPeer, match=r"a frame of step 1 with n_summed 3 and "
-                           r"shape \(5, 3\) where step 1 with n_summed 3 and shape "
-                           r"\(1000000, 3\) was expected"):
-            comm.allreduce(np.zeros((1_000_000, 3)), 3)
-    finally:
-        comm.close()
-        peer.close()
-    assert time.monotonic() - t0 < 10.0
-
-
-@pytest.mark.parametrize("n", [2, 3])
-def test_ranks_that_disagree_on_their_number_are_refused(n):
-    """A rank's frame of the other protocol (told another number of ranks) is a
-    clear error naming the step, not a wrong sum."""
-    comm, peer = _pair(n=n)
-    other = sa._VALUES if n == 2 else sa._PART
-    peer.sendall(sa._header(other, 1, 3, (4, 3)) + bytes(96))
-    try:
-        with pytest.raises(sa.LostPeer, match=rf"a frame of kind {other} at step 1 where "
-                           rf"kind {_kind(n)} was expected"):
-            comm.allreduce(np.zeros((4, 3)), 3)
-    finally:
-        comm.close()
-        peer.close()

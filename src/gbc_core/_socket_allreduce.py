@@ -3,15 +3,10 @@
 A transport may use it for ``comm.allreduce`` (``_data_parallel.Transport``): at the
 start of a fit rank 0 opens a :class:`Listener` on its host (an ephemeral port), each
 other rank :func:`connect`\\ s to it once with the fit's random token, and every step
-is then one exchange on those connections, without the engine's scheduler, actors or
+is then one round trip on that connection, without the engine's scheduler, actors or
 event loop: each rank sends its array, rank 0 adds each rank's array as it arrives,
 in rank order (the bits of ``_distributed.allreduce_local``, as any other
-transport), and sends the sum back; two ranks (one connection) instead send each
-other their arrays as they come to the step, and each adds the two in rank order
-(the same bits): the rank that comes second finds the other's array there and goes
-on at once, and only the first waits, woken once, where the round trip through
-rank 0 wakes rank 0 and then the other rank. A frame leaves in one call where the
-platform gathers its header and values (``sendmsg``).
+transport), and sends the sum back.
 
 On the wire (little-endian, never pickle): a rank opens with a hello
 (``_HELLO``: magic, version, its rank, the number of ranks, the 32-byte token);
@@ -32,7 +27,6 @@ connections must be encrypted keeps its own all-reduce).
 """
 
 import hmac
-import select
 import socket
 import struct
 import time
@@ -49,13 +43,9 @@ _HELLO = struct.Struct(f"<4sIII{_TOKEN_BYTES}s")
 #: magic, kind, step, n_summed (error: the message's length), ndim, four dimensions.
 _HEADER = struct.Struct("<4sIQQI4Q")
 _MAX_DIMS = 4
-#: Frame kinds: values (a rank's to rank 0, the sum back); an error that ends the
-#: fit; a lost rank that ends it (the receiver raises LostPeer, so that the engine
-#: looks for the lost worker); a rank's own values to the other of two ranks (each
-#: adds the two itself).
-_VALUES, _ERROR, _LOST, _PART = 1, 2, 3, 4
-#: Whether a frame's parts are sent in one call (``sendmsg``; not on Windows).
-_GATHER = hasattr(socket.socket, "sendmsg")
+#: Frame kinds: values; an error that ends the fit; a lost rank that ends it (the
+#: receiver raises LostPeer, so that the engine looks for the lost worker).
+_VALUES, _ERROR, _LOST = 1, 2, 3
 #: Longest error message a frame carries (bytes).
 MAX_MESSAGE = 4096
 #: Seconds a rank tries to connect to rank 0 at most (a port a firewall drops).
@@ -111,48 +101,8 @@ def _recv(sock, view, deadline, ended, poll, lost):
     _wait_io(sock, sock.recv_into, view, deadline, ended, poll, lost)
 
 
-def _views(parts):
-    """The non-empty byte views of ``parts`` (bytes or C-contiguous arrays)."""
-    views = [memoryview(p).cast("B") for p in parts]
-    return [v for v in views if len(v)]
-
-
-def _sent(views, n):
-    """Drop the first ``n`` bytes of ``views`` (in place)."""
-    while n:
-        if n >= len(views[0]):
-            n -= len(views.pop(0))
-        else:
-            views[0], n = views[0][n:], 0
-
-
-def _send_some(sock, views):
-    """One call that sends the start of ``views`` (gathered where the platform can:
-    a frame's header and values leave together); the bytes it sent."""
-    if _GATHER:
-        return sock.sendmsg(views)
-    return sock.send(views[0])
-
-
-def _send(sock, parts, deadline, ended, poll, lost):
-    """Send the buffers ``parts`` one after another (:func:`_send_some`)."""
-    views = _views(parts)
-    while views:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise lost("no answer within the step timeout")
-        sock.settimeout(max(1e-3, min(poll, left)))
-        try:
-            n = _send_some(sock, views)
-        except socket.timeout:
-            if ended is not None and ended():
-                raise _ended_error() from None
-            continue
-        except OSError as exc:
-            raise lost(f"{type(exc).__name__}: {exc}") from None
-        if n == 0:
-            raise lost("connection closed")
-        _sent(views, n)
+def _send(sock, data, deadline, ended, poll, lost):
+    _wait_io(sock, sock.send, memoryview(data).cast("B"), deadline, ended, poll, lost)
 
 
 def _header(kind, step, n_summed, shape):
@@ -160,33 +110,21 @@ def _header(kind, step, n_summed, shape):
     return _HEADER.pack(_FRAME_MAGIC, kind, step, n_summed, len(shape), *dims)
 
 
-def _read_header(sock, raw, step, n_summed, shape, deadline, ended, poll, lost,
-                 kind=_VALUES):
+def _read_header(sock, raw, step, n_summed, shape, deadline, ended, poll, lost):
     """Read a frame's header into ``raw`` (a buffer of ``_HEADER.size`` bytes) and
-    check it (:func:`_check_header`)."""
+    check it against what is expected of ``step`` (values of ``shape``, float64);
+    a frame of kind error raises its message (at most :data:`MAX_MESSAGE` bytes
+    read)."""
     _recv(sock, memoryview(raw), deadline, ended, poll, lost)
-    _check_header(sock, raw, step, n_summed, shape, deadline, ended, poll, lost, kind)
-
-
-def _check_header(sock, raw, step, n_summed, shape, deadline, ended, poll, lost,
-                  kind=_VALUES):
-    """Check the header in ``raw`` against what is expected of ``step`` (a frame of
-    ``kind`` with values of ``shape``, float64); a frame of kind error raises its
-    message (at most :data:`MAX_MESSAGE` bytes read from ``sock``)."""
-    magic, got_kind, got_step, got_n, ndim, *dims = _HEADER.unpack(raw)
-    if magic != _FRAME_MAGIC or got_kind not in (_VALUES, _ERROR, _LOST, _PART):
-        raise lost(f"a garbled frame header at step {step} (magic {magic!r}, kind "
-                   f"{got_kind})")
-    if got_kind in (_ERROR, _LOST):
+    magic, kind, got_step, got_n, ndim, *dims = _HEADER.unpack(raw)
+    if magic != _FRAME_MAGIC or kind not in (_VALUES, _ERROR, _LOST):
+        raise lost(f"a garbled frame header at step {step} (magic {magic!r}, kind {kind})")
+    if kind != _VALUES:
         if got_n > MAX_MESSAGE:
             raise lost(f"an error message of {got_n} bytes (at most {MAX_MESSAGE})")
         text = bytearray(got_n)
         _recv(sock, memoryview(text), deadline, ended, poll, lost)
-        raise (LostPeer if got_kind == _LOST else RuntimeError)(
-            text.decode("utf-8", "replace"))
-    if got_kind != kind:
-        raise lost(f"a frame of kind {got_kind} at step {step} where kind {kind} was "
-                   "expected (the ranks disagree on their number)")
+        raise (LostPeer if kind == _LOST else RuntimeError)(text.decode("utf-8", "replace"))
     got_shape = tuple(dims[:ndim]) if ndim <= _MAX_DIMS else None
     if got_step != step or got_n != n_summed or got_shape != tuple(shape):
         raise lost(f"a frame of step {got_step} with n_summed {got_n} and shape "
@@ -195,68 +133,12 @@ def _check_header(sock, raw, step, n_summed, shape, deadline, ended, poll, lost,
                    "was expected")
 
 
-def _read_frame(sock, raw, out, step, n_summed, deadline, ended, poll, lost,
-                kind=_VALUES):
-    """The values of a frame of ``step`` (and ``kind``) read into ``out`` (float64, C
-    order, the shape expected), its header (read into ``raw``) checked before
-    them."""
-    _read_header(sock, raw, step, n_summed, out.shape, deadline, ended, poll, lost, kind)
+def _read_frame(sock, raw, out, step, n_summed, deadline, ended, poll, lost):
+    """The values of a frame of ``step`` read into ``out`` (float64, C order, the
+    shape expected), its header (read into ``raw``) checked before them."""
+    _read_header(sock, raw, step, n_summed, out.shape, deadline, ended, poll, lost)
     if out.size:
         _recv(sock, memoryview(out.reshape(-1)).cast("B"), deadline, ended, poll, lost)
-    return out
-
-
-def _exchange(sock, parts, raw, out, step, n_summed, deadline, ended, poll, lost):
-    """Send the frame ``parts`` to the other of two ranks while reading its frame of
-    ``step`` (kind ``_PART``) into ``raw`` and ``out`` (as :func:`_read_frame`: the
-    header checked before the values are read): the send never waits for the other
-    rank to read, so that two ranks exchanging frames larger than the connection
-    holds do not wait on each other; where the connection takes no more, the bytes
-    that have come are read meanwhile. Returns ``out``."""
-    views = _views(parts)
-    got = 0  # bytes of the other's frame read (the header, then the values)
-    head = memoryview(raw)
-    body = memoryview(out.reshape(-1)).cast("B")
-    while views:
-        sock.settimeout(0.0)
-        try:
-            n = _send_some(sock, views)
-        except BlockingIOError:
-            n = 0
-        except OSError as exc:
-            raise lost(f"{type(exc).__name__}: {exc}") from None
-        _sent(views, n)
-        if not views or n:
-            continue
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise lost("no answer within the step timeout")
-        reading = got < len(head) + len(body)
-        readable, writable, _ = select.select([sock] if reading else [], [sock], [],
-                                              min(poll, left))
-        if not readable:
-            if not writable and ended is not None and ended():
-                raise _ended_error()
-            continue
-        try:
-            n = sock.recv_into(head[got:] if got < len(head) else body[got - len(head):])
-        except BlockingIOError:
-            continue
-        except OSError as exc:
-            raise lost(f"{type(exc).__name__}: {exc}") from None
-        if n == 0:
-            raise lost("connection closed")
-        got += n
-        if got == len(head):
-            _check_header(sock, raw, step, n_summed, out.shape, deadline, ended, poll, lost,
-                          _PART)
-    if got < len(head):
-        _recv(sock, head[got:], deadline, ended, poll, lost)
-        _check_header(sock, raw, step, n_summed, out.shape, deadline, ended, poll, lost,
-                      _PART)
-        got = len(head)
-    if got - len(head) < len(body):
-        _recv(sock, body[got - len(head):], deadline, ended, poll, lost)
     return out
 
 
@@ -382,32 +264,17 @@ class SocketComm:
         Whether the engine has ended the fit; looked at every ``poll`` s of a wait
         and at each step.
     poll : float
-    n_ranks : int or None
-        The number of ranks: rank 0's connections tell it (None); any other rank
-        must be told. Two ranks exchange their values and each adds the two (in
-        rank order: the same sum), one wake-up a step (that of the rank that came
-        first) where the sum's round trip through rank 0 takes two; more ranks
-        send theirs to rank 0, which sends the sum back.
     """
 
-    def __init__(self, rank, sockets, timeout, ended=None, poll=0.2, n_ranks=None):
-        if n_ranks is None:
-            if rank != 0:
-                raise ValueError("a rank other than 0 must be told the number of ranks")
-            n_ranks = len(sockets or ())
-        elif rank == 0 and sockets is not None and n_ranks != len(sockets):
-            raise ValueError(f"rank 0 has the connections of {len(sockets)} ranks, not "
-                             f"{n_ranks}")
+    def __init__(self, rank, sockets, timeout, ended=None, poll=0.2):
         self.rank = rank
-        self.n_ranks = n_ranks
         self.sockets = sockets
         self.timeout = timeout
         self.ended = ended
         self.poll = poll
         self.step = 0
-        # A frame's header is read into this buffer, and rank 0 (of two ranks, each)
-        # reads the other ranks' values into ``_values`` (grown to the largest
-        # step's, per fit).
+        # A frame's header is read into this buffer, and rank 0 reads the other
+        # ranks' values into ``_values`` (grown to the largest step's, per fit).
         self._raw = bytearray(_HEADER.size)
         self._values = np.empty(0, dtype=np.float64)
         # Imported here, once per fit, not per step (and not at the module's
@@ -429,12 +296,10 @@ class SocketComm:
             raise ValueError(f"the all-reduce takes arrays of at most {_MAX_DIMS} "
                              f"dimensions, got {values.ndim}")
         n_summed = int(n_summed)
-        step = self._pair_step if self.n_ranks == 2 else (
-            self._root_step if self.rank == 0 else self._peer_step)
         if self.rank != 0:
-            return step(values, n_summed)
+            return self._peer_step(values, n_summed)
         try:
-            return step(values, n_summed)
+            return self._root_step(values, n_summed)
         except BaseException as exc:
             # Every other rank ends with rank 0's reason (a lost rank as LostPeer),
             # not with a closed connection blamed on rank 0.
@@ -464,33 +329,10 @@ class SocketComm:
                 return LostPeer(f"distributed fit: rank {rank} did not take the sum of "
                                 f"step {step}: {reason}")
 
-            _send(self.sockets[rank], (head, total.reshape(-1)), deadline + _SLACK,
-                  self.ended, self.poll, lost)
-        return total
-
-    def _pair_step(self, values, n_summed):
-        # Each of two ranks sends its values to the other as it comes to the step,
-        # then adds the two in rank order (``_distributed.add_rank``: the bits of
-        # ``allreduce_local``). The rank that comes second finds the other's
-        # values there and goes on at once; the first wakes once, to its values.
-        step, deadline = self.step, time.monotonic() + self.timeout
-        other = 1 - self.rank
-        sock = self.sockets[-1]  # (rank 0's: [None, rank 1's]; rank 1's: [rank 0's])
-
-        def lost(reason):
-            return LostPeer(f"distributed fit: rank(s) [{other}] did not reach step "
-                            f"{step} within {self.timeout:g} s (a worker lost or "
-                            f"stalled): {reason}")
-
-        if self._values.size < values.size:
-            self._values = np.empty(values.size, dtype=np.float64)
-        theirs = _exchange(sock, (_header(_PART, step, n_summed, values.shape),
-                                  values.reshape(-1)),
-                           self._raw, self._values[:values.size].reshape(values.shape),
-                           step, n_summed, deadline, self.ended, self.poll, lost)
-        first, second = (values, theirs) if self.rank == 0 else (theirs, values)
-        total = np.array(first, dtype=np.float64, copy=True)
-        self._add_rank(total, second, n_summed)
+            _send(self.sockets[rank], head, deadline + _SLACK, self.ended, self.poll, lost)
+            if total.size:
+                _send(self.sockets[rank], total.reshape(-1), deadline + _SLACK,
+                      self.ended, self.poll, lost)
         return total
 
     def _peer_step(self, values, n_summed):
@@ -502,8 +344,10 @@ class SocketComm:
                             f"waits on, was lost at step {step} (a worker lost or "
                             f"stalled): {reason}")
 
-        _send(sock, (_header(_VALUES, step, n_summed, values.shape), values.reshape(-1)),
-              deadline, self.ended, self.poll, lost)
+        _send(sock, _header(_VALUES, step, n_summed, values.shape), deadline, self.ended,
+              self.poll, lost)
+        if values.size:
+            _send(sock, values.reshape(-1), deadline, self.ended, self.poll, lost)
         return _read_frame(sock, self._raw, np.empty(values.shape, dtype=np.float64), step,
                            n_summed, deadline, self.ended, self.poll, lost)
 
@@ -516,7 +360,7 @@ class SocketComm:
                        len(data), ())
         for rank in range(1, len(self.sockets or ())):
             try:
-                _send(self.sockets[rank], (head, data), time.monotonic() + 1.0, None,
+                _send(self.sockets[rank], head + data, time.monotonic() + 1.0, None,
                       self.poll, LostPeer)
             except Exception:  # noqa: BLE001 - that rank is gone too
                 pass

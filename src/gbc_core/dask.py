@@ -707,7 +707,7 @@ class _PartActor(Part):
                     sock.close()
             raise RuntimeError(f"distributed fit: {len(sockets)} ranks connected, "
                                f"{n_ranks} expected")
-        return SocketComm(rank, sockets, timeout, self._released, _ENDED_POLL, n_ranks)
+        return SocketComm(rank, sockets, timeout, self._released, _ENDED_POLL)
 
 
 def _threads_of_worker(n_jobs, workers_per_host):
