@@ -146,3 +146,67 @@ def test_only_the_histogram_finder_runs_side_tasks():
     X = np.asfortranarray(np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32))
     assert make_split_finder(X, dict(split_method="hist", max_bins=32, n_threads=1)).side_tasks
     assert not make_split_finder(X, dict(split_method="exact", n_threads=1)).side_tasks
+
+
+@pytest.mark.parametrize("n_threads", [1, 3])
+@pytest.mark.parametrize("case, in_place, maxima", [
+    ("zero-weights", False, True), ("negative-zeros", False, True),
+    ("negative-zeros", True, False), ("negative-zeros", True, True)])
+def test_the_roots_sums_in_place_and_with_the_updates_maxima(n_threads, case, in_place,
+                                                             maxima):
+    """The other ways a tree gets every row: residuals written into the grower's
+    own buffer (``residual_buffer()``, put on the grid in place: a multiclass
+    state's) and the grid's maxima given with the update (``grid_maxima``), with
+    rows of zero weight (outside the residual range) or residuals of -0.0: the
+    trees and impurities of the masked path, bit for bit."""
+    X, rng = _X()
+    n = X.shape[0]
+    r = np.tanh(X[:, 0]) - 0.4 * X[:, 1] + rng.normal(scale=0.3, size=n)
+    w = None
+    if case == "zero-weights":
+        w = rng.uniform(0.1, 4.0, size=n)
+        w[rng.random(n) < 0.2] = 0.0
+    else:
+        r[rng.random(n) < 0.3] = -0.0
+    # (Only unit weights write their residuals in place.)
+
+    def trees(masked):
+        grower = _grower(X, n_threads, ccp_alpha=1e-6)
+        out = []
+        for t, scale in enumerate((1.0, -0.5)):
+            rt = r * scale
+            stats = None
+            if w is not None:
+                stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+                stats["wr"], stats["w"] = w * rt, w
+            res = np.ascontiguousarray(rt)
+            if in_place:
+                buf = grower.residual_buffer()
+                buf[:] = rt
+                res = buf
+            if maxima and not masked:
+                wr = rt if w is None else w * rt
+                grower.grid_maxima = (float(n), float(np.abs(wr).max()),
+                                      0.0 if w is None else float(w.max()))
+            grower.grow(stats, res, np.ones(n, dtype=np.uint8) if masked else None, t)
+            out.append((grower.nodes_array().tobytes(),
+                        np.asarray(grower.node_of_row).tobytes(),
+                        np.asarray(grower.node_impurities()).tobytes()))
+        return out
+
+    assert trees(False) == trees(True)
+
+
+def test_weights_too_large_for_a_grid_keep_the_row_order_sums():
+    """Row statistics too large for a grid (weights near the largest double, only
+    through the grower's own API: the estimator rescales weights): no unit, so
+    the root's sums are the row-order task's, not the blocks' (whose order would
+    show in the root's weight): the masked path's trees and impurities."""
+    X, rng = _X()
+    n = X.shape[0]
+    r = np.tanh(X[:, 0]) + rng.normal(scale=0.3, size=n)
+    w = 10 ** rng.uniform(-3, 305, size=n)
+
+    got = _trees(X, [r], w, 2, False, ccp_alpha=1e-30)
+    expected = _trees(X, [r], w, 2, True, ccp_alpha=1e-30)
+    assert got == expected

@@ -216,8 +216,9 @@ cdef inline void _block_sums(const row_stat_t* row_stats, const float64_t* resid
     """The sums of rows ``start .. stop - 1`` on the grid but their w * r^2 (left 0):
     w, w * r and the residual range of the rows of positive weight, as
     ``sums_add_row`` adds them (``row_stats`` NULL: unit weights, ``residual`` on the
-    grid). On the grid, w and w * r are exact in any order, and a range is the same
-    in any order, so the rows go to four accumulators in turn (four chains of
+    grid). On the grid (a unit above 0: the caller's condition), w and w * r are
+    exact in any order, and a range is the same in any order, so the rows go to
+    four accumulators in turn (four chains of
     additions side by side instead of one), added at the end."""
     cdef intp_t i = start, k
     cdef float64_t w[4]
@@ -758,6 +759,9 @@ cdef class TreeGrower:
         if sample_mask is not None and not self.has_X:
             raise ValueError("a sample mask needs X (its out-of-bag rows are routed on "
                              "their raw values)")
+        # (A tree that raised before its root's w * r^2 was settled leaves nothing
+        # pending for the next one.)
+        self.wr2_pending = False
         self.carry_sums = (self.reducer is not None
                            and getattr(self.reducer, "carry", None) is not None)
         # From here on the tree sees its rows on the grid (exact sums, exact ties).
@@ -1082,13 +1086,15 @@ cdef class TreeGrower:
         task also takes its rows' sums but w * r^2 (``_block_sums``, added in block
         order after the region: exact on the grid), and w * r^2, the one chain that
         keeps the row order, is left to ``root_wr2`` (``wr2_pending``; its task
-        set, summed by ``_settle_wr2``). With ``grid_maxima`` (taken as
+        set, summed by ``_settle_wr2``); without a grid (a unit of 0) the sums are
+        the one row-order task's after all. With ``grid_maxima`` (taken as
         the loss state updated the rows: ``_loss_state``) the blocks' maxima are
         not taken again (their row count, every process's in a data-parallel fit,
         is the grid's): the region starts at the tasks. The same numbers as
         ``_put_on_grid`` then ``RowPartition.start_tree``, on any number of threads
-        (the sums are one task's; the rest writes each row's own values). Returns
-        what ``_put_on_grid`` returns."""
+        (the sums are one task's, or the blocks' exact on the grid added in block
+        order with w * r^2 one task's; the rest writes each row's own values).
+        Returns what ``_put_on_grid`` returns."""
         cdef intp_t b, k, t, n = self.n_samples, n_blocks = (n + GRID_BLOCK - 1) // GRID_BLOCK
         cdef intp_t n_tasks, first
         cdef float64_t n_rows = <float64_t>n
@@ -1164,6 +1170,16 @@ cdef class TreeGrower:
                         _row_sums(res_out, n, sums)
             GBC_TRACE_REGION_END(GBC_TR_GRID_ROWS, n)
             grid = _grid_from_maxima(maxima, n_grid_blocks, n_rows, weighted)
+            if wr2_later and not (grid.unit_s > 0.0 and (grid.unit_w > 0.0 or not weighted)):
+                # No grid (a unit of 0: the rows' values too large for one, only
+                # through the grower's own API): the blocks' sums would depend on
+                # their order, so the sums are the one row-order task's, as without
+                # ``wr2_later``.
+                wr2_later = False
+                if in_place:
+                    _row_sums(res_out, n, sums)
+                else:
+                    _grid_sums(rs_in, res_in, grid, n, sums)
             if wr2_later:
                 sums_zero(sums)
                 for b in range(n_blocks):
