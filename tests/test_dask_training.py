@@ -629,9 +629,22 @@ def test_lost_worker_ends_the_fit_with_an_error(rank, path, monkeypatch):
         yd = da.from_array(y, chunks=750)
         victim, survivor = _workers(c) if rank == 0 else _workers(c)[::-1]
         listening = _listening(c)[survivor]
+        # The worker is killed once the ranks are in their trees, however long a
+        # loaded machine takes to start them (not after a fixed time).
+        training = threading.Event()
+        real_wait_all = gdask._wait_all
+
+        def wait_all(client, futures, ranks, what, timeout=None):
+            if what == "the fit":
+                training.set()
+            return real_wait_all(client, futures, ranks, what, timeout)
+
+        monkeypatch.setattr(gdask, "_wait_all", wait_all)
         thread, outcome = _fit_in_a_thread(lambda: DaskGradientBoostingClassifier(
             **dict(PARAMS, n_estimators=100000), client=c, step_timeout=300).fit(Xd, yd))
-        time.sleep(2.0)
+        assert training.wait(120), "the fit did not reach its trees"
+        time.sleep(1.0)
+        assert thread.is_alive(), "the fit of 100,000 trees ended before the kill"
         pid = c.run(os.getpid, workers=[victim])[victim]
         os.kill(pid, signal.SIGKILL)
         thread.join(60)
