@@ -161,9 +161,10 @@ def test_the_roots_sums_are_those_of_the_path_without_the_side_task(
     level (its w * r^2 summed by the grower), and roots refused only by their
     impurity (residuals of a range too small to matter: the build collected for
     nothing, the tree one leaf) or their range (constant residuals). The root's
-    impurity (``ccp_alpha``) and the decrease test read its w * r^2: a chain
-    summed in another order than the rows' shows in them. The exact finder runs
-    the task in its root's scan (beside the root's blocks: below)."""
+    impurity (``ccp_alpha``) is its w * r^2: a chain summed in another order than
+    the rows' shows in it (the chain reversed fails the exact cases, as the
+    hist's). The exact finder runs the task in its root's scan (beside the root's
+    blocks: below)."""
     X, rng = _X()
     n = X.shape[0]
     w = rng.uniform(0.1, 4.0, size=n) if weighted else None
