@@ -29,7 +29,7 @@ script predicts the fit's time on P threads of another machine:
   outside any region only on one thread (``LEAF_SPANS``: a region of span tasks on
   more), and the fused grid pass's untimed loops (``GRID_ROOT_SUMS``: its rows
   divisible, the root's sums one task; or, the root's w r^2 a task of the first
-  histogram build, ``ROOT_WR2``, its rows alone);
+  histogram build or of the exact root's scan, ``ROOT_WR2``, its rows alone);
 * every region and phase of the trace known to the model (``REGIONS``,
   ``PHASES``): a trace holding another is refused (``check_known``);
 * several classes, as the measured code grew them: ``"share"`` (today's hist and
@@ -114,14 +114,16 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
           29: "dynamic", 30: "static", 31: "dynamic", 32: "dynamic", 40: "static",
           41: "dynamic", 42: "static", 43: "dynamic"}
-PART_CHILD, HIST_BUILD, HIST_BLOCK, ROOT_WR2 = 19, 5, 29, 32
+PART_CHILD, HIST_BUILD, HIST_BLOCK, ROOT_WR2, EXACT_SCAN = 19, 5, 29, 32, 8
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
 # of P threads; phase 19's (a level's splits, each placing and summing its two
 # children's rows) are taken as divisible on a narrow level (at most 4 splits). A
 # task of another shape (row blocks, (feature, block)) needs a phase of its own here
 # (and in _trace.h), scheduled as recorded; a new region, its MEMORY row. Phase 32
-# (the root's w r^2 in row order, one task) is task 0 of the root's build loop
-# (phase 5 or 29): scheduled with that loop's tasks, first, not as a loop of its own.
+# (the root's w r^2 in row order, one task) is a task of the root's first loop of
+# statistics, not a loop of its own: of the histogram build's (phase 5 or 29),
+# scheduled first; of the exact root's scan (phase 8), after its whole features'
+# tasks and before its blocks (``_exact_splitter``'s ``collect``).
 # Below these items a region runs on one thread (the code's thresholds).
 PARALLEL_FROM = {2: 200_000, 3: 200_000, 4: 200_000, 5: 1_000_000, 6: 1_000_000,
                  7: 1_000_000, 8: 100_000, 9: 200_000, 10: 200_000, 11: 200_000,
@@ -149,6 +151,7 @@ MEMORY = {
     6: (0, 1, 0, False),      # histogram scans: the histograms (no per-row traffic)
     7: (0, 1, 0, False),      # weight scan, subtraction: not estimated (small)
     8: (12, 6, 8, True),      # exact scan: sorted index (stream) + w r gathered by row
+                              # (+ the root's w r^2 task, as the histogram build's)
     9: (40, 1, 40, False),    # exact finder's per-row buffers
     10: (16, 2, 24, False),   # partition: row index, the split feature's column
     11: (40, 1, 40, False),   # leaves: F, p, r, the leaf of each row
@@ -184,10 +187,11 @@ LEAF_SPANS = (0.507, 0.283, 0.133, 0.076)
 # thread whatever P: with the residuals not in place (a binary fit: the state's own
 # residual array) task 0 of the blocks' loop, beside them; in place (a multiclass
 # fit writes its residuals into the grower's buffer) a loop of its own after them.
-# Where the hist finder runs the grower's side task (a trace holding phase 32,
-# ``ROOT_WR2``), the blocks also take their rows' w, w r and range, and the root's
-# w r^2 is that task in the root's build loop: the region's rest is then the rows'
-# pass alone, divisible (``region_compute``'s ``wr2_later``).
+# Where the finder runs the grower's side task (a trace holding phase 32,
+# ``ROOT_WR2``: the hist finder, and the exact finder since its side tasks), the
+# blocks also take their rows' w, w r and range, and the root's w r^2 is that task
+# in the root's build loop or scan loop: the region's rest is then the rows' pass
+# alone, divisible (``region_compute``'s ``wr2_later``).
 # GRID_ROOT_SUMS is the sums' share of the region's time outside its tasks on one
 # thread: 0.42, estimated from the loops alone (a C copy of the loops at 500k rows,
 # this machine: the sums 0.88 ms, 1.77 ns per row, three dependent chains of
@@ -651,8 +655,9 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     features the finder cuts into the root's blocks on p threads
     (``child_block_tasks``; the counts a loop before the scan; at most one thread
     per feature, as the segments' splits). ``wr2_later``: the fused grid pass
-    left the root's w r^2 to the build's side task (phase 32, ``ROOT_WR2``): its
-    rest all divisible."""
+    left the root's w r^2 to the finder's side task (phase 32, ``ROOT_WR2``): its
+    rest all divisible. A region holding that task (the root's histogram build or
+    exact scan) schedules it with its loop's tasks, where the code hands it out."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if r.rid == 14:
@@ -667,10 +672,11 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     else:
         rest = max(0.0, r.cpu - r.task_s) * scale  # untraced, in region
         n_loops = len(r.phases)
-        # The root's w r^2: task 0 of the build loop that follows it (its phase),
-        # not a loop of its own.
+        # The root's w r^2: a task of the build or scan loop beside it (its
+        # phase), not a loop of its own.
         side = r.phases.get(ROOT_WR2)
-        merged = side is not None and (HIST_BUILD in r.phases or HIST_BLOCK in r.phases)
+        merged = side is not None and any(
+            q in r.phases for q in (HIST_BUILD, HIST_BLOCK, EXACT_SCAN))
         if merged:
             side = np.array([(e["c1"] - e["c0"]) / 1e9 * scale for e in side])
             n_loops -= 1
@@ -699,6 +705,9 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
             dur = np.array([(e["c1"] - e["c0"]) / 1e9 * scale for e in evs])
             kind = PHASES[phase]
             n_tasks = len(dur)
+            # (The exact scan's whole features' tasks: every task but the root's
+            # blocks; the root's w r^2 after them.)
+            n_whole = n_tasks
             if phase == HIST_BUILD and p > 1:
                 # Re-cut each node's groups into the groups of p threads.
                 per_node = {}
@@ -716,13 +725,14 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                         compute += schedule(merge, p, "static")
                         n_loops += 1
                 n_tasks = len(dur)
-            elif root_blocks and phase == 8 and p > 1:
+            elif root_blocks and phase == EXACT_SCAN and p > 1:
+                n_whole = n_tasks - _root_blocked(r, p, n_samples)
                 dur, passes = root_block_tasks(dur, p, n_samples)
                 if len(passes):
                     compute += schedule(passes, p, "dynamic")
                     n_loops += 1
                 n_tasks = len(dur)
-            elif child_blocks and phase == 8 and p > 1:
+            elif child_blocks and phase == EXACT_SCAN and p > 1:
                 dur, passes = child_block_tasks(dur, p, n_samples)
                 if len(passes):
                     # One thread per feature at most (the splits' scratch).
@@ -743,6 +753,11 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
             if side is not None and phase in (HIST_BUILD, HIST_BLOCK):
                 # The root's w r^2, handed out first.
                 dur = np.concatenate([side, dur])
+                n_tasks = len(dur)
+                side = None
+            elif side is not None and phase == EXACT_SCAN:
+                # The root's w r^2, after the whole features' tasks.
+                dur = np.concatenate([dur[:n_whole], side, dur[n_whole:]])
                 n_tasks = len(dur)
                 side = None
             most = max(most, min(p, n_tasks))

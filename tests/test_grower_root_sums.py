@@ -1,12 +1,14 @@
 """The root's sums of a tree given every row (``TreeGrower._grid_and_root``): w,
 w * r and the residual range block by block as the rows go onto the grid, and
 w * r^2, the one sum that keeps the row order, as a side task of the root's first
-histogram build (``level_t.side_task``), the root's may-split test taken after it.
-The models are those of the build before the change, bit for bit, on every number
-of threads: hashes of the trees, ``train_score_`` and the probabilities, recorded
-with that build; and, in this build, the same trees as the grower's path without
-the side task (every row in a mask: ``_put_on_grid`` then the partition's
+collect (``level_t.side_task``: a task of the histogram build, or of the exact
+finder's root scan), the root's may-split test taken after it. The models are
+those of the build before the change, bit for bit, on every number of threads:
+hashes of the trees, ``train_score_`` and the probabilities, recorded with that
+build; and, in this build, the same trees as the grower's path without the side
+task (every row in a mask: ``_put_on_grid`` then the partition's
 ``start_tree``)."""
+import functools
 import hashlib
 
 import numpy as np
@@ -37,8 +39,30 @@ BEFORE = {
     "3-1-0.7-": "574bc370547857af",
     "3-1-1.0-": "004dd53605d295ec"
 }
+# The same of exact fits (``prune``: a ccp_alpha that prunes nodes), recorded with
+# the build before the exact finder ran the side task (the same on 1, 2, 3, 4 and
+# 8 threads there; the unweighted roots of every row scanned in blocks on 4).
+EXACT_BEFORE = {
+    "2-0-0.7-": "7fcffb9f3a9665c2",
+    "2-0-1.0-": "f578218bf5c21b91",
+    "2-0-1.0-decrease": "4b760ebb54a9cf6f",
+    "2-0-1.0-no_split": "aea420557dd51650",
+    "2-0-1.0-prune": "22ac077549ab7d79",
+    "2-1-0.7-": "2dd564447838c576",
+    "2-1-1.0-": "6fb4593c0df0b7ac",
+    "2-1-1.0-decrease": "0ad11d94c4e6b411",
+    "2-1-1.0-no_split": "2eaee0252314b704",
+    "2-1-1.0-prune": "59dd58be2e410c7e",
+    "3-0-0.7-": "3b6022e9ba625671",
+    "3-0-1.0-": "fdf08fdfcc5e8313",
+    "3-0-1.0-prune": "fbcb38393709f4e9",
+    "3-1-0.7-": "ff40470be7fda6df",
+    "3-1-1.0-": "62778e05fc3bcdd7",
+    "3-1-1.0-decrease": "c63cfc5cab7b82c0"
+}
 
 
+@functools.lru_cache(maxsize=2)
 def _data(classes, n=210_000, d=6):
     """210,000 rows (above the grid pass's parallel threshold, 200,000)."""
     rng = np.random.default_rng(33)
@@ -50,15 +74,17 @@ def _data(classes, n=210_000, d=6):
     return X, y, w
 
 
-def _fit(case, n_jobs):
+def _fit(case, n_jobs, method="hist"):
     classes, weighted, subsample, option = case.split("-")
     X, y, w = _data(int(classes))
-    kw = dict(split_method="hist", n_estimators=3, max_depth=3,
+    kw = dict(split_method=method, n_estimators=2 if method == "exact" else 3, max_depth=3,
               subsample=float(subsample), random_state=0, n_jobs=n_jobs)
     if option == "no_split":
         kw["min_samples_split"] = len(y) + 1   # a root that cannot split
     elif option == "ccp":
         kw["ccp_alpha"] = 1e-4                 # the root's impurity recorded
+    elif option == "prune":
+        kw["ccp_alpha"] = 3e-3                 # and nodes pruned (exact)
     elif option == "decrease":
         kw["min_impurity_decrease"] = 1e-3     # the root's w * r^2 read again
     est = GradientBoostingClassifier(**kw)
@@ -76,26 +102,32 @@ def test_models_are_the_builds_before_on_every_thread_count(case, n_jobs):
     assert _fit(case, n_jobs) == BEFORE[case]
 
 
-def _grower(X, n_threads, **options):
-    finder = _FINDERS.get(n_threads)
+@pytest.mark.parametrize("n_jobs", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("case", sorted(EXACT_BEFORE))
+def test_exact_models_are_the_builds_before_on_every_thread_count(case, n_jobs):
+    assert _fit(case, n_jobs, "exact") == EXACT_BEFORE[case]
+
+
+def _grower(X, n_threads, method="hist", **options):
+    finder = _FINDERS.get((method, n_threads))
     if finder is None:
-        finder = _FINDERS[n_threads] = make_split_finder(
-            X, dict(split_method="hist", max_bins=64, n_threads=n_threads))
+        finder = _FINDERS[method, n_threads] = make_split_finder(
+            X, dict(split_method=method, max_bins=64, n_threads=n_threads))
     assert finder.side_tasks
     return TreeGrower(X, finder, options.pop("max_depth", 3),
                       options.pop("min_samples_split", 2), 1, 0.0, X.shape[1],
                       n_threads, **options)
 
 
-_FINDERS = {}   # one per thread count, on _ROWS's X (each tree starts afresh)
+_FINDERS = {}   # one per method and thread count, on _X's X (each tree starts afresh)
 
 
-def _trees(X, residuals, w, n_threads, masked, **options):
+def _trees(X, residuals, w, n_threads, masked, method="hist", **options):
     """Each residual's tree (nodes, leaf of every row, impurities where
     ``ccp_alpha``): every row in the root (``masked``: through a mask of ones, the
     path without the side task)."""
     n = X.shape[0]
-    grower = _grower(X, n_threads, **options)
+    grower = _grower(X, n_threads, method, **options)
     mask = np.ones(n, dtype=np.uint8) if masked else None
     out = []
     for t, r in enumerate(residuals):
@@ -115,26 +147,31 @@ def _X():
     return np.asfortranarray(rng.normal(size=(210_000, 4)).astype(np.float32)), rng
 
 
+@pytest.mark.parametrize("method", ["hist", "exact"])
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 4])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("options", [
     dict(), dict(ccp_alpha=1e-3), dict(min_impurity_decrease=1e-4),
     dict(min_samples_split=10**7), dict(max_depth=0), dict(max_depth=1)])
 def test_the_roots_sums_are_those_of_the_path_without_the_side_task(
-        n_threads, weighted, options):
+        method, n_threads, weighted, options):
     """The grower's trees with the root's w * r^2 summed beside its build are the
     trees of the same rows through a mask of ones (every sum of ``start_tree``),
     bit for bit: splittable roots, a root refused by its row count or with no
     level (its w * r^2 summed by the grower), and roots refused only by their
     impurity (residuals of a range too small to matter: the build collected for
-    nothing, the tree one leaf) or their range (constant residuals)."""
+    nothing, the tree one leaf) or their range (constant residuals). The root's
+    impurity (``ccp_alpha``) is its w * r^2: a chain summed in another order than
+    the rows' shows in it (the chain reversed fails the exact cases, as the
+    hist's). The exact finder runs the task in its root's scan (beside the root's
+    blocks: below)."""
     X, rng = _X()
     n = X.shape[0]
     w = rng.uniform(0.1, 4.0, size=n) if weighted else None
     r = np.tanh(X[:, 0]) - 0.4 * X[:, 1] + rng.normal(scale=0.3, size=n)
     residuals = [r, 1e-160 * r, np.full(n, 0.25), -r[::-1].copy()]
-    got = _trees(X, residuals, w, n_threads, False, **options)
-    expected = _trees(X, residuals, w, n_threads, True, **options)
+    got = _trees(X, residuals, w, n_threads, False, method, **options)
+    expected = _trees(X, residuals, w, n_threads, True, method, **options)
     assert got == expected
     split = [np.frombuffer(t[0], dtype=np.uint8).size for t in got]
     if options.get("max_depth", 3) > 0 and "min_samples_split" not in options:
@@ -142,18 +179,37 @@ def test_the_roots_sums_are_those_of_the_path_without_the_side_task(
         assert split[1] == split[2] < split[0]
 
 
-def test_only_the_histogram_finder_runs_side_tasks():
+@pytest.mark.parametrize("options", [dict(ccp_alpha=1e-3), dict(min_impurity_decrease=1e-4)])
+def test_the_exact_roots_side_task_beside_its_blocks(options):
+    """The exact finder's root scanned in blocks (8 threads, 4 features, unit
+    weights: ``root_block_plan``) with the root's w * r^2 a task of that scan,
+    after the whole features' tasks and before the blocks: the masked path's trees
+    and impurities, bit for bit."""
+    X, rng = _X()
+    n = X.shape[0]
+    r = np.tanh(X[:, 0]) - 0.4 * X[:, 1] + rng.normal(scale=0.3, size=n)
+    residuals = [r, -r[::-1].copy()]
+    expected = _trees(X, residuals, None, 8, True, "exact", **options)
+    finder = _FINDERS["exact", 8]
+    blocked = finder.blocked_levels
+    assert _trees(X, residuals, None, 8, False, "exact", **options) == expected
+    assert finder.blocked_levels == blocked + 2
+
+
+def test_both_finders_and_their_copies_run_side_tasks():
     X = np.asfortranarray(np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32))
-    assert make_split_finder(X, dict(split_method="hist", max_bins=32, n_threads=1)).side_tasks
-    assert not make_split_finder(X, dict(split_method="exact", n_threads=1)).side_tasks
+    for options in (dict(split_method="hist", max_bins=32), dict(split_method="exact")):
+        finder = make_split_finder(X, dict(options, n_threads=2))
+        assert finder.side_tasks and finder.with_threads(1).side_tasks
 
 
+@pytest.mark.parametrize("method", ["hist", "exact"])
 @pytest.mark.parametrize("n_threads", [1, 3])
 @pytest.mark.parametrize("case, in_place, maxima", [
     ("zero-weights", False, True), ("negative-zeros", False, True),
     ("negative-zeros", True, False), ("negative-zeros", True, True)])
-def test_the_roots_sums_in_place_and_with_the_updates_maxima(n_threads, case, in_place,
-                                                             maxima):
+def test_the_roots_sums_in_place_and_with_the_updates_maxima(method, n_threads, case,
+                                                             in_place, maxima):
     """The other ways a tree gets every row: residuals written into the grower's
     own buffer (``residual_buffer()``, put on the grid in place: a multiclass
     state's) and the grid's maxima given with the update (``grid_maxima``), with
@@ -171,7 +227,7 @@ def test_the_roots_sums_in_place_and_with_the_updates_maxima(n_threads, case, in
     # (Only unit weights write their residuals in place.)
 
     def trees(masked):
-        grower = _grower(X, n_threads, ccp_alpha=1e-6)
+        grower = _grower(X, n_threads, method, ccp_alpha=1e-6)
         out = []
         for t, scale in enumerate((1.0, -0.5)):
             rt = r * scale
@@ -197,7 +253,8 @@ def test_the_roots_sums_in_place_and_with_the_updates_maxima(n_threads, case, in
     assert trees(False) == trees(True)
 
 
-def test_weights_too_large_for_a_grid_keep_the_row_order_sums():
+@pytest.mark.parametrize("method", ["hist", "exact"])
+def test_weights_too_large_for_a_grid_keep_the_row_order_sums(method):
     """Row statistics too large for a grid (weights near the largest double, only
     through the grower's own API: the estimator rescales weights): no unit, so
     the root's sums are the row-order task's, not the blocks' (whose order would
@@ -207,6 +264,6 @@ def test_weights_too_large_for_a_grid_keep_the_row_order_sums():
     r = np.tanh(X[:, 0]) + rng.normal(scale=0.3, size=n)
     w = 10 ** rng.uniform(-3, 305, size=n)
 
-    got = _trees(X, [r], w, 2, False, ccp_alpha=1e-30)
-    expected = _trees(X, [r], w, 2, True, ccp_alpha=1e-30)
+    got = _trees(X, [r], w, 2, False, method, ccp_alpha=1e-30)
+    expected = _trees(X, [r], w, 2, True, method, ccp_alpha=1e-30)
     assert got == expected

@@ -434,6 +434,69 @@ def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
         + 2 * machine.sync(16))
 
 
+def test_the_roots_wr2_is_a_task_of_the_exact_roots_scan_after_its_whole_features():
+    """An exact trace whose root scan holds the root's w r^2 (phase 32, the exact
+    finder's side task): that task is scheduled in the scan's loop after the whole
+    features' tasks and before the root's blocks (``_exact_splitter``'s
+    ``collect``), not as a loop of its own, and the fused grid region's rest is its
+    rows' pass alone, divisible."""
+    from gbc_core._exact_splitter import root_block_plan
+
+    ns = 10**9
+    rows, d = 1_000_000, 27
+    grid_tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
+                   i, 0, 2, 0, 1) for i in range(8)]  # 8 tasks of 0.01 s
+    grid = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 0.08 s tasks, 1.92 s rest
+    t0 = 2 * ns
+    feature = ns // 10  # each feature's scan 0.1 s
+    scan = [(t0 + i * feature, t0 + (i + 1) * feature, t0 + i * feature,
+             t0 + (i + 1) * feature, i, 0, 8, 0, 1) for i in range(d)]
+    t1 = t0 + d * feature
+    side = (t1, t1 + ns // 20, t1, t1 + ns // 20, d, 0, 32, 0, 1)  # 0.05 s
+    root = (t0, t1 + ns // 10, t0, t1 + ns // 10, rows * d, 1, 8, 0, 1)  # 0.05 s rest
+    tree = (0, 6 * ns, 0, 6 * ns, rows, 1, 1, 0, 1)
+    events = np.array(sorted([grid, tree, root, side] + grid_tasks + scan),
+                      dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "exact", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": 7 * ns}
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    g, h = sm.regions_of(events)[0]
+    assert (g.rid, h.rid) == (3, 8) and set(h.phases) == {8, 32}
+    whole = np.full(d, 0.1)
+    for p in (2, 3, 4, 16):
+        k = root_block_plan(rows, d, p)[0]
+        tasks, passes = sm.root_block_tasks(whole, p, rows)
+        expected = sm.schedule(np.concatenate([tasks[:d - k], [0.05], tasks[d - k:]]),
+                               p, "dynamic")
+        if len(passes):
+            expected += sm.schedule(passes, p, "dynamic") + machine.sync(p)
+        comp, _ = sm.region_compute(h, p, machine, n_features=d, n_samples=rows,
+                                    root_blocks=True)
+        assert comp == pytest.approx(0.05 + expected + machine.sync(p))
+        comp, _ = sm.region_compute(g, p, machine, wr2_later=True)
+        assert comp == pytest.approx(sm.schedule(np.full(8, 0.01), p, "dynamic")
+                                     + 1.92 / p + 2 * machine.sync(p))
+    # Two threads, no blocks: 27 features end at 1.4 and 1.3 s; the w r^2 fills
+    # the second thread's end, not a loop after the scan.
+    comp, _ = sm.region_compute(h, 2, machine, n_features=d, n_samples=rows,
+                                root_blocks=True)
+    assert comp == pytest.approx(0.05 + 1.4 + machine.sync(2))
+    assert sm.region_compute(h, 1, machine, root_blocks=True,
+                             n_samples=rows)[0] == pytest.approx(2.8)
+    # The plan: the root's scan is the tree's first, and the grid region divisible.
+    pl = sm.plan(events, meta, 16, machine, root_blocks=True)
+    parts = pl.parts(machine)
+    assert parts["grid_rows"][0] == pytest.approx(
+        sm.schedule(np.full(8, 0.01), 16, "dynamic") + 1.92 / 16 + 2 * machine.sync(16))
+    k = root_block_plan(rows, d, 16)[0]
+    assert k > 0
+    tasks, passes = sm.root_block_tasks(whole, 16, rows)
+    assert parts["exact_scan"][0] == pytest.approx(
+        0.05 + sm.schedule(np.concatenate([tasks[:d - k], [0.05], tasks[d - k:]]), 16,
+                           "dynamic") + sm.schedule(passes, 16, "dynamic")
+        + 2 * machine.sync(16))
+
+
 def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
     machine = sm.Machine(sync2=1e-3, memory=False)

@@ -50,6 +50,37 @@ def test_a_traced_build_records_every_tree_its_regions_and_tasks(split_method):
     assert len(events) == 0 and dropped == 0
 
 
+@pytest.mark.parametrize("split_method, collect", [("exact", 8), ("hist", 5)])
+def test_the_roots_wr2_is_a_task_of_each_trees_first_collect(split_method, collect):
+    """The root's w * r^2 of a one-process level-wise tree given every row (phase
+    32): one task per tree, inside the tree's first region of the finder's collect
+    (the exact root's scan, the root's histogram build); none with a subsample or
+    best first (the grower sums it)."""
+    if not _openmp.trace_compiled():
+        pytest.skip("a normal build (no GBC_CORE_TRACE)")
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    for options, per_tree in [(dict(), 1), (dict(subsample=0.7), 0),
+                              (dict(max_leaf_nodes=4), 0)]:
+        model = GradientBoostingClassifier(n_estimators=3, max_depth=2, n_jobs=2,
+                                           split_method=split_method, **options)
+        _openmp.trace_start(capacity=100_000)
+        model.fit(X, y)
+        events, dropped = _openmp.trace_stop()
+        assert dropped == 0
+        regions = events[events["kind"] == 1]
+        side = events[(events["kind"] == 0) & (events["id"] == 32)]
+        assert len(side) == 3 * per_tree
+        for tree in regions[regions["id"] == 1]:
+            inside = regions[(regions["t0"] >= tree["t0"]) & (regions["t1"] <= tree["t1"])
+                             & (regions["id"] == collect)]
+            first = inside[np.argmin(inside["t0"])]
+            mine = side[(side["t0"] >= tree["t0"]) & (side["t1"] <= tree["t1"])]
+            assert len(mine) == per_tree
+            assert np.all((first["t0"] <= mine["t0"]) & (mine["t1"] <= first["t1"]))
+
+
 def test_a_traced_build_records_the_binning_sample_and_the_validation_scores():
     if not _openmp.trace_compiled():
         pytest.skip("a normal build (no GBC_CORE_TRACE)")

@@ -63,7 +63,8 @@
 #define GBC_TR_EXACT_CHILD_COUNTS 31 /* exact finder: the root's children's rows and
                                         sums per block of a blocked feature */
 #define GBC_TR_ROOT_WR2 32        /* grower: the root's sum of w r^2 in row order, one
-                                     task in the first histogram build's loop */
+                                     task in the first histogram build's loop or in
+                                     the exact root's scan loop */
 /* Outside the trees' growth (numbers apart from the growth's). */
 #define GBC_TR_PREDICT 40         /* rows scored through trees (a fit's validation rows) */
 #define GBC_TR_BIN_SAMPLE 41      /* binning: one feature's sorted sample */
