@@ -699,6 +699,7 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
         else:
             compute = rest  # serial
         most = 1
+        blocked_root = False
         for phase, evs in r.phases.items():
             if phase == ROOT_WR2 and merged:
                 continue  # (with its build loop, below)
@@ -727,6 +728,7 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                 n_tasks = len(dur)
             elif root_blocks and phase == EXACT_SCAN and p > 1:
                 n_whole = n_tasks - _root_blocked(r, p, n_samples)
+                blocked_root = n_whole < n_tasks
                 dur, passes = root_block_tasks(dur, p, n_samples)
                 if len(passes):
                     compute += schedule(passes, p, "dynamic")
@@ -760,8 +762,12 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                 dur = np.concatenate([dur[:n_whole], side, dur[n_whole:]])
                 n_tasks = len(dur)
                 side = None
-            most = max(most, min(p, n_tasks))
-            compute += schedule(dur, p, kind)
+            # The exact scan runs on one thread per feature at most (its scratch),
+            # but for a blocked root's: the root's w r^2 and a level's pair tasks
+            # share those threads.
+            q = min(p, n_features) if phase == EXACT_SCAN and not blocked_root else p
+            most = max(most, min(q, n_tasks))
+            compute += schedule(dur, q, kind)
         busy = most
     if p > 1:
         compute += n_loops * machine.sync(p)
@@ -827,6 +833,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
 
     # The grid pass left the root's w r^2 to the hist build (today's code).
     wr2_later = any(ROOT_WR2 in r.phases for r in regions)
+    # The fit's features: a root scan's tasks (one per feature on one thread).
+    n_features = max((len(r.phases.get(EXACT_SCAN, ())) for r in regions
+                      if id(r) in roots), default=28)
 
     def add(r, threads, share=1, group=-1):
         s = scale_of.get(r.rid, 1.0)
@@ -837,7 +846,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     root_blocks=is_root,
                                     grid_in_place=meta["classes"] > 2,
                                     wr2_later=wr2_later,
-                                    child_blocks=is_child)
+                                    child_blocks=is_child, n_features=n_features)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         # The traffic of the passes before a blocked scan, per blocked feature
@@ -883,7 +892,6 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     if roots and p > 1 and any(_root_blocked(r, p, rows) for r in regions
                                if id(r) in roots):
         sort_s = sum(r.cpu * scale_of.get(14, 1.0) for r in regions if r.rid == 14)
-        n_features = max(len(r.phases.get(8, ())) for r in regions if id(r) in roots)
         out.add(EXACT_BYTE_FILL * sort_s / min(p, n_features), p=min(p, n_features),
                 tag="exact_block_bytes")
     for r in regions:

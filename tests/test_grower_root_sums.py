@@ -196,6 +196,30 @@ def test_the_exact_roots_side_task_beside_its_blocks(options):
     assert finder.blocked_levels == blocked + 2
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 4, 8])
+def test_the_exact_roots_first_and_last_tasks_still_run_beside_the_side_task(n_threads):
+    """With the side task in the exact root's loop, every one of the loop's own
+    tasks still runs once: residuals that only the last feature explains, with
+    their step in its last block of sorted positions (on 8 threads that feature is
+    blocked: ``root_block_plan``), and only the first feature, with its step in its
+    first block, split the root on that feature at that step, as the masked path
+    does. (A loop one task short loses the last block on 8 threads, and this test
+    fails there; where no feature is blocked it loses the side task alone, which
+    the grower then runs: the traced build's test sees that.)"""
+    from gbc_core._grower import NODE_DTYPE
+
+    X, _ = _X()
+    last, first = X[:, 3], X[:, 0]
+    hi, lo = np.quantile(last, 0.97), np.quantile(first, 0.03)
+    residuals = [np.where(last > hi, 1.0, -0.03), np.where(first <= lo, -1.0, 0.03)]
+    got = _trees(X, residuals, None, n_threads, False, "exact", max_depth=1)
+    assert got == _trees(X, residuals, None, n_threads, True, "exact", max_depth=1)
+    for (nodes, _, _), feature, step in zip(got, (3, 0), (hi, lo)):
+        root = np.frombuffer(nodes, dtype=NODE_DTYPE)[0]
+        assert root["feature"] == feature
+        assert abs(root["threshold"] - step) < 1e-3
+
+
 def test_both_finders_and_their_copies_run_side_tasks():
     X = np.asfortranarray(np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32))
     for options in (dict(split_method="hist", max_bins=32), dict(split_method="exact")):

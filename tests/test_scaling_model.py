@@ -497,6 +497,43 @@ def test_the_roots_wr2_is_a_task_of_the_exact_roots_scan_after_its_whole_feature
         + 2 * machine.sync(16))
 
 
+def test_the_exact_scan_has_one_thread_per_feature_at_most_but_a_blocked_roots():
+    """The exact scan's loop runs on min(threads, features) threads
+    (``_exact_splitter``'s ``collect``: a scratch buffer per thread), but for a
+    blocked root's: the root's w r^2 beside 12 whole features on 16 threads waits
+    for a thread that has scanned a feature (where the root is not blocked:
+    ``root_block_plan(50_000, 12, 16)`` blocks none), and a level's pair tasks
+    (two per feature) share the features' threads."""
+    from gbc_core._exact_splitter import root_block_plan
+
+    ns = 10**9
+    rows, d = 50_000, 12
+    assert root_block_plan(rows, d, 16)[0] == 0
+    t0 = ns
+    feature = ns // 10  # each feature's scan 0.1 s
+    scan = [(t0 + i * feature, t0 + (i + 1) * feature, t0 + i * feature,
+             t0 + (i + 1) * feature, i, 0, 8, 0, 1) for i in range(d)]
+    t1 = t0 + d * feature
+    side = (t1, t1 + ns // 20, t1, t1 + ns // 20, d, 0, 32, 0, 1)  # 0.05 s
+    root = (t0, t1 + ns // 20, t0, t1 + ns // 20, rows * d, 1, 8, 0, 1)
+    events = np.array(sorted([root, side] + scan), dtype=_openmp.TRACE_DTYPE)
+    machine = sm.Machine(sync2=1e-3, memory=False)
+    (h,) = sm.regions_of(events)[0]
+    comp, busy = sm.region_compute(h, 16, machine, n_features=d, n_samples=rows,
+                                   root_blocks=True)
+    assert comp == pytest.approx(0.15 + machine.sync(16))
+    assert busy == d
+    # A level of two pairs: 2 d tasks of 0.05 s on d threads, two waves.
+    pairs = [(t0 + i * feature // 2, t0 + (i + 1) * feature // 2, t0 + i * feature // 2,
+              t0 + (i + 1) * feature // 2, i, 0, 8, 0, 1) for i in range(2 * d)]
+    level = (t0, t0 + d * feature, t0, t0 + d * feature, rows * d, 1, 8, 0, 1)
+    (h,) = sm.regions_of(np.array(sorted([level] + pairs),
+                                  dtype=_openmp.TRACE_DTYPE))[0]
+    comp, busy = sm.region_compute(h, 32, machine, n_features=d, n_samples=rows)
+    assert comp == pytest.approx(0.1 + machine.sync(32))
+    assert busy == d
+
+
 def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
     machine = sm.Machine(sync2=1e-3, memory=False)

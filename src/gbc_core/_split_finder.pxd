@@ -16,8 +16,10 @@
 #   collect (nogil)    statistics of the nodes marked STATS_COLLECT, from their rows;
 #                      a finder with ``side_tasks`` also runs the grower's task
 #                      ``level.side_task`` (where not NULL) once, on one of its
-#                      threads, as the first task of the loop of its largest work
-#                      (the grower's one-thread sums beside the level's build);
+#                      threads, as a task of its loop over the level's statistics,
+#                      where a longest-first order puts it (the hist finder's
+#                      first, the exact finder's after its whole features' tasks):
+#                      the grower's one-thread sums beside the level's work;
 #   reduce (GIL)       the hook where the collected statistics of the same nodes,
 #                      held by several processes, are summed in a fixed order (in
 #                      one process: nothing to do);
