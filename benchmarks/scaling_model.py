@@ -294,6 +294,8 @@ TARGET = {
     "bw_l3_core_gbs": 640.0,
     "bw_dram_core_gbs": 128.0,
     "bw_dram_gbs": 256.0,
+    "cores": 16,
+    "clock": 0.0,
 }
 # The grid the bandwidths are fitted over (GB/s).
 BW_GRID = {
@@ -301,6 +303,19 @@ BW_GRID = {
     "bw_dram_core_gbs": np.geomspace(1, 128, 15),
     "bw_dram_gbs": np.geomspace(8, 512, 13),
 }
+# The all-core clock (``Machine.slowdown``): a Xeon runs one busy core at a higher
+# turbo clock than all of its cores busy (its turbo ratio limits fall in steps as
+# cores wake; the all-core turbo is typically 15-30% below the one-core turbo),
+# which a one-thread trace and the one-thread figures cannot show. A fit on P
+# threads keeps P cores busy for its whole time (OpenMP's idle threads spin
+# between the regions), so every compute second of a P-thread prediction, serial
+# stretches and synchronisation included, is a one-busy-core second x (1 + clock x
+# min(P - 1, cores - 1) / (cores - 1)): one parameter, 0 on one thread, ``clock``
+# with every core busy, linear between (the turbo bins as steps of equal size; a
+# 32-thread prediction keeps the 16-core value). Memory seconds are not scaled
+# (DRAM does not run at the core's clock). ``calibrate`` fits it on this grid
+# together with the bandwidths (``--no-clock``: held at 0, the model before it).
+CLOCK_GRID = np.round(np.arange(0.0, 0.601, 0.05), 2)
 
 # How the measured code grew the K trees of an iteration (hist; exact: "serial" at
 # every measured commit, "share" from issue 33's side-by-side exact growers on).
@@ -514,26 +529,39 @@ class Machine:
     def __init__(self, sync2, l2=TARGET["l2_mib"] * MIB, l3=TARGET["l3_mib"] * MIB,
                  bw_l3_core=TARGET["bw_l3_core_gbs"] * 1e9,
                  bw_dram_core=TARGET["bw_dram_core_gbs"] * 1e9,
-                 bw_dram=TARGET["bw_dram_gbs"] * 1e9, memory=True):
+                 bw_dram=TARGET["bw_dram_gbs"] * 1e9, memory=True,
+                 clock=TARGET["clock"], cores=TARGET["cores"]):
         self.sync2, self.l2, self.l3 = sync2, l2, l3
         self.bw_l3_core, self.bw_dram_core, self.bw_dram = bw_l3_core, bw_dram_core, bw_dram
         self.memory = memory
+        self.clock, self.cores = clock, cores
 
     def sync(self, p):
         return 0.0 if p <= 1 else self.sync2 * math.log2(p)
 
-    def with_bandwidths(self, bw_l3_core, bw_dram_core, bw_dram):
+    def slowdown(self, p):
+        """A core's time for the same work with the cores of a fit on ``p`` threads
+        busy, over its time with one busy core (``CLOCK``): 1 + clock x
+        min(p - 1, cores - 1) / (cores - 1)."""
+        if self.cores <= 1:
+            return 1.0
+        return 1.0 + self.clock * min(max(p, 1) - 1, self.cores - 1) / (self.cores - 1)
+
+    def with_bandwidths(self, bw_l3_core, bw_dram_core, bw_dram, clock=None):
         return Machine(self.sync2, self.l2, self.l3, bw_l3_core, bw_dram_core, bw_dram,
-                       self.memory)
+                       self.memory, self.clock if clock is None else clock, self.cores)
 
     def describe(self):
+        clock = (f"; all {self.cores} cores busy {self.clock:+.0%} a core's time"
+                 if self.clock else "")
         if not self.memory:
-            return f"sync {self.sync2 * 1e6:.1f} us per loop on 2 threads; no memory term"
+            return (f"sync {self.sync2 * 1e6:.1f} us per loop on 2 threads; no memory "
+                    f"term{clock}")
         return (f"sync {self.sync2 * 1e6:.1f} us per loop on 2 threads (x log2 P); L2 "
                 f"{self.l2 / MIB:.0f} MiB per core, L3 {self.l3 / MIB:.0f} MiB; L3 "
                 f"{self.bw_l3_core / 1e9:.1f} GB/s per thread, DRAM "
                 f"{self.bw_dram_core / 1e9:.1f} GB/s per thread, {self.bw_dram / 1e9:.0f} "
-                "GB/s at most")
+                f"GB/s at most{clock}")
 
 
 def miss(working_set, cache):
@@ -543,12 +571,14 @@ def miss(working_set, cache):
 
 
 class Plan:
-    """A fit's predicted seconds on P threads as compute (fixed) plus memory
+    """A fit's predicted seconds on P threads (``threads``) as compute (one busy
+    core's seconds, times the machine's ``slowdown`` at P) plus memory
     coefficients (over the bandwidths), so that ``seconds(machine)`` is quick to
-    evaluate for many bandwidths. Entries in ``group`` >= 0 belong to one lane of
+    evaluate for many machines. Entries in ``group`` >= 0 belong to one lane of
     one iteration (side-by-side growers): an iteration costs its busiest lane."""
 
-    def __init__(self):
+    def __init__(self, threads=1):
+        self.threads = threads
         self.const = 0.0
         self.const_parts = {}  # const by what it is (serial stretches), for parts()
         self.comp, self.l3, self.dram, self.p, self.share, self.group = ([] for _ in range(6))
@@ -581,7 +611,7 @@ class Plan:
         if machine.memory and len(comp):
             mem = (l3 / (p * machine.bw_l3_core)
                    + dram / np.minimum(p * machine.bw_dram_core, machine.bw_dram / share))
-        t = comp + mem
+        t = comp * machine.slowdown(self.threads) + mem
         counts = group < 0
         if np.any(group >= 0):
             g = group[group >= 0]
@@ -595,14 +625,25 @@ class Plan:
 
     def seconds(self, machine):
         t, _, counts = self._times(machine)
-        return self.const + float(t[counts].sum())
+        return self.const * machine.slowdown(self.threads) + float(t[counts].sum())
+
+    def compute_and_memory(self, machine):
+        """(compute, memory seconds) of a plan without side-by-side lanes, so that
+        :meth:`seconds` is compute x ``machine.slowdown(threads)`` + memory (and
+        a grid of clocks costs one evaluation per bandwidths). None with lanes
+        (whose busiest lane may change with the clock)."""
+        if np.any(self.arrays()[5] >= 0):
+            return None
+        _, mem, _ = self._times(machine)
+        return self.const + float(np.sum(self.arrays()[0])), float(mem.sum())
 
     def parts(self, machine):
         """Where :meth:`seconds` goes: tag -> (seconds, memory seconds, entries
         counted: region instances); the serial stretches under their own tags.
         Sums to :meth:`seconds`."""
         t, mem, counts = self._times(machine)
-        out = {k: [v, 0.0, 0] for k, v in self.const_parts.items()}
+        f = machine.slowdown(self.threads)
+        out = {k: [v * f, 0.0, 0] for k, v in self.const_parts.items()}
         for tag, x, m, c in zip(self.tag, t, mem, counts):
             if c:
                 e = out.setdefault(tag, [0.0, 0.0, 0])
@@ -781,7 +822,7 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     fit_s = fit_cpu(meta)
     regions, trees = regions_of(events)
     region_s = sum(r.cpu for r in regions)
-    out = Plan()
+    out = Plan(p)
     out.const = (fit_s - region_s) * scale_of.get(0, 1.0)
     # The serial stretches: inside the trees (TreeGrower.grow between its regions)
     # and outside them (the boosting loop's Python, the loss's serial passes).
@@ -1046,7 +1087,8 @@ def cmd_record_all(args):
 def machine_of(args, sync_trace=None):
     sync2 = args.sync_us * 1e-6 if args.sync_us is not None else (
         sync_from(*load(sync_trace)) if sync_trace else 5e-6)
-    machine = Machine(sync2, memory=not args.no_memory)
+    machine = Machine(sync2, memory=not args.no_memory,
+                      clock=TARGET["clock"] if args.clock is None else args.clock)
     bw = [getattr(args, k, None) for k in ("bw_l3_core_gbs", "bw_dram_core_gbs",
                                            "bw_dram_gbs")]
     if any(v is not None for v in bw):
@@ -1097,11 +1139,30 @@ def traces_by_key(folder):
     return out
 
 
+def row_pair(sizes, rows):
+    """The two traced row counts of ``sizes`` a fit of ``rows`` rows is scaled
+    from: the largest below and the smallest above where there are both (an
+    interpolation), else the two nearest on the one side; (the one nearer to
+    ``rows`` in log rows, the other)."""
+    below = [r for r in sizes if r < rows]
+    above = [r for r in sizes if r > rows]
+    if below and above:
+        pair = (max(below), min(above))
+    elif below:
+        pair = tuple(sorted(below)[-2:])
+    else:
+        pair = tuple(sorted(above)[:2])
+    return tuple(sorted(pair, key=lambda r: (abs(math.log(rows / r)), r)))
+
+
 def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
                root_blocks=False):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
-    threads: from its trace, or extrapolated from the two largest traces of the
-    same method and classes below it (per-region exponents of the row count).
+    threads: from its trace, or scaled by per-region exponents of the row count
+    from the traces of the same method and classes (``row_pair``: the two around
+    it, interpolated, else the two nearest; the plan's regions those of the
+    nearer). With one row count of these classes, that trace scaled by the
+    exponents of the binary traces nearest to its rows and to ``rows``.
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
@@ -1109,22 +1170,28 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
-    big = traces[(method, sizes[-1], classes)]
-    how = f"{sizes[-1] // 1000}k"
     if len(sizes) < 2:
-        # One row count of these classes: the exponents of the binary traces.
+        # One row count of these classes: the exponents of the binary traces over
+        # the same span of rows.
+        base_rows = sizes[0]
         sizes2 = sorted(r for (m, r, c) in traces if m == method and c == 2)
-        if len(sizes2) < 2:
+        ends = [min(sizes2, key=lambda r: (abs(math.log(x / r)), r)) for x in
+                (base_rows, rows)] if sizes2 else []
+        if len(set(ends)) < 2:
             return None, "no trace"
-        expo = row_scales(traces[(method, sizes2[-1], 2)], traces[(method, sizes2[-2], 2)])
-        how += f" x the row exponents of {sizes2[-2] // 1000}k / {sizes2[-1] // 1000}k binary"
+        lo, hi = sorted(ends)
+        expo = row_scales(traces[(method, hi, 2)], traces[(method, lo, 2)])
+        how = (f"{base_rows // 1000}k x the row exponents of {lo // 1000}k / "
+               f"{hi // 1000}k binary")
     else:
-        expo = row_scales(big, traces[(method, sizes[-2], classes)])
-        how = f"{sizes[-2] // 1000}k and " + how
-    factor = rows / sizes[-1]
+        base_rows, other = row_pair(sizes, rows)
+        lo, hi = sorted((base_rows, other))
+        expo = row_scales(traces[(method, hi, classes)], traces[(method, lo, classes)])
+        how = f"{lo // 1000}k and {hi // 1000}k"
+    factor = rows / base_rows
     scale_of = {rid: factor ** e for rid, e in expo.items()}
-    return plan(*big, p, machine, scale_of, rows, mode, row_blocks,
-                root_blocks), "from " + how
+    return plan(*traces[(method, base_rows, classes)], p, machine, scale_of, rows, mode,
+                row_blocks, root_blocks), "from " + how
 
 
 def mode_of(method, commit):
@@ -1141,6 +1208,24 @@ def bandwidth_grid(machine):
     keys = ("bw_l3_core_gbs", "bw_dram_core_gbs", "bw_dram_gbs")
     combos = list(itertools.product(*[BW_GRID[k] for k in keys]))
     return combos, [machine.with_bandwidths(*(v * 1e9 for v in c)) for c in combos]
+
+
+def grid_seconds(pl, machines, clocks):
+    """A plan's seconds on every machine of ``machines`` x every clock of
+    ``clocks`` (machine-major: index i x len(clocks) + j): one evaluation per
+    machine where the plan has no side-by-side lanes
+    (:meth:`Plan.compute_and_memory`)."""
+    cm = [pl.compute_and_memory(m) for m in machines]
+    if cm[0] is None:
+        return np.array([pl.seconds(m.with_bandwidths(m.bw_l3_core, m.bw_dram_core,
+                                                      m.bw_dram, c))
+                         for m in machines for c in clocks])
+    f = np.array([machines[0].with_bandwidths(machines[0].bw_l3_core,
+                                              machines[0].bw_dram_core,
+                                              machines[0].bw_dram, c).slowdown(pl.threads)
+                  for c in clocks])
+    comp, mem = (np.array(x) for x in zip(*cm))
+    return (comp[:, None] * f[None, :] + mem[:, None]).ravel()
 
 
 def best(E, cols):
@@ -1173,13 +1258,21 @@ def cmd_calibrate(args):
                          for _, _, a, b in ratios])
         return np.log(pred / meas), pred
 
-    combos, grid = bandwidth_grid(machine)
+    # The machines fitted over: the bandwidths' grid (none without the memory term)
+    # x the clocks (``CLOCK_GRID``, or the one given).
+    clocks = CLOCK_GRID if args.clock is None else np.array([args.clock])
+    bw_combos, bw_machines = bandwidth_grid(machine)
     if args.no_memory:
-        combos, grid = [None], [machine]
-    E = np.array([log_errors(m)[0] for m in grid])
+        bw_combos, bw_machines = [(math.nan,) * 3], [machine]
+    combos = [c + (k,) for c in bw_combos for k in clocks]
+    grid = [m.with_bandwidths(m.bw_l3_core, m.bw_dram_core, m.bw_dram, k)
+            for m in bw_machines for k in clocks]
+    secs = {label: grid_seconds(plans[label][0], bw_machines, clocks)
+            for label in {x for _, _, a, b in ratios for x in (a, b)}}
+    E = np.log(np.array([secs[a] / secs[b] for _, _, a, b in ratios]).T / meas)
     n = len(ratios)
     every = list(range(n))
-    no_mem = Machine(machine.sync2, memory=False)
+    no_mem = Machine(machine.sync2, memory=False, clock=0.0)
     e0, pred0 = log_errors(no_mem)
 
     def summary(e):
@@ -1216,16 +1309,17 @@ def cmd_calibrate(args):
         print(f"\nall {n} ratios: no memory term: {summary(e0)}; in sample: "
               f"{summary(e_in)}; held out, one ratio at a time: {summary(held)}; held "
               f"out, one kind at a time: {summary(by_kind)}")
-        if combos[0] is not None and len(fit_set) > 1:
+        if len(fit_set) > 1:
             spread = [combos[best(E, [j for j in fit_set if j != i])] for i in fit_set]
             lo, hi = np.min(spread, axis=0), np.max(spread, axis=0)
-            print(f"bandwidths fitted without one ratio (GB/s): L3 per thread "
-                  f"{lo[0]:.1f}-{hi[0]:.1f}, DRAM per thread {lo[1]:.1f}-{hi[1]:.1f}, "
-                  f"DRAM {lo[2]:.0f}-{hi[2]:.0f}")
+            print(f"fitted without one ratio: L3 per thread {lo[0]:.1f}-{hi[0]:.1f} "
+                  f"GB/s, DRAM per thread {lo[1]:.1f}-{hi[1]:.1f} GB/s, DRAM "
+                  f"{lo[2]:.0f}-{hi[2]:.0f} GB/s, clock (all cores busy) "
+                  f"{lo[3]:+.0%} to {hi[3]:+.0%}")
         print()
         return grid[c_in]
 
-    fitted = fit_and_check(every, f"bandwidths fitted in sample (all {n} ratios)")
+    fitted = fit_and_check(every, f"machine fitted in sample (all {n} ratios)")
     # The one thread / P ratios of 4276457 measure code that ea6b64e then changed in
     # the parts that scale (16 threads 0.72x hist, 0.78x exact; README, "the per-tree
     # passes on every thread"), which the traces of today's code cannot show: the
@@ -1234,7 +1328,7 @@ def cmd_calibrate(args):
                if commit == "4276457" and "1 thread /" in name]
     if args.fit_without_scaling and changed and len(changed) < n:
         fit_and_check([i for i in every if i not in changed],
-                      "bandwidths fitted without 4276457's 1 thread / P ratios")
+                      "machine fitted without 4276457's 1 thread / P ratios")
     # The 4276457 ratios brought to ea6b64e's code: its 16-thread time x the after /
     # before of ea6b64e's own run (README, "the per-tree passes on every thread":
     # hist 0.72, exact 0.78 at 1M, 16 threads; 1 and 2 threads taken as unchanged,
@@ -1365,6 +1459,10 @@ def main(argv=None):
                           ("bw_dram_gbs", "the machine's DRAM bandwidth")):
             q.add_argument("--" + key.replace("_", "-"), type=float, default=None,
                            help=f"{what}, GB/s (default: TARGET's, {TARGET[key]})")
+        q.add_argument("--clock", type=float, default=None,
+                       help="a core's extra time with every core busy (0.2: +20%%; "
+                            f"default: TARGET's, {TARGET['clock']}; calibrate: fitted "
+                            "over CLOCK_GRID unless given)")
     p = sub.choices["predict"]
     p.add_argument("--trace", required=True, help="a one-thread trace")
     p.add_argument("--sync-trace", help="a two-thread trace of the same fit")

@@ -479,3 +479,76 @@ def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
     assert sm.plan(small, meta_small, 16, machine).parts(machine)["leaf_sums"][0] == (
         pytest.approx(1.5))
     assert sm.leaf_sums_seconds(0.5, 16, machine, 1_000_000)[0] >= 0.5 * shares.max()
+
+
+def test_the_all_core_clock_scales_the_compute_not_the_memory():
+    """``Machine.slowdown``: a core's time with the cores of a P-thread fit busy,
+    1 + clock x min(P - 1, cores - 1) / (cores - 1), on every compute second of a
+    P-thread prediction (serial stretches and synchronisation too), not on its
+    memory seconds; 0 extra on one thread, ``clock`` on every core and beyond."""
+    rows = 1_000_000
+    events, meta = _trace(n_iter=1, n_classes=1, region_s=1.0, items=rows)
+    meta["classes"] = 2
+    kw = dict(sync2=1e-3, l2=2 << 20, l3=8 << 20, bw_l3_core=10e9, bw_dram_core=5e9,
+              bw_dram=30e9, cores=16)
+    for p in (1, 2, 8, 16, 32):
+        base = sm.Machine(clock=0.0, **kw)
+        hot = sm.Machine(clock=0.25, **kw)
+        f = 1 + 0.25 * min(p - 1, 15) / 15
+        assert hot.slowdown(p) == pytest.approx(f)
+        pl = sm.plan(events, meta, p, base)
+        comp, mem = pl.compute_and_memory(base)
+        assert comp + mem == pytest.approx(pl.seconds(base))
+        assert mem > 0
+        assert pl.seconds(hot) == pytest.approx(comp * f + mem)
+        parts = pl.parts(hot)
+        assert sum(v[0] for v in parts.values()) == pytest.approx(pl.seconds(hot))
+    assert sm.Machine(clock=0.25, **kw).slowdown(1) == 1.0
+    assert sm.Machine(clock=0.25, **kw).slowdown(16) == pytest.approx(1.25)
+
+
+def test_grid_seconds_are_each_machines_seconds():
+    """calibrate's grid of bandwidths x clocks (``grid_seconds``, one evaluation per
+    bandwidths for a plan without lanes) gives each machine's ``seconds``, with
+    side-by-side lanes too (whose busiest lane is taken per machine)."""
+    events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
+    kw = dict(sync2=1e-3, l2=2 << 20, l3=8 << 20, cores=16)
+    machines = [sm.Machine(bw_l3_core=a * 1e9, bw_dram_core=b * 1e9, bw_dram=c * 1e9,
+                           **kw) for a, b, c in [(10, 5, 30), (640, 128, 512), (3, 1, 8)]]
+    clocks = [0.0, 0.3, 0.6]
+    for mode, p in [("serial", 16), ("share", 16), ("share", 3), ("serial", 1)]:
+        pl = sm.plan(events, meta, p, machines[0], mode=mode)
+        got = sm.grid_seconds(pl, machines, clocks)
+        want = [pl.seconds(m.with_bandwidths(m.bw_l3_core, m.bw_dram_core, m.bw_dram, c))
+                for m in machines for c in clocks]
+        assert got == pytest.approx(want)
+
+
+def test_a_fit_between_two_traced_row_counts_is_interpolated():
+    """``model_plan`` scales from the traces around the fit's rows (the nearer one's
+    regions), else the two nearest; with one row count of a fit's classes, by the
+    binary traces' exponents over the same span of rows."""
+    assert sm.row_pair([200_000, 500_000, 10_000_000], 1_000_000) == (500_000, 10_000_000)
+    assert sm.row_pair([200_000, 500_000, 10_000_000], 300_000) == (200_000, 500_000)
+    assert sm.row_pair([200_000, 500_000, 1_000_000], 10_000_000) == (1_000_000, 500_000)
+    assert sm.row_pair([500_000, 1_000_000], 200_000) == (500_000, 1_000_000)
+
+    def traced(rows, classes, per_row):
+        events, meta = _trace(n_iter=1, n_classes=1, region_s=per_row * rows, items=rows)
+        meta.update(classes=classes, method="exact")
+        return events, meta
+
+    # Binary: 1 us a row to 500k, 2 us a row from there (an exponent of 1 within
+    # each span, log(2 x 20) / log(20) across 500k-10M).
+    traces = {("exact", r, 2): traced(r, 2, 1e-6 if r <= 500_000 else 2e-6)
+              for r in (200_000, 500_000, 10_000_000)}
+    traces[("exact", 200_000, 5)] = traced(200_000, 5, 1e-6)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    sm._REGIONS_CACHE.clear()
+    pl, how = sm.model_plan(traces, "exact", 300_000, 2, 1, machine, "serial")
+    assert how == "from 200k and 500k"
+    parts = pl.parts(machine)
+    assert parts["leaves"][0] == pytest.approx(0.3)
+    pl, how = sm.model_plan(traces, "exact", 400_000, 5, 1, machine, "serial")
+    assert how == "from 200k x the row exponents of 200k / 500k binary"
+    assert pl.parts(machine)["leaves"][0] == pytest.approx(0.4)
