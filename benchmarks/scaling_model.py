@@ -322,6 +322,17 @@ CLOCK_GRID = np.round(np.arange(0.0, 0.601, 0.05), 2)
 # How today's code grows them, both methods (``predict``'s default).
 DEFAULT_MODE = "share"
 CLASS_MODE = {"8186671": "serial", "4276457": "one", "ea6b64e": "one", "today": "share"}
+# Whether the code of a commit ran a tree's per-tree passes on every thread
+# (benchmarks/README.md, "the per-tree passes on every thread (f7153b9, af34626,
+# ea6b64e)": 16 threads 0.72x hist, 0.78x exact). Before them (``plan``'s
+# ``passes_on_threads=False``): the leaf sums on one thread (the trace's serial
+# stretch as traced, not ``LEAF_SPANS``), the tree's start on one thread (the exact
+# finder's per-row buffers, region 9; the root's rows and sums, which today's code
+# does in the grid region 3), and a narrow level's children one task per child
+# (phase 19: each split's task as two halves, not divisible).
+PASSES_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": True, "today": True}
+# The regions of a tree's start, on one thread before those passes.
+TREE_START = (3, 9)
 
 # The 16-core figures of benchmarks/README.md: (label, commit, machine, method,
 # rows, classes, threads, measured s, LightGBM s on the same machine and threads).
@@ -679,7 +690,8 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
-                   grid_in_place=False, child_blocks=False, wr2_later=False):
+                   grid_in_place=False, child_blocks=False, wr2_later=False,
+                   passes_on_threads=True):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -693,8 +705,12 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     (``child_block_tasks``; the counts a loop before the scan; at most one thread
     per feature, as the segments' splits). ``wr2_later``: the fused grid pass
     left the root's w r^2 to the build's side task (phase 32, ``ROOT_WR2``): its
-    rest all divisible."""
+    rest all divisible. ``passes_on_threads=False``: the code before the per-tree
+    passes on every thread (``PASSES_ON_THREADS``): a tree's start (``TREE_START``)
+    on one thread, a narrow level's children one task per child."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
+        p = 1
+    if not passes_on_threads and r.rid in TREE_START:
         p = 1
     if r.rid == 14:
         p = min(p, MAX_COLUMNS_AT_ONCE)
@@ -774,6 +790,12 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                     most = max(most, q)
                     continue
                 n_tasks = len(dur)
+            elif (phase == PART_CHILD and p > 1 and not passes_on_threads
+                  and len(dur) <= 4):
+                # Before the passes on every thread: a narrow level's children
+                # one task per child.
+                dur = np.repeat(dur / 2, 2)
+                n_tasks = len(dur)
             elif phase == PART_CHILD and p > 1 and (len(dur) <= 4 or len(dur) < p):
                 # Narrow levels (at most 8 children, or fewer splits than threads;
                 # a task per split): the children's rows placed and summed in
@@ -807,7 +829,7 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
 
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
-         row_blocks=False, root_blocks=False):
+         row_blocks=False, root_blocks=False, passes_on_threads=True):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
@@ -815,7 +837,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     where today's code does not share, ``grows_side_by_side``, is "serial");
     ``row_blocks``: the histogram finder's row blocks; ``root_blocks``: the exact
     finder's root blocks (each tree's first scan, of a fit without a subsample:
-    the benchmark's), both the finders' own rules at p threads."""
+    the benchmark's), both the finders' own rules at p threads;
+    ``passes_on_threads=False``: the code before the per-tree passes on every
+    thread (``PASSES_ON_THREADS``; the leaf sums then on one thread)."""
     scale_of = scale_of or {}
     rows = rows or meta["rows"]
     row_factor = rows / meta["rows"]
@@ -863,7 +887,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     root_blocks=is_root,
                                     grid_in_place=meta["classes"] > 2,
                                     wr2_later=wr2_later,
-                                    child_blocks=is_child)
+                                    child_blocks=is_child,
+                                    passes_on_threads=passes_on_threads)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         # The traffic of the passes before a blocked scan, per blocked feature
@@ -918,8 +943,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
             add(r, threads, share, group)
         else:
             add(r, p)
-    # The leaf sums: a serial stretch of the trace, a region on P threads.
-    for i, gap in leaf_sum_gaps(regions, trees):
+    # The leaf sums: a serial stretch of the trace, a region on P threads (on one
+    # thread, as traced, before the passes on every thread).
+    for i, gap in (leaf_sum_gaps(regions, trees) if passes_on_threads else []):
         s = gap * scale_of.get(-11, scale_of.get(0, 1.0))
         out.const -= gap * scale_of.get(0, 1.0)
         out.const_parts["serial, outside trees"] -= gap * scale_of.get(0, 1.0)
@@ -1156,17 +1182,19 @@ def row_pair(sizes, rows):
 
 
 def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
-               root_blocks=False):
+               root_blocks=False, passes_on_threads=True):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
     threads: from its trace, or scaled by per-region exponents of the row count
     from the traces of the same method and classes (``row_pair``: the two around
     it, interpolated, else the two nearest; the plan's regions those of the
     nearer). With one row count of these classes, that trace scaled by the
     exponents of the binary traces nearest to its rows and to ``rows``.
+    ``mode``, ``row_blocks``, ``root_blocks``, ``passes_on_threads``: :func:`plan`'s.
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
-                    row_blocks=row_blocks, root_blocks=root_blocks), "traced"
+                    row_blocks=row_blocks, root_blocks=root_blocks,
+                    passes_on_threads=passes_on_threads), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
@@ -1191,7 +1219,7 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     factor = rows / base_rows
     scale_of = {rid: factor ** e for rid, e in expo.items()}
     return plan(*traces[(method, base_rows, classes)], p, machine, scale_of, rows, mode,
-                row_blocks, root_blocks), "from " + how
+                row_blocks, root_blocks, passes_on_threads), "from " + how
 
 
 def mode_of(method, commit):
@@ -1245,7 +1273,9 @@ def cmd_calibrate(args):
     plans = {}
     for label, commit, where, method, n, k, p, measured, lgbm in FIGURES:
         mode = mode_of(method, commit)
-        pl, how = model_plan(traces, method, n, k, p, machine, mode)
+        passes = PASSES_ON_THREADS[commit] or args.passes_as_today
+        pl, how = model_plan(traces, method, n, k, p, machine, mode,
+                             passes_on_threads=passes)
         plans[label] = (pl, how)
     measured = {f[0]: f[7] for f in FIGURES}
     usable = [i for i, (name, commit, a, b) in enumerate(RATIOS)
@@ -1332,18 +1362,40 @@ def cmd_calibrate(args):
     # The 4276457 ratios brought to ea6b64e's code: its 16-thread time x the after /
     # before of ea6b64e's own run (README, "the per-tree passes on every thread":
     # hist 0.72, exact 0.78 at 1M, 16 threads; 1 and 2 threads taken as unchanged,
-    # 0.95-1.0 there). Derived, not measured; not in the fit.
+    # 0.95-1.0 there). Derived, not measured; not in the fit. Predicted with the
+    # passes on every thread (ea6b64e's code).
     print("| ratio brought to ea6b64e (derived) | measured x change | predicted in "
           "sample | error |")
     print("|---|---:|---:|---:|")
     for method, change in (("hist", 0.72), ("exact", 0.78)):
-        a1, a16 = f"11-27: 1M {method} 1t", f"11-27: 1M {method} 16t"
-        if plans[a1][0] is None or plans[a16][0] is None:
+        pair = [model_plan(traces, method, 1_000_000, 2, p, machine,
+                           mode_of(method, "ea6b64e"))[0] for p in (1, 16)]
+        if pair[0] is None or pair[1] is None:
             continue
-        derived = measured[a1] / (measured[a16] * change)
-        pred = plans[a1][0].seconds(fitted) / plans[a16][0].seconds(fitted)
+        derived = measured[f"11-27: 1M {method} 1t"] / (
+            measured[f"11-27: 1M {method} 16t"] * change)
+        pred = pair[0].seconds(fitted) / pair[1].seconds(fitted)
         print(f"| {method} 1M: 1 thread / 16 | {derived:.2f} | {pred:.2f} | "
               f"{pred / derived - 1:+.0%} |")
+    print()
+    # ea6b64e's own run (the same section): its 16-thread after / before, measured,
+    # against the model's passes on every thread / one thread (``PASSES_ON_THREADS``),
+    # the machine fitted in sample. Not in the fit.
+    print("| ea6b64e's change on 16 threads (after / before) | measured | predicted | "
+          "error |")
+    print("|---|---:|---:|---:|")
+    for method, n_rows, k, change in (("hist", 1_000_000, 2, 0.72),
+                                      ("exact", 1_000_000, 2, 0.78),
+                                      ("hist", 10_000_000, 2, 0.69),
+                                      ("exact", 200_000, 5, 0.76)):
+        pair = [model_plan(traces, method, n_rows, k, 16, machine,
+                           mode_of(method, "ea6b64e"), passes_on_threads=on)[0]
+                for on in (True, False)]
+        if pair[0] is None or pair[1] is None:
+            continue
+        pred = pair[0].seconds(fitted) / pair[1].seconds(fitted)
+        print(f"| {method} {n_rows // 1000}k, {k} classes | {change:.2f} | {pred:.2f} | "
+              f"{pred / change - 1:+.0%} |")
     print()
     # Absolute times: each method's speed factor per commit (seconds there per traced
     # second) from that commit's other figures of the method (leave one out); the
@@ -1486,6 +1538,10 @@ def main(argv=None):
     c.add_argument("--threads", default="4,8,16,32")
     c.add_argument("--fit-without-scaling", action="store_true",
                    help="also fit the bandwidths without 4276457's 1 thread / P ratios")
+    c.add_argument("--passes-as-today", action="store_true",
+                   help="the figures of commits before the per-tree passes on every "
+                        "thread predicted with them (the model before "
+                        "PASSES_ON_THREADS)")
     c.add_argument("--use-target", action="store_true",
                    help="predict with TARGET's bandwidths instead of those fitted")
     args = parser.parse_args(argv)

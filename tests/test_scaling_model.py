@@ -552,3 +552,50 @@ def test_a_fit_between_two_traced_row_counts_is_interpolated():
     pl, how = sm.model_plan(traces, "exact", 400_000, 5, 1, machine, "serial")
     assert how == "from 200k x the row exponents of 200k / 500k binary"
     assert pl.parts(machine)["leaves"][0] == pytest.approx(0.4)
+
+
+def test_before_the_passes_on_every_thread_a_trees_start_and_leaf_sums_are_serial():
+    """``passes_on_threads=False`` (``PASSES_ON_THREADS``: the commits before the
+    per-tree passes on every thread): the tree's start (``TREE_START``: the exact
+    finder's per-row buffers, the grid region's root rows and sums) on one thread,
+    a narrow level's children one task per child (each split's task in two
+    halves, list-scheduled, not divided among the threads), and the leaf sums'
+    stretch on one thread as traced."""
+    ns = 10**9
+    rows = 1_000_000
+    start = (0, ns, 0, ns, rows, 1, 9, 0, 1)  # 1 s, the exact finder's buffers
+    part = (2 * ns, 3 * ns, 2 * ns, 3 * ns, rows, 1, 10, 0, 1)  # a narrow level
+    split_tasks = [(2 * ns + i * ns // 4, 2 * ns + (i + 1) * ns // 4,
+                    2 * ns + i * ns // 4, 2 * ns + (i + 1) * ns // 4, i, 0, 19, 0, 1)
+                   for i in range(2)]  # two splits of 0.25 s
+    tree = (0, 4 * ns, 0, 4 * ns, rows, 1, 1, 0, 1)
+    leaves = (5 * ns, 6 * ns, 5 * ns, 6 * ns, rows, 1, 11, 0, 1)  # 1 s of leaf sums before
+    events = np.array(sorted([start, part, tree, leaves] + split_tasks),
+                      dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "exact", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": 6 * ns}
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    sm._REGIONS_CACHE.clear()
+    regions = sm.regions_of(events)[0]
+    r_start, r_part = regions[0], regions[1]
+    assert (r_start.rid, r_part.rid) == (9, 10)
+    for p in (2, 4, 16):
+        sync = machine.sync(p)
+        assert sm.region_compute(r_start, p, machine)[0] == pytest.approx(1.0 / p + sync)
+        assert sm.region_compute(r_start, p, machine, passes_on_threads=False)[0] == (
+            pytest.approx(1.0))
+        # The partition's 0.5 s outside its tasks is serial either way.
+        assert sm.region_compute(r_part, p, machine)[0] == pytest.approx(
+            0.5 + 0.5 / p + sync)
+        halves = sm.schedule(np.full(4, 0.125), p, "dynamic")
+        assert sm.region_compute(r_part, p, machine, passes_on_threads=False)[0] == (
+            pytest.approx(0.5 + halves + sync))
+        on = sm.plan(events, meta, p, machine).parts(machine)
+        off = sm.plan(events, meta, p, machine, passes_on_threads=False).parts(machine)
+        assert "leaf_sums" in on and "leaf_sums" not in off
+        # The stretch between the tree and its leaves region: the leaf sums.
+        assert off["serial, outside trees"][0] == pytest.approx(1.0)
+        assert on["serial, outside trees"][0] == pytest.approx(0.0)
+    # One thread: the same either way.
+    assert sm.plan(events, meta, 1, machine, passes_on_threads=False).seconds(machine) == (
+        pytest.approx(sm.plan(events, meta, 1, machine).seconds(machine)))
