@@ -97,7 +97,7 @@ def _trace(n_iter, n_classes, region_s, items):
 
 def test_side_by_side_lanes_share_the_threads_as_the_fit_does():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     sync = machine.sync
     outside = 0.5
     # Every tree on 16 threads, one after another.
@@ -128,7 +128,7 @@ def test_the_memory_term_is_the_bytes_the_caches_miss_over_the_bandwidths():
     kw = dict(bw_l3_core=10e9, bw_dram_core=5e9, bw_dram=30e9)
     for l2, l3, p in [(2 * mib, 105 * mib, 16), (2 * mib, 8 * mib, 16),
                       (2 * mib, 8 * mib, 1), (64 * mib, 128 * mib, 4)]:
-        machine = sm.Machine(sync2=0.0, l2=l2, l3=l3, **kw)
+        machine = sm.Machine(sync2=0.0, l2=l2, l3=l3, clock=0.0, **kw)
         moved = rows * per_item * factor
         ws = ws_row * rows
         m2 = max(0.0, 1 - l2 / (ws / p))
@@ -138,7 +138,7 @@ def test_the_memory_term_is_the_bytes_the_caches_miss_over_the_bandwidths():
         expected = 0.5 + 0.1 + 1.0 / p + mem
         assert sm.predict(events, meta, p, machine) == pytest.approx(expected)
     # Growers side by side split the L3 and the DRAM bandwidth.
-    machine = sm.Machine(sync2=0.0, l2=2 * mib, l3=105 * mib, **kw)
+    machine = sm.Machine(sync2=0.0, l2=2 * mib, l3=105 * mib, clock=0.0, **kw)
     l3, dram = sm.region_memory(sm.regions_of(events)[0][0], 4, machine, rows, share=4)
     assert dram == pytest.approx(rows * per_item * factor * (1 - 105 * mib / 4 / (ws_row * rows)))
     assert math.isfinite(l3)
@@ -321,7 +321,7 @@ def test_the_model_knows_every_region_and_phase_the_code_records():
 
 def test_a_trace_with_a_region_or_phase_the_model_does_not_know_is_refused():
     events, meta = _trace(n_iter=1, n_classes=1, region_s=0.5, items=1_000_000)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     assert sm.predict(events, meta, 4, machine) > 0
     for kind, number, what in [(1, 99, r"regions \[99\]"), (0, 98, r"phases \[98\]"),
                                (2, 11, r"kinds \[2\]")]:
@@ -347,7 +347,7 @@ def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task()
     events = np.array(sorted([region, tree] + tasks), dtype=_openmp.TRACE_DTYPE)
     meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
             "fit_c0": 0, "fit_c1": 4 * ns}
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     r = sm.regions_of(events)[0][0]
     s = sm.GRID_ROOT_SUMS
     for p in (2, 4, 16):
@@ -376,7 +376,7 @@ def test_the_fused_grid_region_without_maxima_tasks_keeps_its_sums_task():
     region = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 2 s, no task
     tree = (0, 3 * ns, 0, 3 * ns, rows, 1, 1, 0, 1)
     events = np.array(sorted([region, tree]), dtype=_openmp.TRACE_DTYPE)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     r = sm.regions_of(events)[0][0]
     assert not r.phases
     s = sm.GRID_ROOT_SUMS
@@ -410,7 +410,7 @@ def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
                       dtype=_openmp.TRACE_DTYPE)
     meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
             "fit_c0": 0, "fit_c1": 5 * ns}
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     regions = sm.regions_of(events)[0]
     g, h = regions
     assert (g.rid, h.rid) == (3, 5) and set(h.phases) == {5, 32}
@@ -436,7 +436,7 @@ def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
 
 def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     for p, mode in [(16, "share"), (3, "share"), (16, "one"), (16, "serial"), (1, "share")]:
         pl = sm.plan(events, meta, p, machine, mode=mode)
         parts = pl.parts(machine)
@@ -463,7 +463,7 @@ def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
             "fit_c0": 0, "fit_c1": t}
     regions, trees = sm.regions_of(events)
     assert [g for _, g in sm.leaf_sum_gaps(regions, trees)] == pytest.approx([0.5] * 3)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     shares = np.array(sm.LEAF_SPANS)
     for p in (1, 2, 3, 16):
         sums = 0.5 if p == 1 else (sm.schedule(0.5 * shares, p, "dynamic") + machine.sync(p))
@@ -514,7 +514,8 @@ def test_grid_seconds_are_each_machines_seconds():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
     kw = dict(sync2=1e-3, l2=2 << 20, l3=8 << 20, cores=16)
     machines = [sm.Machine(bw_l3_core=a * 1e9, bw_dram_core=b * 1e9, bw_dram=c * 1e9,
-                           **kw) for a, b, c in [(10, 5, 30), (640, 128, 512), (3, 1, 8)]]
+                           clock=0.0, **kw)
+                for a, b, c in [(10, 5, 30), (640, 128, 512), (3, 1, 8)]]
     clocks = [0.0, 0.3, 0.6]
     for mode, p in [("serial", 16), ("share", 16), ("share", 3), ("serial", 1)]:
         pl = sm.plan(events, meta, p, machines[0], mode=mode)
