@@ -27,8 +27,7 @@ script predicts the fit's time on P threads of another machine:
 * the all-core clock (``Machine.slowdown``, ``CLOCK_GRID``): every compute second
   of a P-thread prediction (tasks, serial stretches, synchronisation; not the
   memory seconds) times 1 + clock x min(P - 1, 15) / 15, a core with the fit's P
-  cores busy against one busy core (turbo); one parameter of ``TARGET``, 0 there
-  (fitted, it did not improve the held-out check);
+  cores busy against one busy core (turbo); one parameter of ``TARGET``;
 * the serial stretches between regions (Python, the serial passes) as traced,
   except the leaf sums of each tree's update, which the code runs on one thread
   outside any region only on one thread (``LEAF_SPANS``: a region of span tasks on
@@ -47,11 +46,11 @@ script predicts the fit's time on P threads of another machine:
   and the DRAM bandwidth between them.
 
 The figures to check against (``FIGURES``, ``RATIOS``) are the 16-core measurements
-of benchmarks/README.md; ``calibrate`` fits the three bandwidths of ``TARGET`` (and
-the clock with ``--fit-clock``) to the ratios (two figures of one run), reports the
-errors in sample and held out (each ratio predicted by the machine fitted to the
-others; and each kind of ratio by that fitted to the other kinds), ea6b64e's own
-16-thread change against the model's, then the absolute times and the predicted
+of benchmarks/README.md; ``calibrate`` fits the three bandwidths of ``TARGET`` and
+its clock to the ratios (two figures of one run), reports the errors in sample and
+held out (each ratio predicted by the machine fitted to the other ratios; and
+each kind of ratio by that fitted to the other kinds), ea6b64e's own 16-thread
+change against the model's, then the absolute times and the predicted
 4..32-thread table against issue 33's targets. A fit of a row count without a
 trace is scaled from the traces around it (``row_pair``); a trace at its row count
 is used where there is one.
@@ -61,10 +60,9 @@ by a speed factor per split method taken from that machine's figures), cache
 behaviour beyond the uniform-reuse rule (prefetching, the order of a node's rows,
 conflict misses), this machine's own memory stalls in a trace of many rows (the
 exact scan's one-thread CPU at 10M rows is 26x its 1M trace's here; the memory
-term adds the target's on top), hyper-threading, turbo frequency falling as
-cores wake (modelled, ``Machine.slowdown``, but held at 0: not supported by the
-held-out check), the GIL between side-by-side class growers, and the scheduler
-of a busy machine; and the
+term adds the target's on top), hyper-threading, the clock beyond one linear
+parameter (a turbo table's steps; the traced machine's own), the GIL between
+side-by-side class growers, and the scheduler of a busy machine; and the
 code: the figures are of older commits (the class modes above and the per-tree
 passes, ``PASSES_ON_THREADS``, follow them; other changes since, as the grouped
 histogram builds after 8186671, are not modelled).
@@ -296,19 +294,19 @@ def root_block_tasks(dur, p, n_samples):
 # three bandwidths are what ``calibrate`` fitted to the 13 ratios of the 16-core
 # figures from the quiet traces of 2026-11-30 05:14-05:56 (main at 9875c1d, with
 # hist and exact traced at 10M rows; a grid search over ``BW_GRID`` minimising the
-# mean |log error|; the held-out errors it prints are the check of that fit): L3
-# 226 GB/s per thread (3.5-640 fitted without one ratio: not pinned down), DRAM 32
-# GB/s per thread (22.6-128) and 128 GB/s in all (45-128). The all-core clock 0
-# (``CLOCK_GRID``). ``calibrate`` refits the bandwidths from the traces it is
-# given; ``predict`` uses these unless told others.
+# mean |log error|; the held-out errors it prints are the check of that fit), with
+# the all-core clock (``CLOCK_GRID``): L3 10 GB/s per thread (10-14.1 fitted without
+# one ratio), DRAM 11.3 GB/s per thread (11.3-45.3) and 64 GB/s in all (45-64), the
+# clock +35% (+30% to +35%). ``calibrate`` refits them from the traces it is given;
+# ``predict`` uses these unless told others.
 TARGET = {
     "l2_mib": 2.0,
     "l3_mib": 105.0,
-    "bw_l3_core_gbs": 226.3,
-    "bw_dram_core_gbs": 32.0,
-    "bw_dram_gbs": 128.0,
+    "bw_l3_core_gbs": 10.0,
+    "bw_dram_core_gbs": 11.3,
+    "bw_dram_gbs": 64.0,
     "cores": 16,
-    "clock": 0.0,
+    "clock": 0.35,
 }
 # The grid the bandwidths are fitted over (GB/s).
 BW_GRID = {
@@ -326,12 +324,11 @@ BW_GRID = {
 # min(P - 1, cores - 1) / (cores - 1)): one parameter, 0 on one thread, ``clock``
 # with every core busy, linear between (the turbo bins as steps of equal size; a
 # 32-thread prediction keeps the 16-core value). Memory seconds are not scaled
-# (DRAM does not run at the core's clock). ``calibrate --fit-clock`` fits it on
-# this grid together with the bandwidths. Not kept (``TARGET``'s 0): with the
-# per-tree passes of the measured commits modelled (``PASSES_ON_THREADS``), the
-# traces of 2026-11-30 05:14-05:56 fit it at +40% (+25% to +45% without one
-# ratio), which brings the exact 1 thread / 16 ratios within 5% but the hist one
-# from +7% to -21%, and the held-out absolute times from 9 to 6 of 19 within 20%
+# (DRAM does not run at the core's clock). ``calibrate`` fits it on this grid
+# together with the bandwidths (``--clock``: held at the value given): +35% from
+# the traces of 2026-11-30 05:14-05:56 (+30% to +35% without one ratio), with
+# the held-out ratios 6 -> 8 of 13 within 20% one at a time and 4 -> 7 one kind at
+# a time, the held-out absolute figures 10 -> 11 of 19 (median error 11% -> 18%)
 # (benchmarks/README.md, "the scaling model on quiet traces").
 CLOCK_GRID = np.round(np.arange(0.0, 0.601, 0.05), 2)
 
@@ -835,15 +832,16 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
 
 
 def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
-    """(L3 bytes per thread-bandwidth, DRAM bytes) of region ``r`` on ``busy``
-    threads of a fit of ``rows`` rows, with ``share`` growers side by side (each
-    with 1 / share of the L3)."""
+    """(L3 bytes, DRAM bytes) of region ``r`` on ``busy`` threads of a fit of
+    ``rows`` rows, with ``share`` growers side by side (each with 1 / share of the
+    L3): the bytes the L2 misses and the L3 keeps, which the busy threads fetch
+    at ``bw_l3_core`` each (:class:`Plan`), and those the L3 misses."""
     per_item, factor, ws_row, shared = MEMORY[r.rid]
     moved = r.items * row_factor * per_item * factor
     ws = ws_row * rows
     m2 = miss(ws if shared else ws / busy, machine.l2)
     m3 = miss(ws, machine.l3 / share)
-    return moved * max(0.0, m2 - m3) / busy, moved * m3
+    return moved * max(0.0, m2 - m3), moved * m3
 
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
@@ -1308,7 +1306,7 @@ def cmd_calibrate(args):
 
     # The machines fitted over: the bandwidths' grid (none without the memory term)
     # x the clocks (``CLOCK_GRID``, or the one given).
-    clocks = CLOCK_GRID if args.fit_clock else np.array([machine.clock])
+    clocks = CLOCK_GRID if args.clock is None else np.array([args.clock])
     bw_combos, bw_machines = bandwidth_grid(machine)
     if args.no_memory:
         bw_combos, bw_machines = [(math.nan,) * 3], [machine]
@@ -1531,7 +1529,8 @@ def main(argv=None):
                            help=f"{what}, GB/s (default: TARGET's, {TARGET[key]})")
         q.add_argument("--clock", type=float, default=None,
                        help="a core's extra time with every core busy (0.2: +20%%; "
-                            f"default: TARGET's, {TARGET['clock']})")
+                            f"default: TARGET's, {TARGET['clock']}; calibrate: fitted "
+                            "over CLOCK_GRID unless given)")
     p = sub.choices["predict"]
     p.add_argument("--trace", required=True, help="a one-thread trace")
     p.add_argument("--sync-trace", help="a two-thread trace of the same fit")
@@ -1555,8 +1554,6 @@ def main(argv=None):
     c.add_argument("--threads", default="4,8,16,32")
     c.add_argument("--fit-without-scaling", action="store_true",
                    help="also fit the bandwidths without 4276457's 1 thread / P ratios")
-    c.add_argument("--fit-clock", action="store_true",
-                   help="fit the all-core clock over CLOCK_GRID with the bandwidths")
     c.add_argument("--passes-as-today", action="store_true",
                    help="the figures of commits before the per-tree passes on every "
                         "thread predicted with them (the model before "

@@ -133,7 +133,9 @@ def test_the_memory_term_is_the_bytes_the_caches_miss_over_the_bandwidths():
         ws = ws_row * rows
         m2 = max(0.0, 1 - l2 / (ws / p))
         m3 = max(0.0, 1 - l3 / ws)
-        mem = (moved * max(0.0, m2 - m3) / p / (p * 10e9)
+        # The L3's share at 10 GB/s per busy thread (P x 10 GB/s in all), DRAM's
+        # at 5 GB/s per thread up to 30 GB/s.
+        mem = (moved * max(0.0, m2 - m3) / (p * 10e9)
                + moved * m3 / min(p * 5e9, 30e9))
         expected = 0.5 + 0.1 + 1.0 / p + mem
         assert sm.predict(events, meta, p, machine) == pytest.approx(expected)
