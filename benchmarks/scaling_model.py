@@ -13,7 +13,7 @@ script predicts the fit's time on P threads of another machine:
   ``MAX_COLUMNS_AT_ONCE`` columns); the histogram build's tasks re-cut into the
   feature groups it makes on P threads (a group's time taken as proportional to its
   features); a task's time is the traced CPU time, the work with its data in this
-  machine's caches (traces of 200k-500k rows);
+  machine's caches where they hold it (traces of 200k-1M rows; not at 10M);
 * plus a synchronisation cost per loop (fork, join, barrier): measured on this
   machine from a two-thread trace (a region's wall time minus its tasks' busiest
   thread), grown as log2(P) (a tree barrier);
@@ -24,6 +24,10 @@ script predicts the fit's time on P threads of another machine:
   core's L2 come from the shared L3 at ``bw_l3_core`` per thread, and those that
   the L3 cannot keep from DRAM at ``min(P x bw_dram_core, bw_dram)``; the share
   missed is ``1 - cache / working set`` (uniform reuse over the working set);
+* the all-core clock (``Machine.slowdown``, ``CLOCK_GRID``): every compute second
+  of a P-thread prediction (tasks, serial stretches, synchronisation; not the
+  memory seconds) times 1 + clock x min(P - 1, 15) / 15, a core with the fit's P
+  cores busy against one busy core (turbo); one parameter of ``TARGET``;
 * the serial stretches between regions (Python, the serial passes) as traced,
   except the leaf sums of each tree's update, which the code runs on one thread
   outside any region only on one thread (``LEAF_SPANS``: a region of span tasks on
@@ -42,19 +46,26 @@ script predicts the fit's time on P threads of another machine:
   and the DRAM bandwidth between them.
 
 The figures to check against (``FIGURES``, ``RATIOS``) are the 16-core measurements
-of benchmarks/README.md; ``calibrate`` fits the three bandwidths of ``TARGET`` to
-the ratios (two figures of one run), reports the errors in sample and held out
-(each ratio predicted by the bandwidths fitted to the others; and each kind of
-ratio by those fitted to the other kinds), then the absolute times and the
-predicted 4..32-thread table against issue 33's targets.
+of benchmarks/README.md; ``calibrate`` fits the three bandwidths of ``TARGET`` and
+its clock to the ratios (two figures of one run), reports the errors in sample and
+held out (each ratio predicted by the machine fitted to the other ratios; and
+each kind of ratio by that fitted to the other kinds), ea6b64e's own 16-thread
+change against the model's, then the absolute times and the predicted
+4..32-thread table against issue 33's targets. A fit of a row count without a
+trace is scaled from the traces around it (``row_pair``); a trace at its row count
+is used where there is one.
 
 What it cannot see: the other machine's core speed (absolute predictions are scaled
 by a speed factor per split method taken from that machine's figures), cache
 behaviour beyond the uniform-reuse rule (prefetching, the order of a node's rows,
-conflict misses), hyper-threading, turbo frequency falling as cores wake, the GIL
-between side-by-side class growers, and the scheduler of a busy machine; and the
-code: the figures are of older commits (the class modes above follow them; other
-changes since, as ea6b64e's per-tree passes, are not modelled).
+conflict misses), this machine's own memory stalls in a trace of many rows (the
+exact scan's one-thread CPU at 10M rows is 26x its 1M trace's here; the memory
+term adds the target's on top), hyper-threading, the clock beyond one linear
+parameter (a turbo table's steps; the traced machine's own), the GIL between
+side-by-side class growers, and the scheduler of a busy machine; and the
+code: the figures are of older commits (the class modes above and the per-tree
+passes, ``PASSES_ON_THREADS``, follow them; other changes since, as the grouped
+histogram builds after 8186671, are not modelled).
 
 Command lines::
 
@@ -285,19 +296,21 @@ def root_block_tasks(dur, p, n_samples):
 # sizes as stated by the Xeon's lscpu in benchmarks/README.md (2 MiB L2 per core,
 # 105 MiB L3; the H200 host's CPU was not recorded and is taken as the same). The
 # three bandwidths are what ``calibrate`` fitted to the 13 ratios of the 16-core
-# figures from the traces of 2026-11-29 13:11-13:18 (main at c261eb8; a grid search
-# over ``BW_GRID`` minimising the mean |log error|; the held-out errors it prints are
-# the check of that fit): the L3 term at the grid's top (the figures do not support
-# it: it is in effect off), DRAM 128 GB/s per thread (the grid's top; 5.7-128 fitted
-# without one ratio) and 256 GB/s in all (03:27's traces: 90.5 and 90.5).
-# ``calibrate`` refits them from the traces it is given; ``predict`` uses these
-# unless told others.
+# figures from the quiet traces of 2026-11-30 05:14-05:56 (main at 9875c1d, with
+# hist and exact traced at 10M rows; a grid search over ``BW_GRID`` minimising the
+# mean |log error|; the held-out errors it prints are the check of that fit), with
+# the all-core clock (``CLOCK_GRID``): L3 10 GB/s per thread (10-14.1 fitted without
+# one ratio), DRAM 11.3 GB/s per thread (11.3-45.3) and 64 GB/s in all (45-64), the
+# clock +35% (+30% to +35%). ``calibrate`` refits them from the traces it is given;
+# ``predict`` uses these unless told others.
 TARGET = {
     "l2_mib": 2.0,
     "l3_mib": 105.0,
-    "bw_l3_core_gbs": 640.0,
-    "bw_dram_core_gbs": 128.0,
-    "bw_dram_gbs": 256.0,
+    "bw_l3_core_gbs": 10.0,
+    "bw_dram_core_gbs": 11.3,
+    "bw_dram_gbs": 64.0,
+    "cores": 16,
+    "clock": 0.35,
 }
 # The grid the bandwidths are fitted over (GB/s).
 BW_GRID = {
@@ -305,12 +318,40 @@ BW_GRID = {
     "bw_dram_core_gbs": np.geomspace(1, 128, 15),
     "bw_dram_gbs": np.geomspace(8, 512, 13),
 }
+# The all-core clock (``Machine.slowdown``): a Xeon runs one busy core at a higher
+# turbo clock than all of its cores busy (its turbo ratio limits fall in steps as
+# cores wake; the all-core turbo is typically 15-30% below the one-core turbo),
+# which a one-thread trace and the one-thread figures cannot show. A fit on P
+# threads keeps P cores busy for its whole time (OpenMP's idle threads spin
+# between the regions), so every compute second of a P-thread prediction, serial
+# stretches and synchronisation included, is a one-busy-core second x (1 + clock x
+# min(P - 1, cores - 1) / (cores - 1)): one parameter, 0 on one thread, ``clock``
+# with every core busy, linear between (the turbo bins as steps of equal size; a
+# 32-thread prediction keeps the 16-core value). Memory seconds are not scaled
+# (DRAM does not run at the core's clock). ``calibrate`` fits it on this grid
+# together with the bandwidths (``--clock``: held at the value given): +35% from
+# the traces of 2026-11-30 05:14-05:56 (+30% to +35% without one ratio), with
+# the held-out ratios 6 -> 8 of 13 within 20% one at a time and 4 -> 7 one kind at
+# a time, the held-out absolute figures 10 -> 11 of 19 (median error 11% -> 18%)
+# (benchmarks/README.md, "the scaling model on quiet traces").
+CLOCK_GRID = np.round(np.arange(0.0, 0.601, 0.05), 2)
 
 # How the measured code grew the K trees of an iteration (hist; exact: "serial" at
 # every measured commit, "share" from issue 33's side-by-side exact growers on).
 # How today's code grows them, both methods (``predict``'s default).
 DEFAULT_MODE = "share"
 CLASS_MODE = {"8186671": "serial", "4276457": "one", "ea6b64e": "one", "today": "share"}
+# Whether the code of a commit ran a tree's per-tree passes on every thread
+# (benchmarks/README.md, "the per-tree passes on every thread (f7153b9, af34626,
+# ea6b64e)": 16 threads 0.72x hist, 0.78x exact). Before them (``plan``'s
+# ``passes_on_threads=False``): the leaf sums on one thread (the trace's serial
+# stretch as traced, not ``LEAF_SPANS``), the tree's start on one thread (the exact
+# finder's per-row buffers, region 9; the root's rows and sums, which today's code
+# does in the grid region 3), and a narrow level's children one task per child
+# (phase 19: each split's task as two halves, not divisible).
+PASSES_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": True, "today": True}
+# The regions of a tree's start, on one thread before those passes.
+TREE_START = (3, 9)
 
 # The 16-core figures of benchmarks/README.md: (label, commit, machine, method,
 # rows, classes, threads, measured s, LightGBM s on the same machine and threads).
@@ -518,26 +559,39 @@ class Machine:
     def __init__(self, sync2, l2=TARGET["l2_mib"] * MIB, l3=TARGET["l3_mib"] * MIB,
                  bw_l3_core=TARGET["bw_l3_core_gbs"] * 1e9,
                  bw_dram_core=TARGET["bw_dram_core_gbs"] * 1e9,
-                 bw_dram=TARGET["bw_dram_gbs"] * 1e9, memory=True):
+                 bw_dram=TARGET["bw_dram_gbs"] * 1e9, memory=True,
+                 clock=TARGET["clock"], cores=TARGET["cores"]):
         self.sync2, self.l2, self.l3 = sync2, l2, l3
         self.bw_l3_core, self.bw_dram_core, self.bw_dram = bw_l3_core, bw_dram_core, bw_dram
         self.memory = memory
+        self.clock, self.cores = clock, cores
 
     def sync(self, p):
         return 0.0 if p <= 1 else self.sync2 * math.log2(p)
 
-    def with_bandwidths(self, bw_l3_core, bw_dram_core, bw_dram):
+    def slowdown(self, p):
+        """A core's time for the same work with the cores of a fit on ``p`` threads
+        busy, over its time with one busy core (``CLOCK``): 1 + clock x
+        min(p - 1, cores - 1) / (cores - 1)."""
+        if self.cores <= 1:
+            return 1.0
+        return 1.0 + self.clock * min(max(p, 1) - 1, self.cores - 1) / (self.cores - 1)
+
+    def with_bandwidths(self, bw_l3_core, bw_dram_core, bw_dram, clock=None):
         return Machine(self.sync2, self.l2, self.l3, bw_l3_core, bw_dram_core, bw_dram,
-                       self.memory)
+                       self.memory, self.clock if clock is None else clock, self.cores)
 
     def describe(self):
+        clock = (f"; all {self.cores} cores busy {self.clock:+.0%} a core's time"
+                 if self.clock else "")
         if not self.memory:
-            return f"sync {self.sync2 * 1e6:.1f} us per loop on 2 threads; no memory term"
+            return (f"sync {self.sync2 * 1e6:.1f} us per loop on 2 threads; no memory "
+                    f"term{clock}")
         return (f"sync {self.sync2 * 1e6:.1f} us per loop on 2 threads (x log2 P); L2 "
                 f"{self.l2 / MIB:.0f} MiB per core, L3 {self.l3 / MIB:.0f} MiB; L3 "
                 f"{self.bw_l3_core / 1e9:.1f} GB/s per thread, DRAM "
                 f"{self.bw_dram_core / 1e9:.1f} GB/s per thread, {self.bw_dram / 1e9:.0f} "
-                "GB/s at most")
+                f"GB/s at most{clock}")
 
 
 def miss(working_set, cache):
@@ -547,12 +601,14 @@ def miss(working_set, cache):
 
 
 class Plan:
-    """A fit's predicted seconds on P threads as compute (fixed) plus memory
+    """A fit's predicted seconds on P threads (``threads``) as compute (one busy
+    core's seconds, times the machine's ``slowdown`` at P) plus memory
     coefficients (over the bandwidths), so that ``seconds(machine)`` is quick to
-    evaluate for many bandwidths. Entries in ``group`` >= 0 belong to one lane of
+    evaluate for many machines. Entries in ``group`` >= 0 belong to one lane of
     one iteration (side-by-side growers): an iteration costs its busiest lane."""
 
-    def __init__(self):
+    def __init__(self, threads=1):
+        self.threads = threads
         self.const = 0.0
         self.const_parts = {}  # const by what it is (serial stretches), for parts()
         self.comp, self.l3, self.dram, self.p, self.share, self.group = ([] for _ in range(6))
@@ -585,7 +641,7 @@ class Plan:
         if machine.memory and len(comp):
             mem = (l3 / (p * machine.bw_l3_core)
                    + dram / np.minimum(p * machine.bw_dram_core, machine.bw_dram / share))
-        t = comp + mem
+        t = comp * machine.slowdown(self.threads) + mem
         counts = group < 0
         if np.any(group >= 0):
             g = group[group >= 0]
@@ -599,14 +655,25 @@ class Plan:
 
     def seconds(self, machine):
         t, _, counts = self._times(machine)
-        return self.const + float(t[counts].sum())
+        return self.const * machine.slowdown(self.threads) + float(t[counts].sum())
+
+    def compute_and_memory(self, machine):
+        """(compute, memory seconds) of a plan without side-by-side lanes, so that
+        :meth:`seconds` is compute x ``machine.slowdown(threads)`` + memory (and
+        a grid of clocks costs one evaluation per bandwidths). None with lanes
+        (whose busiest lane may change with the clock)."""
+        if np.any(self.arrays()[5] >= 0):
+            return None
+        _, mem, _ = self._times(machine)
+        return self.const + float(np.sum(self.arrays()[0])), float(mem.sum())
 
     def parts(self, machine):
         """Where :meth:`seconds` goes: tag -> (seconds, memory seconds, entries
         counted: region instances); the serial stretches under their own tags.
         Sums to :meth:`seconds`."""
         t, mem, counts = self._times(machine)
-        out = {k: [v, 0.0, 0] for k, v in self.const_parts.items()}
+        f = machine.slowdown(self.threads)
+        out = {k: [v * f, 0.0, 0] for k, v in self.const_parts.items()}
         for tag, x, m, c in zip(self.tag, t, mem, counts):
             if c:
                 e = out.setdefault(tag, [0.0, 0.0, 0])
@@ -642,7 +709,8 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
-                   grid_in_place=False, child_blocks=False, wr2_later=False):
+                   grid_in_place=False, child_blocks=False, wr2_later=False,
+                   passes_on_threads=True):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -657,8 +725,13 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     per feature, as the segments' splits). ``wr2_later``: the fused grid pass
     left the root's w r^2 to the finder's side task (phase 32, ``ROOT_WR2``): its
     rest all divisible. A region holding that task (the root's histogram build or
-    exact scan) schedules it with its loop's tasks, where the code hands it out."""
+    exact scan) schedules it with its loop's tasks, where the code hands it out.
+    ``passes_on_threads=False``: the code before the per-tree passes on every
+    thread (``PASSES_ON_THREADS``): a tree's start (``TREE_START``) on one thread,
+    a narrow level's children one task per child."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
+        p = 1
+    if not passes_on_threads and r.rid in TREE_START:
         p = 1
     if r.rid == 14:
         p = min(p, MAX_COLUMNS_AT_ONCE)
@@ -745,6 +818,12 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                     most = max(most, q)
                     continue
                 n_tasks = len(dur)
+            elif (phase == PART_CHILD and p > 1 and not passes_on_threads
+                  and len(dur) <= 4):
+                # Before the passes on every thread: a narrow level's children
+                # one task per child.
+                dur = np.repeat(dur / 2, 2)
+                n_tasks = len(dur)
             elif phase == PART_CHILD and p > 1 and (len(dur) <= 4 or len(dur) < p):
                 # Narrow levels (at most 8 children, or fewer splits than threads;
                 # a task per split): the children's rows placed and summed in
@@ -775,19 +854,20 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
 
 
 def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
-    """(L3 bytes per thread-bandwidth, DRAM bytes) of region ``r`` on ``busy``
-    threads of a fit of ``rows`` rows, with ``share`` growers side by side (each
-    with 1 / share of the L3)."""
+    """(L3 bytes, DRAM bytes) of region ``r`` on ``busy`` threads of a fit of
+    ``rows`` rows, with ``share`` growers side by side (each with 1 / share of the
+    L3): the bytes the L2 misses and the L3 keeps, which the busy threads fetch
+    at ``bw_l3_core`` each (:class:`Plan`), and those the L3 misses."""
     per_item, factor, ws_row, shared = MEMORY[r.rid]
     moved = r.items * row_factor * per_item * factor
     ws = ws_row * rows
     m2 = miss(ws if shared else ws / busy, machine.l2)
     m3 = miss(ws, machine.l3 / share)
-    return moved * max(0.0, m2 - m3) / busy, moved * m3
+    return moved * max(0.0, m2 - m3), moved * m3
 
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
-         row_blocks=False, root_blocks=False):
+         row_blocks=False, root_blocks=False, passes_on_threads=True):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
@@ -795,14 +875,16 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     where today's code does not share, ``grows_side_by_side``, is "serial");
     ``row_blocks``: the histogram finder's row blocks; ``root_blocks``: the exact
     finder's root blocks (each tree's first scan, of a fit without a subsample:
-    the benchmark's), both the finders' own rules at p threads."""
+    the benchmark's), both the finders' own rules at p threads;
+    ``passes_on_threads=False``: the code before the per-tree passes on every
+    thread (``PASSES_ON_THREADS``; the leaf sums then on one thread)."""
     scale_of = scale_of or {}
     rows = rows or meta["rows"]
     row_factor = rows / meta["rows"]
     fit_s = fit_cpu(meta)
     regions, trees = regions_of(events)
     region_s = sum(r.cpu for r in regions)
-    out = Plan()
+    out = Plan(p)
     out.const = (fit_s - region_s) * scale_of.get(0, 1.0)
     # The serial stretches: inside the trees (TreeGrower.grow between its regions)
     # and outside them (the boosting loop's Python, the loss's serial passes).
@@ -846,7 +928,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     root_blocks=is_root,
                                     grid_in_place=meta["classes"] > 2,
                                     wr2_later=wr2_later,
-                                    child_blocks=is_child, n_features=n_features)
+                                    child_blocks=is_child, n_features=n_features,
+                                    passes_on_threads=passes_on_threads)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         # The traffic of the passes before a blocked scan, per blocked feature
@@ -900,8 +983,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
             add(r, threads, share, group)
         else:
             add(r, p)
-    # The leaf sums: a serial stretch of the trace, a region on P threads.
-    for i, gap in leaf_sum_gaps(regions, trees):
+    # The leaf sums: a serial stretch of the trace, a region on P threads (on one
+    # thread, as traced, before the passes on every thread).
+    for i, gap in (leaf_sum_gaps(regions, trees) if passes_on_threads else []):
         s = gap * scale_of.get(-11, scale_of.get(0, 1.0))
         out.const -= gap * scale_of.get(0, 1.0)
         out.const_parts["serial, outside trees"] -= gap * scale_of.get(0, 1.0)
@@ -1069,7 +1153,8 @@ def cmd_record_all(args):
 def machine_of(args, sync_trace=None):
     sync2 = args.sync_us * 1e-6 if args.sync_us is not None else (
         sync_from(*load(sync_trace)) if sync_trace else 5e-6)
-    machine = Machine(sync2, memory=not args.no_memory)
+    machine = Machine(sync2, memory=not args.no_memory,
+                      clock=TARGET["clock"] if args.clock is None else args.clock)
     bw = [getattr(args, k, None) for k in ("bw_l3_core_gbs", "bw_dram_core_gbs",
                                            "bw_dram_gbs")]
     if any(v is not None for v in bw):
@@ -1120,34 +1205,61 @@ def traces_by_key(folder):
     return out
 
 
+def row_pair(sizes, rows):
+    """The two traced row counts of ``sizes`` a fit of ``rows`` rows is scaled
+    from: the largest below and the smallest above where there are both (an
+    interpolation), else the two nearest on the one side; (the one nearer to
+    ``rows`` in log rows, the other)."""
+    below = [r for r in sizes if r < rows]
+    above = [r for r in sizes if r > rows]
+    if below and above:
+        pair = (max(below), min(above))
+    elif below:
+        pair = tuple(sorted(below)[-2:])
+    else:
+        pair = tuple(sorted(above)[:2])
+    return tuple(sorted(pair, key=lambda r: (abs(math.log(rows / r)), r)))
+
+
 def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
-               root_blocks=False):
+               root_blocks=False, passes_on_threads=True):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
-    threads: from its trace, or extrapolated from the two largest traces of the
-    same method and classes below it (per-region exponents of the row count).
+    threads: from its trace, or scaled by per-region exponents of the row count
+    from the traces of the same method and classes (``row_pair``: the two around
+    it, interpolated, else the two nearest; the plan's regions those of the
+    nearer). With one row count of these classes, that trace scaled by the
+    exponents of the binary traces nearest to its rows and to ``rows``.
+    ``mode``, ``row_blocks``, ``root_blocks``, ``passes_on_threads``: :func:`plan`'s.
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
-                    row_blocks=row_blocks, root_blocks=root_blocks), "traced"
+                    row_blocks=row_blocks, root_blocks=root_blocks,
+                    passes_on_threads=passes_on_threads), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
-    big = traces[(method, sizes[-1], classes)]
-    how = f"{sizes[-1] // 1000}k"
     if len(sizes) < 2:
-        # One row count of these classes: the exponents of the binary traces.
+        # One row count of these classes: the exponents of the binary traces over
+        # the same span of rows.
+        base_rows = sizes[0]
         sizes2 = sorted(r for (m, r, c) in traces if m == method and c == 2)
-        if len(sizes2) < 2:
+        ends = [min(sizes2, key=lambda r: (abs(math.log(x / r)), r)) for x in
+                (base_rows, rows)] if sizes2 else []
+        if len(set(ends)) < 2:
             return None, "no trace"
-        expo = row_scales(traces[(method, sizes2[-1], 2)], traces[(method, sizes2[-2], 2)])
-        how += f" x the row exponents of {sizes2[-2] // 1000}k / {sizes2[-1] // 1000}k binary"
+        lo, hi = sorted(ends)
+        expo = row_scales(traces[(method, hi, 2)], traces[(method, lo, 2)])
+        how = (f"{base_rows // 1000}k x the row exponents of {lo // 1000}k / "
+               f"{hi // 1000}k binary")
     else:
-        expo = row_scales(big, traces[(method, sizes[-2], classes)])
-        how = f"{sizes[-2] // 1000}k and " + how
-    factor = rows / sizes[-1]
+        base_rows, other = row_pair(sizes, rows)
+        lo, hi = sorted((base_rows, other))
+        expo = row_scales(traces[(method, hi, classes)], traces[(method, lo, classes)])
+        how = f"{lo // 1000}k and {hi // 1000}k"
+    factor = rows / base_rows
     scale_of = {rid: factor ** e for rid, e in expo.items()}
-    return plan(*big, p, machine, scale_of, rows, mode, row_blocks,
-                root_blocks), "from " + how
+    return plan(*traces[(method, base_rows, classes)], p, machine, scale_of, rows, mode,
+                row_blocks, root_blocks, passes_on_threads), "from " + how
 
 
 def mode_of(method, commit):
@@ -1164,6 +1276,24 @@ def bandwidth_grid(machine):
     keys = ("bw_l3_core_gbs", "bw_dram_core_gbs", "bw_dram_gbs")
     combos = list(itertools.product(*[BW_GRID[k] for k in keys]))
     return combos, [machine.with_bandwidths(*(v * 1e9 for v in c)) for c in combos]
+
+
+def grid_seconds(pl, machines, clocks):
+    """A plan's seconds on every machine of ``machines`` x every clock of
+    ``clocks`` (machine-major: index i x len(clocks) + j): one evaluation per
+    machine where the plan has no side-by-side lanes
+    (:meth:`Plan.compute_and_memory`)."""
+    cm = [pl.compute_and_memory(m) for m in machines]
+    if cm[0] is None:
+        return np.array([pl.seconds(m.with_bandwidths(m.bw_l3_core, m.bw_dram_core,
+                                                      m.bw_dram, c))
+                         for m in machines for c in clocks])
+    f = np.array([machines[0].with_bandwidths(machines[0].bw_l3_core,
+                                              machines[0].bw_dram_core,
+                                              machines[0].bw_dram, c).slowdown(pl.threads)
+                  for c in clocks])
+    comp, mem = (np.array(x) for x in zip(*cm))
+    return (comp[:, None] * f[None, :] + mem[:, None]).ravel()
 
 
 def best(E, cols):
@@ -1183,7 +1313,9 @@ def cmd_calibrate(args):
     plans = {}
     for label, commit, where, method, n, k, p, measured, lgbm in FIGURES:
         mode = mode_of(method, commit)
-        pl, how = model_plan(traces, method, n, k, p, machine, mode)
+        passes = PASSES_ON_THREADS[commit] or args.passes_as_today
+        pl, how = model_plan(traces, method, n, k, p, machine, mode,
+                             passes_on_threads=passes)
         plans[label] = (pl, how)
     measured = {f[0]: f[7] for f in FIGURES}
     usable = [i for i, (name, commit, a, b) in enumerate(RATIOS)
@@ -1196,13 +1328,21 @@ def cmd_calibrate(args):
                          for _, _, a, b in ratios])
         return np.log(pred / meas), pred
 
-    combos, grid = bandwidth_grid(machine)
+    # The machines fitted over: the bandwidths' grid (none without the memory term)
+    # x the clocks (``CLOCK_GRID``, or the one given).
+    clocks = CLOCK_GRID if args.clock is None else np.array([args.clock])
+    bw_combos, bw_machines = bandwidth_grid(machine)
     if args.no_memory:
-        combos, grid = [None], [machine]
-    E = np.array([log_errors(m)[0] for m in grid])
+        bw_combos, bw_machines = [(math.nan,) * 3], [machine]
+    combos = [c + (k,) for c in bw_combos for k in clocks]
+    grid = [m.with_bandwidths(m.bw_l3_core, m.bw_dram_core, m.bw_dram, k)
+            for m in bw_machines for k in clocks]
+    secs = {label: grid_seconds(plans[label][0], bw_machines, clocks)
+            for label in {x for _, _, a, b in ratios for x in (a, b)}}
+    E = np.log(np.array([secs[a] / secs[b] for _, _, a, b in ratios]).T / meas)
     n = len(ratios)
     every = list(range(n))
-    no_mem = Machine(machine.sync2, memory=False)
+    no_mem = Machine(machine.sync2, memory=False, clock=0.0)
     e0, pred0 = log_errors(no_mem)
 
     def summary(e):
@@ -1239,16 +1379,17 @@ def cmd_calibrate(args):
         print(f"\nall {n} ratios: no memory term: {summary(e0)}; in sample: "
               f"{summary(e_in)}; held out, one ratio at a time: {summary(held)}; held "
               f"out, one kind at a time: {summary(by_kind)}")
-        if combos[0] is not None and len(fit_set) > 1:
+        if len(fit_set) > 1:
             spread = [combos[best(E, [j for j in fit_set if j != i])] for i in fit_set]
             lo, hi = np.min(spread, axis=0), np.max(spread, axis=0)
-            print(f"bandwidths fitted without one ratio (GB/s): L3 per thread "
-                  f"{lo[0]:.1f}-{hi[0]:.1f}, DRAM per thread {lo[1]:.1f}-{hi[1]:.1f}, "
-                  f"DRAM {lo[2]:.0f}-{hi[2]:.0f}")
+            print(f"fitted without one ratio: L3 per thread {lo[0]:.1f}-{hi[0]:.1f} "
+                  f"GB/s, DRAM per thread {lo[1]:.1f}-{hi[1]:.1f} GB/s, DRAM "
+                  f"{lo[2]:.0f}-{hi[2]:.0f} GB/s, clock (all cores busy) "
+                  f"{lo[3]:+.0%} to {hi[3]:+.0%}")
         print()
         return grid[c_in]
 
-    fitted = fit_and_check(every, f"bandwidths fitted in sample (all {n} ratios)")
+    fitted = fit_and_check(every, f"machine fitted in sample (all {n} ratios)")
     # The one thread / P ratios of 4276457 measure code that ea6b64e then changed in
     # the parts that scale (16 threads 0.72x hist, 0.78x exact; README, "the per-tree
     # passes on every thread"), which the traces of today's code cannot show: the
@@ -1257,22 +1398,44 @@ def cmd_calibrate(args):
                if commit == "4276457" and "1 thread /" in name]
     if args.fit_without_scaling and changed and len(changed) < n:
         fit_and_check([i for i in every if i not in changed],
-                      "bandwidths fitted without 4276457's 1 thread / P ratios")
+                      "machine fitted without 4276457's 1 thread / P ratios")
     # The 4276457 ratios brought to ea6b64e's code: its 16-thread time x the after /
     # before of ea6b64e's own run (README, "the per-tree passes on every thread":
     # hist 0.72, exact 0.78 at 1M, 16 threads; 1 and 2 threads taken as unchanged,
-    # 0.95-1.0 there). Derived, not measured; not in the fit.
+    # 0.95-1.0 there). Derived, not measured; not in the fit. Predicted with the
+    # passes on every thread (ea6b64e's code).
     print("| ratio brought to ea6b64e (derived) | measured x change | predicted in "
           "sample | error |")
     print("|---|---:|---:|---:|")
     for method, change in (("hist", 0.72), ("exact", 0.78)):
-        a1, a16 = f"11-27: 1M {method} 1t", f"11-27: 1M {method} 16t"
-        if plans[a1][0] is None or plans[a16][0] is None:
+        pair = [model_plan(traces, method, 1_000_000, 2, p, machine,
+                           mode_of(method, "ea6b64e"))[0] for p in (1, 16)]
+        if pair[0] is None or pair[1] is None:
             continue
-        derived = measured[a1] / (measured[a16] * change)
-        pred = plans[a1][0].seconds(fitted) / plans[a16][0].seconds(fitted)
+        derived = measured[f"11-27: 1M {method} 1t"] / (
+            measured[f"11-27: 1M {method} 16t"] * change)
+        pred = pair[0].seconds(fitted) / pair[1].seconds(fitted)
         print(f"| {method} 1M: 1 thread / 16 | {derived:.2f} | {pred:.2f} | "
               f"{pred / derived - 1:+.0%} |")
+    print()
+    # ea6b64e's own run (the same section): its 16-thread after / before, measured,
+    # against the model's passes on every thread / one thread (``PASSES_ON_THREADS``),
+    # the machine fitted in sample. Not in the fit.
+    print("| ea6b64e's change on 16 threads (after / before) | measured | predicted | "
+          "error |")
+    print("|---|---:|---:|---:|")
+    for method, n_rows, k, change in (("hist", 1_000_000, 2, 0.72),
+                                      ("exact", 1_000_000, 2, 0.78),
+                                      ("hist", 10_000_000, 2, 0.69),
+                                      ("exact", 200_000, 5, 0.76)):
+        pair = [model_plan(traces, method, n_rows, k, 16, machine,
+                           mode_of(method, "ea6b64e"), passes_on_threads=on)[0]
+                for on in (True, False)]
+        if pair[0] is None or pair[1] is None:
+            continue
+        pred = pair[0].seconds(fitted) / pair[1].seconds(fitted)
+        print(f"| {method} {n_rows // 1000}k, {k} classes | {change:.2f} | {pred:.2f} | "
+              f"{pred / change - 1:+.0%} |")
     print()
     # Absolute times: each method's speed factor per commit (seconds there per traced
     # second) from that commit's other figures of the method (leave one out); the
@@ -1388,6 +1551,10 @@ def main(argv=None):
                           ("bw_dram_gbs", "the machine's DRAM bandwidth")):
             q.add_argument("--" + key.replace("_", "-"), type=float, default=None,
                            help=f"{what}, GB/s (default: TARGET's, {TARGET[key]})")
+        q.add_argument("--clock", type=float, default=None,
+                       help="a core's extra time with every core busy (0.2: +20%%; "
+                            f"default: TARGET's, {TARGET['clock']}; calibrate: fitted "
+                            "over CLOCK_GRID unless given)")
     p = sub.choices["predict"]
     p.add_argument("--trace", required=True, help="a one-thread trace")
     p.add_argument("--sync-trace", help="a two-thread trace of the same fit")
@@ -1411,6 +1578,10 @@ def main(argv=None):
     c.add_argument("--threads", default="4,8,16,32")
     c.add_argument("--fit-without-scaling", action="store_true",
                    help="also fit the bandwidths without 4276457's 1 thread / P ratios")
+    c.add_argument("--passes-as-today", action="store_true",
+                   help="the figures of commits before the per-tree passes on every "
+                        "thread predicted with them (the model before "
+                        "PASSES_ON_THREADS)")
     c.add_argument("--use-target", action="store_true",
                    help="predict with TARGET's bandwidths instead of those fitted")
     args = parser.parse_args(argv)

@@ -97,7 +97,7 @@ def _trace(n_iter, n_classes, region_s, items):
 
 def test_side_by_side_lanes_share_the_threads_as_the_fit_does():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     sync = machine.sync
     outside = 0.5
     # Every tree on 16 threads, one after another.
@@ -128,17 +128,19 @@ def test_the_memory_term_is_the_bytes_the_caches_miss_over_the_bandwidths():
     kw = dict(bw_l3_core=10e9, bw_dram_core=5e9, bw_dram=30e9)
     for l2, l3, p in [(2 * mib, 105 * mib, 16), (2 * mib, 8 * mib, 16),
                       (2 * mib, 8 * mib, 1), (64 * mib, 128 * mib, 4)]:
-        machine = sm.Machine(sync2=0.0, l2=l2, l3=l3, **kw)
+        machine = sm.Machine(sync2=0.0, l2=l2, l3=l3, clock=0.0, **kw)
         moved = rows * per_item * factor
         ws = ws_row * rows
         m2 = max(0.0, 1 - l2 / (ws / p))
         m3 = max(0.0, 1 - l3 / ws)
-        mem = (moved * max(0.0, m2 - m3) / p / (p * 10e9)
+        # The L3's share at 10 GB/s per busy thread (P x 10 GB/s in all), DRAM's
+        # at 5 GB/s per thread up to 30 GB/s.
+        mem = (moved * max(0.0, m2 - m3) / (p * 10e9)
                + moved * m3 / min(p * 5e9, 30e9))
         expected = 0.5 + 0.1 + 1.0 / p + mem
         assert sm.predict(events, meta, p, machine) == pytest.approx(expected)
     # Growers side by side split the L3 and the DRAM bandwidth.
-    machine = sm.Machine(sync2=0.0, l2=2 * mib, l3=105 * mib, **kw)
+    machine = sm.Machine(sync2=0.0, l2=2 * mib, l3=105 * mib, clock=0.0, **kw)
     l3, dram = sm.region_memory(sm.regions_of(events)[0][0], 4, machine, rows, share=4)
     assert dram == pytest.approx(rows * per_item * factor * (1 - 105 * mib / 4 / (ws_row * rows)))
     assert math.isfinite(l3)
@@ -321,7 +323,7 @@ def test_the_model_knows_every_region_and_phase_the_code_records():
 
 def test_a_trace_with_a_region_or_phase_the_model_does_not_know_is_refused():
     events, meta = _trace(n_iter=1, n_classes=1, region_s=0.5, items=1_000_000)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     assert sm.predict(events, meta, 4, machine) > 0
     for kind, number, what in [(1, 99, r"regions \[99\]"), (0, 98, r"phases \[98\]"),
                                (2, 11, r"kinds \[2\]")]:
@@ -347,7 +349,7 @@ def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task()
     events = np.array(sorted([region, tree] + tasks), dtype=_openmp.TRACE_DTYPE)
     meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
             "fit_c0": 0, "fit_c1": 4 * ns}
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     r = sm.regions_of(events)[0][0]
     s = sm.GRID_ROOT_SUMS
     for p in (2, 4, 16):
@@ -376,7 +378,7 @@ def test_the_fused_grid_region_without_maxima_tasks_keeps_its_sums_task():
     region = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 2 s, no task
     tree = (0, 3 * ns, 0, 3 * ns, rows, 1, 1, 0, 1)
     events = np.array(sorted([region, tree]), dtype=_openmp.TRACE_DTYPE)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     r = sm.regions_of(events)[0][0]
     assert not r.phases
     s = sm.GRID_ROOT_SUMS
@@ -410,7 +412,7 @@ def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
                       dtype=_openmp.TRACE_DTYPE)
     meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
             "fit_c0": 0, "fit_c1": 5 * ns}
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     regions = sm.regions_of(events)[0]
     g, h = regions
     assert (g.rid, h.rid) == (3, 5) and set(h.phases) == {5, 32}
@@ -459,7 +461,7 @@ def test_the_roots_wr2_is_a_task_of_the_exact_roots_scan_after_its_whole_feature
                       dtype=_openmp.TRACE_DTYPE)
     meta = {"rows": rows, "classes": 2, "method": "exact", "n_jobs": 1,
             "fit_c0": 0, "fit_c1": 7 * ns}
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     g, h = sm.regions_of(events)[0]
     assert (g.rid, h.rid) == (3, 8) and set(h.phases) == {8, 32}
     whole = np.full(d, 0.1)
@@ -517,7 +519,7 @@ def test_the_exact_scan_has_one_thread_per_feature_at_most_but_a_blocked_roots()
     side = (t1, t1 + ns // 20, t1, t1 + ns // 20, d, 0, 32, 0, 1)  # 0.05 s
     root = (t0, t1 + ns // 20, t0, t1 + ns // 20, rows * d, 1, 8, 0, 1)
     events = np.array(sorted([root, side] + scan), dtype=_openmp.TRACE_DTYPE)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     (h,) = sm.regions_of(events)[0]
     comp, busy = sm.region_compute(h, 16, machine, n_features=d, n_samples=rows,
                                    root_blocks=True)
@@ -536,7 +538,7 @@ def test_the_exact_scan_has_one_thread_per_feature_at_most_but_a_blocked_roots()
 
 def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
     events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     for p, mode in [(16, "share"), (3, "share"), (16, "one"), (16, "serial"), (1, "share")]:
         pl = sm.plan(events, meta, p, machine, mode=mode)
         parts = pl.parts(machine)
@@ -563,7 +565,7 @@ def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
             "fit_c0": 0, "fit_c1": t}
     regions, trees = sm.regions_of(events)
     assert [g for _, g in sm.leaf_sum_gaps(regions, trees)] == pytest.approx([0.5] * 3)
-    machine = sm.Machine(sync2=1e-3, memory=False)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     shares = np.array(sm.LEAF_SPANS)
     for p in (1, 2, 3, 16):
         sums = 0.5 if p == 1 else (sm.schedule(0.5 * shares, p, "dynamic") + machine.sync(p))
@@ -579,3 +581,124 @@ def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
     assert sm.plan(small, meta_small, 16, machine).parts(machine)["leaf_sums"][0] == (
         pytest.approx(1.5))
     assert sm.leaf_sums_seconds(0.5, 16, machine, 1_000_000)[0] >= 0.5 * shares.max()
+
+
+def test_the_all_core_clock_scales_the_compute_not_the_memory():
+    """``Machine.slowdown``: a core's time with the cores of a P-thread fit busy,
+    1 + clock x min(P - 1, cores - 1) / (cores - 1), on every compute second of a
+    P-thread prediction (serial stretches and synchronisation too), not on its
+    memory seconds; 0 extra on one thread, ``clock`` on every core and beyond."""
+    rows = 1_000_000
+    events, meta = _trace(n_iter=1, n_classes=1, region_s=1.0, items=rows)
+    meta["classes"] = 2
+    kw = dict(sync2=1e-3, l2=2 << 20, l3=8 << 20, bw_l3_core=10e9, bw_dram_core=5e9,
+              bw_dram=30e9, cores=16)
+    for p in (1, 2, 8, 16, 32):
+        base = sm.Machine(clock=0.0, **kw)
+        hot = sm.Machine(clock=0.25, **kw)
+        f = 1 + 0.25 * min(p - 1, 15) / 15
+        assert hot.slowdown(p) == pytest.approx(f)
+        pl = sm.plan(events, meta, p, base)
+        comp, mem = pl.compute_and_memory(base)
+        assert comp + mem == pytest.approx(pl.seconds(base))
+        assert mem > 0
+        assert pl.seconds(hot) == pytest.approx(comp * f + mem)
+        parts = pl.parts(hot)
+        assert sum(v[0] for v in parts.values()) == pytest.approx(pl.seconds(hot))
+    assert sm.Machine(clock=0.25, **kw).slowdown(1) == 1.0
+    assert sm.Machine(clock=0.25, **kw).slowdown(16) == pytest.approx(1.25)
+
+
+def test_grid_seconds_are_each_machines_seconds():
+    """calibrate's grid of bandwidths x clocks (``grid_seconds``, one evaluation per
+    bandwidths for a plan without lanes) gives each machine's ``seconds``, with
+    side-by-side lanes too (whose busiest lane is taken per machine)."""
+    events, meta = _trace(n_iter=2, n_classes=5, region_s=1.0, items=1_000_000)
+    kw = dict(sync2=1e-3, l2=2 << 20, l3=8 << 20, cores=16)
+    machines = [sm.Machine(bw_l3_core=a * 1e9, bw_dram_core=b * 1e9, bw_dram=c * 1e9,
+                           clock=0.0, **kw)
+                for a, b, c in [(10, 5, 30), (640, 128, 512), (3, 1, 8)]]
+    clocks = [0.0, 0.3, 0.6]
+    for mode, p in [("serial", 16), ("share", 16), ("share", 3), ("serial", 1)]:
+        pl = sm.plan(events, meta, p, machines[0], mode=mode)
+        got = sm.grid_seconds(pl, machines, clocks)
+        want = [pl.seconds(m.with_bandwidths(m.bw_l3_core, m.bw_dram_core, m.bw_dram, c))
+                for m in machines for c in clocks]
+        assert got == pytest.approx(want)
+
+
+def test_a_fit_between_two_traced_row_counts_is_interpolated():
+    """``model_plan`` scales from the traces around the fit's rows (the nearer one's
+    regions), else the two nearest; with one row count of a fit's classes, by the
+    binary traces' exponents over the same span of rows."""
+    assert sm.row_pair([200_000, 500_000, 10_000_000], 1_000_000) == (500_000, 10_000_000)
+    assert sm.row_pair([200_000, 500_000, 10_000_000], 300_000) == (200_000, 500_000)
+    assert sm.row_pair([200_000, 500_000, 1_000_000], 10_000_000) == (1_000_000, 500_000)
+    assert sm.row_pair([500_000, 1_000_000], 200_000) == (500_000, 1_000_000)
+
+    def traced(rows, classes, per_row):
+        events, meta = _trace(n_iter=1, n_classes=1, region_s=per_row * rows, items=rows)
+        meta.update(classes=classes, method="exact")
+        return events, meta
+
+    # Binary: 1 us a row to 500k, 2 us a row from there (an exponent of 1 within
+    # each span, log(2 x 20) / log(20) across 500k-10M).
+    traces = {("exact", r, 2): traced(r, 2, 1e-6 if r <= 500_000 else 2e-6)
+              for r in (200_000, 500_000, 10_000_000)}
+    traces[("exact", 200_000, 5)] = traced(200_000, 5, 1e-6)
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    sm._REGIONS_CACHE.clear()
+    pl, how = sm.model_plan(traces, "exact", 300_000, 2, 1, machine, "serial")
+    assert how == "from 200k and 500k"
+    parts = pl.parts(machine)
+    assert parts["leaves"][0] == pytest.approx(0.3)
+    pl, how = sm.model_plan(traces, "exact", 400_000, 5, 1, machine, "serial")
+    assert how == "from 200k x the row exponents of 200k / 500k binary"
+    assert pl.parts(machine)["leaves"][0] == pytest.approx(0.4)
+
+
+def test_before_the_passes_on_every_thread_a_trees_start_and_leaf_sums_are_serial():
+    """``passes_on_threads=False`` (``PASSES_ON_THREADS``: the commits before the
+    per-tree passes on every thread): the tree's start (``TREE_START``: the exact
+    finder's per-row buffers, the grid region's root rows and sums) on one thread,
+    a narrow level's children one task per child (each split's task in two
+    halves, list-scheduled, not divided among the threads), and the leaf sums'
+    stretch on one thread as traced."""
+    ns = 10**9
+    rows = 1_000_000
+    start = (0, ns, 0, ns, rows, 1, 9, 0, 1)  # 1 s, the exact finder's buffers
+    part = (2 * ns, 3 * ns, 2 * ns, 3 * ns, rows, 1, 10, 0, 1)  # a narrow level
+    split_tasks = [(2 * ns + i * ns // 4, 2 * ns + (i + 1) * ns // 4,
+                    2 * ns + i * ns // 4, 2 * ns + (i + 1) * ns // 4, i, 0, 19, 0, 1)
+                   for i in range(2)]  # two splits of 0.25 s
+    tree = (0, 4 * ns, 0, 4 * ns, rows, 1, 1, 0, 1)
+    leaves = (5 * ns, 6 * ns, 5 * ns, 6 * ns, rows, 1, 11, 0, 1)  # 1 s of leaf sums before
+    events = np.array(sorted([start, part, tree, leaves] + split_tasks),
+                      dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "exact", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": 6 * ns}
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    sm._REGIONS_CACHE.clear()
+    regions = sm.regions_of(events)[0]
+    r_start, r_part = regions[0], regions[1]
+    assert (r_start.rid, r_part.rid) == (9, 10)
+    for p in (2, 4, 16):
+        sync = machine.sync(p)
+        assert sm.region_compute(r_start, p, machine)[0] == pytest.approx(1.0 / p + sync)
+        assert sm.region_compute(r_start, p, machine, passes_on_threads=False)[0] == (
+            pytest.approx(1.0))
+        # The partition's 0.5 s outside its tasks is serial either way.
+        assert sm.region_compute(r_part, p, machine)[0] == pytest.approx(
+            0.5 + 0.5 / p + sync)
+        halves = sm.schedule(np.full(4, 0.125), p, "dynamic")
+        assert sm.region_compute(r_part, p, machine, passes_on_threads=False)[0] == (
+            pytest.approx(0.5 + halves + sync))
+        on = sm.plan(events, meta, p, machine).parts(machine)
+        off = sm.plan(events, meta, p, machine, passes_on_threads=False).parts(machine)
+        assert "leaf_sums" in on and "leaf_sums" not in off
+        # The stretch between the tree and its leaves region: the leaf sums.
+        assert off["serial, outside trees"][0] == pytest.approx(1.0)
+        assert on["serial, outside trees"][0] == pytest.approx(0.0)
+    # One thread: the same either way.
+    assert sm.plan(events, meta, 1, machine, passes_on_threads=False).seconds(machine) == (
+        pytest.approx(sm.plan(events, meta, 1, machine).seconds(machine)))
