@@ -391,6 +391,16 @@ def test_the_fused_grid_region_without_maxima_tasks_keeps_its_sums_task():
     assert sm.region_compute(r, 1, machine)[0] == pytest.approx(2.0)
 
 
+def _fused_grid_pass(rows):
+    """A fused grid pass's events from 0 to 2 s: 8 maxima tasks of 0.01 s (phase
+    2) and the region (3), whose other 1.92 s are outside its tasks."""
+    ns = 10**9
+    grid_tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
+                   i, 0, 2, 0, 1) for i in range(8)]
+    grid = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)
+    return grid_tasks, grid
+
+
 def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
     """A trace whose root build holds the root's w r^2 (phase 32, ``ROOT_WR2``):
     that task is scheduled first among the build loop's tasks (not a loop of its
@@ -398,9 +408,7 @@ def test_the_roots_wr2_is_the_first_task_of_the_roots_build_loop():
     loops' synchronisation: the maxima's and the rows')."""
     ns = 10**9
     rows, d = 1_000_000, 28
-    grid_tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
-                   i, 0, 2, 0, 1) for i in range(8)]  # 8 tasks of 0.01 s
-    grid = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 0.08 s tasks, 1.92 s rest
+    grid_tasks, grid = _fused_grid_pass(rows)
     t0 = 2 * ns
     side = (t0, t0 + ns // 2, t0, t0 + ns // 2, 0, 0, 32, 0, 1)  # 0.5 s
     build = [(t0 + ns // 2 + i * ns // 100, t0 + ns // 2 + (i + 1) * ns // 100,
@@ -446,9 +454,7 @@ def test_the_roots_wr2_is_a_task_of_the_exact_roots_scan_after_its_whole_feature
 
     ns = 10**9
     rows, d = 1_000_000, 27
-    grid_tasks = [(i * ns // 100, (i + 1) * ns // 100, i * ns // 100, (i + 1) * ns // 100,
-                   i, 0, 2, 0, 1) for i in range(8)]  # 8 tasks of 0.01 s
-    grid = (0, 2 * ns, 0, 2 * ns, rows, 1, 3, 0, 1)  # 0.08 s tasks, 1.92 s rest
+    grid_tasks, grid = _fused_grid_pass(rows)
     t0 = 2 * ns
     feature = ns // 10  # each feature's scan 0.1 s
     scan = [(t0 + i * feature, t0 + (i + 1) * feature, t0 + i * feature,
