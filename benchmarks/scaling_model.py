@@ -124,7 +124,7 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
           24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
           29: "dynamic", 30: "static", 31: "dynamic", 32: "dynamic", 40: "static",
-          41: "dynamic", 42: "static", 43: "dynamic"}
+          41: "dynamic", 42: "static", 43: "dynamic", 44: "static"}
 PART_CHILD, HIST_BUILD, HIST_BLOCK, ROOT_WR2, EXACT_SCAN = 19, 5, 29, 32, 8
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
 # of P threads; phase 19's (a level's splits, each placing and summing its two

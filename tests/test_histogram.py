@@ -439,6 +439,65 @@ def test_reduce_hook_sees_and_replaces_the_collected_histograms():
     assert (finder.level_splits(stats, row_slot)["feature"] == -1).all()
 
 
+@pytest.mark.parametrize("blocks", [None, 97])
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_root_of_every_row_takes_its_columns_counts(row_blocks, blocks, n_threads):
+    """A root of every row with unit weights adds only w * r and takes its counts
+    (and weights) from the columns' counts, counted once per bins: its histograms
+    are the brute force's, bit for bit, built in one pass or in row blocks (on the
+    grid); the finders of ``with_threads`` share the counts; a tree with rows out of
+    the bag, or with weights, counts its rows as before and leaves them uncounted."""
+    if blocks:
+        row_blocks(blocks)
+    n, d = 6000, 7
+    X, r = _data(21, n, d, "nan")
+    unit_s = 2.0 ** -20
+    wr = np.round(r / unit_s) * unit_s
+    w = np.ones(n)
+    X32, bins, nb, ranges, mb = _binned(X, 255)
+    stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = wr, w
+    seen = []
+
+    def record(histograms, collected):
+        seen.append(histograms[collected].copy())
+
+    finder = HistogramSplitFinder(bins, nb, *ranges, mb, n_threads)
+    assert finder.bin_counts() is None
+    side = finder.with_threads(2)
+    finder.reducer = side.reducer = record
+    root = np.zeros(n, dtype=np.int32)
+    finder.level_splits(stats, root, unit_weights=True, grid=(unit_s, 1.0))
+    expected = _histograms(bins, mb + 1, wr, w, np.arange(n))
+    counts = np.stack([np.bincount(bins[:, f], minlength=mb + 1) for f in range(d)])
+    np.testing.assert_array_equal(finder.bin_counts(), counts)
+    np.testing.assert_array_equal(side.bin_counts(), counts)   # shared, not recounted
+    side.level_splits(stats, root, unit_weights=True, grid=(unit_s, 1.0))
+    assert finder.row_block_nodes == side.row_block_nodes == (1 if blocks else 0)
+    for h in seen:
+        np.testing.assert_array_equal(h["n"][0], expected[..., 0])
+        np.testing.assert_array_equal(h["w"][0], expected[..., 1])
+        np.testing.assert_array_equal(h["s"][0], expected[..., 2])
+    # Rows out of the bag, or weights: counted from the rows, the columns' counts
+    # not taken (nor counted).
+    inside = np.flatnonzero(np.arange(n) % 5 != 0)
+    some = np.where(np.arange(n) % 5 != 0, 0, -1).astype(np.int32)
+    weighted = stats.copy()
+    weighted["w"][::7] = 2.0
+    weighted["wr"][::7] *= 2.0
+    for row_slot, st, unit, rows in [(some, stats, True, inside),
+                                     (root, weighted, False, np.arange(n))]:
+        fresh = HistogramSplitFinder(bins, nb, *ranges, mb, n_threads)
+        fresh.reducer = record
+        seen.clear()
+        fresh.level_splits(st, row_slot, unit_weights=unit, grid=(unit_s, 1.0))
+        assert fresh.bin_counts() is None
+        expected = _histograms(bins, mb + 1, st["wr"], st["w"], rows)
+        np.testing.assert_array_equal(seen[0]["n"][0], expected[..., 0])
+        np.testing.assert_array_equal(seen[0]["w"][0], expected[..., 1])
+        np.testing.assert_array_equal(seen[0]["s"][0], expected[..., 2])
+
+
 # ------------------------------------------------------------------ fitted trees
 def _special_values(n, seed):
     """Columns with values on and next to bin edges, -0.0, +-inf and NaN."""

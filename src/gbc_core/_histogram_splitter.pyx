@@ -35,6 +35,8 @@ from libc.stdint cimport uintptr_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 
+import threading
+
 import numpy as np
 
 from ._common cimport (
@@ -238,6 +240,20 @@ cdef inline void _pass_unit(side_t** h, const uint8_t** col, intp_t g,
             b = col[j][row]
             h[j][b].n += 1
             h[j][b].s += v
+
+
+cdef inline void _pass_unit_sums(side_t** h, const uint8_t** col, intp_t g,
+                                 const float64_t* wr, intp_t step,
+                                 intp_t n_rows) noexcept nogil:
+    """``_pass_unit`` over rows ``0 .. n_rows - 1`` of ``col`` (every row, in order)
+    without the counts: the sums of w * r alone (the counts of every row are the
+    columns' own, ``_BinCounts``)."""
+    cdef intp_t i, j
+    cdef float64_t v
+    for i in range(n_rows):
+        v = wr[i * step]
+        for j in range(g):
+            h[j][col[j][i]].s += v
 
 
 cdef inline void _pass(side_t** h, const uint8_t** col, intp_t g, const int32_t* rows,
@@ -553,6 +569,53 @@ def unpack_bins(const float64_t[::1] packed, const intp_t[::1] collected,
 
 
 @cython.final
+cdef class _BinCounts:
+    """The rows of each (feature, bin) over every row of a finder's bins: a node that
+    holds every row (the root of a tree without subsampling) has these counts, so
+    its histograms add only w * r (``HistogramSplitFinder._build``). Counted once,
+    when a tree of unit weights first needs them (``fill``), and shared by the
+    finders on the same bins (``HistogramSplitFinder.with_threads``), which only
+    read them after. A count is the same whatever the threads."""
+    cdef int64_t* counts     # n_features x stride, feature after feature
+    cdef readonly bint ready
+    cdef object lock
+
+    def __cinit__(self, intp_t n_features, intp_t stride):
+        self.counts = <int64_t*>grow_buffer(NULL, n_features * stride, sizeof(int64_t),
+                                            "bin counts")
+        self.ready = False
+        self.lock = threading.Lock()
+
+    def __dealloc__(self):
+        free(self.counts)
+
+    cdef int fill(self, const uint8_t[::1, :] bins, intp_t stride,
+                  int n_threads) except -1:
+        """Count the rows of every (feature, bin) of ``bins`` unless done: one task per
+        feature. The lock makes the finders that share the counts (trees grown side
+        by side, from threads of their own) count them once."""
+        cdef intp_t f, i, n = bins.shape[0], d = bins.shape[1]
+        cdef int64_t* c
+        if self.ready:
+            return 0
+        with self.lock:
+            if self.ready:
+                return 0
+            with nogil:
+                memset(self.counts, 0, d * stride * sizeof(int64_t))
+                GBC_TRACE_REGION_BEGIN(GBC_TR_BINNING, n * d)
+                for f in prange(d, schedule="static", num_threads=n_threads):
+                    GBC_TRACE_TASK_BEGIN(GBC_TR_BIN_COUNTS, f)
+                    c = self.counts + f * stride
+                    for i in range(n):
+                        c[bins[i, f]] += 1
+                    GBC_TRACE_TASK_END(GBC_TR_BIN_COUNTS, f)
+                GBC_TRACE_REGION_END(GBC_TR_BINNING, n * d)
+            self.ready = True
+        return 0
+
+
+@cython.final
 cdef class _GatherBuffer:
     """The buffer a finder gathers its collected nodes' row statistics into: 16
     bytes per row (``row_stat_t``; w * r alone, with unit weights, in its first
@@ -595,6 +658,9 @@ cdef class HistogramSplitFinder(SplitFinder):
         Where ``collect`` gathers the rows' statistics: the buffer of another finder
         of as many rows, which never collects at the same time as this one
         (``with_threads(shares_rows=True)``), or None for one of its own.
+    counts : object or None, default=None
+        The counts of every row's bins, shared with the finders on the same bins
+        (``with_threads``), or None for counts of its own.
 
     Attributes
     ----------
@@ -649,6 +715,9 @@ cdef class HistogramSplitFinder(SplitFinder):
         intp_t* blocked          # the slots built in row blocks
         readonly intp_t row_block_nodes
         bint unit_weights        # every weight of the tree is 1: w of a bin is n
+        _BinCounts shared_counts  # the counts of every row (shared by with_threads)
+        const int64_t* root_counts  # ... where this tree's nodes of every row take
+                                    # them (unit weights, every row in the bag), or NULL
         const row_stat_t* row_stats
         const float64_t* unit_wr # unit weights: w * r of row i is unit_wr[i * wr_step]
         intp_t wr_step
@@ -675,10 +744,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.blocked = NULL
         self.capacity = 0
         self.row_block_nodes = 0
+        self.root_counts = NULL
 
     def __init__(self, const uint8_t[::1, :] bins, const int32_t[::1] n_bins_non_missing,
                  const float32_t[:, ::1] bin_lo, const float32_t[:, ::1] bin_hi,
-                 int missing_bin, int n_threads=1, gathered=None):
+                 int missing_bin, int n_threads=1, gathered=None, counts=None):
         cdef intp_t f
         check_row_count(bins.shape[0])
         if not 1 <= missing_bin <= 255:
@@ -717,6 +787,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.gather_buf = gathered
         self.ordered = self.gather_buf.data
         self.ordered_wr = <float64_t*>self.gather_buf.data
+        if counts is None:
+            counts = _BinCounts(self.n_features, self.stride)
+        elif not isinstance(counts, _BinCounts):
+            raise ValueError("counts must be the bin counts of a finder on the same bins")
+        self.shared_counts = counts
 
     def with_threads(self, int n_threads, bint shares_rows=False):
         """A finder on the same bins (shared, not copied) with buffers of its own
@@ -737,7 +812,23 @@ cdef class HistogramSplitFinder(SplitFinder):
         """
         return HistogramSplitFinder(self.bins, self.n_bins, self.bin_lo, self.bin_hi,
                                     self.missing, n_threads,
-                                    self.gather_buf if shares_rows else None)
+                                    self.gather_buf if shares_rows else None,
+                                    self.shared_counts)
+
+    def bin_counts(self):
+        """The counts of every row's bins that the nodes of every row take
+        (``_BinCounts``), shared with the finders of ``with_threads``; None until a
+        tree of unit weights with every row in the bag has counted them.
+
+        Returns
+        -------
+        int64 array of shape (n_features, missing_bin + 1) or None
+            A copy.
+        """
+        if not self.shared_counts.ready:
+            return None
+        return np.asarray(<int64_t[:self.n_features * self.stride]>self.shared_counts.counts
+                          ).reshape(self.n_features, self.stride).copy()
 
     def gather_buffer(self):
         """The memory the finder gathers the collected nodes' row statistics into
@@ -788,6 +879,7 @@ cdef class HistogramSplitFinder(SplitFinder):
                 self.block_hist, self.row_block_buffers * self.n_features * self.stride,
                 sizeof(side_t), "histograms")
             self.pool_capacity = self.row_block_buffers
+        self.root_counts = NULL
         if row_stats is None:
             # Unit weights: w * r is the residual itself.
             self._row_stats_ref = residual
@@ -795,6 +887,7 @@ cdef class HistogramSplitFinder(SplitFinder):
             self.unit_wr = &residual[0] if self.n_samples > 0 else NULL
             self.wr_step = 1
             self.unit_weights = True
+            self._take_counts(in_bag, n_threads)
             return 0
         self._row_stats_ref = row_stats
         self.row_stats = &row_stats[0] if self.n_samples > 0 else NULL
@@ -809,6 +902,18 @@ cdef class HistogramSplitFinder(SplitFinder):
                     n_other += 1
             GBC_TRACE_REGION_END(GBC_TR_HIST_OTHER, self.n_samples)
         self.unit_weights = n_other == 0
+        if self.unit_weights:
+            self._take_counts(in_bag, n_threads)
+        return 0
+
+    cdef int _take_counts(self, const uint8_t[::1] in_bag, int n_threads) except -1:
+        """A tree of unit weights with every row in the bag: its nodes of every row
+        (the root) take their counts from ``shared_counts`` (counted by the first such
+        tree) instead of counting them."""
+        if in_bag is not None or self.n_samples == 0:
+            return 0
+        self.shared_counts.fill(self.bins, self.stride, n_threads)
+        self.root_counts = self.shared_counts.counts
         return 0
 
     cdef int start_level(self, intp_t n_nodes) except -1:
@@ -869,7 +974,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         or one row block), in one pass: each row's statistics (and its index) are
         read once for the g features. They are written to ``dest`` (the node's
         n_features histograms, or a row block's buffer). Every bin still adds its
-        rows in partition order, so the sums do not depend on ``g``."""
+        rows in partition order, so the sums do not depend on ``g``.
+
+        A node of every row with ``root_counts`` (unit weights, every row in the
+        bag) adds only w * r: its counts, and weights, are the columns' own, taken
+        here (a row block's, left 0, are taken by ``_merge_blocks``)."""
         cdef side_t* h[GROUP]
         cdef const uint8_t* col[GROUP]
         cdef intp_t i, j, n_rows = hi - lo, first = 0
@@ -892,6 +1001,18 @@ cdef class HistogramSplitFinder(SplitFinder):
             else:
                 wr = self.ordered_wr + self.gathered_at[slot] + lo
                 step = 1
+            if rows == NULL and self.root_counts != NULL:
+                if g == 4:
+                    _pass_unit_sums(h, col, 4, wr, step, n_rows)
+                elif g == 3:
+                    _pass_unit_sums(h, col, 3, wr, step, n_rows)
+                else:
+                    for j in range(g):
+                        _pass_unit_sums(&h[j], &col[j], 1, wr, step, n_rows)
+                if n_rows == self.n_samples:
+                    for j in range(g):
+                        self._take_node_counts(h[j], f0 + j)
+                return
             # (Constant group sizes: the compiler unrolls the pass over the features.)
             if g == 4:
                 _pass_unit(h, col, 4, rows, wr, step, n_rows)
@@ -1051,7 +1172,9 @@ cdef class HistogramSplitFinder(SplitFinder):
                 omp_barrier()  # every block built before any is added
                 for t in prange(n_merge, schedule="static"):
                     GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_MERGE, t)
-                    self._merge_blocks(self.blocked[t // d], t % d)
+                    s = self.blocked[t // d]
+                    self._merge_blocks(s, t % d, self.root_counts == NULL or (
+                        level.nodes[s].stop - level.nodes[s].start < self.n_samples))
                     GBC_TRACE_TASK_END(GBC_TR_HIST_MERGE, t)
         GBC_TRACE_REGION_END(GBC_TR_HIST_BUILD, self.n_features * (
             n_rows if n_rows else level.nodes[0].stop - level.nodes[0].start))
@@ -1070,9 +1193,21 @@ cdef class HistogramSplitFinder(SplitFinder):
                 hi = mid
         return lo
 
-    cdef void _merge_blocks(self, intp_t s, intp_t f) noexcept nogil:
+    cdef inline void _take_node_counts(self, side_t* h, intp_t f) noexcept nogil:
+        """Feature ``f``'s histogram ``h`` of a node of every row: its counts and
+        weights from ``root_counts`` (the counts a pass over its rows would add up;
+        weights 1: the weight of a bin is its count)."""
+        cdef intp_t b
+        cdef const int64_t* c = self.root_counts + f * self.stride
+        for b in range(self.stride):
+            h[b].n = c[b]
+            h[b].w = <float64_t>c[b]
+
+    cdef void _merge_blocks(self, intp_t s, intp_t f, bint counted) noexcept nogil:
         """Feature ``f`` of the row blocks 1 .. K - 1 of node ``s`` added to block 0's
-        (the node's histogram), in block order."""
+        (the node's histogram), in block order; where the blocks were built without
+        counts (``counted`` False: a node of every row, ``_build``), the counts and
+        weights are then taken from ``root_counts``."""
         cdef side_t* h = self.hist + (s * self.n_features + f) * self.stride
         cdef const side_t* x
         cdef intp_t k, b
@@ -1083,6 +1218,8 @@ cdef class HistogramSplitFinder(SplitFinder):
                 h[b].n += x[b].n
                 h[b].w += x[b].w
                 h[b].s += x[b].s
+        if not counted:
+            self._take_node_counts(h, f)
 
     cdef void derive(self, const level_t* level) noexcept nogil:
         cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features

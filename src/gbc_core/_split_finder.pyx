@@ -208,12 +208,14 @@ cdef class SplitFinder:
         if allowed is not None:
             allowed_view = np.ascontiguousarray(allowed, dtype=np.uint8).reshape(
                 n_nodes, self.n_features)
-        # The root's rows are every row with a slot: start the tree with them.
+        # The root's rows are every row with a slot: start the tree with them (None:
+        # every row, as the grower starts a tree without subsampling).
         in_bag = (slot_of >= 0) if parent_slot is None else (parent_of >= 0)
+        in_bag = None if in_bag.all() else in_bag.astype(np.uint8)
         if unit_weights:
-            self.start_tree(None, np.ascontiguousarray(stats["wr"]), in_bag.astype(np.uint8))
+            self.start_tree(None, np.ascontiguousarray(stats["wr"]), in_bag)
         else:
-            self.start_tree(stats, None, in_bag.astype(np.uint8))
+            self.start_tree(stats, None, in_bag)
         if parent_slot is not None:
             self._run_level(stats, parent_of, None, (n_nodes + 1) // 2, None,
                             min_samples_leaf, min_weight_leaf, False, CRITERIA[criterion],

@@ -72,6 +72,9 @@
                                      a block of rows */
 #define GBC_TR_BIN_RANGES 43      /* binning: the value ranges of every bin, one
                                      feature (Fortran X) or block of rows (C order) */
+#define GBC_TR_BIN_COUNTS 44      /* histogram finder: one feature's counts of every
+                                     row's bins, once per fit (in its first tree of
+                                     unit weights without a subsample) */
 
 #ifndef GBC_CORE_TRACE
 

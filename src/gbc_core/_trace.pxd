@@ -41,6 +41,7 @@ cdef extern from "_trace.h" nogil:
         GBC_TR_BIN_SAMPLE
         GBC_TR_CAST
         GBC_TR_BIN_RANGES
+        GBC_TR_BIN_COUNTS
     void GBC_TRACE_REGION_BEGIN(int region, Py_ssize_t items)
     void GBC_TRACE_REGION_END(int region, Py_ssize_t items)
     void GBC_TRACE_TASK_BEGIN(int phase, Py_ssize_t task)
