@@ -134,16 +134,18 @@ def brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed=Non
 
 def _check(X, wr, w, row_slot, max_bins=16, allowed=None, min_samples_leaf=1,
            min_weight_leaf=0.0, n_threads=1, parent_slot=None, grid=None,
-           unit_weights=False, finders=None):
+           unit_weights=False, finders=None, bag_mask=False):
     """The finder's splits equal the brute force's; returns how many nodes split
-    (and appends the finder to ``finders`` if given)."""
+    (and appends the finder to ``finders`` if given). ``bag_mask``: the tree starts
+    with a mask of in-bag rows even where every row has a slot (a root of every row
+    then counts its rows, as a subsample that kept every row)."""
     X32, bins, nb, ranges, missing_bin = _binned(X, max_bins)
     stats = np.empty(X32.shape[0], dtype=ROW_STAT_DTYPE)
     stats["wr"], stats["w"] = wr, w
     finder = HistogramSplitFinder(bins, nb, *ranges, missing_bin, n_threads)
     got = finder.level_splits(stats, row_slot, allowed, min_samples_leaf, min_weight_leaf,
                               parent_slot=parent_slot, grid=grid,
-                              unit_weights=unit_weights)
+                              unit_weights=unit_weights, bag_mask=bag_mask)
     if finders is not None:
         finders.append(finder)
     expected = brute_force_hist(bins, nb, ranges, missing_bin, wr, w, row_slot, allowed,
@@ -285,11 +287,13 @@ def test_threads_build_the_same_histograms():
 ])
 def test_feature_groups_against_brute_force(weight_kind, d, n, n_threads):
     """The histograms of up to four features built in one pass over a node's rows
-    (group sizes 1 to 4, every row in the root or rows gathered per node): the
-    brute force's splits."""
+    (group sizes 1 to 4, every row in the root, its counts taken or counted, or
+    rows gathered per node): the brute force's splits."""
     X, r = _data(11, n, d, "nan")
     w = _weights(weight_kind, n, 11)
-    _check(X, w * r, w, np.zeros(n, dtype=np.int32), max_bins=255, n_threads=n_threads)
+    for bag_mask in (False, True):
+        _check(X, w * r, w, np.zeros(n, dtype=np.int32), max_bins=255,
+               n_threads=n_threads, bag_mask=bag_mask)
     row_slot = np.random.default_rng(d).integers(-1, 3, size=n).astype(np.int32)
     _check(X, w * r, w, row_slot, max_bins=255, n_threads=n_threads)
 
@@ -478,24 +482,60 @@ def test_root_of_every_row_takes_its_columns_counts(row_blocks, blocks, n_thread
         np.testing.assert_array_equal(h["n"][0], expected[..., 0])
         np.testing.assert_array_equal(h["w"][0], expected[..., 1])
         np.testing.assert_array_equal(h["s"][0], expected[..., 2])
-    # Rows out of the bag, or weights: counted from the rows, the columns' counts
-    # not taken (nor counted).
+    # Rows out of the bag, a mask of every row, or weights: counted from the rows,
+    # the columns' counts not taken (nor counted).
     inside = np.flatnonzero(np.arange(n) % 5 != 0)
     some = np.where(np.arange(n) % 5 != 0, 0, -1).astype(np.int32)
     weighted = stats.copy()
     weighted["w"][::7] = 2.0
     weighted["wr"][::7] *= 2.0
-    for row_slot, st, unit, rows in [(some, stats, True, inside),
-                                     (root, weighted, False, np.arange(n))]:
+    for row_slot, st, unit, rows, mask in [(some, stats, True, inside, False),
+                                           (root, stats, True, np.arange(n), True),
+                                           (root, weighted, False, np.arange(n), False)]:
         fresh = HistogramSplitFinder(bins, nb, *ranges, mb, n_threads)
         fresh.reducer = record
         seen.clear()
-        fresh.level_splits(st, row_slot, unit_weights=unit, grid=(unit_s, 1.0))
+        fresh.level_splits(st, row_slot, unit_weights=unit, grid=(unit_s, 1.0),
+                           bag_mask=mask)
         assert fresh.bin_counts() is None
         expected = _histograms(bins, mb + 1, st["wr"], st["w"], rows)
         np.testing.assert_array_equal(seen[0]["n"][0], expected[..., 0])
         np.testing.assert_array_equal(seen[0]["w"][0], expected[..., 1])
         np.testing.assert_array_equal(seen[0]["s"][0], expected[..., 2])
+
+
+def test_column_counts_are_counted_once_and_only_for_their_bins():
+    """Finders that share the columns' counts (``with_threads``), their first trees
+    started at once from threads of their own (as side-by-side class trees are),
+    take the same counts (the first to start counts them, under a lock) and find
+    the splits of a tree that counts its rows; counts of other bins, or of another
+    stride, are refused."""
+    from concurrent.futures import ThreadPoolExecutor
+    from gbc_core._histogram_splitter import _BinCounts
+
+    n, d = 250000, 3   # from 200,000 rows the counts are taken on every thread
+    X, r = _data(23, n, d, "nan")
+    X32, bins, nb, ranges, mb = _binned(X, 64)
+    stats = np.empty(n, dtype=ROW_STAT_DTYPE)
+    stats["wr"], stats["w"] = r, 1.0
+    finder = HistogramSplitFinder(bins, nb, *ranges, mb, 2)
+    copies = [finder.with_threads(1) for _ in range(4)]
+    root = np.zeros(n, dtype=np.int32)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        splits = list(pool.map(lambda f: f.level_splits(stats, root, unit_weights=True),
+                               copies))
+    counts = np.stack([np.bincount(bins[:, f], minlength=mb + 1) for f in range(d)])
+    for f in [finder] + copies:
+        np.testing.assert_array_equal(f.bin_counts(), counts)
+    expected = finder.level_splits(stats, root, unit_weights=True, bag_mask=True)
+    for got in splits:
+        np.testing.assert_array_equal(got, expected)
+    other = np.asfortranarray(bins.copy())
+    with pytest.raises(ValueError, match="counts must be the bin counts of a finder on "
+                                         "the same bins"):
+        HistogramSplitFinder(other, nb, *ranges, mb, 1, None, _BinCounts(bins, mb + 1))
+    with pytest.raises(ValueError, match="counts must be the bin counts"):
+        HistogramSplitFinder(bins, nb, *ranges, mb, 1, None, _BinCounts(bins, mb))
 
 
 # ------------------------------------------------------------------ fitted trees

@@ -575,13 +575,25 @@ cdef class _BinCounts:
     its histograms add only w * r (``HistogramSplitFinder._build``). Counted once,
     when a tree of unit weights first needs them (``fill``), and shared by the
     finders on the same bins (``HistogramSplitFinder.with_threads``), which only
-    read them after. A count is the same whatever the threads."""
+    read them after. A count is the same whatever the threads.
+
+    Parameters
+    ----------
+    bins : uint8 array of shape (n_samples, n_features), Fortran order
+        The finder's bins (kept: the counts are of these).
+    stride : int
+        Bins per feature (``missing_bin + 1``).
+    """
+    cdef const uint8_t[::1, :] bins
+    cdef intp_t stride
     cdef int64_t* counts     # n_features x stride, feature after feature
     cdef readonly bint ready
     cdef object lock
 
-    def __cinit__(self, intp_t n_features, intp_t stride):
-        self.counts = <int64_t*>grow_buffer(NULL, n_features * stride, sizeof(int64_t),
+    def __cinit__(self, const uint8_t[::1, :] bins, intp_t stride):
+        self.bins = bins
+        self.stride = stride
+        self.counts = <int64_t*>grow_buffer(NULL, bins.shape[1] * stride, sizeof(int64_t),
                                             "bin counts")
         self.ready = False
         self.lock = threading.Lock()
@@ -589,12 +601,19 @@ cdef class _BinCounts:
     def __dealloc__(self):
         free(self.counts)
 
-    cdef int fill(self, const uint8_t[::1, :] bins, intp_t stride,
-                  int n_threads) except -1:
-        """Count the rows of every (feature, bin) of ``bins`` unless done: one task per
+    cdef bint counts_of(self, const uint8_t[::1, :] bins, intp_t stride):
+        """Whether these are the counts of ``bins`` (the same memory and shape) with
+        ``stride`` bins per feature."""
+        return (bins.shape[0] == self.bins.shape[0] and bins.shape[1] == self.bins.shape[1]
+                and stride == self.stride and (bins.shape[0] * bins.shape[1] == 0
+                                               or &bins[0, 0] == &self.bins[0, 0]))
+
+    cdef int fill(self, int n_threads) except -1:
+        """Count the rows of every (feature, bin) of the bins unless done: one task per
         feature. The lock makes the finders that share the counts (trees grown side
         by side, from threads of their own) count them once."""
-        cdef intp_t f, i, n = bins.shape[0], d = bins.shape[1]
+        cdef const uint8_t[::1, :] bins = self.bins
+        cdef intp_t f, i, n = bins.shape[0], d = bins.shape[1], stride = self.stride
         cdef int64_t* c
         if self.ready:
             return 0
@@ -788,9 +807,11 @@ cdef class HistogramSplitFinder(SplitFinder):
         self.ordered = self.gather_buf.data
         self.ordered_wr = <float64_t*>self.gather_buf.data
         if counts is None:
-            counts = _BinCounts(self.n_features, self.stride)
-        elif not isinstance(counts, _BinCounts):
-            raise ValueError("counts must be the bin counts of a finder on the same bins")
+            counts = _BinCounts(bins, self.stride)
+        elif (not isinstance(counts, _BinCounts)
+              or not (<_BinCounts>counts).counts_of(bins, self.stride)):
+            raise ValueError("counts must be the bin counts of a finder on the same bins "
+                             "and bins per feature")
         self.shared_counts = counts
 
     def with_threads(self, int n_threads, bint shares_rows=False):
@@ -827,6 +848,8 @@ cdef class HistogramSplitFinder(SplitFinder):
         """
         if not self.shared_counts.ready:
             return None
+        if self.n_features == 0:
+            return np.zeros((0, self.stride), dtype=np.int64)
         return np.asarray(<int64_t[:self.n_features * self.stride]>self.shared_counts.counts
                           ).reshape(self.n_features, self.stride).copy()
 
@@ -912,7 +935,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         tree) instead of counting them."""
         if in_bag is not None or self.n_samples == 0:
             return 0
-        self.shared_counts.fill(self.bins, self.stride, n_threads)
+        self.shared_counts.fill(n_threads)
         self.root_counts = self.shared_counts.counts
         return 0
 
@@ -1009,7 +1032,7 @@ cdef class HistogramSplitFinder(SplitFinder):
                 else:
                     for j in range(g):
                         _pass_unit_sums(&h[j], &col[j], 1, wr, step, n_rows)
-                if n_rows == self.n_samples:
+                if lo == 0 and hi == nd.stop - nd.start:   # the whole node, no block
                     for j in range(g):
                         self._take_node_counts(h[j], f0 + j)
                 return
@@ -1206,18 +1229,22 @@ cdef class HistogramSplitFinder(SplitFinder):
     cdef void _merge_blocks(self, intp_t s, intp_t f, bint counted) noexcept nogil:
         """Feature ``f`` of the row blocks 1 .. K - 1 of node ``s`` added to block 0's
         (the node's histogram), in block order; where the blocks were built without
-        counts (``counted`` False: a node of every row, ``_build``), the counts and
-        weights are then taken from ``root_counts``."""
+        counts (``counted`` False: a node of every row, ``_build``), only their sums
+        are added, the counts and weights then taken from ``root_counts``."""
         cdef side_t* h = self.hist + (s * self.n_features + f) * self.stride
         cdef const side_t* x
         cdef intp_t k, b
         for k in range(1, self.node_blocks[s]):
             x = self.block_hist + ((self.block_at[s] + k - 1) * self.n_features
                                    + f) * self.stride
-            for b in range(self.stride):
-                h[b].n += x[b].n
-                h[b].w += x[b].w
-                h[b].s += x[b].s
+            if counted:
+                for b in range(self.stride):
+                    h[b].n += x[b].n
+                    h[b].w += x[b].w
+                    h[b].s += x[b].s
+            else:
+                for b in range(self.stride):
+                    h[b].s += x[b].s
         if not counted:
             self._take_node_counts(h, f)
 

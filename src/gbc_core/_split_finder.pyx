@@ -125,7 +125,8 @@ cdef class SplitFinder:
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
                      float64_t min_weight_leaf=0.0, parent_slot=None,
                      criterion="friedman_mse", bint unit_weights=False, grid=None,
-                     monotonic=None, categorical=None, int64_t min_samples_category=1):
+                     monotonic=None, categorical=None, int64_t min_samples_category=1,
+                     bint bag_mask=False):
         """Best split of every node of one level, as the grower would ask for it.
 
         Parameters
@@ -166,6 +167,10 @@ cdef class SplitFinder:
         min_samples_category : int, default=1
             A category with fewer rows of a node than this goes right with the
             categories of no row (never sorted, never left; ``categorical_scan``).
+        bag_mask : bool, default=False
+            Start the tree with a mask of in-bag rows even where every row has a
+            slot (a subsample that kept every row); else, there, without one, as the
+            grower starts a tree without a subsample.
 
         Returns
         -------
@@ -211,7 +216,7 @@ cdef class SplitFinder:
         # The root's rows are every row with a slot: start the tree with them (None:
         # every row, as the grower starts a tree without subsampling).
         in_bag = (slot_of >= 0) if parent_slot is None else (parent_of >= 0)
-        in_bag = None if in_bag.all() else in_bag.astype(np.uint8)
+        in_bag = None if in_bag.all() and not bag_mask else in_bag.astype(np.uint8)
         if unit_weights:
             self.start_tree(None, np.ascontiguousarray(stats["wr"]), in_bag)
         else:
