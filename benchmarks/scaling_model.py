@@ -775,7 +775,10 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                 n_loops += 1
         else:
             compute = rest  # serial
-        most = 1
+        # The fused grid pass's rows' loop runs on every thread: its traffic is
+        # fetched by all of them (not by its maxima tasks' threads, nor by one where
+        # it has none), beside its root sums' one task.
+        most = p if r.rid == 3 else 1
         blocked_root = False
         for phase, evs in r.phases.items():
             if phase == ROOT_WR2 and merged:

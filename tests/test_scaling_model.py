@@ -356,6 +356,7 @@ def test_the_fused_grid_region_is_its_tasks_a_divisible_pass_and_one_sums_task()
         tasks = sm.schedule(np.full(8, 0.01), p, "dynamic")
         comp, busy = sm.region_compute(r, p, machine)
         assert comp == pytest.approx(tasks + max(1.92 * s, 1.92 / p) + 2 * machine.sync(p))
+        assert busy == p   # (16 threads, 8 maxima tasks: the rows' loop on all 16)
         comp, busy = sm.region_compute(r, p, machine, grid_in_place=True)
         assert comp == pytest.approx(tasks + 1.92 * (1 - s) / p + 1.92 * s
                                      + 3 * machine.sync(p))
@@ -386,9 +387,13 @@ def test_the_fused_grid_region_without_maxima_tasks_keeps_its_sums_task():
         comp, busy = sm.region_compute(r, p, machine)
         assert comp == pytest.approx(max(2.0 * s, 2.0 / p) + machine.sync(p))
         assert comp > 2.0 / p or p == 2
+        # Its rows' loop on every thread: its traffic fetched by all of them.
+        assert busy == p
         comp, busy = sm.region_compute(r, p, machine, grid_in_place=True)
         assert comp == pytest.approx(2.0 * (1 - s) / p + 2.0 * s + 2 * machine.sync(p))
-    assert sm.region_compute(r, 1, machine)[0] == pytest.approx(2.0)
+        assert busy == p
+        assert sm.region_compute(r, p, machine, wr2_later=True)[1] == p
+    assert sm.region_compute(r, 1, machine) == (pytest.approx(2.0), 1)
 
 
 def _fused_grid_pass(rows):
