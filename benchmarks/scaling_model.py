@@ -29,9 +29,10 @@ script predicts the fit's time on P threads of another machine:
   memory seconds) times 1 + clock x min(P - 1, 15) / 15, a core with the fit's P
   cores busy against one busy core (turbo); one parameter of ``TARGET``;
 * the serial stretches between regions (Python, the serial passes) as traced,
-  except the leaf sums of each tree's update, which the code runs on one thread
-  outside any region only on one thread (``LEAF_SPANS``: a region of span tasks on
-  more), and the fused grid pass's untimed loops (``GRID_ROOT_SUMS``: its rows
+  except the leaf sums of each tree's update, which the code before 2026-11-30 ran
+  outside any region on one thread (``LEAF_SPANS``: a region of span tasks on
+  more; since then a region of row-block tasks on any number of threads, as
+  recorded), and the fused grid pass's untimed loops (``GRID_ROOT_SUMS``: its rows
   divisible, the root's sums one task; or, the root's w r^2 a task of the first
   histogram build or of the exact root's scan, ``ROOT_WR2``, its rows alone);
 * every region and phase of the trace known to the model (``REGIONS``,
@@ -126,6 +127,7 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
           29: "dynamic", 30: "static", 31: "dynamic", 32: "dynamic", 40: "static",
           41: "dynamic", 42: "static", 43: "dynamic", 44: "static"}
 PART_CHILD, HIST_BUILD, HIST_BLOCK, ROOT_WR2, EXACT_SCAN = 19, 5, 29, 32, 8
+LEAF_SUMS, LEAF_UPDATE = 23, 24
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
 # of P threads; phase 19's (a level's splits, each placing and summing its two
 # children's rows) are taken as divisible on a narrow level (at most 4 splits). A
@@ -180,7 +182,10 @@ MEMORY = {
 }
 MIB = 1 << 20
 
-# The leaf sums of a tree's update (``_leaves.newton_sums``): on one thread, or
+# The leaf sums of a tree's update (``_leaves.newton_sums``) in the code before
+# 2026-11-30 (since then: row blocks, phase-23 tasks in the update's leaves region
+# on any number of threads, scheduled as recorded; ``leaf_sum_gaps`` leaves
+# such a trace alone): on one thread, or
 # below MIN_PARALLEL_ROWS rows, a serial loop over the rows outside any region (a
 # one-thread trace shows it as a serial stretch between the tree and the update's
 # leaves region); on P > 1 threads a leaves region of one task per span of the
@@ -939,6 +944,11 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     passes_on_threads=passes_on_threads)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
+        if r.rid == 11 and LEAF_SUMS in r.phases and LEAF_UPDATE in r.phases:
+            # The fused update's leaf sums (row blocks, since 2026-11-30): a pass
+            # over the rows of its own, charged as the stretch of the sums was.
+            l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
+            out.add(0.0, l3, dram, busy, share, group, tag="leaf_sums")
         # The traffic of the passes before a blocked scan, per blocked feature
         # (their compute is in the scan's: region_compute): the root's block sums
         # (region 28: the rows' w r and one byte per row) and the children's
@@ -1006,8 +1016,10 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
 
 def leaf_sum_gaps(regions, trees):
     """The serial stretch between each tree and its update's first leaves region
-    (a one-thread trace: the leaf sums; ``LEAF_SPANS``): a list of (tree index in
-    ``trees``, CPU seconds)."""
+    (a one-thread trace of the code before 2026-11-30: the leaf sums;
+    ``LEAF_SPANS``): a list of (tree index in ``trees``, CPU seconds). None where
+    that region holds the sums' tasks (phase 23: since then, the sums in row
+    blocks on any number of threads, scheduled as recorded)."""
     if not len(trees) or not regions:
         return []
     starts = np.array([r.t0 for r in regions])
@@ -1017,7 +1029,8 @@ def leaf_sum_gaps(regions, trees):
         j = int(np.searchsorted(starts, tree["t1"]))
         k = int(np.searchsorted(tree_starts, tree["t1"]))
         next_tree = tree_starts[k] if k < len(tree_starts) else np.iinfo(np.int64).max
-        if j < len(regions) and regions[j].rid == 11 and regions[j].t0 < next_tree:
+        if (j < len(regions) and regions[j].rid == 11 and regions[j].t0 < next_tree
+                and LEAF_SUMS not in regions[j].phases):
             r = regions[j]
             gap = (r.cpu_t0 - int(tree["c1"])) / 1e9
             if gap > 0:

@@ -5,9 +5,9 @@ collect (``level_t.side_task``: a task of the histogram build, or of the exact
 finder's root scan), the root's may-split test taken after it. The models are
 those of the build before the change, bit for bit, on every number of threads:
 hashes of the trees, ``train_score_`` and the probabilities, recorded with that
-build; and, in this build, the same trees as the grower's path without the side
-task (every row in a mask: ``_put_on_grid`` then the partition's
-``start_tree``)."""
+build (and recorded again when the leaf sums changed their order); and, in this
+build, the same trees as the grower's path without the side task (every row in a
+mask: ``_put_on_grid`` then the partition's ``start_tree``)."""
 import functools
 import hashlib
 
@@ -22,43 +22,46 @@ from gbc_core._split_methods import make_split_finder
 # sha256 (first 16 hex digits) of the trees' nodes, train_score_ and the first 5000
 # rows' probabilities of each case of ``_fit`` (classes-weighted-subsample-option),
 # recorded with the build before the root's w * r^2 moved to the build's side task
-# (the same on 1, 2, 4 and 8 threads there).
+# (the same on 1, 2, 4 and 8 threads there), then recorded again when the leaf sums
+# of eq. 1 went into row blocks from 200,000 rows (2026-11-30: every model of these
+# 210,000 rows changed in its last bits; the same on 1, 2, 4 and 8 threads).
 BEFORE = {
-    "2-0-0.7-": "fe098264410c9493",
-    "2-0-1.0-": "5a4872de8796bb50",
-    "2-0-1.0-ccp": "5a4872de8796bb50",
-    "2-0-1.0-decrease": "c999e23374e29852",
-    "2-0-1.0-no_split": "90292b1cfce9c937",
-    "2-1-0.7-": "82d67d98a1278494",
-    "2-1-1.0-": "2b09677c0edf7fca",
-    "2-1-1.0-ccp": "2b09677c0edf7fca",
-    "2-1-1.0-decrease": "be833d9419100487",
-    "2-1-1.0-no_split": "babcffcead334f6c",
-    "3-0-0.7-": "d9da11ef5ce327f1",
-    "3-0-1.0-": "b89ff9ed8cfa5ef4",
-    "3-1-0.7-": "574bc370547857af",
-    "3-1-1.0-": "004dd53605d295ec"
+    "2-0-0.7-": "ea6f4a644e83098d",
+    "2-0-1.0-": "e7a4514517f9c113",
+    "2-0-1.0-ccp": "e7a4514517f9c113",
+    "2-0-1.0-decrease": "bcfa5922ad927abd",
+    "2-0-1.0-no_split": "d613c3e46b326d32",
+    "2-1-0.7-": "ad759cca89d28096",
+    "2-1-1.0-": "736e08d58609544d",
+    "2-1-1.0-ccp": "736e08d58609544d",
+    "2-1-1.0-decrease": "6b32a6e8f711cd97",
+    "2-1-1.0-no_split": "b949321a430e9977",
+    "3-0-0.7-": "701810e97fd6746c",
+    "3-0-1.0-": "aa2e1e0d631991c3",
+    "3-1-0.7-": "ff97875c2773258c",
+    "3-1-1.0-": "843fece4ea3aa949"
 }
 # The same of exact fits (``prune``: a ccp_alpha that prunes nodes), recorded with
 # the build before the exact finder ran the side task (the same on 1, 2, 3, 4 and
-# 8 threads there; the unweighted roots of every row scanned in blocks on 4).
+# 8 threads there; the unweighted roots of every row scanned in blocks on 4), and
+# again with the leaf sums in row blocks (the same on 1, 2, 3, 4 and 8 threads).
 EXACT_BEFORE = {
-    "2-0-0.7-": "7fcffb9f3a9665c2",
-    "2-0-1.0-": "f578218bf5c21b91",
-    "2-0-1.0-decrease": "4b760ebb54a9cf6f",
-    "2-0-1.0-no_split": "aea420557dd51650",
-    "2-0-1.0-prune": "22ac077549ab7d79",
-    "2-1-0.7-": "2dd564447838c576",
-    "2-1-1.0-": "6fb4593c0df0b7ac",
-    "2-1-1.0-decrease": "0ad11d94c4e6b411",
-    "2-1-1.0-no_split": "2eaee0252314b704",
-    "2-1-1.0-prune": "59dd58be2e410c7e",
-    "3-0-0.7-": "3b6022e9ba625671",
-    "3-0-1.0-": "fdf08fdfcc5e8313",
-    "3-0-1.0-prune": "fbcb38393709f4e9",
-    "3-1-0.7-": "ff40470be7fda6df",
-    "3-1-1.0-": "62778e05fc3bcdd7",
-    "3-1-1.0-decrease": "c63cfc5cab7b82c0"
+    "2-0-0.7-": "c8f569af97445e37",
+    "2-0-1.0-": "cfca9fa4ed34998d",
+    "2-0-1.0-decrease": "91699349e0c203ec",
+    "2-0-1.0-no_split": "c0d1604bce74945d",
+    "2-0-1.0-prune": "a92a3d3a67b214a1",
+    "2-1-0.7-": "945ffef15eae317a",
+    "2-1-1.0-": "126051f6a7292865",
+    "2-1-1.0-decrease": "d3361bcbb676a3a4",
+    "2-1-1.0-no_split": "3ad55f649000b80f",
+    "2-1-1.0-prune": "b759c0ffb9a2d66c",
+    "3-0-0.7-": "dc5cb3a32c56951f",
+    "3-0-1.0-": "e905455106ab2c5f",
+    "3-0-1.0-prune": "abd5d937d920dd75",
+    "3-1-0.7-": "0c6a5057f5bf3870",
+    "3-1-1.0-": "8368e2a317556eb4",
+    "3-1-1.0-decrease": "3f33a310b64e6216"
 }
 
 

@@ -779,93 +779,26 @@ def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs,
     assert one.predict_proba(X).tobytes() == side.predict_proba(X).tobytes()
 
 
-def _check_leaf_rows(grower, nodes, mask):
-    """``leaf_rows()`` as it promises: every in-bag row in one span, each span's
-    rows in increasing order, each leaf's rows in one span (its first or second
-    leaf, by ``node_of_row``)."""
-    part, spans = grower.leaf_rows()
-    node_of_row = np.asarray(grower.node_of_row)
-    inbag = np.flatnonzero(np.ones(len(node_of_row), bool) if mask is None else mask)
-    held = np.concatenate([part[a:b] for a, b, _, _ in spans] + [np.zeros(0, np.int32)])
-    assert np.array_equal(np.sort(held), inbag)
-    seen = []
-    for start, stop, first, second in spans:
-        rows = part[start:stop]
-        assert np.all(np.diff(rows) > 0)
-        leaves = [first] if second < 0 else [first, second]
-        assert np.isin(node_of_row[rows], leaves).all()
-        assert (nodes["feature"][leaves] < 0).all()
-        seen += leaves
-    assert len(seen) == len(set(seen))
-
-
-@pytest.mark.parametrize("options", [
-    dict(split_method="hist"), dict(split_method="exact"), dict(subsample=0.6),
-    dict(max_depth=1), dict(max_depth=6, min_samples_leaf=400),
-    dict(max_leaf_nodes=7, max_depth=-1), dict(max_leaf_nodes=5, subsample=0.6),
-    dict(ccp_alpha=1e-3)])
-def test_leaf_rows_hold_each_leaf_in_row_order(options):
-    """A grown tree's ``leaf_rows()``: the partition's ranges holding each leaf's
-    in-bag rows in increasing order (a node of the last level labelled, not moved:
-    its two leaves' rows in one range), which the leaf sums read instead of sorting
-    the rows by leaf; None where pruning relabels rows, or where best-first growth
-    made a node split ahead a leaf (its range in two runs). Level-wise growth
-    always has them; best first on some trees."""
-    options = dict(options)
-    n = 3000
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(n, 5)).astype(np.float32)
-    X[rng.uniform(size=(n, 5)) < 0.05] = np.nan
-    X = np.asfortranarray(X)
-    subsample = options.pop("subsample", None)
-    ccp_alpha = options.pop("ccp_alpha", 0.0)
-    best_first = "max_leaf_nodes" in options
-    finder = make_split_finder(X, dict(split_method=options.pop("split_method", "hist"),
-                                       max_bins=32, n_threads=2))
-    grower = TreeGrower(X, finder, options.pop("max_depth", 3), 2,
-                        options.pop("min_samples_leaf", 1), 0.0, 5, 2,
-                        ccp_alpha=ccp_alpha,
-                        max_leaf_nodes=options.pop("max_leaf_nodes", 0))
-    with_spans = 0
-    for seed in range(6):
-        r = np.tanh(np.nan_to_num(X[:, 0]) * (seed + 1)) - 0.3 * np.nan_to_num(X[:, 1])
-        r = r + rng.normal(size=n)
-        stats = np.empty(n, dtype=ROW_STAT_DTYPE)
-        stats["w"] = rng.uniform(0.5, 2.0, size=n)
-        stats["wr"] = stats["w"] * r
-        mask = None if subsample is None else (rng.uniform(size=n) < subsample).astype(np.uint8)
-        grower.grow(stats, r, mask, seed)
-        nodes = grower.nodes_array()
-        assert (nodes["feature"] >= 0).any()
-        if ccp_alpha > 0:
-            assert grower.leaf_rows() is None
-            continue
-        if grower.leaf_rows() is not None:
-            with_spans += 1
-            _check_leaf_rows(grower, nodes, mask)
-    if ccp_alpha == 0:
-        assert with_spans > 0 if best_first else with_spans == 6
-
-
-@pytest.mark.parametrize("options", [
-    dict(), dict(n_classes=4), dict(subsample=0.7, n_classes=3), dict(weighted=True),
-    dict(max_leaf_nodes=6, max_depth=None), dict(ccp_alpha=1e-4, n_classes=3),
-    dict(split_method="exact", max_depth=4), dict(split_method="hist", n_classes=5)])
-def test_leaf_sums_where_the_partition_holds_them_give_the_sorted_model(options,
-                                                                        monkeypatch):
-    """On several threads from ``PARALLEL_LEAF_SUMS_MIN_ROWS`` rows the leaf sums read
-    each leaf's rows in the grower's partition (``leaf_rows``) instead of sorting
-    them: the model of the sorted sums (``_LEAF_ROWS`` off) and of one thread, bit
-    for bit, binary and multiclass (trees grown side by side), with subsampling,
-    weights, best first, pruning (sorted: no spans) and the exact finder. (Hist, 5
-    classes: the trees grown side by side on one thread each sum on one thread;
-    those left over on the fit's threads read the spans.)"""
-    from gbc_core import _boosting, _leaves, _loss_state
+@pytest.mark.parametrize("options, n_jobs", [
+    (dict(), 3), (dict(n_classes=4), 2), (dict(subsample=0.7, n_classes=3), 3),
+    (dict(weighted=True), 2), (dict(max_leaf_nodes=6, max_depth=None), 3),
+    (dict(ccp_alpha=1e-4, n_classes=3), 2), (dict(split_method="exact", max_depth=4), 3),
+    (dict(split_method="exact", n_classes=5), 3), (dict(n_classes=5), 10),
+    (dict(loss="exponential"), 3), (dict(monotonic_cst=[1, 0, 0]), 2)])
+def test_many_rows_on_threads_give_the_one_thread_model(options, n_jobs):
+    """From 200,000 rows on, the leaf sums are formed in row blocks
+    (``_leaves.leaf_sum_blocks``), on the threads of the grower that grew the tree
+    (10 threads, 5 classes: growers of 2 side by side): the one-thread model bit
+    for bit, binary and multiclass, with subsampling, weights, best first,
+    pruning, the exact finder, the exponential loss and monotonic constraints
+    (whose sums NumPy forms in the same blocks)."""
+    from gbc_core import _leaves
 
     options = dict(options)
     n_classes = options.pop("n_classes", 2)
     weighted = options.pop("weighted", False)
-    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 2500
+    n = 202_500
+    assert _leaves.leaf_sum_blocks(n, 7) > 1
     rng = np.random.default_rng(23)
     X = rng.normal(size=(n, 3)).astype(np.float32)
     score = X[:, 0] + 0.5 * X[:, 1] * (X[:, 2] > 0) + rng.normal(size=n)
@@ -873,59 +806,8 @@ def test_leaf_sums_where_the_partition_holds_them_give_the_sorted_model(options,
     w = rng.uniform(0.5, 2.0, size=n) if weighted else None
     kw = dict(n_estimators=3, max_depth=3, random_state=0, max_bins=64)
     kw.update(options)
-    spanned = []
-    for name in ("boosting_update", "multinomial_tree_update"):
-        kernel = getattr(_leaves, name)
-
-        def spy(*args, _kernel=kernel, **kwargs):
-            lent = kwargs["leaf_rows"] if "leaf_rows" in kwargs else (
-                args[14] if len(args) > 14 else None)
-            spanned.append(lent is not None)
-            return _kernel(*args, **kwargs)
-
-        monkeypatch.setattr(_leaves, name, spy)
-    models = []
-    some_spanned = []
-    for leaf_rows, n_jobs in ((False, 1), (False, 2), (True, 2), (True, 3)):
-        monkeypatch.setattr(_boosting, "_LEAF_ROWS", leaf_rows)
-        spanned.clear()
-        model = GradientBoostingClassifier(n_jobs=n_jobs, **kw).fit(X, y, sample_weight=w)
-        models.append((np.concatenate(model.booster_.trees()).tobytes(),
-                       model.train_score_.tobytes()))
-        if leaf_rows and "ccp_alpha" not in options:
-            # (Best first: the trees whose leaves the partition holds. Several
-            # classes of unit weights, both methods: the trees grown side by side
-            # on one thread each sum on one thread, those left over (K mod
-            # n_jobs) read the spans, on 2 or 3 threads.)
-            some = ("max_leaf_nodes" in options or options.get("split_method") == "hist"
-                    or (n_classes > 2 and not weighted))
-            if not some:
-                assert all(spanned)
-            some_spanned.append(any(spanned))
-        elif spanned:
-            assert not any(spanned)
-    if "ccp_alpha" not in options:
-        assert any(some_spanned)
-    assert models[1:] == models[:1] * 3
-
-
-@pytest.mark.parametrize("split_method, n_jobs", [("hist", 3), ("exact", 3), ("hist", 10)])
-def test_many_rows_on_threads_give_the_one_thread_model(split_method, n_jobs):
-    """From ``PARALLEL_LEAF_SUMS_MIN_ROWS`` rows on, a fit on several threads forms
-    the leaf sums one leaf per task, in the scratch of the grower that grew the
-    tree (its partition's, free between trees): a class's tree grown side by side
-    with others on several threads of its own (10 threads, 5 classes: growers of 2)
-    sorts its rows in its own grower's scratch while the others sort theirs. The
-    one-thread model, bit for bit."""
-    from gbc_core import _leaves
-
-    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 1000
-    rng = np.random.default_rng(11)
-    X = rng.normal(size=(n, 3)).astype(np.float32)
-    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n), [-1.5, -0.5, 0.5, 1.5])
-    kw = {"split_method": split_method, "n_estimators": 4, "max_depth": 2,
-          "random_state": 0}
-    one, side = (GradientBoostingClassifier(n_jobs=j, **kw).fit(X, y) for j in (1, n_jobs))
+    one, side = (GradientBoostingClassifier(n_jobs=j, **kw).fit(X, y, sample_weight=w)
+                 for j in (1, n_jobs))
     assert (np.concatenate(one.booster_.trees()).tobytes()
             == np.concatenate(side.booster_.trees()).tobytes())
     assert one.train_score_.tobytes() == side.train_score_.tobytes()
@@ -969,12 +851,10 @@ def test_side_by_side_growers_share_every_thread(n_threads, n_classes):
     assert grower.finder is Part.finder
     assert np.shares_memory(grower.node_of_row, side[0].node_of_row)
     assert np.shares_memory(grower.residual_buffer(), side[0].residual_buffer())
-    assert np.shares_memory(grower.row_scratch(), side[0].row_scratch())
     assert np.shares_memory(grower.finder.gather_buffer(), side[0].finder.gather_buffer())
     for a, b in zip(side, side[1:]):
         assert not np.shares_memory(a.node_of_row, b.node_of_row)
         assert not np.shares_memory(a.residual_buffer(), b.residual_buffer())
-        assert not np.shares_memory(a.row_scratch(), b.row_scratch())
         assert not np.shares_memory(a.finder.gather_buffer(), b.finder.gather_buffer())
 
 

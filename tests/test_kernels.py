@@ -10,7 +10,7 @@ import pytest
 
 from gbc_core import GradientBoostingClassifier, newton_leaf_values
 from gbc_core._common import NODE_DTYPE, ROW_STAT_DTYPE
-from gbc_core import _leaves
+from gbc_core import _leaves, _loss_state
 from gbc_core import _predictor
 from gbc_core._predictor import Predictor
 from gbc_core._sorting import presort_features
@@ -335,7 +335,7 @@ def test_boosting_update_takes_the_grid_maxima(weighted, n_threads):
     grower's grid pass takes of them, on any number of threads; the update itself
     is the same bit for bit with or without them; a wrong length is refused."""
     rng = np.random.default_rng(11)
-    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 1234
+    n = 201_234  # (leaf sums in row blocks)
     y = (rng.uniform(size=n) < 0.4).astype(float)
     w = rng.uniform(0.5, 2, size=n) if weighted else None
     nodes = np.zeros(3, dtype=NODE_DTYPE)
@@ -509,19 +509,42 @@ def test_held_out_log_loss_reads_the_mask_in_place(weighted):
         _leaves.weighted_log_loss(y, raw, w, rows[:10].view(np.uint8))
 
 
-def _row_order_leaf_values(nodes_shape, leaf, mask, w, r, p, factor=1.0):
-    """Eq. 1 per leaf with each sum formed in row order (``np.cumsum`` adds left to
-    right): the numbers of the one-thread kernel, bit for bit (``p`` None: the
-    exponential loss's Hessian |r|)."""
+def _naive_leaf_blocks(n, n_nodes):
+    """The row blocks of the leaf sums, written out: one below 200,000 rows or
+    beyond 4,096 leaf ids, else one per 8,192 rows, at most 128."""
+    if n < 200_000 or not 1 <= n_nodes <= 4096:
+        return 1
+    return min(128, n // 8192)
+
+
+def _leaf_sums_naive(n_nodes, leaf, mask, w, terms):
+    """Each leaf's sum of ``terms`` over the in-bag rows as the kernels form it,
+    naively: in each row block (block b of K: rows n b // K to n (b + 1) // K - 1)
+    the leaf's rows added left to right (``np.cumsum``), then the blocks' sums
+    left to right."""
+    n = len(leaf)
+    n_blocks = _naive_leaf_blocks(n, n_nodes)
+    block_sums = np.zeros((n_blocks, n_nodes))
+    for b in range(n_blocks):
+        lo, hi = n * b // n_blocks, n * (b + 1) // n_blocks
+        for j in range(n_nodes):
+            m = mask[lo:hi] & (leaf[lo:hi] == j)
+            if m.any():
+                block_sums[b, j] = np.cumsum((w[lo:hi] * terms[lo:hi])[m])[-1]
+    return np.cumsum(block_sums, axis=0)[-1]
+
+
+def _row_block_leaf_values(nodes_shape, leaf, mask, w, r, p, factor=1.0):
+    """Eq. 1 per leaf, each sum formed as the kernels form it
+    (``_leaf_sums_naive``; ``p`` None: the exponential loss's Hessian |r|)."""
+    num = _leaf_sums_naive(nodes_shape, leaf, mask, w, r)
+    if p is None:
+        den = _leaf_sums_naive(nodes_shape, leaf, mask, w, np.abs(r))
+    else:
+        den = _leaf_sums_naive(nodes_shape, leaf, mask, w * p, 1.0 - p)
     values = np.zeros(nodes_shape)
     for j in np.unique(leaf[mask]):
-        m = mask & (leaf == j)
-        num = np.cumsum(w[m] * r[m])[-1]
-        if p is None:
-            den = np.cumsum(w[m] * np.abs(r[m]))[-1]
-        else:
-            den = np.cumsum(w[m] * p[m] * (1.0 - p[m]))[-1]
-        values[j] = factor * num / den
+        values[j] = factor * num[j] / den[j]
     return values
 
 
@@ -544,7 +567,7 @@ def test_exponential_update_matches_numpy():
     mask = (rng.uniform(size=n) < 0.7).astype(np.uint8)
     raw0, r0, inb = raw.copy(), residual.copy(), mask.astype(bool)
     loss, n_overflow = _leaves.boosting_update(nodes, leaf, mask, y, w, 0.1, raw, None,
-                                               residual, rs, 1, None, None, True)
+                                               residual, rs, 1, None, True)
     assert n_overflow == 0
     for j in (1, 2):
         m = (leaf == j) & inb
@@ -562,15 +585,24 @@ def test_exponential_update_matches_numpy():
     assert _leaves.init_state(y, w, raw, None, residual, rs, True) == 1
 
 
+def test_leaf_sum_blocks_are_fixed_by_the_rows_and_leaves():
+    """The row blocks of the leaf sums follow from the rows and the leaf ids alone,
+    as written out in ``_naive_leaf_blocks``."""
+    for n in (0, 1000, 199_999, 200_000, 260_000, 1_000_000, 1_048_576, 10**7):
+        for n_nodes in (0, 1, 15, 4096, 4097):
+            assert _leaves.leaf_sum_blocks(n, n_nodes) == _naive_leaf_blocks(n, n_nodes)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
-def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
-    # From PARALLEL_LEAF_SUMS_MIN_ROWS rows on, the leaf sums of eq. 1 run one leaf
-    # per task after a counting sort of the rows by leaf: the same sums, in the same
-    # order, as one pass over the rows (residuals of mixed magnitudes, so that
-    # another order would change the last bits).
+def test_leaf_sums_in_row_blocks_on_any_threads(weighted, masked):
+    # From 200,000 rows on, the leaf sums of eq. 1 are formed in fixed row blocks,
+    # each block's in row order, the blocks' added in block order: the naive twin's
+    # numbers on 1 and 4 threads, for every kernel that forms them (residuals of
+    # mixed magnitudes, so that another order changes the last bits: the sums of
+    # one pass in row order differ, and the check can fail).
     rng = np.random.default_rng(7)
-    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 12345
+    n = 212_345
     y = (rng.uniform(size=n) < 0.4).astype(float)
     w = rng.uniform(0.5, 2, size=n) if weighted else None
     ww = np.ones(n) if w is None else w
@@ -580,8 +612,9 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
     leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
     mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
     inb = np.ones(n, dtype=bool) if mask is None else mask.astype(bool)
+    assert _leaves.leaf_sum_blocks(n, len(nodes)) == 25
     results = []
-    for n_threads, scratch in ((1, None), (4, np.empty(n, dtype=np.int32))):
+    for n_threads in (1, 4):
         prob, residual = np.empty(n), np.empty(n)
         rs = None if w is None else np.empty(n, dtype=ROW_STAT_DTYPE)
         raw_k = raw.copy()
@@ -589,28 +622,33 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
         p0, r0 = prob.copy(), residual.copy()
         tree = nodes.copy()
         loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob,
-                                          residual, rs, n_threads, None, scratch)
-        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
+                                          residual, rs, n_threads)
+        expected = _row_block_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
         assert tree["value"].tolist() == expected.tolist()
+        # (One pass in row order, the sums of one block: other numbers.)
+        num_one = [np.cumsum((ww * r0)[inb & (leaf == j)])[-1] for j in range(4, 9)]
+        den_one = [np.cumsum((ww * p0 * (1.0 - p0))[inb & (leaf == j)])[-1]
+                   for j in range(4, 9)]
+        assert [a / b for a, b in zip(num_one, den_one)] != expected[4:].tolist()
         results.append((tree["value"].tolist(), raw_k.tolist(), loss))
         # The multinomial kernel (factor (K - 1)/K) forms the same sums.
         tree = nodes.copy()
         raw_k = raw.copy()
         _leaves.multinomial_tree_update(tree, leaf, mask, r0, p0, w, 0.75, 0.1, raw_k,
-                                        n_threads=n_threads, rows_by_leaf=scratch)
-        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0, 0.75)
+                                        n_threads=n_threads)
+        expected = _row_block_leaf_values(len(nodes), leaf, inb, ww, r0, p0, 0.75)
         assert tree["value"].tolist() == expected.tolist()
         assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
         # Without residuals, r = [label = k] - p made from the class codes: the sums
         # of those residuals given, bit for bit.
         labels = y.astype(np.int32)
         r_codes = np.where(labels == 1, 1.0, 0.0) - p0
-        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r_codes, p0, 0.75)
+        expected = _row_block_leaf_values(len(nodes), leaf, inb, ww, r_codes, p0, 0.75)
         for residual_given in (r_codes, None):
             tree, raw_k = nodes.copy(), raw.copy()
             _leaves.multinomial_tree_update(
                 tree, leaf, mask, residual_given, p0, w, 0.75, 0.1, raw_k, k=1,
-                n_threads=n_threads, rows_by_leaf=scratch, labels=labels)
+                n_threads=n_threads, labels=labels)
             assert tree["value"].tolist() == expected.tolist()
             assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
         # The exponential loss's (no probabilities: the Hessian |r|) likewise.
@@ -618,108 +656,17 @@ def test_leaf_sums_on_threads_are_the_row_order_sums(weighted, masked):
         _leaves.init_state(y, w, raw_k, None, residual, rs, True)
         r0 = residual.copy()
         _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, None, residual, rs,
-                                n_threads, None, scratch, True)
-        expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, None)
+                                n_threads, None, True)
+        expected = _row_block_leaf_values(len(nodes), leaf, inb, ww, r0, None)
         assert tree["value"].tolist() == expected.tolist()
+        # The NumPy sums of the slow paths (monotonic constraints, custom losses,
+        # distributed multinomial fits) are the kernels' too.
+        sums = _loss_state.node_sums(leaf, len(nodes), mask, w, r0, np.abs(r0))
+        expected_num = _leaf_sums_naive(len(nodes), leaf, inb, ww, r0)
+        expected_den = _leaf_sums_naive(len(nodes), leaf, inb, ww, np.abs(r0))
+        assert sums[:, 0].tolist() == expected_num.tolist()
+        assert sums[:, 1].tolist() == expected_den.tolist()
     assert results[0] == results[1]
-    with pytest.raises(ValueError, match="rows_by_leaf holds 10 rows"):
-        _leaves.boosting_update(nodes.copy(), leaf, mask, y, w, 0.1, raw.copy(),
-                                np.empty(n), np.empty(n), None, 4, None,
-                                np.empty(10, dtype=np.int32))
-
-
-def _leaf_spans(leaf, inb, rng):
-    """A layout of the in-bag rows as a grower's partition leaves it
-    (``TreeGrower.leaf_rows``), built naively: leaves 4 and 5 share one span (a
-    node of the last level, its rows labelled), every other leaf has its own;
-    the spans in a shuffled order, each span's rows in increasing order."""
-    rows, spans, pos = [], [], 0
-    groups = [(4, 5)] + [(j, -1) for j in np.unique(leaf[inb]) if j not in (4, 5)]
-    for g in rng.permutation(len(groups)):
-        first, second = groups[g]
-        members = np.flatnonzero(inb & np.isin(leaf, [first, second]))
-        rows.append(members)
-        spans.append((pos, pos + len(members), first, second))
-        pos += len(members)
-    part = np.full(len(leaf), -1, dtype=np.int32)
-    part[:pos] = np.concatenate(rows)
-    return part, np.array(spans, dtype=np.int64).reshape(-1, 4)
-
-
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("masked", [False, True])
-def test_leaf_sums_from_leaf_spans_are_the_row_order_sums(weighted, masked):
-    """With the grower's leaf spans (``leaf_rows``) the leaf sums on threads read
-    each leaf's rows where the spans hold them, a span of two leaves told apart by
-    the leaf of each row: eq. 1's row-order sums bit for bit, as the sorted path's,
-    for every kernel that takes them. Rows of a span out of row order give other
-    sums (the check can fail), and bad spans are refused."""
-    rng = np.random.default_rng(17)
-    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 4321
-    y = (rng.uniform(size=n) < 0.4).astype(float)
-    w = rng.uniform(0.5, 2, size=n) if weighted else None
-    ww = np.ones(n) if w is None else w
-    raw = rng.normal(size=n) * rng.choice([1e-3, 1.0, 30.0], size=n)
-    nodes = np.zeros(9, dtype=NODE_DTYPE)
-    nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
-    leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
-    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
-    inb = np.ones(n, dtype=bool) if mask is None else mask.astype(bool)
-    leaf_rows = _leaf_spans(leaf, inb, rng)
-    scratch = np.empty(n, dtype=np.int32)
-    prob, residual = np.empty(n), np.empty(n)
-    rs = None if w is None else np.empty(n, dtype=ROW_STAT_DTYPE)
-    _leaves.init_state(y, w, raw.copy(), prob, residual, rs)
-    p0, r0 = prob.copy(), residual.copy()
-
-    def binomial(spans, n_threads=3):
-        # (Spans on threads: the leaf sums, the leaf values and the update in one
-        # parallel region, ``_binomial_fused``; else one step after another.)
-        tree, raw_k = nodes.copy(), raw.copy()
-        prob_k, residual_k = p0.copy(), r0.copy()
-        rs_k = None if rs is None else rs.copy()
-        maxima = np.zeros(2)
-        loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, prob_k,
-                                          residual_k, rs_k, n_threads, None, scratch,
-                                          False, spans, maxima)
-        return (tree["value"].tolist(), raw_k.tobytes(), prob_k.tobytes(),
-                residual_k.tobytes(), None if rs_k is None else rs_k.tobytes(),
-                maxima.tolist(), loss)
-
-    expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r0, p0)
-    spanned = binomial(leaf_rows)
-    assert spanned[0] == expected.tolist()
-    assert spanned == binomial(None) == binomial(None, 1)
-    # The multinomial kernel, residuals given or made from the class codes.
-    labels = y.astype(np.int32)
-    r_codes = np.where(labels == 1, 1.0, 0.0) - p0
-    expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, r_codes, p0, 0.75)
-    for residual_given in (r_codes, None):
-        tree, raw_k = nodes.copy(), raw.copy()
-        _leaves.multinomial_tree_update(
-            tree, leaf, mask, residual_given, p0, w, 0.75, 0.1, raw_k, k=1, n_threads=3,
-            rows_by_leaf=scratch, labels=labels, leaf_rows=leaf_rows)
-        assert tree["value"].tolist() == expected.tolist()
-        assert raw_k.tolist() == (raw + 0.1 * expected[leaf]).tolist()
-    # The exponential loss's sums (no probabilities: the Hessian |r|) likewise.
-    tree, raw_k, residual = nodes.copy(), raw.copy(), np.empty(n)
-    _leaves.init_state(y, w, raw_k, None, residual, rs, True)
-    expected = _row_order_leaf_values(len(nodes), leaf, inb, ww, residual.copy(), None)
-    _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, raw_k, None, residual, rs, 3,
-                            None, scratch, True, leaf_rows)
-    assert tree["value"].tolist() == expected.tolist()
-    # A span's rows reversed: other sums (the mixed magnitudes show the order).
-    part, spans = leaf_rows
-    reversed_part = part.copy()
-    for start, stop, _, _ in spans:
-        reversed_part[start:stop] = part[start:stop][::-1]
-    assert binomial((reversed_part, spans))[0] != spanned[0]
-    # Spans out of bounds or of unknown leaves are refused.
-    for bad in ([[0, n + 1, 4, -1]], [[0, 10, 9, -1]], [[0, 10, 4, 4]], [[5, 4, 4, -1]]):
-        with pytest.raises(ValueError, match="leaf span 0"):
-            binomial((part, np.array(bad, dtype=np.int64)))
-    with pytest.raises(ValueError, match="leaf_rows must hold"):
-        binomial((part[:10], spans))
 
 
 @pytest.mark.parametrize("path", ["hist", "exact"])
@@ -731,13 +678,12 @@ def test_last_class_update_in_the_softmax_pass(n_threads, weighted, path):
     given those steps adds them to F_k (a NumPy twin: F_k + steps[leaf]) in its
     pass: the scores, probabilities and loss of the update and the softmax one
     after the other, bit for bit (rows on either side of the parallel threshold,
-    in-bag rows masked), on the histogram fit's path (labels, the grower's
-    scratch) and the exact one's (class codes and log-odds: the exact leaf
+    in-bag rows masked), on the histogram fit's path (labels) and the exact one's (class codes and log-odds: the exact leaf
     solve). Bad steps are refused."""
     rng = np.random.default_rng(29)
     nodes = np.zeros(9, dtype=NODE_DTYPE)
     nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
-    for n in (1000, _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 4321):
+    for n in (1000, 204_321):
         n_classes, k = 4, 3
         raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0], size=n)
         y = rng.integers(0, n_classes, size=n).astype(np.int32)
@@ -746,8 +692,6 @@ def test_last_class_update_in_the_softmax_pass(n_threads, weighted, path):
         leaf = rng.choice([4, 5, 6, 7, 8], size=n).astype(np.int32)
         prob = np.empty((n_classes, n))
         _leaves.multinomial_state(raw, y, w, None, prob, None, 1)
-        scratch = np.empty(n, dtype=np.int32)
-
         log_odds = np.empty((n_classes, n))
         _leaves.class_log_odds(raw, log_odds)
 
@@ -760,7 +704,7 @@ def test_last_class_update_in_the_softmax_pass(n_threads, weighted, path):
             else:
                 _leaves.multinomial_tree_update(
                     tree, leaf, mask, None, prob[k], w, 0.75, 0.1, raw_now[k], k=k,
-                    n_threads=n_threads, rows_by_leaf=scratch, labels=y, steps=steps)
+                    n_threads=n_threads, labels=y, steps=steps)
             return tree
 
         raw_one, prob_one = raw.copy(), np.empty((n_classes, n))
@@ -823,7 +767,7 @@ def test_class_residual_is_the_multinomial_state_residual(n_threads):
     either side of the parallel threshold); without a residual array the state
     writes the same probabilities and loss."""
     rng = np.random.default_rng(3)
-    for n in (1000, _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 17):
+    for n in (1000, 200_017):
         n_classes = 4
         raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0], size=n)
         y = rng.integers(0, n_classes, size=n).astype(np.int32)
@@ -1089,16 +1033,16 @@ def test_multiclass_prediction_matches_naive_traversal(max_depth, prediction_ker
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
-@pytest.mark.parametrize("n_threads, spanned", [(1, False), (3, False), (3, True)])
+@pytest.mark.parametrize("n_threads", [1, 3])
 def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, masked,
-                                                                  n_threads, spanned):
+                                                                  n_threads):
     """The fused binomial update in the two halves of a data-parallel fit
     (``newton_node_sums``, then ``binomial_apply`` on the sums): its leaf sums are
-    eq. 1's in row order (NumPy's, added row by row), and with them the two halves
-    give ``boosting_update``'s leaf values, F, p, r, row statistics and loss, bit
-    for bit, on any threads, with the grower's leaf spans or without."""
+    eq. 1's in row blocks (the naive twin's), and with them the two halves give
+    ``boosting_update``'s leaf values, F, p, r, row statistics and loss, bit for
+    bit, on any threads."""
     rng = np.random.default_rng(23)
-    n = _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS + 777
+    n = 200_777
     y = (rng.uniform(size=n) < 0.4).astype(np.int32)
     w = rng.uniform(0.5, 2, size=n) if weighted else None
     ww = np.ones(n) if w is None else w
@@ -1108,8 +1052,6 @@ def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, maske
     leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
     mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
     inb = np.ones(n, dtype=bool) if mask is None else mask.astype(bool)
-    leaf_rows = _leaf_spans(leaf, inb, rng) if spanned else None
-    scratch = np.empty(n, dtype=np.int32)
     prob, residual = np.empty(n), np.empty(n)
     rs0 = np.empty(n, dtype=ROW_STAT_DTYPE)
     _leaves.init_state(y, w, raw.copy(), prob, residual, rs0)
@@ -1117,20 +1059,17 @@ def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, maske
     def state():
         return raw.copy(), prob.copy(), residual.copy(), rs0.copy()
 
-    sums = _leaves.newton_node_sums(leaf, len(nodes), mask, w, residual, prob, n_threads,
-                                    scratch, leaf_rows)
+    sums = _leaves.newton_node_sums(leaf, len(nodes), mask, w, residual, prob, n_threads)
     assert sums.shape == (len(nodes), 2)
-    for j in range(len(nodes)):
-        m = inb & (leaf == j)
-        # Row order (``np.cumsum`` adds left to right), the terms as the kernel's.
-        num = np.cumsum(ww[m] * residual[m])[-1] if m.any() else 0.0
-        den = np.cumsum(ww[m] * prob[m] * (1.0 - prob[m]))[-1] if m.any() else 0.0
-        assert (sums[j, 0], sums[j, 1]) == (num, den)
+    assert sums[:, 0].tolist() == _leaf_sums_naive(len(nodes), leaf, inb, ww,
+                                                   residual).tolist()
+    assert sums[:, 1].tolist() == _leaf_sums_naive(len(nodes), leaf, inb, ww * prob,
+                                                   1.0 - prob).tolist()
     fused, split = nodes.copy(), nodes.copy()
     a, b = state(), state()
     fused_maxima, split_maxima = np.full(2, np.nan), np.full(2, np.nan)
     loss, _ = _leaves.boosting_update(fused, leaf, mask, y, w, 0.1, *a, n_threads, None,
-                                      scratch, False, leaf_rows, fused_maxima)
+                                      False, fused_maxima)
     total, weight = _leaves.binomial_apply(split, sums, leaf, mask, y, w, 0.1, *b,
                                            n_threads, split_maxima)
     for field in NODE_DTYPE.names:

@@ -236,12 +236,7 @@ cdef class BestFirstGrowth:
             self.g._init_node(rec.node.node, &rec.node.total, rec.depth)
             self.free_pending[self.n_free_pending] = rec.pending
             self.n_free_pending += 1
-            # Its rows were moved to its children's ranges: its range holds them in
-            # two increasing runs, not in row order (no leaf spans for this tree).
-            self.g.rows.set_leaf(&rec.node)
-            self.g.rows.n_spans = -1
-        else:
-            self.g.rows.set_leaf(&rec.node)
+        self.g.rows.set_leaf(&rec.node)
         self._release(rec.stored)
 
     cdef intp_t _choose_ahead(self, intp_t budget) noexcept nogil:

@@ -31,12 +31,6 @@ from ._record import FitRecord
 from ._split_methods import load_modules, method_named
 from ._validation import as_format
 
-#: Whether the leaf sums read each leaf's rows where the grower's partition holds
-#: them (``TreeGrower.leaf_rows``) rather than sorting the rows by leaf: the same
-#: models bit for bit either way (the tests turn it off to compare).
-_LEAF_ROWS = True
-
-
 load_modules()  # the finders' modules, with the training code (not by a fit)
 
 
@@ -757,9 +751,7 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
 
     def grow(k, tree_grower):
         # The state writes the tree's residuals into the grower's buffer where it
-        # borrows it (no residuals of every output kept), and sorts rows by leaf in
-        # the grower's scratch (each grower's own: trees grown side by side are
-        # updated at once).
+        # borrows it (no residuals of every output kept).
         if "residual" in borrows:
             row_stats, residual = state.tree_target(k, tree_grower.residual_buffer(),
                                                     tree_grower.n_threads)
@@ -773,15 +765,8 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
         nodes = tree_grower.nodes_array()
         # The update runs on the grower's threads (those of a tree grown side by
         # side with other classes' trees: its state is not shared then).
-        lent = {}
-        if "scratch" in borrows:
-            lent["rows_by_leaf"] = tree_grower.row_scratch()
-        if "leaf_rows" in borrows and _LEAF_ROWS:
-            # Each leaf's rows where the grower's partition holds them in row
-            # order: the leaf sums read them there instead of sorting (None: sort).
-            lent["leaf_rows"] = tree_grower.leaf_rows()
         state.update(k, nodes, tree_grower.node_of_row, mask, trees.learning_rate,
-                     tree_grower.n_threads, **lent)
+                     tree_grower.n_threads)
         if categorical is not None:
             new_sets[k] = compact_sets(nodes, tree_grower.cat_bitsets(), categorical)
         return nodes

@@ -340,9 +340,9 @@ cdef class TreeGrower:
         (``categorical_scan`` of _categorical.pxd); 1: none is set apart.
     shares_rows_with : TreeGrower or None, default=None
         A grower of as many rows that never grows a tree while this one grows or
-        while its tree's leaves are read (``node_of_row``, ``row_scratch()``): the
-        per-row buffers (the leaf of each row, the row partition and its scratch,
-        the residuals on the grid) are that grower's, not new ones. The grower of
+        while its tree's leaves are read (``node_of_row``): the per-row buffers
+        (the leaf of each row, the row partition and its scratch, the residuals on
+        the grid) are that grower's, not new ones. The grower of
         the trees grown one after another beside those grown side by side shares
         them with one of those.
 
@@ -558,51 +558,6 @@ cdef class TreeGrower:
             self.grid_residual = np.empty(self.n_samples, dtype=np.float64)
         return self.grid_residual
 
-    def row_scratch(self):
-        """An int32 array of ``n_samples`` rows that is free between two trees: the
-        row partition's scratch (the next ``grow`` overwrites it), for the leaf sums
-        of a loss state's update (``rows_by_leaf``) on this grower's threads. It
-        views the grower's memory: valid while the grower lives.
-
-        Returns
-        -------
-        int32 array of shape (n_samples,)
-        """
-        if self.n_samples == 0:
-            return np.zeros(0, dtype=np.int32)
-        return np.asarray(<int32_t[:self.n_samples]>self.rows.scratch)
-
-    def leaf_rows(self):
-        """The in-bag rows of the last grown tree as its leaves hold them in the
-        row partition, for a loss state's leaf sums (``leaf_rows`` of an update),
-        or None where they are not laid out so (pruning relabels rows).
-
-        Returns
-        -------
-        (rows, spans) or None
-            ``rows``: an int32 array of ``n_samples`` rows viewing the partition
-            (valid until the next ``grow`` of this grower or of one sharing its
-            rows); ``spans``: an int64 array of shape (n_spans, 4), each row
-            (start, stop, first, second): ``rows[start:stop]``, in increasing
-            order, are the in-bag rows of leaf ``first`` and, where ``second`` is
-            not -1, of leaf ``second`` (``node_of_row`` tells which). Every in-bag
-            row is in one span; the rows of each leaf in one span. The largest
-            spans first (one task each: the longest handed out first).
-        """
-        cdef intp_t s, n_spans = self.rows.leaf_spans()
-        cdef int64_t[:, ::1] view
-        if n_spans < 0 or self.n_samples == 0:
-            return None
-        spans = np.empty((n_spans, 4), dtype=np.int64)
-        view = spans
-        for s in range(n_spans):
-            view[s, 0] = self.rows.spans[s].start
-            view[s, 1] = self.rows.spans[s].stop
-            view[s, 2] = self.rows.spans[s].first
-            view[s, 3] = self.rows.spans[s].second
-        spans = spans[np.argsort(spans[:, 0] - spans[:, 1], kind="stable")]
-        return np.asarray(<int32_t[:self.n_samples]>self.rows.rows), spans
-
     def cat_bitsets(self):
         """The category sets of the last grown tree: a uint32 array of shape
         (n_rows, 8), row i the codes a categorical node split as node i sends left
@@ -676,7 +631,6 @@ cdef class TreeGrower:
                 self.node_impurity = <float64_t*>grow_buffer(
                     self.node_impurity, capacity, sizeof(float64_t), "tree nodes")
                 self.pruner.reserve(capacity)
-            self.rows.reserve_spans(capacity)
             self.node_capacity = capacity
         return 0
 
@@ -1000,8 +954,6 @@ cdef class TreeGrower:
             self.out_of_bag.route(self.nodes, sample_mask, &self.node_of_row[0],
                                   self.categorical, self.cat_bits)
         if self.pruner is not None:
-            # (A pruned branch's rows are relabelled, its ranges in no row order.)
-            self.rows.n_spans = -1
             if self.n_nodes > 1:
                 self.n_nodes = self.pruner.prune(self.nodes, self.n_nodes,
                                                  self.node_impurity, &self.node_of_row[0],

@@ -32,22 +32,6 @@ cdef extern from "_log1p.h" nogil:
 # Whether the CPU takes the four-lane log1p (asked once, at import).
 cdef int LOG1P_WIDE = gbc_log1p_wide()
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    /* v where keep is nonzero, else +0.0 (bits masked: no branch, and an infinite
-       or NaN v is dropped as well). */
-    static inline double gbc_kept(double v, int keep) {
-        uint64_t b;
-        memcpy(&b, &v, sizeof b);
-        b &= (uint64_t)0 - (uint64_t)(keep != 0);
-        memcpy(&v, &b, sizeof v);
-        return v;
-    }
-    """
-    float64_t gbc_kept(float64_t v, int keep) noexcept nogil
-
 cdef extern from "_exp.h" nogil:
     # exp and log: fdlibm's methods in plain float64 operations, the same bits on
     # every CPU (C's exp and log differ between C libraries and CPU variants); exp
@@ -73,18 +57,16 @@ ctypedef fused label_t:
 # same order whatever the number of threads (bit-identical results for any n_jobs).
 cdef enum:
     CHUNK = 8192
-    # From this many rows, the per-leaf sums of eq. 1 are formed one leaf per task
+    # From this many rows, the per-leaf sums of eq. 1 are formed in row blocks
     # (``newton_sums``) and the updates of F run in parallel.
     MIN_PARALLEL_ROWS = 200000
-    # Up to this many nodes per tree (their rows counted per thread).
+    # Up to this many leaf ids per tree (each row block keeps sums of every id).
     MAX_PARALLEL_LEAF_NODES = 4096
+    # Rows per row block of the leaf sums (at least), and blocks at most.
+    LEAF_BLOCK_ROWS = 8192
+    MAX_LEAF_BLOCKS = 128
     # Rows whose log-losses are taken at once (``_binomial_rows``).
     LOSS_BLOCK = 256
-
-# For the loss objects: from how many rows a fit on several threads needs the
-# scratch of the leaf sums (``newton_sums``' ``rows_by_leaf``).
-PARALLEL_LEAF_SUMS_MIN_ROWS = MIN_PARALLEL_ROWS
-
 
 cdef inline float64_t expit(float64_t f) noexcept nogil:
     """Logistic function sigma(F) (paper eq. 3), without overflow for any F."""
@@ -116,109 +98,22 @@ cdef inline float64_t expit_of_exp(float64_t f, float64_t e) noexcept nogil:
     return e / (1.0 + e)
 
 
-cdef int newton_sums(
-    const float64_t[::1] residual,
-    const float64_t[::1] prob,
-    const int32_t[::1] leaf,
-    const float64_t[::1] sample_weight,
-    const uint8_t[::1] sample_mask,
-    float64_t* numerator,
-    float64_t* denominator,
-    intp_t n_nodes=0,
-    int32_t* rows_by_leaf=NULL,
-    int n_threads=1,
-    const int32_t[::1] codes=None,
-    int32_t positive=0,
-    const int32_t* span_rows=NULL,
-    const int64_t* spans=NULL,
-    intp_t n_spans=0,
-) except -1 nogil:
-    """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1), each in row order
-    (``prob`` None: sum w*|r|, the exponential loss's Hessian). Each leaf's sums
-    start from its ``numerator`` and ``denominator``: +0.0 (the spans' path adds
-    +0.0 for the rows of a span's other leaf, which leaves any sum started from
-    +0.0 as it is).
+cdef inline intp_t _leaf_sum_blocks(intp_t n, intp_t n_nodes) noexcept nogil:
+    """The row blocks of the leaf sums of ``n`` rows and ``n_nodes`` leaf ids
+    (``newton_sums``): one below MIN_PARALLEL_ROWS rows or beyond
+    MAX_PARALLEL_LEAF_NODES ids, else one per LEAF_BLOCK_ROWS rows, at most
+    MAX_LEAF_BLOCKS. Fixed by the data alone, never by the threads."""
+    if n < MIN_PARALLEL_ROWS or n_nodes < 1 or n_nodes > MAX_PARALLEL_LEAF_NODES:
+        return 1
+    return min(<intp_t>MAX_LEAF_BLOCKS, n // LEAF_BLOCK_ROWS)
 
-    ``residual`` None: each row's r is made from its class code in ``codes`` and
-    its p, r = [code = ``positive``] - p (``multinomial_state``'s residual, bit for
-    bit), so that a multinomial fit need not keep the residuals of every class.
 
-    With ``rows_by_leaf`` (room for every row), ``n_threads`` > 1, at least
-    MIN_PARALLEL_ROWS rows and 1 to MAX_PARALLEL_LEAF_NODES leaf ids (``n_nodes``),
-    the in-bag rows are first sorted by leaf (``_sort_rows_by_leaf``), then each
-    leaf's sums are formed by one thread over its rows in increasing order: the same
-    additions, so the same sums bit for bit. Otherwise (or where a buffer cannot be
-    allocated) one pass over the rows.
-
-    With the grower's leaf spans on those terms (``span_rows``, ``spans``: ``n_spans``
-    rows of (start, stop, first, second), ``TreeGrower.leaf_rows``: every in-bag row
-    in one span, each leaf's rows in one span in increasing order) the rows are not
-    sorted: one task per span adds its rows in the span's order, to its leaf, or to
-    ``first`` or ``second`` by ``leaf`` (``_span_sums``): the same additions again.
-    """
-    cdef intp_t i, k, n = leaf.shape[0]
-    cdef int32_t j
-    cdef float64_t w, p, r, num, den
-    cdef int64_t* leaf_start = NULL
-    cdef bint from_codes = residual is None
-    if (spans != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
-            and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
-        _all_span_sums(residual, prob, leaf, sample_weight, codes, positive, span_rows,
-                       spans, n_spans, numerator, denominator, n_threads)
-        return 0
-    if (rows_by_leaf != NULL and n_threads > 1 and n >= MIN_PARALLEL_ROWS
-            and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
-        leaf_start = <int64_t*>malloc((n_nodes + 1) * sizeof(int64_t))
-        if leaf_start != NULL and _sort_rows_by_leaf(leaf, sample_mask, n_nodes,
-                                                     rows_by_leaf, leaf_start,
-                                                     n_threads) != 0:
-            free(leaf_start)
-            leaf_start = NULL
-    if leaf_start == NULL:
-        for i in range(n):
-            if sample_mask is not None and not sample_mask[i]:
-                continue
-            w = 1.0 if sample_weight is None else sample_weight[i]
-            j = leaf[i]
-            if from_codes:
-                p = prob[i]
-                r = (1.0 if codes[i] == positive else 0.0) - p
-                numerator[j] += w * r
-                denominator[j] += w * p * (1.0 - p)
-                continue
-            numerator[j] += w * residual[i]
-            if prob is None:
-                denominator[j] += w * fabs(residual[i])
-            else:
-                p = prob[i]
-                denominator[j] += w * p * (1.0 - p)
-        return 0
-    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-    for j in prange(n_nodes, schedule="dynamic", num_threads=n_threads):
-        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, j)
-        num = numerator[j]
-        den = denominator[j]
-        for k in range(leaf_start[j], leaf_start[j + 1]):
-            i = rows_by_leaf[k]
-            w = 1.0 if sample_weight is None else sample_weight[i]
-            if from_codes:
-                p = prob[i]
-                r = (1.0 if codes[i] == positive else 0.0) - p
-                num = num + w * r
-                den = den + w * p * (1.0 - p)
-                continue
-            num = num + w * residual[i]
-            if prob is None:
-                den = den + w * fabs(residual[i])
-            else:
-                p = prob[i]
-                den = den + w * p * (1.0 - p)
-        numerator[j] = num
-        denominator[j] = den
-        GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, j)
-    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
-    free(leaf_start)
-    return 0
+def leaf_sum_blocks(intp_t n, intp_t n_nodes):
+    """The row blocks the leaf sums of ``n`` rows and ``n_nodes`` leaf ids are formed
+    in (``newton_sums``; block b holds the rows ``n * b // K`` to ``n * (b + 1) //
+    K - 1`` of K blocks): 1 (every leaf's rows in row order) below
+    ``MIN_PARALLEL_ROWS`` rows."""
+    return _leaf_sum_blocks(n, n_nodes)
 
 
 cdef inline void _row_terms(const float64_t* residual, const float64_t* prob,
@@ -226,7 +121,7 @@ cdef inline void _row_terms(const float64_t* residual, const float64_t* prob,
                             int32_t positive, intp_t i, float64_t* num,
                             float64_t* den) noexcept nogil:
     """Row i's terms of ``newton_sums``, w r and w p (1 - p) (``prob`` NULL: w |r|;
-    ``residual`` NULL: r from ``codes``), as its loops form them."""
+    ``residual`` NULL: r from ``codes``)."""
     cdef float64_t w = 1.0 if sample_weight == NULL else sample_weight[i]
     cdef float64_t p, r
     if residual == NULL:
@@ -243,137 +138,138 @@ cdef inline void _row_terms(const float64_t* residual, const float64_t* prob,
         den[0] = w * p * (1.0 - p)
 
 
-cdef void _span_sums(
-    const float64_t* residual,
-    const float64_t* prob,
-    const int32_t* leaf,
-    const float64_t* sample_weight,
-    const int32_t* codes,
-    int32_t positive,
-    const int32_t* span_rows,
-    const int64_t* span,
-    float64_t* numerator,
-    float64_t* denominator,
-) noexcept nogil:
-    """``newton_sums`` of one leaf span (start, stop, first, second): its rows
-    ``span_rows[start:stop]`` in order, added to leaf ``first``'s sums, or (``second``
-    not -1) to ``first``'s where ``leaf`` says so and to ``second``'s otherwise: both
-    sums take every row's term, the other leaf's masked to +0.0 (no branch on a
-    side that changes from row to row). Row arrays as pointers (NULL: None)."""
-    cdef intp_t k, i
-    cdef int32_t first = <int32_t>span[2], second = <int32_t>span[3]
-    cdef float64_t a, b, num1 = numerator[first], den1 = denominator[first]
-    cdef float64_t num2 = 0.0, den2 = 0.0
-    cdef int mine
-    if second < 0:
-        for k in range(span[0], span[1]):
-            _row_terms(residual, prob, sample_weight, codes, positive, span_rows[k],
-                       &a, &b)
-            num1 = num1 + a
-            den1 = den1 + b
-        numerator[first] = num1
-        denominator[first] = den1
-        return
-    num2 = numerator[second]
-    den2 = denominator[second]
-    for k in range(span[0], span[1]):
-        i = span_rows[k]
-        _row_terms(residual, prob, sample_weight, codes, positive, i, &a, &b)
-        mine = leaf[i] == first
-        num1 = num1 + gbc_kept(a, mine)
-        den1 = den1 + gbc_kept(b, mine)
-        num2 = num2 + gbc_kept(a, not mine)
-        den2 = den2 + gbc_kept(b, not mine)
-    numerator[first] = num1
-    denominator[first] = den1
-    numerator[second] = num2
-    denominator[second] = den2
+cdef struct _LeafSumRows:
+    # The row arrays of ``newton_sums`` as pointers (NULL: None).
+    const float64_t* residual
+    const float64_t* prob
+    const int32_t* leaf
+    const float64_t* sample_weight
+    const uint8_t* sample_mask
+    const int32_t* codes
+    int32_t positive
+    intp_t n_rows
+    intp_t n_nodes
+    intp_t n_blocks
 
 
-cdef void _all_span_sums(
+cdef _LeafSumRows _leaf_sum_rows(
     const float64_t[::1] residual,
     const float64_t[::1] prob,
     const int32_t[::1] leaf,
     const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
     const int32_t[::1] codes,
     int32_t positive,
-    const int32_t* span_rows,
-    const int64_t* spans,
-    intp_t n_spans,
+    intp_t n_nodes,
+) noexcept nogil:
+    """The rows of ``newton_sums`` and their row blocks (``_leaf_sum_blocks``)."""
+    cdef _LeafSumRows at
+    at.n_rows = leaf.shape[0]
+    at.residual = NULL if residual is None else &residual[0]
+    at.prob = NULL if prob is None else &prob[0]
+    at.leaf = NULL if at.n_rows == 0 else &leaf[0]
+    at.sample_weight = NULL if sample_weight is None else &sample_weight[0]
+    at.sample_mask = NULL if sample_mask is None else &sample_mask[0]
+    at.codes = NULL if codes is None else &codes[0]
+    at.positive = positive
+    at.n_nodes = n_nodes
+    at.n_blocks = _leaf_sum_blocks(at.n_rows, n_nodes)
+    return at
+
+
+cdef void _rows_sums(const _LeafSumRows* at, intp_t start, intp_t stop,
+                     float64_t* numerator, float64_t* denominator) noexcept nogil:
+    """The terms of the in-bag rows ``start .. stop - 1`` added to their leaf's sums,
+    in row order."""
+    cdef intp_t i
+    cdef int32_t j
+    cdef float64_t a, b
+    for i in range(start, stop):
+        if at.sample_mask != NULL and not at.sample_mask[i]:
+            continue
+        _row_terms(at.residual, at.prob, at.sample_weight, at.codes, at.positive, i,
+                   &a, &b)
+        j = at.leaf[i]
+        numerator[j] = numerator[j] + a
+        denominator[j] = denominator[j] + b
+
+
+cdef inline void _block_sums(const _LeafSumRows* at, intp_t b, float64_t* block_sums
+                             ) noexcept nogil:
+    """Row block ``b``'s leaf sums from +0.0, into ``block_sums[2 n_nodes b:]`` (the
+    numerators, then the denominators)."""
+    cdef intp_t k, n_nodes = at.n_nodes
+    cdef float64_t* mine = block_sums + 2 * n_nodes * b
+    for k in range(2 * n_nodes):
+        mine[k] = 0.0
+    _rows_sums(at, at.n_rows * b // at.n_blocks, at.n_rows * (b + 1) // at.n_blocks,
+               mine, mine + n_nodes)
+
+
+cdef inline void _merge_block_sums(const _LeafSumRows* at, const float64_t* block_sums,
+                                   intp_t j, float64_t* numerator,
+                                   float64_t* denominator) noexcept nogil:
+    """Leaf ``j``'s block sums added to its sums, in block order."""
+    cdef intp_t b, n_nodes = at.n_nodes
+    cdef float64_t num = numerator[j], den = denominator[j]
+    for b in range(at.n_blocks):
+        num = num + block_sums[2 * n_nodes * b + j]
+        den = den + block_sums[2 * n_nodes * b + n_nodes + j]
+    numerator[j] = num
+    denominator[j] = den
+
+
+cdef int newton_sums(
+    const float64_t[::1] residual,
+    const float64_t[::1] prob,
+    const int32_t[::1] leaf,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
     float64_t* numerator,
     float64_t* denominator,
-    int n_threads,
-) noexcept nogil:
-    """``newton_sums`` from the leaf spans: one span per task (``_span_sums``)."""
-    cdef intp_t k
-    cdef const float64_t* residual_at = NULL
-    cdef const float64_t* prob_at = NULL
-    cdef const float64_t* weight_at = NULL
-    cdef const int32_t* codes_at = NULL
-    if residual is not None:
-        residual_at = &residual[0]
-    if prob is not None:
-        prob_at = &prob[0]
-    if sample_weight is not None:
-        weight_at = &sample_weight[0]
-    if codes is not None:
-        codes_at = &codes[0]
-    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, leaf.shape[0])
-    for k in prange(n_spans, schedule="dynamic", num_threads=n_threads):
-        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-        _span_sums(residual_at, prob_at, &leaf[0], weight_at, codes_at, positive,
-                   span_rows, &spans[4 * k], numerator, denominator)
-        GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
-    GBC_TRACE_REGION_END(GBC_TR_LEAVES, leaf.shape[0])
-
-
-cdef int _sort_rows_by_leaf(
-    const int32_t[::1] leaf,
-    const uint8_t[::1] sample_mask,
     intp_t n_nodes,
-    int32_t* rows_by_leaf,
-    int64_t* leaf_start,
-    int n_threads,
-) noexcept nogil:
-    """The in-bag rows sorted by leaf, stably, into ``rows_by_leaf`` (a counting
-    sort in ``n_threads`` blocks of rows, in parallel); leaf j's rows are then
-    ``rows_by_leaf[leaf_start[j]:leaf_start[j + 1]]``, in increasing order. Returns
-    -1, sorting nothing, where its count buffer cannot be allocated."""
-    cdef intp_t n = leaf.shape[0], n_blocks = n_threads, b, i, j, start, stop, pos = 0
-    cdef int64_t* offset = <int64_t*>malloc(n_blocks * n_nodes * sizeof(int64_t))
-    cdef int64_t count
-    cdef bint all_in = sample_mask is None
-    if offset == NULL:
-        return -1
-    for i in range(n_blocks * n_nodes):
-        offset[i] = 0
-    # The rows of each leaf per block of rows, then where each (leaf, block) starts.
-    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-    for b in prange(n_blocks, schedule="static", num_threads=n_threads):
-        start = n * b // n_blocks
-        stop = n * (b + 1) // n_blocks
-        for i in range(start, stop):
-            if all_in or sample_mask[i]:
-                offset[b * n_nodes + leaf[i]] += 1
-    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+    int n_threads=1,
+    const int32_t[::1] codes=None,
+    int32_t positive=0,
+) except -1 nogil:
+    """Accumulate sum w*r and sum w*p*(1-p) per leaf (paper eq. 1) over the in-bag
+    rows (``prob`` None: sum w*|r|, the exponential loss's Hessian), leaf ids
+    below ``n_nodes``. Each leaf's sums start from its ``numerator`` and
+    ``denominator`` (+0.0).
+
+    The rows are cut into the fixed row blocks of ``_leaf_sum_blocks`` (one below
+    MIN_PARALLEL_ROWS rows); each block's sums are formed in row order from +0.0
+    (one task per block on ``n_threads`` threads), then added to each leaf's sums
+    in block order: the same numbers whatever the threads. One block: each leaf's
+    rows added in row order.
+
+    ``residual`` None: each row's r is made from its class code in ``codes`` and
+    its p, r = [code = ``positive``] - p (``multinomial_state``'s residual, bit for
+    bit), so that a multinomial fit need not keep the residuals of every class.
+    """
+    cdef _LeafSumRows at = _leaf_sum_rows(residual, prob, leaf, sample_weight,
+                                          sample_mask, codes, positive, n_nodes)
+    cdef intp_t b, j
+    cdef int threads = max(n_threads, 1)
+    cdef float64_t* block_sums
+    if at.n_rows == 0:
+        return 0
+    if at.n_blocks == 1:
+        _rows_sums(&at, 0, at.n_rows, numerator, denominator)
+        return 0
+    block_sums = <float64_t*>malloc(2 * n_nodes * at.n_blocks * sizeof(float64_t))
+    if block_sums == NULL:
+        with gil:
+            raise MemoryError()
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, at.n_rows)
+    for b in prange(at.n_blocks, schedule="dynamic", num_threads=threads):
+        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, b)
+        _block_sums(&at, b, block_sums)
+        GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, b)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, at.n_rows)
     for j in range(n_nodes):
-        leaf_start[j] = pos
-        for b in range(n_blocks):
-            count = offset[b * n_nodes + j]
-            offset[b * n_nodes + j] = pos
-            pos += count
-    leaf_start[n_nodes] = pos
-    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-    for b in prange(n_blocks, schedule="static", num_threads=n_threads):
-        start = n * b // n_blocks
-        stop = n * (b + 1) // n_blocks
-        for i in range(start, stop):
-            if all_in or sample_mask[i]:
-                j = leaf[i]
-                rows_by_leaf[offset[b * n_nodes + j]] = <int32_t>i
-                offset[b * n_nodes + j] += 1
-    GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
-    free(offset)
+        _merge_block_sums(&at, block_sums, j, numerator, denominator)
+    free(block_sums)
     return 0
 
 
@@ -866,53 +762,6 @@ def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
                 out[k, i] = raw[k, i] - (top + gbc_log(total))
 
 
-cdef int32_t* _scratch_of(int32_t[::1] rows_by_leaf, intp_t n) except? NULL:
-    """The scratch of ``newton_sums`` on several threads: NULL for None; else it must hold a
-    row index per row."""
-    if rows_by_leaf is None or n == 0:
-        return NULL
-    if rows_by_leaf.shape[0] < n:
-        raise ValueError(f"rows_by_leaf holds {rows_by_leaf.shape[0]} rows; "
-                         f"expected at least {n}")
-    return &rows_by_leaf[0]
-
-
-cdef class _Spans:
-    """The leaf spans of an update (``leaf_rows``: ``TreeGrower.leaf_rows()``'s
-    (rows, spans), or None), checked: pointers for ``newton_sums``."""
-    cdef const int32_t[::1] rows_view
-    cdef const int64_t[:, ::1] spans_view
-    cdef const int32_t* rows
-    cdef const int64_t* spans
-    cdef intp_t n_spans
-
-    def __cinit__(self, leaf_rows, intp_t n, intp_t n_nodes):
-        cdef intp_t s
-        cdef const int64_t[:, ::1] v
-        self.rows = NULL
-        self.spans = NULL
-        self.n_spans = 0
-        if leaf_rows is None or n == 0:
-            return
-        rows, spans = leaf_rows
-        self.rows_view = rows
-        v = spans
-        if self.rows_view.shape[0] < n or v.shape[1] != 4:
-            raise ValueError(f"leaf_rows must hold {n} rows and spans of 4 columns; "
-                             f"got {self.rows_view.shape[0]} rows and spans of shape "
-                             f"{tuple(np.shape(spans))}")
-        for s in range(v.shape[0]):
-            if not (0 <= v[s, 0] <= v[s, 1] <= n and 0 <= v[s, 2] < n_nodes
-                    and -1 <= v[s, 3] < n_nodes and v[s, 2] != v[s, 3]):
-                raise ValueError(f"leaf span {s} is {list(np.asarray(v[s]))}; expected "
-                                 f"0 <= start <= stop <= {n} and leaves below {n_nodes}")
-        self.spans_view = v
-        self.n_spans = v.shape[0]
-        if self.n_spans > 0:
-            self.rows = &self.rows_view[0]
-            self.spans = &v[0, 0]
-
-
 def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1] prob,
                               const int32_t[::1] leaf, const float64_t[::1] sample_weight,
                               intp_t n_leaves):
@@ -923,7 +772,8 @@ def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1
     cdef float64_t[::1] num = numerator, den = denominator, g = gamma
     cdef intp_t j
     with nogil:
-        newton_sums(residual, prob, leaf, sample_weight, None, &num[0], &den[0])
+        newton_sums(residual, prob, leaf, sample_weight, None, &num[0], &den[0],
+                    n_leaves)
         for j in range(n_leaves):
             g[j] = newton_step(num[j], den[j])
     return gamma
@@ -943,12 +793,8 @@ cdef int leaf_steps(
     int32_t positive,
     const float64_t[::1] z,
     int kind,
-    int32_t* rows_by_leaf,
     int n_threads,
     const int32_t[::1] residual_codes=None,
-    const int32_t* span_rows=NULL,
-    const int64_t* spans=NULL,
-    intp_t n_spans=0,
 ) except -1:
     """The leaf values of a grown tree from its in-bag rows, 0 for inner nodes; then
     ``steps[j] = learning_rate * nodes[j].value``, the step each row of node j takes
@@ -956,14 +802,11 @@ cdef int leaf_steps(
 
     Without the class codes ``codes``: ``nodes[j].value = newton_step(factor * sum w
     r, sum w p (1 - p))`` (paper eq. 1; ``factor`` is 1, or (K - 1)/K for the
-    multinomial loss; ``prob`` None: sum w |r|, the exponential loss's); with
-    ``rows_by_leaf`` (room for every row; NULL: one thread) and enough rows, the sums
-    are formed one leaf per task (``newton_sums``: the same numbers). With them: the
+    multinomial loss; ``prob`` None: sum w |r|, the exponential loss's), the sums in
+    row blocks on ``n_threads`` threads (``newton_sums``). With them: the
     exact minimiser of each leaf's loss of the kind ``kind`` (``solve_exact``:
     targets ``codes == positive``, log-odds or raw scores ``z``). ``residual`` None
     (Newton step): r = [``residual_codes`` = ``positive``] - p (``newton_sums``).
-    ``span_rows``, ``spans``, ``n_spans``: the grower's leaf spans (``newton_sums``:
-    the rows summed where they lie, not sorted).
     """
     cdef intp_t j, n_nodes = nodes.shape[0]
     if codes is not None:
@@ -977,8 +820,7 @@ cdef int leaf_steps(
         for j in range(2 * n_nodes):
             steps[j] = 0.0
         newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, steps,
-                    steps + n_nodes, n_nodes, rows_by_leaf, n_threads, residual_codes,
-                    positive, span_rows, spans, n_spans)
+                    steps + n_nodes, n_nodes, n_threads, residual_codes, positive)
         _newton_steps(&nodes[0], n_nodes, steps, factor, learning_rate)
     return 0
 
@@ -1109,9 +951,7 @@ def boosting_update(
     row_stat_t[::1] row_stats,
     int n_threads,
     const int32_t[::1] codes=None,
-    int32_t[::1] rows_by_leaf=None,
     bint exponential=False,
-    leaf_rows=None,
     float64_t[::1] grid_maxima=None,
 ):
     """One boosting step of a loss of one raw score per row after the tree of
@@ -1125,10 +965,9 @@ def boosting_update(
     gamma (eq. 2), the residuals r (the log-loss's with p = sigma(F), eq. 3, in
     chunks on ``n_threads`` threads; ``exponential_rows``, in row order) and the row
     statistics of the next split search (``row_stats`` None: unit weights, the tree
-    reads the residuals themselves). ``rows_by_leaf`` (int32, one per row; None: the leaf sums
-    on one thread) is the scratch of the leaf sums on ``n_threads`` threads
-    (``leaf_steps``); ``leaf_rows``, the grower's leaf spans (``TreeGrower.leaf_rows``;
-    None: the rows sorted in ``rows_by_leaf``), spare that sort. ``grid_maxima``
+    reads the residuals themselves). The leaf sums are formed in row blocks
+    (``newton_sums``); with more than one, the log-loss's sums, leaf values and
+    update run in one parallel region (``_binomial_fused``). ``grid_maxima``
     (float64, 2 values; the log-loss only) receives the next tree's grid maxima,
     taken as the rows are updated: the largest abs(w * r) and w of ``row_stats``
     (``row_stats`` None: the largest abs(r), and 0), what the grower's grid pass
@@ -1146,36 +985,38 @@ def boosting_update(
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     if grid_maxima is not None and grid_maxima.shape[0] != 2:
         raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
-    cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
-    cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef intp_t n_blocks = _leaf_sum_blocks(n, n_nodes)
+    cdef bint fused = codes is None and not exponential and n_blocks > 1
     cdef float64_t loss
     cdef float64_t sums[2]
     cdef float64_t* step = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     # Each chunk's (sum w L, sum w), then (with grid_maxima) its two maxima.
     cdef float64_t* partial = <float64_t*>malloc(4 * max(n_chunks, 1) * sizeof(float64_t))
+    # The fused region's leaf sums of each row block (``newton_sums``').
+    cdef float64_t* block_sums = NULL
     cdef float64_t* chunk_max = NULL
-    if step == NULL or partial == NULL:
+    if fused:
+        block_sums = <float64_t*>malloc(2 * n_nodes * n_blocks * sizeof(float64_t))
+    if step == NULL or partial == NULL or (fused and block_sums == NULL):
         free(step)
         free(partial)
+        free(block_sums)
         raise MemoryError()
     try:
         if grid_maxima is not None:
             chunk_max = partial + 2 * n_chunks
-        if (codes is None and not exponential and at.n_spans > 0 and n_threads > 1
-                and n >= MIN_PARALLEL_ROWS and 0 < n_nodes <= MAX_PARALLEL_LEAF_NODES):
-            # The leaf sums from the spans, the leaf values and the update in one
-            # parallel region (the numbers of the steps one after another).
+        if fused:
+            # The leaf sums, the leaf values and the update in one parallel region
+            # (the numbers of the steps one after another).
             with nogil:
                 _binomial_fused(nodes, step, learning_rate, leaf_of_row, sample_mask, y,
                                 sample_weight, raw, prob, residual, row_stats,
-                                at.rows, at.spans, at.n_spans, partial, chunk_max,
-                                n_threads)
+                                block_sums, partial, chunk_max, n_threads)
         else:
             leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask,
                        sample_weight, 1.0, residual, prob, codes, 1, raw,
-                       EXPONENTIAL if exponential else LOGISTIC, by_leaf, n_threads, None,
-                       at.rows, at.spans, at.n_spans)
+                       EXPONENTIAL if exponential else LOGISTIC, n_threads)
             if exponential:  # in row order, on one thread
                 with nogil:
                     n_overflow = exponential_rows(y, sample_weight, sample_mask, raw,
@@ -1192,6 +1033,7 @@ def boosting_update(
     finally:
         free(step)
         free(partial)
+        free(block_sums)
     return loss, n_overflow
 
 
@@ -1263,33 +1105,34 @@ cdef void _binomial_fused(
     float64_t[::1] prob,
     float64_t[::1] residual,
     row_stat_t[::1] row_stats,
-    const int32_t* span_rows,
-    const int64_t* spans,
-    intp_t n_spans,
+    float64_t* block_sums,
     float64_t* partial,
     float64_t* chunk_max,
     int n_threads,
 ) noexcept nogil:
-    """``leaf_steps`` from the leaf spans then ``_binomial_chunks``, in one parallel
-    region on ``n_threads`` threads: one task per span (``_span_sums``), a barrier,
-    the leaf values and steps as one task (``_newton_steps``), a barrier, then one
-    task per CHUNK of rows (``_binomial_rows``). The tasks are those of the two
-    steps (each span's sums, each chunk's update and sums its own): the same
-    numbers, whatever the threads."""
-    cdef intp_t k, t, c, n = y.shape[0], n_nodes = nodes.shape[0]
+    """``leaf_steps`` then ``_binomial_chunks``, in one parallel region on
+    ``n_threads`` threads: one task per row block of the leaf sums (``_block_sums``,
+    into ``block_sums``: room for 2 x n_nodes values per block), a barrier, each
+    leaf's block sums added in block order (``_merge_block_sums``), a barrier, the
+    leaf values and steps as one task (``_newton_steps``), a barrier, then one task
+    per CHUNK of rows (``_binomial_rows``). The tasks are those of ``newton_sums``
+    and of the two steps (each block's sums, each chunk's update and sums its
+    own): the same numbers, whatever the threads."""
+    cdef intp_t k, b, j, t, c, n = y.shape[0], n_nodes = nodes.shape[0]
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef const float64_t* weight_at = NULL
-    if sample_weight is not None:
-        weight_at = &sample_weight[0]
+    cdef _LeafSumRows at = _leaf_sum_rows(residual, prob, leaf_of_row, sample_weight,
+                                          sample_mask, None, 0, n_nodes)
     for k in range(2 * n_nodes):
         step[k] = 0.0
     GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
     with parallel(num_threads=n_threads):
-        for k in prange(n_spans, schedule="dynamic"):
-            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, k)
-            _span_sums(&residual[0], &prob[0], &leaf_of_row[0], weight_at, NULL, 0,
-                       span_rows, &spans[4 * k], step, step + n_nodes)
-            GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, k)
+        for b in prange(at.n_blocks, schedule="dynamic"):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, b)
+            _block_sums(&at, b, block_sums)
+            GBC_TRACE_TASK_END(GBC_TR_LEAF_SUMS, b)
+        omp_barrier()  # every block's sums before a leaf adds them up
+        for j in prange(n_nodes, schedule="static"):
+            _merge_block_sums(&at, block_sums, j, step, step + n_nodes)
         omp_barrier()  # every leaf's sums before its value
         for t in prange(1, schedule="static"):
             _newton_steps(&nodes[0], n_nodes, step, 1.0, learning_rate)
@@ -1310,13 +1153,11 @@ def newton_node_sums(
     const float64_t[::1] residual,
     const float64_t[::1] prob,
     int n_threads,
-    int32_t[::1] rows_by_leaf=None,
-    leaf_rows=None,
 ):
     """The per-node sums of eq. 1 over this process's in-bag rows, shape (n_nodes,
-    2): sum w r and sum w p (1 - p) (``prob`` None: sum w |r|), each in row order
-    (``newton_sums``: the numbers ``boosting_update`` forms, whatever the threads;
-    ``rows_by_leaf`` and ``leaf_rows`` as there). The first half of
+    2): sum w r and sum w p (1 - p) (``prob`` None: sum w |r|), in row blocks
+    (``newton_sums``: the numbers ``boosting_update`` forms, whatever the
+    threads). The first half of
     ``boosting_update`` for a data-parallel fit, whose sums are all-reduced before
     :func:`binomial_apply` takes them."""
     cdef intp_t n = leaf_of_row.shape[0], j
@@ -1325,15 +1166,12 @@ def newton_node_sums(
             sample_mask is not None and sample_mask.shape[0] != n):
         raise ValueError(f"residual, prob, sample_weight and sample_mask must have {n} "
                          "rows")
-    cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
-    cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     sums = np.zeros((2, max(n_nodes, 1)), dtype=np.float64)
     cdef float64_t[:, ::1] s = sums
     with nogil:
         if n > 0 and n_nodes > 0:
             newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, &s[0, 0],
-                        &s[1, 0], n_nodes, by_leaf, n_threads, None, 0, at.rows,
-                        at.spans, at.n_spans)
+                        &s[1, 0], n_nodes, n_threads)
     return np.ascontiguousarray(sums[:, :n_nodes].T)
 
 
@@ -1958,9 +1796,7 @@ def multinomial_tree_update(
     int32_t k=0,
     const float64_t[::1] log_odds=None,
     int n_threads=1,
-    int32_t[::1] rows_by_leaf=None,
     const int32_t[::1] labels=None,
-    leaf_rows=None,
     float64_t[::1] steps=None,
 ):
     """Leaf values of the tree of one class, then F_k += eta * gamma for every row
@@ -1972,9 +1808,9 @@ def multinomial_tree_update(
     the class codes ``codes``, the class ``k`` of the tree and the log-odds of class
     k against the others at the start of the iteration (``log_odds``,
     ``class_log_odds``), gamma_j is instead the exact minimiser of the leaf's
-    multinomial log-loss in F_k (``exact_leaf_values``). ``n_threads`` and
-    ``rows_by_leaf`` and ``leaf_rows`` as in ``boosting_update`` (the update of F_k is elementwise:
-    the same numbers on any number of threads). ``residual`` None: the Newton step
+    multinomial log-loss in F_k (``exact_leaf_values``). On ``n_threads`` threads:
+    the leaf sums in row blocks (``newton_sums``), the update of F_k elementwise,
+    the same numbers on any number of threads. ``residual`` None: the Newton step
     makes each row's r from its class code in ``labels``, r = [label = k] - p
     (``class_residual``'s, bit for bit; the exact solve reads no residual).
     ``steps`` (room for a value per node): F_k is left as it is and each node's
@@ -1992,15 +1828,13 @@ def multinomial_tree_update(
     if steps is not None and steps.shape[0] < n_nodes:
         raise ValueError(f"steps holds {steps.shape[0]} values; the tree has {n_nodes} "
                          "nodes")
-    cdef int32_t* by_leaf = _scratch_of(rows_by_leaf, n)
-    cdef _Spans at = _Spans(leaf_rows, n, n_nodes)
     cdef float64_t* sums = <float64_t*>malloc(2 * max(n_nodes, 1) * sizeof(float64_t))
     if sums == NULL:
         raise MemoryError()
     try:
         leaf_steps(nodes, sums, learning_rate, leaf_of_row, sample_mask, sample_weight,
-                   factor, residual, prob, codes, k, log_odds, LOGISTIC, by_leaf, n_threads,
-                   labels, at.rows, at.spans, at.n_spans)
+                   factor, residual, prob, codes, k, log_odds, LOGISTIC, n_threads,
+                   labels)
         if steps is not None:
             for i in range(n_nodes):
                 steps[i] = sums[i]

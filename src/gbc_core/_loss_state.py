@@ -13,12 +13,7 @@ A state may borrow the tree grower's buffers (its ``borrows``, the boosting loop
 lends them): with ``"residual"``, ``tree_target(k, residual_out, n_threads)``
 writes the residuals of output k into the grower's ``residual_buffer()`` (which the
 grower then puts on the grid in place), so that a state of K outputs need not keep
-the residuals of every output; with ``"scratch"``, ``update(..., rows_by_leaf=)``
-sorts the rows by leaf in the grower's ``row_scratch()`` (free between trees, and
-each grower's own where trees are grown side by side); with ``"leaf_rows"``,
-``update(..., leaf_rows=)`` takes the grower's ``leaf_rows()`` (each leaf's in-bag
-rows where the grower's partition holds them, in increasing order, or None) and
-sums the leaves there instead of sorting (the same sums).
+the residuals of every output.
 
 An update is split into the **per-node sums** of the leaf values (taken over this
 process's in-bag rows, in row order) and their **apply** (leaf values from the
@@ -64,34 +59,6 @@ def row_stats_for(sample_weight, n, reduce=None):
     return np.empty(n, dtype=ROW_STAT_DTYPE)
 
 
-def leaf_sums_scratch(n, n_threads):
-    """The scratch of the leaf sums on several threads (one int32 per row), or None
-    where they run on one thread (``_leaves.leaf_steps``)."""
-    if n_threads > 1 and n >= _leaves.PARALLEL_LEAF_SUMS_MIN_ROWS:
-        return np.empty(n, dtype=np.int32)
-    return None
-
-
-class _OwnScratch:
-    """The leaf sums' scratch of a state, made on first use where no grower lends
-    one (``rows_by_leaf`` of an update); a lent one is used as it is."""
-
-    def __init__(self, n, off=False):
-        self.n = n
-        self.off = off  # never one: a distributed multinomial fit sums in NumPy, the
-                        # exponential loss on one thread
-        self.own = None
-
-    def __call__(self, lent, n_threads):
-        if n_threads <= 1 or self.off:
-            return None
-        if lent is not None:
-            return lent
-        if self.own is None:
-            self.own = leaf_sums_scratch(self.n, n_threads)
-        return self.own
-
-
 def _select(a, rows):
     """The rows ``rows`` (a mask or indices; None: all) of ``a`` (None: None)."""
     return a if rows is None or a is None else a[rows]
@@ -115,19 +82,29 @@ def reduced_mean(reduce, mean, weight):
 
 def node_sums(leaf_of_row, n_nodes, sample_mask, w, numerator, denominator):
     """The per-node sums (n_nodes, 2) sum w * numerator and sum w * denominator over
-    the in-bag rows (the products first, then the sums in row order: the kernels'
-    w * r, w * h)."""
+    the in-bag rows, in the kernels' order (``_leaves.newton_sums``): the products
+    first, then each row block's sums in row order (``_leaves.leaf_sum_blocks``:
+    one block below 200,000 rows), the blocks' sums added in block order."""
+    leaf_of_row = np.asarray(leaf_of_row)
+    n = leaf_of_row.shape[0]
+    n_blocks = _leaves.leaf_sum_blocks(n, n_nodes)
     rows = in_bag(sample_mask)
-    leaf = _select(np.asarray(leaf_of_row), rows)
-    w = _select(w, rows)
-    num = _select(numerator, rows)
-    den = _select(denominator, rows)
     sums = np.zeros((n_nodes, 2))
-    if leaf.shape[0]:
-        sums[:, 0] = np.bincount(leaf, weights=num if w is None else w * num,
+    for b in range(n_blocks):
+        block = slice(n * b // n_blocks, n * (b + 1) // n_blocks)
+        kept = None if rows is None else rows[block]
+        leaf = _select(leaf_of_row[block], kept)
+        if not leaf.shape[0]:
+            continue
+        block_w = None if w is None else _select(w[block], kept)
+        num = _select(numerator[block], kept)
+        den = _select(denominator[block], kept)
+        part = np.empty((n_nodes, 2))
+        part[:, 0] = np.bincount(leaf, weights=num if block_w is None else block_w * num,
                                  minlength=n_nodes)
-        sums[:, 1] = np.bincount(leaf, weights=den if w is None else w * den,
+        part[:, 1] = np.bincount(leaf, weights=den if block_w is None else block_w * den,
                                  minlength=n_nodes)
+        sums += part
     return sums
 
 
@@ -258,9 +235,6 @@ class OneScoreFit:
     #: Whether ``_mean_loss`` takes a mask of the rows (``rows``) and reads them in
     #: place.
     _loss_in_place = False
-    #: The grower's buffers the state borrows (the module's docstring): the leaf
-    #: sums' scratch and the rows of its leaves.
-    borrows = ("scratch", "leaf_rows")
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         n = y.shape[0]
@@ -274,10 +248,6 @@ class OneScoreFit:
         # (One tree per iteration: with unit weights, a data-parallel fit grows it on
         # the residuals alone too, 16 bytes per row fewer to write and read.)
         self.row_stats = row_stats_for(sample_weight, n)
-        # The scratch of the log-loss's leaf sums on several threads (the grower's,
-        # lent to ``update``; else made on first use); the exponential loss sums its
-        # leaves on one thread, as it passes over its rows.
-        self._scratch = _OwnScratch(n, self.exponential)
         self.last_loss = 0.0
         self._grid_maxima = None
         self._refresh()
@@ -287,25 +257,17 @@ class OneScoreFit:
         tree fits."""
         return self.row_stats, self.residual
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-               rows_by_leaf=None, leaf_rows=None):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         """Leaf values of the grown tree (``nodes``, updated in place) and the update
         of F and r that follows: in one fused pass in one process, else the per-node
-        sums reduced, then applied (and bounded, with monotonic constraints).
-        ``rows_by_leaf``: the grower's scratch for the leaf sums (int32, a row each),
-        or None (the state's own, made on first use where needed); ``leaf_rows``:
-        the grower's ``leaf_rows()`` (None: the rows sorted in the scratch)."""
+        sums reduced, then applied (and bounded, with monotonic constraints)."""
         if self.reduce is None and self.monotonic is None:
-            scratch = self._scratch(rows_by_leaf, n_threads)
             self.last_loss = self._fused_update(
-                nodes, leaf_of_row, sample_mask, learning_rate, n_threads, scratch,
-                None if scratch is None else leaf_rows)
+                nodes, leaf_of_row, sample_mask, learning_rate, n_threads)
             return
         if self._split_fused():
-            scratch = self._scratch(rows_by_leaf, n_threads)
             self.last_loss = self._reduced_update(
-                nodes, leaf_of_row, sample_mask, learning_rate, n_threads, scratch,
-                None if scratch is None else leaf_rows)
+                nodes, leaf_of_row, sample_mask, learning_rate, n_threads)
             return
         reduce = _no_reduce if self.reduce is None else self.reduce
         if self.codes is None or self.monotonic is not None:
@@ -328,8 +290,7 @@ class OneScoreFit:
         return (self.reduce is not None and self.monotonic is None and self.codes is None
                 and not self.exponential)
 
-    def _reduced_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-                        rows_by_leaf, leaf_rows):
+    def _reduced_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         """``boosting_update`` in a data-parallel fit: this process's per-node sums
         (``_leaves.newton_node_sums``, the kernel's numbers), all-reduced; then the
         leaf values, F, p, r, the row statistics and the in-bag loss sums
@@ -338,8 +299,7 @@ class OneScoreFit:
         every process's rows. Two steps per tree, as the NumPy sums' three."""
         sums = _leaves.newton_node_sums(
             np.asarray(leaf_of_row, dtype=np.int32), nodes.shape[0], sample_mask,
-            self.sample_weight, self.residual, self.prob, n_threads, rows_by_leaf,
-            leaf_rows)
+            self.sample_weight, self.residual, self.prob, n_threads)
         sums = np.ascontiguousarray(self.reduce(sums, 2), dtype=np.float64)
         # The loss's sums and the next tree's grid maxima (the largest abs(w r) and
         # w of the row statistics it is grown on: ``tree_target``, taken by the
@@ -371,15 +331,14 @@ class OneScoreFit:
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
 
-    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-                      rows_by_leaf, leaf_rows=None):
+    def _fused_update(self, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         # (The log-loss's update takes the next tree's grid maxima as it writes the
         # rows: the grower's grid pass need not read them again.)
         maxima = None if self.exponential else np.empty(2, dtype=np.float64)
         loss, n_overflow = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
             self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            rows_by_leaf, self.exponential, leaf_rows, maxima)
+            self.exponential, maxima)
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
         if maxima is not None:
@@ -469,7 +428,7 @@ class MultinomialFit:
     """
 
     #: The grower's buffers the state borrows (the module's docstring).
-    borrows = ("residual", "scratch", "leaf_rows")
+    borrows = ("residual",)
 
     def __init__(self, n_classes, y, sample_weight, raw, n_threads, exact=False,
                  reduce=None):
@@ -488,7 +447,6 @@ class MultinomialFit:
         # The residuals of a tree where no grower lends a buffer (made on first use).
         self._residual = None
         self.row_stats = row_stats_for(sample_weight, n, reduce)
-        self._scratch = _OwnScratch(n, reduce is not None)
         # Each class's next tree's grid maxima, taken as its residuals are made (one
         # process, unit weights: ``tree_target``; None: none taken).
         self._grid_maxima = [None] * n_classes
@@ -537,15 +495,11 @@ class MultinomialFit:
         maxima, self._grid_maxima[k] = self._grid_maxima[k], None
         return maxima
 
-    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads,
-               rows_by_leaf=None, leaf_rows=None):
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         """Leaf values of class k's tree and F_k += eta * gamma on ``n_threads``
         threads (the residuals made again from p_k: the tree's buffer may hold them
-        on the grid by now). ``rows_by_leaf``: the grower's scratch for the leaf
-        sums (each grower's own where trees are grown side by side), or None (the
-        state's own, made on first use where needed); ``leaf_rows``: the grower's
-        ``leaf_rows()`` (None: the rows sorted in the scratch). The last class's
-        F waits for ``finish_iteration`` (the class docstring)."""
+        on the grid by now). The last class's F waits for ``finish_iteration``
+        (the class docstring)."""
         if self.reduce is not None:
             self._reduced_update(k, nodes, leaf_of_row, sample_mask, learning_rate)
             return
@@ -562,12 +516,10 @@ class MultinomialFit:
                 self.sample_weight, self.factor, learning_rate, self.raw[k], self.y, k,
                 self.log_odds[k], n_threads, steps=steps)
         else:
-            scratch = self._scratch(rows_by_leaf, n_threads)
             _leaves.multinomial_tree_update(
                 nodes, leaf_of_row, sample_mask, None, self.prob[k],
                 self.sample_weight, self.factor, learning_rate, self.raw[k], k=k,
-                n_threads=n_threads, rows_by_leaf=scratch, labels=self.y,
-                leaf_rows=None if scratch is None else leaf_rows, steps=steps)
+                n_threads=n_threads, labels=self.y, steps=steps)
         if steps is not None:
             self._pending = (k, steps, leaf_of_row)
 

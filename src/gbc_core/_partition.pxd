@@ -34,16 +34,6 @@ ctypedef struct level_split_t:
     intp_t n_split           # the nodes split, as many pairs of children
 
 
-ctypedef struct leaf_span_t:
-    # A range of the partition holding the in-bag rows of one leaf, or of two (a
-    # node of the last level whose children were only labelled): ``rows[start:stop]``,
-    # increasing; ``second`` -1 where the range is ``first``'s alone.
-    intp_t start
-    intp_t stop
-    int32_t first
-    int32_t second
-
-
 cdef class RowPartition:
     cdef int32_t* rows       # in-bag rows, node by node, increasing within a node
     cdef int32_t* scratch    # per block, its left rows from the block's start, its
@@ -66,16 +56,8 @@ cdef class RowPartition:
     cdef RowPartition owner        # the partition whose rows and scratch these are
                                    # (None: this one's own)
     cdef bint owns_rows            # rows and scratch are freed with this partition
-    cdef leaf_span_t* spans        # the leaves' ranges of the tree (``leaf_spans``)
-    cdef intp_t n_spans            # -1: the tree's leaves are not laid out in spans
-    cdef intp_t span_capacity
-    cdef intp_t n_inbag            # the tree's in-bag rows (``start_tree``)
 
     cdef int reserve(self, intp_t n_split) except -1
-    cdef int reserve_spans(self, intp_t n_nodes) except -1
-    cdef void _add_span(self, intp_t start, intp_t stop, int32_t first,
-                        int32_t second) noexcept nogil
-    cdef intp_t leaf_spans(self) noexcept nogil
     cdef intp_t start_tree(self, const uint8_t[::1] sample_mask,
                            const row_stat_t* row_stats, const float64_t* residual,
                            node_sums_t* sums) noexcept nogil

@@ -7,10 +7,6 @@ where they went, gives the rows of the nodes not split their leaf and sums w, w 
 and w * r^2 of each child's own rows (for its test of whether it may split, and its
 impurity).
 
-The rows of each leaf of the grown tree stay in increasing order in one range of
-the partition (``leaf_spans``): a loss's leaf sums may read them there, in row
-order, instead of sorting the rows by leaf.
-
 Every sum is taken in row order, per chunk of 2^CHUNK_SHIFT consecutive row indices
 then chunk by chunk, so it does not depend on the number of threads; the partition
 is stable, so the result does not depend on how the rows are cut into blocks.
@@ -117,10 +113,6 @@ cdef class RowPartition:
         self.chunk_sums = NULL
         self.chunk_present = NULL
         self.n_chunks = 0
-        self.spans = NULL
-        self.n_spans = -1
-        self.span_capacity = 0
-        self.n_inbag = 0
 
     def __init__(self, SplitFinder finder, const float32_t[::1, :] X,
                  int32_t[::1] node_of_row, int n_threads, RowPartition share=None):
@@ -169,7 +161,6 @@ cdef class RowPartition:
         free(self.block_first)
         free(self.chunk_sums)
         free(self.chunk_present)
-        free(self.spans)
 
     cdef int reserve(self, intp_t n_split) except -1:
         """Room for the blocks of a level of ``n_split`` split nodes."""
@@ -182,46 +173,6 @@ cdef class RowPartition:
             self.capacity = n_split
         return 0
 
-    cdef int reserve_spans(self, intp_t n_nodes) except -1:
-        """Room for the leaf spans of a tree of ``n_nodes`` nodes (a span per leaf at
-        most)."""
-        if n_nodes > self.span_capacity:
-            self.spans = <leaf_span_t*>grow_buffer(self.spans, n_nodes,
-                                                   sizeof(leaf_span_t), "leaf spans")
-            self.span_capacity = n_nodes
-        return 0
-
-    cdef void _add_span(self, intp_t start, intp_t stop, int32_t first,
-                        int32_t second) noexcept nogil:
-        """Record a range of the partition as the rows of leaf ``first`` (and
-        ``second``); without room (never, where the grower reserved its nodes), the
-        tree has no spans."""
-        if self.n_spans < 0:
-            return
-        if self.n_spans >= self.span_capacity:
-            self.n_spans = -1
-            return
-        self.spans[self.n_spans].start = start
-        self.spans[self.n_spans].stop = stop
-        self.spans[self.n_spans].first = first
-        self.spans[self.n_spans].second = second
-        self.n_spans += 1
-
-    cdef intp_t leaf_spans(self) noexcept nogil:
-        """The number of leaf spans of the tree grown last (``spans[0 .. n)``), or -1
-        where its leaves' rows are not laid out so: the spans hold every in-bag row
-        once, each leaf's rows in one span, in increasing row order (a node made a
-        leaf holds its range as it was; a node of the last level, whose rows were
-        only labelled, holds its two children's rows interleaved: ``node_of_row``
-        tells them apart). Anything that relabels rows after the growth (pruning)
-        must drop the spans (``n_spans = -1``)."""
-        cdef intp_t s, total = 0
-        if self.n_spans < 0:
-            return -1
-        for s in range(self.n_spans):
-            total += self.spans[s].stop - self.spans[s].start
-        return self.n_spans if total == self.n_inbag else -1
-
     cdef intp_t start_tree(self, const uint8_t[::1] sample_mask,
                            const row_stat_t* row_stats, const float64_t* residual,
                            node_sums_t* sums) noexcept nogil:
@@ -229,17 +180,14 @@ cdef class RowPartition:
         return their number."""
         cdef intp_t i, n_inbag = 0
         sums_zero(sums)
-        self.n_spans = 0
         if sample_mask is None:
             self._every_row(sums, row_stats, residual)
-            self.n_inbag = self.n_samples
             return self.n_samples
         for i in range(self.n_samples):
             if sample_mask[i]:
                 self.rows[n_inbag] = <int32_t>i
                 n_inbag += 1
                 sums_add_row(sums, row_stats, residual, i)
-        self.n_inbag = n_inbag
         return n_inbag
 
     cdef void fill_rows(self, intp_t start, intp_t stop) noexcept nogil:
@@ -255,8 +203,6 @@ cdef class RowPartition:
     cdef intp_t every_row_filled(self) noexcept nogil:
         """The tree's root holds every row (``fill_rows`` has filled all of them):
         the state ``start_tree`` leaves without a mask; returns the number of rows."""
-        self.n_spans = 0
-        self.n_inbag = self.n_samples
         return self.n_samples
 
     cdef void _every_row(self, node_sums_t* sums, const row_stat_t* row_stats,
@@ -279,14 +225,12 @@ cdef class RowPartition:
         sums[0] = local
 
     cdef void set_leaf(self, const level_node_t* nd) noexcept nogil:
-        """Every row of ``nd`` gets its node as its leaf (its range: the leaf's
-        span)."""
+        """Every row of ``nd`` gets its node as its leaf."""
         cdef intp_t i
         cdef int32_t node = nd.node
         cdef int32_t* node_of_row
         if nd.stop <= nd.start:
             return  # (no rows: a process of a distributed fit may have none)
-        self._add_span(nd.start, nd.stop, node, -1)
         node_of_row = &self.node_of_row[0]
         for i in range(nd.start, nd.stop):
             node_of_row[self.rows[i]] = node
@@ -314,10 +258,6 @@ cdef class RowPartition:
                 self.finder.rows_moved(self.rows, nd.start, nd.stop, -1)
             else:
                 n_rows += nd.stop - nd.start
-                if leaves and nd.stop > nd.start:
-                    # (Labelled, not moved: the range holds both leaves' rows.)
-                    self._add_span(nd.start, nd.stop, lv.tree[nd.node].left,
-                                   lv.tree[nd.node].right)
         if lv.n_split == 0:
             return
         n_blocks = self._cut_blocks(lv)
