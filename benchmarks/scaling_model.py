@@ -359,6 +359,12 @@ CLASS_MODE = {"8186671": "serial", "4276457": "one", "ea6b64e": "one", "today": 
 # does in the grid region 3), and a narrow level's children one task per child
 # (phase 19: each split's task as two halves, not divisible).
 PASSES_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": True, "today": True}
+# Whether the code of a commit formed the leaf sums in row blocks (7f4f6cb, on any
+# number of threads; a trace of it holds them as phase-23 tasks in the update's
+# leaves region). Before (``plan``'s ``leaf_blocks=False``), a trace of today's
+# code is read as that code ran: the blocks' total work as the leaf spans'
+# (``LEAF_SPANS``) with the passes on every thread, else on one thread.
+LEAF_BLOCKS = {"8186671": False, "4276457": False, "ea6b64e": False, "today": True}
 # The regions of a tree's start, on one thread before those passes.
 TREE_START = (3, 9)
 
@@ -719,7 +725,7 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
                    grid_in_place=False, child_blocks=False, wr2_later=False,
-                   passes_on_threads=True):
+                   passes_on_threads=True, leaf_blocks=True):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -737,7 +743,10 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     exact scan) schedules it with its loop's tasks, where the code hands it out.
     ``passes_on_threads=False``: the code before the per-tree passes on every
     thread (``PASSES_ON_THREADS``): a tree's start (``TREE_START``) on one thread,
-    a narrow level's children one task per child."""
+    a narrow level's children one task per child. ``leaf_blocks=False``: the
+    code before the leaf sums in row blocks (``LEAF_BLOCKS``): the leaf sums' tasks
+    (phase 23) as the spans' shares of their work (``LEAF_SPANS``), or, without
+    the passes on every thread, on one thread."""
     if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
         p = 1
     if not passes_on_threads and r.rid in TREE_START:
@@ -789,6 +798,15 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
             if phase == ROOT_WR2 and merged:
                 continue  # (with its build loop, below)
             dur = np.array([(e["c1"] - e["c0"]) / 1e9 * scale for e in evs])
+            if phase == LEAF_SUMS and not leaf_blocks:
+                # The code before the row blocks: the spans' shares of the sums.
+                total = float(dur.sum())
+                if passes_on_threads and p > 1:
+                    shares = np.asarray(LEAF_SPANS, dtype=float)
+                    dur = total * shares[shares > 0]
+                else:
+                    compute += total
+                    continue
             kind = PHASES[phase]
             n_tasks = len(dur)
             # (The exact scan's whole features' tasks: every task but the root's
@@ -879,7 +897,7 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
 
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
-         row_blocks=False, root_blocks=False, passes_on_threads=True):
+         row_blocks=False, root_blocks=False, passes_on_threads=True, leaf_blocks=True):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
@@ -889,7 +907,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     finder's root blocks (each tree's first scan, of a fit without a subsample:
     the benchmark's), both the finders' own rules at p threads;
     ``passes_on_threads=False``: the code before the per-tree passes on every
-    thread (``PASSES_ON_THREADS``; the leaf sums then on one thread)."""
+    thread (``PASSES_ON_THREADS``; the leaf sums then on one thread);
+    ``leaf_blocks=False``: the code before the leaf sums in row blocks
+    (``LEAF_BLOCKS``, :func:`region_compute`)."""
     scale_of = scale_of or {}
     rows = rows or meta["rows"]
     row_factor = rows / meta["rows"]
@@ -941,7 +961,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     grid_in_place=meta["classes"] > 2,
                                     wr2_later=wr2_later,
                                     child_blocks=is_child, n_features=n_features,
-                                    passes_on_threads=passes_on_threads)
+                                    passes_on_threads=passes_on_threads,
+                                    leaf_blocks=leaf_blocks)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if r.rid == 11 and LEAF_SUMS in r.phases and LEAF_UPDATE in r.phases:
@@ -1245,19 +1266,20 @@ def row_pair(sizes, rows):
 
 
 def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
-               root_blocks=False, passes_on_threads=True):
+               root_blocks=False, passes_on_threads=True, leaf_blocks=True):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
     threads: from its trace, or scaled by per-region exponents of the row count
     from the traces of the same method and classes (``row_pair``: the two around
     it, interpolated, else the two nearest; the plan's regions those of the
     nearer). With one row count of these classes, that trace scaled by the
     exponents of the binary traces nearest to its rows and to ``rows``.
-    ``mode``, ``row_blocks``, ``root_blocks``, ``passes_on_threads``: :func:`plan`'s.
+    ``mode``, ``row_blocks``, ``root_blocks``, ``passes_on_threads``,
+    ``leaf_blocks``: :func:`plan`'s.
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
                     row_blocks=row_blocks, root_blocks=root_blocks,
-                    passes_on_threads=passes_on_threads), "traced"
+                    passes_on_threads=passes_on_threads, leaf_blocks=leaf_blocks), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
@@ -1282,7 +1304,7 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     factor = rows / base_rows
     scale_of = {rid: factor ** e for rid, e in expo.items()}
     return plan(*traces[(method, base_rows, classes)], p, machine, scale_of, rows, mode,
-                row_blocks, root_blocks, passes_on_threads), "from " + how
+                row_blocks, root_blocks, passes_on_threads, leaf_blocks), "from " + how
 
 
 def mode_of(method, commit):
@@ -1338,7 +1360,7 @@ def cmd_calibrate(args):
         mode = mode_of(method, commit)
         passes = PASSES_ON_THREADS[commit] or args.passes_as_today
         pl, how = model_plan(traces, method, n, k, p, machine, mode,
-                             passes_on_threads=passes)
+                             passes_on_threads=passes, leaf_blocks=LEAF_BLOCKS[commit])
         plans[label] = (pl, how)
     measured = {f[0]: f[7] for f in FIGURES}
     usable = [i for i, (name, commit, a, b) in enumerate(RATIOS)
@@ -1432,7 +1454,8 @@ def cmd_calibrate(args):
     print("|---|---:|---:|---:|")
     for method, change in (("hist", 0.72), ("exact", 0.78)):
         pair = [model_plan(traces, method, 1_000_000, 2, p, machine,
-                           mode_of(method, "ea6b64e"))[0] for p in (1, 16)]
+                           mode_of(method, "ea6b64e"),
+                           leaf_blocks=LEAF_BLOCKS["ea6b64e"])[0] for p in (1, 16)]
         if pair[0] is None or pair[1] is None:
             continue
         derived = measured[f"11-27: 1M {method} 1t"] / (
@@ -1452,7 +1475,8 @@ def cmd_calibrate(args):
                                       ("hist", 10_000_000, 2, 0.69),
                                       ("exact", 200_000, 5, 0.76)):
         pair = [model_plan(traces, method, n_rows, k, 16, machine,
-                           mode_of(method, "ea6b64e"), passes_on_threads=on)[0]
+                           mode_of(method, "ea6b64e"), passes_on_threads=on,
+                           leaf_blocks=False)[0]
                 for on in (True, False)]
         if pair[0] is None or pair[1] is None:
             continue

@@ -594,6 +594,55 @@ def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
     assert sm.leaf_sums_seconds(0.5, 16, machine, 1_000_000)[0] >= 0.5 * shares.max()
 
 
+def test_the_leaf_sums_in_row_blocks_run_as_recorded():
+    """Since the leaf sums in row blocks (``LEAF_BLOCKS``), a one-thread trace holds
+    them as phase-23 tasks in the update's leaves region, before its update's
+    chunks (phase 24): the stretch before that region is not taken as the sums,
+    and on P threads the blocks are list-scheduled as recorded. Read as the code
+    before them (``leaf_blocks=False``), the same tasks' work runs as the spans'
+    shares (``LEAF_SPANS``), or on one thread without the passes on every
+    thread."""
+    ns = 10**9
+    rows = 1_000_000
+    events = []
+    t = 0
+    for _ in range(3):
+        events.append((t, t + ns, t, t + ns, rows, 1, 1, 0, 1))  # the tree
+        t += ns + ns // 10  # 0.1 s: the update's call
+        start = t
+        for b in range(32):  # the sums' blocks, 1/64 s each
+            events.append((t, t + ns // 64, t, t + ns // 64, b, 0, 23, 0, 1))
+            t += ns // 64
+        for c in range(16):  # the update's chunks, 1/32 s each
+            events.append((t, t + ns // 32, t, t + ns // 32, c, 0, 24, 0, 1))
+            t += ns // 32
+        events.append((start, t, start, t, rows, 1, 11, 0, 1))  # the leaves region
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": t}
+    sm._REGIONS_CACHE.clear()
+    regions, trees = sm.regions_of(events)
+    assert sm.leaf_sum_gaps(regions, trees) == []
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    blocks, chunks = np.full(32, 1 / 64), np.full(16, 1 / 32)
+    shares = np.array(sm.LEAF_SPANS)
+    for p in (1, 2, 3, 16):
+        sync = 2 * machine.sync(p) if p > 1 else 0.0
+        update = sm.schedule(chunks, p, "dynamic") + sync
+        as_blocks = sm.plan(events, meta, p, machine).parts(machine)["leaves"][0]
+        assert as_blocks == pytest.approx(3 * (sm.schedule(blocks, p, "dynamic") + update))
+        spans = sm.plan(events, meta, p, machine, leaf_blocks=False).parts(machine)
+        sums = 0.5 if p == 1 else sm.schedule(0.5 * shares, p, "dynamic")
+        assert spans["leaves"][0] == pytest.approx(3 * (sums + update))
+        serial = sm.plan(events, meta, p, machine, leaf_blocks=False,
+                         passes_on_threads=False).parts(machine)
+        assert serial["leaves"][0] == pytest.approx(3 * (0.5 + update))
+        if p == 16:
+            assert as_blocks < spans["leaves"][0] < serial["leaves"][0]
+    assert sm.LEAF_BLOCKS == {"8186671": False, "4276457": False, "ea6b64e": False,
+                              "today": True}
+
+
 def test_the_all_core_clock_scales_the_compute_not_the_memory():
     """``Machine.slowdown``: a core's time with the cores of a P-thread fit busy,
     1 + clock x min(P - 1, cores - 1) / (cores - 1), on every compute second of a
