@@ -1038,9 +1038,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
 def leaf_sum_gaps(regions, trees):
     """The serial stretch between each tree and its update's first leaves region
     (a one-thread trace of the code before 2026-11-30: the leaf sums;
-    ``LEAF_SPANS``): a list of (tree index in ``trees``, CPU seconds). None where
-    that region holds the sums' tasks (phase 23: since then, the sums in row
-    blocks on any number of threads, scheduled as recorded)."""
+    ``LEAF_SPANS``): a list of (tree index in ``trees``, CPU seconds), leaving out
+    the trees whose region holds the sums' tasks (phase 23: since then, the sums in
+    row blocks on any number of threads, scheduled as recorded)."""
     if not len(trees) or not regions:
         return []
     starts = np.array([r.t0 for r in regions])

@@ -631,6 +631,13 @@ def test_leaf_sums_in_row_blocks_on_any_threads(weighted, masked):
                    for j in range(4, 9)]
         assert [a / b for a, b in zip(num_one, den_one)] != expected[4:].tolist()
         results.append((tree["value"].tolist(), raw_k.tolist(), loss))
+        # The NumPy sums of the slow paths (monotonic constraints, custom losses,
+        # distributed multinomial fits) are the kernels': the log-loss's (w p)(1 - p).
+        sums = _loss_state.node_sums(leaf, len(nodes), mask, w, r0, (p0, 1.0 - p0))
+        assert sums[:, 0].tolist() == _leaf_sums_naive(len(nodes), leaf, inb, ww,
+                                                       r0).tolist()
+        assert sums[:, 1].tolist() == _leaf_sums_naive(len(nodes), leaf, inb, ww * p0,
+                                                       1.0 - p0).tolist()
         # The multinomial kernel (factor (K - 1)/K) forms the same sums.
         tree = nodes.copy()
         raw_k = raw.copy()
@@ -659,8 +666,7 @@ def test_leaf_sums_in_row_blocks_on_any_threads(weighted, masked):
                                 n_threads, None, True)
         expected = _row_block_leaf_values(len(nodes), leaf, inb, ww, r0, None)
         assert tree["value"].tolist() == expected.tolist()
-        # The NumPy sums of the slow paths (monotonic constraints, custom losses,
-        # distributed multinomial fits) are the kernels' too.
+        # The NumPy sums of the exponential loss's slow paths likewise.
         sums = _loss_state.node_sums(leaf, len(nodes), mask, w, r0, np.abs(r0))
         expected_num = _leaf_sums_naive(len(nodes), leaf, inb, ww, r0)
         expected_den = _leaf_sums_naive(len(nodes), leaf, inb, ww, np.abs(r0))

@@ -17,8 +17,8 @@ import numpy as np
 from ._common import NODE_DTYPE
 
 from ._common cimport (
-    float64_t, int32_t, int64_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
-    omp_barrier,
+    float64_t, int32_t, uint8_t, intp_t, node_t, row_stat_t, HESSIAN_EPSILON,
+    omp_barrier, CACHE_LINE, line_aligned, per_thread_stride,
 )
 from ._trace cimport *
 
@@ -109,10 +109,22 @@ cdef inline intp_t _leaf_sum_blocks(intp_t n, intp_t n_nodes) noexcept nogil:
 
 
 def leaf_sum_blocks(intp_t n, intp_t n_nodes):
-    """The row blocks the leaf sums of ``n`` rows and ``n_nodes`` leaf ids are formed
-    in (``newton_sums``; block b holds the rows ``n * b // K`` to ``n * (b + 1) //
-    K - 1`` of K blocks): 1 (every leaf's rows in row order) below
-    ``MIN_PARALLEL_ROWS`` rows."""
+    """The row blocks the leaf sums of eq. 1 are formed in (``newton_sums``).
+
+    Parameters
+    ----------
+    n : int
+        The rows, in the bag or not.
+    n_nodes : int
+        The leaf ids (the tree's nodes).
+
+    Returns
+    -------
+    int
+        K: block b holds the rows ``n * b // K`` to ``n * (b + 1) // K - 1``; 1
+        (every leaf's rows in row order) below 200,000 rows or beyond 4,096 ids,
+        else ``min(128, n // 8192)``.
+    """
     return _leaf_sum_blocks(n, n_nodes)
 
 
@@ -150,6 +162,7 @@ cdef struct _LeafSumRows:
     intp_t n_rows
     intp_t n_nodes
     intp_t n_blocks
+    intp_t stride    # values between two blocks' sums: whole cache lines each
 
 
 cdef _LeafSumRows _leaf_sum_rows(
@@ -162,19 +175,28 @@ cdef _LeafSumRows _leaf_sum_rows(
     int32_t positive,
     intp_t n_nodes,
 ) noexcept nogil:
-    """The rows of ``newton_sums`` and their row blocks (``_leaf_sum_blocks``)."""
+    """The rows of ``newton_sums`` (at least one) and their row blocks
+    (``_leaf_sum_blocks``)."""
     cdef _LeafSumRows at
     at.n_rows = leaf.shape[0]
     at.residual = NULL if residual is None else &residual[0]
     at.prob = NULL if prob is None else &prob[0]
-    at.leaf = NULL if at.n_rows == 0 else &leaf[0]
+    at.leaf = &leaf[0]
     at.sample_weight = NULL if sample_weight is None else &sample_weight[0]
     at.sample_mask = NULL if sample_mask is None else &sample_mask[0]
     at.codes = NULL if codes is None else &codes[0]
     at.positive = positive
     at.n_nodes = n_nodes
     at.n_blocks = _leaf_sum_blocks(at.n_rows, n_nodes)
+    at.stride = per_thread_stride(2 * n_nodes, sizeof(float64_t))
     return at
+
+
+cdef inline size_t _block_sums_bytes(intp_t n, intp_t n_nodes) noexcept nogil:
+    """Bytes to allocate for the row blocks' sums of ``newton_sums`` (start them at
+    ``line_aligned`` of the allocation)."""
+    cdef size_t stride = per_thread_stride(2 * n_nodes, sizeof(float64_t))
+    return _leaf_sum_blocks(n, n_nodes) * stride * sizeof(float64_t) + CACHE_LINE
 
 
 cdef void _rows_sums(const _LeafSumRows* at, intp_t start, intp_t stop,
@@ -196,10 +218,10 @@ cdef void _rows_sums(const _LeafSumRows* at, intp_t start, intp_t stop,
 
 cdef inline void _block_sums(const _LeafSumRows* at, intp_t b, float64_t* block_sums
                              ) noexcept nogil:
-    """Row block ``b``'s leaf sums from +0.0, into ``block_sums[2 n_nodes b:]`` (the
-    numerators, then the denominators)."""
+    """Row block ``b``'s leaf sums from +0.0, into ``block_sums[stride b:]`` (the
+    numerators, then the denominators; each block on cache lines of its own)."""
     cdef intp_t k, n_nodes = at.n_nodes
-    cdef float64_t* mine = block_sums + 2 * n_nodes * b
+    cdef float64_t* mine = block_sums + at.stride * b
     for k in range(2 * n_nodes):
         mine[k] = 0.0
     _rows_sums(at, at.n_rows * b // at.n_blocks, at.n_rows * (b + 1) // at.n_blocks,
@@ -213,8 +235,8 @@ cdef inline void _merge_block_sums(const _LeafSumRows* at, const float64_t* bloc
     cdef intp_t b, n_nodes = at.n_nodes
     cdef float64_t num = numerator[j], den = denominator[j]
     for b in range(at.n_blocks):
-        num = num + block_sums[2 * n_nodes * b + j]
-        den = den + block_sums[2 * n_nodes * b + n_nodes + j]
+        num = num + block_sums[at.stride * b + j]
+        den = den + block_sums[at.stride * b + n_nodes + j]
     numerator[j] = num
     denominator[j] = den
 
@@ -247,20 +269,23 @@ cdef int newton_sums(
     its p, r = [code = ``positive``] - p (``multinomial_state``'s residual, bit for
     bit), so that a multinomial fit need not keep the residuals of every class.
     """
-    cdef _LeafSumRows at = _leaf_sum_rows(residual, prob, leaf, sample_weight,
-                                          sample_mask, codes, positive, n_nodes)
+    cdef _LeafSumRows at
     cdef intp_t b, j
     cdef int threads = max(n_threads, 1)
+    cdef void* block
     cdef float64_t* block_sums
-    if at.n_rows == 0:
+    if leaf.shape[0] == 0:
         return 0
+    at = _leaf_sum_rows(residual, prob, leaf, sample_weight, sample_mask, codes,
+                        positive, n_nodes)
     if at.n_blocks == 1:
         _rows_sums(&at, 0, at.n_rows, numerator, denominator)
         return 0
-    block_sums = <float64_t*>malloc(2 * n_nodes * at.n_blocks * sizeof(float64_t))
-    if block_sums == NULL:
+    block = malloc(_block_sums_bytes(at.n_rows, n_nodes))
+    if block == NULL:
         with gil:
             raise MemoryError()
+    block_sums = <float64_t*>line_aligned(block)
     GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, at.n_rows)
     for b in prange(at.n_blocks, schedule="dynamic", num_threads=threads):
         GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SUMS, b)
@@ -269,7 +294,7 @@ cdef int newton_sums(
     GBC_TRACE_REGION_END(GBC_TR_LEAVES, at.n_rows)
     for j in range(n_nodes):
         _merge_block_sums(&at, block_sums, j, numerator, denominator)
-    free(block_sums)
+    free(block)
     return 0
 
 
@@ -985,6 +1010,8 @@ def boosting_update(
     cdef intp_t n = y.shape[0], n_nodes = nodes.shape[0], n_overflow = 0
     if grid_maxima is not None and grid_maxima.shape[0] != 2:
         raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
+    if leaf_of_row.shape[0] != n:
+        raise ValueError(f"leaf_of_row must have {n} rows, got {leaf_of_row.shape[0]}")
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef intp_t n_blocks = _leaf_sum_blocks(n, n_nodes)
     cdef bint fused = codes is None and not exponential and n_blocks > 1
@@ -994,14 +1021,14 @@ def boosting_update(
     # Each chunk's (sum w L, sum w), then (with grid_maxima) its two maxima.
     cdef float64_t* partial = <float64_t*>malloc(4 * max(n_chunks, 1) * sizeof(float64_t))
     # The fused region's leaf sums of each row block (``newton_sums``').
-    cdef float64_t* block_sums = NULL
+    cdef void* block = NULL
     cdef float64_t* chunk_max = NULL
     if fused:
-        block_sums = <float64_t*>malloc(2 * n_nodes * n_blocks * sizeof(float64_t))
-    if step == NULL or partial == NULL or (fused and block_sums == NULL):
+        block = malloc(_block_sums_bytes(n, n_nodes))
+    if step == NULL or partial == NULL or (fused and block == NULL):
         free(step)
         free(partial)
-        free(block_sums)
+        free(block)
         raise MemoryError()
     try:
         if grid_maxima is not None:
@@ -1012,7 +1039,8 @@ def boosting_update(
             with nogil:
                 _binomial_fused(nodes, step, learning_rate, leaf_of_row, sample_mask, y,
                                 sample_weight, raw, prob, residual, row_stats,
-                                block_sums, partial, chunk_max, n_threads)
+                                <float64_t*>line_aligned(block), partial, chunk_max,
+                                n_threads)
         else:
             leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask,
                        sample_weight, 1.0, residual, prob, codes, 1, raw,
@@ -1033,7 +1061,7 @@ def boosting_update(
     finally:
         free(step)
         free(partial)
-        free(block_sums)
+        free(block)
     return loss, n_overflow
 
 
@@ -1112,7 +1140,7 @@ cdef void _binomial_fused(
 ) noexcept nogil:
     """``leaf_steps`` then ``_binomial_chunks``, in one parallel region on
     ``n_threads`` threads: one task per row block of the leaf sums (``_block_sums``,
-    into ``block_sums``: room for 2 x n_nodes values per block), a barrier, each
+    into ``block_sums``: ``_block_sums_bytes``, line-aligned), a barrier, each
     leaf's block sums added in block order (``_merge_block_sums``), a barrier, the
     leaf values and steps as one task (``_newton_steps``), a barrier, then one task
     per CHUNK of rows (``_binomial_rows``). The tasks are those of ``newton_sums``

@@ -16,7 +16,7 @@ grower then puts on the grid in place), so that a state of K outputs need not ke
 the residuals of every output.
 
 An update is split into the **per-node sums** of the leaf values (taken over this
-process's in-bag rows, in row order) and their **apply** (leaf values from the
+process's in-bag rows, in fixed row blocks: ``node_sums``) and their **apply** (leaf values from the
 sums, then F += eta * gamma). ``reduce`` is the seam of a data-parallel fit:
 ``reduce(values, n_summed)`` all-reduces an array of sums over the processes (the
 first ``n_summed`` columns of the last axis added in rank order, then a minimum
@@ -83,8 +83,10 @@ def reduced_mean(reduce, mean, weight):
 def node_sums(leaf_of_row, n_nodes, sample_mask, w, numerator, denominator):
     """The per-node sums (n_nodes, 2) sum w * numerator and sum w * denominator over
     the in-bag rows, in the kernels' order (``_leaves.newton_sums``): the products
-    first, then each row block's sums in row order (``_leaves.leaf_sum_blocks``:
-    one block below 200,000 rows), the blocks' sums added in block order."""
+    first, as the kernels form them (``denominator`` an array h: w h; a pair (p, q)
+    of the log-loss's p and 1 - p: (w p) q), then each row block's sums in row
+    order (``_leaves.leaf_sum_blocks``: one block below 200,000 rows), the blocks'
+    sums added in block order."""
     leaf_of_row = np.asarray(leaf_of_row)
     n = leaf_of_row.shape[0]
     n_blocks = _leaves.leaf_sum_blocks(n, n_nodes)
@@ -98,12 +100,15 @@ def node_sums(leaf_of_row, n_nodes, sample_mask, w, numerator, denominator):
             continue
         block_w = None if w is None else _select(w[block], kept)
         num = _select(numerator[block], kept)
-        den = _select(denominator[block], kept)
+        factors = denominator if isinstance(denominator, tuple) else (denominator,)
+        den = _select(factors[0][block], kept)
+        if block_w is not None:
+            num, den = block_w * num, block_w * den
+        for factor in factors[1:]:
+            den = den * _select(factor[block], kept)
         part = np.empty((n_nodes, 2))
-        part[:, 0] = np.bincount(leaf, weights=num if block_w is None else block_w * num,
-                                 minlength=n_nodes)
-        part[:, 1] = np.bincount(leaf, weights=den if block_w is None else block_w * den,
-                                 minlength=n_nodes)
+        part[:, 0] = np.bincount(leaf, weights=num, minlength=n_nodes)
+        part[:, 1] = np.bincount(leaf, weights=den, minlength=n_nodes)
         sums += part
     return sums
 
@@ -221,8 +226,8 @@ class OneScoreFit:
     Both run ``_leaves.init_state`` (r and the row statistics of F) and
     ``_leaves.boosting_update`` (the leaf values and the update in one pass, one
     process), ``exponential`` saying which loss. A subclass names ``_labels`` (the
-    labels the kernels read), ``_hessian`` (the denominator of each row's Newton step)
-    and ``_mean_loss``.
+    labels the kernels read), ``_hessian`` (the denominator of each row's Newton
+    step, or its factors as ``node_sums`` takes them) and ``_mean_loss``.
     """
 
     exponential = False
@@ -386,7 +391,7 @@ class BinomialFit(OneScoreFit):
         return np.ascontiguousarray(y, dtype=np.int32)
 
     def _hessian(self):
-        return self.prob * (1.0 - self.prob)
+        return self.prob, 1.0 - self.prob
 
     def _mean_loss(self, y, raw, w, rows=None):
         return _leaves.weighted_log_loss(y, raw, w, rows)
@@ -530,7 +535,7 @@ class MultinomialFit:
         else:
             p = self.prob[k]
             sums = node_sums(leaf_of_row, nodes.shape[0], sample_mask, self.sample_weight,
-                             self.residual_of(k), p * (1.0 - p))
+                             self.residual_of(k), (p, 1.0 - p))
             value = newton_values(nodes, self.reduce(sums, 2), self.factor)
         self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
 
