@@ -558,10 +558,11 @@ def test_the_parts_of_side_by_side_lanes_are_the_busiest_lanes():
 
 
 def test_the_leaf_sums_stretch_runs_as_the_span_tasks_on_p_threads():
-    """A one-thread trace's serial stretch between a tree and its update's leaves
-    region is the leaf sums (``_leaves.newton_sums`` runs them in a region only on
-    more threads): on P threads its time x the spans' shares list-scheduled, plus a
-    loop's synchronisation; on one thread, or below LEAF_SUMS_FROM rows, as traced."""
+    """In a one-thread trace of the code before the leaf sums' row blocks, the
+    serial stretch between a tree and its update's leaves region is the leaf sums
+    (that code ran them in a region only on more threads): on P threads its time x
+    the spans' shares list-scheduled, plus a loop's synchronisation; on one
+    thread, or below LEAF_SUMS_FROM rows, as traced."""
     ns = 10**9
     rows = 1_000_000
     events = []
