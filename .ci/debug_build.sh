@@ -104,10 +104,14 @@ done
 
 "$PY" -m pip install --disable-pip-version-check --no-deps --target "$WORK/site" "$WHEEL" \
     >"$WORK/install.log" 2>&1 || { tail -n 40 "$WORK/install.log"; exit 1; }
+# ldd's whole output is read before it is searched: `ldd | grep -q` under pipefail
+# fails when grep exits at the first match and ldd, still writing, gets SIGPIPE.
 for so in "$WORK"/site/gbc_core/_exact_splitter*.so "$WORK"/site/gbc_core/_grower*.so; do
-    if command -v ldd >/dev/null 2>&1 && ! ldd "$so" | grep -q "libomp"; then
+    command -v ldd >/dev/null 2>&1 || break
+    linked="$(ldd "$so")"
+    if ! grep -q "libomp" <<<"$linked"; then
         echo "debug build: $(basename "$so") is not linked against LLVM's libomp:"
-        ldd "$so"
+        echo "$linked"
         exit 1
     fi
 done
