@@ -1100,21 +1100,42 @@ def predict(events, meta, p, machine, scale_of=None, rows=None, mode="share"):
     return plan(events, meta, p, machine, scale_of, rows, mode).seconds(machine)
 
 
+def region_loops(r):
+    """The loops of region ``r``, each its tasks (a list of events): one per phase,
+    but the root's w r^2 (``ROOT_WR2``) and the build tasks of a level with and
+    without row blocks (``HIST_BUILD``, ``HIST_BLOCK``), which one loop hands out
+    side by side, as is the exact root's w r^2 with its scan (``EXACT_SCAN``)."""
+    loops = {}
+    for phase, evs in r.phases.items():
+        if phase in (ROOT_WR2, HIST_BLOCK) and HIST_BUILD in r.phases:
+            phase = HIST_BUILD
+        elif phase == ROOT_WR2 and HIST_BLOCK in r.phases:
+            phase = HIST_BLOCK
+        elif phase == ROOT_WR2 and EXACT_SCAN in r.phases:
+            phase = EXACT_SCAN
+        loops.setdefault(phase, []).extend(evs)
+    return list(loops.values())
+
+
 def sync_from(events, meta):
     """Synchronisation seconds per loop of the task regions of a multi-thread
-    trace: wall - busiest thread's tasks, over the region's loops (5th percentile)."""
+    trace: wall - the busiest thread's tasks of each loop (``region_loops``: the
+    tasks one loop hands out side by side counted together; counted one phase at a
+    time, a loop of two phases is longer than the region), over the region's loops
+    (5th percentile)."""
     regions, _ = regions_of(events)
     values = []
     for r in regions:
         if not r.phases or r.wall < 2e-5:
             continue
         busiest = 0.0
-        for evs in r.phases.values():
+        loops = region_loops(r)
+        for evs in loops:
             per = {}
             for e in evs:
                 per[int(e["tid"])] = per.get(int(e["tid"]), 0.0) + (e["t1"] - e["t0"]) / 1e9
             busiest += max(per.values())
-        values.append(max(0.0, r.wall - busiest) / len(r.phases))
+        values.append(max(0.0, r.wall - busiest) / len(loops))
     # The 5th percentile: on a machine shared with other work a region's wall time
     # also holds the time slices its threads waited for a core.
     return float(np.percentile(values, 5)) if values else 5e-6

@@ -644,6 +644,44 @@ def test_the_leaf_sums_in_row_blocks_run_as_recorded():
                               "today": True}
 
 
+def test_synchronisation_counts_the_tasks_one_loop_hands_out_together():
+    """``sync_from`` on a two-thread trace: per region, wall - each loop's busiest
+    thread, over its loops, where one loop hands out the root's w r^2 (phase 32)
+    beside the build's tasks (phase 5) and, in a level with row blocks, the
+    blocked nodes' tasks (29) beside the others' (5). Counted one phase at a time,
+    the build loop's busiest threads add up to more than the region's wall (a
+    synchronisation of 0)."""
+    ns = 10**9
+    ms = ns // 1000
+
+    def task(t0, t1, phase, tid):
+        return (t0, t1, t0, t1, 0, 0, phase, 0, tid)
+
+    events = [
+        (0, 10 * ms, 0, 10 * ms, 1000, 1, 5, 0, 1),       # the root's build region
+        task(0, 2 * ms, 15, 1), task(0, 2 * ms, 15, 2),    # gather: 2 ms
+        task(3 * ms, 8 * ms, 32, 2),                       # the root's w r^2: 5 ms
+        task(3 * ms, 6 * ms, 5, 1), task(6 * ms, 9 * ms, 5, 1),  # build: 6 ms
+        (20 * ms, 30 * ms, 20 * ms, 30 * ms, 1000, 1, 5, 0, 1),  # a level's build
+        task(20 * ms, 25 * ms, 29, 1), task(20 * ms, 23 * ms, 5, 2),
+        task(23 * ms, 27 * ms, 29, 2),                     # thread 2: 7 ms
+    ]
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    sm._REGIONS_CACHE.clear()
+    root, level = sm.regions_of(events)[0]
+    assert set(root.phases) == {15, 32, 5} and set(level.phases) == {5, 29}
+    assert sorted(len(loop) for loop in sm.region_loops(root)) == [2, 3]
+    assert [len(loop) for loop in sm.region_loops(level)] == [3]
+    # Root: (10 - 2 - 6) / 2 loops = 1 ms; the level: (10 - 7) / 1 loop = 3 ms.
+    meta = {"n_jobs": 2}
+    assert sm.sync_from(events, meta) == pytest.approx(np.percentile([1e-3, 3e-3], 5))
+    # One phase at a time the root's busiest threads would take 2 + 5 + 6 > 10 ms.
+    root_only = events[events["t0"] < 20 * ms]
+    sm._REGIONS_CACHE.clear()
+    assert sm.sync_from(root_only, meta) == pytest.approx(1e-3)
+    sm._REGIONS_CACHE.clear()
+
+
 def test_the_all_core_clock_scales_the_compute_not_the_memory():
     """``Machine.slowdown``: a core's time with the cores of a P-thread fit busy,
     1 + clock x min(P - 1, cores - 1) / (cores - 1), on every compute second of a
