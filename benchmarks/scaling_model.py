@@ -172,6 +172,8 @@ MEMORY = {
     9: (40, 1, 40, False),    # exact finder's per-row buffers
     10: (16, 2, 24, False),   # partition: row index, the split feature's column
     11: (40, 1, 40, False),   # leaves: F, p, r, the leaf of each row
+    23: (20, 1, 20, False),   # leaf sums in row blocks (a pass of the fused update's
+                              # region before its update): r, p, the leaf of each row
     12: (8, 1, 36, False),    # out of bag: routed through the raw values
     13: (5, 1, 140, False),   # binning: X (4 bytes) to bins (1 byte)
     14: (24, 2, 12, True),    # presort: one column's values and order
@@ -967,8 +969,12 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if r.rid == 11 and LEAF_SUMS in r.phases and LEAF_UPDATE in r.phases:
             # The fused update's leaf sums (row blocks, since 2026-11-30): a pass
-            # over the rows of its own, charged as the stretch of the sums was.
-            l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
+            # over the rows of its own, reading r, p and the leaf of each row
+            # (MEMORY[LEAF_SUMS]; the update's pass also writes F, p and r). Read
+            # as the code before them (``leaf_blocks=False``), charged as a leaves
+            # region, as the serial stretch of those sums is (below).
+            sums = SimpleNamespace(rid=LEAF_SUMS if leaf_blocks else 11, items=r.items)
+            l3, dram = region_memory(sums, busy, machine, rows, row_factor, share)
             out.add(0.0, l3, dram, busy, share, group, tag="leaf_sums")
         # The traffic of the passes before a blocked scan, per blocked feature
         # (their compute is in the scan's: region_compute): the root's block sums
@@ -1029,6 +1035,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         out.const_parts["serial, outside trees"] -= gap * scale_of.get(0, 1.0)
         threads, share, group = tree_lane.get(i, (p, 1, -1))
         comp, busy = leaf_sums_seconds(s, threads, machine, rows)
+        # (Charged as a leaves region: those sums read each leaf's rows by its
+        # span, not in one pass over the rows as the row blocks do.)
         l3, dram = region_memory(SimpleNamespace(rid=11, items=meta["rows"]), busy,
                                  machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag="leaf_sums")

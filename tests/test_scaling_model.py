@@ -682,6 +682,43 @@ def test_synchronisation_counts_the_tasks_one_loop_hands_out_together():
     sm._REGIONS_CACHE.clear()
 
 
+def test_the_leaf_sums_pass_moves_r_p_and_the_leaf_of_each_row():
+    """The fused update's leaf sums (phase-23 tasks before its update's chunks in
+    one leaves region) are charged a pass of their own over the rows: r and p (8
+    bytes each) and the leaf id (4), ``MEMORY[LEAF_SUMS]``, not the update's 40
+    bytes a row (F, p and r written)."""
+    ns = 10**9
+    rows = 10_000_000
+    events = [(0, 3 * ns, 0, 3 * ns, rows, 1, 1, 0, 1),              # the tree
+              (ns, 3 * ns, ns, 3 * ns, rows, 1, 11, 0, 1)]           # the leaves region
+    for i in range(64):  # 32 blocks of sums, then 32 chunks of the update
+        t = ns + i * ns // 32
+        events.append((t, t + ns // 32, t, t + ns // 32, i % 32, 0, 23 if i < 32 else 24,
+                       0, 1))
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": 3 * ns}
+    sm._REGIONS_CACHE.clear()
+    mib = 1 << 20
+    machine = sm.Machine(sync2=0.0, l2=2 * mib, l3=105 * mib, clock=0.0,
+                         bw_l3_core=10e9, bw_dram_core=5e9, bw_dram=30e9)
+    assert sm.MEMORY[sm.LEAF_SUMS] == (20, 1, 20, False)
+    for p in (1, 16):
+        parts = sm.plan(events, meta, p, machine).parts(machine)
+        for tag, per_row in (("leaf_sums", 20), ("leaves", 40)):
+            ws = per_row * rows
+            m2 = max(0.0, 1 - 2 * mib / (ws / p))
+            m3 = max(0.0, 1 - 105 * mib / ws)
+            moved = per_row * rows
+            expected = (moved * max(0.0, m2 - m3) / (p * 10e9)
+                        + moved * m3 / min(p * 5e9, 30e9))
+            assert parts[tag][1] == pytest.approx(expected), (tag, p)
+        # Read as the code before the row blocks: the sums charged as the region.
+        before = sm.plan(events, meta, p, machine, leaf_blocks=False).parts(machine)
+        assert before["leaf_sums"][1] == pytest.approx(parts["leaves"][1])
+    sm._REGIONS_CACHE.clear()
+
+
 def test_the_all_core_clock_scales_the_compute_not_the_memory():
     """``Machine.slowdown``: a core's time with the cores of a P-thread fit busy,
     1 + clock x min(P - 1, cores - 1) / (cores - 1), on every compute second of a
