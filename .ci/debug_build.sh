@@ -108,7 +108,7 @@ done
 # fails when grep exits at the first match and ldd, still writing, gets SIGPIPE.
 for so in "$WORK"/site/gbc_core/_exact_splitter*.so "$WORK"/site/gbc_core/_grower*.so; do
     command -v ldd >/dev/null 2>&1 || break
-    linked="$(ldd "$so")"
+    linked="$(ldd "$so" 2>&1)" || { echo "debug build: ldd failed on $so:"; echo "$linked"; exit 1; }
     if ! grep -q "libomp" <<<"$linked"; then
         echo "debug build: $(basename "$so") is not linked against LLVM's libomp:"
         echo "$linked"
