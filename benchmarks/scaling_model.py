@@ -174,6 +174,7 @@ MEMORY = {
     11: (40, 1, 40, False),   # leaves: F, p, r, the leaf of each row
     23: (20, 1, 20, False),   # leaf sums in row blocks (a pass of the fused update's
                               # region before its update): r, p, the leaf of each row
+                              # (+ w, 8 bytes, and the in-bag mask, 1, where given)
     12: (8, 1, 36, False),    # out of bag: routed through the raw values
     13: (5, 1, 140, False),   # binning: X (4 bytes) to bins (1 byte)
     14: (24, 2, 12, True),    # presort: one column's values and order

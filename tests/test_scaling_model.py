@@ -672,6 +672,14 @@ def test_synchronisation_counts_the_tasks_one_loop_hands_out_together():
     assert set(root.phases) == {15, 32, 5} and set(level.phases) == {5, 29}
     assert sorted(len(loop) for loop in sm.region_loops(root)) == [2, 3]
     assert [len(loop) for loop in sm.region_loops(level)] == [3]
+    # The root's w r^2 beside a level's blocked tasks alone, and beside an exact
+    # root's scan: one loop each.
+    for host in (29, 8):
+        region = events[(events["kind"] == 1) & (events["t0"] == 0)][0]
+        r = sm.Region(region, [e for e in events if e["kind"] == 0 and e["t0"] < 20 * ms
+                               and e["id"] in (5, 32)])
+        r.phases = {host: r.phases[5], 32: r.phases[32]}
+        assert [len(loop) for loop in sm.region_loops(r)] == [3]
     # Root: (10 - 2 - 6) / 2 loops = 1 ms; the level: (10 - 7) / 1 loop = 3 ms.
     meta = {"n_jobs": 2}
     assert sm.sync_from(events, meta) == pytest.approx(np.percentile([1e-3, 3e-3], 5))
