@@ -165,6 +165,12 @@ cdef struct _LeafSumRows:
     intp_t stride    # values between two blocks' sums: whole cache lines each
 
 
+cdef inline size_t _block_stride(intp_t n_nodes) noexcept nogil:
+    """Values between two row blocks' sums (2 n_nodes each: numerators, then
+    denominators), whole cache lines per block."""
+    return per_thread_stride(2 * n_nodes, sizeof(float64_t))
+
+
 cdef _LeafSumRows _leaf_sum_rows(
     const float64_t[::1] residual,
     const float64_t[::1] prob,
@@ -188,15 +194,15 @@ cdef _LeafSumRows _leaf_sum_rows(
     at.positive = positive
     at.n_nodes = n_nodes
     at.n_blocks = _leaf_sum_blocks(at.n_rows, n_nodes)
-    at.stride = per_thread_stride(2 * n_nodes, sizeof(float64_t))
+    at.stride = _block_stride(n_nodes)
     return at
 
 
 cdef inline size_t _block_sums_bytes(intp_t n, intp_t n_nodes) noexcept nogil:
     """Bytes to allocate for the row blocks' sums of ``newton_sums`` (start them at
     ``line_aligned`` of the allocation)."""
-    cdef size_t stride = per_thread_stride(2 * n_nodes, sizeof(float64_t))
-    return _leaf_sum_blocks(n, n_nodes) * stride * sizeof(float64_t) + CACHE_LINE
+    return (_leaf_sum_blocks(n, n_nodes) * _block_stride(n_nodes) * sizeof(float64_t)
+            + CACHE_LINE)
 
 
 cdef void _rows_sums(const _LeafSumRows* at, intp_t start, intp_t stop,

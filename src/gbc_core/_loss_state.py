@@ -92,6 +92,7 @@ def node_sums(leaf_of_row, n_nodes, sample_mask, w, numerator, denominator):
     n_blocks = _leaves.leaf_sum_blocks(n, n_nodes)
     rows = in_bag(sample_mask)
     sums = np.zeros((n_nodes, 2))
+    factors = denominator if isinstance(denominator, tuple) else (denominator,)
     for b in range(n_blocks):
         block = slice(n * b // n_blocks, n * (b + 1) // n_blocks)
         kept = None if rows is None else rows[block]
@@ -100,7 +101,6 @@ def node_sums(leaf_of_row, n_nodes, sample_mask, w, numerator, denominator):
             continue
         block_w = None if w is None else _select(w[block], kept)
         num = _select(numerator[block], kept)
-        factors = denominator if isinstance(denominator, tuple) else (denominator,)
         den = _select(factors[0][block], kept)
         if block_w is not None:
             num, den = block_w * num, block_w * den
