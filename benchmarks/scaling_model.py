@@ -121,7 +121,7 @@ REGIONS = {1: "tree", 2: "grid_max", 3: "grid_rows", 4: "left_wr2", 5: "hist_bui
 # Phases: the schedule of each timed loop (2, the grid's block maxima: static in
 # _put_on_grid, dynamic in _grid_and_root, equal blocks of rows either way).
 PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "static", 8: "dynamic",
-          14: "static", 15: "dynamic", 16: "static", 17: "dynamic", 18: "dynamic",
+          14: "static", 15: "dynamic", 17: "dynamic", 18: "dynamic",
           19: "dynamic", 20: "dynamic", 21: "dynamic", 22: "dynamic", 23: "dynamic",
           24: "dynamic", 25: "dynamic", 26: "dynamic", 27: "static", 28: "dynamic",
           29: "dynamic", 30: "static", 31: "dynamic", 32: "dynamic", 40: "static",
@@ -165,8 +165,8 @@ MEMORY = {
     5: (2, 4, 52, True),      # histogram build: 28 bin columns + gathered w, w r
                               # (+ the root's w r^2 task: 16 bytes a row once a
                               # tree, under 1 byte per item: within the estimate)
-    6: (0, 1, 0, False),      # histogram scans: the histograms (no per-row traffic)
-    7: (0, 1, 0, False),      # weight scan, subtraction: not estimated (small)
+    6: (0, 1, 0, False),      # derived histograms and scans: the histograms (no per-row traffic)
+    7: (0, 1, 0, False),      # weight scan: not estimated (small)
     8: (12, 6, 8, True),      # exact scan: sorted index (stream) + w r gathered by row
                               # (+ the root's w r^2 task, as the histogram build's)
     9: (40, 1, 40, False),    # exact finder's per-row buffers

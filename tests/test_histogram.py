@@ -227,6 +227,27 @@ def test_derived_siblings_against_brute_force(data_kind, weight_kind):
                       parent_slot=parent) > 5
 
 
+@pytest.mark.parametrize("weight_kind", WEIGHT_KINDS)
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_derived_siblings_on_threads_against_brute_force(weight_kind, n_threads):
+    """A level of ten nodes of six features of 256 bins (15,360 bins: from
+    ``MIN_PARALLEL_BINS`` on, its derived histograms and scans run on the threads,
+    each (node, feature) task deriving the histogram it scans): the brute force's
+    splits, with a feature mask."""
+    rng = np.random.default_rng(12)
+    n = 6000
+    X, r = _data(6, n, 6, "nan")
+    w = _weights(weight_kind, n, 7)
+    parent = rng.integers(0, 5, size=n).astype(np.int32)
+    parent[rng.random(n) < 0.05] = -1
+    child = np.where(parent >= 0, 2 * parent + (rng.random(n) < 0.3 + 0.1 * parent),
+                     -1).astype(np.int32)
+    allowed = (rng.random((10, 6)) < 0.7).astype(np.uint8)
+    for mask in (None, allowed):
+        assert _check(X, w * r, w, child, max_bins=255, parent_slot=parent,
+                      allowed=mask, n_threads=n_threads) > 5
+
+
 @pytest.mark.parametrize("data_kind", DATA_KINDS)
 def test_minimum_leaf_weight_and_feature_masks(data_kind):
     X, r = _data(5, 400, 4, data_kind)

@@ -8,10 +8,10 @@ row order, as scikit-learn's histogram-gradient-boosting splitter keeps them), t
 feature draws of ``max_features`` and, once a tree is grown, the leaf of every row
 (``node_of_row``). Per level it tells its split finder which statistics to compute
 (every splittable node's, or with a finder that subtracts, the smaller child of each
-pair from its rows and the larger from its parent), lets it collect, derive, reduce
-and choose (``_split_finder.pxd``), applies the splits and partitions the rows of
-the split nodes: on the finder's bins when it has bins, else on raw X. It never
-looks at how the finder ranks splits.
+pair from its rows and the larger from its parent), lets it collect, reduce and
+choose (``_split_finder.pxd``), applies the splits and partitions the rows of the
+split nodes: on the finder's bins when it has bins, else on raw X. It never looks
+at how the finder ranks splits.
 
 A node is split if it holds at least ``min_samples_split`` samples, ``2 x
 min_samples_leaf`` samples and ``2 x min_weight_leaf`` weight, and if its residuals
@@ -878,7 +878,7 @@ cdef class TreeGrower:
                           const float64_t* residual, bint subtract) except -1:
         """The best split of every splittable node ``level_nodes[0 .. n_slots)``
         into ``best`` (after the finder's ``start_level``): the feature draws, the
-        finder's collect, reduce, derive and choose, then min_impurity_decrease.
+        finder's collect, reduce and choose, then min_impurity_decrease.
 
         With carried sums (``carry_sums``) the nodes are marked by their totals
         only (``_mark_tentative``): the level's sums of the splittable test are
@@ -921,8 +921,6 @@ cdef class TreeGrower:
         else:
             self.finder.reduce(level)
         with nogil:
-            if self.finder.subtracts:
-                self.finder.derive(level)
             self.finder.choose(level, self.best)
         if self.min_impurity_decrease > 0.0:
             # (Best first, scikit-learn's _add_split_node: the node waits as a leaf.)

@@ -6,7 +6,8 @@ holds, for every feature and bin, the number of its rows, their weight and their
 sum of w * r (``side_t``). The grower asks for the histogram of the smaller child of
 each pair (``collect``: its rows' statistics gathered once into a contiguous buffer,
 then one pass per group of up to four features, (node, feature group) tasks in
-parallel) and of the larger one as its parent's minus its sibling's (``derive``).
+parallel) and of the larger one as its parent's minus its sibling's (``choose``, each
+(node, feature) task deriving the histogram it scans).
 Where a level has few such tasks for the threads, a node of many rows is also cut
 into fixed row blocks (``node_row_blocks``: by its row count alone), each block's
 histograms built into a buffer of its own and then added up in block order
@@ -62,10 +63,14 @@ BIN_DTYPE = np.dtype([("n", np.int64), ("w", np.float64), ("s", np.float64)])
 
 cdef enum:
     # Below this many (row, feature) values a level's histograms are built on one
-    # thread, and below this many bins of (node, feature) histograms ``derive`` and
-    # ``choose`` run on one (a few hundred microseconds: less than handing work to
-    # another thread costs on a busy machine).
+    # thread.
     MIN_PARALLEL_VALUES = 1000000
+    # Below this many bins of (node, feature) histograms a level's derived
+    # histograms and split scans (``choose``, about 20 ns a bin) run on one thread:
+    # from 4096 bins (a node of 16 features of 256 bins) a level's loop is at least
+    # about 80 us of work, several times what a hand-over to the threads costs on
+    # a quiet machine (about 12 us on two threads).
+    MIN_PARALLEL_BINS = 4096
     # Positions of the gathered row statistics per task.
     GATHER_CHUNK = 16384
     # From this many rows the weights of a tree are checked on every thread.
@@ -712,7 +717,7 @@ cdef class HistogramSplitFinder(SplitFinder):
         intp_t capacity          # nodes per level the buffers hold
         side_t* hist             # the level's histograms
         side_t* parent_hist      # the previous level's (the parents)
-        const side_t* parents    # where derive reads the parents: parent_hist, or a
+        const side_t* parents    # the parents choose derives from: parent_hist, or a
                                  # stored node (best-first growth, ``recall``)
         side_t* stored           # the histograms of nodes kept between levels
         intp_t n_stored
@@ -1248,31 +1253,20 @@ cdef class HistogramSplitFinder(SplitFinder):
         if not counted:
             self._take_node_counts(h, f)
 
-    cdef void derive(self, const level_t* level) noexcept nogil:
-        cdef intp_t t, b, s, n_tasks = level.n_nodes * self.n_features
-        cdef const level_node_t* nd
-        cdef side_t* h
-        cdef const side_t* p
-        cdef const side_t* sib
-        cdef intp_t f
-        cdef int n_threads = self._threads_for(n_tasks * self.stride)
-        GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_OTHER, n_tasks * self.stride)
-        for t in prange(n_tasks, schedule="static", num_threads=n_threads):
-            s = t // self.n_features
-            f = t % self.n_features
-            nd = &level.nodes[s]
-            if nd.plan != STATS_DERIVE:
-                continue
-            GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_DERIVE, t)
-            h = self.hist + (s * self.n_features + f) * self.stride
-            p = self.parents + (nd.parent * self.n_features + f) * self.stride
-            sib = self.hist + (nd.sibling * self.n_features + f) * self.stride
-            for b in range(self.stride):
-                h[b].n = p[b].n - sib[b].n
-                h[b].w = p[b].w - sib[b].w
-                h[b].s = p[b].s - sib[b].s
-            GBC_TRACE_TASK_END(GBC_TR_HIST_DERIVE, t)
-        GBC_TRACE_REGION_END(GBC_TR_HIST_OTHER, n_tasks * self.stride)
+    cdef inline void _derive(self, const level_t* level, intp_t s,
+                             intp_t f) noexcept nogil:
+        """Feature ``f``'s histogram of node ``s``, marked STATS_DERIVE: its
+        parent's less its sibling's, bin by bin (exact: every sum is on the tree's
+        grid)."""
+        cdef const level_node_t* nd = &level.nodes[s]
+        cdef side_t* h = self.hist + (s * self.n_features + f) * self.stride
+        cdef const side_t* p = self.parents + (nd.parent * self.n_features + f) * self.stride
+        cdef const side_t* sib = self.hist + (nd.sibling * self.n_features + f) * self.stride
+        cdef intp_t b
+        for b in range(self.stride):
+            h[b].n = p[b].n - sib[b].n
+            h[b].w = p[b].w - sib[b].w
+            h[b].s = p[b].s - sib[b].s
 
     def level_statistics(self, intp_t n_nodes):
         """The histograms of the current level's first ``n_nodes`` nodes, as an
@@ -1395,16 +1389,25 @@ cdef class HistogramSplitFinder(SplitFinder):
         c.feature = <int32_t>f if c.proxy > -INFINITY else -1
 
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
+        """The histograms of the nodes marked STATS_DERIVE (``_derive``) and the best
+        split of every splittable node, in one loop of (node, feature) tasks: a
+        derived histogram is scanned by the task that wrote it, and its sibling, the
+        only other histogram it reads, was collected before the loop. On the threads
+        from ``MIN_PARALLEL_BINS`` bins; each task's candidate its own, the best of a
+        node taken in feature order after the loop: the same splits on any threads."""
         cdef intp_t t, s, f, d = self.n_features
         cdef intp_t n_tasks = level.n_nodes * d
         cdef candidate_t* c
         cdef candidate_t* top
-        cdef int n_threads = self._threads_for(n_tasks * self.stride)
+        cdef int n_threads = (self.n_threads if n_tasks * self.stride >= MIN_PARALLEL_BINS
+                              else 1)
         GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_SCAN, n_tasks * self.stride)
         for t in prange(n_tasks, schedule="static", num_threads=n_threads):
             GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_SCAN, t)
             s = t // d
             f = t % d
+            if level.nodes[s].plan == STATS_DERIVE:
+                self._derive(level, s, f)
             c = &self.cand[t]
             c.feature = -1
             c.proxy = -INFINITY

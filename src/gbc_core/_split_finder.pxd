@@ -23,11 +23,10 @@
 #   reduce (GIL)       the hook where the collected statistics of the same nodes,
 #                      held by several processes, are summed in a fixed order (in
 #                      one process: nothing to do);
-#   derive (nogil)     statistics of the nodes marked STATS_DERIVE: their parent's
-#                      minus their sibling's, both reduced (only a finder with
-#                      ``subtracts``);
-#   choose (nogil)     the best split of every splittable node, from the reduced
-#                      statistics;
+#   choose (nogil)     the statistics of the nodes marked STATS_DERIVE, their
+#                      parent's minus their sibling's, both reduced (only a finder
+#                      with ``subtracts``), and the best split of every splittable
+#                      node, from the reduced statistics;
 # then, while the grower partitions the rows of the split nodes, ``rows_moved``
 # for each block of rows that moved to a child (without the GIL, possibly from
 # several threads on disjoint blocks). A finder that partitions on bins returns its bin matrix from
@@ -40,8 +39,8 @@
 # statistics of the nodes waiting to be split: ``reserve_stored(n)`` (GIL, once per
 # fit) makes room for n of them and says how many it keeps, ``store(slot, index)``
 # keeps those of a node of the level as stored node ``index``, ``recall(index)``
-# (after ``start_level``) makes stored node ``index`` the parent that ``derive``
-# reads at parent slot 0.
+# (after ``start_level``) makes stored node ``index`` the parent that ``choose``
+# derives from at parent slot 0.
 from ._common cimport (
     float32_t, float64_t, int32_t, int64_t, uint8_t, uint32_t, intp_t, row_stat_t,
 )
@@ -137,8 +136,8 @@ ctypedef struct split_t:
 cdef class SplitFinder:
     cdef readonly intp_t n_samples
     cdef readonly intp_t n_features
-    cdef readonly bint subtracts   # derive() is offered: the grower collects only
-                                   # the smaller child of a pair
+    cdef readonly bint subtracts   # choose() derives STATS_DERIVE nodes: the grower
+                                   # collects only the smaller child of a pair
     cdef readonly bint side_tasks  # collect() runs level_t.side_task
     cdef int n_threads
 
@@ -147,7 +146,6 @@ cdef class SplitFinder:
                         const uint8_t[::1] in_bag) except -1
     cdef int start_level(self, intp_t n_nodes) except -1
     cdef void collect(self, const level_t* level) noexcept nogil
-    cdef void derive(self, const level_t* level) noexcept nogil
     cdef int reduce(self, const level_t* level) except -1
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil
     cdef void rows_moved(self, const int32_t* rows, intp_t start, intp_t stop,

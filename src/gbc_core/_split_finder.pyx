@@ -72,10 +72,6 @@ cdef class SplitFinder:
         """Statistics of the nodes marked STATS_COLLECT, from their rows."""
         pass
 
-    cdef void derive(self, const level_t* level) noexcept nogil:
-        """Statistics of the nodes marked STATS_DERIVE: parent minus sibling."""
-        pass
-
     cdef int reduce(self, const level_t* level) except -1:
         """Sum the statistics of the level's nodes over the processes that hold a
         part of the rows, in a fixed order. One process holds every row: nothing to
@@ -83,8 +79,9 @@ cdef class SplitFinder:
         return 0
 
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
-        """Write the best split of each node of ``level`` to ``best[0 .. n_nodes)``
-        with the rule of ``_choice.pxd``; ``feature = -1`` where a node has no valid
+        """The statistics of the nodes marked STATS_DERIVE (parent minus sibling: a
+        finder that subtracts), then the best split of each node of ``level`` into
+        ``best[0 .. n_nodes)`` with the rule of ``_choice.pxd``; ``feature = -1`` where a node has no valid
         split or is not splittable."""
         cdef intp_t s
         for s in range(level.n_nodes):
@@ -118,8 +115,8 @@ cdef class SplitFinder:
         pass
 
     cdef void recall(self, intp_t index) noexcept nogil:
-        """Make stored node ``index`` the parent (slot 0) that ``derive`` reads
-        for the current level."""
+        """Make stored node ``index`` the parent (slot 0) that ``choose`` derives
+        from for the current level."""
         pass
 
     def level_splits(self, row_stats, row_slot, allowed=None, int64_t min_samples_leaf=1,
@@ -304,7 +301,6 @@ cdef class SplitFinder:
                 self.collect(&level)
             self.reduce(&level)
             with nogil:
-                self.derive(&level)
                 self.choose(&level, best)
             out = np.zeros(n_nodes, dtype=SPLIT_DTYPE)
             for s in range(n_nodes):

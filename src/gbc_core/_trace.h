@@ -31,8 +31,10 @@
 #define GBC_TR_GRID_ROWS 3       /* grid pass: rows onto the grid */
 #define GBC_TR_LEFT_WR2 4        /* grower: left w r^2 per node */
 #define GBC_TR_HIST_BUILD 5      /* histogram finder: node x feature-group tasks */
-#define GBC_TR_HIST_SCAN 6       /* histogram finder: split scans */
-#define GBC_TR_HIST_OTHER 7      /* histogram finder: weight scan, subtraction */
+#define GBC_TR_HIST_SCAN 6       /* histogram finder: (node, feature) tasks, each
+                                    deriving its histogram (parent - sibling) where
+                                    the node is derived, then scanning it */
+#define GBC_TR_HIST_OTHER 7      /* histogram finder: weight scan */
 #define GBC_TR_EXACT_SCAN 8      /* exact finder: feature, block or pair tasks */
 #define GBC_TR_EXACT_ROWS 9      /* exact finder: per-row buffers, words */
 #define GBC_TR_PARTITION 10      /* partition of a level */
@@ -42,7 +44,6 @@
 #define GBC_TR_SORTING 14        /* exact: sorting of the features */
 /* Phases (loops) of a region that has several, or whose loop is not the region's. */
 #define GBC_TR_HIST_GATHER 15     /* histogram finder: row statistics gathered */
-#define GBC_TR_HIST_DERIVE 16     /* histogram finder: parent - sibling */
 #define GBC_TR_PART_LABEL 17      /* partition: leaves' rows labelled */
 #define GBC_TR_PART_BLOCK 18      /* partition: blocks split */
 #define GBC_TR_PART_CHILD 19      /* partition: one split's children's rows and sums */

@@ -20,7 +20,6 @@ cdef extern from "_trace.h" nogil:
         GBC_TR_BINNING
         GBC_TR_SORTING
         GBC_TR_HIST_GATHER
-        GBC_TR_HIST_DERIVE
         GBC_TR_PART_LABEL
         GBC_TR_PART_BLOCK
         GBC_TR_PART_CHILD
