@@ -368,6 +368,12 @@ PASSES_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": True, "today
 # code is read as that code ran: the blocks' total work as the leaf spans'
 # (``LEAF_SPANS``) with the passes on every thread, else on one thread.
 LEAF_BLOCKS = {"8186671": False, "4276457": False, "ea6b64e": False, "today": True}
+# Whether the code of a commit ran a level's split scans (region 6, with the
+# derived histograms in its tasks since that change) on the threads from
+# ``CHOOSE_PARALLEL_FROM`` bins; before, from PARALLEL_FROM[6] (1M bins: a
+# depth-3 tree's levels on one thread), the subtraction a region 7 of its own.
+CHOOSE_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": False, "today": True}
+CHOOSE_PARALLEL_FROM = 4096  # _histogram_splitter's MIN_PARALLEL_BINS
 # The regions of a tree's start, on one thread before those passes.
 TREE_START = (3, 9)
 
@@ -728,7 +734,7 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
                    grid_in_place=False, child_blocks=False, wr2_later=False,
-                   passes_on_threads=True, leaf_blocks=True):
+                   passes_on_threads=True, leaf_blocks=True, choose_on_threads=True):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -749,8 +755,12 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     a narrow level's children one task per child. ``leaf_blocks=False``: the
     code before the leaf sums in row blocks (``LEAF_BLOCKS``): the leaf sums' tasks
     (phase 23) as the spans' shares of their work (``LEAF_SPANS``), or, without
-    the passes on every thread, on one thread."""
-    if r.items * row_factor < PARALLEL_FROM.get(r.rid, 0):
+    the passes on every thread, on one thread. ``choose_on_threads=False``: the
+    code before the split scans on the threads (``CHOOSE_ON_THREADS``)."""
+    parallel_from = PARALLEL_FROM.get(r.rid, 0)
+    if r.rid == 6 and choose_on_threads:
+        parallel_from = CHOOSE_PARALLEL_FROM
+    if r.items * row_factor < parallel_from:
         p = 1
     if not passes_on_threads and r.rid in TREE_START:
         p = 1
@@ -900,7 +910,8 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
 
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
-         row_blocks=False, root_blocks=False, passes_on_threads=True, leaf_blocks=True):
+         row_blocks=False, root_blocks=False, passes_on_threads=True, leaf_blocks=True,
+         choose_on_threads=True):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
@@ -912,7 +923,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     ``passes_on_threads=False``: the code before the per-tree passes on every
     thread (``PASSES_ON_THREADS``; the leaf sums then on one thread);
     ``leaf_blocks=False``: the code before the leaf sums in row blocks
-    (``LEAF_BLOCKS``, :func:`region_compute`)."""
+    (``LEAF_BLOCKS``, :func:`region_compute`); ``choose_on_threads=False``: the
+    code before the split scans on the threads (``CHOOSE_ON_THREADS``)."""
     scale_of = scale_of or {}
     rows = rows or meta["rows"]
     row_factor = rows / meta["rows"]
@@ -965,7 +977,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     wr2_later=wr2_later,
                                     child_blocks=is_child, n_features=n_features,
                                     passes_on_threads=passes_on_threads,
-                                    leaf_blocks=leaf_blocks)
+                                    leaf_blocks=leaf_blocks,
+                                    choose_on_threads=choose_on_threads)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if r.rid == 11 and LEAF_SUMS in r.phases and LEAF_UPDATE in r.phases:
@@ -1296,7 +1309,8 @@ def row_pair(sizes, rows):
 
 
 def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
-               root_blocks=False, passes_on_threads=True, leaf_blocks=True):
+               root_blocks=False, passes_on_threads=True, leaf_blocks=True,
+               choose_on_threads=True):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
     threads: from its trace, or scaled by per-region exponents of the row count
     from the traces of the same method and classes (``row_pair``: the two around
@@ -1304,12 +1318,13 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     nearer). With one row count of these classes, that trace scaled by the
     exponents of the binary traces nearest to its rows and to ``rows``.
     ``mode``, ``row_blocks``, ``root_blocks``, ``passes_on_threads``,
-    ``leaf_blocks``: :func:`plan`'s.
+    ``leaf_blocks``, ``choose_on_threads``: :func:`plan`'s.
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
                     row_blocks=row_blocks, root_blocks=root_blocks,
-                    passes_on_threads=passes_on_threads, leaf_blocks=leaf_blocks), "traced"
+                    passes_on_threads=passes_on_threads, leaf_blocks=leaf_blocks,
+                    choose_on_threads=choose_on_threads), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
@@ -1334,7 +1349,8 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     factor = rows / base_rows
     scale_of = {rid: factor ** e for rid, e in expo.items()}
     return plan(*traces[(method, base_rows, classes)], p, machine, scale_of, rows, mode,
-                row_blocks, root_blocks, passes_on_threads, leaf_blocks), "from " + how
+                row_blocks, root_blocks, passes_on_threads, leaf_blocks,
+                choose_on_threads), "from " + how
 
 
 def mode_of(method, commit):
@@ -1390,7 +1406,8 @@ def cmd_calibrate(args):
         mode = mode_of(method, commit)
         passes = PASSES_ON_THREADS[commit] or args.passes_as_today
         pl, how = model_plan(traces, method, n, k, p, machine, mode,
-                             passes_on_threads=passes, leaf_blocks=LEAF_BLOCKS[commit])
+                             passes_on_threads=passes, leaf_blocks=LEAF_BLOCKS[commit],
+                             choose_on_threads=CHOOSE_ON_THREADS[commit])
         plans[label] = (pl, how)
     measured = {f[0]: f[7] for f in FIGURES}
     usable = [i for i, (name, commit, a, b) in enumerate(RATIOS)
@@ -1485,7 +1502,9 @@ def cmd_calibrate(args):
     for method, change in (("hist", 0.72), ("exact", 0.78)):
         pair = [model_plan(traces, method, 1_000_000, 2, p, machine,
                            mode_of(method, "ea6b64e"),
-                           leaf_blocks=LEAF_BLOCKS["ea6b64e"])[0] for p in (1, 16)]
+                           leaf_blocks=LEAF_BLOCKS["ea6b64e"],
+                           choose_on_threads=CHOOSE_ON_THREADS["ea6b64e"])[0]
+                for p in (1, 16)]
         if pair[0] is None or pair[1] is None:
             continue
         derived = measured[f"11-27: 1M {method} 1t"] / (
@@ -1506,7 +1525,7 @@ def cmd_calibrate(args):
                                       ("exact", 200_000, 5, 0.76)):
         pair = [model_plan(traces, method, n_rows, k, 16, machine,
                            mode_of(method, "ea6b64e"), passes_on_threads=on,
-                           leaf_blocks=False)[0]
+                           leaf_blocks=False, choose_on_threads=False)[0]
                 for on in (True, False)]
         if pair[0] is None or pair[1] is None:
             continue

@@ -846,3 +846,40 @@ def test_before_the_passes_on_every_thread_a_trees_start_and_leaf_sums_are_seria
     # One thread: the same either way.
     assert sm.plan(events, meta, 1, machine, passes_on_threads=False).seconds(machine) == (
         pytest.approx(sm.plan(events, meta, 1, machine).seconds(machine)))
+
+
+def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
+    """Region 6 (a level's derived histograms and split scans, one loop of (node,
+    feature) tasks) runs on the threads from ``CHOOSE_PARALLEL_FROM`` bins, the
+    histogram finder's own ``MIN_PARALLEL_BINS``; read as the code before that
+    change (``choose_on_threads=False``), on one thread below a million bins."""
+    import re
+
+    source = open(os.path.join(SRC, "_histogram_splitter.pyx")).read()
+    assert int(re.search(r"MIN_PARALLEL_BINS = (\d+)", source).group(1)) == (
+        sm.CHOOSE_PARALLEL_FROM)
+    ns = 10**9
+    bins = 4 * 28 * 256  # a level of four nodes: 28,672 bins, 112 tasks
+    events, t = [], 0
+    for _ in range(2):
+        start = t
+        for k in range(112):
+            d = ns // 112 * (1 + k % 2)  # tasks of two lengths (derived or not)
+            events.append((t, t + d, t, t + d, k, 0, 6, 0, 1))
+            t += d
+        events.append((start, t, start, t, bins, 1, 6, 0, 1))  # the region
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": 1_000_000, "classes": 2, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": t}
+    sm._REGIONS_CACHE.clear()
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    tasks = np.array([(1 + k % 2) * (ns // 112) / 1e9 for k in range(112)])
+    for p in (1, 2, 16):
+        parts = sm.plan(events, meta, p, machine).parts(machine)
+        sync = machine.sync(p) if p > 1 else 0.0
+        expected = sm.schedule(tasks, p, "static") + sync
+        assert parts["hist_scan"][0] == pytest.approx(2 * expected)
+        before = sm.plan(events, meta, p, machine, choose_on_threads=False).parts(machine)
+        assert before["hist_scan"][0] == pytest.approx(2 * tasks.sum())
+    assert sm.CHOOSE_ON_THREADS == {"8186671": False, "4276457": False,
+                                    "ea6b64e": False, "today": True}
