@@ -319,6 +319,8 @@ def test_the_model_knows_every_region_and_phase_the_code_records():
     # stale entry), the tree's region being recorded by the grower.
     assert {m[3] for m in markers if m[2] == "REGION"} == set(sm.REGIONS)
     assert {m[3] for m in markers if m[2] == "TASK"} == set(sm.PHASES)
+    # A retired phase is no number of _trace.h's any more, nor one of the model's.
+    assert not set(sm.RETIRED_PHASES) & (set(numbers.values()) | set(sm.PHASES))
 
 
 def test_a_trace_with_a_region_or_phase_the_model_does_not_know_is_refused():
@@ -326,7 +328,8 @@ def test_a_trace_with_a_region_or_phase_the_model_does_not_know_is_refused():
     machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
     assert sm.predict(events, meta, 4, machine) > 0
     for kind, number, what in [(1, 99, r"regions \[99\]"), (0, 98, r"phases \[98\]"),
-                               (2, 11, r"kinds \[2\]")]:
+                               (2, 11, r"kinds \[2\]"),
+                               (0, 16, r"older code: .*retired task phases 16 ")]:
         bad = events.copy()
         bad[0]["kind"], bad[0]["id"] = kind, number
         with pytest.raises(ValueError, match=what):
@@ -877,7 +880,7 @@ def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
     for p in (1, 2, 16):
         parts = sm.plan(events, meta, p, machine).parts(machine)
         sync = machine.sync(p) if p > 1 else 0.0
-        expected = sm.schedule(tasks, p, "static") + sync
+        expected = sm.schedule(tasks, p, "dynamic") + sync
         assert parts["hist_scan"][0] == pytest.approx(2 * expected)
         before = sm.plan(events, meta, p, machine, choose_on_threads=False).parts(machine)
         assert before["hist_scan"][0] == pytest.approx(2 * tasks.sum())

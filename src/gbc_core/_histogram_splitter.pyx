@@ -1402,7 +1402,9 @@ cdef class HistogramSplitFinder(SplitFinder):
         cdef int n_threads = (self.n_threads if n_tasks * self.stride >= MIN_PARALLEL_BINS
                               else 1)
         GBC_TRACE_REGION_BEGIN(GBC_TR_HIST_SCAN, n_tasks * self.stride)
-        for t in prange(n_tasks, schedule="static", num_threads=n_threads):
+        # (Dynamic: a derived node's tasks take about twice a collected one's, and
+        # static runs would give a thread whole nodes.)
+        for t in prange(n_tasks, schedule="dynamic", num_threads=n_threads):
             GBC_TRACE_TASK_BEGIN(GBC_TR_HIST_SCAN, t)
             s = t // d
             f = t % d

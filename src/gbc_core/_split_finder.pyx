@@ -81,8 +81,8 @@ cdef class SplitFinder:
     cdef void choose(self, const level_t* level, split_t* best) noexcept nogil:
         """The statistics of the nodes marked STATS_DERIVE (parent minus sibling: a
         finder that subtracts), then the best split of each node of ``level`` into
-        ``best[0 .. n_nodes)`` with the rule of ``_choice.pxd``; ``feature = -1`` where a node has no valid
-        split or is not splittable."""
+        ``best[0 .. n_nodes)`` with the rule of ``_choice.pxd``; ``feature = -1``
+        where a node has no valid split or is not splittable."""
         cdef intp_t s
         for s in range(level.n_nodes):
             best[s].feature = -1
