@@ -773,7 +773,8 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     parallel_from = PARALLEL_FROM.get(r.rid, 0)
     if r.rid == 6 and choose_on_threads:
         parallel_from = CHOOSE_PARALLEL_FROM
-    if r.items * row_factor < parallel_from:
+    # (Region 6 counts a level's bins, which do not grow with the rows.)
+    if r.items * (1.0 if r.rid == 6 else row_factor) < parallel_from:
         p = 1
     if not passes_on_threads and r.rid in TREE_START:
         p = 1

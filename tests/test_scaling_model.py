@@ -884,5 +884,12 @@ def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
         assert parts["hist_scan"][0] == pytest.approx(2 * expected)
         before = sm.plan(events, meta, p, machine, choose_on_threads=False).parts(machine)
         assert before["hist_scan"][0] == pytest.approx(2 * tasks.sum())
+    # The region's items are bins, not rows: a level below the threshold stays on
+    # one thread in a fit of ten times the rows.
+    small = events.copy()
+    small["index"][small["kind"] == 1] = sm.CHOOSE_PARALLEL_FROM - 1
+    sm._REGIONS_CACHE.clear()
+    parts = sm.plan(small, meta, 16, machine, rows=10 * meta["rows"]).parts(machine)
+    assert parts["hist_scan"][0] == pytest.approx(2 * tasks.sum())
     assert sm.CHOOSE_ON_THREADS == {"8186671": False, "4276457": False,
                                     "ea6b64e": False, "today": True}
