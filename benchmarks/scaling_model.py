@@ -44,7 +44,9 @@ script predicts the fit's time on P threads of another machine:
   one-thread growers) or ``"serial"`` (the exact fit before issue 33's
   side-by-side copies of its finder, and the hist fit before 7fd76b4: the K trees
   one after another on every thread). Growers side by side split the L3
-  and the DRAM bandwidth between them.
+  and the DRAM bandwidth between them; each runs its tree's update and the next
+  class's residuals on its lane (``class_passes``), the softmax pass that ends an
+  iteration runs on every thread.
 
 The figures to check against (``FIGURES``, ``RATIOS``) are the 16-core measurements
 of benchmarks/README.md; ``calibrate`` fits the three bandwidths of ``TARGET`` and
@@ -127,7 +129,7 @@ PHASES = {2: "dynamic", 4: "dynamic", 5: "dynamic", 6: "dynamic", 8: "dynamic",
           29: "dynamic", 30: "static", 31: "dynamic", 32: "dynamic", 40: "static",
           41: "dynamic", 42: "static", 43: "dynamic", 44: "static"}
 PART_CHILD, HIST_BUILD, HIST_BLOCK, ROOT_WR2, EXACT_SCAN = 19, 5, 29, 32, 8
-LEAF_SUMS, LEAF_UPDATE = 23, 24
+LEAF_SUMS, LEAF_UPDATE, LEAF_SOFTMAX = 23, 24, 25
 # Phase 5's tasks are (node, feature group), which the model re-cuts into the groups
 # of P threads; phase 19's (a level's splits, each placing and summing its two
 # children's rows) are taken as divisible on a narrow level (at most 4 splits). A
@@ -1030,6 +1032,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         starts = np.array([r.t0 for r in regions])
         order = np.argsort(trees["t0"])
         n_iter = len(order) // k
+        # (The stretches that the code before the leaf sums in row blocks spent
+        # on them, which the leaf sums' rule below takes.)
+        sum_gaps = dict(leaf_sum_gaps(regions, trees) if passes_on_threads else [])
         for it in range(n_iter):
             for j in range(n_side):
                 tree = trees[order[it * k + j]]
@@ -1044,6 +1049,31 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                 out.const -= tree_serial
                 out.const_parts["serial, in trees"] -= tree_serial
                 out.add(tree_serial, group=it * g + lane, tag="serial, in trees")
+                # The class's passes after its tree, on its lane too: a grower's
+                # thread runs its tree's update (``_boosting._iteration``'s ``grow``),
+                # then the next class's its residuals (``tree_target``).
+                pos = it * k + j
+                after = trees[order[pos + 1]] if pos + 1 < len(order) else None
+                nxt = (pos + 1) % k
+                next_lane = ((nxt % g, (pos + 1) // k) if after is not None and nxt < n_side
+                             else None)
+                passes = class_passes(regions, starts, tree, after)
+                for r, owner in passes:
+                    if owner == "this":
+                        lane_of[id(r)] = (threads[lane], g, it * g + lane)
+                    elif owner == "next" and next_lane is not None:
+                        lane_of[id(r)] = (threads[next_lane[0]], g,
+                                          next_lane[1] * g + next_lane[0])
+                if j + 1 < n_side:
+                    # (Between two classes' trees of an iteration: the glue of the
+                    # update, in the grower's thread; after the last, the
+                    # iteration's own.)
+                    glue = ((after["c0"] - tree["c1"]) / 1e9
+                            - sum(r.cpu for r, _ in passes)
+                            - sum_gaps.get(int(order[pos]), 0.0)) * scale_of.get(0, 1.0)
+                    out.const -= glue
+                    out.const_parts["serial, outside trees"] -= glue
+                    out.add(glue, group=it * g + lane, tag="serial, outside trees")
     if roots and p > 1 and any(_root_blocked(r, p, rows) for r in regions
                                if id(r) in roots):
         sort_s = sum(r.cpu * scale_of.get(14, 1.0) for r in regions if r.rid == 14)
@@ -1068,6 +1098,29 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
         l3, dram = region_memory(SimpleNamespace(rid=11, items=meta["rows"]), busy,
                                  machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag="leaf_sums")
+    return out
+
+
+def class_passes(regions, starts, tree, after):
+    """The leaves regions between a class's tree and the next tree (``after``;
+    None: the fit's last tree) of a multiclass trace (``starts``: the regions'
+    start times), each with whose it is: "this" (the class's update: its leaf
+    sums, leaf values and F), "next" (the last one before the next tree, without
+    tasks: the next class's residuals, ``tree_target``) or "all" (the softmax pass
+    that ends an iteration, phase 25, on every thread)."""
+    lo = int(np.searchsorted(starts, tree["t1"]))
+    hi = int(np.searchsorted(starts, after["t0"])) if after is not None else len(regions)
+    out = []
+    for i in range(lo, hi):
+        r = regions[i]
+        if r.rid != 11:
+            continue
+        if LEAF_SOFTMAX in r.phases:
+            out.append((r, "all"))
+        elif i == hi - 1 and not r.phases and after is not None:
+            out.append((r, "next"))
+        else:
+            out.append((r, "this"))
     return out
 
 

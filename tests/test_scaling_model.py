@@ -893,3 +893,54 @@ def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
     assert parts["hist_scan"][0] == pytest.approx(2 * tasks.sum())
     assert sm.CHOOSE_ON_THREADS == {"8186671": False, "4276457": False,
                                     "ea6b64e": False, "today": True}
+
+
+def test_a_class_growers_passes_after_its_tree_run_on_its_lane():
+    """Side by side (``_boosting._iteration``'s ``grow``), a class's grower thread
+    runs its tree's update after the tree and the next class's residuals
+    (``tree_target``) before that class's tree, and the Python between them: on
+    their classes' lanes, not on every thread one after another. The softmax pass
+    that ends an iteration (phase 25), the stretches after the iteration's last
+    tree and the residuals before the fit's first tree stay on every thread."""
+    ns = 10**9
+    rows = 1_000_000
+    events, t = [], 0
+
+    def region(seconds, phase_tasks=()):
+        nonlocal t
+        start = t
+        for d in phase_tasks:
+            events.append((t, t + int(d * ns), t, t + int(d * ns), 0, 0, 25, 0, 1))
+            t += int(d * ns)
+        t = max(t, start + int(seconds * ns))
+        events.append((start, t, start, t, rows, 1, 11, 0, 1))
+
+    region(0.2)                                     # class 0's residuals
+    for it in range(2):
+        for c in range(3):
+            events.append((t, t + ns, t, t + ns, rows, 1, 1, 0, 1))   # the tree
+            t += ns
+            region(0.3)                             # its update
+            t += int(0.05 * ns)                     # Python between the passes
+            if c < 2:
+                region(0.2)                         # the next class's residuals
+            else:
+                region(0.3, (0.1, 0.1, 0.1))        # the softmax pass
+                t += int(0.1 * ns)
+                if it == 0:
+                    region(0.2)                     # class 0's residuals
+    t += int(0.5 * ns)
+    events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
+    meta = {"rows": rows, "classes": 3, "method": "hist", "n_jobs": 1,
+            "fit_c0": 0, "fit_c1": t}
+    sm._REGIONS_CACHE.clear()
+    machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
+    s = machine.sync(3)
+    # Three one-thread lanes; an iteration costs its busiest: residuals 0.2, tree
+    # 1.0, update 0.3 and 0.05 of Python (lanes 1 and 0 of the second iteration).
+    lanes = 2 * (0.2 + 1.0 + 0.3 + 0.05)
+    every = 0.2 / 3 + s + 2 * (0.1 + s) + 2 * (0.05 + 0.1) + 0.5
+    assert sm.predict(events, meta, 3, machine, mode="share") == pytest.approx(lanes + every)
+    # One thread: every pass as traced.
+    assert sm.predict(events, meta, 1, machine, mode="share") == pytest.approx(
+        t / ns)
