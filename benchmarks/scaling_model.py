@@ -44,9 +44,10 @@ script predicts the fit's time on P threads of another machine:
   one-thread growers) or ``"serial"`` (the exact fit before issue 33's
   side-by-side copies of its finder, and the hist fit before 7fd76b4: the K trees
   one after another on every thread). Growers side by side split the L3
-  and the DRAM bandwidth between them; each runs its tree's update and the next
-  class's residuals on its lane (``class_passes``), the softmax pass that ends an
-  iteration runs on every thread.
+  and the DRAM bandwidth between them; a class's residuals (traced before its
+  tree) and its update (after it) run on its lane (``residuals_before``,
+  ``class_passes``), the softmax pass that ends an iteration, and what follows it,
+  on every thread.
 
 The figures to check against (``FIGURES``, ``RATIOS``) are the 16-core measurements
 of benchmarks/README.md; ``calibrate`` fits the three bandwidths of ``TARGET`` and
@@ -1049,24 +1050,23 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                 out.const -= tree_serial
                 out.const_parts["serial, in trees"] -= tree_serial
                 out.add(tree_serial, group=it * g + lane, tag="serial, in trees")
-                # The class's passes after its tree, on its lane too: a grower's
-                # thread runs its tree's update (``_boosting._iteration``'s ``grow``),
-                # then the next class's its residuals (``tree_target``).
+                # The class's passes, on its lane too: its grower's thread
+                # (``_boosting._iteration``'s ``grow``) runs the class's residuals
+                # (``tree_target``) right before its tree, and its update after it.
                 pos = it * k + j
+                before = trees[order[pos - 1]]["t1"] if pos > 0 else np.iinfo(np.int64).min
+                r = residuals_before(regions, starts, tree, before)
+                if r is not None:
+                    lane_of[id(r)] = (threads[lane], g, it * g + lane)
                 after = trees[order[pos + 1]] if pos + 1 < len(order) else None
-                nxt = (pos + 1) % k
-                next_lane = ((nxt % g, (pos + 1) // k) if after is not None and nxt < n_side
-                             else None)
                 passes = class_passes(regions, starts, tree, after)
                 for r, owner in passes:
                     if owner == "this":
                         lane_of[id(r)] = (threads[lane], g, it * g + lane)
-                    elif owner == "next" and next_lane is not None:
-                        lane_of[id(r)] = (threads[next_lane[0]], g,
-                                          next_lane[1] * g + next_lane[0])
                 if j + 1 < n_side:
-                    # (Between two classes' trees of an iteration: the glue of the
-                    # update, in the grower's thread; after the last, the
+                    # (Between two classes' trees of an iteration: the Python of the
+                    # update and of the next class's start, in the two classes'
+                    # grower threads, taken as this one's; after the last, the
                     # iteration's own.)
                     glue = ((after["c0"] - tree["c1"]) / 1e9
                             - sum(r.cpu for r, _ in passes)
@@ -1102,26 +1102,40 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
 
 
 def class_passes(regions, starts, tree, after):
-    """The leaves regions between a class's tree and the next tree (``after``;
-    None: the fit's last tree) of a multiclass trace (``starts``: the regions'
-    start times), each with whose it is: "this" (the class's update: its leaf
-    sums, leaf values and F), "next" (the last one before the next tree, without
-    tasks: the next class's residuals, ``tree_target``) or "all" (the softmax pass
-    that ends an iteration, phase 25, on every thread)."""
+    """The regions between a class's tree and the next tree (``after``; None: the
+    fit's last tree) of a multiclass trace (``starts``: the regions' start times),
+    each with whose it is: "this" (a leaves region before the softmax pass: the
+    class's update, its leaf sums, leaf values and F), "next" (the last region
+    before the next tree, a leaves region without tasks: that class's residuals,
+    ``tree_target``, which :func:`residuals_before` gives to that class) or
+    "all" (the softmax pass that ends an iteration, phase 25, and every other
+    region: on every thread)."""
     lo = int(np.searchsorted(starts, tree["t1"]))
     hi = int(np.searchsorted(starts, after["t0"])) if after is not None else len(regions)
     out = []
+    softmax_seen = False
     for i in range(lo, hi):
         r = regions[i]
-        if r.rid != 11:
-            continue
-        if LEAF_SOFTMAX in r.phases:
+        if r.rid == 11 and LEAF_SOFTMAX in r.phases:
+            softmax_seen = True
             out.append((r, "all"))
-        elif i == hi - 1 and not r.phases and after is not None:
+        elif r.rid == 11 and i == hi - 1 and not r.phases and after is not None:
             out.append((r, "next"))
-        else:
+        elif r.rid == 11 and not softmax_seen:
             out.append((r, "this"))
+        else:
+            out.append((r, "all"))
     return out
+
+
+def residuals_before(regions, starts, tree, since):
+    """The region of a class's residuals (``tree_target``) of a multiclass trace:
+    the leaves region without tasks that ends right before its tree, after
+    ``since`` (the previous tree's end); None where there is none."""
+    i = int(np.searchsorted(starts, tree["t0"])) - 1
+    if i >= 0 and regions[i].rid == 11 and not regions[i].phases and regions[i].t0 >= since:
+        return regions[i]
+    return None
 
 
 def leaf_sum_gaps(regions, trees):

@@ -895,13 +895,16 @@ def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
                                     "ea6b64e": False, "today": True}
 
 
-def test_a_class_growers_passes_after_its_tree_run_on_its_lane():
+
+
+def test_a_classs_residuals_and_update_run_on_its_lane():
     """Side by side (``_boosting._iteration``'s ``grow``), a class's grower thread
-    runs its tree's update after the tree and the next class's residuals
-    (``tree_target``) before that class's tree, and the Python between them: on
-    their classes' lanes, not on every thread one after another. The softmax pass
-    that ends an iteration (phase 25), the stretches after the iteration's last
-    tree and the residuals before the fit's first tree stay on every thread."""
+    runs the class's residuals (``tree_target``) right before its tree and its
+    update after it, and the Python between them: on that class's lane, not on
+    every thread one after another. The softmax pass that ends an iteration
+    (phase 25), what follows it (a validation set's probabilities), the
+    stretches after the iteration's last side-by-side tree and the trees left over
+    (and their passes) stay on every thread."""
     ns = 10**9
     rows = 1_000_000
     events, t = [], 0
@@ -915,32 +918,33 @@ def test_a_class_growers_passes_after_its_tree_run_on_its_lane():
         t = max(t, start + int(seconds * ns))
         events.append((start, t, start, t, rows, 1, 11, 0, 1))
 
-    region(0.2)                                     # class 0's residuals
     for it in range(2):
         for c in range(3):
-            events.append((t, t + ns, t, t + ns, rows, 1, 1, 0, 1))   # the tree
+            region(0.2)                             # the class's residuals
+            events.append((t, t + ns, t, t + ns, rows, 1, 1, 0, 1))   # its tree
             t += ns
             region(0.3)                             # its update
             t += int(0.05 * ns)                     # Python between the passes
-            if c < 2:
-                region(0.2)                         # the next class's residuals
-            else:
-                region(0.3, (0.1, 0.1, 0.1))        # the softmax pass
-                t += int(0.1 * ns)
-                if it == 0:
-                    region(0.2)                     # class 0's residuals
+        region(0.3, (0.1, 0.1, 0.1))                # the softmax pass
+        t += int(0.1 * ns)
+        region(0.2)                                 # a validation set's softmax
     t += int(0.5 * ns)
     events = np.array(sorted(events), dtype=_openmp.TRACE_DTYPE)
     meta = {"rows": rows, "classes": 3, "method": "hist", "n_jobs": 1,
             "fit_c0": 0, "fit_c1": t}
     sm._REGIONS_CACHE.clear()
     machine = sm.Machine(sync2=1e-3, memory=False, clock=0.0)
-    s = machine.sync(3)
-    # Three one-thread lanes; an iteration costs its busiest: residuals 0.2, tree
-    # 1.0, update 0.3 and 0.05 of Python (lanes 1 and 0 of the second iteration).
-    lanes = 2 * (0.2 + 1.0 + 0.3 + 0.05)
-    every = 0.2 / 3 + s + 2 * (0.1 + s) + 2 * (0.05 + 0.1) + 0.5
-    assert sm.predict(events, meta, 3, machine, mode="share") == pytest.approx(lanes + every)
-    # One thread: every pass as traced.
-    assert sm.predict(events, meta, 1, machine, mode="share") == pytest.approx(
-        t / ns)
+    # Three one-thread lanes: an iteration costs its busiest, residuals 0.2, tree
+    # 1.0, update 0.3 and 0.05 of Python (lanes 0 and 1); then on every thread the
+    # softmax pass, the validation's, and the Python after the last class.
+    s3 = machine.sync(3)
+    every = 0.1 + s3 + 0.2 / 3 + s3 + 0.05 + 0.1
+    assert sm.predict(events, meta, 3, machine, mode="share") == pytest.approx(
+        2 * (0.2 + 1.0 + 0.3 + 0.05 + every) + 0.5)
+    # Two lanes (classes 0 and 1), class 2 left over on both threads: its
+    # residuals, tree (serial) and update there, after the lanes.
+    s2 = machine.sync(2)
+    left_over = 0.2 / 2 + s2 + 1.0 + 0.3 / 2 + s2
+    every = 0.05 + left_over + 0.05 + 0.2 + s2 + 0.1 + 0.2 / 2 + s2
+    assert sm.predict(events, meta, 2, machine, mode="share") == pytest.approx(
+        2 * (0.2 + 1.0 + 0.3 + 0.05 + every) + 0.5)
