@@ -144,10 +144,15 @@ LEAF_SUMS, LEAF_UPDATE, LEAF_SOFTMAX = 23, 24, 25
 # runs in a region 13 (binning) inside the fit's first tree of unit weights without
 # a subsample: about 30 ms at 1M x 28, scheduled as recorded; its traffic is taken
 # as binning's (5 bytes an item where it reads 1: an overestimate of a small pass).
-# Below these items a region runs on one thread (the code's thresholds).
-PARALLEL_FROM = {2: 200_000, 3: 200_000, 4: 200_000, 5: 1_000_000, 6: 1_000_000,
-                 7: 1_000_000, 8: 100_000, 9: 200_000, 10: 200_000, 11: 200_000,
-                 12: 200_000}
+# Below these items a region runs on one thread (the code's thresholds; region 6
+# from _histogram_splitter's MIN_PARALLEL_BINS, ``CHOOSE_ON_THREADS``).
+CHOOSE_PARALLEL_FROM = 4096
+PARALLEL_FROM = {2: 200_000, 3: 200_000, 4: 200_000, 5: 1_000_000,
+                 6: CHOOSE_PARALLEL_FROM, 7: 1_000_000, 8: 100_000, 9: 200_000,
+                 10: 200_000, 11: 200_000, 12: 200_000}
+# Regions whose items are not rows (region 6: a level's bins), which a fit of more
+# rows does not scale.
+BIN_ITEMS = (6,)
 MAX_COLUMNS_AT_ONCE = 64  # the presort's cap (an upper bound: 28 features here)
 HIST_GROUP = 4            # _histogram_splitter's GROUP
 HIST_STRIDE = 256         # bins per feature histogram (255 + the missing values' bin)
@@ -373,10 +378,10 @@ PASSES_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": True, "today
 LEAF_BLOCKS = {"8186671": False, "4276457": False, "ea6b64e": False, "today": True}
 # Whether the code of a commit ran a level's split scans (region 6, with the
 # derived histograms in its tasks since that change) on the threads from
-# ``CHOOSE_PARALLEL_FROM`` bins; before, from PARALLEL_FROM[6] (1M bins: a
+# ``CHOOSE_PARALLEL_FROM`` bins; before, from CHOOSE_PARALLEL_FROM_BEFORE (a
 # depth-3 tree's levels on one thread), the subtraction a region 7 of its own.
 CHOOSE_ON_THREADS = {"8186671": False, "4276457": False, "ea6b64e": False, "today": True}
-CHOOSE_PARALLEL_FROM = 4096  # _histogram_splitter's MIN_PARALLEL_BINS
+CHOOSE_PARALLEL_FROM_BEFORE = 1_000_000
 # The regions of a tree's start, on one thread before those passes.
 TREE_START = (3, 9)
 
@@ -774,10 +779,9 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     the passes on every thread, on one thread. ``choose_on_threads=False``: the
     code before the split scans on the threads (``CHOOSE_ON_THREADS``)."""
     parallel_from = PARALLEL_FROM.get(r.rid, 0)
-    if r.rid == 6 and choose_on_threads:
-        parallel_from = CHOOSE_PARALLEL_FROM
-    # (Region 6 counts a level's bins, which do not grow with the rows.)
-    if r.items * (1.0 if r.rid == 6 else row_factor) < parallel_from:
+    if r.rid == 6 and not choose_on_threads:
+        parallel_from = CHOOSE_PARALLEL_FROM_BEFORE
+    if r.items * (1.0 if r.rid in BIN_ITEMS else row_factor) < parallel_from:
         p = 1
     if not passes_on_threads and r.rid in TREE_START:
         p = 1
