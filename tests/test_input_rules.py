@@ -31,6 +31,7 @@ from gbc_core._tabular import (  # noqa: E402
     DataError,
     LibsvmData,
     TableData,
+    open_data,
     parse_libsvm_lines,
 )
 
@@ -455,6 +456,21 @@ def test_parquet_integers_are_rounded_to_float32_once(tmp_path, capsys, monkeypa
                                                      dtype="Int32")})
     np.testing.assert_array_equal(pq.read_table(tmp_path / "p.parquet").column("proba"),
                                   model.predict_proba(frame)[:, 1])
+
+
+def test_a_header_without_line_break_is_read_from_arrows_memory(tmp_path):
+    """The in-memory copy of a one-line file is Arrow's, not a view of a Python bytes
+    object: the CSV reader's threads release slices of it, and releasing a Python
+    object's view on such a thread while Python shuts down ends the process with
+    std::terminate (seen as SIGABRT after the "no data rows" error)."""
+    (tmp_path / "h.csv").write_bytes(b"x0,x1,x2,y")
+    before = pa.total_allocated_bytes()
+    data = open_data(tmp_path / "h.csv")
+    copy = data._single_line
+    assert isinstance(copy, pa.Buffer) and copy.to_pybytes() == b"x0,x1,x2,y\n"
+    assert pa.total_allocated_bytes() - before >= copy.size  # in Arrow's pool
+    assert copy.is_mutable  # a view of bytes would be read-only
+    assert data.columns == ["x0", "x1", "x2", "y"]
 
 
 # ------------------------------------------------------ 4. header-only files

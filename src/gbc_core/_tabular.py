@@ -509,7 +509,8 @@ class TableData:
         return schema
 
     def _unterminated_line(self):
-        """The content of a file of one line without a line break, plus a line break."""
+        """The content of a file of one line without a line break, plus a line break,
+        as a buffer that Arrow allocated."""
         content = []
         with self.pa.input_stream(self.path, compression="detect") as stream:
             while True:
@@ -522,7 +523,15 @@ class TableData:
                 content.append(block)
         if not b"".join(content).strip():
             raise DataError(f"{self.path} is empty (no header line)")
-        return b"".join(content) + b"\n"
+        # A copy in Arrow's own memory, not a view of a Python bytes object: the
+        # reader's background threads hold slices of it, and the last one released
+        # on such a thread while Python shuts down would take the GIL there (to
+        # release the bytes object), which ends the process with std::terminate.
+        copy = self.pa.BufferOutputStream()
+        for block in content:
+            copy.write(block)
+        copy.write(b"\n")
+        return copy.getvalue()
 
     def _csv_feature_types(self, features):
         """The type each CSV feature column is read as: bool or float64."""
