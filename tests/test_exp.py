@@ -402,11 +402,21 @@ def test_binary_probabilities_are_the_scalar_exps_bits(n):
     nodes = np.zeros(3, dtype=NODE_DTYPE)
     nodes["feature"] = [0, -1, -1]
     leaf = rng.integers(1, 3, size=n).astype(np.int32)
-    _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob, residual, rs, 1)
+    loss, _ = _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob,
+                                      residual, rs, 1)
     f = f0 + 0.1 * nodes["value"][leaf]
     _bits_equal(raw, f, "boosting_update's F")
     _bits_equal(prob, _expit(f), "boosting_update's p")
     _bits_equal(residual, y - _expit(f), "boosting_update's r")
+    # The loss: log(1 + e^-|F|) one row at a time (the scalar lanes), then the
+    # definition with its branch, (F + l) - y F for F > 0, else l - y F, summed in
+    # row order.
+    l = np.empty(n)
+    _leaves.log1p_units(_exp(-np.abs(f)), l, False)
+    twin = 0.0
+    for term in (np.where(f > 0, f + l, l) - y * f).tolist():
+        twin = twin + term
+    assert loss == twin / n, (loss, twin / n)
 
 
 def test_large_predictions_are_the_same_on_any_number_of_threads():

@@ -68,6 +68,25 @@ cdef enum:
     # Rows whose log-losses are taken at once (``_binomial_rows``).
     LOSS_BLOCK = 256
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* a if take else b, without a branch: the value's bits chosen by a mask (a
+       row's sign is as likely either way, which a branch mispredicts half the
+       time). */
+    static inline double gbc_pick(int take, double a, double b) {
+        uint64_t ua, ub, mask = (uint64_t)0 - (uint64_t)(take != 0);
+        memcpy(&ua, &a, sizeof ua);
+        memcpy(&ub, &b, sizeof ub);
+        ua = (ua & mask) | (ub & ~mask);
+        memcpy(&a, &ua, sizeof a);
+        return a;
+    }
+    """
+    float64_t gbc_pick(bint take, float64_t a, float64_t b) noexcept nogil
+
+
 cdef inline float64_t expit(float64_t f) noexcept nogil:
     """Logistic function sigma(F) (paper eq. 3), without overflow for any F."""
     cdef float64_t e
@@ -78,10 +97,10 @@ cdef inline float64_t expit(float64_t f) noexcept nogil:
 
 
 cdef inline float64_t loss_of_log1p(float64_t y, float64_t f, float64_t l) noexcept nogil:
-    """log_loss_term(y, f) from l = log(1 + exp(-|f|))."""
-    if f > 0:
-        return f + l - y * f
-    return l - y * f
+    """log_loss_term(y, f) from l = log(1 + exp(-|f|)): (f + l) - y f for f > 0,
+    else l - y f; as (max(f, 0) + l) - y f, the same bits (0 + l is l, l >= +0),
+    without a branch."""
+    return (gbc_pick(f > 0, f, 0.0) + l) - y * f
 
 
 cdef inline float64_t log_loss_term(float64_t y, float64_t f) noexcept nogil:
@@ -92,10 +111,9 @@ cdef inline float64_t log_loss_term(float64_t y, float64_t f) noexcept nogil:
 
 
 cdef inline float64_t expit_of_exp(float64_t f, float64_t e) noexcept nogil:
-    """sigma(f) from e = exp(-|f|) (``expit``'s value, bit for bit)."""
-    if f >= 0:
-        return 1.0 / (1.0 + e)
-    return e / (1.0 + e)
+    """sigma(f) from e = exp(-|f|) (``expit``'s value, bit for bit): 1 / (1 + e)
+    for f >= 0, else e / (1 + e), the numerator picked without a branch."""
+    return gbc_pick(f >= 0, 1.0, e) / (1.0 + e)
 
 
 cdef inline intp_t _leaf_sum_blocks(intp_t n, intp_t n_nodes) noexcept nogil:
