@@ -419,6 +419,27 @@ def test_binary_probabilities_are_the_scalar_exps_bits(n):
     assert loss == twin / n, (loss, twin / n)
 
 
+def test_sigma_and_the_log_loss_at_the_edges_are_the_branchy_definitions():
+    """sigma(F) and a row's log-loss are taken without a branch on F's sign (the
+    numerator 1 or e^-|F| picked by a mask; max(F, 0) + log(1 + e^-|F|) - y F):
+    the same bits as the definitions with their branches at +-0, +-inf, NaN,
+    subnormal and huge scores, for both labels."""
+    edge = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-300,
+                     -1e-300, 36.7, -36.7, 745.2, -745.2, 1e308, -1e308, 1.5, -1.5])
+    raw = np.concatenate([edge, edge])
+    y = np.repeat([0, 1], edge.size).astype(np.int32)
+    out = np.empty((raw.size, 2))
+    _leaves.proba_from_raw(raw, out, 1)
+    _bits_equal(out[:, 1], _expit(raw), "proba_from_raw at the edges")
+    l = np.empty(raw.size)
+    _leaves.log1p_units(_exp(-np.abs(raw)), l, False)
+    with np.errstate(invalid="ignore"):
+        twin = np.where(raw > 0, raw + l, l) - y * raw
+    got = [_leaves.weighted_log_loss(y[i:i + 1], raw[i:i + 1], None)
+           for i in range(raw.size)]  # each row's loss alone (its weight 1)
+    _bits_equal(got, twin, "weighted_log_loss at the edges")
+
+
 def test_large_predictions_are_the_same_on_any_number_of_threads():
     """Prediction's probabilities of many rows in chunks on several threads: the
     same bits as on one (and as the scalar exp)."""
