@@ -895,8 +895,6 @@ def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
                                     "ea6b64e": False, "today": True}
 
 
-
-
 def test_a_classs_residuals_and_update_run_on_its_lane():
     """Side by side (``_boosting._iteration``'s ``grow``), a class's grower thread
     runs the class's residuals (``tree_target``) right before its tree and its
