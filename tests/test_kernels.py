@@ -742,6 +742,65 @@ def test_last_class_update_in_the_softmax_pass(n_threads, weighted, path):
         tree_update(raw.copy(), np.empty(3))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_softmax_pass_in_parts_is_the_whole_pass(weighted):
+    """``multinomial_state_part`` over ranges of the row chunks that cover them
+    (as the class growers' lanes share the pass out: uneven ranges, an empty one,
+    each on its own thread count), then ``multinomial_parts_loss``, gives the
+    scores, probabilities, residuals and loss of ``multinomial_state`` in one
+    pass, bit for bit, with the last class's steps and without; and the loss is
+    the weighted mean of -log p_y in NumPy. Bad ranges are refused."""
+    rng = np.random.default_rng(41)
+    for n in (1000, 204_321):
+        n_classes, k = 5, 4
+        raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0], size=n)
+        y = rng.integers(0, n_classes, size=n).astype(np.int32)
+        w = rng.uniform(0.5, 2, size=n) if weighted else None
+        mask = (rng.uniform(size=n) < 0.8).astype(np.uint8)
+        leaf = rng.choice([1, 2, 3], size=n).astype(np.int32)
+        steps = np.array([np.nan, 0.3, -0.2, 0.05])
+        n_chunks = _leaves.multinomial_chunk_count(n)
+        assert n_chunks == -(-n // 8192)
+        for step_args in ((), (k, steps, leaf)):
+            raw_one, prob_one = raw.copy(), np.empty((n_classes, n))
+            residual_one = np.empty((n_classes, n))
+            loss_one = _leaves.multinomial_state(raw_one, y, w, mask, prob_one,
+                                                 residual_one, 2, *step_args)
+            raw_parts, prob_parts = raw.copy(), np.full((n_classes, n), np.nan)
+            residual_parts = np.full((n_classes, n), np.nan)
+            partial = np.full(2 * n_chunks, np.nan)
+            cuts = sorted({0, n_chunks, n_chunks // 3, n_chunks // 3, n_chunks - 1})
+            for j, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+                _leaves.multinomial_state_part(raw_parts, y, w, mask, prob_parts,
+                                               residual_parts, 1 + j % 3, lo, hi, partial,
+                                               *step_args)
+            _leaves.multinomial_state_part(raw_parts, y, w, mask, prob_parts,
+                                           residual_parts, 2, 1, 1, partial, *step_args)
+            assert raw_parts.tobytes() == raw_one.tobytes()
+            assert prob_parts.tobytes() == prob_one.tobytes()
+            assert residual_parts.tobytes() == residual_one.tobytes()
+            assert _leaves.multinomial_parts_loss(partial) == loss_one
+            # The loss of the pass: the in-bag rows' weighted mean of -log p_y.
+            p_y = prob_one[y, np.arange(n)]
+            weight = (np.ones(n) if w is None else w) * mask
+            np.testing.assert_allclose(loss_one, np.sum(-np.log(p_y) * weight)
+                                       / weight.sum(), rtol=1e-10)
+    with pytest.raises(ValueError, match="not a range of the"):
+        _leaves.multinomial_state_part(raw.copy(), y, w, None, prob_one, None, 1, 2, 1,
+                                       partial)
+    with pytest.raises(ValueError, match="not a range of the"):
+        _leaves.multinomial_state_part(raw.copy(), y, w, None, prob_one, None, 1, 0,
+                                       n_chunks + 1, partial)
+    with pytest.raises(ValueError, match="partial must hold"):
+        _leaves.multinomial_state_part(raw.copy(), y, w, None, prob_one, None, 1, 0, 1,
+                                       partial[:-2])
+    with pytest.raises(ValueError, match="given without steps"):
+        _leaves.multinomial_state_part(raw.copy(), y, w, None, prob_one, None, 1, 0, 1,
+                                       partial, k, None, leaf)
+    with pytest.raises(ValueError, match="2 sums per chunk"):
+        _leaves.multinomial_parts_loss(partial[:-1])
+
+
 def test_last_class_leaf_buffer_grown_again_is_refused():
     """The last class's update waits for ``finish_iteration`` with its grower's leaf
     of each row: an update of another class from that same buffer (a tree grown

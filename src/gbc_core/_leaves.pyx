@@ -1689,6 +1689,63 @@ cdef void _softmax_rows(
     loss_and_weight[1] = weight
 
 
+cdef void _multinomial_chunks(
+    float64_t[:, ::1] raw,
+    const int32_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[:, ::1] prob,
+    float64_t[:, ::1] residual,
+    int n_threads,
+    intp_t chunk_start,
+    intp_t chunk_stop,
+    float64_t* partial,
+    intp_t step_class,
+    const float64_t* steps_at,
+    const int32_t* leaf_at,
+) noexcept nogil:
+    """``multinomial_state``'s pass over the row chunks ``chunk_start ..
+    chunk_stop - 1`` (CHUNK rows each), chunk c's loss sums into ``partial[2 c]``
+    and ``partial[2 c + 1]``, on ``n_threads`` threads (one for fewer than 200,000
+    rows in all: too short to pay for a parallel region)."""
+    cdef intp_t n = y.shape[0]
+    cdef intp_t c, start
+    if n < 200000:
+        n_threads = 1
+    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, min(chunk_stop * CHUNK, n) - chunk_start * CHUNK)
+    for c in prange(chunk_start, chunk_stop, schedule="dynamic", num_threads=n_threads):
+        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
+        start = c * CHUNK
+        _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
+                      min(start + CHUNK, n), &partial[2 * c], step_class, steps_at,
+                      leaf_at)
+        GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
+    GBC_TRACE_REGION_END(GBC_TR_LEAVES, min(chunk_stop * CHUNK, n) - chunk_start * CHUNK)
+
+
+cdef int _step_pointers(
+    intp_t n_rows, intp_t n_classes, intp_t step_class, const float64_t[::1] steps,
+    const int32_t[::1] leaf_of_row, const float64_t** steps_at,
+    const int32_t** leaf_at,
+) except -1:
+    """Check ``multinomial_state``'s step arguments; point ``steps_at`` and
+    ``leaf_at`` at the steps and the leaf of each row (NULL without steps)."""
+    steps_at[0] = NULL
+    leaf_at[0] = NULL
+    if steps is None and (leaf_of_row is not None or step_class != -1):
+        raise ValueError("step_class and leaf_of_row given without steps")
+    if steps is not None:
+        if leaf_of_row is None or leaf_of_row.shape[0] != n_rows:
+            raise ValueError(f"steps need the leaf of each of the {n_rows} rows")
+        if not 0 <= step_class < n_classes:
+            raise ValueError(f"step_class must be a class of 0 .. {n_classes - 1}, "
+                             f"got {step_class}")
+        if n_rows > 0:
+            steps_at[0] = &steps[0]
+            leaf_at[0] = &leaf_of_row[0]
+    return 0
+
+
 def multinomial_state(
     float64_t[:, ::1] raw,
     const int32_t[::1] y,
@@ -1735,42 +1792,90 @@ def multinomial_state(
         Weighted mean multinomial log-loss -log p_y of the in-bag rows.
     """
     cdef intp_t n = y.shape[0]
-    cdef intp_t c, start
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef float64_t loss
-    cdef const float64_t* steps_at = NULL
-    cdef const int32_t* leaf_at = NULL
-    if steps is None and (leaf_of_row is not None or step_class != -1):
-        raise ValueError("step_class and leaf_of_row given without steps")
-    if steps is not None:
-        if leaf_of_row is None or leaf_of_row.shape[0] != n:
-            raise ValueError(f"steps need the leaf of each of the {n} rows")
-        if not 0 <= step_class < raw.shape[0]:
-            raise ValueError(f"step_class must be a class of 0 .. {raw.shape[0] - 1}, "
-                             f"got {step_class}")
-        if n > 0:
-            steps_at = &steps[0]
-            leaf_at = &leaf_of_row[0]
+    cdef const float64_t* steps_at
+    cdef const int32_t* leaf_at
+    _step_pointers(n, raw.shape[0], step_class, steps, leaf_of_row, &steps_at, &leaf_at)
     cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
     if partial == NULL:
         raise MemoryError()
     try:
         with nogil:
-            if n < 200000:  # too short to pay for a parallel region
-                n_threads = 1
-            GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
-            for c in prange(n_chunks, schedule="dynamic", num_threads=n_threads):
-                GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
-                start = c * CHUNK
-                _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
-                              min(start + CHUNK, n), &partial[2 * c], step_class,
-                              steps_at, leaf_at)
-                GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
-            GBC_TRACE_REGION_END(GBC_TR_LEAVES, n)
+            _multinomial_chunks(raw, y, sample_weight, sample_mask, prob, residual,
+                                n_threads, 0, n_chunks, partial, step_class, steps_at,
+                                leaf_at)
             loss = chunk_mean(partial, n_chunks)
     finally:
         free(partial)
     return loss
+
+
+def multinomial_chunk_count(intp_t n_rows):
+    """The row chunks of ``multinomial_state``'s pass over ``n_rows`` rows (CHUNK
+    rows each): ``multinomial_state_part`` takes ranges of them."""
+    return (n_rows + CHUNK - 1) // CHUNK
+
+
+def multinomial_state_part(
+    float64_t[:, ::1] raw,
+    const int32_t[::1] y,
+    const float64_t[::1] sample_weight,
+    const uint8_t[::1] sample_mask,
+    float64_t[:, ::1] prob,
+    float64_t[:, ::1] residual,
+    int n_threads,
+    intp_t chunk_start,
+    intp_t chunk_stop,
+    float64_t[::1] partial,
+    intp_t step_class=-1,
+    const float64_t[::1] steps=None,
+    const int32_t[::1] leaf_of_row=None,
+):
+    """``multinomial_state`` over the row chunks ``chunk_start .. chunk_stop - 1``
+    only, their loss sums into ``partial``: parts of the pass run by different
+    threads (the class growers side by side, each on its own threads), and then
+    ``multinomial_parts_loss(partial)`` is ``multinomial_state``'s loss, bit for
+    bit (each chunk's numbers are its rows' alone; the chunks are added in chunk
+    order).
+
+    Parameters
+    ----------
+    raw, y, sample_weight, sample_mask, prob, residual, n_threads, step_class, steps, leaf_of_row
+        As ``multinomial_state``'s.
+    chunk_start, chunk_stop : int
+        The chunks of this part, ``0 <= chunk_start <= chunk_stop <=
+        multinomial_chunk_count(n_samples)``.
+    partial : float64 array of shape (2 * multinomial_chunk_count(n_samples),)
+        Chunk c's weighted loss and weight are written into ``partial[2 c]`` and
+        ``partial[2 c + 1]`` (the other chunks' entries are left as they are).
+    """
+    cdef intp_t n = y.shape[0]
+    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef const float64_t* steps_at
+    cdef const int32_t* leaf_at
+    _step_pointers(n, raw.shape[0], step_class, steps, leaf_of_row, &steps_at, &leaf_at)
+    if not 0 <= chunk_start <= chunk_stop <= n_chunks:
+        raise ValueError(f"chunks {chunk_start} .. {chunk_stop} are not a range of the "
+                         f"{n_chunks} chunks of {n} rows")
+    if partial.shape[0] != 2 * n_chunks:
+        raise ValueError(f"partial must hold 2 x {n_chunks} sums, got {partial.shape[0]}")
+    if chunk_start == chunk_stop:
+        return
+    with nogil:
+        _multinomial_chunks(raw, y, sample_weight, sample_mask, prob, residual,
+                            n_threads, chunk_start, chunk_stop, &partial[0], step_class,
+                            steps_at, leaf_at)
+
+
+def multinomial_parts_loss(const float64_t[::1] partial):
+    """The mean loss of ``multinomial_state_part``'s sums of every chunk
+    (``multinomial_state``'s loss, bit for bit)."""
+    if partial.shape[0] % 2:
+        raise ValueError(f"partial must hold 2 sums per chunk, got {partial.shape[0]}")
+    if partial.shape[0] == 0:
+        return chunk_mean(NULL, 0)
+    return chunk_mean(&partial[0], partial.shape[0] // 2)
 
 
 def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
