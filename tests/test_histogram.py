@@ -800,6 +800,53 @@ def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs,
     assert one.predict_proba(X).tobytes() == side.predict_proba(X).tobytes()
 
 
+@pytest.mark.parametrize("split_method", ["hist", "exact"])
+def test_lanes_are_kept_for_the_fit_and_share_the_softmax_pass(split_method, monkeypatch):
+    """The class growers' lanes are the same threads for the whole fit, each
+    iteration's trees and its softmax pass run on them (two hand-overs an
+    iteration), and their threads end with the fit, also when it fails. With
+    enough rows for the pass's parallel loop (200,000) on lanes of two threads,
+    the model is the one-thread fit's, bit for bit."""
+    import threading
+
+    from gbc_core import _boosting
+
+    rng = np.random.default_rng(8)
+    n = 200_003
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n), [-1.0, 0.0, 1.0])
+    kw = dict(split_method=split_method, n_estimators=2, max_depth=2, random_state=1)
+    runs = []
+    real_run = _boosting._Lanes.run
+
+    def spy(self, functions, stop=None):
+        runs.append((tuple(t for t in self.threads),
+                     tuple(worker.ident for worker in self._workers)))
+        return real_run(self, functions, stop)
+
+    monkeypatch.setattr(_boosting._Lanes, "run", spy)
+    one = GradientBoostingClassifier(n_jobs=1, **kw).fit(X, y)
+    assert runs == []
+    side = GradientBoostingClassifier(n_jobs=8, **kw).fit(X, y)
+    assert len(runs) == 2 * 2 and len(set(runs)) == 1 and runs[0][0] == (2, 2, 2, 2)
+    assert (np.concatenate(one.booster_.trees()).tobytes()
+            == np.concatenate(side.booster_.trees()).tobytes())
+    assert one.train_score_.tobytes() == side.train_score_.tobytes()
+    assert not any(t.name.startswith("gbc-core-lane") for t in threading.enumerate())
+
+    real_iteration = _boosting._iteration
+
+    def fails_second(m, *args, **kwargs):
+        if m == 1:
+            raise RuntimeError("the second iteration failed")
+        return real_iteration(m, *args, **kwargs)
+
+    monkeypatch.setattr(_boosting, "_iteration", fails_second)
+    with pytest.raises(RuntimeError, match="second iteration failed"):
+        GradientBoostingClassifier(n_jobs=8, **kw).fit(X, y)
+    assert not any(t.name.startswith("gbc-core-lane") for t in threading.enumerate())
+
+
 @pytest.mark.parametrize("options, n_jobs", [
     (dict(), 3), (dict(n_classes=4), 2), (dict(subsample=0.7, n_classes=3), 3),
     (dict(weighted=True), 2), (dict(max_leaf_nodes=6, max_depth=None), 3),
@@ -933,11 +980,12 @@ def test_leftover_trees_sharing_the_finder_buffers_give_the_unshared_model(
 
 def test_grow_side_by_side_shares_the_trees_out():
     """Trees 0 .. n - 1 (n the largest multiple of the one-thread growers) go to
-    those growers, each on a thread of its own; the rest to the grower of every
-    thread, in order; an error in a tree reaches the caller."""
+    those growers, each on its lane's thread (the same thread every iteration); the
+    rest to the grower of every thread, in order; an error in a tree reaches the
+    caller."""
     import threading
 
-    from gbc_core._boosting import _grow_side_by_side
+    from gbc_core._boosting import _grow_side_by_side, _Lanes
 
     seen = {}
     # Trees 0 and 1 can only pass this barrier if they are grown at the same time.
@@ -949,28 +997,49 @@ def test_grow_side_by_side_shares_the_trees_out():
             together.wait(timeout=30)
         return f"tree {k}"
 
-    assert _grow_side_by_side(grow, 5, ["a", "b"], "all") == [f"tree {k}" for k in range(5)]
-    assert [seen[k][0] for k in range(5)] == ["a", "b", "a", "b", "all"]
-    assert seen[0][1] == seen[2][1] != seen[1][1] == seen[3][1]
-    assert seen[4][1] == threading.get_ident() != seen[0][1]    # the caller's thread
+    lanes = _Lanes([1, 1])
+    try:
+        assert (_grow_side_by_side(grow, 5, ["a", "b"], "all", lanes)
+                == [f"tree {k}" for k in range(5)])
+        assert [seen[k][0] for k in range(5)] == ["a", "b", "a", "b", "all"]
+        assert seen[0][1] == seen[2][1] != seen[1][1] == seen[3][1]
+        assert seen[4][1] == threading.get_ident() != seen[0][1]    # the caller's thread
+        first = dict(seen)
+        seen.clear()
+        together.reset()
+        _grow_side_by_side(grow, 5, ["a", "b"], "all", lanes)
+        # The next iteration's trees of grower j on the same thread as before.
+        assert [seen[k][1] for k in range(4)] == [first[k][1] for k in range(4)]
+    finally:
+        lanes.close()
 
     import time
 
     grown = []
+    started = threading.Event()
 
     def fails(k, grower):
         if k == 0:
+            started.wait(timeout=30)   # tree 1 is being grown when tree 0 fails
             raise ValueError("tree 0 failed")
         if k == 1:
+            started.set()
             time.sleep(1.0)   # still growing when the error is seen
         grown.append(k)
         return k
 
-    with pytest.raises(ValueError, match="tree 0 failed"):
-        _grow_side_by_side(fails, 7, ["a", "b", "c"], "all")
-    # Grower "b" finishes the tree it was growing (1) and starts no other (4); the
-    # tree left to the caller (6) is never grown.
-    assert 1 in grown and 4 not in grown and 6 not in grown
+    lanes = _Lanes([1, 1, 1])
+    try:
+        with pytest.raises(ValueError, match="tree 0 failed"):
+            _grow_side_by_side(fails, 7, ["a", "b", "c"], "all", lanes)
+        # Grower "b" finishes the tree it was growing (1) and starts no other (4);
+        # the tree left to the caller (6) is never grown.
+        assert 1 in grown and 4 not in grown and 6 not in grown
+        # The lanes still work after an error.
+        assert lanes.run([lambda: 1, lambda: 2, lambda: 3]) == [1, 2, 3]
+    finally:
+        lanes.close()
+    assert not any(t.name.startswith("gbc-core-lane") for t in threading.enumerate())
 
 
 def test_warm_start_is_a_single_fit():

@@ -15,10 +15,10 @@ reports; 1 otherwise).
 NumPy and the kernels only: no scikit-learn.
 """
 
+import queue
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -364,12 +364,83 @@ def holdout_draw(group_sizes, n_held_out, rng):
     return [rng.permutation(int(size))[:int(k)] for size, k in zip(sizes, n_val)]
 
 
-def _grow_side_by_side(grow, n_trees, growers, grower):
+class _Lanes:
+    """The threads of the class growers side by side, kept for a whole fit: lane j
+    is one Python thread that runs what is given to it (``run``), the trees of
+    grower j and its part of the softmax pass. Each lane is the same OS thread
+    every iteration, so its OpenMP threads are made once per fit, and while the
+    lanes work no other OpenMP team is at work (the calling thread waits): a team
+    made anew each iteration, or a second team spinning after its loops, would
+    take cores from the lanes.
+
+    Parameters
+    ----------
+    threads : list of int
+        The OpenMP threads of each lane (``side_by_side_threads``).
+    """
+
+    def __init__(self, threads):
+        self.threads = list(threads)
+        self._jobs = [queue.SimpleQueue() for _ in self.threads]
+        self._workers = [threading.Thread(target=self._serve, args=(jobs,), daemon=True,
+                                          name=f"gbc-core-lane-{j}")
+                         for j, jobs in enumerate(self._jobs)]
+        for worker in self._workers:
+            worker.start()
+
+    @staticmethod
+    def _serve(jobs):
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            function, out, done = job
+            try:
+                out[0] = function()
+            except BaseException as error:  # handed to the caller of run
+                out[1] = error
+            finally:
+                done.set()
+
+    def run(self, functions, stop=None):
+        """``functions[j]()`` on lane j, all at once; returns their results in lane
+        order. An error of a lane is raised (the first in lane order) once every
+        lane has finished; on an error or an interrupt, ``stop`` (a
+        ``threading.Event``) is set for the functions that look at it."""
+        outs = [[None, None] for _ in functions]
+        dones = [threading.Event() for _ in functions]
+        for jobs, function, out, done in zip(self._jobs, functions, outs, dones):
+            jobs.put((function, out, done))
+        try:
+            for j, done in enumerate(dones):
+                done.wait()
+                if outs[j][1] is not None and stop is not None:
+                    stop.set()
+        except BaseException:
+            if stop is not None:
+                stop.set()
+            for done in dones:
+                done.wait()
+            raise
+        for _, error in outs:
+            if error is not None:
+                raise error
+        return [result for result, _ in outs]
+
+    def close(self):
+        """End the lanes' threads (after what they are running)."""
+        for jobs in self._jobs:
+            jobs.put(None)
+        for worker in self._workers:
+            worker.join()
+
+
+def _grow_side_by_side(grow, n_trees, growers, grower, lanes):
     """The trees of one iteration: ``grow(k, g)`` grows tree k with grower g and
     returns its nodes. With T = ``len(growers)`` growers, trees 0 .. n - 1 (n the
-    largest multiple of T at most ``n_trees``) are grown T at a time, each grower
-    driven by a Python thread of its own (its kernels release the GIL and run on the
-    grower's own OpenMP threads); the rest one after another by ``grower`` (every
+    largest multiple of T at most ``n_trees``) are grown T at a time, grower j on
+    lane j of ``lanes`` (a ``_Lanes``: its kernels release the GIL and run on the
+    lane's OpenMP threads); the rest one after another by ``grower`` (every
     thread). Returns the nodes of the trees in order."""
     n_side = n_trees - n_trees % len(growers)
     out = [None] * n_trees
@@ -381,16 +452,7 @@ def _grow_side_by_side(grow, n_trees, growers, grower):
                 return
             out[k] = grow(k, growers[j])
 
-    with ThreadPoolExecutor(max_workers=len(growers)) as pool:
-        futures = [pool.submit(run, j) for j in range(len(growers))]
-        try:
-            for future in futures:
-                future.result()
-        except BaseException:
-            # An error or an interrupt: no thread starts another tree (leaving the
-            # pool waits for the trees being grown).
-            stop.set()
-            raise
+    lanes.run([lambda j=j: run(j) for j in range(len(growers))], stop)
     for k in range(n_side, n_trees):
         out[k] = grow(k, grower)
     return out
@@ -736,10 +798,10 @@ def _record_oob(record, state, mask, m, oob_before, factor):
     record.oob_improvement.append(before - oob)
 
 
-def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
+def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor, lanes=None):
     """Grow iteration m's K trees (``growers``: the grower and the side-by-side
-    ones), update the scores by them, and record the training and out-of-bag losses.
-    Returns the trees' nodes."""
+    ones, these on ``lanes``), update the scores by them, and record the training
+    and out-of-bag losses. Returns the trees' nodes."""
     grower, class_growers = growers
     categorical = trees.categorical
     new_sets = [None] * trees.n_outputs
@@ -772,7 +834,8 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
         return nodes
 
     if class_growers:
-        new_trees = _grow_side_by_side(grow, trees.n_outputs, class_growers, grower)
+        new_trees = _grow_side_by_side(grow, trees.n_outputs, class_growers, grower,
+                                       lanes)
         for k, nodes in enumerate(new_trees):
             trees.check(k, nodes, m)
     else:
@@ -781,7 +844,10 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor):
             new_trees.append(grow(k, grower))
             trees.check(k, new_trees[k], m)
     trees.add(new_trees, new_sets)
-    record.train_score.append(factor * state.finish_iteration(mask))
+    # The pass that ends the iteration on the lanes too, where the trees were grown
+    # on them (a state whose outputs are grown side by side takes them).
+    record.train_score.append(factor * (state.finish_iteration(mask) if lanes is None
+                                        else state.finish_iteration(mask, lanes)))
     if mask is not None:
         _record_oob(record, state, mask, m, oob_before, factor)
     return new_trees
@@ -887,16 +953,22 @@ def boost(X, y, sample_weight, loss, params, seed, *, eval_set=None, previous=No
     stop = False
     for callback in callbacks:
         stop = callback.start(record) or stop
-    for m in range(trees.n_iterations, params["n_estimators"]):
-        if stop:
-            break
-        mask, tree_seeds = _draw(seed, m, params, part, trees.n_features, loss.n_outputs)
-        new_trees = _iteration(m, state, growers, trees, record, mask, tree_seeds,
-                               loss.score_factor)
-        if validation is not None:
-            validation.add(new_trees, record)
-        for callback in callbacks:
-            stop = callback.after_iteration(m, record, trees.ensemble) or stop
+    lanes = _Lanes([g.n_threads for g in growers[1]]) if growers[1] else None
+    try:
+        for m in range(trees.n_iterations, params["n_estimators"]):
+            if stop:
+                break
+            mask, tree_seeds = _draw(seed, m, params, part, trees.n_features,
+                                     loss.n_outputs)
+            new_trees = _iteration(m, state, growers, trees, record, mask, tree_seeds,
+                                   loss.score_factor, lanes)
+            if validation is not None:
+                validation.add(new_trees, record)
+            for callback in callbacks:
+                stop = callback.after_iteration(m, record, trees.ensemble) or stop
+    finally:
+        if lanes is not None:
+            lanes.close()
     for callback in callbacks:
         callback.finish(record)
     return _kept(trees, record)

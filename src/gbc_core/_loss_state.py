@@ -539,16 +539,23 @@ class MultinomialFit:
             value = newton_values(nodes, self.reduce(sums, 2), self.factor)
         self.raw[k] += (learning_rate * value)[np.asarray(leaf_of_row)]
 
-    def finish_iteration(self, sample_mask):
+    def finish_iteration(self, sample_mask, lanes=None):
         """The last class's update of F (waiting since its ``update``) and the
         probabilities of the next iteration, in one pass; returns the weighted
-        log-loss of the in-bag rows."""
+        log-loss of the in-bag rows. With ``lanes`` (the class growers' threads,
+        ``_boosting._Lanes``), lane j makes the pass over its share of the row
+        chunks (in proportion to its threads) on its threads: the same numbers."""
         step_class, steps, leaf_of_row = (-1, None, None) if self._pending is None \
             else self._pending
         self._pending = None
-        loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
-                                         sample_mask, self.prob, None, self.n_threads,
-                                         step_class, steps, leaf_of_row)
+        if lanes is None:
+            loss = _leaves.multinomial_state(self.raw, self.y, self.sample_weight,
+                                             sample_mask, self.prob, None,
+                                             self.n_threads, step_class, steps,
+                                             leaf_of_row)
+        else:
+            loss = self._pass_on_lanes(lanes, sample_mask, step_class, steps,
+                                       leaf_of_row)
         if self.exact:
             _leaves.class_log_odds(self.raw, self.log_odds)
         if self.reduce is None:
@@ -557,6 +564,22 @@ class MultinomialFit:
         n = self.y.shape[0] if rows is None else int(np.count_nonzero(rows))
         return reduced_mean(self.reduce, float(loss),
                             weight_of(_select(self.sample_weight, rows), n))
+
+    def _pass_on_lanes(self, lanes, sample_mask, step_class, steps, leaf_of_row):
+        n_chunks = _leaves.multinomial_chunk_count(self.y.shape[0])
+        partial = np.empty(2 * n_chunks, dtype=np.float64)
+        total = sum(lanes.threads)
+        bounds = [n_chunks * sum(lanes.threads[:j]) // total
+                  for j in range(len(lanes.threads) + 1)]
+
+        def part(j):
+            _leaves.multinomial_state_part(
+                self.raw, self.y, self.sample_weight, sample_mask, self.prob, None,
+                lanes.threads[j], bounds[j], bounds[j + 1], partial, step_class, steps,
+                leaf_of_row)
+
+        lanes.run([lambda j=j: part(j) for j in range(len(lanes.threads))])
+        return _leaves.multinomial_parts_loss(partial)
 
     def held_out_loss(self, held_out):
         y, w = self.y[held_out], _select(self.sample_weight, held_out)
