@@ -804,7 +804,8 @@ def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs,
 def test_lanes_are_kept_for_the_fit_and_share_the_softmax_pass(split_method, monkeypatch):
     """The class growers' lanes are the same threads for the whole fit, each
     iteration's trees and its softmax pass run on them (two hand-overs an
-    iteration), and their threads end with the fit, also when it fails. With
+    iteration; the pass not after a tree left over to every thread), and their
+    threads end with the fit, also when it fails. With
     enough rows for the pass's parallel loop (200,000) on lanes of two threads,
     the model is the one-thread fit's, bit for bit."""
     import threading
@@ -832,6 +833,14 @@ def test_lanes_are_kept_for_the_fit_and_share_the_softmax_pass(split_method, mon
     assert (np.concatenate(one.booster_.trees()).tobytes()
             == np.concatenate(side.booster_.trees()).tobytes())
     assert one.train_score_.tobytes() == side.train_score_.tobytes()
+    # A tree left over (4 classes, 3 lanes) is grown on every thread, and the pass
+    # after it on those threads: one hand-over to the lanes an iteration.
+    runs.clear()
+    left_over = GradientBoostingClassifier(n_jobs=3, **kw).fit(X, y)
+    assert len(runs) == 2 and runs[0][0] == (1, 1, 1)
+    assert (np.concatenate(left_over.booster_.trees()).tobytes()
+            == np.concatenate(one.booster_.trees()).tobytes())
+    assert left_over.train_score_.tobytes() == one.train_score_.tobytes()
     assert not any(t.name.startswith("gbc-core-lane") for t in threading.enumerate())
 
     real_iteration = _boosting._iteration

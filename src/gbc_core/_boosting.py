@@ -844,10 +844,12 @@ def _iteration(m, state, growers, trees, record, mask, tree_seeds, factor, lanes
             new_trees.append(grow(k, grower))
             trees.check(k, new_trees[k], m)
     trees.add(new_trees, new_sets)
-    # The pass that ends the iteration on the lanes too, where the trees were grown
-    # on them (a state whose outputs are grown side by side takes them).
-    record.train_score.append(factor * (state.finish_iteration(mask) if lanes is None
-                                        else state.finish_iteration(mask, lanes)))
+    # The pass that ends the iteration on the lanes too, where every tree was grown
+    # on them (a state whose outputs are grown side by side takes them); after a
+    # tree left over, on the threads that grew it (no second team spinning).
+    on_lanes = lanes is not None and trees.n_outputs % len(class_growers) == 0
+    record.train_score.append(factor * (state.finish_iteration(mask, lanes) if on_lanes
+                                        else state.finish_iteration(mask)))
     if mask is not None:
         _record_oob(record, state, mask, m, oob_before, factor)
     return new_trees
