@@ -1044,8 +1044,10 @@ def test_grow_side_by_side_shares_the_trees_out():
         # Grower "b" finishes the tree it was growing (1) and starts no other (4);
         # the tree left to the caller (6) is never grown.
         assert 1 in grown and 4 not in grown and 6 not in grown
-        # The lanes still work after an error.
+        # The lanes still work after an error; one function per lane.
         assert lanes.run([lambda: 1, lambda: 2, lambda: 3]) == [1, 2, 3]
+        with pytest.raises(ValueError, match="2 functions for 3 lanes"):
+            lanes.run([lambda: 1, lambda: 2])
     finally:
         lanes.close()
     assert not any(t.name.startswith("gbc-core-lane") for t in threading.enumerate())

@@ -368,10 +368,14 @@ class _Lanes:
     """The threads of the class growers side by side, kept for a whole fit: lane j
     is one Python thread that runs what is given to it (``run``), the trees of
     grower j and its part of the softmax pass. Each lane is the same OS thread
-    every iteration, so its OpenMP threads are made once per fit, and while the
-    lanes work no other OpenMP team is at work (the calling thread waits): a team
-    made anew each iteration, or a second team spinning after its loops, would
-    take cores from the lanes.
+    every iteration, so its OpenMP threads are made once per fit, and no other
+    OpenMP team is made or run while the lanes work (the calling thread waits): a
+    team made anew each iteration, or a second team spinning after its loops,
+    would take cores from the lanes.
+
+    The lanes are daemon threads, ended by ``close`` (``boost`` calls it when the
+    fit ends, also on an error): a fit interrupted while closing does not keep the
+    interpreter from exiting.
 
     Parameters
     ----------
@@ -382,11 +386,16 @@ class _Lanes:
     def __init__(self, threads):
         self.threads = list(threads)
         self._jobs = [queue.SimpleQueue() for _ in self.threads]
-        self._workers = [threading.Thread(target=self._serve, args=(jobs,), daemon=True,
+        self._workers = []
+        try:
+            for j, jobs in enumerate(self._jobs):
+                worker = threading.Thread(target=self._serve, args=(jobs,), daemon=True,
                                           name=f"gbc-core-lane-{j}")
-                         for j, jobs in enumerate(self._jobs)]
-        for worker in self._workers:
-            worker.start()
+                worker.start()
+                self._workers.append(worker)
+        except BaseException:
+            self.close()
+            raise
 
     @staticmethod
     def _serve(jobs):
@@ -394,32 +403,48 @@ class _Lanes:
             job = jobs.get()
             if job is None:
                 return
-            function, out, done = job
+            function, out, done, stop = job
             try:
                 out[0] = function()
             except BaseException as error:  # handed to the caller of run
                 out[1] = error
+                if stop is not None:
+                    stop.set()   # the other lanes start nothing more
             finally:
                 done.set()
 
     def run(self, functions, stop=None):
-        """``functions[j]()`` on lane j, all at once; returns their results in lane
-        order. An error of a lane is raised (the first in lane order) once every
-        lane has finished; on an error or an interrupt, ``stop`` (a
-        ``threading.Event``) is set for the functions that look at it."""
+        """Run ``functions[j]()`` on lane j, all at once, and wait for them.
+
+        Parameters
+        ----------
+        functions : list of callable
+            One function of no arguments per lane.
+        stop : threading.Event, optional
+            Set as soon as a function raises, or when the wait is interrupted, for
+            the functions that look at it.
+
+        Returns
+        -------
+        list
+            The functions' results, in lane order. An error of a lane is raised
+            (the first in lane order) once every lane has finished.
+        """
+        if len(functions) != len(self._jobs):
+            raise ValueError(f"{len(functions)} functions for {len(self._jobs)} lanes")
         outs = [[None, None] for _ in functions]
         dones = [threading.Event() for _ in functions]
-        for jobs, function, out, done in zip(self._jobs, functions, outs, dones):
-            jobs.put((function, out, done))
+        started = 0
         try:
-            for j, done in enumerate(dones):
+            for jobs, function, out, done in zip(self._jobs, functions, outs, dones):
+                jobs.put((function, out, done, stop))
+                started += 1
+            for done in dones:
                 done.wait()
-                if outs[j][1] is not None and stop is not None:
-                    stop.set()
         except BaseException:
             if stop is not None:
                 stop.set()
-            for done in dones:
+            for done in dones[:started]:
                 done.wait()
             raise
         for _, error in outs:
@@ -429,7 +454,7 @@ class _Lanes:
 
     def close(self):
         """End the lanes' threads (after what they are running)."""
-        for jobs in self._jobs:
+        for jobs in self._jobs[:len(self._workers)]:
             jobs.put(None)
         for worker in self._workers:
             worker.join()

@@ -7,7 +7,10 @@ residuals tree k is grown on; the row statistics are None for unit weights in on
 process: the residuals are then w * r), ``update(k, nodes, leaf_of_row,
 sample_mask, learning_rate, n_threads)`` (sets the leaf values of a grown tree and
 adds it to the raw scores), ``finish_iteration(sample_mask)`` (the in-bag loss
-after an iteration) and ``held_out_loss(mask)``.
+after an iteration) and ``held_out_loss(mask)``. A state whose ``parallel_outputs``
+is true (its trees may be grown side by side) also takes
+``finish_iteration(sample_mask, lanes)``: the pass that ends the iteration, on the
+class growers' threads (``_boosting._Lanes``).
 
 A state may borrow the tree grower's buffers (its ``borrows``, the boosting loop
 lends them): with ``"residual"``, ``tree_target(k, residual_out, n_threads)``
@@ -566,6 +569,8 @@ class MultinomialFit:
                             weight_of(_select(self.sample_weight, rows), n))
 
     def _pass_on_lanes(self, lanes, sample_mask, step_class, steps, leaf_of_row):
+        """``multinomial_state``'s pass, lane j over its share of the row chunks (in
+        proportion to its threads) on its threads; returns the pass's loss."""
         n_chunks = _leaves.multinomial_chunk_count(self.y.shape[0])
         partial = np.empty(2 * n_chunks, dtype=np.float64)
         total = sum(lanes.threads)
