@@ -1746,18 +1746,8 @@ cdef int _step_pointers(
     return 0
 
 
-def multinomial_state(
-    float64_t[:, ::1] raw,
-    const int32_t[::1] y,
-    const float64_t[::1] sample_weight,
-    const uint8_t[::1] sample_mask,
-    float64_t[:, ::1] prob,
-    float64_t[:, ::1] residual,
-    int n_threads,
-    intp_t step_class=-1,
-    const float64_t[::1] steps=None,
-    const int32_t[::1] leaf_of_row=None,
-):
+def multinomial_state(raw, y, sample_weight, sample_mask, prob, residual, n_threads,
+                      step_class=-1, steps=None, leaf_of_row=None):
     """p = softmax(F) and r_k = [y = k] - p_k for every row, in one pass; with
     ``steps``, first the update of one class's scores by its tree in the same pass.
 
@@ -1791,29 +1781,27 @@ def multinomial_state(
     loss : float
         Weighted mean multinomial log-loss -log p_y of the in-bag rows.
     """
-    cdef intp_t n = y.shape[0]
-    cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef float64_t loss
-    cdef const float64_t* steps_at
-    cdef const int32_t* leaf_at
-    _step_pointers(n, raw.shape[0], step_class, steps, leaf_of_row, &steps_at, &leaf_at)
-    cdef float64_t* partial = <float64_t*>malloc(2 * max(n_chunks, 1) * sizeof(float64_t))
-    if partial == NULL:
-        raise MemoryError()
-    try:
-        with nogil:
-            _multinomial_chunks(raw, y, sample_weight, sample_mask, prob, residual,
-                                n_threads, 0, n_chunks, partial, step_class, steps_at,
-                                leaf_at)
-            loss = chunk_mean(partial, n_chunks)
-    finally:
-        free(partial)
-    return loss
+    partial = np.empty(2 * multinomial_chunk_count(len(y)), dtype=np.float64)
+    multinomial_state_part(raw, y, sample_weight, sample_mask, prob, residual, n_threads,
+                           0, partial.shape[0] // 2, partial, step_class, steps,
+                           leaf_of_row)
+    return multinomial_parts_loss(partial)
 
 
 def multinomial_chunk_count(intp_t n_rows):
-    """The row chunks of ``multinomial_state``'s pass over ``n_rows`` rows (CHUNK
-    rows each): ``multinomial_state_part`` takes ranges of them."""
+    """The row chunks of ``multinomial_state``'s pass (CHUNK rows each), of which
+    ``multinomial_state_part`` takes ranges.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the pass.
+
+    Returns
+    -------
+    int
+        ceil(n_rows / CHUNK).
+    """
     return (n_rows + CHUNK - 1) // CHUNK
 
 
@@ -1869,8 +1857,19 @@ def multinomial_state_part(
 
 
 def multinomial_parts_loss(const float64_t[::1] partial):
-    """The mean loss of ``multinomial_state_part``'s sums of every chunk
-    (``multinomial_state``'s loss, bit for bit)."""
+    """The loss of a pass made in parts, from their chunks' sums.
+
+    Parameters
+    ----------
+    partial : float64 array of shape (2 * n_chunks,)
+        Every chunk's weighted loss and weight (``multinomial_state_part``'s).
+
+    Returns
+    -------
+    float
+        The sums added in chunk order, loss over weight (0 where the weight is 0):
+        ``multinomial_state``'s loss, bit for bit.
+    """
     if partial.shape[0] % 2:
         raise ValueError(f"partial must hold 2 sums per chunk, got {partial.shape[0]}")
     if partial.shape[0] == 0:
