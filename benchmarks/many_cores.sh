@@ -9,9 +9,10 @@
 # benchmarks/scaling_model.py), then runs fit_scaling.py's comparisons on THREADS
 # threads (default: every core) and records traces, each step given only the time
 # left of SECONDS (default 480): a step that would start with under 20 s left is
-# skipped, and one that runs out is stopped, so the run ends in time and what it
-# measured is kept.  OUT_DIR receives log.txt (every step's output, with times),
-# results.tar.gz (each step's --json) and traces.tar (the .npz traces).
+# skipped, and one that runs out is stopped, so the run ends in time.  OUT_DIR
+# receives log.txt (every step's output, with times), results.tar.gz (the --json
+# of each step that finished: a stopped step's finished lines are in log.txt only)
+# and traces.tar (the .npz traces).  It stops if a build fails.
 #
 # The workloads can be shrunk for a rehearsal: W1 (1m), W5 (5c-1m), W5S (5c-200k),
 # W10 (10m), WX (200k, the one-thread exact trace) and WR (the steps' rounds, 2).
@@ -19,25 +20,27 @@
 set -u
 out=${1:?usage: many_cores.sh OUT_DIR [SECONDS] [THREADS]}
 budget=${2:-480}
-threads=${3:-$(python3 -c "import os; print(len(os.sched_getaffinity(0)))")}
-W1=${W1:-1m} W5=${W5:-5c-1m} W5S=${W5S:-5c-200k} W10=${W10:-10m} WX=${WX:-200k} WR=${WR:-2}
 python=${PYTHON:-python3}
+threads=${3:-$("$python" -c "import os; print(len(os.sched_getaffinity(0)))")}
+W1=${W1:-1m} W5=${W5:-5c-1m} W5S=${W5S:-5c-200k} W10=${W10:-10m} WX=${WX:-200k} WR=${WR:-2}
 mkdir -p "$out/json" "$out/traces"
 exec > >(tee -a "$out/log.txt") 2>&1
 start=$SECONDS
 export PYTHONUNBUFFERED=1
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 
-step() {  # step NAME COMMAND...: run COMMAND with the time left
-    local name=$1 left=$((budget - (SECONDS - start)))
+step() {  # step NAME COMMAND...: run COMMAND with the time left; its status
+    local name=$1 left=$((budget - (SECONDS - start))) rc
     shift
     if [ "$left" -lt 20 ]; then
         echo "## $name: skipped, $left s left"
-        return
+        return 1
     fi
     echo "## $name: start at $((SECONDS - start)) s ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"
     timeout "$left" "$@"
-    echo "## $name: rc $? at $((SECONDS - start)) s"
+    rc=$?
+    echo "## $name: rc $rc at $((SECONDS - start)) s"
+    return $rc
 }
 
 fits() {  # fits NAME ARGS...: fit_scaling.py, its --json kept
@@ -60,15 +63,21 @@ lscpu | grep -E 'Model|Thread|Core|Socket|NUMA|L1d|L2|L3|MHz' || true
 traced=${TRACED_SRC:-}
 if [ -z "$traced" ]; then
     copy=$(mktemp -d)
+    trap 'rm -rf "$copy"' EXIT
     cp -a setup.py pyproject.toml README.md LICENSE src "$copy/"
     find "$copy/src" -name '*.so' -delete  # a build already here is not traced
     (cd "$copy" && GBC_CORE_TRACE=1 timeout "$budget" "$python" setup.py build_ext --inplace \
-        -j "$threads" >"$out/build-traced.log" 2>&1; echo "## traced build: rc $?") &
+        -j "$threads" >"$out/build-traced.log" 2>&1) &
     traced_build=$!
     traced=$copy/src
 fi
-step build sh -c "'$python' setup.py build_ext --inplace -j $threads >'$out/build.log' 2>&1"
-tail -3 "$out/build.log"
+step build "$python" setup.py build_ext --inplace -j "$threads" >"$out/build.log" 2>&1 \
+    || { tail -20 "$out/build.log"; exit 1; }
+echo "## build: done at $((SECONDS - start)) s"
+if [ -n "${traced_build:-}" ]; then  # before any measurement: nothing builds beside it
+    wait "$traced_build" || { echo "## traced build failed"; tail -20 "$out/build-traced.log"; exit 1; }
+    echo "## traced build: done at $((SECONDS - start)) s"
+fi
 
 # Issue 33's 16-thread targets: hist against LightGBM (binary 1M, 5 classes 1M),
 # exact 1M against LightGBM and on one thread (its scaling), exact 5 classes 200k,
@@ -83,7 +92,6 @@ fits hist-10m --workloads "$W10" --threads "$threads" --libraries gbc-hist,light
 
 # Traces on this machine for the scaling model: the many-thread fits as they ran,
 # and one-thread fits to check the model's factor between machines.
-[ -n "${traced_build:-}" ] && wait "$traced_build"
 record hist "$W1" "$threads"
 record exact "$W1" "$threads"
 record hist "$W5S" "$threads"
