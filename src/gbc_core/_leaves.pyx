@@ -1689,40 +1689,6 @@ cdef void _softmax_rows(
     loss_and_weight[1] = weight
 
 
-cdef void _multinomial_chunks(
-    float64_t[:, ::1] raw,
-    const int32_t[::1] y,
-    const float64_t[::1] sample_weight,
-    const uint8_t[::1] sample_mask,
-    float64_t[:, ::1] prob,
-    float64_t[:, ::1] residual,
-    int n_threads,
-    intp_t chunk_start,
-    intp_t chunk_stop,
-    float64_t* partial,
-    intp_t step_class,
-    const float64_t* steps_at,
-    const int32_t* leaf_at,
-) noexcept nogil:
-    """``multinomial_state``'s pass over the row chunks ``chunk_start ..
-    chunk_stop - 1`` (CHUNK rows each), chunk c's loss sums into ``partial[2 c]``
-    and ``partial[2 c + 1]``, on ``n_threads`` threads (one for fewer than 200,000
-    rows in all: too short to pay for a parallel region)."""
-    cdef intp_t n = y.shape[0]
-    cdef intp_t c, start
-    if n < 200000:
-        n_threads = 1
-    GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, min(chunk_stop * CHUNK, n) - chunk_start * CHUNK)
-    for c in prange(chunk_start, chunk_stop, schedule="dynamic", num_threads=n_threads):
-        GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
-        start = c * CHUNK
-        _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
-                      min(start + CHUNK, n), &partial[2 * c], step_class, steps_at,
-                      leaf_at)
-        GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
-    GBC_TRACE_REGION_END(GBC_TR_LEAVES, min(chunk_stop * CHUNK, n) - chunk_start * CHUNK)
-
-
 cdef int _step_pointers(
     intp_t n_rows, intp_t n_classes, intp_t step_class, const float64_t[::1] steps,
     const int32_t[::1] leaf_of_row, const float64_t** steps_at,
@@ -1840,6 +1806,7 @@ def multinomial_state_part(
     """
     cdef intp_t n = y.shape[0]
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef intp_t c, start
     cdef const float64_t* steps_at
     cdef const int32_t* leaf_at
     _step_pointers(n, raw.shape[0], step_class, steps, leaf_of_row, &steps_at, &leaf_at)
@@ -1851,9 +1818,17 @@ def multinomial_state_part(
     if chunk_start == chunk_stop:
         return
     with nogil:
-        _multinomial_chunks(raw, y, sample_weight, sample_mask, prob, residual,
-                            n_threads, chunk_start, chunk_stop, &partial[0], step_class,
-                            steps_at, leaf_at)
+        if n < 200000:  # too short (in all) to pay for a parallel region
+            n_threads = 1
+        GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, min(chunk_stop * CHUNK, n) - chunk_start * CHUNK)
+        for c in prange(chunk_start, chunk_stop, schedule="dynamic", num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_LEAF_SOFTMAX, c)
+            start = c * CHUNK
+            _softmax_rows(raw, y, sample_weight, sample_mask, prob, residual, start,
+                          min(start + CHUNK, n), &partial[2 * c], step_class, steps_at,
+                          leaf_at)
+            GBC_TRACE_TASK_END(GBC_TR_LEAF_SOFTMAX, c)
+        GBC_TRACE_REGION_END(GBC_TR_LEAVES, min(chunk_stop * CHUNK, n) - chunk_start * CHUNK)
 
 
 def multinomial_parts_loss(const float64_t[::1] partial):
