@@ -11,6 +11,7 @@ import pytest
 from gbc_core import GradientBoostingClassifier, newton_leaf_values
 from gbc_core._common import NODE_DTYPE, ROW_STAT_DTYPE
 from gbc_core import _leaves, _loss_state
+from gbc_core._loss import loss_for
 from gbc_core import _predictor
 from gbc_core._predictor import Predictor
 from gbc_core._sorting import presort_features
@@ -1156,3 +1157,119 @@ def test_newton_node_sums_and_binomial_apply_are_boosting_update(weighted, maske
                                np.empty(3))
     with pytest.raises(ValueError, match="sums must have shape"):
         _leaves.binomial_apply(split, sums[:3], leaf, mask, y, w, 0.1, *state(), 1)
+
+
+@pytest.mark.parametrize("n", [5_003, 200_777])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_binomial_leaf_sums_make_r_from_the_codes(n, weighted, masked, n_threads):
+    """With ``residual_codes`` the binomial update's leaf sums make each row's r from
+    its class code and p (r = code - p) and do not read the residual buffer, which
+    the grower has put on the grid in place by then: leaf values, F, p, the next
+    residuals, the loss and the grid maxima are those of the sums of the residuals
+    themselves, bit for bit, with one row block (5,003 rows) and in row blocks
+    (the fused region), on any threads; so are ``newton_node_sums``' (a
+    data-parallel fit's first half). The buffer here holds the residuals on a
+    coarse grid, so a kernel that read it would give other leaf values."""
+    rng = np.random.default_rng(29)
+    y = (rng.uniform(size=n) < 0.4).astype(np.int32)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    raw = rng.normal(size=n) * rng.choice([1e-3, 1.0, 30.0], size=n)
+    nodes = np.zeros(9, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, 0, 0, 0, -1, -1, -1, -1, -1]
+    leaf = rng.choice([4, 5, 6, 7, 8], p=[0.5, 0.3, 0.1, 0.07, 0.03], size=n).astype(np.int32)
+    mask = (rng.uniform(size=n) < 0.7).astype(np.uint8) if masked else None
+    prob, residual = np.empty(n), np.empty(n)
+    rs0 = None if w is None else np.empty(n, dtype=ROW_STAT_DTYPE)
+    _leaves.init_state(y, w, raw.copy(), prob, residual, rs0)
+    on_grid = np.rint(residual * 8.0) / 8.0
+    assert not np.array_equal(on_grid, residual)
+    runs = []
+    for buffer, codes in ((residual, None), (on_grid, y)):
+        tree = nodes.copy()
+        state = [raw.copy(), prob.copy(), buffer.copy(),
+                 None if rs0 is None else rs0.copy()]
+        maxima = np.full(2, np.nan)
+        loss, _ = _leaves.boosting_update(tree, leaf, mask, y, w, 0.1, *state, n_threads,
+                                          None, False, maxima, codes)
+        runs.append(([tree[f].tobytes() for f in NODE_DTYPE.names],
+                     [a.tobytes() for a in state if a is not None], loss, maxima.tobytes()))
+    assert runs[0] == runs[1]
+    from_residual = _leaves.newton_node_sums(leaf, len(nodes), mask, w, residual, prob,
+                                             n_threads)
+    for buffer in (None, on_grid):
+        from_codes = _leaves.newton_node_sums(leaf, len(nodes), mask, w, buffer, prob,
+                                              n_threads, y)
+        assert from_codes.tobytes() == from_residual.tobytes()
+    # Read from the grid's buffer, the sums are other numbers (the check can fail).
+    assert (_leaves.newton_node_sums(leaf, len(nodes), mask, w, on_grid, prob, n_threads)
+            .tobytes() != from_residual.tobytes())
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_binomial_state_keeps_no_residuals_beside_the_growers(weighted, monotonic):
+    """The binomial state borrows the grower's residual buffer: it has no residual
+    array before its first ``tree_target``, which makes r = y - p in the buffer
+    lent (init_state's numbers: those of a state that makes its own), and its
+    update writes the next tree's residuals there. The grower puts them on the
+    grid in place between: the state's leaf values, F, p, r and loss stay those of
+    a state whose residuals nothing touched, bit for bit (the fused kernel, and
+    NumPy's sums with monotonic constraints)."""
+    rng = np.random.default_rng(31)
+    n = 4001
+    y = (rng.uniform(size=n) < 0.4).astype(np.int32)
+    w = rng.uniform(0.5, 2, size=n) if weighted else None
+    raw = rng.normal(size=(n, 1)) * 3.0
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    nodes["left"], nodes["right"] = [1, -1, -1], [2, -1, -1]
+    leaf = np.where(rng.uniform(size=n) < 0.3, 1, 2).astype(np.int32)
+    loss = loss_for(2)
+    lent, own = loss.start(y, w, raw, 1), loss.start(y, w, raw, 1)
+    assert lent.borrows == ("residual",)
+    assert lent.residual is None
+    if monotonic:
+        lent.monotonic = own.monotonic = np.array([1], dtype=np.int8)
+    buffer = np.full(n, np.nan)
+    for _ in range(3):
+        stats_lent, r_lent = lent.tree_target(0, buffer, 2)
+        stats_own, r_own = own.tree_target(0)
+        assert r_lent is buffer and lent.residual is buffer and r_own is not buffer
+        assert r_lent.tobytes() == r_own.tobytes()
+        assert (stats_lent is None) == (stats_own is None) == (not weighted)
+        if weighted:
+            assert stats_lent.tobytes() == stats_own.tobytes()
+        buffer[:] = np.rint(buffer * 4.0) / 4.0  # the grower's grid pass, in place
+        a, b = nodes.copy(), nodes.copy()
+        lent.update(0, a, leaf, None, 0.1, 2)
+        own.update(0, b, leaf, None, 0.1, 2)
+        for field in NODE_DTYPE.names:
+            assert a[field].tobytes() == b[field].tobytes()
+        assert lent.raw.tobytes() == own.raw.tobytes()
+        assert lent.prob.tobytes() == own.prob.tobytes()
+        assert lent.finish_iteration(None) == own.finish_iteration(None)
+    assert buffer.tobytes() == own.residual.tobytes()
+
+
+def test_residual_codes_are_refused_where_they_cannot_stand_for_r():
+    n = 10
+    y = np.array([0, 1] * 5, dtype=np.int32)
+    raw, prob, residual = np.zeros(n), np.full(n, 0.5), np.zeros(n)
+    leaf = np.ones(n, dtype=np.int32)
+    nodes = np.zeros(3, dtype=NODE_DTYPE)
+    nodes["feature"] = [0, -1, -1]
+    with pytest.raises(ValueError, match="the log-loss's"):
+        _leaves.boosting_update(nodes, leaf, None, y.astype(float), None, 0.1, raw, None,
+                                residual, None, 1, None, True, None, y)
+    with pytest.raises(ValueError, match="residual_codes must have 10 rows, got 9"):
+        _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob, residual,
+                                None, 1, None, False, None, y[:9])
+    with pytest.raises(ValueError, match="residual is needed without residual_codes"):
+        _leaves.newton_node_sums(leaf, 3, None, None, None, prob, 1)
+    with pytest.raises(ValueError, match="the log-loss's"):
+        _leaves.newton_node_sums(leaf, 3, None, None, residual, None, 1, y)
+    # The exponential loss keeps its residuals (|r| is its Hessian).
+    with pytest.raises(ValueError, match="the exponential loss keeps its residuals"):
+        _leaves.init_state(y.astype(float), None, raw, None, None, None, True)

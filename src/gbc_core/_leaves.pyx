@@ -987,6 +987,19 @@ cdef void _binomial_rows(
         maxima[1] = max_w
 
 
+cdef _check_residual_codes(const int32_t[::1] residual_codes, intp_t n, bint no_prob):
+    """Refuse class codes for the residuals (r = code - p) of other than ``n`` rows,
+    or where there is no p (the exponential loss)."""
+    if residual_codes is None:
+        return
+    if no_prob:
+        raise ValueError("residual_codes make r = code - p: the log-loss's (with prob) "
+                         "only")
+    if residual_codes.shape[0] != n:
+        raise ValueError(f"residual_codes must have {n} rows, got "
+                         f"{residual_codes.shape[0]}")
+
+
 def boosting_update(
     node_t[::1] nodes,
     const int32_t[::1] leaf_of_row,
@@ -1002,6 +1015,7 @@ def boosting_update(
     const int32_t[::1] codes=None,
     bint exponential=False,
     float64_t[::1] grid_maxima=None,
+    const int32_t[::1] residual_codes=None,
 ):
     """One boosting step of a loss of one raw score per row after the tree of
     iteration m has been grown: the binomial log-loss, or with ``exponential`` the
@@ -1021,7 +1035,10 @@ def boosting_update(
     taken as the rows are updated: the largest abs(w * r) and w of ``row_stats``
     (``row_stats`` None: the largest abs(r), and 0), what the grower's grid pass
     would take of them (``TreeGrower.grid_maxima``); the exponential loss leaves
-    it as it is.
+    it as it is. ``residual_codes`` (the log-loss only; the class codes 0/1): the
+    leaf sums make each row's r from its code and p, r = code - p, the numbers the
+    update wrote (``newton_sums``), and do not read ``residual``, which may hold
+    them on the grid by now (the grower's buffer, put on the grid in place).
 
     Returns
     -------
@@ -1036,6 +1053,9 @@ def boosting_update(
         raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
     if leaf_of_row.shape[0] != n:
         raise ValueError(f"leaf_of_row must have {n} rows, got {leaf_of_row.shape[0]}")
+    _check_residual_codes(residual_codes, n, exponential)
+    # The residuals the leaf sums read (None: made from ``residual_codes``).
+    cdef const float64_t[::1] summed = residual if residual_codes is None else None
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef intp_t n_blocks = _leaf_sum_blocks(n, n_nodes)
     cdef bint fused = codes is None and not exponential and n_blocks > 1
@@ -1064,11 +1084,11 @@ def boosting_update(
                 _binomial_fused(nodes, step, learning_rate, leaf_of_row, sample_mask, y,
                                 sample_weight, raw, prob, residual, row_stats,
                                 <float64_t*>line_aligned(block), partial, chunk_max,
-                                n_threads)
+                                n_threads, summed, residual_codes)
         else:
             leaf_steps(nodes, step, learning_rate, leaf_of_row, sample_mask,
-                       sample_weight, 1.0, residual, prob, codes, 1, raw,
-                       EXPONENTIAL if exponential else LOGISTIC, n_threads)
+                       sample_weight, 1.0, summed, prob, codes, 1, raw,
+                       EXPONENTIAL if exponential else LOGISTIC, n_threads, residual_codes)
             if exponential:  # in row order, on one thread
                 with nogil:
                     n_overflow = exponential_rows(y, sample_weight, sample_mask, raw,
@@ -1161,6 +1181,8 @@ cdef void _binomial_fused(
     float64_t* partial,
     float64_t* chunk_max,
     int n_threads,
+    const float64_t[::1] summed,
+    const int32_t[::1] residual_codes,
 ) noexcept nogil:
     """``leaf_steps`` then ``_binomial_chunks``, in one parallel region on
     ``n_threads`` threads: one task per row block of the leaf sums (``_block_sums``,
@@ -1169,11 +1191,12 @@ cdef void _binomial_fused(
     leaf values and steps as one task (``_newton_steps``), a barrier, then one task
     per CHUNK of rows (``_binomial_rows``). The tasks are those of ``newton_sums``
     and of the two steps (each block's sums, each chunk's update and sums its
-    own): the same numbers, whatever the threads."""
+    own): the same numbers, whatever the threads. The leaf sums read ``summed``
+    (``residual``, or None: r made from ``residual_codes``, ``newton_sums``)."""
     cdef intp_t k, b, j, t, c, n = y.shape[0], n_nodes = nodes.shape[0]
     cdef intp_t n_chunks = (n + CHUNK - 1) // CHUNK
-    cdef _LeafSumRows at = _leaf_sum_rows(residual, prob, leaf_of_row, sample_weight,
-                                          sample_mask, None, 0, n_nodes)
+    cdef _LeafSumRows at = _leaf_sum_rows(summed, prob, leaf_of_row, sample_weight,
+                                          sample_mask, residual_codes, 1, n_nodes)
     for k in range(2 * n_nodes):
         step[k] = 0.0
     GBC_TRACE_REGION_BEGIN(GBC_TR_LEAVES, n)
@@ -1205,15 +1228,24 @@ def newton_node_sums(
     const float64_t[::1] residual,
     const float64_t[::1] prob,
     int n_threads,
+    const int32_t[::1] residual_codes=None,
 ):
     """The per-node sums of eq. 1 over this process's in-bag rows, shape (n_nodes,
     2): sum w r and sum w p (1 - p) (``prob`` None: sum w |r|), in row blocks
     (``newton_sums``: the numbers ``boosting_update`` forms, whatever the
     threads). The first half of
     ``boosting_update`` for a data-parallel fit, whose sums are all-reduced before
-    :func:`binomial_apply` takes them."""
+    :func:`binomial_apply` takes them. ``residual_codes`` (with ``prob``; then
+    ``residual`` is not read and may be None): r = code - p, as
+    ``boosting_update``'s."""
     cdef intp_t n = leaf_of_row.shape[0], j
-    if residual.shape[0] != n or (prob is not None and prob.shape[0] != n) or (
+    _check_residual_codes(residual_codes, n, prob is None)
+    if residual_codes is not None:
+        residual = None
+    elif residual is None:
+        raise ValueError("residual is needed without residual_codes")
+    if (residual is not None and residual.shape[0] != n) or (
+            prob is not None and prob.shape[0] != n) or (
             sample_weight is not None and sample_weight.shape[0] != n) or (
             sample_mask is not None and sample_mask.shape[0] != n):
         raise ValueError(f"residual, prob, sample_weight and sample_mask must have {n} "
@@ -1223,7 +1255,7 @@ def newton_node_sums(
     with nogil:
         if n > 0 and n_nodes > 0:
             newton_sums(residual, prob, leaf_of_row, sample_weight, sample_mask, &s[0, 0],
-                        &s[1, 0], n_nodes, n_threads)
+                        &s[1, 0], n_nodes, n_threads, residual_codes, 1)
     return np.ascontiguousarray(sums[:, :n_nodes].T)
 
 
@@ -1376,7 +1408,8 @@ def init_state(
 ):
     """The residuals r and the row statistics of raw scores F (Algorithm 1, lines 1-3
     and 6; ``row_stats`` None: unit weights, none needed): of the log-loss, p =
-    sigma(F) and r = y - p; with ``exponential``, r = y e^-F - (1 - y) e^F
+    sigma(F) and r = y - p (``residual`` None: r not kept, only the row
+    statistics made from it); with ``exponential``, r = y e^-F - (1 - y) e^F
     (``prob`` None).
 
     Returns
@@ -1387,9 +1420,11 @@ def init_state(
     cdef intp_t i, n_overflow
     cdef float64_t w, p, r
     cdef float64_t sums[2]
-    cdef bint with_stats = row_stats is not None
+    cdef bint with_stats = row_stats is not None, keep = residual is not None
     cdef const uint8_t[::1] every_row = None
     cdef const int32_t[::1] no_leaves = None
+    if exponential and not keep:
+        raise ValueError("the exponential loss keeps its residuals: residual is needed")
     if exponential:
         with nogil:
             n_overflow = exponential_rows(y, sample_weight, every_row, raw, NULL, no_leaves,
@@ -1401,7 +1436,8 @@ def init_state(
             p = expit(raw[i])
             prob[i] = p
             r = y[i] - p
-            residual[i] = r
+            if keep:
+                residual[i] = r
             if with_stats:
                 row_stats[i].wr = w * r
                 row_stats[i].w = w

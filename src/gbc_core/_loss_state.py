@@ -244,6 +244,9 @@ class OneScoreFit:
     #: place.
     _loss_in_place = False
 
+    #: The grower's buffers the state borrows (the module's docstring; none).
+    borrows = ()
+
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         n = y.shape[0]
         self.y = self._labels(y)
@@ -252,7 +255,11 @@ class OneScoreFit:
         self.sample_weight = sample_weight
         self.reduce = reduce
         self.raw = np.array(raw[:, 0], dtype=np.float64, order="C")  # a copy
-        self.residual = np.empty(n, dtype=np.float64)
+        # The next tree's residuals; a state that borrows the grower's buffer makes
+        # them there on its first ``tree_target`` (None until then: no array of
+        # its own beside the grower's, not even for the first tree).
+        self.residual = (None if "residual" in self.borrows
+                         else np.empty(n, dtype=np.float64))
         # (One tree per iteration: with unit weights, a data-parallel fit grows it on
         # the residuals alone too, 16 bytes per row fewer to write and read.)
         self.row_stats = row_stats_for(sample_weight, n)
@@ -264,6 +271,22 @@ class OneScoreFit:
         """(row statistics w * r and w, or None for unit weights; residuals r) the
         tree fits."""
         return self.row_stats, self.residual
+
+    def _exact_residual(self):
+        """The residuals r of the rows as the update wrote them (not on the grid)."""
+        return self.residual
+
+    def _residual_codes(self):
+        """The class codes the leaf sums make r from (r = code - p), or None: they
+        read ``residual``."""
+        return None
+
+    def _residual_out(self):
+        """The array the update writes the next tree's residuals into (the state's
+        own where it has none yet)."""
+        if self.residual is None:
+            self.residual = np.empty(self.y.shape[0], dtype=np.float64)
+        return self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
         """Leaf values of the grown tree (``nodes``, updated in place) and the update
@@ -280,7 +303,8 @@ class OneScoreFit:
         reduce = _no_reduce if self.reduce is None else self.reduce
         if self.codes is None or self.monotonic is not None:
             sums = reduce(node_sums(leaf_of_row, nodes.shape[0], sample_mask,
-                                    self.sample_weight, self.residual, self._hessian()), 2)
+                                    self.sample_weight, self._exact_residual(),
+                                    self._hessian()), 2)
         if self.codes is not None:
             value = exact_values(reduce, nodes, leaf_of_row, sample_mask, self.codes,
                                  1, self.raw, self.sample_weight, self.exponential)
@@ -305,9 +329,11 @@ class OneScoreFit:
         (``_leaves.binomial_apply``), all-reduced with the next tree's grid maxima
         (taken by the grower: ``take_grid_maxima``). Returns the in-bag loss of
         every process's rows. Two steps per tree, as the NumPy sums' three."""
+        codes = self._residual_codes()
         sums = _leaves.newton_node_sums(
             np.asarray(leaf_of_row, dtype=np.int32), nodes.shape[0], sample_mask,
-            self.sample_weight, self.residual, self.prob, n_threads)
+            self.sample_weight, self.residual if codes is None else None, self.prob,
+            n_threads, codes)
         sums = np.ascontiguousarray(self.reduce(sums, 2), dtype=np.float64)
         # The loss's sums and the next tree's grid maxima (the largest abs(w r) and
         # w of the row statistics it is grown on: ``tree_target``, taken by the
@@ -315,9 +341,9 @@ class OneScoreFit:
         local = np.zeros((1, 6), dtype=np.float64)
         local[0, 0], local[0, 1] = _leaves.binomial_apply(
             nodes, sums, leaf_of_row, sample_mask, self.y, self.sample_weight,
-            learning_rate, self.raw, self.prob, self.residual, self.row_stats, n_threads,
-            local[0, 4:])
-        local[0, 2] = float(self.residual.shape[0])
+            learning_rate, self.raw, self.prob, self._residual_out(), self.row_stats,
+            n_threads, local[0, 4:])
+        local[0, 2] = float(self.y.shape[0])
         total, weight, n_rows, _, max_wr, max_w = self.reduce(local, 3)[0]
         self._grid_maxima = grid_maxima_of(n_rows, max_wr, max_w)
         return float(total / weight) if weight > 0 else 0.0
@@ -345,13 +371,12 @@ class OneScoreFit:
         maxima = None if self.exponential else np.empty(2, dtype=np.float64)
         loss, n_overflow = _leaves.boosting_update(
             nodes, leaf_of_row, sample_mask, self.y, self.sample_weight, learning_rate,
-            self.raw, self.prob, self.residual, self.row_stats, n_threads, self.codes,
-            self.exponential, maxima)
+            self.raw, self.prob, self._residual_out(), self.row_stats, n_threads,
+            self.codes, self.exponential, maxima, self._residual_codes())
         if n_overflow:
             raise exponential_overflow_error(n_overflow)
         if maxima is not None:
-            self._grid_maxima = grid_maxima_of(self.residual.shape[0], maxima[0],
-                                               maxima[1])
+            self._grid_maxima = grid_maxima_of(self.y.shape[0], maxima[0], maxima[1])
         return loss
 
     def _loss_of(self, rows):
@@ -380,13 +405,42 @@ class OneScoreFit:
 
 
 class BinomialFit(OneScoreFit):
-    """The binomial log-loss: also the probabilities p = sigma(F) of the rows."""
+    """The binomial log-loss: also the probabilities p = sigma(F) of the rows.
+
+    It borrows the grower's residual buffer (``borrows``): its first
+    ``tree_target`` makes the residuals there, the update writes the next tree's
+    there, and the grower puts them on the grid in place. The leaf sums make each
+    row's r again from its class code and p (r = code - p, the numbers the update
+    wrote), so the fit keeps one residual array (8 bytes per row), the grower's,
+    not the state's beside it."""
 
     _loss_in_place = True
+    borrows = ("residual",)
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         self.prob = np.empty(y.shape[0], dtype=np.float64)
         super().__init__(y, sample_weight, raw, n_threads, exact, reduce)
+
+    def tree_target(self, k, residual_out=None, n_threads=1):
+        """(row statistics w * r and w, or None for unit weights; residuals r) the
+        tree fits. The residuals are made (r = y - p, the update's numbers) into
+        ``residual_out`` (the grower's buffer; None: the state's own, where it has
+        none yet), where the update writes the next tree's from then on
+        (``n_threads``: the borrowing protocol's, unused)."""
+        if residual_out is None:
+            residual_out = self.residual
+            if residual_out is None:
+                residual_out = np.empty(self.y.shape[0], dtype=np.float64)
+        if residual_out is not self.residual:
+            np.subtract(self.y, self.prob, out=residual_out)
+            self.residual = residual_out
+        return self.row_stats, self.residual
+
+    def _exact_residual(self):
+        return self.y - self.prob  # (code - p: the kernels' numbers)
+
+    def _residual_codes(self):
+        return self.y
 
     def _labels(self, y):
         # The class codes 0/1 (int32: no copy of the fit's codes; the kernels read

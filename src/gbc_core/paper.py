@@ -155,7 +155,7 @@ def fit_fixed_stumps(x, y, thresholds, learning_rate=0.1):
     for t in thresholds:
         nodes = stump_nodes(t)
         leaf = np.where(X32 <= nodes["threshold32"][0], 1, 2).astype(np.int32)
-        before_r, before_p = state.residual.copy(), state.prob.copy()
+        before_r, before_p = state.tree_target(0)[1].copy(), state.prob.copy()
         _record_cover(nodes, X32, before_r.reshape(-1), leaf)
         state.update(0, nodes, leaf, None, learning_rate, 1)
         trees.append(nodes)
