@@ -800,14 +800,17 @@ def test_classes_grown_side_by_side_give_the_one_thread_model(n_classes, n_jobs,
     assert one.predict_proba(X).tobytes() == side.predict_proba(X).tobytes()
 
 
-@pytest.mark.parametrize("split_method", ["hist", "exact"])
-def test_lanes_are_kept_for_the_fit_and_share_the_softmax_pass(split_method, monkeypatch):
+@pytest.mark.parametrize("split_method, leaf_solver", [
+    ("hist", "newton"), ("exact", "newton"), ("hist", "exact")])
+def test_lanes_are_kept_for_the_fit_and_share_the_softmax_pass(split_method, leaf_solver,
+                                                               monkeypatch):
     """The class growers' lanes are the same threads for the whole fit, each
     iteration's trees and its softmax pass run on them (two hand-overs an
     iteration; the pass not after a tree left over to every thread), and their
     threads end with the fit, also when it fails. With
     enough rows for the pass's parallel loop (200,000) on lanes of two threads,
-    the model is the one-thread fit's, bit for bit."""
+    the model is the one-thread fit's, bit for bit; so with the exact leaf solve,
+    whose log-odds of each class the lanes make after their share of the pass."""
     import threading
 
     from gbc_core import _boosting
@@ -816,7 +819,8 @@ def test_lanes_are_kept_for_the_fit_and_share_the_softmax_pass(split_method, mon
     n = 200_003
     X = rng.normal(size=(n, 3)).astype(np.float32)
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n), [-1.0, 0.0, 1.0])
-    kw = dict(split_method=split_method, n_estimators=2, max_depth=2, random_state=1)
+    kw = dict(split_method=split_method, leaf_solver=leaf_solver, n_estimators=2,
+              max_depth=2, random_state=1)
     runs = []
     real_run = _boosting._Lanes.run
 

@@ -802,6 +802,40 @@ def test_softmax_pass_in_parts_is_the_whole_pass(weighted):
         _leaves.multinomial_parts_loss(partial[:-1])
 
 
+def test_class_log_odds_in_parts_on_any_threads_are_numpys():
+    """``class_log_odds`` (the exact leaf solve's log-odds of each class against the
+    others) over the whole rows on 1 and 3 threads, and over uneven ranges of the
+    row chunks each on its own thread count (as the class growers' lanes take
+    them), gives the same numbers bit for bit, those of NumPy's stable
+    F_k - (m + log sum_{j != k} e^(F_j - m)) to rounding; bad ranges and shapes are
+    refused."""
+    rng = np.random.default_rng(43)
+    n_classes, n = 5, 204_321
+    raw = rng.normal(size=(n_classes, n)) * rng.choice([1e-3, 1.0, 20.0, 700.0], size=n)
+    whole = np.full((n_classes, n), np.nan)
+    _leaves.class_log_odds(raw, whole, 1)
+    for k in range(n_classes):
+        others = np.delete(raw, k, axis=0)
+        top = others.max(axis=0)
+        expected = raw[k] - (top + np.log(np.exp(others - top).sum(axis=0)))
+        np.testing.assert_allclose(whole[k], expected, rtol=1e-13, atol=1e-13)
+    threaded = np.full((n_classes, n), np.nan)
+    _leaves.class_log_odds(raw, threaded, 3)
+    assert threaded.tobytes() == whole.tobytes()
+    n_chunks = _leaves.multinomial_chunk_count(n)
+    parts = np.full((n_classes, n), np.nan)
+    cuts = [0, 1, 1, n_chunks // 3, n_chunks - 1, n_chunks]   # uneven, one empty
+    for j, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+        _leaves.class_log_odds(raw, parts, 1 + j % 3, lo, hi)
+    assert parts.tobytes() == whole.tobytes()
+    with pytest.raises(ValueError, match="not a range of the"):
+        _leaves.class_log_odds(raw, parts, 1, 2, 1)
+    with pytest.raises(ValueError, match="not a range of the"):
+        _leaves.class_log_odds(raw, parts, 1, 0, n_chunks + 1)
+    with pytest.raises(ValueError, match="out must have raw's shape"):
+        _leaves.class_log_odds(raw, parts[:, :-1].copy(), 1)
+
+
 def test_last_class_leaf_buffer_grown_again_is_refused():
     """The last class's update waits for ``finish_iteration`` with its grower's leaf
     of each row: an update of another class from that same buffer (a tree grown

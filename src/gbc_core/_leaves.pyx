@@ -792,23 +792,48 @@ def exponential_solve_finish(float64_t[:, ::1] state, const float64_t[:, ::1] bo
             s.done = 1.0
 
 
-def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out):
-    """out[k, i] = F_k - log sum_{j != k} e^F_j: the log-odds of class k against
-    the others of raw scores ``raw`` of shape (n_classes, n_samples) (stable)."""
-    cdef intp_t i, k, j, n = raw.shape[1], n_classes = raw.shape[0]
+cdef inline void _class_log_odds_rows(const float64_t[:, ::1] raw, float64_t[:, ::1] out,
+                                      intp_t start, intp_t stop) noexcept nogil:
+    """``class_log_odds`` of rows ``start .. stop - 1``."""
+    cdef intp_t i, k, j, n_classes = raw.shape[0]
     cdef float64_t top, total
+    for i in range(start, stop):
+        for k in range(n_classes):
+            top = -DBL_MAX
+            for j in range(n_classes):
+                if j != k and raw[j, i] > top:
+                    top = raw[j, i]
+            total = 0.0
+            for j in range(n_classes):
+                if j != k:
+                    total = total + gbc_exp(raw[j, i] - top)
+            out[k, i] = raw[k, i] - (top + gbc_log(total))
+
+
+def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads=1,
+                   intp_t first_chunk=0, intp_t stop_chunk=-1):
+    """out[k, i] = F_k - log sum_{j != k} e^F_j: the log-odds of class k against
+    the others of raw scores ``raw`` of shape (n_classes, n_samples) (stable), in
+    the row chunks ``first_chunk .. stop_chunk - 1`` of ``multinomial_state``'s
+    pass (``multinomial_chunk_count``; ``stop_chunk`` -1: to the last), one task
+    per chunk on ``n_threads`` threads. Each row's values are its own: the same
+    numbers on any threads and in any parts (the class growers' lanes take ranges
+    of the chunks, as they take ``multinomial_state_part``'s)."""
+    cdef intp_t c, n = raw.shape[1], n_chunks = (raw.shape[1] + CHUNK - 1) // CHUNK
+    if out.shape[0] != raw.shape[0] or out.shape[1] != n:
+        raise ValueError(f"out must have raw's shape ({raw.shape[0]}, {n}), got "
+                         f"({out.shape[0]}, {out.shape[1]})")
+    if stop_chunk < 0:
+        stop_chunk = n_chunks
+    if not 0 <= first_chunk <= stop_chunk <= n_chunks:
+        raise ValueError(f"chunks {first_chunk} .. {stop_chunk} are not a range of the "
+                         f"{n_chunks} row chunks")
+    if stop_chunk - first_chunk < 4:  # too short to pay for a parallel region
+        n_threads = 1
     with nogil:
-        for i in range(n):
-            for k in range(n_classes):
-                top = -DBL_MAX
-                for j in range(n_classes):
-                    if j != k and raw[j, i] > top:
-                        top = raw[j, i]
-                total = 0.0
-                for j in range(n_classes):
-                    if j != k:
-                        total = total + gbc_exp(raw[j, i] - top)
-                out[k, i] = raw[k, i] - (top + gbc_log(total))
+        for c in prange(first_chunk, stop_chunk, schedule="static",
+                        num_threads=max(n_threads, 1)):
+            _class_log_odds_rows(raw, out, c * CHUNK, min(n, (c + 1) * CHUNK))
 
 
 def newton_leaf_values_kernel(const float64_t[::1] residual, const float64_t[::1] prob,

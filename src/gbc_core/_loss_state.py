@@ -522,7 +522,7 @@ class MultinomialFit:
         _leaves.multinomial_state(self.raw, self.y, sample_weight, None, self.prob,
                                   None, n_threads)
         if exact:
-            _leaves.class_log_odds(self.raw, self.log_odds)
+            _leaves.class_log_odds(self.raw, self.log_odds, n_threads)
 
     def residual_of(self, k, out=None, n_threads=1, maxima=None):
         """r_k = [y = k] - p_k of every row (into ``out``, else a new array); with
@@ -610,11 +610,11 @@ class MultinomialFit:
                                              sample_mask, self.prob, None,
                                              self.n_threads, step_class, steps,
                                              leaf_of_row)
+            if self.exact:
+                _leaves.class_log_odds(self.raw, self.log_odds, self.n_threads)
         else:
             loss = self._pass_on_lanes(lanes, sample_mask, step_class, steps,
                                        leaf_of_row)
-        if self.exact:
-            _leaves.class_log_odds(self.raw, self.log_odds)
         if self.reduce is None:
             return loss
         rows = in_bag(sample_mask)
@@ -624,7 +624,9 @@ class MultinomialFit:
 
     def _pass_on_lanes(self, lanes, sample_mask, step_class, steps, leaf_of_row):
         """``multinomial_state``'s pass, lane j over its share of the row chunks (in
-        proportion to its threads) on its threads; returns the pass's loss."""
+        proportion to its threads) on its threads, and for the exact leaf solve the
+        log-odds of those rows after it (``class_log_odds``); returns the pass's
+        loss."""
         n_chunks = _leaves.multinomial_chunk_count(self.y.shape[0])
         partial = np.empty(2 * n_chunks, dtype=np.float64)
         total = sum(lanes.threads)
@@ -636,6 +638,9 @@ class MultinomialFit:
                 self.raw, self.y, self.sample_weight, sample_mask, self.prob, None,
                 lanes.threads[j], bounds[j], bounds[j + 1], partial, step_class, steps,
                 leaf_of_row)
+            if self.exact:
+                _leaves.class_log_odds(self.raw, self.log_odds, lanes.threads[j],
+                                       bounds[j], bounds[j + 1])
 
         lanes.run([lambda j=j: part(j) for j in range(len(lanes.threads))])
         return _leaves.multinomial_parts_loss(partial)
