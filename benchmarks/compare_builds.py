@@ -37,6 +37,7 @@ missing = float(sys.argv[7])
 weighted = sys.argv[8] == "1"
 sparse = sys.argv[9] == "1"
 loss = sys.argv[10]
+leaf_solver = sys.argv[11]
 PREDICT_CALLS = 5
 LATENCY_CALLS = 1000
 rng = np.random.default_rng(0)
@@ -54,7 +55,8 @@ if sparse:  # CSR rows, the values below 0.8 in magnitude (about 58%) implicit z
     import scipy.sparse
     Xte = scipy.sparse.csr_matrix(np.where(np.abs(Xte) < 0.8, 0, Xte))
 model = GradientBoostingClassifier(n_estimators=trees, max_depth=depth, n_jobs=n_jobs,
-                                   split_method=split_method, loss=loss)
+                                   split_method=split_method, loss=loss,
+                                   leaf_solver=leaf_solver)
 w = np.random.default_rng(2).uniform(0.5, 2.0, size=rows) if weighted else None
 c = time.process_time(); t = time.perf_counter(); model.fit(Xtr, ytr, sample_weight=w)
 fit_s = time.perf_counter() - t; fit_cpu_s = time.process_time() - c
@@ -74,11 +76,12 @@ print(json.dumps({"fit": fit_s, "fit_cpu": fit_cpu_s, "predict": predict_s, "lat
 
 
 def run(build, rows, n_jobs, classes, depth, trees, split_method, missing, weighted, sparse,
-        loss="log_loss"):
+        loss="log_loss", leaf_solver="newton"):
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.abspath(build), "src"))
     out = subprocess.run([sys.executable, "-c", WORKER, str(rows), str(n_jobs), str(classes),
                           str(depth), str(trees), split_method, str(missing),
-                          str(int(weighted)), str(int(sparse)), loss], env=env,
+                          str(int(weighted)), str(int(sparse)), loss, leaf_solver],
+                         env=env,
                          check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -103,12 +106,17 @@ def main():
                              "the exact search's general scan)")
     parser.add_argument("--loss", default="log_loss", choices=("log_loss", "exponential"),
                         help="the loss of the fits (exponential: two classes only)")
+    parser.add_argument("--leaf-solver", default="newton", choices=("newton", "exact"),
+                        help="the leaf values of the fits (exact: each leaf's loss "
+                             "minimised; with more classes, the log-odds of every "
+                             "class after each iteration)")
     parser.add_argument("--sparse", action="store_true",
                         help="predict from CSR rows (scipy.sparse; the values below 0.8 "
                              "in magnitude implicit zeros) instead of dense rows")
     args = parser.parse_args()
     print(f"{args.rows} rows x 28, {args.classes} classes, {args.trees} iterations of "
           f"depth {args.depth}, split_method={args.split_method!r}, loss={args.loss!r}, "
+          f"leaf_solver={args.leaf_solver!r}, "
           f"missing values {args.missing:g}, sample weights {args.sample_weight}; predict: 1M "
           f"{'CSR' if args.sparse else 'dense'} rows, median of 5 calls; {args.rounds} "
           "alternating rounds; load average at start "
@@ -126,7 +134,7 @@ def main():
                 times[key].append(run(getattr(args, key), args.rows, n_jobs, args.classes,
                                       args.depth, args.trees, args.split_method,
                                       args.missing, args.sample_weight, args.sparse,
-                                      args.loss))
+                                      args.loss, args.leaf_solver))
         med = {k: {m: statistics.median(t[m] for t in v)
                    for m in ("fit", "fit_cpu", "predict", "latency")}
                for k, v in times.items()}
