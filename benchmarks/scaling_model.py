@@ -51,7 +51,7 @@ script predicts the fit's time on P threads of another machine:
   on every thread.
 
 The figures to check against (``FIGURES``, ``RATIOS``) are the 16-core measurements
-of benchmarks/README.md, each of its machine; ``calibrate`` fits the three
+of benchmarks/README.md, each with its machine; ``calibrate`` fits the three
 bandwidths and the clock of each machine of ``MACHINES`` to that machine's ratios
 alone (two figures of one run or session; a machine taken as another's,
 ``SAME_PARAMETERS_AS``, fitted with it), reports the errors in sample and held
