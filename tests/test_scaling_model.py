@@ -644,7 +644,7 @@ def test_the_leaf_sums_in_row_blocks_run_as_recorded():
         if p == 16:
             assert as_blocks < spans["leaves"][0] < serial["leaves"][0]
     assert sm.LEAF_BLOCKS == {"8186671": False, "4276457": False, "ea6b64e": False,
-                              "today": True}
+                              "c26bafb": True, "today": True}
 
 
 def test_synchronisation_counts_the_tasks_one_loop_hands_out_together():
@@ -892,7 +892,7 @@ def test_a_levels_split_scans_run_on_the_threads_from_the_finders_bins():
     parts = sm.plan(small, meta, 16, machine, rows=10 * meta["rows"]).parts(machine)
     assert parts["hist_scan"][0] == pytest.approx(2 * tasks.sum())
     assert sm.CHOOSE_ON_THREADS == {"8186671": False, "4276457": False,
-                                    "ea6b64e": False, "today": True}
+                                    "ea6b64e": False, "c26bafb": True, "today": True}
 
 
 def test_a_classs_residuals_and_update_run_on_its_lane():
@@ -946,3 +946,93 @@ def test_a_classs_residuals_and_update_run_on_its_lane():
     every = 0.05 + left_over + 0.05 + 0.2 + s2 + 0.1 + 0.2 / 2 + s2
     assert sm.predict(events, meta, 2, machine, mode="share") == pytest.approx(
         2 * (0.2 + 1.0 + 0.3 + 0.05 + every) + 0.5)
+
+
+def test_every_figure_is_of_a_machine_with_parameters_and_a_mapped_commit():
+    """Each figure names a machine of ``MACHINES`` (or one taken as another's), each
+    ratio's two figures share a machine's parameters, and each figure's commit has
+    its behaviour in every table the plan reads (a figure of an unmapped commit
+    would raise a KeyError only when calibrate reaches it)."""
+    for label, commit, where, *_ in sm.FIGURES:
+        assert sm.parameters_machine(where) in sm.MACHINES, label
+        for table in (sm.CLASS_MODE, sm.EXACT_CLASS_MODE, sm.PASSES_ON_THREADS,
+                      sm.LEAF_BLOCKS,
+                      sm.CHOOSE_ON_THREADS):
+            assert commit in table, (label, commit)
+    for ratio in sm.RATIOS:
+        sm.ratio_machine(ratio)
+    # The machine of c26bafb's figures: its own caches, not the first Xeon's.
+    assert sm.machine_parameters("xeon-207")["l3_mib"] == 300.0
+    assert sm.machine_parameters("xeon-207")["l2_mib"] == 2.0
+    assert sm.machine_parameters("xeon-207")["cores"] == 16
+    assert sm.machine_parameters("xeon")["l3_mib"] == 105.0
+    assert sm.parameters_machine("h200-host") == "xeon"
+    assert {f[2] for f in sm.FIGURES if f[1] == "c26bafb"} == {"xeon-207"}
+    # c26bafb grew both methods' classes side by side (before the lanes of 6b9b542).
+    assert sm.mode_of("exact", "c26bafb") == sm.mode_of("hist", "c26bafb") == "share"
+
+
+def test_an_unknown_machine_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown machine 'xeon-999'.*xeon-207"):
+        sm.machine_named("xeon-999", sync2=1e-6)
+    with pytest.raises(ValueError, match="unknown machine"):
+        sm.parameters_machine("")
+    # A ratio of two machines' figures: no one machine's parameters fit it.
+    mixed = ("mixed", "c26bafb", "11-27: 1M hist 1t", "c26bafb: 1M hist 16t")
+    with pytest.raises(ValueError, match="is of xeon, .* of xeon-207"):
+        sm.ratio_machine(mixed)
+
+
+def test_a_machine_is_made_from_its_own_entry(monkeypatch):
+    """``machine_named`` takes every parameter from the machine's ``MACHINES`` entry
+    (a machine taken as another's, from that one's), its clock unless given."""
+    monkeypatch.setitem(sm.MACHINES, "box", {
+        "l2_mib": 1.0, "l3_mib": 32.0, "bw_l3_core_gbs": 7.0, "bw_dram_core_gbs": 3.0,
+        "bw_dram_gbs": 40.0, "cores": 8, "clock": 0.2})
+    monkeypatch.setitem(sm.SAME_PARAMETERS_AS, "box-twin", "box")
+    for name in ("box", "box-twin"):
+        m = sm.machine_named(name, sync2=2e-6)
+        assert (m.l2, m.l3) == (1 << 20, 32 << 20)
+        assert (m.bw_l3_core, m.bw_dram_core, m.bw_dram) == (7e9, 3e9, 40e9)
+        assert (m.cores, m.clock, m.sync2, m.name) == (8, 0.2, 2e-6, "box")
+    assert sm.machine_named("box", sync2=0.0, clock=0.5).clock == 0.5
+    # The bandwidths' grid keeps the machine's caches and cores.
+    _, grid = sm.bandwidth_grid(sm.machine_named("box", sync2=0.0))
+    assert {(g.l3, g.cores, g.name) for g in grid} == {(32 << 20, 8, "box")}
+
+
+def test_a_figure_is_predicted_with_its_own_machines_caches():
+    """A fit whose working set (the leaves region's 40 bytes a row at 5M rows, 191
+    MiB) is over the first Xeon's L3 (105 MiB) and within the model-207 Xeon's
+    (300 MiB): DRAM traffic on the one, none on the other; the seconds each
+    machine's own formula."""
+    rows = 5_000_000
+    events, meta = _trace(n_iter=1, n_classes=1, region_s=1.0, items=rows)
+    meta["classes"] = 2
+    per_item, factor, ws_row, shared = sm.MEMORY[11]
+    assert 105 * (1 << 20) < ws_row * rows < 300 * (1 << 20)
+    sm._REGIONS_CACHE.clear()
+    region = sm.regions_of(events)[0][0]
+    moved = rows * per_item * factor
+    p = 16
+    for name in ("xeon", "h200-host", "xeon-207"):
+        m = sm.machine_named(name, sync2=0.0, clock=0.0)
+        l3, dram = sm.region_memory(region, p, m, rows)
+        m2 = max(0.0, 1 - m.l2 / (ws_row * rows / p))
+        m3 = max(0.0, 1 - m.l3 / (ws_row * rows))
+        assert (dram > 0) == (name != "xeon-207")
+        assert dram == pytest.approx(moved * m3)
+        expected = (0.5 + 0.1 + 1.0 / p + moved * max(0.0, m2 - m3) / (p * m.bw_l3_core)
+                    + moved * m3 / min(p * m.bw_dram_core, m.bw_dram))
+        assert sm.predict(events, meta, p, m) == pytest.approx(expected)
+
+
+def test_lightgbms_16_thread_figures_are_the_machines_own_first():
+    """The predictions' LightGBM seconds: a machine's own 16-thread figures, then
+    (where it has none) those of the machine whose parameters it takes."""
+    assert sm.lightgbm_16_threads("h200-host") == {
+        (1_000_000, 2): 1.86, (10_000_000, 2): 17.83, (200_000, 5): 1.67,
+        (1_000_000, 5): 6.28, (200_000, 2): 0.60}
+    got = sm.lightgbm_16_threads("xeon-207")
+    assert got[(1_000_000, 2)] == 1.56 and got[(10_000_000, 2)] == 12.94
+    assert got[(1_000_000, 5)] == 5.49 and got[(200_000, 5)] == 1.30
