@@ -1243,14 +1243,19 @@ def test_binomial_leaf_sums_make_r_from_the_codes(n, weighted, masked, n_threads
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("monotonic", [False, True])
-def test_binomial_state_keeps_no_residuals_beside_the_growers(weighted, monotonic):
+@pytest.mark.parametrize("reduced", [False, True])
+def test_binomial_state_keeps_no_residuals_beside_the_growers(weighted, monotonic,
+                                                              reduced):
     """The binomial state borrows the grower's residual buffer: it has no residual
     array before its first ``tree_target``, which makes r = y - p in the buffer
     lent (init_state's numbers: those of a state that makes its own), and its
     update writes the next tree's residuals there. The grower puts them on the
-    grid in place between: the state's leaf values, F, p, r and loss stay those of
-    a state whose residuals nothing touched, bit for bit (the fused kernel, and
-    NumPy's sums with monotonic constraints)."""
+    grid in place between: the state's leaf values, F, p, r, loss and next grid
+    maxima stay those of a state whose residuals nothing touched, bit for bit (the
+    fused kernel; NumPy's sums with monotonic constraints; with a ``reduce``, a
+    data-parallel fit's two halves or NumPy's sums). A second target before the
+    next update makes the residuals again (the first tree may have put them on
+    the grid)."""
     rng = np.random.default_rng(31)
     n = 4001
     y = (rng.uniform(size=n) < 0.4).astype(np.int32)
@@ -1261,7 +1266,9 @@ def test_binomial_state_keeps_no_residuals_beside_the_growers(weighted, monotoni
     nodes["left"], nodes["right"] = [1, -1, -1], [2, -1, -1]
     leaf = np.where(rng.uniform(size=n) < 0.3, 1, 2).astype(np.int32)
     loss = loss_for(2)
-    lent, own = loss.start(y, w, raw, 1), loss.start(y, w, raw, 1)
+    reduce = (lambda values, n_summed: values) if reduced else None
+    lent, own = (loss.start(y, w, raw, 1, reduce=reduce),
+                 loss.start(y, w, raw, 1, reduce=reduce))
     assert lent.borrows == ("residual",)
     assert lent.residual is None
     if monotonic:
@@ -1283,11 +1290,17 @@ def test_binomial_state_keeps_no_residuals_beside_the_growers(weighted, monotoni
             assert a[field].tobytes() == b[field].tobytes()
         assert lent.raw.tobytes() == own.raw.tobytes()
         assert lent.prob.tobytes() == own.prob.tobytes()
+        assert lent.take_grid_maxima() == own.take_grid_maxima()
         assert lent.finish_iteration(None) == own.finish_iteration(None)
     assert buffer.tobytes() == own.residual.tobytes()
+    lent.tree_target(0, buffer, 2)
+    buffer[:] = np.rint(buffer * 4.0) / 4.0
+    assert lent.tree_target(0, buffer, 2)[1].tobytes() == own.residual.tobytes()
 
 
 def test_residual_codes_are_refused_where_they_cannot_stand_for_r():
+    """Codes for r where there is no p, or of another length, are refused; so are
+    row arrays the kernels would index unchecked (None, or of another length)."""
     n = 10
     y = np.array([0, 1] * 5, dtype=np.int32)
     raw, prob, residual = np.zeros(n), np.full(n, 0.5), np.zeros(n)
@@ -1307,3 +1320,13 @@ def test_residual_codes_are_refused_where_they_cannot_stand_for_r():
     # The exponential loss keeps its residuals (|r| is its Hessian).
     with pytest.raises(ValueError, match="the exponential loss keeps its residuals"):
         _leaves.init_state(y.astype(float), None, raw, None, None, None, True)
+    with pytest.raises(ValueError, match="residual is needed"):
+        _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob, None, None, 1,
+                                None, False, None, y)
+    with pytest.raises(ValueError, match="residual must have 10 rows, got 3"):
+        _leaves.boosting_update(nodes, leaf, None, y, None, 0.1, raw, prob, residual[:3],
+                                None, 1)
+    with pytest.raises(ValueError, match="prob is needed"):
+        _leaves.init_state(y, None, raw, None, residual, None)
+    with pytest.raises(ValueError, match="raw must have 10 rows, got 9"):
+        _leaves.init_state(y, None, raw[:9], prob, residual, None)

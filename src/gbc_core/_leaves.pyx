@@ -812,18 +812,37 @@ cdef inline void _class_log_odds_rows(const float64_t[:, ::1] raw, float64_t[:, 
 
 def class_log_odds(const float64_t[:, ::1] raw, float64_t[:, ::1] out, int n_threads=1,
                    intp_t first_chunk=0, intp_t stop_chunk=-1):
-    """out[k, i] = F_k - log sum_{j != k} e^F_j: the log-odds of class k against
-    the others of raw scores ``raw`` of shape (n_classes, n_samples) (stable), in
-    the row chunks ``first_chunk .. stop_chunk - 1`` of ``multinomial_state``'s
-    pass (``multinomial_chunk_count``; ``stop_chunk`` -1: to the last), one task
-    per chunk on ``n_threads`` threads. Each row's values are its own: the same
-    numbers on any threads and in any parts (the class growers' lanes take ranges
-    of the chunks, as they take ``multinomial_state_part``'s)."""
+    """The log-odds of each class against the others, out[k, i] = F_k - log
+    sum_{j != k} e^F_j (stable: the largest other F_j taken out of the sum), of the
+    rows of a range of the row chunks of ``multinomial_state``'s pass.
+
+    Each row's values are its own: the same numbers on any threads and in any
+    parts (the class growers' lanes take ranges of the chunks, as they take
+    ``multinomial_state_part``'s).
+
+    Parameters
+    ----------
+    raw : float64 array of shape (n_classes, n_samples)
+        The raw scores F of every class.
+    out : float64 array of shape (n_classes, n_samples)
+        Receives the log-odds of the rows of the chunks.
+    n_threads : int, default=1
+        Threads, one task per chunk (one thread for a range of fewer than 4 chunks,
+        too short to pay for a parallel region).
+    first_chunk, stop_chunk : int, default=0, -1
+        The chunks ``first_chunk .. stop_chunk - 1`` (``multinomial_chunk_count``:
+        CHUNK rows each); ``stop_chunk`` -1: to the last.
+
+    Raises
+    ------
+    ValueError
+        If ``out`` is not of ``raw``'s shape or the chunks are not a range of them.
+    """
     cdef intp_t c, n = raw.shape[1], n_chunks = (raw.shape[1] + CHUNK - 1) // CHUNK
     if out.shape[0] != raw.shape[0] or out.shape[1] != n:
         raise ValueError(f"out must have raw's shape ({raw.shape[0]}, {n}), got "
                          f"({out.shape[0]}, {out.shape[1]})")
-    if stop_chunk < 0:
+    if stop_chunk == -1:
         stop_chunk = n_chunks
     if not 0 <= first_chunk <= stop_chunk <= n_chunks:
         raise ValueError(f"chunks {first_chunk} .. {stop_chunk} are not a range of the "
@@ -1013,16 +1032,29 @@ cdef void _binomial_rows(
 
 
 cdef _check_residual_codes(const int32_t[::1] residual_codes, intp_t n, bint no_prob):
-    """Refuse class codes for the residuals (r = code - p) of other than ``n`` rows,
-    or where there is no p (the exponential loss)."""
+    """Refuse class codes for the residuals (r = [code = 1] - p) of other than ``n``
+    rows, or where there is no p (the exponential loss)."""
     if residual_codes is None:
         return
     if no_prob:
-        raise ValueError("residual_codes make r = code - p: the log-loss's (with prob) "
-                         "only")
+        raise ValueError("residual_codes make r = [code = 1] - p: the log-loss's (with "
+                         "prob) only")
     if residual_codes.shape[0] != n:
         raise ValueError(f"residual_codes must have {n} rows, got "
                          f"{residual_codes.shape[0]}")
+
+
+cdef _check_rows(intp_t n, dict needed, dict optional):
+    """Refuse a row array of ``needed`` that is None, and one of either dict (name:
+    array) of other than ``n`` rows: the kernels index them unchecked."""
+    cdef str name
+    for name, a in needed.items():
+        if a is None:
+            raise ValueError(f"{name} is needed (an array of {n} rows), got None")
+    for arrays in (needed, optional):
+        for name, a in arrays.items():
+            if a is not None and a.shape[0] != n:
+                raise ValueError(f"{name} must have {n} rows, got {a.shape[0]}")
 
 
 def boosting_update(
@@ -1060,10 +1092,11 @@ def boosting_update(
     taken as the rows are updated: the largest abs(w * r) and w of ``row_stats``
     (``row_stats`` None: the largest abs(r), and 0), what the grower's grid pass
     would take of them (``TreeGrower.grid_maxima``); the exponential loss leaves
-    it as it is. ``residual_codes`` (the log-loss only; the class codes 0/1): the
-    leaf sums make each row's r from its code and p, r = code - p, the numbers the
-    update wrote (``newton_sums``), and do not read ``residual``, which may hold
-    them on the grid by now (the grower's buffer, put on the grid in place).
+    it as it is. ``residual_codes`` (the log-loss only; the class codes 0/1, as
+    ``y``): the leaf sums make each row's r from its code and p, r = [code = 1] - p,
+    the numbers the update wrote (``newton_sums``), and do not read ``residual``,
+    which may hold them on the grid by now (the grower's buffer, put on the grid in
+    place).
 
     Returns
     -------
@@ -1078,6 +1111,10 @@ def boosting_update(
         raise ValueError(f"grid_maxima must have 2 values, got {grid_maxima.shape[0]}")
     if leaf_of_row.shape[0] != n:
         raise ValueError(f"leaf_of_row must have {n} rows, got {leaf_of_row.shape[0]}")
+    _check_rows(n, {"raw": raw, "residual": residual}
+                if exponential else {"raw": raw, "prob": prob, "residual": residual},
+                {"sample_weight": sample_weight, "sample_mask": sample_mask,
+                 "row_stats": row_stats, "codes": codes})
     _check_residual_codes(residual_codes, n, exponential)
     # The residuals the leaf sums read (None: made from ``residual_codes``).
     cdef const float64_t[::1] summed = residual if residual_codes is None else None
@@ -1261,7 +1298,7 @@ def newton_node_sums(
     threads). The first half of
     ``boosting_update`` for a data-parallel fit, whose sums are all-reduced before
     :func:`binomial_apply` takes them. ``residual_codes`` (with ``prob``; then
-    ``residual`` is not read and may be None): r = code - p, as
+    ``residual`` is not read and may be None): r = [code = 1] - p, as
     ``boosting_update``'s."""
     cdef intp_t n = leaf_of_row.shape[0], j
     _check_residual_codes(residual_codes, n, prob is None)
@@ -1450,6 +1487,9 @@ def init_state(
     cdef const int32_t[::1] no_leaves = None
     if exponential and not keep:
         raise ValueError("the exponential loss keeps its residuals: residual is needed")
+    _check_rows(y.shape[0], {"raw": raw} if exponential else {"raw": raw, "prob": prob},
+                {"sample_weight": sample_weight, "residual": residual,
+                 "row_stats": row_stats})
     if exponential:
         with nogil:
             n_overflow = exponential_rows(y, sample_weight, every_row, raw, NULL, no_leaves,

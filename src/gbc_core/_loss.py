@@ -531,9 +531,11 @@ class _FusedLoss(Loss):
         Returns
         -------
         object
-            The fit's state (``_loss_state``): ``raw`` and ``residual`` of the
-            training rows (and ``prob`` of a log-loss; with K >= 3 classes the
-            residuals of one class at a time, ``residual_of(k)``), ``tree_target(k)``,
+            The fit's state (``_loss_state``): ``raw`` of the training rows (and
+            ``prob`` of a log-loss; the residuals of the next tree from
+            ``tree_target(k)``, which the log-losses make in the tree grower's
+            buffer where the fit lends one; with K >= 3 classes those of one class
+            at a time, ``residual_of(k)``), ``tree_target(k)``,
             ``update(...)``, ``finish_iteration(mask)`` and ``held_out_loss(mask)``;
             for K >= 3 classes and ``leaf_solver="exact"`` also ``log_odds``
             (K, n_samples), each class's log-odds against the others,

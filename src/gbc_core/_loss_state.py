@@ -1,8 +1,9 @@
 """The per-fit state of a loss: what the boosting loop drives.
 
 A loss's ``start(y, sample_weight, raw, n_threads, reduce=None)`` returns one of
-these. Each holds the training rows' raw scores ``raw`` and residuals ``residual``
-(r = -gradient, per output) and offers ``tree_target(k)`` (the row statistics and
+these. Each holds the training rows' raw scores ``raw`` and the residuals of the
+next tree (r = -gradient, per output; where it borrows, below, in the grower's
+buffer) and offers ``tree_target(k)`` (the row statistics and
 residuals tree k is grown on; the row statistics are None for unit weights in one
 process: the residuals are then w * r), ``update(k, nodes, leaf_of_row,
 sample_mask, learning_rate, n_threads)`` (sets the leaf values of a grown tree and
@@ -14,9 +15,13 @@ class growers' threads (``_boosting._Lanes``).
 
 A state may borrow the tree grower's buffers (its ``borrows``, the boosting loop
 lends them): with ``"residual"``, ``tree_target(k, residual_out, n_threads)``
-writes the residuals of output k into the grower's ``residual_buffer()`` (which the
-grower then puts on the grid in place), so that a state of K outputs need not keep
-the residuals of every output.
+makes the residuals of output k in the grower's ``residual_buffer()`` (which the
+grower then puts on the grid in place), so that a state keeps no residuals of its
+own beside the grower's (the multinomial state: none of every class; the binomial
+state: none at all, its ``residual`` None until its first ``tree_target``, then
+the grower's buffer, on the grid from the tree's growth to its update, which
+writes the next tree's there). Such a state's leaf sums make r again where they
+need it (from the class codes and p: the same numbers).
 
 An update is split into the **per-node sums** of the leaf values (taken over this
 process's in-bag rows, in fixed row blocks: ``node_sums``) and their **apply** (leaf values from the
@@ -277,8 +282,8 @@ class OneScoreFit:
         return self.residual
 
     def _residual_codes(self):
-        """The class codes the leaf sums make r from (r = code - p), or None: they
-        read ``residual``."""
+        """The class codes the leaf sums make r from (r = [code = 1] - p), or None:
+        they read ``residual``."""
         return None
 
     def _residual_out(self):
@@ -410,34 +415,49 @@ class BinomialFit(OneScoreFit):
     It borrows the grower's residual buffer (``borrows``): its first
     ``tree_target`` makes the residuals there, the update writes the next tree's
     there, and the grower puts them on the grid in place. The leaf sums make each
-    row's r again from its class code and p (r = code - p, the numbers the update
-    wrote), so the fit keeps one residual array (8 bytes per row), the grower's,
-    not the state's beside it."""
+    row's r again from its class code (0/1) and p (r = y - p, the numbers the
+    update wrote), so with unit weights the fit keeps one residual array (8 bytes
+    per row), the grower's, not the state's beside it (with weights the grower puts
+    the row statistics on the grid in a buffer of its own, and reads the residuals
+    as they are)."""
 
     _loss_in_place = True
     borrows = ("residual",)
 
     def __init__(self, y, sample_weight, raw, n_threads, exact=False, reduce=None):
         self.prob = np.empty(y.shape[0], dtype=np.float64)
+        # Whether ``residual`` holds y - p of the current p: the update wrote it and
+        # no tree has been grown on it since (which may have put it on the grid).
+        self._residual_fresh = False
         super().__init__(y, sample_weight, raw, n_threads, exact, reduce)
 
     def tree_target(self, k, residual_out=None, n_threads=1):
         """(row statistics w * r and w, or None for unit weights; residuals r) the
-        tree fits. The residuals are made (r = y - p, the update's numbers) into
-        ``residual_out`` (the grower's buffer; None: the state's own, where it has
-        none yet), where the update writes the next tree's from then on
-        (``n_threads``: the borrowing protocol's, unused)."""
+        tree fits. The residuals are in ``residual_out`` (the grower's buffer;
+        None: the state's own, made where it has none yet): made there (r = y - p,
+        the update's numbers) unless the update has just written them there, where
+        the update writes the next tree's from then on (``n_threads``: the
+        borrowing protocol's, unused)."""
         if residual_out is None:
             residual_out = self.residual
             if residual_out is None:
                 residual_out = np.empty(self.y.shape[0], dtype=np.float64)
-        if residual_out is not self.residual:
+        if residual_out is not self.residual or not self._residual_fresh:
             np.subtract(self.y, self.prob, out=residual_out)
             self.residual = residual_out
+        # (The tree may put them on the grid: a second target before the next
+        # update makes them again.)
+        self._residual_fresh = False
         return self.row_stats, self.residual
 
+    def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        super().update(k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads)
+        # Every path of the update writes y - p of the new p into ``residual``
+        # where the state has one (the fused kernels; else ``_refresh``).
+        self._residual_fresh = self.residual is not None
+
     def _exact_residual(self):
-        return self.y - self.prob  # (code - p: the kernels' numbers)
+        return self.y - self.prob  # (y - p of the codes 0/1: the kernels' numbers)
 
     def _residual_codes(self):
         return self.y
