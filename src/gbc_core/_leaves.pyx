@@ -151,12 +151,13 @@ cdef inline void _row_terms(const float64_t* residual, const float64_t* prob,
                             int32_t positive, intp_t i, float64_t* num,
                             float64_t* den) noexcept nogil:
     """Row i's terms of ``newton_sums``, w r and w p (1 - p) (``prob`` NULL: w |r|;
-    ``residual`` NULL: r from ``codes``)."""
+    ``residual`` NULL: r from ``codes``, [code = positive] picked without a branch:
+    a binary fit's codes are as likely either way)."""
     cdef float64_t w = 1.0 if sample_weight == NULL else sample_weight[i]
     cdef float64_t p, r
     if residual == NULL:
         p = prob[i]
-        r = (1.0 if codes[i] == positive else 0.0) - p
+        r = gbc_pick(codes[i] == positive, 1.0, 0.0) - p
         num[0] = w * r
         den[0] = w * p * (1.0 - p)
         return
@@ -489,7 +490,7 @@ cdef float64_t logistic_leaf(const intp_t* rows, intp_t n_rows, const int32_t[::
         for a in range(n_rows):
             i = rows[a]
             w = 1.0 if sample_weight is None else sample_weight[i]
-            logistic_terms(1.0 if codes[i] == positive else 0.0, z[i] + s.x,
+            logistic_terms(gbc_pick(codes[i] == positive, 1.0, 0.0), z[i] + s.x,
                            &gi, &hterm)
             g += w * gi
             h += w * hterm
@@ -730,7 +731,7 @@ def logistic_solve_sums(const int32_t[::1] codes, int32_t positive,
             if s.done != 0.0:
                 continue
             w = 1.0 if sample_weight is None else sample_weight[i]
-            logistic_terms(1.0 if codes[i] == positive else 0.0, z[i] + s.x, &gi, &hterm)
+            logistic_terms(gbc_pick(codes[i] == positive, 1.0, 0.0), z[i] + s.x, &gi, &hterm)
             out[j, 0] += w * gi
             out[j, 1] += w * hterm
 
@@ -1778,7 +1779,7 @@ cdef void _softmax_rows(
         if residual is not None:
             for k in range(n_classes):
                 for j in range(m):
-                    residual[k, b + j] = (1.0 if y[b + j] == k else 0.0) - prob[k, b + j]
+                    residual[k, b + j] = gbc_pick(y[b + j] == k, 1.0, 0.0) - prob[k, b + j]
         for j in range(m):
             i = b + j
             if sample_mask is None or sample_mask[i]:
@@ -1990,7 +1991,7 @@ def class_residual(const float64_t[::1] prob, const int32_t[::1] y, int32_t k,
         for c in prange(n_chunks, schedule="dynamic", num_threads=max(n_threads, 1)):
             top = 0.0
             for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-                r = (1.0 if y[i] == k else 0.0) - prob[i]
+                r = gbc_pick(y[i] == k, 1.0, 0.0) - prob[i]
                 out[i] = r
                 top = max(top, fabs(r))
             chunk_max[c] = top
