@@ -451,6 +451,8 @@ class BinomialFit(OneScoreFit):
         return self.row_stats, self.residual
 
     def update(self, k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads):
+        """``OneScoreFit.update``; the residuals it writes are then those of the
+        next tree (``tree_target`` hands them on as they are)."""
         super().update(k, nodes, leaf_of_row, sample_mask, learning_rate, n_threads)
         # Every path of the update writes y - p of the new p into ``residual``
         # where the state has one (the fused kernels; else ``_refresh``).
