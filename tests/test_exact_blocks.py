@@ -217,16 +217,15 @@ def test_force_blocks_rejects_a_negative_size():
 
 # ---------------------------------------------------------------- the block bytes
 def _twin_root_time(k, n_features, n_threads, n_blocks, num, den):
-    """The root's time with its last k features blocked, by list scheduling the
-    tasks one by one (integer units of 1 / (n_blocks x den) of a scan): k block-sum
-    tasks of num / den, then the whole features (1 each) and the k x n_blocks blocks
-    (1 / n_blocks each), each to the first free thread."""
+    """The root's time with its last k features blocked (integer units of 1 /
+    (n_blocks x den) of a scan): the block sums, num / den of a scan per blocked
+    feature shared out evenly over the threads (row chunks, each over every blocked
+    feature), then, list scheduling the tasks one by one, the whole features (1
+    each) and the k x n_blocks blocks (1 / n_blocks each), each to the first free
+    thread."""
     import heapq
     unit = n_blocks * den
-    free = [0] * n_threads
-    for _ in range(k):
-        heapq.heappush(free, heapq.heappop(free) + n_blocks * num)
-    sums = max(free)
+    sums = -(-(k * n_blocks * num) // n_threads)
     free = [0] * n_threads
     for cost in [unit] * (n_features - k) + [den] * (k * n_blocks):
         heapq.heappush(free, heapq.heappop(free) + cost)
@@ -265,6 +264,21 @@ def test_the_root_rule_is_the_list_schedule_of_its_tasks():
     assert _exact_splitter.root_block_plan(30_000, 28, 16)[:3] == (0, 32768, 1)
 
 
+def test_the_passes_are_cut_into_chunks_of_the_row_count_alone():
+    """The block sums' and counts' tasks (``sum_chunk_plan``): 16,384 rows each up
+    to 64 chunks, then the least multiple of 64 rows that keeps 64 chunks; never a
+    function of the threads or the features."""
+    assert _exact_splitter.sum_chunk_plan(0) == (16384, 0)
+    assert _exact_splitter.sum_chunk_plan(40_003) == (16384, 3)
+    assert _exact_splitter.sum_chunk_plan(1_000_000) == (16384, 62)
+    assert _exact_splitter.sum_chunk_plan(16384 * 64) == (16384, 64)
+    assert _exact_splitter.sum_chunk_plan(16384 * 64 + 1) == (16448, 64)
+    assert _exact_splitter.sum_chunk_plan(10_000_000) == (156288, 64)
+    for n in (1, 999, 65_537, 3_000_001, 25_000_000):
+        rows, chunks = _exact_splitter.sum_chunk_plan(n)
+        assert rows % 64 == 0 and chunks <= 64 and (chunks - 1) * rows < n <= chunks * rows
+
+
 def _column_data(n, seed=5):
     rng = np.random.default_rng(seed)
     X = np.column_stack([
@@ -299,13 +313,15 @@ def test_block_bytes_and_their_sums_match_a_numpy_twin(block_rows):
             assert X[bytes_[f] == b, f].max() <= X[bytes_[f] == b + 1, f].min()
     rng = np.random.default_rng(1)
     r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
-    got = finder._block_sums_from_bytes(r)
-    for f in range(3):
-        twin = np.bincount(bytes_[f], weights=r, minlength=n_blocks)
-        assert got[f].tobytes() == twin.tobytes()
-        in_order = r[np.argsort(X[:, f], kind="stable")]
-        sorted_sums = np.add.reduceat(in_order, np.arange(0, n, block_rows))
-        np.testing.assert_array_equal(got[f], sorted_sums)
+    # Chunks of 64 and 1,024 rows (``_force_blocks``): 63 and 4 of them.
+    for n_threads in (1, 3):
+        got = finder._block_sums_from_bytes(r, n_threads)
+        for f in range(3):
+            twin = np.bincount(bytes_[f], weights=r, minlength=n_blocks)
+            assert got[f].tobytes() == twin.tobytes()
+            in_order = r[np.argsort(X[:, f], kind="stable")]
+            sorted_sums = np.add.reduceat(in_order, np.arange(0, n, block_rows))
+            np.testing.assert_array_equal(got[f], sorted_sums)
     with pytest.raises(ValueError, match="must have 4000 rows"):
         finder._block_sums_from_bytes(r[:10])
 
@@ -388,7 +404,7 @@ def test_child_block_counts_match_a_numpy_twin(block_rows):
     r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
     for share in (0.5, 0.03, 0.97, 0.0, 1.0):
         first = (rng.uniform(size=n) < share).astype(np.uint8)
-        pos, sums = finder._child_block_sums(r, first)
+        pos, sums = finder._child_block_sums(r, first, n_threads=1 + int(share * 4))
         assert pos.shape == (3, n_blocks + 1, 2) and sums.shape == (3, n_blocks, 2)
         starts = np.minimum(np.arange(n_blocks + 1) * block_rows, n)
         for f in range(3):
@@ -403,6 +419,42 @@ def test_child_block_counts_match_a_numpy_twin(block_rows):
         finder._child_block_sums(r[:10], first)
     with pytest.raises(ValueError, match="no block bytes"):
         ExactSplitFinder(X, 2)._child_block_sums(r, first)
+
+
+def test_the_passes_of_a_default_finder_add_its_chunks_in_order():
+    """With the default rule's chunks (16,384 rows, each read 2,048 rows at a time
+    for every feature: 40,003 rows make three chunks, the last part full), the
+    root's block sums and its children's counts are the twins', and the same bits
+    on 1, 2 and 5 threads. The values are on a grid whose sums of the chunks are
+    exact, as a tree's are."""
+    n = 40_003
+    rng = np.random.default_rng(8)
+    X = np.asfortranarray(np.column_stack([
+        rng.permutation(n), np.round(rng.normal(size=n) * 3), rng.normal(size=n),
+    ]).astype(np.float32))
+    finder = ExactSplitFinder(X, 6)
+    bytes_ = finder._block_bytes()
+    assert bytes_ is not None
+    n_blocks = int(bytes_.max()) + 1
+    r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
+    first = (rng.uniform(size=n) < 0.3).astype(np.uint8)
+    results = []
+    for n_threads in (1, 2, 5):
+        sums = finder._block_sums_from_bytes(r, n_threads)
+        pos, child_sums = finder._child_block_sums(r, first, n_threads)
+        results.append((sums.tobytes(), pos.tobytes(), child_sums.tobytes()))
+        for f in range(3):
+            twin = np.bincount(bytes_[f], weights=r, minlength=n_blocks)
+            assert sums[f].tobytes() == twin.tobytes()
+            starts = np.minimum(np.arange(n_blocks + 1) * 32768, n)
+            order = np.argsort(X[:, f], kind="stable")
+            member = first[order] == 1
+            before = np.concatenate([[0], np.cumsum(member)])[starts]
+            np.testing.assert_array_equal(pos[f, :, 0], before)
+            in_order = np.where(member, r[order], 0.0)
+            prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
+            assert child_sums[f, :, 0].tobytes() == prefix.tobytes()
+    assert results[0] == results[1] == results[2]
 
 
 def _children_data(n, share, seed=6):

@@ -16,11 +16,12 @@ segments and several pairs of siblings, a feature for one pair; and at a root
 holding every row, where a modelled schedule of the root's tasks says the threads
 finish sooner (``root_block_plan``), a fixed block of a feature's sorted positions,
 started from the exact sum of the positions before it (a first pass sums the blocks
-in row order, from one byte per row naming its block); and on the root's children,
+in row order, from one byte per row naming its block, in fixed chunks of rows, each
+over every blocked feature); and on the root's children,
 for the same features, the same blocks carried down: a block of the root's sorted
 order split into the two children's segments at the children's counts before it
-(a first pass counts and sums each block's rows of the smaller child in row order,
-the other's from the block's size and the root's block sums), each child's part
+(a first pass, in the same chunks, counts and sums each block's rows of the smaller
+child in row order, the other's from the block's size and the root's block sums), each child's part
 scanned from its exact sum. Each thread keeps its own
 per-node state, and the best split of a node is the maximum over its candidates
 under a total order (proxy, then lowest feature index, then lowest threshold, which
@@ -92,6 +93,58 @@ cdef extern from *:
     #endif
     """
     int GBC_CTZ64(unsigned long long x) noexcept nogil
+
+cdef extern from *:
+    """
+    /* The innermost loops of the blocked features' passes over the rows
+       (``_chunk_block_sums``, ``_chunk_child_counts``), kept out of line: inlined
+       into the OpenMP region that runs them, GCC spilled the loop's registers to
+       the stack, which took 1.6x the time of the pass. */
+    #if defined(__GNUC__) || defined(__clang__)
+    #define GBC_NOINLINE __attribute__((noinline))
+    #elif defined(_MSC_VER)
+    #define GBC_NOINLINE __declspec(noinline)
+    #else
+    #define GBC_NOINLINE
+    #endif
+    /* sums[block[i]] += values[i] for i in [lo, hi), in row order. */
+    static GBC_NOINLINE void gbc_add_by_block(double* sums, const uint8_t* block,
+                                              const double* values, Py_ssize_t lo,
+                                              Py_ssize_t hi) {
+        Py_ssize_t i;
+        for (i = lo; i < hi; i++) sums[block[i]] += values[i];
+    }
+    /* The same over the rows of [lo, hi) (lo a multiple of 64) whose bit is set
+       (clear where ``invert``; the bits past n never read as set), counting them
+       too: counts[block[i]] += 1, sums[block[i]] += values[i], in row order. */
+    static GBC_NOINLINE void gbc_add_by_block_bits(
+            int64_t* counts, double* sums, const uint8_t* block,
+            const double* values, const unsigned long long* bits, Py_ssize_t lo,
+            Py_ssize_t hi, Py_ssize_t n, int invert) {
+        Py_ssize_t w, i;
+        unsigned long long word;
+        for (w = lo; w < hi; w += 64) {
+            word = bits[w >> 6];
+            if (invert) {
+                word = ~word;
+                if (n - w < 64) word &= (1ULL << (n - w)) - 1;
+            }
+            while (word != 0) {
+                i = w + GBC_CTZ64(word);
+                word &= word - 1;
+                counts[block[i]] += 1;
+                sums[block[i]] += values[i];
+            }
+        }
+    }
+    """
+    void add_by_block "gbc_add_by_block"(
+        float64_t* sums, const uint8_t* block, const float64_t* values, intp_t lo,
+        intp_t hi) noexcept nogil
+    void add_by_block_bits "gbc_add_by_block_bits"(
+        int64_t* counts, float64_t* sums, const uint8_t* block, const float64_t* values,
+        const unsigned long long* bits, intp_t lo, intp_t hi, intp_t n,
+        bint invert) noexcept nogil
 
 cdef extern from *:
     """
@@ -230,6 +283,17 @@ cdef enum:
     MIN_BLOCK_THREADS = 4
     BLOCK_PASS_NUM = 1
     BLOCK_PASS_DEN = 5
+    # Those passes over the rows (the root's block sums, ``_sum_blocks``; its
+    # children's counts, ``_sum_child_blocks``) are tasks of SUM_CHUNK_ROWS rows
+    # each (for more than SUM_CHUNK_ROWS x MAX_SUM_CHUNKS rows, the least multiple of
+    # 64 rows that keeps MAX_SUM_CHUNKS chunks or fewer), each over every blocked
+    # feature, SUM_SUB_ROWS rows at a time (their w * r read once from memory for
+    # all the features), its sums per (feature, block) added up in chunk order: as
+    # many tasks as chunks whatever the number of features blocked, boundaries
+    # fixed by the row count and these constants.
+    SUM_CHUNK_ROWS = 1 << 14
+    MAX_SUM_CHUNKS = 64
+    SUM_SUB_ROWS = 2048
     # At most this many pairs of siblings on a level scanned in (feature, pair)
     # tasks (a level has fewer than GBC_NO_NODE = 255 slots: 127 pairs).
     MAX_PAIRS = 128
@@ -324,18 +388,32 @@ cdef inline intp_t _block_rows_for(intp_t n_rows) noexcept nogil:
     return block_rows
 
 
+cdef inline intp_t _sum_chunk_rows_for(intp_t n_rows, intp_t block_rows,
+                                      bint forced) noexcept nogil:
+    """Rows per task of the blocked features' passes over the rows: SUM_CHUNK_ROWS,
+    or the least multiple of 64 that keeps ``n_rows`` in MAX_SUM_CHUNKS chunks; under
+    ``_force_blocks``, ``block_rows`` rounded up to a multiple of 64 (many chunks
+    on the tests' few rows). A multiple of 64: a chunk starts on a word of the
+    children's bits."""
+    cdef intp_t chunk_rows
+    if forced:
+        return max(<intp_t>64, (block_rows + 63) // 64 * 64)
+    chunk_rows = (n_rows + MAX_SUM_CHUNKS - 1) // MAX_SUM_CHUNKS
+    return max(<intp_t>SUM_CHUNK_ROWS, (chunk_rows + 63) // 64 * 64)
+
+
 cdef inline int64_t _root_time(intp_t k, intp_t n_features, intp_t n_threads,
                                intp_t n_blocks) noexcept nogil:
     """The root's modelled time with its last ``k`` features blocked, in units of
-    1 / (n_blocks x BLOCK_PASS_DEN) of a feature's scan: the block sums (one task of
-    BLOCK_PASS_NUM / BLOCK_PASS_DEN per blocked feature, in waves of
-    ``n_threads``), then the scan as ``collect`` hands it out (the whole features
-    first, each 1, then the k x n_blocks blocks, each 1 / n_blocks, to the first
-    free thread), every feature taken to cost the same."""
+    1 / (n_blocks x BLOCK_PASS_DEN) of a feature's scan: the block sums
+    (BLOCK_PASS_NUM / BLOCK_PASS_DEN of a scan per blocked feature, in row chunks
+    shared out over the ``n_threads``), then the scan as ``collect`` hands it out
+    (the whole features first, each 1, then the k x n_blocks blocks, each 1 /
+    n_blocks, to the first free thread), every feature taken to cost the same."""
     cdef int64_t unit = n_blocks * BLOCK_PASS_DEN
     cdef intp_t whole = n_features - k, q = whole // n_threads, s = whole % n_threads
     cdef intp_t tasks = k * n_blocks, free_threads, ahead
-    cdef int64_t t = ((k + n_threads - 1) // n_threads) * n_blocks * BLOCK_PASS_NUM
+    cdef int64_t t = (k * n_blocks * BLOCK_PASS_NUM + n_threads - 1) // n_threads
     if s == 0:
         # Every thread free at q: the blocks shared out over all of them.
         return t + q * unit + ((tasks + n_threads - 1) // n_threads) * BLOCK_PASS_DEN
@@ -401,6 +479,24 @@ def root_block_plan(n_rows, n_features, n_threads, n_lean=None):
         n_lean = n_features
     return (int(_root_blocked_features(n_features, n_lean, max(1, n_threads), n_blocks)),
             int(block_rows), int(n_blocks), <double>BLOCK_PASS_NUM / BLOCK_PASS_DEN)
+
+
+def sum_chunk_plan(n_rows):
+    """The tasks of the blocked features' passes over the rows (the root's block
+    sums, its children's counts), as ``ExactSplitFinder`` cuts them for ``n_rows``
+    rows (the scaling model's and the tests' view of the rule).
+
+    Returns
+    -------
+    chunk_rows : int
+        Rows per task (the last task: the rest).
+    n_chunks : int
+        Tasks, each over every blocked feature.
+    """
+    cdef intp_t n = max(0, n_rows)
+    cdef intp_t block_rows = _block_rows_for(n)
+    cdef intp_t chunk_rows = _sum_chunk_rows_for(n, block_rows, False)
+    return int(chunk_rows), int((n + chunk_rows - 1) // chunk_rows)
 
 
 cdef inline intp_t _child_blocked_features(intp_t root_blocked, intp_t n_features,
@@ -894,44 +990,55 @@ cdef inline bint _first_bit(const uint64_t_t* first_bits, intp_t row) noexcept n
     return <bint>((first_bits[row >> 6] >> (row & 63)) & 1)
 
 
-cdef inline void _child_block_counts(const uint8_t* block_of, const float64_t* row_wr,
-                                     const uint64_t_t* first_bits, intp_t n,
-                                     const float64_t* root_before, intp_t block_rows,
-                                     bint count_second, int64_t* pos, float64_t* sums,
-                                     intp_t n_blocks) noexcept nogil:
-    """For one feature of the root's children (every row in one of the two, its
-    ``first_bits`` bit set for the first): ``pos[2 b + c]`` the rows of child c (0:
-    the first, 1: the second) at the sorted positions before block b, for b in 0 ..
-    ``n_blocks`` (the last: the child's rows), and ``sums[2 b + c]`` their w * r,
-    b < ``n_blocks``. One child's rows only are visited, the first's, or the
-    second's where ``count_second`` (the smaller child: the caller's choice): word
-    by word of the bits, each set bit's row (lowest first: row order) counted and
-    its w * r added into its block's, then the prefixes in block order; the other
-    child's are the block's positions before it less the counted child's, and the
+cdef inline void _chunk_child_counts(const uint8_t* block_of, intp_t n,
+                                     const float64_t* row_wr,
+                                     const uint64_t_t* first_bits, bint count_second,
+                                     const int32_t* features, intp_t stride,
+                                     intp_t n_blocked, intp_t n_blocks, intp_t lo,
+                                     intp_t hi, int64_t* counts,
+                                     float64_t* sums) noexcept nogil:
+    """For the rows ``lo`` .. ``hi - 1`` (a chunk, ``lo`` a multiple of 64) of the
+    root's children (every row in one of the two, its ``first_bits`` bit set for
+    the first): ``counts[j n_blocks + b]`` the counted child's rows in block b of
+    feature ``features[j stride]``'s sorted order and ``sums[j n_blocks + b]``
+    their w * r, for j < ``n_blocked``. The counted child is the first, or the
+    second where ``count_second`` (the smaller child: the caller's choice): word by
+    word of the bits, each set bit's row (lowest first: row order) counted and its
+    w * r added into its block's, ``SUM_SUB_ROWS`` rows at a time for every
+    feature (their w * r read from memory once)."""
+    cdef intp_t j, sub, end
+    for j in range(n_blocked * n_blocks):
+        counts[j] = 0
+        sums[j] = 0.0
+    sub = lo
+    while sub < hi:
+        end = min(sub + SUM_SUB_ROWS, hi)
+        for j in range(n_blocked):
+            add_by_block_bits(counts + j * n_blocks, sums + j * n_blocks,
+                              block_of + <intp_t>features[j * stride] * n, row_wr,
+                              first_bits, sub, end, n, count_second)
+        sub = end
+
+
+cdef inline void _child_block_prefixes(int64_t* pos, float64_t* sums,
+                                       const float64_t* root_before, intp_t block_rows,
+                                       intp_t n, bint count_second,
+                                       intp_t n_blocks) noexcept nogil:
+    """One feature's rows and w * r of each child before each block, from the counted
+    child's rows and w * r in each block (``pos[2 b + c]``, ``sums[2 b + c]``, c
+    = 1 where ``count_second``, else 0): ``pos[2 b + c']`` the rows of child c' (0:
+    the first, 1: the second) at the sorted positions before block b, for b in 0
+    .. ``n_blocks`` (the last: the child's rows), and ``sums[2 b + c']`` their w *
+    r, b < ``n_blocks``: the counted child's prefixes in block order; the other
+    child's the block's positions before it less the counted child's, and the
     root's sum before the block (``root_before[b]``, ``_sum_blocks``) less the
     counted child's. Every sum is exact on the tree's grid (the bits of the sums a
     child's scan adds in its sorted order up to that block), so the difference of
     two is exact: the bits of the other child's own sum (the zeros +0.0 either
     way: a sum from +0.0 is never -0.0)."""
-    cdef intp_t i, w, b, c = 1 if count_second else 0
-    cdef uint64_t_t word
+    cdef intp_t b, c = 1 if count_second else 0
     cdef int64_t a = 0, t
     cdef float64_t s = 0.0, u
-    for b in range(n_blocks):
-        pos[2 * b + c] = 0
-        sums[2 * b + c] = 0.0
-    for w in range(0, n, 64):
-        word = first_bits[w >> 6]
-        if count_second:
-            word = ~word
-            if n - w < 64:
-                word &= ((<uint64_t_t>1) << (n - w)) - 1
-        while word != 0:
-            i = w + GBC_CTZ64(word)
-            word &= word - 1
-            b = 2 * <intp_t>block_of[i] + c
-            pos[b] += 1
-            sums[b] += row_wr[i]
     for b in range(n_blocks):
         t, u = pos[2 * b + c], sums[2 * b + c]
         pos[2 * b + c], pos[2 * b + 1 - c] = a, b * block_rows - a
@@ -995,17 +1102,26 @@ cdef inline float64_t _block_sum(const int32_t* order_f, const float64_t* row_wr
     return (a0 + a1) + (a2 + a3)
 
 
-cdef inline void _byte_block_sums(const uint8_t* block_of, const float64_t* row_wr,
-                                  intp_t n, float64_t* sums,
-                                  intp_t n_blocks) noexcept nogil:
-    """Each block's sum of w * r (``sums[b]``, b < ``n_blocks``) for one feature:
-    the rows in row order, each row's w * r added to the sum of the block its byte
-    names (exact on the tree's grid, so the bits of the sorted order's sums)."""
-    cdef intp_t i, b
-    for b in range(n_blocks):
-        sums[b] = 0.0
-    for i in range(n):
-        sums[block_of[i]] += row_wr[i]
+cdef inline void _chunk_block_sums(const uint8_t* block_of, intp_t n,
+                                   const float64_t* row_wr, const int32_t* features,
+                                   intp_t stride, intp_t n_blocked, intp_t n_blocks,
+                                   intp_t lo, intp_t hi, float64_t* sums) noexcept nogil:
+    """For the rows ``lo`` .. ``hi - 1`` (a chunk): ``sums[j n_blocks + b]`` the w *
+    r of the rows in block b of feature ``features[j stride]``'s sorted order, for j
+    < ``n_blocked``: each row's w * r added to the sum of the block its byte names,
+    in row order, ``SUM_SUB_ROWS`` rows at a time for every feature (their w * r
+    read from memory once). Exact on the tree's grid, so the bits of the sorted
+    order's sums."""
+    cdef intp_t j, sub, end
+    for j in range(n_blocked * n_blocks):
+        sums[j] = 0.0
+    sub = lo
+    while sub < hi:
+        end = min(sub + SUM_SUB_ROWS, hi)
+        for j in range(n_blocked):
+            add_by_block(sums + j * n_blocks, block_of + <intp_t>features[j * stride] * n,
+                         row_wr, sub, end)
+        sub = end
 
 
 cdef inline void _scan_level_unit(
@@ -1248,9 +1364,15 @@ cdef class ExactSplitFinder(SplitFinder):
                                  # the row falls in (NULL where no root is blocked)
         int64_t* child_pos       # per feature, block (and one past) and child of the
                                  # root: the child's rows before the block
-                                 # (``_child_block_counts``; NULL without block_of)
+                                 # (``_child_block_pass``; NULL without block_of)
         float64_t* child_sums    # per feature, block and child of the root: their
                                  # w * r
+        intp_t sum_chunk_rows    # rows per task of the blocked features' passes
+        intp_t n_sum_chunks      # those tasks: ceil(n_samples / sum_chunk_rows)
+        float64_t* chunk_sums    # per chunk, blocked feature and block: its rows'
+                                 # w * r (NULL without block_of)
+        int64_t* chunk_counts    # per chunk, blocked feature and block: its rows
+                                 # of the counted child of the root
         intp_t* thread_errors    # per thread of a scan: the root's children's blocks
                                  # whose split disagreed with the counts
         intp_t root_blocked      # features the tree's root scanned in blocks (their
@@ -1290,6 +1412,8 @@ cdef class ExactSplitFinder(SplitFinder):
         self.block_of = NULL
         self.child_pos = NULL
         self.child_sums = NULL
+        self.chunk_sums = NULL
+        self.chunk_counts = NULL
         self.thread_errors = NULL
         self.task_feature = NULL
         self.task_part = NULL
@@ -1356,13 +1480,23 @@ cdef class ExactSplitFinder(SplitFinder):
             self.owns_block_of = False
         else:
             self._make_block_bytes()
+        self.sum_chunk_rows = _sum_chunk_rows_for(self.n_samples, self.block_rows,
+                                                  self.forced_blocks)
+        self.n_sum_chunks = (self.n_samples + self.sum_chunk_rows - 1) // self.sum_chunk_rows
         if self.block_of != NULL:
             self.child_pos = <int64_t*>malloc(
                 max(1, self.n_features * 2 * (self.n_blocks + 1)) * sizeof(int64_t))
             self.child_sums = <float64_t*>malloc(
                 max(1, self.n_features * 2 * self.n_blocks) * sizeof(float64_t))
+            self.chunk_sums = <float64_t*>malloc(
+                max(1, self.n_sum_chunks * self.n_features * self.n_blocks)
+                * sizeof(float64_t))
+            self.chunk_counts = <int64_t*>malloc(
+                max(1, self.n_sum_chunks * self.n_features * self.n_blocks)
+                * sizeof(int64_t))
             self.thread_errors = <intp_t*>malloc(self.n_threads * sizeof(intp_t))
             if (self.child_pos == NULL or self.child_sums == NULL
+                    or self.chunk_sums == NULL or self.chunk_counts == NULL
                     or self.thread_errors == NULL):
                 raise MemoryError(f"cannot allocate the children's block sums for "
                                   f"{self.n_blocks} blocks")
@@ -1495,6 +1629,8 @@ cdef class ExactSplitFinder(SplitFinder):
         free(self.block_offset)
         free(self.child_pos)
         free(self.child_sums)
+        free(self.chunk_sums)
+        free(self.chunk_counts)
         free(self.thread_errors)
         if self.owns_block_of:
             gbc_free_traced(self.block_of)
@@ -1749,7 +1885,8 @@ cdef class ExactSplitFinder(SplitFinder):
         if n_blocked > 0 and is_root:
             self._sum_blocks(n_blocked, n_threads)
         elif n_blocked > 0:
-            self._sum_child_blocks(level, n_blocked, n_threads)
+            # The counts' pass writes no scratch: every thread of the level.
+            self._sum_child_blocks(level, n_blocked, all_threads)
             for t in range(n_threads):
                 self.thread_errors[t] = 0
         if _scrambled_tasks:
@@ -1996,12 +2133,12 @@ cdef class ExactSplitFinder(SplitFinder):
 
     cdef void _sum_blocks(self, intp_t n_blocked, int n_threads) noexcept nogil:
         """The w * r before each block of the blocked features (the last
-        ``n_blocked * n_blocks`` tasks). With the block bytes, one task per feature:
-        a pass over the rows in row order adding each row's w * r to its block's
-        sum; without (``_force_blocks`` beyond MAX_BLOCKS blocks), one task per
-        block but the last, gathering its positions' w * r through the sorted
-        order. Then per feature the sums before each block, in block order. Every
-        sum is exact on the tree's grid: the same bits in any order."""
+        ``n_blocked * n_blocks`` tasks). With the block bytes, a pass over the
+        rows in row chunks (``_block_pass``); without (``_force_blocks`` beyond
+        MAX_BLOCKS blocks), one task per block but the last, gathering its
+        positions' w * r through the sorted order. Then per feature the sums
+        before each block, in block order. Every sum is exact on the tree's grid:
+        the same bits in any order."""
         cdef intp_t i, j, f, b, n = self.n_samples
         cdef intp_t n_blocks = self.n_blocks, block_rows = self.block_rows
         cdef intp_t first = n_blocked * n_blocks
@@ -2010,18 +2147,11 @@ cdef class ExactSplitFinder(SplitFinder):
         cdef const int32_t* blocked_feature = self.task_feature + (
             self.n_features - n_blocked)
         cdef float64_t acc, t
+        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
         if self.block_of != NULL:
-            GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
-            for j in prange(n_blocked, schedule="dynamic", chunksize=1,
-                            num_threads=n_threads):
-                GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, j)
-                f = blocked_feature[j * n_blocks]
-                _byte_block_sums(self.block_of + f * n, self.row_wr, n,
-                                 self.block_offset + f * n_blocks, n_blocks)
-                GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, j)
-            GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+            self._block_pass(self.row_wr, blocked_feature, n_blocks, n_blocked,
+                             self.block_offset, n_threads)
         else:
-            GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
             for i in prange(first, schedule="dynamic", chunksize=1,
                             num_threads=n_threads):
                 GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, i)
@@ -2032,7 +2162,7 @@ cdef class ExactSplitFinder(SplitFinder):
                     _block_sum(&self.order[f, 0], self.row_wr, b * block_rows,
                                min((b + 1) * block_rows, n)))
                 GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, i)
-            GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
+        GBC_TRACE_REGION_END(GBC_TR_EXACT_BLOCK_SUMS, n_blocked * n)
         # Each block's sum replaced by the sum of the blocks before it, in block
         # order (one loop for both sources).
         for j in range(n_blocked):
@@ -2043,33 +2173,98 @@ cdef class ExactSplitFinder(SplitFinder):
                 self.block_offset[f * n_blocks + b] = acc
                 acc = acc + t
 
+    cdef void _block_pass(self, const float64_t* row_wr, const int32_t* features,
+                          intp_t stride, intp_t n_blocked, float64_t* out,
+                          int n_threads) noexcept nogil:
+        """Each block's w * r, ``out[f n_blocks + b]``, for the features f =
+        ``features[j stride]``, j < ``n_blocked``, from the block bytes: one task
+        per chunk of rows (``_chunk_block_sums``, every feature's sums of the
+        chunk), then each (feature, block)'s sums of the chunks added in chunk
+        order, whatever the thread that made them."""
+        cdef intp_t c, i, j, f, n = self.n_samples, n_blocks = self.n_blocks
+        cdef intp_t chunk_rows = self.sum_chunk_rows, n_chunks = self.n_sum_chunks
+        cdef intp_t per_chunk = n_blocked * n_blocks
+        cdef float64_t* total = self.chunk_sums
+        for c in prange(n_chunks, schedule="dynamic", chunksize=1,
+                        num_threads=n_threads):
+            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_BLOCK_SUMS, c)
+            _chunk_block_sums(self.block_of, n, row_wr, features, stride, n_blocked,
+                              n_blocks, c * chunk_rows, min((c + 1) * chunk_rows, n),
+                              self.chunk_sums + c * per_chunk)
+            GBC_TRACE_TASK_END(GBC_TR_EXACT_BLOCK_SUMS, c)
+        # The chunks' sums added into the first chunk's, chunk after chunk.
+        for c in range(1, n_chunks):
+            for i in range(per_chunk):
+                total[i] = total[i] + self.chunk_sums[c * per_chunk + i]
+        for j in range(n_blocked):
+            f = features[j * stride]
+            memcpy(out + f * n_blocks, total + j * n_blocks, n_blocks * sizeof(float64_t))
+
     cdef void _sum_child_blocks(self, const level_t* level, intp_t n_blocked,
                                 int n_threads) noexcept nogil:
         """For the root's children's blocked features (the last ``n_blocked *
         n_blocks`` tasks, blocked at the root too: their sums before each block in
         ``block_offset``): each (block, child)'s rows and w * r before it
-        (``_child_block_counts``: a pass over the rows in row order, reading the
+        (``_child_block_pass``: a pass over the rows in row chunks, reading the
         block bytes and the first-child bits, and the root's sums; the smaller
-        child's rows visited), one task per feature. Every sum is exact on the
-        tree's grid: the same bits in any order."""
-        cdef intp_t j, f, n = self.n_samples, n_blocks = self.n_blocks
+        child's rows visited). Every sum is exact on the tree's grid: the same bits
+        in any order."""
         cdef const int32_t* blocked_feature = self.task_feature + (
             self.n_features - n_blocked)
         cdef const level_node_t* nodes = level.nodes
         cdef intp_t first = 1 if nodes[1].start < nodes[0].start else 0
         cdef bint count_second = (nodes[1 - first].stop - nodes[1 - first].start
                                   < nodes[first].stop - nodes[first].start)
-        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * n)
-        for j in prange(n_blocked, schedule="dynamic", chunksize=1,
+        GBC_TRACE_REGION_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * self.n_samples)
+        self._child_block_pass(self.row_wr, self.first_bits, count_second,
+                               blocked_feature, self.n_blocks, n_blocked,
+                               self.block_offset, self.child_pos, self.child_sums,
+                               n_threads)
+        GBC_TRACE_REGION_END(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * self.n_samples)
+
+    cdef void _child_block_pass(self, const float64_t* row_wr,
+                                const uint64_t_t* first_bits, bint count_second,
+                                const int32_t* features, intp_t stride,
+                                intp_t n_blocked, const float64_t* root_before,
+                                int64_t* pos, float64_t* sums,
+                                int n_threads) noexcept nogil:
+        """For the features f = ``features[j stride]``, j < ``n_blocked``: each
+        child's rows and w * r before each block (``_child_block_prefixes``, at
+        ``pos + f 2 (n_blocks + 1)`` and ``sums + f 2 n_blocks``), from the root's
+        sums before each block (``root_before + f n_blocks``) and the counted
+        child's rows and w * r in each block: one task per chunk of rows
+        (``_chunk_child_counts``), then each (feature, block)'s counts and sums of
+        the chunks added in chunk order, whatever the thread that made them."""
+        cdef intp_t c, i, j, b, f, n = self.n_samples, n_blocks = self.n_blocks
+        cdef intp_t chunk_rows = self.sum_chunk_rows, n_chunks = self.n_sum_chunks
+        cdef intp_t per_chunk = n_blocked * n_blocks, side = 1 if count_second else 0
+        cdef int64_t* total_n = self.chunk_counts
+        cdef float64_t* total_s = self.chunk_sums
+        cdef int64_t* pos_f
+        cdef float64_t* sums_f
+        for c in prange(n_chunks, schedule="dynamic", chunksize=1,
                         num_threads=n_threads):
-            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, j)
-            f = blocked_feature[j * n_blocks]
-            _child_block_counts(self.block_of + f * n, self.row_wr, self.first_bits, n,
-                                self.block_offset + f * n_blocks, self.block_rows,
-                                count_second, self.child_pos + f * 2 * (n_blocks + 1),
-                                self.child_sums + f * 2 * n_blocks, n_blocks)
-            GBC_TRACE_TASK_END(GBC_TR_EXACT_CHILD_COUNTS, j)
-        GBC_TRACE_REGION_END(GBC_TR_EXACT_CHILD_COUNTS, n_blocked * n)
+            GBC_TRACE_TASK_BEGIN(GBC_TR_EXACT_CHILD_COUNTS, c)
+            _chunk_child_counts(self.block_of, n, row_wr, first_bits, count_second,
+                                features, stride, n_blocked, n_blocks, c * chunk_rows,
+                                min((c + 1) * chunk_rows, n),
+                                self.chunk_counts + c * per_chunk,
+                                self.chunk_sums + c * per_chunk)
+            GBC_TRACE_TASK_END(GBC_TR_EXACT_CHILD_COUNTS, c)
+        # The chunks' counts and sums added into the first chunk's, chunk after chunk.
+        for c in range(1, n_chunks):
+            for i in range(per_chunk):
+                total_n[i] += self.chunk_counts[c * per_chunk + i]
+                total_s[i] = total_s[i] + self.chunk_sums[c * per_chunk + i]
+        for j in range(n_blocked):
+            f = features[j * stride]
+            pos_f = pos + f * 2 * (n_blocks + 1)
+            sums_f = sums + f * 2 * n_blocks
+            for b in range(n_blocks):
+                pos_f[2 * b + side] = total_n[j * n_blocks + b]
+                sums_f[2 * b + side] = total_s[j * n_blocks + b]
+            _child_block_prefixes(pos_f, sums_f, root_before + f * n_blocks,
+                                  self.block_rows, n, count_second, n_blocks)
 
     cdef inline void _child_block_task(self, scan_t* states, candidate_t* tb,
                                        const level_t* level, intp_t f, intp_t b,
@@ -2135,14 +2330,15 @@ cdef class ExactSplitFinder(SplitFinder):
                                      pos[c], pos[c + 2], sums[c], prev)
             self._end_node(states, tb, level, f, node)
 
-    def _child_block_sums(self, const float64_t[::1] row_wr, const uint8_t[::1] first):
-        """Test hook: ``_child_block_counts`` for every feature, the rows' w * r
-        ``row_wr`` and their children ``first`` (1: the first child, 0: the
-        second), from the root's sums before each block (``_byte_block_sums``, then
-        their prefixes in block order, as ``_sum_blocks``), the smaller child's rows
-        visited (the second's where it has fewer rows). Returns (rows before
-        each block and child, shape (n_features, n_blocks + 1, 2); their w * r,
-        shape (n_features, n_blocks, 2))."""
+    def _child_block_sums(self, const float64_t[::1] row_wr, const uint8_t[::1] first,
+                          int n_threads=1):
+        """Test hook: ``_child_block_pass`` for every feature on ``n_threads``
+        threads, the rows' w * r ``row_wr`` and their children ``first`` (1: the
+        first child, 0: the second), from the root's sums before each block
+        (``_block_pass``, then their prefixes in block order, as ``_sum_blocks``),
+        the smaller child's rows visited (the second's where it has fewer rows).
+        Returns (rows before each block and child, shape (n_features, n_blocks +
+        1, 2); their w * r, shape (n_features, n_blocks, 2))."""
         cdef intp_t f, i, b, n = self.n_samples, n_blocks = self.n_blocks
         cdef float64_t acc, t
         if self.block_of == NULL:
@@ -2158,23 +2354,22 @@ cdef class ExactSplitFinder(SplitFinder):
         sums = np.empty((self.n_features, n_blocks, 2), dtype=np.float64)
         cdef int64_t[:, :, ::1] pos_view = pos
         cdef float64_t[:, :, ::1] sums_view = sums
-        root = np.empty(n_blocks, dtype=np.float64)
-        cdef float64_t[::1] root_view = root
+        root = self._block_sums_from_bytes(row_wr, n_threads)
+        cdef float64_t[:, ::1] root_view = root
+        cdef int32_t[::1] features = np.arange(self.n_features, dtype=np.int32)
         cdef bint count_second = 2 * int(np.count_nonzero(first)) > n
         if n > 0:
             with nogil:
                 for f in range(self.n_features):
-                    _byte_block_sums(self.block_of + f * n, &row_wr[0], n, &root_view[0],
-                                     n_blocks)
                     acc = 0.0
                     for b in range(n_blocks):
-                        t = root_view[b]
-                        root_view[b] = acc
+                        t = root_view[f, b]
+                        root_view[f, b] = acc
                         acc = acc + t
-                    _child_block_counts(self.block_of + f * n, &row_wr[0], &bits_view[0],
-                                        n, &root_view[0], self.block_rows, count_second,
-                                        &pos_view[f, 0, 0], &sums_view[f, 0, 0],
-                                        n_blocks)
+                self._child_block_pass(&row_wr[0], &bits_view[0], count_second,
+                                       &features[0], 1, self.n_features,
+                                       &root_view[0, 0], &pos_view[0, 0, 0],
+                                       &sums_view[0, 0, 0], max(1, n_threads))
         return pos, sums
 
     def _block_bytes(self):
@@ -2185,11 +2380,10 @@ cdef class ExactSplitFinder(SplitFinder):
         return np.asarray(<uint8_t[:self.n_features * self.n_samples]>self.block_of
                           ).reshape(self.n_features, self.n_samples).copy()
 
-    def _block_sums_from_bytes(self, const float64_t[::1] row_wr):
+    def _block_sums_from_bytes(self, const float64_t[::1] row_wr, int n_threads=1):
         """Test hook: each feature's per-block sums of ``row_wr`` from the block
-        bytes (``_byte_block_sums``, the pass of ``_sum_blocks``), shape
-        (n_features, n_blocks)."""
-        cdef intp_t f
+        bytes (``_block_pass``, the pass of ``_sum_blocks``, on ``n_threads``
+        threads), shape (n_features, n_blocks)."""
         if self.block_of == NULL:
             raise ValueError("this finder holds no block bytes")
         if row_wr.shape[0] != self.n_samples:
@@ -2197,10 +2391,11 @@ cdef class ExactSplitFinder(SplitFinder):
                              f"{row_wr.shape[0]}")
         out = np.empty((self.n_features, self.n_blocks), dtype=np.float64)
         cdef float64_t[:, ::1] view = out
-        with nogil:
-            for f in range(self.n_features):
-                _byte_block_sums(self.block_of + f * self.n_samples, &row_wr[0],
-                                 self.n_samples, &view[f, 0], self.n_blocks)
+        cdef int32_t[::1] features = np.arange(self.n_features, dtype=np.int32)
+        if self.n_samples > 0:
+            with nogil:
+                self._block_pass(&row_wr[0], &features[0], 1, self.n_features,
+                                 &view[0, 0], max(1, n_threads))
         return out
 
     cdef inline void _start_node(self, scan_t* states, const candidate_t* tb,
