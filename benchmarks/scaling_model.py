@@ -272,7 +272,21 @@ EXACT_CHILD_PASS = 0.104
 EXACT_CHILD_BLOCKS = 1.08
 
 
-def child_block_tasks(dur, p, n_samples):
+def pass_tasks(total, k, n_samples, chunked=True):
+    """The tasks of a pass over the rows for ``k`` blocked features of ``total``
+    one-thread seconds in all: the code's row chunks (``_exact_splitter``'s
+    ``sum_chunk_plan``, each over every blocked feature: its share of the rows of
+    the total), or, ``chunked=False`` (the code before 2026-12-01), one task per
+    blocked feature."""
+    if not chunked:
+        return np.full(k, total / k)
+    from gbc_core._exact_splitter import sum_chunk_plan
+    rows, n_chunks = sum_chunk_plan(int(n_samples))
+    sizes = np.minimum(rows, int(n_samples) - rows * np.arange(n_chunks))
+    return total * sizes / float(n_samples)
+
+
+def child_block_tasks(dur, p, n_samples, chunked=True):
     """The exact root's children's scan tasks on ``p`` threads where the finder
     carries the root's blocks down (the code's own plan, ``child_block_plan``: the
     root's rule on min(p, features) threads, at most the root's blocked features,
@@ -280,15 +294,15 @@ def child_block_tasks(dur, p, n_samples):
     each feature's task (in order).
     Returns (task durations in the order the code hands them out: the whole
     features, then the blocks of the last k, each ``EXACT_CHILD_BLOCKS`` /
-    n_blocks of its feature's task; count-pass durations, one per blocked
-    feature: ``EXACT_CHILD_PASS`` x the mean task)."""
+    n_blocks of its feature's task; count-pass durations, ``EXACT_CHILD_PASS`` x
+    the mean task per blocked feature, in the tasks of ``pass_tasks``)."""
     dur = np.asarray(dur, dtype=float)
     k, n_blocks = _child_blocked(int(n_samples), len(dur), p)
     if k == 0:
         return dur, np.zeros(0)
     whole = dur[:len(dur) - k]
     blocks = np.repeat(dur[len(dur) - k:] * EXACT_CHILD_BLOCKS / n_blocks, n_blocks)
-    passes = np.full(k, EXACT_CHILD_PASS * float(dur.mean()))
+    passes = pass_tasks(k * EXACT_CHILD_PASS * float(dur.mean()), k, n_samples, chunked)
     return np.concatenate([whole, blocks]), passes
 
 
@@ -300,13 +314,14 @@ def _child_blocked(n_samples, n_features, p):
     return k, n_blocks
 
 
-def root_block_tasks(dur, p, n_samples):
+def root_block_tasks(dur, p, n_samples, chunked=True):
     """The exact root's scan tasks on ``p`` threads where the finder blocks its
     features (``_exact_splitter.root_block_plan``, the code's own rule; every feature
     lean): ``dur`` the one-thread scan time of each feature (in order). Returns (scan
     task durations in the order the code hands them out: the whole features, then
     the blocks of the last k, each 1 / n_blocks of its feature; block-sum task
-    durations, one per blocked feature: ``block_pass_share`` x the mean scan)."""
+    durations, ``block_pass_share`` x the mean scan per blocked feature, in the
+    tasks of ``pass_tasks``)."""
     from gbc_core._exact_splitter import root_block_plan
     dur = np.asarray(dur, dtype=float)
     k, _, n_blocks, _ = root_block_plan(int(n_samples), len(dur), p)
@@ -314,7 +329,8 @@ def root_block_tasks(dur, p, n_samples):
         return dur, np.zeros(0)
     whole = dur[:len(dur) - k]
     blocks = np.repeat(dur[len(dur) - k:] / n_blocks, n_blocks)
-    passes = np.full(k, block_pass_share(n_samples) * float(dur.mean()))
+    passes = pass_tasks(k * block_pass_share(n_samples) * float(dur.mean()), k,
+                        n_samples, chunked)
     return np.concatenate([whole, blocks]), passes
 
 # The 16-core machines of the figures (``FIGURES``' machine names): the one place of
@@ -905,7 +921,8 @@ def row_block_tasks(node_s, collected_rows, n_features, p, n_samples):
 def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
                    row_blocks=False, n_samples=0, root_blocks=False,
                    grid_in_place=False, child_blocks=False, wr2_later=False,
-                   passes_on_threads=True, leaf_blocks=True, choose_on_threads=True):
+                   passes_on_threads=True, leaf_blocks=True, choose_on_threads=True,
+                   chunked_passes=True):
     """Compute seconds of region ``r`` on ``p`` threads (task times x ``scale``;
     ``row_factor``: rows of the prediction / rows of the trace) and the threads it
     keeps busy. ``row_blocks``: the histogram build cuts large nodes into row
@@ -927,7 +944,10 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
     code before the leaf sums in row blocks (``LEAF_BLOCKS``): the leaf sums' tasks
     (phase 23) as the spans' shares of their work (``LEAF_SPANS``), or, without
     the passes on every thread, on one thread. ``choose_on_threads=False``: the
-    code before the split scans on the threads (``CHOOSE_ON_THREADS``)."""
+    code before the split scans on the threads (``CHOOSE_ON_THREADS``).
+    ``chunked_passes=False``: the code before 2026-12-01, whose blocked features'
+    passes (the root's block sums, its children's counts) were a task per feature,
+    the children's on one thread per feature at most (``pass_tasks``)."""
     parallel_from = PARALLEL_FROM.get(r.rid, 0)
     if r.rid == 6 and not choose_on_threads:
         parallel_from = CHOOSE_PARALLEL_FROM_BEFORE
@@ -1016,17 +1036,18 @@ def region_compute(r, p, machine, n_features=28, scale=1.0, row_factor=1.0,
             elif root_blocks and phase == EXACT_SCAN and p > 1:
                 n_whole = n_tasks - _root_blocked(r, p, n_samples)
                 blocked_root = n_whole < n_tasks
-                dur, passes = root_block_tasks(dur, p, n_samples)
+                dur, passes = root_block_tasks(dur, p, n_samples, chunked_passes)
                 if len(passes):
                     compute += schedule(passes, p, "dynamic")
                     n_loops += 1
                 n_tasks = len(dur)
             elif child_blocks and phase == EXACT_SCAN and p > 1:
-                dur, passes = child_block_tasks(dur, p, n_samples)
+                dur, passes = child_block_tasks(dur, p, n_samples, chunked_passes)
                 if len(passes):
-                    # One thread per feature at most (the splits' scratch).
+                    # One thread per feature at most (the splits' scratch); the
+                    # row chunks of the counts on every thread.
                     q = min(p, n_tasks)
-                    compute += schedule(passes, q, "dynamic")
+                    compute += schedule(passes, p if chunked_passes else q, "dynamic")
                     compute += schedule(dur, q, kind)
                     n_loops += 1
                     most = max(most, q)
@@ -1082,7 +1103,7 @@ def region_memory(r, busy, machine, rows, row_factor=1.0, share=1):
 
 def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
          row_blocks=False, root_blocks=False, passes_on_threads=True, leaf_blocks=True,
-         choose_on_threads=True):
+         choose_on_threads=True, chunked_passes=True):
     """The :class:`Plan` of a fit on ``p`` threads from a one-thread trace.
     ``scale_of`` (region id -> factor) extrapolates task times to ``rows`` rows
     (serial stretches too, under the key 0); ``mode``: how the K trees of an
@@ -1095,7 +1116,9 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
     thread (``PASSES_ON_THREADS``; the leaf sums then on one thread);
     ``leaf_blocks=False``: the code before the leaf sums in row blocks
     (``LEAF_BLOCKS``, :func:`region_compute`); ``choose_on_threads=False``: the
-    code before the split scans on the threads (``CHOOSE_ON_THREADS``)."""
+    code before the split scans on the threads (``CHOOSE_ON_THREADS``);
+    ``chunked_passes=False``: the blocked features' passes a task per feature
+    (:func:`region_compute`)."""
     scale_of = scale_of or {}
     rows = rows or meta["rows"]
     row_factor = rows / meta["rows"]
@@ -1149,7 +1172,8 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
                                     child_blocks=is_child, n_features=n_features,
                                     passes_on_threads=passes_on_threads,
                                     leaf_blocks=leaf_blocks,
-                                    choose_on_threads=choose_on_threads)
+                                    choose_on_threads=choose_on_threads,
+                                    chunked_passes=chunked_passes)
         l3, dram = region_memory(r, busy, machine, rows, row_factor, share)
         out.add(comp, l3, dram, busy, share, group, tag=REGIONS[r.rid])
         if r.rid == 11 and LEAF_SUMS in r.phases and LEAF_UPDATE in r.phases:
@@ -1170,7 +1194,15 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
             k, rid = _root_blocked(r, threads, rows), 28
         elif is_child and threads > 1:
             k, rid = _child_blocked(rows, len(r.phases.get(8, ())), threads)[0], 31
-        if k:
+        if k and chunked_passes:
+            # In row chunks over every blocked feature: each row's w r read once
+            # (8 bytes) and its k bytes, as (k + 8) / 9 items of MEMORY's 9 bytes,
+            # on every thread (each chunk its own rows).
+            n_rows = r.items / len(r.phases[8])
+            passes = SimpleNamespace(rid=rid, items=(k + 8) / 9 * n_rows)
+            l3, dram = region_memory(passes, threads, machine, rows, row_factor, share)
+            out.add(0.0, l3, dram, threads, share, group, tag=REGIONS[rid])
+        elif k:
             passes = SimpleNamespace(rid=rid, items=k * r.items / len(r.phases[8]))
             l3, dram = region_memory(passes, min(k, threads), machine, rows,
                                      row_factor, share)
@@ -1513,7 +1545,8 @@ def cmd_predict(args):
     print("  " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(parts.items(),
                                                           key=lambda kv: -kv[1])))
     blocks = dict(row_blocks=not args.no_blocks and meta["method"] == "hist",
-                  root_blocks=not args.no_blocks and meta["method"] == "exact")
+                  root_blocks=not args.no_blocks and meta["method"] == "exact",
+                  chunked_passes=not args.feature_passes)
     one = plan(events, meta, 1, machine, scale_of, rows, mode, **blocks).seconds(machine)
     for p in [int(t) for t in args.threads.split(",")]:
         pl = plan(events, meta, p, machine, scale_of, rows, mode, **blocks)
@@ -1555,7 +1588,7 @@ def row_pair(sizes, rows):
 
 def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False,
                root_blocks=False, passes_on_threads=True, leaf_blocks=True,
-               choose_on_threads=True):
+               choose_on_threads=True, chunked_passes=True):
     """The :class:`Plan` (this machine's one-thread CPU time scale) of a fit on p
     threads: from its trace, or scaled by per-region exponents of the row count
     from the traces of the same method and classes (``row_pair``: the two around
@@ -1563,13 +1596,14 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     nearer). With one row count of these classes, that trace scaled by the
     exponents of the binary traces nearest to its rows and to ``rows``.
     ``mode``, ``row_blocks``, ``root_blocks``, ``passes_on_threads``,
-    ``leaf_blocks``, ``choose_on_threads``: :func:`plan`'s.
+    ``leaf_blocks``, ``choose_on_threads``, ``chunked_passes``: :func:`plan`'s.
     Returns (plan or None, how)."""
     if (method, rows, classes) in traces:
         return plan(*traces[(method, rows, classes)], p, machine, mode=mode,
                     row_blocks=row_blocks, root_blocks=root_blocks,
                     passes_on_threads=passes_on_threads, leaf_blocks=leaf_blocks,
-                    choose_on_threads=choose_on_threads), "traced"
+                    choose_on_threads=choose_on_threads,
+                    chunked_passes=chunked_passes), "traced"
     sizes = sorted(r for (m, r, c) in traces if m == method and c == classes)
     if not sizes:
         return None, "no trace"
@@ -1595,7 +1629,7 @@ def model_plan(traces, method, rows, classes, p, machine, mode, row_blocks=False
     scale_of = {rid: factor ** e for rid, e in expo.items()}
     return plan(*traces[(method, base_rows, classes)], p, machine, scale_of, rows, mode,
                 row_blocks, root_blocks, passes_on_threads, leaf_blocks,
-                choose_on_threads), "from " + how
+                choose_on_threads, chunked_passes), "from " + how
 
 
 def mode_of(method, commit):
@@ -2015,6 +2049,9 @@ def main(argv=None):
                    help="without the finders' row blocks (hist) and root blocks, "
                         "carried to the root's children too (exact), as the code "
                         "before them")
+    p.add_argument("--feature-passes", action="store_true",
+                   help="the exact finder's blocked features' passes a task per "
+                        "feature (the code before 2026-12-01), not row chunks")
     c = sub.choices["calibrate"]
     c.add_argument("--traces", required=True, help="folder of .npz traces")
     c.add_argument("--sync-trace", help="a two-thread trace (synchronisation cost)")

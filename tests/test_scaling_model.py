@@ -173,8 +173,10 @@ def test_root_block_tasks_follow_the_finders_rule():
     """The exact root's scan tasks at P threads: the finder's own rule
     (``root_block_plan``): at 1M rows with 28 features, 16 threads block the last 12
     features into 31 blocks each (their time shared out), after the 16 whole ones,
-    with one block-sum task per blocked feature at the measured share of a mean
-    scan; 2 and 32 threads keep the 28 whole features and no block sums."""
+    with block sums of the measured share of a mean scan per blocked feature, in
+    the finder's 62 row chunks (``sum_chunk_plan``; one task per feature for the
+    code before them); 2 and 32 threads keep the 28 whole features and no block
+    sums."""
     from gbc_core._exact_splitter import root_block_plan
 
     n = 1_000_000
@@ -186,8 +188,12 @@ def test_root_block_tasks_follow_the_finders_rule():
     np.testing.assert_array_equal(tasks[:16], dur[:16])
     assert math.isclose(tasks[16:].sum(), dur[16:].sum())
     assert np.allclose(tasks[16:16 + 31], dur[16] / 31)
-    assert len(passes) == 12
-    assert np.allclose(passes, sm.block_pass_share(n) * dur.mean())
+    total = 12 * sm.block_pass_share(n) * dur.mean()
+    assert len(passes) == 62 and math.isclose(passes.sum(), total)
+    np.testing.assert_allclose(passes[:61], total * 16384 / n)
+    _, by_feature = sm.root_block_tasks(dur, 16, n, chunked=False)
+    assert len(by_feature) == 12
+    assert np.allclose(by_feature, sm.block_pass_share(n) * dur.mean())
     assert sm.block_pass_share(n) == 0.14 and sm.block_pass_share(200_000) == 0.24
     assert 0.14 < sm.block_pass_share(500_000) < 0.24
     for p in (2, 32):
@@ -200,9 +206,10 @@ def test_child_block_tasks_follow_the_finders_rule():
     """The exact root's children's tasks at P threads: the root's rule
     (``root_block_plan``) carried down: at 1M rows with 28 features, 16 threads
     cut the last 12 features' tasks into 31 blocks each (``EXACT_CHILD_BLOCKS`` of
-    the feature's time shared out), after the 16 whole ones, with one count task
-    per blocked feature at ``EXACT_CHILD_PASS`` of a mean task; 2 and 32 threads
-    keep the 28 whole features and no counts."""
+    the feature's time shared out), after the 16 whole ones, with counts of
+    ``EXACT_CHILD_PASS`` of a mean task per blocked feature in the finder's 62 row
+    chunks (one task per feature for the code before them); 2 and 32 threads keep
+    the 28 whole features and no counts."""
     n = 1_000_000
     dur = np.linspace(1.0, 2.0, 28)
     tasks, passes = sm.child_block_tasks(dur, 16, n)
@@ -210,8 +217,11 @@ def test_child_block_tasks_follow_the_finders_rule():
     np.testing.assert_array_equal(tasks[:16], dur[:16])
     assert math.isclose(tasks[16:].sum(), dur[16:].sum() * sm.EXACT_CHILD_BLOCKS)
     assert np.allclose(tasks[16:16 + 31], dur[16] * sm.EXACT_CHILD_BLOCKS / 31)
-    assert len(passes) == 12
-    assert np.allclose(passes, sm.EXACT_CHILD_PASS * dur.mean())
+    total = 12 * sm.EXACT_CHILD_PASS * dur.mean()
+    assert len(passes) == 62 and math.isclose(passes.sum(), total)
+    _, by_feature = sm.child_block_tasks(dur, 16, n, chunked=False)
+    assert len(by_feature) == 12
+    assert np.allclose(by_feature, sm.EXACT_CHILD_PASS * dur.mean())
     for p in (2, 32):
         tasks, passes = sm.child_block_tasks(dur, p, n)
         np.testing.assert_array_equal(tasks, dur)
@@ -231,7 +241,7 @@ def test_child_block_tasks_are_the_finders_plan():
         dur = np.linspace(1.0, 2.0, d)
         for p in (2, 4, 6, 8, 12, 16, 32, 64):
             k, _, n_blocks = child_block_plan(n, d, p)
-            tasks, passes = sm.child_block_tasks(dur, p, n)
+            tasks, passes = sm.child_block_tasks(dur, p, n, chunked=False)
             assert len(passes) == k
             assert len(tasks) == d - k + k * n_blocks
             assert k <= root_block_plan(n, d, p)[0]
