@@ -216,16 +216,19 @@ def test_force_blocks_rejects_a_negative_size():
 
 
 # ---------------------------------------------------------------- the block bytes
-def _twin_root_time(k, n_features, n_threads, n_blocks, num, den):
+def _twin_root_time(k, n_features, n_threads, n_blocks, num, den, n_chunks):
     """The root's time with its last k features blocked (integer units of 1 /
     (n_blocks x den) of a scan): the block sums, num / den of a scan per blocked
-    feature shared out evenly over the threads (row chunks, each over every blocked
-    feature), then, list scheduling the tasks one by one, the whole features (1
-    each) and the k x n_blocks blocks (1 / n_blocks each), each to the first free
-    thread."""
+    feature, in n_chunks equal row chunks over every blocked feature (a chunk's
+    cost rounded up), list scheduled on the threads, then, list scheduling the
+    tasks one by one, the whole features (1 each) and the k x n_blocks blocks (1 /
+    n_blocks each), each to the first free thread."""
     import heapq
     unit = n_blocks * den
-    sums = -(-(k * n_blocks * num) // n_threads)
+    free = [0] * n_threads
+    for _ in range(n_chunks if k else 0):
+        heapq.heappush(free, heapq.heappop(free) + -(-(k * n_blocks * num) // n_chunks))
+    sums = max(free)
     free = [0] * n_threads
     for cost in [unit] * (n_features - k) + [den] * (k * n_blocks):
         heapq.heappush(free, heapq.heappop(free) + cost)
@@ -249,7 +252,9 @@ def test_the_root_rule_is_the_list_schedule_of_its_tasks():
                 if n_threads < 4:
                     assert k == 0
                     continue
-                times = [_twin_root_time(j, n_features, n_threads, n_blocks, num, den)
+                n_chunks = _exact_splitter.sum_chunk_plan(n_rows)[1]
+                times = [_twin_root_time(j, n_features, n_threads, n_blocks, num, den,
+                                         n_chunks)
                          for j in range(n_features + 1)]
                 assert k == int(np.argmin(times)), (n_rows, n_features, n_threads)
                 for n_lean in range(n_features + 1):
@@ -424,9 +429,10 @@ def test_child_block_counts_match_a_numpy_twin(block_rows):
 def test_the_passes_of_a_default_finder_add_its_chunks_in_order():
     """With the default rule's chunks (16,384 rows, each read 2,048 rows at a time
     for every feature: 40,003 rows make three chunks, the last part full), the
-    root's block sums and its children's counts are the twins', and the same bits
-    on 1, 2 and 5 threads. The values are on a grid whose sums of the chunks are
-    exact, as a tree's are."""
+    root's block sums and its children's counts (the first child counted, then the
+    second) are the twins', and the same bits on 1, 2 and 5 threads (more threads
+    than chunks). The values are on a grid whose sums of the chunks are exact, as
+    a tree's are."""
     n = 40_003
     rng = np.random.default_rng(8)
     X = np.asfortranarray(np.column_stack([
@@ -437,9 +443,11 @@ def test_the_passes_of_a_default_finder_add_its_chunks_in_order():
     assert bytes_ is not None
     n_blocks = int(bytes_.max()) + 1
     r = np.round(rng.normal(size=n) * 2 ** 20) / 2 ** 20
-    first = (rng.uniform(size=n) < 0.3).astype(np.uint8)
+    # The first child 30% of the rows (counted), then 70% (the second counted).
+    firsts = {share: (rng.uniform(size=n) < share).astype(np.uint8) for share in (0.3, 0.7)}
     results = []
-    for n_threads in (1, 2, 5):
+    for share, n_threads in ((0.3, 1), (0.3, 2), (0.3, 5), (0.7, 1), (0.7, 5)):
+        first = firsts[share]
         sums = finder._block_sums_from_bytes(r, n_threads)
         pos, child_sums = finder._child_block_sums(r, first, n_threads)
         results.append((sums.tobytes(), pos.tobytes(), child_sums.tobytes()))
@@ -448,13 +456,13 @@ def test_the_passes_of_a_default_finder_add_its_chunks_in_order():
             assert sums[f].tobytes() == twin.tobytes()
             starts = np.minimum(np.arange(n_blocks + 1) * 32768, n)
             order = np.argsort(X[:, f], kind="stable")
-            member = first[order] == 1
-            before = np.concatenate([[0], np.cumsum(member)])[starts]
-            np.testing.assert_array_equal(pos[f, :, 0], before)
-            in_order = np.where(member, r[order], 0.0)
-            prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
-            assert child_sums[f, :, 0].tobytes() == prefix.tobytes()
-    assert results[0] == results[1] == results[2]
+            for side, member in enumerate((first[order] == 1, first[order] == 0)):
+                before = np.concatenate([[0], np.cumsum(member)])[starts]
+                np.testing.assert_array_equal(pos[f, :, side], before)
+                in_order = np.where(member, r[order], 0.0)
+                prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
+                assert child_sums[f, :, side].tobytes() == prefix.tobytes()
+    assert results[0] == results[1] == results[2] and results[3] == results[4]
 
 
 def _children_data(n, share, seed=6):

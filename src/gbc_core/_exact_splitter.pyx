@@ -115,20 +115,18 @@ cdef extern from *:
         for (i = lo; i < hi; i++) sums[block[i]] += values[i];
     }
     /* The same over the rows of [lo, hi) (lo a multiple of 64) whose bit is set
-       (clear where ``invert``; the bits past n never read as set), counting them
-       too: counts[block[i]] += 1, sums[block[i]] += values[i], in row order. */
+       (clear where ``invert``), counting them too: counts[block[i]] += 1,
+       sums[block[i]] += values[i], in row order. */
     static GBC_NOINLINE void gbc_add_by_block_bits(
             int64_t* counts, double* sums, const uint8_t* block,
             const double* values, const unsigned long long* bits, Py_ssize_t lo,
-            Py_ssize_t hi, Py_ssize_t n, int invert) {
+            Py_ssize_t hi, int invert) {
         Py_ssize_t w, i;
         unsigned long long word;
         for (w = lo; w < hi; w += 64) {
             word = bits[w >> 6];
-            if (invert) {
-                word = ~word;
-                if (n - w < 64) word &= (1ULL << (n - w)) - 1;
-            }
+            if (invert) word = ~word;
+            if (hi - w < 64) word &= (1ULL << (hi - w)) - 1;
             while (word != 0) {
                 i = w + GBC_CTZ64(word);
                 word &= word - 1;
@@ -143,7 +141,7 @@ cdef extern from *:
         intp_t hi) noexcept nogil
     void add_by_block_bits "gbc_add_by_block_bits"(
         int64_t* counts, float64_t* sums, const uint8_t* block, const float64_t* values,
-        const unsigned long long* bits, intp_t lo, intp_t hi, intp_t n,
+        const unsigned long long* bits, intp_t lo, intp_t hi,
         bint invert) noexcept nogil
 
 cdef extern from *:
@@ -402,18 +400,29 @@ cdef inline intp_t _sum_chunk_rows_for(intp_t n_rows, intp_t block_rows,
     return max(<intp_t>SUM_CHUNK_ROWS, (chunk_rows + 63) // 64 * 64)
 
 
+cdef inline intp_t _sum_chunks_for(intp_t n_rows) noexcept nogil:
+    """The row chunks of the blocked features' passes at ``n_rows`` rows
+    (``_sum_chunk_rows_for`` outside ``_force_blocks``): the rule's view."""
+    cdef intp_t chunk_rows = _sum_chunk_rows_for(n_rows, _block_rows_for(n_rows), False)
+    return (n_rows + chunk_rows - 1) // chunk_rows
+
+
 cdef inline int64_t _root_time(intp_t k, intp_t n_features, intp_t n_threads,
-                               intp_t n_blocks) noexcept nogil:
+                               intp_t n_blocks, intp_t n_chunks) noexcept nogil:
     """The root's modelled time with its last ``k`` features blocked, in units of
     1 / (n_blocks x BLOCK_PASS_DEN) of a feature's scan: the block sums
-    (BLOCK_PASS_NUM / BLOCK_PASS_DEN of a scan per blocked feature, in row chunks
-    shared out over the ``n_threads``), then the scan as ``collect`` hands it out
-    (the whole features first, each 1, then the k x n_blocks blocks, each 1 /
-    n_blocks, to the first free thread), every feature taken to cost the same."""
+    (BLOCK_PASS_NUM / BLOCK_PASS_DEN of a scan per blocked feature, in ``n_chunks``
+    equal row chunks over every blocked feature, in waves of ``n_threads``), then
+    the scan as ``collect`` hands it out (the whole features first, each 1, then
+    the k x n_blocks blocks, each 1 / n_blocks, to the first free thread), every
+    feature taken to cost the same."""
     cdef int64_t unit = n_blocks * BLOCK_PASS_DEN
     cdef intp_t whole = n_features - k, q = whole // n_threads, s = whole % n_threads
     cdef intp_t tasks = k * n_blocks, free_threads, ahead
-    cdef int64_t t = (k * n_blocks * BLOCK_PASS_NUM + n_threads - 1) // n_threads
+    cdef int64_t t = 0
+    if k > 0:
+        t = (((n_chunks + n_threads - 1) // n_threads)
+             * ((k * n_blocks * BLOCK_PASS_NUM + n_chunks - 1) // n_chunks))
     if s == 0:
         # Every thread free at q: the blocks shared out over all of them.
         return t + q * unit + ((tasks + n_threads - 1) // n_threads) * BLOCK_PASS_DEN
@@ -428,20 +437,20 @@ cdef inline int64_t _root_time(intp_t k, intp_t n_features, intp_t n_threads,
 
 
 cdef intp_t _root_blocked_features(intp_t n_features, intp_t n_lean, intp_t n_threads,
-                                   intp_t n_blocks) noexcept nogil:
+                                   intp_t n_blocks, intp_t n_chunks) noexcept nogil:
     """How many of the root's lean features (the last ones) to scan in blocks on
     ``n_threads`` threads: the least k in 0 .. ``n_lean`` of the least modelled time
     (``_root_time``); 0 below MIN_BLOCK_THREADS threads or with one block. A
-    function of the row count (through ``n_blocks``), the feature counts and the
-    thread count; the result of the scan does not depend on it (the sums are exact,
-    ties between blocks ranked by position)."""
+    function of the row count (through ``n_blocks`` and ``n_chunks``), the feature
+    counts and the thread count; the result of the scan does not depend on it (the
+    sums are exact, ties between blocks ranked by position)."""
     cdef intp_t k, best_k = 0
     cdef int64_t t, best_t
     if n_threads < MIN_BLOCK_THREADS or n_blocks <= 1 or n_lean <= 0:
         return 0
-    best_t = _root_time(0, n_features, n_threads, n_blocks)
+    best_t = _root_time(0, n_features, n_threads, n_blocks, n_chunks)
     for k in range(1, n_lean + 1):
-        t = _root_time(k, n_features, n_threads, n_blocks)
+        t = _root_time(k, n_features, n_threads, n_blocks, n_chunks)
         if t < best_t:
             best_t, best_k = t, k
     return best_k
@@ -477,7 +486,8 @@ def root_block_plan(n_rows, n_features, n_threads, n_lean=None):
     cdef intp_t n_blocks = max(1, (n_rows + block_rows - 1) // block_rows)
     if n_lean is None:
         n_lean = n_features
-    return (int(_root_blocked_features(n_features, n_lean, max(1, n_threads), n_blocks)),
+    return (int(_root_blocked_features(n_features, n_lean, max(1, n_threads), n_blocks,
+                                       _sum_chunks_for(n_rows))),
             int(block_rows), int(n_blocks), <double>BLOCK_PASS_NUM / BLOCK_PASS_DEN)
 
 
@@ -501,15 +511,18 @@ def sum_chunk_plan(n_rows):
 
 cdef inline intp_t _child_blocked_features(intp_t root_blocked, intp_t n_features,
                                            intp_t n_lean, intp_t n_threads,
-                                           intp_t n_blocks) noexcept nogil:
+                                           intp_t n_blocks,
+                                           intp_t n_chunks) noexcept nogil:
     """How many of the root's children's lean features (the last ones) to scan in
     the root's blocks, the root having blocked its last ``root_blocked``: the
-    root's rule (``_root_blocked_features``) on the threads of the children's scan
-    (``n_threads``: at most one per feature, as the segments' splits), and no
-    more than the root blocked (the children's counts read the root's block sums
-    of the same features)."""
+    root's rule (``_root_blocked_features``) on the threads of the children's
+    scan (``n_threads``: at most one per feature, as the segments' splits; the
+    counts' pass before it, on every thread, is modelled on those), and no more
+    than the root blocked (the children's counts read the root's block sums of
+    the same features)."""
     return min(root_blocked,
-               _root_blocked_features(n_features, n_lean, n_threads, n_blocks))
+               _root_blocked_features(n_features, n_lean, n_threads, n_blocks,
+                                      n_chunks))
 
 
 def child_block_plan(n_rows, n_features, n_threads, n_lean=None):
@@ -542,9 +555,11 @@ def child_block_plan(n_rows, n_features, n_threads, n_lean=None):
         return 0, int(block_rows), int(n_blocks)
     # The block bytes are held where the root's rule blocks a feature
     # (``_make_block_bytes``), the rule the root's level then follows.
-    root_blocked = _root_blocked_features(n_features, n_lean, threads, n_blocks)
+    cdef intp_t n_chunks = _sum_chunks_for(n_rows)
+    root_blocked = _root_blocked_features(n_features, n_lean, threads, n_blocks, n_chunks)
     return (int(_child_blocked_features(root_blocked, n_features, n_lean,
-                                        min(threads, <intp_t>n_features), n_blocks)),
+                                        min(threads, <intp_t>n_features), n_blocks,
+                                        n_chunks)),
             int(block_rows), int(n_blocks))
 
 
@@ -1016,7 +1031,7 @@ cdef inline void _chunk_child_counts(const uint8_t* block_of, intp_t n,
         for j in range(n_blocked):
             add_by_block_bits(counts + j * n_blocks, sums + j * n_blocks,
                               block_of + <intp_t>features[j * stride] * n, row_wr,
-                              first_bits, sub, end, n, count_second)
+                              first_bits, sub, end, count_second)
         sub = end
 
 
@@ -1514,7 +1529,9 @@ cdef class ExactSplitFinder(SplitFinder):
         ``row_wr`` (8 bytes), ``row_slot`` (4) and ``row_node`` (1), 13 bytes; the
         16-byte row records where a tree needs them (weights, or a level of 255
         nodes or more); its per-thread node states and block sums (per node and
-        per block, not per row). The node segments (4 bytes per value, 4 bytes per
+        per block, not per row), and where it holds block bytes, the chunks' sums
+        and counts of the blocked passes (16 bytes per row chunk, feature and
+        block: at most 64 chunks, not per row). The node segments (4 bytes per value, 4 bytes per
         row per thread of a scan, one bit per row) where this finder has them and
         the copy's share of the threads allows them (``copy_keeps_segments``): the
         copies keep segments while ``n_samples x n_features <= SEGMENT_MAX_VALUES x
@@ -1572,7 +1589,7 @@ cdef class ExactSplitFinder(SplitFinder):
         if not self.forced_blocks and (
                 n * self.n_features < MIN_PARALLEL_SCAN
                 or _root_blocked_features(self.n_features, n_lean, n_threads,
-                                          n_blocks) == 0):
+                                          n_blocks, _sum_chunks_for(n)) == 0):
             return 0
         self.block_of = <uint8_t*>gbc_alloc_random_access(
             <size_t>(self.n_features * n) * sizeof(uint8_t))
@@ -2069,7 +2086,7 @@ cdef class ExactSplitFinder(SplitFinder):
                 n_block = n_lean
             elif self.block_of != NULL:
                 n_block = _root_blocked_features(self.n_features, n_lean, n_threads,
-                                                 n_blocks)
+                                                 n_blocks, _sum_chunks_for(self.n_samples))
             blocks = n_block > 0
         elif segment_level and not is_root:
             if (parents_in == SEGMENTS_IN_ORDER and use_bits and self.unit_weights
@@ -2081,7 +2098,8 @@ cdef class ExactSplitFinder(SplitFinder):
                 else:
                     n_block = _child_blocked_features(
                         self.root_blocked, self.n_features, n_lean,
-                        min(<intp_t>n_threads, self.n_features), n_blocks)
+                        min(<intp_t>n_threads, self.n_features), n_blocks,
+                        _sum_chunks_for(self.n_samples))
                 blocks = n_block > 0
             if not blocks:
                 for s in range(n_slots):
