@@ -392,6 +392,22 @@ def test_pairs_are_handed_out_largest_first_then_lowest_slot(seed):
 
 
 # ------------------------------------------------- the root's blocks at its children
+def _check_child_counts(column, first, r, block_rows, pos, sums):
+    """One feature's children's counts against the twin: the positions of each
+    child's rows (``first`` 1: the first child) in the feature's sorted order,
+    counted and summed in sorted order up to each block (bit for bit: ``r`` on a
+    grid)."""
+    n = len(column)
+    starts = np.minimum(np.arange(sums.shape[0] + 1) * block_rows, n)
+    order = np.argsort(column, kind="stable")
+    for c, member in enumerate((first[order] == 1, first[order] == 0)):
+        before = np.concatenate([[0], np.cumsum(member)])[starts]
+        np.testing.assert_array_equal(pos[:, c], before)
+        in_order = np.where(member, r[order], 0.0)
+        prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
+        assert sums[:, c].tobytes() == prefix.tobytes()
+
+
 @pytest.mark.parametrize("block_rows", [64, 1000])
 def test_child_block_counts_match_a_numpy_twin(block_rows):
     """The rows and w * r of each child before each block of the root's sorted
@@ -411,15 +427,8 @@ def test_child_block_counts_match_a_numpy_twin(block_rows):
         first = (rng.uniform(size=n) < share).astype(np.uint8)
         pos, sums = finder._child_block_sums(r, first, n_threads=1 + int(share * 4))
         assert pos.shape == (3, n_blocks + 1, 2) and sums.shape == (3, n_blocks, 2)
-        starts = np.minimum(np.arange(n_blocks + 1) * block_rows, n)
         for f in range(3):
-            order = np.argsort(X[:, f], kind="stable")
-            for c, member in enumerate((first[order] == 1, first[order] == 0)):
-                before = np.concatenate([[0], np.cumsum(member)])[starts]
-                np.testing.assert_array_equal(pos[f, :, c], before)
-                in_order = np.where(member, r[order], 0.0)
-                prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
-                assert sums[f, :, c].tobytes() == prefix.tobytes()
+            _check_child_counts(X[:, f], first, r, block_rows, pos[f], sums[f])
     with pytest.raises(ValueError, match="must have 4000 rows"):
         finder._child_block_sums(r[:10], first)
     with pytest.raises(ValueError, match="no block bytes"):
@@ -454,14 +463,7 @@ def test_the_passes_of_a_default_finder_add_its_chunks_in_order():
         for f in range(3):
             twin = np.bincount(bytes_[f], weights=r, minlength=n_blocks)
             assert sums[f].tobytes() == twin.tobytes()
-            starts = np.minimum(np.arange(n_blocks + 1) * 32768, n)
-            order = np.argsort(X[:, f], kind="stable")
-            for side, member in enumerate((first[order] == 1, first[order] == 0)):
-                before = np.concatenate([[0], np.cumsum(member)])[starts]
-                np.testing.assert_array_equal(pos[f, :, side], before)
-                in_order = np.where(member, r[order], 0.0)
-                prefix = np.concatenate([[0.0], np.cumsum(in_order)])[starts[:-1]]
-                assert child_sums[f, :, side].tobytes() == prefix.tobytes()
+            _check_child_counts(X[:, f], first, r, 32768, pos[f], child_sums[f])
     assert results[0] == results[1] == results[2] and results[3] == results[4]
 
 
