@@ -20,20 +20,10 @@ Prints one line per row count: the minimum of ``--calls`` calls of each.
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def best(fn, calls):
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main():
@@ -45,6 +35,7 @@ def main():
     sys.path.insert(0, os.path.abspath(args.src))
     sys.path.insert(0, HERE)
     import fit_scaling
+    from bench import time_calls
     from gbc_core._common import ROW_STAT_DTYPE
     from gbc_core._exact_splitter import ExactSplitFinder
 
@@ -67,10 +58,13 @@ def main():
         # The hooks took no thread count before the row chunks (2026-12-01).
         chunked = "n_threads" in (blocked._block_sums_from_bytes.__doc__ or "")
         extra = (1,) if chunked else ()
-        scan = best(lambda: one.level_splits(stats, slot, None, 1, 0.0, unit_weights=True,
-                                             grid=(2.0 ** -40, 1.0)), args.calls)
-        sums = best(lambda: blocked._block_sums_from_bytes(r, *extra), args.calls)
-        both = best(lambda: blocked._child_block_sums(r, first, *extra), args.calls)
+        scan = min(time_calls(lambda: one.level_splits(
+            stats, slot, None, 1, 0.0, unit_weights=True, grid=(2.0 ** -40, 1.0)),
+            args.calls))
+        sums = min(time_calls(lambda: blocked._block_sums_from_bytes(r, *extra),
+                              args.calls))
+        both = min(time_calls(lambda: blocked._child_block_sums(r, first, *extra),
+                              args.calls))
         print(f"{'chunks' if chunked else 'per feature'} {n} rows x {X.shape[1]}: "
               f"root scan {scan * 1e3:.1f} ms, block sums {sums * 1e3:.2f} ms "
               f"({sums / scan:.3f} of the scan), block sums + children's counts "
