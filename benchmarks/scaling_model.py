@@ -1194,19 +1194,16 @@ def plan(events, meta, p, machine, scale_of=None, rows=None, mode="share",
             k, rid = _root_blocked(r, threads, rows), 28
         elif is_child and threads > 1:
             k, rid = _child_blocked(rows, len(r.phases.get(8, ())), threads)[0], 31
-        if k and chunked_passes:
-            # In row chunks over every blocked feature: each row's w r read once
-            # (8 bytes) and its k bytes, as (k + 8) / 9 items of MEMORY's 9 bytes,
-            # on every thread (each chunk its own rows).
+        if k:
+            # In row chunks over every blocked feature, on every thread: each row's
+            # w r read once (8 bytes) and its k bytes, as (k + 8) / 9 items of
+            # MEMORY's 9 bytes; before them, a task of 9 bytes a row per feature.
             n_rows = r.items / len(r.phases[8])
-            passes = SimpleNamespace(rid=rid, items=(k + 8) / 9 * n_rows)
-            l3, dram = region_memory(passes, threads, machine, rows, row_factor, share)
-            out.add(0.0, l3, dram, threads, share, group, tag=REGIONS[rid])
-        elif k:
-            passes = SimpleNamespace(rid=rid, items=k * r.items / len(r.phases[8]))
-            l3, dram = region_memory(passes, min(k, threads), machine, rows,
-                                     row_factor, share)
-            out.add(0.0, l3, dram, min(k, threads), share, group, tag=REGIONS[rid])
+            items, on = (((k + 8) / 9 * n_rows, threads) if chunked_passes
+                         else (k * n_rows, min(k, threads)))
+            passes = SimpleNamespace(rid=rid, items=items)
+            l3, dram = region_memory(passes, on, machine, rows, row_factor, share)
+            out.add(0.0, l3, dram, on, share, group, tag=REGIONS[rid])
 
     lane_of, tree_lane = {}, {}
     if mode == "share" and not grows_side_by_side(meta["method"], p, k):

@@ -439,9 +439,7 @@ class BinomialFit(OneScoreFit):
         the update writes the next tree's from then on (``n_threads``: the
         borrowing protocol's, unused)."""
         if residual_out is None:
-            residual_out = self.residual
-            if residual_out is None:
-                residual_out = np.empty(self.y.shape[0], dtype=np.float64)
+            residual_out = self._residual_out()
         if residual_out is not self.residual or not self._residual_fresh:
             np.subtract(self.y, self.prob, out=residual_out)
             self.residual = residual_out
